@@ -1,0 +1,50 @@
+"""Shared pieces several models use (a GloVe table, a sentence encoder), loaded once per worker."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from service.manifest import Manifest
+
+_COMPONENTS: dict[str, type["Component"]] = {}
+
+
+class Component:
+    """A store folder of kind `component`; models name it in their manifest's `uses`."""
+
+    def __init__(self, manifest: Manifest, runtime: Any) -> None:
+        self.manifest = manifest
+        self.runtime = runtime
+        self._load()
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    def _load(self) -> None:
+        """Open arrays and sessions from self.manifest."""
+
+    def sessions(self) -> list[Any]:
+        return []
+
+
+def register_component(key: str) -> Callable[[type[Component]], type[Component]]:
+    def wrap(cls: type[Component]) -> type[Component]:
+        _COMPONENTS[key] = cls
+        return cls
+
+    return wrap
+
+
+def component_class(key: str) -> type[Component]:
+    import importlib
+    import pkgutil
+
+    import service.components as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name != "base":
+            importlib.import_module(f"service.components.{info.name}")
+    try:
+        return _COMPONENTS[key]
+    except KeyError:
+        raise KeyError(f"no component implementation named {key!r}") from None

@@ -1,0 +1,188 @@
+"""The model-store manifest: one format read by the service and written by training.
+
+Kept free of Flask and torch so that `training/` can import it to write manifests that the
+service is guaranteed to read the same way.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FORMAT_VERSION = 1
+KINDS = ("referenced", "unreferenced", "dialogue", "component")
+REQUIRED_BY_KIND = {
+    "referenced": ["context", "response", "reference"],
+    "unreferenced": ["context", "response"],
+    "dialogue": ["turns"],
+    "component": [],
+}
+# Suffixes the service will open; everything else in a manifest is refused (nothing is unpickled).
+ALLOWED_SUFFIXES = (".onnx", ".npy", ".json")
+
+
+class ManifestError(Exception):
+    """A manifest or one of its files is unusable; the message names the file and the reason."""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    name: str
+    version: str
+    kind: str
+    scorer: str
+    requires: list[str]
+    score_range: tuple[float, float]
+    files: dict[str, dict[str, Any]]
+    folder: Path
+    onnx: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tokenizer: str | None = None
+    uses: list[str] = field(default_factory=list)
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    card: dict[str, Any] = field(default_factory=dict)
+
+    def path(self, filename: str) -> Path:
+        if filename not in self.files:
+            raise ManifestError(f"{self.name}: {filename} is not listed in manifest.json")
+        return self.folder / filename
+
+    @property
+    def sha256(self) -> str:
+        """One hash for the whole artifact: the manifest's own bytes (which hold every file's hash)."""
+        return sha256_file(self.folder / "manifest.json")
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_manifest(folder: Path) -> Manifest:
+    """Parse and check a manifest's structure (not the file hashes: see verify_files)."""
+    folder = Path(folder)
+    path = folder / "manifest.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ManifestError(f"{folder.name}: manifest.json is missing") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"{folder.name}: manifest.json is not valid JSON ({exc})") from exc
+    if not isinstance(raw, dict):
+        raise ManifestError(f"{folder.name}: manifest.json must hold an object")
+    if raw.get("format_version") != FORMAT_VERSION:
+        raise ManifestError(
+            f"{folder.name}: format_version {raw.get('format_version')!r} is not {FORMAT_VERSION}"
+        )
+    for key in ("name", "version", "kind", "files"):
+        if key not in raw:
+            raise ManifestError(f"{folder.name}: manifest.json lacks {key!r}")
+    if raw["name"] != folder.name:
+        raise ManifestError(f"{folder.name}: manifest names {raw['name']!r}, folder is {folder.name!r}")
+    if raw["kind"] not in KINDS:
+        raise ManifestError(f"{folder.name}: kind {raw['kind']!r} is not one of {KINDS}")
+    for filename, entry in raw["files"].items():
+        if "/" in filename or "\\" in filename or filename.startswith("."):
+            raise ManifestError(f"{folder.name}: file name {filename!r} must be a plain name")
+        if not filename.endswith(ALLOWED_SUFFIXES):
+            raise ManifestError(f"{folder.name}: {filename} is not an allowed artifact type")
+        if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
+            raise ManifestError(f"{folder.name}: {filename} has no sha256")
+    score_range = raw.get("score_range") or [0.0, 1.0]
+    return Manifest(
+        name=raw["name"],
+        version=str(raw["version"]),
+        kind=raw["kind"],
+        scorer=raw.get("scorer", raw["name"]),
+        requires=list(raw.get("requires", REQUIRED_BY_KIND[raw["kind"]])),
+        score_range=(float(score_range[0]), float(score_range[1])),
+        files=dict(raw["files"]),
+        folder=folder,
+        onnx=dict(raw.get("onnx", {})),
+        tokenizer=raw.get("tokenizer"),
+        uses=list(raw.get("uses", [])),
+        options=dict(raw.get("options", {})),
+        config=dict(raw.get("config", {})),
+        card=dict(raw.get("card", {})),
+    )
+
+
+def verify_files(manifest: Manifest) -> None:
+    """Check that every listed file exists and has the recorded hash; raise naming the first bad one."""
+    for filename, entry in manifest.files.items():
+        path = manifest.folder / filename
+        if not path.is_file():
+            raise ManifestError(f"{manifest.name}: {filename} is missing")
+        actual = sha256_file(path)
+        if actual != entry["sha256"]:
+            raise ManifestError(
+                f"{manifest.name}: {filename} has sha256 {actual[:12]}..., manifest says "
+                f"{entry['sha256'][:12]}... (altered or corrupt)"
+            )
+
+
+def onnx_signature(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """Input and output names, types and shapes of an ONNX graph, as recorded in manifests."""
+    import onnxruntime as ort  # local: manifest writing in training should not need a session otherwise
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+    def describe(nodes: list[Any]) -> list[dict[str, Any]]:
+        return [{"name": n.name, "type": n.type, "shape": list(n.shape)} for n in nodes]
+
+    return {"inputs": describe(session.get_inputs()), "outputs": describe(session.get_outputs())}
+
+
+def write_manifest(
+    folder: Path,
+    *,
+    name: str,
+    version: str,
+    kind: str,
+    scorer: str | None = None,
+    score_range: tuple[float, float] = (0.0, 1.0),
+    requires: list[str] | None = None,
+    tokenizer: str | None = None,
+    uses: list[str] | None = None,
+    options: dict[str, dict[str, Any]] | None = None,
+    config: dict[str, Any] | None = None,
+    card: dict[str, Any] | None = None,
+) -> Manifest:
+    """Hash every artifact in `folder` and write its manifest.json; returns the manifest read back.
+
+    Every file in the folder with an allowed suffix is listed, so nothing can ship unhashed.
+    """
+    folder = Path(folder)
+    if kind not in KINDS:
+        raise ManifestError(f"kind {kind!r} is not one of {KINDS}")
+    files: dict[str, dict[str, Any]] = {}
+    onnx: dict[str, dict[str, Any]] = {}
+    for path in sorted(folder.iterdir()):
+        if path.name == "manifest.json" or not path.is_file() or not path.name.endswith(ALLOWED_SUFFIXES):
+            continue
+        files[path.name] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+        if path.suffix == ".onnx":
+            onnx[path.name] = onnx_signature(path)
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "name": name,
+        "version": version,
+        "kind": kind,
+        "scorer": scorer or name,
+        "requires": requires if requires is not None else REQUIRED_BY_KIND[kind],
+        "score_range": [float(score_range[0]), float(score_range[1])],
+        "files": files,
+        "onnx": onnx,
+        "tokenizer": tokenizer,
+        "uses": uses or [],
+        "options": options or {},
+        "config": config or {},
+        "card": card or {},
+    }
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
+    return read_manifest(folder)

@@ -1,0 +1,112 @@
+"""ONNX Runtime sessions for one worker: providers, threads, and checked inputs.
+
+Sessions are created after gunicorn forks (the store loads inside each worker), never in the
+master: ONNX Runtime thread pools do not survive a fork.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+
+log = logging.getLogger(__name__)
+
+_NUMPY_TYPES = {
+    "tensor(float)": np.float32,
+    "tensor(float16)": np.float16,
+    "tensor(double)": np.float64,
+    "tensor(int64)": np.int64,
+    "tensor(int32)": np.int32,
+    "tensor(bool)": np.bool_,
+}
+
+
+@dataclass(frozen=True)
+class RuntimeSettings:
+    providers: tuple[str, ...] = ("CUDAExecutionProvider", "CPUExecutionProvider")
+    intra_op_threads: int = 0  # 0: cores / workers
+    workers: int = 1
+
+
+def default_threads(workers: int) -> int:
+    """Cores divided among workers: oversubscribed thread pools halve throughput under gunicorn."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // max(1, workers))
+
+
+class Runtime:
+    """Creates sessions with one worker's settings and remembers them for provider reporting."""
+
+    def __init__(self, settings: RuntimeSettings | None = None) -> None:
+        self.settings = settings or RuntimeSettings()
+        self.threads = self.settings.intra_op_threads or default_threads(self.settings.workers)
+        available = ort.get_available_providers()
+        self.providers = [p for p in self.settings.providers if p in available] or ["CPUExecutionProvider"]
+
+    def session(self, path: Path) -> "Session":
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        raw = ort.InferenceSession(str(path), sess_options=options, providers=self.providers)
+        got = raw.get_providers()
+        if "CUDAExecutionProvider" in self.providers and "CUDAExecutionProvider" not in got:
+            log.warning("%s: CUDA was requested but the session runs on %s", Path(path).name, got)
+        return Session(raw, Path(path).name)
+
+
+class Session:
+    """A thin wrapper that feeds the dtypes the graph asks for and checks names and ranks."""
+
+    def __init__(self, session: ort.InferenceSession, name: str) -> None:
+        self._session = session
+        self.name = name
+        self.inputs = {i.name: i for i in session.get_inputs()}
+        self.outputs = [o.name for o in session.get_outputs()]
+
+    def get_providers(self) -> list[str]:
+        return self._session.get_providers()
+
+    def run(self, feeds: dict[str, Any], outputs: list[str] | None = None) -> list[np.ndarray]:
+        missing = set(self.inputs) - set(feeds)
+        extra = set(feeds) - set(self.inputs)
+        if missing or extra:
+            raise ValueError(f"{self.name}: inputs missing {sorted(missing)}, unexpected {sorted(extra)}")
+        cast: dict[str, np.ndarray] = {}
+        for key, value in feeds.items():
+            meta = self.inputs[key]
+            array = np.asarray(value, dtype=_NUMPY_TYPES.get(meta.type))
+            if len(meta.shape) != array.ndim:
+                raise ValueError(f"{self.name}: input {key} has rank {array.ndim}, graph wants {len(meta.shape)}")
+            cast[key] = array
+        return self._session.run(outputs, cast)
+
+    def run_dict(self, feeds: dict[str, Any]) -> dict[str, np.ndarray]:
+        return dict(zip(self.outputs, self.run(feeds)))
+
+
+def length_buckets(lengths: list[int], max_batch: int, max_tokens: int = 8192) -> list[list[int]]:
+    """Indices grouped by similar length, so that padding stays small.
+
+    Items are sorted by length and cut into batches of at most `max_batch` items and about
+    `max_tokens` padded tokens. Results must not depend on the grouping, which is why every
+    graph we export masks padding exactly.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for index in order:
+        longest = max(lengths[index], 1)
+        if current and (len(current) >= max_batch or longest * (len(current) + 1) > max_tokens):
+            batches.append(current)
+            current = []
+        current.append(index)
+    if current:
+        batches.append(current)
+    return batches

@@ -1,0 +1,175 @@
+"""The scorer interface: public score() on the base class, per-metric steps in subclasses.
+
+A scorer is built once per worker from its manifest and the components it uses; it must give
+the same score for an item whatever else is in the batch (bucketing, never cross-item state).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from service.manifest import Manifest
+
+
+@dataclass(frozen=True)
+class Item:
+    """One reply to score: context oldest first, the reply, an optional reference."""
+
+    context: list[str]
+    response: str
+    reference: str | None = None
+
+
+@dataclass(frozen=True)
+class Turn:
+    speaker: str  # "user" | "bot"
+    text: str
+
+
+@dataclass(frozen=True)
+class Dialogue:
+    """A whole conversation, for `dialogue` models."""
+
+    turns: list[Turn]
+
+
+@dataclass
+class ScoreBatch:
+    scores: list[float]
+    details: list[dict[str, Any]] | None = None
+
+
+class EncodeCache:
+    """Per-request memo of utterance encodings, shared across items and models.
+
+    Keyed by (component name, text): a request scoring with several models on one encoder
+    encodes each distinct utterance once.
+    """
+
+    def __init__(self) -> None:
+        self._vectors: dict[tuple[str, str], np.ndarray] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def get_many(self, component: str, texts: list[str], encode) -> np.ndarray:
+        """Vectors for `texts` (rows in order); `encode(list[str]) -> ndarray` runs only on unseen ones."""
+        missing = list(dict.fromkeys(t for t in texts if (component, t) not in self._vectors))
+        self.misses += len(missing)
+        self.hits += len(texts) - len(missing)
+        if missing:
+            for text, vector in zip(missing, encode(missing)):
+                self._vectors[(component, text)] = vector
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([self._vectors[(component, t)] for t in texts])
+
+
+class Scorer:
+    """Base of every metric. Subclasses implement `_score`; options are validated here."""
+
+    # Option schema: {"name": {"type": "string"|"boolean"|"number", "choices": [...], "default": ...}}.
+    # The manifest's `options` extend or override these.
+    default_options: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    def __init__(self, manifest: Manifest, components: dict[str, Any], runtime: Any) -> None:
+        self.manifest = manifest
+        self.components = components
+        self.runtime = runtime
+        self.option_spec = {**self.default_options, **manifest.options}
+        self._load()
+
+    # --- identity -------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def version(self) -> str:
+        return self.manifest.version
+
+    @property
+    def kind(self) -> str:
+        return self.manifest.kind
+
+    def providers(self) -> list[str]:
+        """Execution providers the model's sessions really got (CPU only for pure-Python metrics)."""
+        sessions = self._sessions()
+        if not sessions:
+            return ["CPUExecutionProvider"]
+        seen: list[str] = []
+        for session in sessions:
+            for provider in session.get_providers():
+                if provider not in seen:
+                    seen.append(provider)
+        return seen
+
+    def _sessions(self) -> list[Any]:
+        """ONNX sessions this scorer owns or shares (for provider reporting)."""
+        found = []
+        for value in list(vars(self).values()) + list(self.components.values()):
+            sessions = getattr(value, "sessions", None)
+            if callable(sessions):
+                found.extend(sessions())
+            elif hasattr(value, "get_providers"):
+                found.append(value)
+        return found
+
+    # --- scoring ---------------------------------------------------------------------------
+    def resolve_options(self, options: dict[str, Any] | None) -> dict[str, Any]:
+        """Fill defaults and check values; raises ValueError(field, message) on a bad option."""
+        options = dict(options or {})
+        unknown = sorted(set(options) - set(self.option_spec))
+        if unknown:
+            raise OptionError({f"options.{k}": "Unknown option for this model." for k in unknown})
+        resolved: dict[str, Any] = {}
+        errors: dict[str, str] = {}
+        for key, spec in self.option_spec.items():
+            value = options.get(key, spec.get("default"))
+            expected = spec.get("type")
+            if expected == "string" and not isinstance(value, str):
+                errors[f"options.{key}"] = "Must be a string."
+            elif expected == "boolean" and not isinstance(value, bool):
+                errors[f"options.{key}"] = "Must be a boolean."
+            elif expected == "number" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                errors[f"options.{key}"] = "Must be a number."
+            elif "choices" in spec and value not in spec["choices"]:
+                errors[f"options.{key}"] = f"Must be one of: {', '.join(map(str, spec['choices']))}."
+            resolved[key] = value
+        if errors:
+            raise OptionError(errors)
+        return resolved
+
+    def score(self, items: list[Any], options: dict[str, Any] | None = None,
+              cache: EncodeCache | None = None) -> ScoreBatch:
+        resolved = self.resolve_options(options)
+        batch = self._score(items, resolved, cache if cache is not None else EncodeCache())
+        scores = np.asarray(batch.scores, dtype=np.float64)
+        if scores.shape != (len(items),) or not np.all(np.isfinite(scores)):
+            raise RuntimeError(f"{self.name} produced non-finite or misshapen scores")
+        batch.scores = [float(s) for s in scores]
+        return batch
+
+    def warm_up(self) -> None:
+        """Run one tiny batch so the first request does not pay for graph initialisation."""
+        if self.kind == "dialogue":
+            sample: Any = Dialogue([Turn("user", "hello there, how are you?"), Turn("bot", "fine thanks, and you?")])
+        else:
+            sample = Item(["hello there, how are you?"], "fine thanks, and you?", "i am good, thank you.")
+        self.score([sample])
+
+    # --- for subclasses ----------------------------------------------------------------------
+    def _load(self) -> None:
+        """Open sessions and arrays from self.manifest; called once per worker."""
+
+    def _score(self, items: list[Any], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
+        raise NotImplementedError
+
+
+class OptionError(ValueError):
+    """Bad `options` for a model: maps field paths to messages (becomes a 422)."""
+
+    def __init__(self, fields: dict[str, str]) -> None:
+        super().__init__("; ".join(f"{k}: {v}" for k, v in fields.items()))
+        self.fields = fields

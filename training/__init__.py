@@ -1,0 +1,1 @@
+"""dialscore's offline training package (PyTorch). The service never imports this package."""
