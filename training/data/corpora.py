@@ -53,11 +53,16 @@ def _chitchat_all() -> dict[str, list[str]]:
     with open(chitchat_dataset._PATH, encoding="utf-8") as handle:
         raw = json.load(handle)
     conversations: dict[str, list[str]] = {}
-    for key, conversation in raw.items():
+    seen: set[tuple[str, ...]] = set()
+    for key in sorted(raw):
+        conversation = raw[key]
         # A "message" is a run of lines by one sender: one turn.
         turns = [_clean(" ".join(line["text"] for line in message)) for message in conversation["messages"]]
         turns = [t for t in turns if t]
-        if len(turns) >= 2:
+        # Some conversations appear twice under different ids: keep one, or it could sit in
+        # train and validation at once.
+        if len(turns) >= 2 and tuple(turns) not in seen:
+            seen.add(tuple(turns))
             conversations[key] = turns
     return conversations
 
