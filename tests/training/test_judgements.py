@@ -1,0 +1,75 @@
+"""The judgement loaders on the real data: ranges, ids, and a partition that never shares a context."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from training.data.judgements import SETS, load_set, split_key, split_of
+
+EXPECTED_SIZES = {
+    "dstc7": 10000,
+    "dailydialog_gupta_multiref": 500,
+    "predictive_engagement": 600,
+    "holistic_eval": 200,
+    "xdial_dailydialog_zhao": 900,
+    "xdial_persona_zhao": 900,
+    "xdial_dailydialog_gupta": 500,
+    "xdial_conture_turn": 1066,
+    "conture": 1052,
+}
+
+
+def test_every_listed_set_has_an_expected_size() -> None:
+    assert set(SETS) == set(EXPECTED_SIZES)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_SIZES))
+def test_set_loads_rescaled_with_unique_ids(name: str) -> None:
+    items = load_set(name)
+    assert len(items) == EXPECTED_SIZES[name]
+    assert len({i.item_id for i in items}) == len(items)
+    assert all(1.0 <= i.score <= 5.0 for i in items)
+    assert all(i.context and all(i.context) and i.response for i in items)
+    assert all(i.set == name for i in items)
+    with_refs = sum(bool(i.references) for i in items)
+    assert (with_refs > 0.9 * len(items)) if SETS[name].has_references else with_refs == 0
+    assert any(i.system is not None for i in items) == SETS[name].has_systems
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_SIZES))
+def test_train_and_dev_partition_the_set_by_context(name: str) -> None:
+    train, dev, every = load_set(name, "train"), load_set(name, "dev"), load_set(name)
+    assert len(train) + len(dev) == len(every)
+    assert 0.15 * len(every) < len(dev) < 0.45 * len(every)
+    assert not {split_key(i) for i in train} & {split_key(i) for i in dev}
+    assert not {i.conversation for i in train} & {i.conversation for i in dev}
+    if "conture" not in name:  # ConTurE splits by dialogue; two dialogues may both open with "hi"
+        assert not {tuple(i.context) for i in train} & {tuple(i.context) for i in dev}
+
+
+def test_overlapping_sets_put_a_shared_context_in_the_same_split() -> None:
+    splits: dict[str, set[str]] = defaultdict(set)
+    for name in (n for n in SETS if "conture" not in n):  # ConTurE is keyed by dialogue instead
+        for item in load_set(name):
+            splits[" ".join(item.context[-1].lower().split())].add(split_of(split_key(item)))
+    # the same DailyDialog query appears in several sets; it must never straddle train and dev
+    assert all(len(found) == 1 for found in splits.values())
+    gupta = {i.context[-1].lower() for i in load_set("dailydialog_gupta_multiref", "dev")}
+    xdial = {i.context[-1].lower() for i in load_set("xdial_dailydialog_gupta", "dev")}
+    assert gupta and len(gupta & xdial) >= 0.9 * len(gupta)
+
+
+def test_dstc7_merges_judges_and_drops_the_human_reply_from_references() -> None:
+    items = load_set("dstc7")
+    human = [i for i in items if i.system == "Human"]
+    assert len(human) == 1000 and len({i.system for i in items}) == 10
+    assert all(i.response.lower().replace(" ", "") not in {r.lower().replace(" ", "") for r in i.references}
+               for i in human)
+
+
+def test_unknown_set_and_split_are_refused() -> None:
+    with pytest.raises(KeyError):
+        load_set("nope")
+    with pytest.raises(ValueError):
+        load_set("conture", "test")

@@ -1,0 +1,322 @@
+"""Turn-level human judgements in ../shared/data/judgements, one loader for every set.
+
+Each set is read in its own upstream format and returned as `JudgedItem`s with the score
+rescaled linearly from the set's native scale to 1-5, so that models trained on several sets
+(ADEM, AutoJudge) see one range and correlations are comparable.
+
+Train/dev partition (fixed, seeded, by context): an item's split is decided by a hash of its
+*split key*, never by its position, so that
+
+* every response to one context (and every turn of one conversation) lands in one split;
+* a context that appears in several sets lands in the same split in all of them. The
+  DailyDialog-based sets overlap (dailydialog_gupta_multiref and xdial dailydialog-gupta are
+  the same 500 items; zhao, holistic_eval and predictive_engagement reuse DailyDialog test
+  queries), and their contexts are truncated differently, so the key is the *last context
+  turn* (the query), normalised with `service.text.words` (lower-case, punctuation split),
+  which all of them share. ConTurE items are keyed by their dialogue, both in
+  `conture` and in xdial's copy `xdial_conture_turn` (mapped back to the dialogue by text).
+
+`DEV_FRACTION` of keys go to "dev". Change `SPLIT_SEED` and every set's partition changes
+together; nothing else does.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from service.text import words
+
+SPLIT_SEED = "dialscore-judgements-v1"
+DEV_FRACTION = 0.3
+SPLITS = ("train", "dev", "all")
+SCORE_RANGE = (1.0, 5.0)
+
+csv.field_size_limit(1 << 30)
+
+
+def _default_data_dir() -> Path:
+    env = os.environ.get("DIALSCORE_DATA_DIR")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+DEFAULT_DATA_DIR = _default_data_dir()
+
+
+@dataclass(frozen=True)
+class JudgedItem:
+    """One rated reply. `score` is on 1-5 whatever the set's own scale."""
+
+    set: str
+    item_id: str
+    context: list[str]  # oldest first
+    response: str
+    references: list[str]  # may be empty
+    score: float
+    system: str | None
+    conversation: str | None
+
+
+@dataclass(frozen=True)
+class SetInfo:
+    name: str
+    description: str
+    licence: str
+    has_references: bool
+    has_systems: bool
+    native_scale: tuple[float, float]
+    reader: Callable[[Path], list[JudgedItem]]
+
+
+# --- helpers ---------------------------------------------------------------------------------
+def normalise(text: str) -> str:
+    """The form used for split keys and text matching: `service.text.words` joined by spaces."""
+    return " ".join(words(text))
+
+
+def split_of(key: str) -> str:
+    """'train' or 'dev' for a split key; deterministic across machines and Python versions."""
+    digest = hashlib.sha256(f"{SPLIT_SEED}\x00{key}".encode()).digest()
+    fraction = int.from_bytes(digest[:8], "big") / 2**64
+    return "dev" if fraction < DEV_FRACTION else "train"
+
+
+def rescale(value: float, lo: float, hi: float) -> float:
+    """Map [lo, hi] linearly onto 1-5."""
+    return SCORE_RANGE[0] + (float(value) - lo) * (SCORE_RANGE[1] - SCORE_RANGE[0]) / (hi - lo)
+
+
+def _clean(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _query_key(context: list[str]) -> str:
+    return "q:" + normalise(context[-1] if context else "")
+
+
+# Split key of each item: kept beside the items (not a JudgedItem field, which is fixed).
+_KEYS: dict[tuple[str, str], str] = {}
+
+
+def _item(set_name: str, item_id: str, context: list[str], response: str, references: list[str],
+          score: float, system: str | None, conversation: str | None, key: str) -> JudgedItem:
+    _KEYS[(set_name, item_id)] = key
+    return JudgedItem(set_name, item_id, [_clean(t) for t in context], _clean(response),
+                      [_clean(r) for r in references if _clean(r)], score, system, conversation)
+
+
+# --- readers ---------------------------------------------------------------------------------
+def _read_dstc7(data_dir: Path) -> list[JudgedItem]:
+    """Per-judge ratings averaged per (instance, system); score = mean of relevance and informativeness.
+
+    The per-judge file spells one system both TeamCE and TeamEC (the published per-system means
+    for TeamCE are the mean over both), so they are merged. The human response is one of the
+    gold references upstream; it is removed from every item's references so that the Human
+    system is not scored against itself.
+    """
+    folder = data_dir / "judgements" / "dstc7_task2_human_eval"
+
+    def rows(name: str, **kw) -> list[list[str]]:
+        with open(folder / name, encoding="utf-8-sig", newline="") as handle:
+            return list(csv.reader(handle, delimiter="\t", **kw))[1:]
+
+    contexts = {r[0]: r[2] for r in rows("dstc7-task2-context.tsv", quoting=csv.QUOTE_NONE)}
+    gold = {r[0]: [x for x in r[1:] if x.strip()] for r in rows("dstc7-task2-gold_responses.tsv",
+                                                                   quoting=csv.QUOTE_NONE)}
+    responses = {(r[1], r[0]): r[2] for r in rows("dstc7-task2-system_responses.tsv", quoting=csv.QUOTE_NONE)}
+    ratings: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for judge, instance, system, relevance, informativeness in rows("dstc7-task2-human-eval-per-judge.tsv"):
+        system = "TeamCE" if system == "TeamEC" else system
+        ratings[(instance, system)].append((float(relevance) + float(informativeness)) / 2)
+    items = []
+    for (instance, system), values in sorted(ratings.items()):
+        if (instance, system) not in responses or instance not in contexts:
+            continue
+        human = normalise(responses.get((instance, "Human"), ""))
+        references = [g for g in gold.get(instance, []) if normalise(g) != human]
+        context = [contexts[instance]]
+        items.append(_item("dstc7", f"{instance}:{system}", context, responses[(instance, system)],
+                           references, rescale(sum(values) / len(values), 1, 5), system, instance,
+                           _query_key(context)))
+    return items
+
+
+def _read_gupta_multiref(data_dir: Path) -> list[JudgedItem]:
+    """100 DailyDialog test contexts x 5 systems, averaged 1-5, four references (the original one first)."""
+    path = data_dir / "judgements" / "dailydialog_gupta_multiref" / "mturk_rating_processed_output.csv"
+    items = []
+    with open(path, encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            context = [t for t in row["context"].split("||||") if t.strip()]
+            references = [r for r in row["all_references"].split("\t") if r.strip()]
+            items.append(_item("dailydialog_gupta_multiref", f"{row['context_id']}:{row['model']}", context,
+                               row["response"], references, rescale(float(row["human_average_rating"]), 1, 5),
+                               row["model"], row["context_id"], _query_key(context)))
+    return items
+
+
+def _read_predictive_engagement(data_dir: Path) -> list[JudgedItem]:
+    """Ghazarian et al.'s DailyDialog query/reply pairs, 3 ratings (1-5) each, averaged.
+
+    `system` is "human" when the reply is the DailyDialog ground truth for that query
+    (from DD_queries_groundtruth_replies.csv), else "generated".
+    """
+    folder = data_dir / "judgements" / "predictive_engagement" / "data"
+    truth: set[tuple[str, str]] = set()
+    with open(folder / "DD_queries_groundtruth_replies.csv", encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            truth.add((normalise(row["query"]), normalise(row["reply"])))
+    ratings: dict[tuple[str, str], list[float]] = defaultdict(list)
+    with open(folder / "Eng_Scores_queries_gen_gtruth_replies.csv", encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            ratings[(_clean(row["query"]), _clean(row["response"]))].append(float(row["human_score"]))
+    items = []
+    for index, ((query, response), values) in enumerate(ratings.items()):
+        system = "human" if (normalise(query), normalise(response)) in truth else "generated"
+        key = _query_key([query])
+        items.append(_item("predictive_engagement", f"pe{index}", [query], response, [],
+                           rescale(sum(values) / len(values), 1, 5), system, key[2:], key))
+    return items
+
+
+def _read_holistic(data_dir: Path) -> list[JudgedItem]:
+    """Context coherence of 200 DailyDialog query/reply pairs; 10 raters (1-5) averaged; no header row."""
+    path = data_dir / "judgements" / "holistic_eval" / "context_data_release.csv"
+    items = []
+    with open(path, encoding="utf-8", newline="") as handle:
+        for row in csv.reader(handle):
+            values = [float(v) for v in row[3:] if v.strip()]
+            key = _query_key([row[1]])
+            items.append(_item("holistic_eval", f"h{row[0]}", [row[1]], row[2], [],
+                               rescale(sum(values) / len(values), 1, 5), None, key[2:], key))
+    return items
+
+
+@lru_cache(maxsize=4)
+def _conture_dialogues(data_dir: Path) -> list[dict]:
+    with open(data_dir / "judgements" / "conture" / "data.json", encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def _strip_speaker(text: str, prefix: str) -> str:
+    text = _clean(text)
+    return text[len(prefix):].strip() if text.startswith(prefix) else text
+
+
+def _read_conture(data_dir: Path) -> list[JudgedItem]:
+    """ConTurE human-bot dialogues; each bot turn rated 0-2 ("overall impression"); context = whole history.
+
+    Empty turns (the bot said nothing) are left out of both the items and the history.
+    """
+    items = []
+    for dialogue in _conture_dialogues(data_dir):
+        history: list[str] = []
+        conversation = f"conture{dialogue['dialog_id']}"
+        for index, turn in enumerate(dialogue["turns"]):
+            user = _strip_speaker(turn["user"], "User:")
+            bot = _strip_speaker(turn["chatbot"], "Chatbot:")
+            if user:
+                history.append(user)
+            if not bot or not history:  # a few bot turns are empty upstream: nothing to score
+                continue
+            items.append(_item("conture", f"{conversation}:{index}", list(history), bot, [],
+                               rescale(turn["overall impression"], 0, 2), None, conversation, conversation))
+            history.append(bot)
+    return items
+
+
+def _conture_lookup(data_dir: Path) -> dict[tuple[str, str], str]:
+    """(normalised user turn, normalised bot reply) -> ConTurE dialogue id, for xdial's copy."""
+    lookup: dict[tuple[str, str], str] = {}
+    for dialogue in _conture_dialogues(data_dir):
+        for turn in dialogue["turns"]:
+            pair = (normalise(_strip_speaker(turn["user"], "User:")),
+                    normalise(_strip_speaker(turn["chatbot"], "Chatbot:")))
+            lookup.setdefault(pair, f"conture{dialogue['dialog_id']}")
+    return lookup
+
+
+def _xdial_reader(subset: str, scale: tuple[float, float]) -> Callable[[Path], list[JudgedItem]]:
+    set_name = "xdial_" + subset.replace("-", "_")
+
+    def read(data_dir: Path) -> list[JudgedItem]:
+        path = data_dir / "judgements" / "xdial_eval" / "turn" / f"{subset}.csv"
+        lookup = _conture_lookup(data_dir) if subset == "conture-turn" else {}
+        items = []
+        with open(path, encoding="utf-8", newline="") as handle:
+            for index, row in enumerate(csv.DictReader(handle)):
+                context = [t for t in row["english_ctx"].split("\n") if t.strip()]
+                response = row["english_res"]
+                key = _query_key(context)
+                conversation = key[2:]
+                if lookup:
+                    found = lookup.get((normalise(context[-1]), normalise(response)))
+                    if found:
+                        key = conversation = found
+                items.append(_item(set_name, f"{subset}:{index}", context, response, [],
+                                   rescale(float(row["ratings"]), *scale), None, conversation, key))
+        return items
+
+    return read
+
+
+_DD = "DailyDialog: CC BY-NC-SA 4.0"
+SETS: dict[str, SetInfo] = {
+    info.name: info
+    for info in [
+        SetInfo("dstc7", "DSTC7 task 2: 1,000 Reddit contexts x 10 systems, per-judge relevance and "
+                "informativeness averaged", "O-UDA v1.0", True, True, (1, 5), _read_dstc7),
+        SetInfo("dailydialog_gupta_multiref", "Gupta et al. 2019: 100 DailyDialog test contexts x 5 "
+                "systems, 4 references each", f"not stated; {_DD}", True, True, (1, 5), _read_gupta_multiref),
+        SetInfo("predictive_engagement", "Ghazarian et al.: 600 DailyDialog query/reply pairs "
+                "(ground truth and generated), 3 ratings each", f"MIT (repo); {_DD}", False, True, (1, 5),
+                _read_predictive_engagement),
+        SetInfo("holistic_eval", "Pang et al. 2020: 200 DailyDialog query/reply pairs, context "
+                "coherence, 10 raters", f"not stated; {_DD}", False, False, (1, 5), _read_holistic),
+        SetInfo("xdial_dailydialog_zhao", "xDial-Eval (English): Zhao et al. 2020 DailyDialog, 900 "
+                "replies to 100 contexts", f"GPL-3.0; {_DD}", False, False, (1, 5),
+                _xdial_reader("dailydialog-zhao", (1, 5))),
+        SetInfo("xdial_persona_zhao", "xDial-Eval (English): Zhao et al. 2020 PersonaChat, 900 replies "
+                "to 149 contexts", "GPL-3.0", False, False, (1, 5), _xdial_reader("persona-zhao", (1, 5))),
+        SetInfo("xdial_dailydialog_gupta", "xDial-Eval (English): the Gupta et al. DailyDialog items "
+                "without references or systems", f"GPL-3.0; {_DD}", False, False, (1, 5),
+                _xdial_reader("dailydialog-gupta", (1, 5))),
+        SetInfo("xdial_conture_turn", "xDial-Eval (English): ConTurE turn ratings 0-2 with a "
+                "three-turn context", "GPL-3.0; ConTurE CC BY 4.0", False, False, (0, 2),
+                _xdial_reader("conture-turn", (0, 2))),
+        SetInfo("conture", "ConTurE: 119 human-bot dialogues, every bot turn rated 0-2, full history "
+                "as context", "CC BY 4.0", False, False, (0, 2), _read_conture),
+    ]
+}
+
+
+@lru_cache(maxsize=32)
+def _load_all(name: str, data_dir: Path) -> tuple[JudgedItem, ...]:
+    return tuple(SETS[name].reader(data_dir))
+
+
+def split_key(item: JudgedItem) -> str:
+    """The key whose hash decides the item's split (see the module docstring)."""
+    if (item.set, item.item_id) not in _KEYS:
+        _load_all(item.set, DEFAULT_DATA_DIR)
+    return _KEYS[(item.set, item.item_id)]
+
+
+def load_set(name: str, split: str = "all", data_dir: Path = DEFAULT_DATA_DIR) -> list[JudgedItem]:
+    """Items of one set (see SETS) and split ("train", "dev" or "all"), in a fixed order."""
+    if name not in SETS:
+        raise KeyError(f"unknown judgement set {name!r}; known: {', '.join(SETS)}")
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, not {split!r}")
+    items = list(_load_all(name, Path(data_dir)))
+    if split == "all":
+        return items
+    return [item for item in items if split_of(_KEYS[(item.set, item.item_id)]) == split]
