@@ -1,0 +1,67 @@
+"""Per-request plumbing: request IDs and the optional bearer token (API.md, Conventions).
+
+Request IDs: a caller's `X-Request-ID` is kept (so one ID follows a request through a chatbot,
+an ingress and this service); otherwise one is made. It is echoed in the response header and
+stamped on every log record (service/logging_setup.py), gunicorn's access log included.
+
+Bearer token: when `DIALSCORE_API_TOKEN` is set every endpoint but the probes needs
+`Authorization: Bearer <token>`; the kubelet's probes carry no credentials, so `/healthz` and
+`/readyz` stay open. The comparison is constant-time (hmac.compare_digest) so that response
+timing does not leak how much of a guessed token was right.
+"""
+from __future__ import annotations
+
+import hmac
+import re
+import uuid
+from typing import Any
+
+from flask import Flask, Response, g, jsonify, request
+
+from service.errors import Unauthorized
+
+REQUEST_ID_HEADER = "X-Request-ID"
+OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+# What we accept from a caller: short and printable, so that it cannot forge log lines or headers.
+_VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+=@-]{1,128}")
+
+
+def init_app(app: Flask) -> None:
+    """Install the hooks; call before any other `before_request` so that 401s carry a request ID."""
+    app.before_request(_assign_request_id)
+    app.before_request(_require_token)
+    app.after_request(_echo_request_id)
+
+
+def _assign_request_id() -> None:
+    offered = request.headers.get(REQUEST_ID_HEADER, "")
+    g.request_id = offered if _VALID_REQUEST_ID.fullmatch(offered) else uuid.uuid4().hex
+
+
+def _echo_request_id(response: Response) -> Response:
+    request_id = g.get("request_id")
+    if request_id:
+        response.headers[REQUEST_ID_HEADER] = request_id
+    return response
+
+
+def _configured_token(app: Flask) -> str:
+    settings = app.config.get("SETTINGS")
+    token = getattr(settings, "api_token", None) if settings is not None else None
+    return token if token is not None else str(app.config.get("API_TOKEN", ""))
+
+
+def _require_token() -> Any:
+    from flask import current_app
+
+    token = _configured_token(current_app)
+    if not token or request.path in OPEN_PATHS:
+        return None
+    scheme, _, offered = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and hmac.compare_digest(offered.strip().encode(), token.encode()):
+        return None
+    error = Unauthorized("This endpoint needs the header `Authorization: Bearer <token>` with the configured token.")
+    response = jsonify(error.body())
+    response.status_code = error.status
+    response.headers["WWW-Authenticate"] = 'Bearer realm="dialscore"'
+    return response
