@@ -10,6 +10,7 @@ import sys
 # command -> module with a `main(argv: list[str]) -> int`
 COMMANDS: dict[str, str] = {
     "export-glove": "training.glove",
+    "baselines": "training.baselines",
 }
 
 

@@ -1,0 +1,57 @@
+# dialscore: `make run` serves the committed models on 127.0.0.1:8000; `make test` runs the suite.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+HOST ?= 127.0.0.1
+PORT ?= 8000
+WORKERS ?= 2
+DATA ?= ../shared/data
+export DIALSCORE_DATA_DIR ?= $(abspath $(DATA))
+
+.PHONY: help venv venv-dev run test lint bench train encoder-fp32 evaluate clean
+
+help:
+	@echo "make run      serve the committed model store on $(HOST):$(PORT) (creates $(VENV))"
+	@echo "make test     install everything and run the whole test suite"
+	@echo "make lint     hadolint, kustomize + kubernetes-validate, yamllint, ruff"
+	@echo "make bench    throughput and latency of /score through gunicorn on this machine"
+	@echo "make train    retrain every model from ../shared/data and rewrite model_store/"
+
+# The serving environment: requirements.txt only (no torch).
+$(VENV)/.serve: requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -r requirements.txt
+	touch $@
+
+# Tests, linters and training: torch is pinned and installed first so nothing pulls a CUDA build.
+$(VENV)/.dev: $(VENV)/.serve requirements-dev.txt training/requirements.txt
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -r requirements-dev.txt -r training/requirements.txt
+	touch $@
+
+venv: $(VENV)/.serve
+venv-dev: $(VENV)/.dev
+
+run: $(VENV)/.serve
+	$(PY) -m service --host $(HOST) --port $(PORT) --workers $(WORKERS)
+
+test: $(VENV)/.dev
+	$(PY) -m pytest
+
+lint: $(VENV)/.dev
+	bash scripts/lint.sh
+
+bench: $(VENV)/.serve
+	$(PY) -m service.bench --workers $(WORKERS)
+
+train: $(VENV)/.dev
+	bash scripts/train.sh
+
+evaluate: $(VENV)/.dev
+	$(PY) -m training evaluate
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

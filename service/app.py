@@ -1,0 +1,94 @@
+"""create_app: the Flask application factory that gunicorn and the tests use."""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from flask import Flask, Response, g, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+from service import metrics
+from service.config import load_settings
+from service.errors import BadJson, MethodNotAllowed, NotFound, ServiceError, TooLarge
+from service.store import init_store
+
+log = logging.getLogger(__name__)
+
+
+def create_app(config: dict[str, Any] | None = None) -> Flask:
+    """Settings: defaults, then DIALSCORE_* environment variables, then `config` (tests)."""
+    settings = load_settings(config)
+    app = Flask(__name__)
+    app.config["SETTINGS"] = settings
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app.json.sort_keys = False
+
+    from service.api import analysis, health, scoring
+
+    for blueprint in (health.bp, scoring.bp, analysis.bp):
+        app.register_blueprint(blueprint)
+    _install_error_handlers(app)
+    _install_request_metrics(app)
+    try:
+        from service import middleware
+    except ImportError:  # pragma: no cover - middleware lands with the deployment work
+        middleware = None
+    if middleware is not None:
+        middleware.init_app(app)
+    init_store(app, background=not settings.load_sync)
+    return app
+
+
+def _error_response(error: ServiceError, headers: dict[str, str] | None = None) -> Response:
+    metrics.ERRORS.labels(error.code).inc()
+    response = jsonify(error.body())
+    response.status_code = error.status
+    for key, value in (headers or {}).items():
+        response.headers[key] = value
+    return response
+
+
+def _install_error_handlers(app: Flask) -> None:
+    @app.errorhandler(ServiceError)
+    def service_error(error: ServiceError) -> Response:
+        return _error_response(error)
+
+    @app.errorhandler(HTTPException)
+    def http_error(error: HTTPException) -> Response:
+        if error.code == 404:
+            return _error_response(NotFound(f"No endpoint {request.path}; see /openapi.json."))
+        if error.code == 405:
+            allowed = ", ".join(error.valid_methods or [])  # type: ignore[attr-defined]
+            return _error_response(MethodNotAllowed(f"{request.method} is not allowed on {request.path}; "
+                                                    f"use {allowed}.", {"allowed": error.valid_methods or []}),
+                                   {"Allow": allowed})
+        if error.code == 413:
+            limit = app.config["SETTINGS"].max_body_bytes
+            return _error_response(TooLarge(f"The body is over the {limit}-byte limit.", {"max_body_bytes": limit}))
+        if error.code == 400:
+            return _error_response(BadJson("The request could not be read as JSON."))
+        wrapped = ServiceError(error.description or "HTTP error")
+        wrapped.status, wrapped.code = error.code or 500, (error.name or "error").lower().replace(" ", "_")
+        return _error_response(wrapped)
+
+    @app.errorhandler(Exception)
+    def unexpected(error: Exception) -> Response:
+        log.exception("internal error on %s %s", request.method, request.path)
+        return _error_response(ServiceError("The service failed on this request; it is a bug, please report it.",
+                                            {"type": type(error).__name__}))
+
+
+def _install_request_metrics(app: Flask) -> None:
+    @app.before_request
+    def start_timer() -> None:
+        g.started = time.perf_counter()
+
+    @app.after_request
+    def record(response: Response) -> Response:
+        endpoint = request.url_rule.rule if request.url_rule else "unmatched"
+        metrics.REQUESTS.labels(endpoint, request.method, str(response.status_code)).inc()
+        started = g.get("started")
+        if started is not None:
+            metrics.LATENCY.labels(endpoint, g.get("model", "")).observe(time.perf_counter() - started)
+        return response

@@ -1,0 +1,82 @@
+"""Every setting of the service, once, with its default and its DIALSCORE_* environment variable.
+
+Order of precedence in create_app: these defaults, then the environment, then the mapping the
+caller passes (tests).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Settings:
+    model_store: Path = REPO_ROOT / "model_store"  # DIALSCORE_MODEL_STORE
+    models: tuple[str, ...] = ()  # DIALSCORE_MODELS: comma list; empty = every model in the store
+    max_body_bytes: int = 1 << 20  # DIALSCORE_MAX_BODY_BYTES
+    max_items: int = 512  # DIALSCORE_MAX_ITEMS
+    max_candidates: int = 64  # DIALSCORE_MAX_CANDIDATES
+    max_turns: int = 50  # DIALSCORE_MAX_TURNS: context turns, and turns of a dialogue
+    max_chars: int = 2000  # DIALSCORE_MAX_CHARS: characters per utterance
+    max_correlate_items: int = 100_000  # DIALSCORE_MAX_CORRELATE_ITEMS
+    max_resamples: int = 10_000  # DIALSCORE_MAX_RESAMPLES
+    max_ratings: int = 200_000  # DIALSCORE_MAX_RATINGS: /human-eval rows
+    batch_size: int = 64  # DIALSCORE_BATCH_SIZE: items per ONNX run after length bucketing
+    workers: int = 2  # DIALSCORE_WORKERS: gunicorn workers (also divides the cores among sessions)
+    intra_op_threads: int = 0  # DIALSCORE_INTRA_OP_THREADS: 0 = cores / workers
+    providers: tuple[str, ...] = ("CUDAExecutionProvider", "CPUExecutionProvider")  # DIALSCORE_PROVIDERS
+    load_sync: bool = False  # DIALSCORE_LOAD_SYNC: load models before serving instead of in the background
+    api_token: str = ""  # DIALSCORE_API_TOKEN: when set, scoring endpoints need `Authorization: Bearer <token>`
+    log_level: str = "INFO"  # DIALSCORE_LOG_LEVEL
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def limits(self) -> dict[str, int]:
+        """What GET /models lists as `limits`."""
+        return {
+            "max_body_bytes": self.max_body_bytes,
+            "max_items": self.max_items,
+            "max_candidates": self.max_candidates,
+            "max_turns": self.max_turns,
+            "max_chars": self.max_chars,
+            "max_correlate_items": self.max_correlate_items,
+            "max_resamples": self.max_resamples,
+            "max_ratings": self.max_ratings,
+        }
+
+
+def _convert(name: str, raw: Any, default: Any) -> Any:
+    if isinstance(default, bool):
+        return raw if isinstance(raw, bool) else str(raw).strip().lower() in ("1", "true", "yes", "on")
+    if isinstance(default, int):
+        return int(raw)
+    if isinstance(default, Path):
+        return Path(raw)
+    if isinstance(default, tuple):
+        if isinstance(raw, (list, tuple)):
+            return tuple(raw)
+        return tuple(part.strip() for part in str(raw).split(",") if part.strip())
+    return raw
+
+
+def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Settings:
+    environ = os.environ if environ is None else environ
+    base = Settings()
+    values: dict[str, Any] = {}
+    for f in fields(Settings):
+        if f.name == "extra":
+            continue
+        key = f"DIALSCORE_{f.name.upper()}"
+        if key in environ:
+            try:
+                values[f.name] = _convert(f.name, environ[key], getattr(base, f.name))
+            except ValueError as exc:
+                raise ValueError(f"{key}={environ[key]!r}: {exc}") from exc
+    for name, raw in (overrides or {}).items():
+        if name not in {f.name for f in fields(Settings)}:
+            raise KeyError(f"unknown setting {name!r}")
+        values[name] = _convert(name, raw, getattr(base, name))
+    return replace(base, **values)

@@ -1,0 +1,67 @@
+"""Errors carry their HTTP status and contract code; one handler writes `{"error": {...}}`."""
+from __future__ import annotations
+
+from typing import Any
+
+
+class ServiceError(Exception):
+    """Base: 500 `internal`. Subclasses name their status and code (API.md, Conventions)."""
+
+    status = 500
+    code = "internal"
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details or {}
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+class BadJson(ServiceError):
+    """400: the body is not JSON, or not a JSON object."""
+
+    status, code = 400, "bad_json"
+
+
+class Unauthorized(ServiceError):
+    """401: a token is configured and the request lacks it or carries another."""
+
+    status, code = 401, "unauthorized"
+
+
+class UnknownModel(ServiceError):
+    """404: the named model is not served (unknown, or failed to load)."""
+
+    status, code = 404, "unknown_model"
+
+
+class NotFound(ServiceError):
+    """404: no such endpoint."""
+
+    status, code = 404, "not_found"
+
+
+class MethodNotAllowed(ServiceError):
+    """405: the endpoint exists but not for this method."""
+
+    status, code = 405, "method_not_allowed"
+
+
+class TooLarge(ServiceError):
+    """413: body, items, candidates, turns or characters over the configured limits."""
+
+    status, code = 413, "too_large"
+
+
+class InvalidRequest(ServiceError):
+    """422: schema violations; details map field paths such as `items.3.reference` to messages."""
+
+    status, code = 422, "invalid_request"
+
+
+class NotReady(ServiceError):
+    """503: models are still loading, or one failed to load."""
+
+    status, code = 503, "not_ready"

@@ -1,0 +1,54 @@
+"""gunicorn settings for dialscore; `python -m service` passes this file with `-c`.
+
+Values come from the environment that `python -m service` prepares (DIALSCORE_HOST, PORT,
+WORKERS, ...), so operators configure one set of DIALSCORE_* variables.
+"""
+import os
+import shutil
+import tempfile
+
+from prometheus_client import multiprocess
+
+from service.logging_setup import gunicorn_logconfig
+
+bind = f"{os.environ.get('DIALSCORE_HOST', '127.0.0.1')}:{os.environ.get('DIALSCORE_PORT', '8000')}"
+workers = int(os.environ.get("DIALSCORE_WORKERS", "2"))
+worker_class = "gthread"
+threads = int(os.environ.get("DIALSCORE_THREADS", "2"))
+# Models load in each worker after the fork (ONNX Runtime sessions must not cross a fork).
+preload_app = False
+wsgi_app = "service.app:create_app()"
+timeout = int(os.environ.get("DIALSCORE_WORKER_TIMEOUT", "120"))
+# SIGTERM: stop accepting, let in-flight requests finish for up to this long (< the pod's grace period).
+graceful_timeout = int(os.environ.get("DIALSCORE_GRACEFUL_TIMEOUT", "25"))
+keepalive = 5
+max_requests = int(os.environ.get("DIALSCORE_MAX_REQUESTS", "0"))
+max_requests_jitter = max_requests // 10
+worker_tmp_dir = os.environ.get("DIALSCORE_WORKER_TMP_DIR") or None
+logconfig_dict = gunicorn_logconfig(os.environ.get("DIALSCORE_LOG_LEVEL", "INFO"))
+accesslog = "-"
+errorlog = "-"
+
+# Prometheus multiprocess mode: every worker writes samples to one folder that /metrics reads.
+_owned_metrics_dir = None
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    _owned_metrics_dir = tempfile.mkdtemp(prefix="dialscore-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = _owned_metrics_dir
+
+
+def on_starting(server):
+    """Start from an empty metrics folder: stale files from a previous run would be counted again."""
+    folder = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    os.makedirs(folder, exist_ok=True)
+    for name in os.listdir(folder):
+        if name.endswith(".db"):
+            os.remove(os.path.join(folder, name))
+
+
+def child_exit(server, worker):
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server):
+    if _owned_metrics_dir:
+        shutil.rmtree(_owned_metrics_dir, ignore_errors=True)

@@ -1,0 +1,67 @@
+"""Size limits (413 `too_large`): configuration, checked after the schema has accepted the shape."""
+from __future__ import annotations
+
+from typing import Any
+
+from service.config import Settings
+from service.errors import TooLarge
+
+
+def _check_text(path: str, text: str | None, settings: Settings, over: dict[str, str]) -> None:
+    if text is not None and len(text) > settings.max_chars:
+        over[path] = f"{len(text)} characters; the limit is {settings.max_chars}."
+
+
+def check_items(items: list[dict[str, Any]], settings: Settings) -> None:
+    over: dict[str, str] = {}
+    if len(items) > settings.max_items:
+        over["items"] = f"{len(items)} items; the limit is {settings.max_items}."
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            continue
+        for key in ("context", "turns"):
+            seq = item.get(key)
+            if isinstance(seq, list) and len(seq) > settings.max_turns:
+                over[f"items.{i}.{key}"] = f"{len(seq)} turns; the limit is {settings.max_turns}."
+            if isinstance(seq, list):
+                for j, utterance in enumerate(seq):
+                    text = utterance.get("text") if isinstance(utterance, dict) else utterance
+                    if isinstance(text, str):
+                        _check_text(f"items.{i}.{key}.{j}", text, settings, over)
+        for key in ("response", "reference"):
+            if isinstance(item.get(key), str):
+                _check_text(f"items.{i}.{key}", item[key], settings, over)
+    _raise(over)
+
+
+def check_rerank(body: dict[str, Any], settings: Settings) -> None:
+    over: dict[str, str] = {}
+    if len(body["candidates"]) > settings.max_candidates:
+        over["candidates"] = f"{len(body['candidates'])} candidates; the limit is {settings.max_candidates}."
+    if len(body["context"]) > settings.max_turns:
+        over["context"] = f"{len(body['context'])} turns; the limit is {settings.max_turns}."
+    for j, text in enumerate(body["context"]):
+        _check_text(f"context.{j}", text, settings, over)
+    for j, text in enumerate(body["candidates"]):
+        _check_text(f"candidates.{j}", text, settings, over)
+    _check_text("reference", body.get("reference"), settings, over)
+    _raise(over)
+
+
+def check_correlate(body: dict[str, Any], settings: Settings) -> None:
+    over: dict[str, str] = {}
+    if len(body["human"]) > settings.max_correlate_items:
+        over["human"] = f"{len(body['human'])} items; the limit is {settings.max_correlate_items}."
+    if body["resamples"] > settings.max_resamples:
+        over["resamples"] = f"{body['resamples']} resamples; the limit is {settings.max_resamples}."
+    _raise(over)
+
+
+def check_human_eval(body: dict[str, Any], settings: Settings) -> None:
+    if len(body["ratings"]) > settings.max_ratings:
+        _raise({"ratings": f"{len(body['ratings'])} ratings; the limit is {settings.max_ratings}."})
+
+
+def _raise(over: dict[str, str]) -> None:
+    if over:
+        raise TooLarge("The request is over the configured limits; see GET /models for them.", over)

@@ -1,0 +1,197 @@
+"""Request and response schemas: the same objects validate requests and write /openapi.json.
+
+Structure and types are checked here (422); size limits are configuration and are checked in
+service/limits.py (413), because they are not part of a payload's validity.
+"""
+from __future__ import annotations
+
+from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+
+_nonempty_list = validate.Length(min=1)
+
+
+class StrictSchema(Schema):
+    class Meta:
+        unknown = RAISE
+        ordered = True
+
+
+# --- scoring -----------------------------------------------------------------------------------
+class ItemSchema(StrictSchema):
+    context = fields.List(fields.String(), required=True, validate=_nonempty_list,
+                          metadata={"description": "Utterances, oldest first (1..max_turns).",
+                                    "example": ["hey, what do you want to do tonight?", "why don't we go see a movie?"]})
+    response = fields.String(required=True, metadata={"description": "The reply to score.",
+                                                      "example": "nah, let's do something active."})
+    reference = fields.String(allow_none=True, load_default=None,
+                              metadata={"description": "A human reply; required by `referenced` models.",
+                                        "example": "yeah, the film about turing looks great!"})
+
+
+class TurnSchema(StrictSchema):
+    speaker = fields.String(required=True, validate=validate.OneOf(["user", "bot"]))
+    text = fields.String(required=True)
+
+
+class DialogueSchema(StrictSchema):
+    turns = fields.List(fields.Nested(TurnSchema), required=True, validate=_nonempty_list,
+                        metadata={"description": "The whole conversation, oldest first (1..max_turns)."})
+
+    @validates_schema
+    def _has_bot_turn(self, data: dict, **_: object) -> None:
+        if not any(t["speaker"] == "bot" for t in data["turns"]):
+            raise ValidationError("A dialogue needs at least one bot turn.", "turns")
+
+
+class ScoreRequestSchema(StrictSchema):
+    model = fields.String(metadata={"description": "The model to score with (see GET /models).", "example": "adem"})
+    models = fields.List(fields.String(), validate=_nonempty_list,
+                         metadata={"description": "Extension: several models on the same items; each distinct "
+                                                  "utterance is encoded once. Give `model` or `models`."})
+    items = fields.List(fields.Dict(), required=True, validate=_nonempty_list,
+                        metadata={"description": "Item objects ({context, response, reference?}) or, for "
+                                                 "`dialogue` models, {turns}."})
+    options = fields.Dict(load_default=dict, metadata={"description": "Model-specific options; unknown keys are 422."})
+
+    @validates_schema
+    def _one_model(self, data: dict, **_: object) -> None:
+        if ("model" in data) == ("models" in data):
+            raise ValidationError("Give exactly one of `model` or `models`.", "model")
+
+
+class ScoreResponseSchema(StrictSchema):
+    model = fields.String(required=True)
+    version = fields.String(required=True)
+    scores = fields.List(fields.Float(), required=True)
+    details = fields.List(fields.Dict())
+
+
+class RerankRequestSchema(StrictSchema):
+    model = fields.String(required=True, metadata={"example": "autojudge"})
+    context = fields.List(fields.String(), required=True, validate=_nonempty_list,
+                          metadata={"example": ["hi! how was your weekend?"]})
+    candidates = fields.List(fields.String(), required=True, validate=_nonempty_list,
+                             metadata={"example": ["i don't know.", "great, i went hiking with my sister!"]})
+    reference = fields.String(allow_none=True, load_default=None)
+    top_k = fields.Integer(allow_none=True, load_default=None, validate=validate.Range(min=1))
+    options = fields.Dict(load_default=dict)
+
+
+class RankedSchema(StrictSchema):
+    index = fields.Integer(required=True)
+    response = fields.String(required=True)
+    score = fields.Float(required=True)
+
+
+class RerankResponseSchema(StrictSchema):
+    model = fields.String(required=True)
+    version = fields.String(required=True)
+    ranking = fields.List(fields.Nested(RankedSchema), required=True)
+
+
+# --- analysis ----------------------------------------------------------------------------------
+class HumanScoresField(fields.Field):
+    """A list of numbers, or a list of lists of numbers (several ratings per item, averaged)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):  # type: ignore[override]
+        if not isinstance(value, list) or not value:
+            raise ValidationError("Must be a non-empty list of numbers or of lists of numbers.")
+        number = fields.Float(allow_nan=False)
+        out: list = []
+        errors: dict = {}
+        for i, entry in enumerate(value):
+            try:
+                if isinstance(entry, list):
+                    if not entry:
+                        raise ValidationError("Must hold at least one rating.")
+                    out.append([number.deserialize(x) for x in entry])
+                else:
+                    out.append(number.deserialize(entry))
+            except ValidationError as exc:
+                errors[i] = exc.messages
+        if errors:
+            raise ValidationError(errors)
+        return out
+
+
+class CorrelateRequestSchema(StrictSchema):
+    human = HumanScoresField(required=True, metadata={
+        "description": "Human scores per item, or a list of ratings per item (averaged).", "example": [3.0, 4.5, 1.0]})
+    scores = fields.Dict(keys=fields.String(), values=fields.List(fields.Float(allow_nan=False)), required=True,
+                         validate=_nonempty_list,
+                         metadata={"example": {"adem": [2.9, 4.0, 1.7], "bleu4": [0.1, 0.0, 0.2]}})
+    systems = fields.List(fields.String(), load_default=None, allow_none=True,
+                          metadata={"description": "System of each item: adds system-level correlations.",
+                                    "example": ["hred", "human", "tfidf"]})
+    methods = fields.List(fields.String(validate=validate.OneOf(["pearson", "spearman", "kendall"])),
+                          load_default=lambda: ["pearson", "spearman", "kendall"], validate=_nonempty_list)
+    confidence = fields.Float(load_default=0.95, validate=validate.Range(min=0, max=1, min_inclusive=False,
+                                                                       max_inclusive=False))
+    resamples = fields.Integer(load_default=1000, validate=validate.Range(min=0))
+    seed = fields.Integer(load_default=0)
+
+
+class RatingSchema(StrictSchema):
+    rater = fields.String(required=True)
+    system = fields.String(required=True)
+    item = fields.String(required=True)
+    scores = fields.Dict(keys=fields.String(), values=fields.Float(allow_nan=False), required=True,
+                         validate=_nonempty_list)
+
+
+class HumanEvalRequestSchema(StrictSchema):
+    ratings = fields.List(fields.Nested(RatingSchema), required=True, validate=_nonempty_list)
+    reverse = fields.List(fields.String(), load_default=list,
+                          metadata={"description": "Negative attributes, reversed as hi + lo - score.",
+                                    "example": ["robotic", "repetitive"]})
+    scale = fields.List(fields.Float(allow_nan=False), load_default=lambda: [0.0, 100.0],
+                        validate=validate.Length(equal=2))
+    qc_system = fields.String(load_default=None, allow_none=True,
+                              metadata={"description": "The degraded quality-control system.", "example": "degraded"})
+    alpha = fields.Float(load_default=0.05, validate=validate.Range(min=0, max=1, min_inclusive=False,
+                                                                     max_inclusive=False))
+
+    @validates_schema
+    def _scale_ordered(self, data: dict, **_: object) -> None:
+        if data["scale"][0] >= data["scale"][1]:
+            raise ValidationError("The scale's low end must be below its high end.", "scale")
+
+
+class ErrorBodySchema(StrictSchema):
+    code = fields.String(required=True)
+    message = fields.String(required=True)
+    details = fields.Dict(required=True)
+
+
+class ErrorSchema(StrictSchema):
+    error = fields.Nested(ErrorBodySchema, required=True)
+
+
+ITEM = ItemSchema()
+DIALOGUE = DialogueSchema()
+SCORE_REQUEST = ScoreRequestSchema()
+RERANK_REQUEST = RerankRequestSchema()
+CORRELATE_REQUEST = CorrelateRequestSchema()
+HUMAN_EVAL_REQUEST = HumanEvalRequestSchema()
+
+
+def flatten_messages(messages: object, prefix: str = "") -> dict[str, str]:
+    """marshmallow's nested error dict -> {"items.3.reference": "message"} as the contract asks."""
+    out: dict[str, str] = {}
+    if isinstance(messages, dict):
+        for key, value in messages.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            if key == "value" and prefix.count(".") >= 1:  # marshmallow Dict values: scores.a.value.1 -> scores.a.1
+                path = prefix
+            if key == "_schema":
+                path = prefix or "_schema"
+            out.update(flatten_messages(value, path))
+    elif isinstance(messages, list):
+        if all(isinstance(m, str) for m in messages):
+            out[prefix or "_schema"] = " ".join(messages)
+        else:
+            for value in messages:
+                out.update(flatten_messages(value, prefix))
+    else:
+        out[prefix or "_schema"] = str(messages)
+    return out

@@ -1,0 +1,82 @@
+"""Word-embedding baselines (Liu et al. 2016, "How NOT To Evaluate Your Dialogue System"):
+average, vector extrema and greedy matching between reply and reference, over GloVe.
+
+Replies or references with no known word score 0 (no evidence of similarity), so that every
+score stays finite.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from service.components.glove import GloveTable
+from service.scorers.base import EncodeCache, Item, Scorer, ScoreBatch
+from service.scorers.registry import register
+from service.text import words
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(a @ b) / norm if norm > 0 else 0.0
+
+
+def average_similarity(reply: np.ndarray, reference: np.ndarray) -> float:
+    """Cosine of the mean word vectors."""
+    if not len(reply) or not len(reference):
+        return 0.0
+    return _cosine(reply.mean(axis=0), reference.mean(axis=0))
+
+
+def extrema_vector(vectors: np.ndarray) -> np.ndarray:
+    """Per dimension, the value of largest magnitude (Forgues et al. 2014)."""
+    highest, lowest = vectors.max(axis=0), vectors.min(axis=0)
+    return np.where(highest >= np.abs(lowest), highest, lowest)
+
+
+def extrema_similarity(reply: np.ndarray, reference: np.ndarray) -> float:
+    if not len(reply) or not len(reference):
+        return 0.0
+    return _cosine(extrema_vector(reply), extrema_vector(reference))
+
+
+def greedy_similarity(reply: np.ndarray, reference: np.ndarray) -> float:
+    """Each word matched to its most similar word on the other side, both directions averaged."""
+    if not len(reply) or not len(reference):
+        return 0.0
+
+    def unit(m: np.ndarray) -> np.ndarray:
+        norms = np.linalg.norm(m, axis=1, keepdims=True)
+        return m / np.where(norms > 0, norms, 1.0)
+
+    sims = unit(reply) @ unit(reference).T
+    return float((sims.max(axis=1).mean() + sims.max(axis=0).mean()) / 2.0)
+
+
+class _EmbeddingScorer(Scorer):
+    similarity = staticmethod(average_similarity)
+
+    def _load(self) -> None:
+        self.glove: GloveTable = self.components["glove-50d"]
+
+    def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
+        scores = [
+            self.similarity(self.glove.embed(words(item.response)), self.glove.embed(words(item.reference or "")))
+            for item in items
+        ]
+        return ScoreBatch(scores)
+
+
+@register("emb-average")
+class EmbeddingAverage(_EmbeddingScorer):
+    similarity = staticmethod(average_similarity)
+
+
+@register("emb-extrema")
+class EmbeddingExtrema(_EmbeddingScorer):
+    similarity = staticmethod(extrema_similarity)
+
+
+@register("emb-greedy")
+class EmbeddingGreedy(_EmbeddingScorer):
+    similarity = staticmethod(greedy_similarity)

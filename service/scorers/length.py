@@ -1,0 +1,18 @@
+"""`length`: the reply's length in words, the trivial baseline every learned metric must beat.
+
+On several public benchmarks reply length alone correlates with human judgements about as well
+as published learned metrics, so it is served like any model and reported in every evaluation.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from service.scorers.base import EncodeCache, Item, Scorer, ScoreBatch
+from service.scorers.registry import register
+from service.text import word_count
+
+
+@register("length")
+class ReplyLength(Scorer):
+    def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
+        return ScoreBatch([float(word_count(item.response)) for item in items])

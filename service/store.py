@@ -1,0 +1,144 @@
+"""The model store: reads model_store/*/manifest.json, verifies every file, builds scorers.
+
+A model whose manifest or files are bad, or whose components are, is not served; the store
+keeps the reason so that /readyz can name it and the log says which file and why. Loading
+happens once per worker (after gunicorn's fork), optionally in a background thread so that
+liveness answers while models load.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from service.components.base import Component, component_class
+from service.manifest import Manifest, ManifestError, read_manifest, verify_files
+from service.runtime import Runtime
+from service.scorers.base import Scorer
+from service.scorers.registry import scorer_class
+
+log = logging.getLogger(__name__)
+
+
+class ModelStore:
+    def __init__(self, root: Path, runtime: Runtime | None = None, models: tuple[str, ...] = ()) -> None:
+        self.root = Path(root)
+        self.runtime = runtime or Runtime()
+        self.wanted = tuple(models)
+        self.scorers: dict[str, Scorer] = {}
+        self.components: dict[str, Component] = {}
+        self.failures: dict[str, str] = {}
+        self.loaded = False
+        self.load_seconds: float | None = None
+        self._lock = threading.Lock()
+
+    # --- state read by the probes ------------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        return self.loaded and not self.failures
+
+    def get(self, name: str) -> Scorer | None:
+        return self.scorers.get(name)
+
+    # --- loading -------------------------------------------------------------------------------
+    def load(self) -> bool:
+        """Load every configured model; returns readiness. Safe to call once per process."""
+        with self._lock:
+            started = time.perf_counter()
+            manifests = self._read_manifests()
+            for manifest in (m for m in manifests.values() if m.kind == "component"):
+                self._load_component(manifest)
+            names = [n for n, m in manifests.items() if m.kind != "component"]
+            for name in self.wanted:
+                if name not in manifests and name not in self.failures:
+                    self.failures[name] = f"{name}: no folder {self.root / name} with a manifest.json"
+            for name in names:
+                if not self.wanted or name in self.wanted:
+                    self._load_model(manifests[name])
+            self.loaded = True
+            self.load_seconds = time.perf_counter() - started
+            log.info("model store %s: %d models served, %d failed in %.1fs", self.root, len(self.scorers),
+                     len(self.failures), self.load_seconds)
+            return self.ready
+
+    def _read_manifests(self) -> dict[str, Manifest]:
+        manifests: dict[str, Manifest] = {}
+        if not self.root.is_dir():
+            self.failures["model_store"] = f"model store folder {self.root} does not exist"
+            log.error(self.failures["model_store"])
+            return manifests
+        for folder in sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+            try:
+                manifests[folder.name] = read_manifest(folder)
+            except ManifestError as exc:
+                self._fail(folder.name, str(exc))
+        return manifests
+
+    def _load_component(self, manifest: Manifest) -> None:
+        try:
+            verify_files(manifest)
+            self.components[manifest.name] = component_class(manifest.scorer)(manifest, self.runtime)
+        except Exception as exc:  # noqa: BLE001 - any failure takes the component out, with its reason
+            self._fail(manifest.name, _reason(exc), component=True)
+
+    def _load_model(self, manifest: Manifest) -> None:
+        name = manifest.name
+        try:
+            verify_files(manifest)
+            missing = [c for c in manifest.uses if c not in self.components]
+            if missing:
+                why = "; ".join(self.failures.get(c, f"{c}: not in the store") for c in missing)
+                raise ManifestError(f"{name}: needs component(s) {', '.join(missing)} which did not load ({why})")
+            components = {c: self.components[c] for c in manifest.uses}
+            scorer = scorer_class(manifest.scorer)(manifest, components, self.runtime)
+            scorer.warm_up()
+            self.scorers[name] = scorer
+            log.info("loaded %s %s (%s) on %s", name, manifest.version, manifest.kind, scorer.providers())
+        except Exception as exc:  # noqa: BLE001
+            self._fail(name, _reason(exc))
+
+    def _fail(self, name: str, reason: str, component: bool = False) -> None:
+        self.failures[name] = reason
+        log.error("%s %s is not served: %s", "component" if component else "model", name, reason)
+
+    # --- description for /models ---------------------------------------------------------------
+    def describe(self) -> list[dict[str, Any]]:
+        models = []
+        for name in sorted(self.scorers):
+            scorer = self.scorers[name]
+            m = scorer.manifest
+            models.append({
+                "name": name,
+                "version": m.version,
+                "kind": m.kind,
+                "requires": list(m.requires),
+                "score_range": [m.score_range[0], m.score_range[1]],
+                "sha256": m.sha256,
+                "providers": scorer.providers(),
+                "options": scorer.option_spec,
+                "uses": list(m.uses),
+                "card": m.card,
+            })
+        return models
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc) if isinstance(exc, ManifestError) else f"{type(exc).__name__}: {exc}"
+
+
+def init_store(app: Any, background: bool) -> ModelStore:
+    """Attach a ModelStore to the app (flaskr-style init_app) and load it, in a thread if `background`."""
+    from service.runtime import RuntimeSettings
+
+    settings = app.config["SETTINGS"]
+    runtime = Runtime(RuntimeSettings(providers=settings.providers, intra_op_threads=settings.intra_op_threads,
+                                      workers=settings.workers))
+    store = ModelStore(settings.model_store, runtime, settings.models)
+    app.extensions["dialscore.store"] = store
+    if background:
+        threading.Thread(target=store.load, name="model-store-load", daemon=True).start()
+    else:
+        store.load()
+    return store

@@ -1,0 +1,28 @@
+from pathlib import Path
+
+import pytest
+
+from service.config import load_settings
+
+
+def test_defaults_match_the_contract():
+    limits = load_settings(environ={}).limits()
+    assert limits["max_body_bytes"] == 1 << 20
+    assert (limits["max_items"], limits["max_candidates"], limits["max_turns"], limits["max_chars"]) == (512, 64, 50, 2000)
+
+
+def test_environment_then_overrides():
+    env = {"DIALSCORE_MAX_ITEMS": "10", "DIALSCORE_MODELS": "bleu4, length", "DIALSCORE_LOAD_SYNC": "true",
+           "DIALSCORE_MODEL_STORE": "/tmp/x"}
+    settings = load_settings({"max_items": 3}, environ=env)
+    assert settings.max_items == 3
+    assert settings.models == ("bleu4", "length")
+    assert settings.load_sync is True
+    assert settings.model_store == Path("/tmp/x")
+
+
+def test_bad_values_say_which_variable():
+    with pytest.raises(ValueError, match="DIALSCORE_MAX_ITEMS"):
+        load_settings(environ={"DIALSCORE_MAX_ITEMS": "many"})
+    with pytest.raises(KeyError):
+        load_settings({"no_such_setting": 1}, environ={})

@@ -1,0 +1,67 @@
+import json
+
+import numpy as np
+import pytest
+
+from service.manifest import ManifestError, read_manifest, verify_files, write_manifest
+
+
+def _folder(tmp_path):
+    folder = tmp_path / "toy"
+    folder.mkdir()
+    np.save(folder / "weights.npy", np.arange(6, dtype=np.float32).reshape(2, 3), allow_pickle=False)
+    (folder / "vocab.json").write_text('["a", "b"]')
+    return folder
+
+
+def test_round_trip_lists_and_hashes_every_artifact(tmp_path):
+    folder = _folder(tmp_path)
+    manifest = write_manifest(folder, name="toy", version="1.2.3", kind="unreferenced", score_range=(1, 5),
+                              card={"licence": "MIT"})
+    assert set(manifest.files) == {"weights.npy", "vocab.json"}
+    assert manifest.requires == ["context", "response"]
+    assert manifest.score_range == (1.0, 5.0)
+    verify_files(manifest)  # untouched: passes
+
+
+def test_one_changed_byte_is_named(tmp_path):
+    folder = _folder(tmp_path)
+    manifest = write_manifest(folder, name="toy", version="1", kind="unreferenced")
+    data = bytearray((folder / "weights.npy").read_bytes())
+    data[-1] ^= 1
+    (folder / "weights.npy").write_bytes(bytes(data))
+    with pytest.raises(ManifestError, match="weights.npy.*altered"):
+        verify_files(manifest)
+
+
+def test_missing_file_is_named(tmp_path):
+    folder = _folder(tmp_path)
+    manifest = write_manifest(folder, name="toy", version="1", kind="unreferenced")
+    (folder / "vocab.json").unlink()
+    with pytest.raises(ManifestError, match="vocab.json is missing"):
+        verify_files(manifest)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: m.update(format_version=99), "format_version"),
+    (lambda m: m.update(kind="magic"), "kind"),
+    (lambda m: m.update(name="other"), "folder"),
+    (lambda m: m["files"].update({"model.pkl": {"sha256": "0" * 64}}), "not an allowed artifact"),
+    (lambda m: m["files"].update({"../escape.json": {"sha256": "0" * 64}}), "plain name"),
+    (lambda m: m.pop("version"), "lacks 'version'"),
+])
+def test_bad_manifests_are_refused(tmp_path, change, message):
+    folder = _folder(tmp_path)
+    write_manifest(folder, name="toy", version="1", kind="unreferenced")
+    raw = json.loads((folder / "manifest.json").read_text())
+    change(raw)
+    (folder / "manifest.json").write_text(json.dumps(raw))
+    with pytest.raises(ManifestError, match=message):
+        read_manifest(folder)
+
+
+def test_not_json_is_refused(tmp_path):
+    folder = _folder(tmp_path)
+    (folder / "manifest.json").write_text("{not json")
+    with pytest.raises(ManifestError, match="not valid JSON"):
+        read_manifest(folder)

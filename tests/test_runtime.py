@@ -1,0 +1,79 @@
+"""The ONNX Runtime layer, on tiny graphs the test builds."""
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from service.runtime import Runtime, RuntimeSettings, default_threads, length_buckets
+
+
+def _masked_mean_graph(path):
+    """mean over time of x[b, t, :] where mask[b, t] = 1: a padding-exact reduction like our encoders'."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "time", 3])
+    mask = helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", "time"])
+    out = helper.make_tensor_value_info("mean", TensorProto.FLOAT, ["batch", 3])
+    axes = helper.make_tensor("axes", TensorProto.INT64, [1], [1])
+    last = helper.make_tensor("last", TensorProto.INT64, [1], [-1])
+    nodes = [
+        helper.make_node("Unsqueeze", ["mask", "last"], ["m3"]),
+        helper.make_node("Mul", ["x", "m3"], ["xm"]),
+        helper.make_node("ReduceSum", ["xm", "axes"], ["total"], keepdims=0),
+        helper.make_node("ReduceSum", ["mask", "axes"], ["count"], keepdims=1),
+        helper.make_node("Div", ["total", "count"], ["mean"]),
+    ]
+    graph = helper.make_graph(nodes, "masked_mean", [x, mask], [out], initializer=[axes, last])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
+def test_session_runs_and_reports_cpu(tmp_path):
+    runtime = Runtime(RuntimeSettings(intra_op_threads=1))
+    session = runtime.session(_masked_mean_graph(tmp_path / "g.onnx"))
+    assert "CPUExecutionProvider" in session.get_providers()
+    x = np.arange(12, dtype=np.float64).reshape(1, 4, 3)  # float64 in: cast to what the graph asks
+    (mean,) = session.run({"x": x, "mask": [[1, 1, 0, 0]]})
+    np.testing.assert_allclose(mean, x[0, :2].mean(axis=0, keepdims=True), rtol=1e-6)
+
+
+def test_padding_does_not_change_results(tmp_path):
+    session = Runtime().session(_masked_mean_graph(tmp_path / "g.onnx"))
+    rng = np.random.default_rng(0)
+    short = rng.normal(size=(1, 2, 3))
+    padded = np.concatenate([short, rng.normal(size=(1, 5, 3))], axis=1)
+    (a,) = session.run({"x": short, "mask": np.ones((1, 2))})
+    (b,) = session.run({"x": padded, "mask": [[1, 1, 0, 0, 0, 0, 0]]})
+    np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_wrong_inputs_are_named(tmp_path):
+    session = Runtime().session(_masked_mean_graph(tmp_path / "g.onnx"))
+    with pytest.raises(ValueError, match="missing"):
+        session.run({"x": np.zeros((1, 2, 3))})
+    with pytest.raises(ValueError, match="rank"):
+        session.run({"x": np.zeros((2, 3)), "mask": np.ones((1, 2))})
+
+
+def test_providers_asked_for_are_filtered_to_available():
+    runtime = Runtime(RuntimeSettings(providers=("CUDAExecutionProvider", "CPUExecutionProvider")))
+    import onnxruntime as ort
+
+    assert set(runtime.providers) <= set(ort.get_available_providers())
+    assert runtime.providers[-1] == "CPUExecutionProvider"
+
+
+def test_threads_divide_the_cores():
+    assert default_threads(1) >= default_threads(2) >= 1
+    assert Runtime(RuntimeSettings(intra_op_threads=3)).threads == 3
+
+
+def test_length_buckets_cover_every_index_once_and_group_similar_lengths():
+    lengths = [5, 1, 30, 2, 29, 6, 1, 31]
+    batches = length_buckets(lengths, max_batch=3)
+    flat = [i for b in batches for i in b]
+    assert sorted(flat) == list(range(len(lengths)))
+    assert all(len(b) <= 3 for b in batches)
+    assert [lengths[i] for i in flat] == sorted(lengths)
+    assert length_buckets([], 4) == []
+    assert length_buckets([100] * 10, max_batch=64, max_tokens=250) == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
