@@ -1,0 +1,343 @@
+"""`python -m service.bulk`: score a JSONL corpus offline with one model; streaming, resumable, shardable.
+
+Why a separate command and not a loop over POST /score: a corpus of millions of replies is
+scored fastest in-process (no HTTP, no JSON round trip, no request limits), and a Kubernetes
+indexed Job (k8s/bulk/) can split it over pods with `JOB_COMPLETION_INDEX`.
+
+Contract of the output: exactly one line per input line of this shard, in input order,
+`{"line": n, "model", "version", "score", "details"?, "id"?}` or, for a line that cannot be
+scored, `{"line": n, "model", "version", "error": {"code", "message"}}`; nothing is dropped.
+Each batch is appended and fsync'd before the next is read, so after a kill (OOM, eviction,
+node loss) a restart truncates a torn last line, skips every line already in the output and
+goes on: no line is written twice.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO, Iterator
+
+from marshmallow import EXCLUDE, ValidationError
+
+from service.config import load_settings
+from service.runtime import Runtime, RuntimeSettings
+from service.schemas import DIALOGUE, ITEM, flatten_messages
+from service.scorers.base import Dialogue, EncodeCache, Item, Scorer, Turn
+from service.store import ModelStore
+
+log = logging.getLogger("service.bulk")
+
+
+class BulkError(Exception):
+    """A problem with the run's set-up (unknown model, unreadable input, foreign output): exit 2."""
+
+
+@dataclass
+class Counts:
+    """What one run did; printed as JSON at the end."""
+
+    resumed_after: int = 0  # lines of this shard already in the output when the run started
+    scored: int = 0
+    errors: int = 0
+    seconds: float = 0.0
+    load_seconds: float = 0.0
+    by_code: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def written(self) -> int:
+        return self.scored + self.errors
+
+
+# --- input -----------------------------------------------------------------------------------------
+def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
+    """(item, id) for one input line, or raise ValueError with a message a person can act on.
+
+    Items use the HTTP contract's shapes (service/schemas.py); unknown keys are ignored so that a
+    corpus may carry its own fields (ratings, systems) beside the item, and `id` is echoed back.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if not text.strip():
+        raise ValueError("empty line")
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"a line must hold a JSON object, not {type(obj).__name__}")
+    item_id = obj.get("id")
+    try:
+        if scorer.kind == "dialogue":
+            data = DIALOGUE.load(obj, unknown=EXCLUDE)
+            return Dialogue([Turn(t["speaker"], t["text"]) for t in data["turns"]]), item_id
+        data = ITEM.load(obj, unknown=EXCLUDE)
+    except ValidationError as exc:
+        fields = flatten_messages(exc.messages)
+        raise ValueError("; ".join(f"{k}: {v}" for k, v in fields.items())) from None
+    if "reference" in scorer.manifest.requires and data.get("reference") is None:
+        raise ValueError(f"reference: {scorer.name} is a referenced model and needs a reference.")
+    return Item(list(data["context"]), data["response"], data.get("reference")), item_id
+
+
+def shard_lines(source: BinaryIO, index: int, count: int, after: int) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, raw line) of this shard, skipping lines up to `after` (already done)."""
+    for number, raw in enumerate(source, start=1):
+        if (number - 1) % count == index and number > after:
+            yield number, raw
+
+
+# --- output and resumption ----------------------------------------------------------------------
+def shard_output(output: Path, index: int, count: int) -> Path:
+    """One output file per shard: `{index}`/`{count}` in the name are filled, else a suffix is added."""
+    if count == 1:
+        return output
+    name = str(output)
+    if "{index}" in name:
+        return Path(name.replace("{index}", f"{index:05d}").replace("{count}", f"{count:05d}"))
+    return Path(f"{name}.{index:05d}-of-{count:05d}")
+
+
+def resume_point(path: Path, model: str, version: str) -> tuple[int, int]:
+    """(last input line already written, lines written) for an existing output; (0, 0) if none.
+
+    A process killed mid-write can leave a torn last line: it is cut off here (it was never
+    counted as done, so its item is scored again, once). Output written by another model or
+    version is refused rather than extended.
+    """
+    if not path.exists():
+        return 0, 0
+    with open(path, "rb+") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        end = size
+        # Walk back to the last newline: everything after it is a torn line.
+        while end > 0:
+            step = min(1 << 16, end)
+            handle.seek(end - step)
+            chunk = handle.read(step)
+            cut = chunk.rfind(b"\n")
+            if cut >= 0:
+                end = end - step + cut + 1
+                break
+            end -= step
+        if end != size:
+            log.warning("%s: cutting a torn last line (%d bytes) left by an interrupted run", path, size - end)
+            handle.truncate(end)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if end == 0:
+            return 0, 0
+        start = max(0, end - (1 << 20))
+        handle.seek(start)
+        tail = handle.read(end - start).rstrip(b"\n").rsplit(b"\n", 1)[-1]
+        handle.seek(0)
+        written = sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
+    try:
+        last = json.loads(tail)
+        line = int(last["line"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BulkError(f"{path}: the last line is not a bulk output record ({exc}); refusing to extend it") from None
+    if (last.get("model"), last.get("version")) != (model, version):
+        raise BulkError(f"{path} was written by {last.get('model')} {last.get('version')}, not {model} {version}; "
+                        "use another --output")
+    return line, written
+
+
+def _record(line: int, scorer: Scorer, item_id: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {"line": line, "model": scorer.name, "version": scorer.version}
+    if item_id is not None:
+        record["id"] = item_id
+    return record
+
+
+def score_batch(batch: list[tuple[int, bytes]], scorer: Scorer, options: dict[str, Any]) -> list[dict[str, Any]]:
+    """Output records for a batch, in input order: scores, or an error per line that cannot be scored."""
+    records: list[dict[str, Any] | None] = [None] * len(batch)
+    good: list[int] = []
+    items: list[Any] = []
+    for i, (line, raw) in enumerate(batch):
+        try:
+            item, item_id = parse_line(raw, scorer)
+        except ValueError as exc:
+            records[i] = {**_record(line, scorer, None), "error": {"code": "bad_line", "message": str(exc)}}
+            continue
+        records[i] = _record(line, scorer, item_id)
+        good.append(i)
+        items.append(item)
+    if items:
+        try:
+            results = [scorer.score(items, options, EncodeCache())]
+            groups = [good]
+        except Exception:  # noqa: BLE001 - find the item that breaks the batch, score the rest
+            log.exception("a batch of %d failed; scoring its items one by one", len(items))
+            results, groups = [], []
+            for i, item in zip(good, items):
+                try:
+                    results.append(scorer.score([item], options, EncodeCache()))
+                    groups.append([i])
+                except Exception as exc:  # noqa: BLE001 - an item the model cannot score is reported
+                    records[i]["error"] = {"code": "scoring_failed", "message": f"{type(exc).__name__}: {exc}"}
+        for result, indices in zip(results, groups):
+            for j, i in enumerate(indices):
+                records[i]["score"] = result.scores[j]
+                if result.details:
+                    records[i]["details"] = result.details[j]
+    return [r for r in records if r is not None]
+
+
+# --- the run ------------------------------------------------------------------------------------
+class _Stop:
+    """SIGTERM (Kubernetes eviction, `kubectl delete`) finishes the batch in hand, then stops."""
+
+    requested = False
+
+    @classmethod
+    def install(cls) -> None:
+        def handler(signum: int, frame: Any) -> None:
+            cls.requested = True
+
+        signal.signal(signal.SIGTERM, handler)
+
+
+def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, Any] | None = None,
+        batch_size: int = 256, shard_index: int = 0, shard_count: int = 1,
+        progress_every: float = 10.0, progress: Any = None) -> Counts:
+    """Score this shard of `source` into `output` (appending, resuming); returns the counts."""
+    options = scorer.resolve_options(options)  # a bad option fails the run before any line is read
+    counts = Counts()
+    after, written = resume_point(output, scorer.name, scorer.version)
+    counts.resumed_after = written
+    if after:
+        log.info("%s: resuming after input line %d (%d lines already written)", output, after, written)
+    total_bytes = os.fstat(source.fileno()).st_size if hasattr(source, "fileno") else 0
+    started = last_report = time.perf_counter()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with open(output, "ab") as sink:
+        batch: list[tuple[int, bytes]] = []
+
+        def flush() -> None:
+            records = score_batch(batch, scorer, options)
+            sink.write(b"".join(json.dumps(r, ensure_ascii=False).encode("utf-8") + b"\n" for r in records))
+            sink.flush()
+            os.fsync(sink.fileno())
+            for r in records:
+                if "error" in r:
+                    counts.errors += 1
+                    code = r["error"]["code"]
+                    counts.by_code[code] = counts.by_code.get(code, 0) + 1
+                    log.warning("line %d skipped: %s", r["line"], r["error"]["message"])
+                else:
+                    counts.scored += 1
+            batch.clear()
+
+        for number, raw in shard_lines(source, shard_index, shard_count, after):
+            batch.append((number, raw))
+            if len(batch) >= batch_size:
+                flush()
+                now = time.perf_counter()
+                if progress is not None and now - last_report >= progress_every:
+                    last_report = now
+                    _report(progress, counts, now - started, source, total_bytes)
+                if _Stop.requested:
+                    break
+        if batch and not _Stop.requested:
+            flush()
+    counts.seconds = time.perf_counter() - started
+    return counts
+
+
+def _report(stream: Any, counts: Counts, seconds: float, source: BinaryIO, total_bytes: int) -> None:
+    done = ""
+    if total_bytes:
+        try:
+            done = f" ({100.0 * source.tell() / total_bytes:.1f}% of the input)"
+        except OSError:
+            done = ""
+    rate = counts.written / seconds if seconds > 0 else 0.0
+    print(f"bulk: {counts.written} lines written, {counts.errors} errors, {rate:.0f} lines/s{done}",
+          file=stream, flush=True)
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    settings = load_settings()
+    parser = argparse.ArgumentParser(prog="python -m service.bulk", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True, help="model name (a folder of the model store)")
+    parser.add_argument("--input", required=True, type=Path, help="JSONL, one item a line (the /score item shape)")
+    parser.add_argument("--output", required=True, type=Path,
+                        help="JSONL to append to; with several shards `{index}` in the name, or a suffix, "
+                             "gives one file per shard")
+    parser.add_argument("--batch-size", type=int, default=256, help="lines scored and fsync'd together")
+    parser.add_argument("--options", type=json.loads, default={}, help="model options as a JSON object")
+    parser.add_argument("--shard-index", type=int, default=int(os.environ.get("JOB_COMPLETION_INDEX", "0")),
+                        help="this worker's shard (default: $JOB_COMPLETION_INDEX, else 0)")
+    parser.add_argument("--shard-count", type=int, default=int(os.environ.get("DIALSCORE_SHARD_COUNT", "1")),
+                        help="number of shards; line n goes to shard (n-1) mod count (default: "
+                             "$DIALSCORE_SHARD_COUNT, else 1)")
+    parser.add_argument("--model-store", type=Path, default=settings.model_store)
+    parser.add_argument("--threads", type=int, default=settings.intra_op_threads,
+                        help="ONNX Runtime intra-op threads (0: all cores)")
+    parser.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines")
+    args = parser.parse_args(argv)
+    if args.batch_size < 1:
+        parser.error("--batch-size must be at least 1")
+    if args.shard_count < 1 or not 0 <= args.shard_index < args.shard_count:
+        parser.error(f"--shard-index {args.shard_index} is not in 0..{args.shard_count - 1}")
+    if not isinstance(args.options, dict):
+        parser.error("--options must be a JSON object")
+    args.providers = settings.providers
+    args.log_level = settings.log_level
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    from service.logging_setup import configure_logging
+
+    configure_logging(args.log_level)
+    _Stop.install()
+    started = time.perf_counter()
+    runtime = Runtime(RuntimeSettings(providers=tuple(args.providers), intra_op_threads=args.threads, workers=1))
+    store = ModelStore(args.model_store, runtime, (args.model,))
+    store.load()
+    scorer = store.get(args.model)
+    if scorer is None:
+        print(f"bulk: model {args.model} is not available: {store.failures.get(args.model, 'not loaded')}",
+              file=sys.stderr)
+        return 2
+    load_seconds = time.perf_counter() - started
+    output = shard_output(args.output, args.shard_index, args.shard_count)
+    try:
+        with open(args.input, "rb") as source:
+            counts = run(scorer, source, output, options=args.options, batch_size=args.batch_size,
+                         shard_index=args.shard_index, shard_count=args.shard_count,
+                         progress_every=args.progress_every, progress=sys.stderr)
+    except (BulkError, OSError) as exc:
+        print(f"bulk: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - e.g. a bad option: say so in one line, not a traceback
+        print(f"bulk: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    counts.load_seconds = load_seconds
+    summary = {
+        "model": scorer.name, "version": scorer.version, "providers": scorer.providers(),
+        "input": str(args.input), "output": str(output), "shard": [args.shard_index, args.shard_count],
+        "already_done": counts.resumed_after, "scored": counts.scored, "errors": counts.errors,
+        "errors_by_code": counts.by_code, "load_seconds": round(load_seconds, 3),
+        "seconds": round(counts.seconds, 3),
+        "items_per_second": round(counts.written / counts.seconds, 1) if counts.seconds > 0 else None,
+        "stopped_early": _Stop.requested,
+    }
+    print(json.dumps(summary), flush=True)
+    return 143 if _Stop.requested else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""Bulk scoring: one output line per input line, bad lines reported, kill-and-resume without duplicates."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from service import bulk
+from service.config import REPO_ROOT
+from service.runtime import Runtime, RuntimeSettings
+from service.scorers.base import Item
+from service.store import ModelStore
+
+GOOD = [
+    {"id": "a", "context": ["hi, how are you?"], "response": "fine, thanks. and you?", "reference": "good, you?"},
+    {"context": ["what time is it?", "about noon."], "response": "then let's have lunch.",
+     "reference": "great, i'm hungry.", "human": 4.5},
+    {"id": 7, "context": ["do you like jazz?"], "response": "yes, very much indeed", "reference": "i love it."},
+]
+
+
+@pytest.fixture(scope="module")
+def store_root(tmp_path_factory) -> Path:
+    """The committed bleu4 and length folders alone, so that no unrelated component is loaded."""
+    root = tmp_path_factory.mktemp("store")
+    for name in ("bleu4", "length"):
+        shutil.copytree(REPO_ROOT / "model_store" / name, root / name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def store(store_root) -> ModelStore:
+    runtime = Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=1, workers=1))
+    store = ModelStore(store_root, runtime, ("bleu4", "length"))
+    store.load()
+    assert {"bleu4", "length"} <= set(store.scorers), store.failures
+    return store
+
+
+def write_lines(path: Path, lines: list[bytes]) -> Path:
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    return path
+
+
+def encoded(items: list[dict]) -> list[bytes]:
+    return [json.dumps(item).encode() for item in items]
+
+
+def read_output(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_one_output_line_per_input_line_and_bad_lines_reported(store, tmp_path):
+    scorer = store.get("bleu4")
+    lines = [
+        encoded(GOOD)[0],
+        b"{not json",
+        b"",
+        encoded(GOOD)[1],
+        b"[1, 2]",
+        b"\xff\xfe not utf-8",
+        json.dumps({"context": [], "response": "x", "reference": "y"}).encode(),
+        json.dumps({"context": ["a"], "response": "no reference"}).encode(),
+        encoded(GOOD)[2],
+    ]
+    source = write_lines(tmp_path / "in.jsonl", lines)
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        counts = bulk.run(scorer, handle, output, batch_size=4)
+    records = read_output(output)
+    assert [r["line"] for r in records] == list(range(1, 10))
+    assert counts.scored == 3 and counts.errors == 6 and counts.by_code == {"bad_line": 6}
+    errors = {r["line"]: r["error"]["message"] for r in records if "error" in r}
+    assert set(errors) == {2, 3, 5, 6, 7, 8}
+    assert "not JSON" in errors[2] and errors[3] == "empty line" and "object" in errors[5]
+    assert "UTF-8" in errors[6] and errors[7].startswith("context:") and errors[8].startswith("reference:")
+    scored = [r for r in records if "score" in r]
+    expected = scorer.score([Item(g["context"], g["response"], g["reference"]) for g in GOOD]).scores
+    assert [r["score"] for r in scored] == pytest.approx(expected)
+    assert [r.get("id") for r in scored] == ["a", None, 7]
+    assert all(r["model"] == "bleu4" and r["version"] == scorer.version for r in records)
+
+
+def test_torn_last_line_is_cut_and_rescored_once(store, tmp_path):
+    scorer = store.get("length")
+    items = [dict(GOOD[i % 3], id=i) for i in range(10)]
+    source = write_lines(tmp_path / "in.jsonl", encoded(items))
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, output, batch_size=3)
+    complete = output.read_bytes()
+    # What a kill in the middle of a write leaves: 4 whole lines and half of the 5th.
+    kept = b"".join(complete.splitlines(keepends=True)[:4])
+    output.write_bytes(kept + complete.splitlines(keepends=True)[4][:20])
+    with open(source, "rb") as handle:
+        counts = bulk.run(scorer, handle, output, batch_size=3)
+    assert counts.resumed_after == 4 and counts.scored == 6
+    assert output.read_bytes() == complete
+
+
+def test_output_of_another_model_is_not_extended(store, tmp_path):
+    source = write_lines(tmp_path / "in.jsonl", encoded(GOOD))
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        bulk.run(store.get("length"), handle, output)
+    with open(source, "rb") as handle, pytest.raises(bulk.BulkError, match="written by length"):
+        bulk.run(store.get("bleu4"), handle, output)
+
+
+def test_shards_cover_every_line_once(store, tmp_path):
+    scorer = store.get("length")
+    items = [dict(GOOD[i % 3], id=i) for i in range(11)]
+    source = write_lines(tmp_path / "in.jsonl", encoded(items))
+    seen: list[int] = []
+    for index in range(3):
+        output = bulk.shard_output(tmp_path / "out-{index}.jsonl", index, 3)
+        assert output.name == f"out-{index:05d}.jsonl"
+        with open(source, "rb") as handle:
+            bulk.run(scorer, handle, output, batch_size=2, shard_index=index, shard_count=3)
+        seen += [r["line"] for r in read_output(output)]
+    assert sorted(seen) == list(range(1, 12))
+    assert bulk.shard_output(tmp_path / "o.jsonl", 1, 4).name == "o.jsonl.00001-of-00004"
+    assert bulk.shard_output(tmp_path / "o.jsonl", 0, 1).name == "o.jsonl"
+
+
+def test_progress_is_reported(store, tmp_path):
+    source = write_lines(tmp_path / "in.jsonl", encoded(GOOD * 4))
+    stream = io.StringIO()
+    with open(source, "rb") as handle:
+        bulk.run(store.get("length"), handle, tmp_path / "out.jsonl", batch_size=2, progress_every=0.0,
+                 progress=stream)
+    assert "lines written" in stream.getvalue() and "% of the input" in stream.getvalue()
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "service.bulk", *args]
+
+
+def _env(store_root: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO_ROOT), "DIALSCORE_INTRA_OP_THREADS": "1",
+            "DIALSCORE_MODEL_STORE": str(store_root)}
+
+
+def test_killed_process_resumes_without_scoring_a_line_twice(store_root, tmp_path):
+    """A real SIGKILL: the input comes through a FIFO, so the kill lands at a known point."""
+    items = [dict(GOOD[i % 3], id=i) for i in range(20)]
+    lines = encoded(items)
+    lines[5] = b"{broken"
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    output = tmp_path / "out.jsonl"
+    proc = subprocess.Popen(_cli("--model", "length", "--input", str(fifo), "--output", str(output),
+                                 "--batch-size", "4"), env=_env(store_root), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        with open(fifo, "wb") as writer:
+            writer.write(b"".join(line + b"\n" for line in lines[:10]))
+            writer.flush()
+            deadline = time.monotonic() + 60
+            # Two full batches (8 lines) are written and fsync'd; 2 lines wait in the third batch.
+            while time.monotonic() < deadline and (not output.exists() or output.read_bytes().count(b"\n") < 8):
+                assert proc.poll() is None, proc.stderr.read().decode()
+                time.sleep(0.05)
+            proc.kill()
+            proc.wait(timeout=30)
+    except BrokenPipeError:
+        pass
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -9
+    assert [r["line"] for r in read_output(output)] == list(range(1, 9))
+
+    source = write_lines(tmp_path / "in.jsonl", lines)
+    done = subprocess.run(_cli("--model", "length", "--input", str(source), "--output", str(output),
+                               "--batch-size", "4"), env=_env(store_root), capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    summary = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    assert summary["already_done"] == 8 and summary["scored"] == 12 and summary["errors"] == 0
+    assert summary["items_per_second"] > 0
+    records = read_output(output)
+    assert [r["line"] for r in records] == list(range(1, 21))
+    assert records[5]["error"]["code"] == "bad_line"
+    assert [r["id"] for r in records if "id" in r] == [i for i in range(20) if i != 5]
+
+
+def test_cli_rejects_an_unknown_model_and_a_bad_shard(store_root, tmp_path):
+    source = write_lines(tmp_path / "in.jsonl", encoded(GOOD))
+    unknown = subprocess.run(_cli("--model", "no-such-model", "--input", str(source), "--output",
+                                  str(tmp_path / "o.jsonl")), env=_env(store_root), capture_output=True, timeout=120)
+    assert unknown.returncode == 2 and b"no-such-model" in unknown.stderr
+    shard = subprocess.run(_cli("--model", "length", "--input", str(source), "--output", str(tmp_path / "o.jsonl"),
+                                "--shard-index", "3", "--shard-count", "2"), env=_env(store_root), capture_output=True,
+                           timeout=120)
+    assert shard.returncode == 2 and b"--shard-index 3" in shard.stderr
