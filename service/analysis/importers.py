@@ -1,0 +1,281 @@
+"""Readers for the formats people have: plain CSV/JSON, Ji et al.'s MTurk CSV and dialogue JSON, DSTC JSON.
+
+Every reader returns a `CorrelateInput` or a `HumanEvalInput`; nothing here computes statistics.
+Facts about the Ji et al. (2022) release that the readers rely on were checked against the data
+in ../shared/data/human_eval/ji2022 (all 304 assignments present in both files agree):
+- the CSV's `scoreK` holds seven '#'-separated 0-100 ratings in the order robotic, interesting, fun,
+  consistent, fluent, repetitive, topic (not the order the shared data README gives), as the
+  worker entered them: robotic and repetitive are not yet reversed;
+- `taskK` names the model (biencoder, polyencoder, kvmemnn, seq2seq, lan_model, qc), which the
+  upstream JSON calls A, B, C, D, E and QualityControl; `seedK` below 500 means the model ran with
+  a persona (the JSON's `_p` suffix), 501 and above without (500 never occurs);
+- the dialogue JSON's `raw scores` are already reversed, and `z scores` are upstream's.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from service.analysis.inputs import CorrelateInput, HumanEvalInput
+
+JI_CSV_ORDER = ("robotic", "interesting", "fun", "consistent", "fluent", "repetitive", "topic")
+JI_REVERSED = ("robotic", "repetitive")
+JI_MODELS = {"biencoder": "A", "polyencoder": "B", "kvmemnn": "C", "seq2seq": "D", "lan_model": "E"}
+JI_QC = "QualityControl"
+# Upstream's quality control pools the five positive criteria only (it reproduces all 248 decisions).
+JI_QC_CRITERIA = ("interesting", "fun", "consistent", "fluent", "topic")
+JI_PERSONA_SEEDS = 500  # seeds below this ran the model with a persona
+
+
+class ImporterError(ValueError):
+    """A file that cannot be read as the requested format; the message says where and why."""
+
+
+# --- Ji et al. 2022 ------------------------------------------------------------------------------
+def ji2022_model(task: str, seed: int) -> str:
+    """Upstream's system name for a CSV task name and persona seed, e.g. ('kvmemnn', 452) -> 'C_p'."""
+    if task == "qc":
+        return JI_QC
+    try:
+        letter = JI_MODELS[task]
+    except KeyError:
+        raise ImporterError(f"unknown Ji et al. task name {task!r}") from None
+    return letter + ("_p" if seed < JI_PERSONA_SEEDS else "")
+
+
+def ji2022_csv(path: Path) -> HumanEvalInput:
+    """Ratings from the raw MTurk batch CSV (one row per assignment, six dialogues each).
+
+    Assignments submitted without answers are listed in `skipped` (free run 1 has one).
+    """
+    ratings: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    with open(path, newline="", encoding="utf-8") as handle:
+        for line, row in enumerate(csv.DictReader(handle), start=2):
+            try:
+                answers = json.loads(row["Answer.taskAnswers"])[0]
+            except (KeyError, IndexError, json.JSONDecodeError) as exc:
+                raise ImporterError(f"{path}:{line}: no readable Answer.taskAnswers ({exc})") from exc
+            if "task0" not in answers:
+                skipped.append(f"assignment {row['AssignmentId']} of worker {row['WorkerId']}: empty answer")
+                continue
+            k = 0
+            while f"task{k}" in answers:
+                values = [v for v in str(answers[f"score{k}"]).split("#") if v != ""]
+                if len(values) != len(JI_CSV_ORDER):
+                    raise ImporterError(f"{path}:{line}: score{k} has {len(values)} values, expected 7")
+                ratings.append({
+                    "rater": row["WorkerId"],
+                    "system": ji2022_model(answers[f"task{k}"], int(answers[f"seed{k}"])),
+                    "item": f"{row['AssignmentId']}:{k}",
+                    "scores": dict(zip(JI_CSV_ORDER, (float(v) for v in values))),
+                })
+                k += 1
+    if not ratings:
+        raise ImporterError(f"{path}: no ratings found")
+    return HumanEvalInput(ratings, reverse=list(JI_REVERSED), scale=(0.0, 100.0), qc_system=JI_QC,
+                          qc_criteria=list(JI_QC_CRITERIA), skipped=skipped)
+
+
+def _ji2022_json_files(paths: Iterable[Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        path = Path(path)
+        files.extend(sorted(path.glob("*.json")) if path.is_dir() else [path])
+    return files
+
+
+def ji2022_json(paths: Iterable[Path]) -> HumanEvalInput:
+    """Ratings from upstream's dialogue JSON (pass_*.json / fail_*.json, or the folder holding them).
+
+    Raw scores there are already reversed, so `reverse` is empty (and the quality-control criteria
+    are named explicitly). The files' pass/fail split and z-scores go into `upstream`.
+    """
+    ratings: list[dict[str, Any]] = []
+    passed: set[str] = set()
+    failed: set[str] = set()
+    z_scores: dict[str, dict[str, float]] = {}
+    files = _ji2022_json_files(paths)
+    if not files:
+        raise ImporterError("no JSON files given")
+    for path in files:
+        verdict = passed if path.name.startswith("pass") else failed if path.name.startswith("fail") else None
+        try:
+            assignments = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ImporterError(f"{path}: not readable JSON ({exc})") from exc
+        for assignment in assignments:
+            worker = assignment["WorkerId"]
+            if verdict is not None:
+                verdict.add(worker)
+            for k, dialogue in enumerate(assignment["data"]):
+                item = f"{assignment['AssignmentId']}:{k}"
+                ratings.append({"rater": worker, "system": dialogue["model"], "item": item,
+                                "scores": {c: float(v) for c, v in dialogue["raw scores"].items()}})
+                if "z scores" in dialogue:
+                    z_scores[item] = {c: (None if v is None else float(v)) for c, v in dialogue["z scores"].items()}
+    upstream = {"passed": sorted(passed), "failed": sorted(failed), "z": z_scores}
+    return HumanEvalInput(ratings, reverse=[], scale=(0.0, 100.0), qc_system=JI_QC,
+                          qc_criteria=list(JI_QC_CRITERIA), upstream=upstream)
+
+
+# --- generic human-eval files ------------------------------------------------------------------------
+def human_eval_csv(path: Path, qc_system: str | None = None, reverse: list[str] | None = None,
+                   scale: tuple[float, float] = (0.0, 100.0)) -> HumanEvalInput:
+    """One rating per row: columns rater, system, item, then one numeric column per criterion."""
+    ratings: list[dict[str, Any]] = []
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        missing = {"rater", "system", "item"} - set(reader.fieldnames or [])
+        if missing:
+            raise ImporterError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+        criteria = [c for c in reader.fieldnames or [] if c not in ("rater", "system", "item")]
+        for line, row in enumerate(reader, start=2):
+            try:
+                scores = {c: float(row[c]) for c in criteria}
+            except (TypeError, ValueError) as exc:
+                raise ImporterError(f"{path}:{line}: a score is not a number ({exc})") from exc
+            ratings.append({"rater": row["rater"], "system": row["system"], "item": row["item"], "scores": scores})
+    return HumanEvalInput(ratings, reverse=list(reverse or []), scale=scale, qc_system=qc_system)
+
+
+def human_eval_json(path: Path) -> HumanEvalInput:
+    """A /human-eval request body saved to a file."""
+    body = _read_json(path)
+    if not isinstance(body, dict) or "ratings" not in body:
+        raise ImporterError(f"{path}: expected a /human-eval request object with 'ratings'")
+    scale = body.get("scale", [0, 100])
+    return HumanEvalInput(body["ratings"], reverse=list(body.get("reverse", [])),
+                          scale=(float(scale[0]), float(scale[1])), qc_system=body.get("qc_system"))
+
+
+# --- correlate files ------------------------------------------------------------------------------
+def correlate_json(path: Path) -> CorrelateInput:
+    """A /correlate request body saved to a file."""
+    body = _read_json(path)
+    if not isinstance(body, dict) or "human" not in body or "scores" not in body:
+        raise ImporterError(f"{path}: expected a /correlate request object with 'human' and 'scores'")
+    return CorrelateInput(body["human"], body["scores"], body.get("systems"))
+
+
+def correlate_csv(path: Path, human: list[str] | None = None, system: str = "system") -> CorrelateInput:
+    """One item per row. Human columns: those named in `human`, else every column starting 'human'
+    (several give several ratings per item; empty cells are missing ratings). An optional `system`
+    column labels systems; every other column is a metric. Non-numeric metric columns are refused.
+    """
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        columns = list(reader.fieldnames or [])
+        rows = list(reader)
+    human_cols = human or [c for c in columns if c.lower().startswith("human")]
+    if not human_cols:
+        raise ImporterError(f"{path}: no human column (name one with --human, or start its name with 'human')")
+    metric_cols = [c for c in columns if c not in human_cols and c != system]
+    if not metric_cols:
+        raise ImporterError(f"{path}: no metric columns")
+    ratings: list[Any] = []
+    scores: dict[str, list[float]] = {c: [] for c in metric_cols}
+    for line, row in enumerate(rows, start=2):
+        try:
+            values = [float(row[c]) for c in human_cols if row[c] not in ("", None)]
+            for c in metric_cols:
+                scores[c].append(float(row[c]))
+        except (TypeError, ValueError) as exc:
+            raise ImporterError(f"{path}:{line}: a value is not a number ({exc})") from exc
+        ratings.append(values if len(human_cols) > 1 else (values[0] if values else float("nan")))
+    systems = [row[system] for row in rows] if system in columns else None
+    return CorrelateInput(ratings, scores, systems)
+
+
+def dstc_json(path: Path, aspect: str | None = None) -> CorrelateInput:
+    """DSTC-style turn- or dialogue-level evaluation JSON (the DSTC10 track 5 data layout).
+
+    A list of entries (or an object of id -> entry), each with `annotations` {aspect: [ratings]}
+    (a bare number is one rating), an optional `model` or `system`, and metric scores under
+    `scores`, `metric_scores` or `metrics` {metric: number}. `aspect` picks the annotation; by
+    default 'overall' (any case) if present, else the first one.
+    """
+    body = _read_json(path)
+    entries = list(body.values()) if isinstance(body, dict) else body
+    if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
+        raise ImporterError(f"{path}: expected a list of evaluation entries")
+    first = entries[0].get("annotations") or {}
+    if aspect is None:
+        aspect = next((a for a in first if a.lower() == "overall"), next(iter(first), None))
+    if aspect is None:
+        raise ImporterError(f"{path}: entries have no 'annotations'")
+    human: list[Any] = []
+    scores: dict[str, list[float]] = {}
+    systems: list[str] = []
+    for i, entry in enumerate(entries):
+        ratings = (entry.get("annotations") or {}).get(aspect)
+        if ratings is None:
+            raise ImporterError(f"{path}: entry {i} has no {aspect!r} annotation")
+        human.append([float(r) for r in ratings] if isinstance(ratings, list) else [float(ratings)])
+        metrics = entry.get("scores") or entry.get("metric_scores") or entry.get("metrics") or {}
+        if i == 0:
+            scores = {name: [] for name in metrics}
+        if set(metrics) != set(scores):
+            raise ImporterError(f"{path}: entry {i} scores {sorted(metrics)}, entry 0 scores {sorted(scores)}")
+        for name, value in metrics.items():
+            scores[name].append(float(value))
+        systems.append(str(entry.get("model", entry.get("system", ""))))
+    if not scores:
+        raise ImporterError(f"{path}: entries carry no metric scores (under 'scores', 'metric_scores' or 'metrics')")
+    return CorrelateInput(human, scores, systems if any(systems) else None)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ImporterError(f"{path}: not readable JSON ({exc})") from exc
+
+
+# --- format detection --------------------------------------------------------------------------------
+def load_correlate(path: Path, fmt: str = "auto", human: list[str] | None = None,
+                   aspect: str | None = None) -> CorrelateInput:
+    """Read a correlate input; `fmt` is auto, csv, json (a /correlate body) or dstc."""
+    path = Path(path)
+    if fmt == "auto":
+        if path.suffix.lower() in (".csv", ".tsv"):
+            fmt = "csv"
+        else:
+            body = _read_json(path)
+            fmt = "json" if isinstance(body, dict) and "human" in body else "dstc"
+    if fmt == "csv":
+        return correlate_csv(path, human)
+    if fmt == "json":
+        return correlate_json(path)
+    if fmt == "dstc":
+        return dstc_json(path, aspect)
+    raise ImporterError(f"unknown correlate format {fmt!r}")
+
+
+def load_human_eval(paths: list[Path], fmt: str = "auto") -> HumanEvalInput:
+    """Read a human-eval input; `fmt` is auto, csv, json (a /human-eval body), ji2022-csv or ji2022-json."""
+    paths = [Path(p) for p in paths]
+    if fmt == "auto":
+        first = paths[0]
+        if first.is_dir() or first.name.startswith(("pass_", "fail_")):
+            fmt = "ji2022-json"
+        elif first.suffix.lower() == ".csv":
+            with open(first, newline="", encoding="utf-8") as handle:
+                header = next(csv.reader(handle), [])
+            fmt = "ji2022-csv" if "Answer.taskAnswers" in header else "csv"
+        else:
+            fmt = "json"
+    if fmt == "ji2022-json":
+        return ji2022_json(paths)
+    if len(paths) != 1:
+        raise ImporterError(f"format {fmt} reads one file, got {len(paths)}")
+    if fmt == "ji2022-csv":
+        return ji2022_csv(paths[0])
+    if fmt == "csv":
+        return human_eval_csv(paths[0])
+    if fmt == "json":
+        return human_eval_json(paths[0])
+    raise ImporterError(f"unknown human-eval format {fmt!r}")

@@ -1,0 +1,31 @@
+"""The inputs of the two analyses, as importers produce them and the CLI passes them on."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class CorrelateInput:
+    """Arguments of `service.stats.correlate`: human ratings (one or several per item), metric scores."""
+
+    human: list[Any]
+    scores: dict[str, list[float]]
+    systems: list[str] | None = None
+
+
+@dataclass
+class HumanEvalInput:
+    """Arguments of `service.human_eval.assess`, plus what an importer knows about the file's origin.
+
+    `upstream` carries per-rater results published with the data (e.g. Ji et al.'s pass/fail split
+    and z-scores) so that a reproduction can be compared with them; it never feeds the analysis.
+    """
+
+    ratings: list[dict[str, Any]]
+    reverse: list[str] = field(default_factory=list)
+    scale: tuple[float, float] = (0.0, 100.0)
+    qc_system: str | None = None
+    qc_criteria: list[str] | None = None
+    upstream: dict[str, Any] | None = None
+    skipped: list[str] = field(default_factory=list)  # what the importer could not use, and why

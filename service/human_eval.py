@@ -1,0 +1,198 @@
+"""Reliable human assessment of dialogue systems after Ji et al. (2022), as pure functions.
+
+The procedure of the paper and of its released code (TianboJi/Dialogue-Eval, mturk_process.py and
+mturk_statistics.py): negative criteria are reversed; each rater's scores (every criterion of every
+rating, the quality-control system included) are standardised by that rater's mean and sample
+standard deviation; a rater passes quality control when a one-sided rank-sum test finds their
+ratings of the degraded quality-control system lower than their ratings of the ordinary systems
+(p < alpha); systems are ranked by their mean standardised score over passed raters; and every
+ordered pair of systems gets a one-sided Wilcoxon rank-sum test on per-rating mean z-scores.
+The rank-sum test is scipy's Mann-Whitney U (the same test; exact for small samples without ties,
+else normal with tie correction), as upstream uses.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+
+class HumanEvalInputError(ValueError):
+    """Input the schema cannot catch (scores outside the scale, mixed criteria): becomes a 422.
+
+    `.fields` maps field paths such as 'ratings.3.scores.fun' to a message.
+    """
+
+    def __init__(self, fields: dict[str, str]) -> None:
+        super().__init__("; ".join(f"{k}: {v}" for k, v in fields.items()))
+        self.fields = fields
+
+
+def _check(ratings: list[dict], reverse: Sequence[str], scale: tuple[float, float],
+           qc_system: str | None, alpha: float) -> list[str]:
+    """Validate the request and return the criteria, in the order of the first rating."""
+    errors: dict[str, str] = {}
+    if not ratings:
+        raise HumanEvalInputError({"ratings": "Give at least one rating."})
+    lo, hi = float(scale[0]), float(scale[1])
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        errors["scale"] = "Must be [low, high] with low < high."
+    if not 0 < alpha < 1:
+        errors["alpha"] = "Must lie strictly between 0 and 1."
+    first = ratings[0].get("scores") or {}
+    criteria = list(first)
+    if not criteria:
+        errors["ratings.0.scores"] = "Give at least one criterion."
+    for name in reverse:
+        if name not in criteria:
+            errors["reverse"] = f"{name!r} is not a criterion of the ratings ({', '.join(criteria)})."
+    for i, rating in enumerate(ratings):
+        for key in ("rater", "system", "item"):
+            if not isinstance(rating.get(key), str) or not rating.get(key):
+                errors[f"ratings.{i}.{key}"] = "Must be a non-empty string."
+        scores = rating.get("scores") or {}
+        if set(scores) != set(criteria):
+            errors[f"ratings.{i}.scores"] = f"Every rating must score the same criteria: {', '.join(criteria)}."
+            continue
+        for name, value in scores.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                errors[f"ratings.{i}.scores.{name}"] = "Must be a finite number."
+            elif not lo <= value <= hi:
+                errors[f"ratings.{i}.scores.{name}"] = f"Must lie within the scale [{lo:g}, {hi:g}]."
+    if qc_system is not None and not any(r.get("system") == qc_system for r in ratings):
+        errors["qc_system"] = f"No rating is of the quality-control system {qc_system!r}."
+    if errors:
+        raise HumanEvalInputError(errors)
+    return criteria
+
+
+def standardise(raw: np.ndarray, raters: np.ndarray) -> tuple[np.ndarray, dict[str, dict[str, float]], list[str]]:
+    """Per-rater z-scores of a (ratings, criteria) array; raters whose scores never vary get z = 0.
+
+    Mean and sample standard deviation (ddof = 1) over all of one rater's scores, as upstream.
+    Returns (z, {rater: {"mean", "sd"}}, raters with constant scores).
+    """
+    z = np.zeros_like(raw, dtype=np.float64)
+    moments: dict[str, dict[str, float]] = {}
+    constant: list[str] = []
+    for rater in dict.fromkeys(raters.tolist()):
+        rows = raters == rater
+        values = raw[rows]
+        mean = float(values.mean())
+        sd = float(values.std(ddof=1)) if values.size > 1 else 0.0
+        moments[rater] = {"mean": mean, "sd": sd}
+        if sd > 0:
+            z[rows] = (values - mean) / sd
+        else:
+            constant.append(rater)
+    return z, moments, constant
+
+
+def quality_control_p(qc_scores: np.ndarray, ordinary_scores: np.ndarray) -> float | None:
+    """One-sided rank-sum p that a rater scored the degraded system lower than the ordinary ones."""
+    if qc_scores.size == 0 or ordinary_scores.size == 0:
+        return None
+    p = float(sps.mannwhitneyu(qc_scores, ordinary_scores, alternative="less").pvalue)
+    return p if math.isfinite(p) else None
+
+
+def significance_matrix(samples: dict[str, np.ndarray]) -> dict[str, dict[str, float | None]]:
+    """p of the one-sided rank-sum test that row system's scores exceed column system's (no diagonal)."""
+    matrix: dict[str, dict[str, float | None]] = {}
+    for a, xa in samples.items():
+        matrix[a] = {}
+        for b, xb in samples.items():
+            if a == b:
+                continue
+            if xa.size == 0 or xb.size == 0:
+                matrix[a][b] = None
+                continue
+            p = float(sps.mannwhitneyu(xa, xb, alternative="greater").pvalue)
+            matrix[a][b] = p if math.isfinite(p) else None
+    return matrix
+
+
+def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float, float] = (0, 100),
+           qc_system: str | None = None, alpha: float = 0.05,
+           qc_criteria: Sequence[str] | None = None) -> dict[str, Any]:
+    """The body of a /human-eval 200 response: rater quality control, system scores, significance.
+
+    `ratings`: [{"rater", "system", "item", "scores": {criterion: number}}]. Without `qc_system`
+    every rater passes (no test is possible) and `raters.p` is empty. `qc_criteria` are the
+    criteria the quality-control test pools; by default the positive ones (those not in
+    `reverse`; all of them if every criterion is reversed). That is upstream's choice: on Ji et
+    al.'s free run 1 it reproduces all 248 published pass/fail decisions, pooling all seven
+    criteria only 199.
+    """
+    criteria = _check(ratings, list(reverse), scale, qc_system, alpha)
+    if qc_criteria is None:
+        qc_criteria = [c for c in criteria if c not in reverse] or list(criteria)
+    unknown = [c for c in qc_criteria if c not in criteria]
+    if unknown or not qc_criteria:
+        raise HumanEvalInputError({"qc_criteria": f"Must name criteria of the ratings ({', '.join(criteria)})."})
+    qc_columns = [criteria.index(c) for c in qc_criteria]
+    lo, hi = float(scale[0]), float(scale[1])
+    raw = np.array([[float(r["scores"][c]) for c in criteria] for r in ratings], dtype=np.float64)
+    for j, name in enumerate(criteria):
+        if name in reverse:
+            raw[:, j] = lo + hi - raw[:, j]
+    raters = np.array([r["rater"] for r in ratings], dtype=object)
+    systems = np.array([r["system"] for r in ratings], dtype=object)
+    z, moments, constant = standardise(raw, raters)
+
+    passed: list[str] = []
+    failed: list[str] = []
+    pvalues: dict[str, float | None] = {}
+    reasons: dict[str, str] = {}
+    for rater in moments:
+        if qc_system is None:
+            passed.append(rater)
+            continue
+        rows = raters == rater
+        qc_rows = rows & (systems == qc_system)
+        ordinary_rows = rows & (systems != qc_system)
+        if rater in constant:
+            p, reasons[rater] = None, "gave the same score everywhere"
+        else:
+            p = quality_control_p(raw[np.ix_(qc_rows, qc_columns)].ravel(),
+                                  raw[np.ix_(ordinary_rows, qc_columns)].ravel())
+            if p is None:
+                reasons[rater] = ("rated no quality-control dialogue" if not qc_rows.any()
+                                  else "rated no ordinary dialogue")
+        pvalues[rater] = p
+        (passed if p is not None and p < alpha else failed).append(rater)
+
+    kept = np.isin(raters, passed) & (systems != qc_system if qc_system is not None else True)
+    per_rating_z = z.mean(axis=1)
+    summary = []
+    samples: dict[str, np.ndarray] = {}
+    for system in dict.fromkeys(systems[kept].tolist()):
+        rows = kept & (systems == system)
+        samples[system] = per_rating_z[rows]
+        summary.append({
+            "system": system,
+            "n": int(rows.sum()),
+            "raw": {**{c: float(raw[rows, j].mean()) for j, c in enumerate(criteria)},
+                    "overall": float(raw[rows].mean())},
+            "z": {c: float(z[rows, j].mean()) for j, c in enumerate(criteria)},
+            "overall_z": float(z[rows].mean()),
+        })
+    summary.sort(key=lambda s: (-s["overall_z"], s["system"]))
+    ordered = {s["system"]: samples[s["system"]] for s in summary}
+    body: dict[str, Any] = {
+        "raters": {"passed": passed, "failed": failed, "p": pvalues,
+                   "total": len(moments), "pass_rate": len(passed) / len(moments)},
+        "systems": summary,
+        "significance": significance_matrix(ordered),
+        "criteria": criteria,
+        "qc_criteria": list(qc_criteria),
+        "kept_ratings": int(kept.sum()),
+    }
+    if reasons:
+        body["raters"]["reasons"] = reasons
+    if constant:
+        body["raters"]["constant"] = constant
+    return body

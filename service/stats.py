@@ -1,0 +1,488 @@
+"""Correlations between metric scores and human judgements, with intervals and significance tests.
+
+Pure functions (no Flask) behind `POST /correlate` and `python -m service.analysis correlate`.
+Point estimates and their p-values come from scipy. The bootstrap is our own because one index
+matrix is shared by every metric: the paired bootstrap between two metrics then needs no extra
+resampling, and the human scores are ranked once per resample matrix rather than once per metric
+(scipy.stats.bootstrap resamples each call independently). Undefined values are `None` with a
+`reason`, never NaN: bare NaN is not valid JSON.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+METHODS = ("pearson", "spearman", "kendall")
+MIN_ITEMS = 3  # fewer points give r = +-1 or no p-value at all
+MIN_WILLIAMS = 4  # Williams' t has n - 3 degrees of freedom
+# Resamples are processed in chunks so that a 10,000-item request stays within ~100 MB.
+_CHUNK_CELLS = 2_000_000
+_PAIRWISE_MAX = 64  # up to this many points Kendall's tau is computed over all pairs at once
+_WEIGHTED_KENDALL_MAX = 2000  # up to this many items the bootstrap tau uses one n x n sign matrix
+
+
+class StatsInputError(ValueError):
+    """Input the schema cannot catch (mismatched lengths, NaN/inf, too few items): becomes a 422.
+
+    `.fields` maps field paths such as 'scores.adem' or 'human.3' to a message.
+    """
+
+    def __init__(self, fields: dict[str, str]) -> None:
+        super().__init__("; ".join(f"{k}: {v}" for k, v in fields.items()))
+        self.fields = fields
+
+
+# --- single correlations ------------------------------------------------------------------------
+def _undefined(n: int, reason: str, **extra: Any) -> dict[str, Any]:
+    return {"r": None, "p": None, "ci": None, "n": n, **extra, "reason": reason}
+
+
+def _finite_or_none(value: float) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def correlation(x: Sequence[float], y: Sequence[float], method: str = "pearson") -> dict[str, Any]:
+    """r and two-sided p of one method (scipy), or r = None with the reason it is undefined."""
+    a = np.asarray(x, dtype=np.float64)
+    b = np.asarray(y, dtype=np.float64)
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}")
+    n = int(a.size)
+    if a.shape != b.shape:
+        raise ValueError("x and y must have the same length")
+    if n < MIN_ITEMS:
+        return {"r": None, "p": None, "n": n, "reason": f"too few items (n = {n}, need at least {MIN_ITEMS})"}
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return {"r": None, "p": None, "n": n, "reason": "constant input: the correlation is undefined"}
+    if method == "pearson":
+        result = sps.pearsonr(a, b)
+    elif method == "spearman":
+        result = sps.spearmanr(a, b)
+    else:
+        result = sps.kendalltau(a, b)
+    r = _finite_or_none(result.statistic)
+    p = _finite_or_none(result.pvalue)
+    if r is None:
+        return {"r": None, "p": None, "n": n, "reason": "the correlation is undefined for this input"}
+    return {"r": r, "p": p, "n": n}
+
+
+# --- vectorised statistics over resample matrices -----------------------------------------------
+def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson r of each row pair of two (B, n) arrays; NaN where a row is constant."""
+    xc = x - x.mean(axis=1, keepdims=True)
+    yc = y - y.mean(axis=1, keepdims=True)
+    num = np.einsum("ij,ij->i", xc, yc)
+    den = np.sqrt(np.einsum("ij,ij->i", xc, xc) * np.einsum("ij,ij->i", yc, yc))
+    constant = (np.ptp(x, axis=1) == 0) | (np.ptp(y, axis=1) == 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = num / den
+    r[constant] = np.nan
+    return np.clip(r, -1.0, 1.0)
+
+
+def _kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall tau-b of each row pair of two (B, k) arrays; NaN where a row is constant.
+
+    Small k (system level): all pairs at once. Larger k: scipy's O(k log k) routine row by row.
+    """
+    rows, k = x.shape
+    if k <= _PAIRWISE_MAX:
+        upper = np.triu_indices(k, 1)
+        sx = np.sign(x[:, :, None] - x[:, None, :])[:, upper[0], upper[1]]
+        sy = np.sign(y[:, :, None] - y[:, None, :])[:, upper[0], upper[1]]
+        pairs = k * (k - 1) / 2
+        untied_x = pairs - np.count_nonzero(sx == 0, axis=1)
+        untied_y = pairs - np.count_nonzero(sy == 0, axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tau = np.einsum("ij,ij->i", sx, sy) / np.sqrt(untied_x * untied_y)
+        tau[(untied_x == 0) | (untied_y == 0)] = np.nan
+        return np.clip(tau, -1.0, 1.0)
+    out = np.full(rows, np.nan)
+    for i in range(rows):
+        if np.ptp(x[i]) == 0 or np.ptp(y[i]) == 0:
+            continue
+        out[i] = sps.kendalltau(x[i], y[i]).statistic
+    return out
+
+
+def _tied_pairs(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Pairs with equal `values` in each weighted resample: sum over distinct values of c(c-1)/2."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    counts = np.add.reduceat(weights[:, order], starts, axis=1)
+    return (counts * (counts - 1)).sum(axis=1) / 2
+
+
+def _kendall_weighted(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Kendall tau-b of every bootstrap resample, each given as item counts (a row of `weights`).
+
+    A resample holding item i w_i times has S = w^T P w / 2 with P_ij = sign(x_i-x_j) sign(y_i-y_j)
+    (copies of one item are tied and count zero), so all resamples cost one matrix product instead
+    of B calls to scipy; ties enter tau-b's denominator through the per-value counts.
+    """
+    total = weights[0].sum()
+    pairs = total * (total - 1) / 2
+    # float32 is exact here: every partial sum is an integer of magnitude at most n^2 < 2^24.
+    sign = (np.sign(x[:, None] - x[None, :]) * np.sign(y[:, None] - y[None, :])).astype(np.float32)
+    s = np.einsum("ij,ij->i", (weights.astype(np.float32) @ sign).astype(np.float64), weights) / 2
+    untied_x = pairs - _tied_pairs(weights, x)
+    untied_y = pairs - _tied_pairs(weights, y)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = s / np.sqrt(untied_x * untied_y)
+    tau[(untied_x == 0) | (untied_y == 0)] = np.nan
+    return np.clip(tau, -1.0, 1.0)
+
+
+def _counts(indices: np.ndarray, n: int) -> np.ndarray:
+    """(B, n) multiplicities of each item in each resample."""
+    rows = indices.shape[0]
+    flat = (indices + np.arange(rows)[:, None] * n).ravel()
+    return np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(np.float64)
+
+
+def resample_indices(n: int, resamples: int, seed: int) -> np.ndarray:
+    """(resamples, n) bootstrap indices from numpy's PCG64 seeded with `seed`: same seed, same draws."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, n, size=(resamples, n))
+
+
+def bootstrap_distribution(human: Sequence[float], metrics: dict[str, Sequence[float]], method: str,
+                           indices: np.ndarray) -> dict[str, np.ndarray]:
+    """Correlation of each metric with the humans on every resample (row of `indices`).
+
+    The same rows are used for every metric, which is what makes differences between metrics a
+    paired bootstrap. NaN marks a resample where a side was constant.
+    """
+    h = np.asarray(human, dtype=np.float64)
+    columns = {name: np.asarray(values, dtype=np.float64) for name, values in metrics.items()}
+    resamples, n = indices.shape
+    chunk = max(1, _CHUNK_CELLS // max(n, 1))
+    out = {name: np.empty(resamples) for name in columns}
+    if method == "kendall" and n <= _WEIGHTED_KENDALL_MAX:
+        for start in range(0, resamples, chunk):
+            weights = _counts(indices[start:start + chunk], n)
+            for name, values in columns.items():
+                out[name][start:start + chunk] = _kendall_weighted(h, values, weights)
+        return out
+    for start in range(0, resamples, chunk):
+        idx = indices[start:start + chunk]
+        hs = h[idx]
+        if method == "spearman":
+            hs = sps.rankdata(hs, axis=1)  # ranked once, shared by all metrics
+        for name, values in columns.items():
+            ms = values[idx]
+            if method == "pearson":
+                out[name][start:start + chunk] = _pearson_rows(hs, ms)
+            elif method == "spearman":
+                out[name][start:start + chunk] = _pearson_rows(hs, sps.rankdata(ms, axis=1))
+            else:
+                out[name][start:start + chunk] = _kendall_rows(hs, ms)
+    return out
+
+
+def percentile_interval(distribution: np.ndarray, confidence: float = 0.95) -> list[float] | None:
+    """Percentile interval of a bootstrap distribution, ignoring undefined (NaN) resamples.
+
+    None when fewer than half of the resamples were defined: an interval from the rest would be
+    conditioned on an unusual subset of the data.
+    """
+    finite = distribution[np.isfinite(distribution)]
+    if finite.size == 0 or finite.size < 0.5 * distribution.size:
+        return None
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    lo, hi = np.percentile(finite, [tail, 100.0 - tail])
+    return [float(lo), float(hi)]
+
+
+def bootstrap_ci(x: Sequence[float], y: Sequence[float], method: str = "pearson", confidence: float = 0.95,
+                 resamples: int = 1000, seed: int = 0) -> list[float] | None:
+    """Seeded percentile bootstrap interval for one correlation (items resampled with replacement)."""
+    n = len(x)
+    if n < MIN_ITEMS:
+        return None
+    dist = bootstrap_distribution(y, {"x": x}, method, resample_indices(n, resamples, seed))["x"]
+    return percentile_interval(dist, confidence)
+
+
+def paired_bootstrap_from(delta_hat: float, deltas: np.ndarray, confidence: float = 0.95) -> dict[str, Any]:
+    """Two-sided p and interval for a difference of correlations from its paired bootstrap deltas.
+
+    p is the share of resamples whose delta lies at least |delta_hat| away from delta_hat (the
+    bootstrap distribution shifted to the null of no difference; Koehn 2004, Graham et al. 2014),
+    with the +1 correction so that p is never exactly 0 from finitely many resamples.
+    """
+    finite = deltas[np.isfinite(deltas)]
+    if finite.size == 0 or finite.size < 0.5 * deltas.size:
+        return {"p": None, "ci": None, "reason": "too many resamples with an undefined correlation"}
+    extreme = int(np.count_nonzero(np.abs(finite - delta_hat) >= abs(delta_hat) - 1e-12))
+    p = min(1.0, (extreme + 1) / (finite.size + 1))
+    return {"p": p, "ci": percentile_interval(finite, confidence)}
+
+
+def paired_bootstrap(human: Sequence[float], a: Sequence[float], b: Sequence[float], method: str = "pearson",
+                     confidence: float = 0.95, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Is r(human, a) different from r(human, b)? Paired bootstrap over items, any method."""
+    ra = correlation(a, human, method)
+    rb = correlation(b, human, method)
+    if ra["r"] is None or rb["r"] is None:
+        return {"delta": None, "p": None, "ci": None, "reason": ra.get("reason") or rb.get("reason")}
+    dist = bootstrap_distribution(human, {"a": a, "b": b}, method, resample_indices(len(human), resamples, seed))
+    delta = ra["r"] - rb["r"]
+    return {"delta": delta, **paired_bootstrap_from(delta, dist["a"] - dist["b"], confidence)}
+
+
+# --- Williams' test --------------------------------------------------------------------------------
+def williams_test(r12: float, r13: float, r23: float, n: int, alternative: str = "two-sided") -> dict[str, Any]:
+    """Williams' (1959) t for r12 vs r13, two correlations sharing variable 1 (here: the humans).
+
+    t = (r12 - r13) sqrt((n-1)(1+r23)) / sqrt(2K(n-1)/(n-3) + (r12+r13)^2/4 (1-r23)^3),
+    K = 1 - r12^2 - r13^2 - r23^2 + 2 r12 r13 r23, with n - 3 degrees of freedom (Steiger 1980,
+    eq. 7; the test Graham & Baldwin 2014 recommend for comparing metrics). `alternative`:
+    'two-sided', 'greater' (r12 > r13) or 'less'.
+    """
+    if n < MIN_WILLIAMS:
+        return {"t": None, "df": None, "p": None, "reason": f"too few items (n = {n}, need at least {MIN_WILLIAMS})"}
+    k = 1 - r12 ** 2 - r13 ** 2 - r23 ** 2 + 2 * r12 * r13 * r23
+    denominator = 2 * k * (n - 1) / (n - 3) + ((r12 + r13) ** 2 / 4) * (1 - r23) ** 3
+    df = n - 3
+    if not denominator > 0:
+        return {"t": None, "df": df, "p": None,
+                "reason": "the two metrics are perfectly correlated with each other: the test is undefined"}
+    t = (r12 - r13) * math.sqrt((n - 1) * (1 + r23) / denominator)
+    if alternative == "two-sided":
+        p = 2 * sps.t.sf(abs(t), df)
+    elif alternative == "greater":
+        p = sps.t.sf(t, df)
+    elif alternative == "less":
+        p = sps.t.cdf(t, df)
+    else:
+        raise ValueError(f"unknown alternative {alternative!r}")
+    return {"t": float(t), "df": df, "p": float(min(1.0, p))}
+
+
+# --- agreement between raters ---------------------------------------------------------------------
+def krippendorff_alpha_interval(units: Iterable[Sequence[float]]) -> float | None:
+    """Krippendorff's alpha with the interval metric, from its definition (Krippendorff 2011).
+
+    `units` holds the ratings of each item, any number per item; rater identity is not needed.
+    Items with fewer than two ratings are not pairable and are left out. alpha = 1 - D_o / D_e with
+    D_o = sum_u (1/(m_u-1)) sum_{i!=j in u} (v_i-v_j)^2 / N and D_e = sum_{i!=j} (v_i-v_j)^2 / (N(N-1))
+    over all N pairable values; sum_{i!=j} (v_i-v_j)^2 = 2 m sum v^2 - 2 (sum v)^2 keeps it O(N).
+    None when it is undefined (no pairable item, or no variation at all).
+    Written here rather than imported because the `krippendorff` package is not a service dependency.
+    """
+    pairable = [np.asarray(u, dtype=np.float64) for u in units]
+    pairable = [u for u in pairable if u.size >= 2]
+    if not pairable:
+        return None
+    observed = 0.0
+    for u in pairable:
+        m = u.size
+        observed += (2 * m * np.sum(u * u) - 2 * np.sum(u) ** 2) / (m - 1)
+    values = np.concatenate(pairable)
+    total = values.size
+    expected = (2 * total * np.sum(values * values) - 2 * np.sum(values) ** 2) / (total - 1)
+    if expected <= 0:
+        return None
+    return float(1.0 - observed / expected)
+
+
+# --- the /correlate body ---------------------------------------------------------------------------
+def _check_inputs(human: Any, scores: dict[str, Any], systems: Any, methods: Sequence[str],
+                  confidence: float, resamples: int) -> tuple[np.ndarray, list[np.ndarray] | None]:
+    """Validate and average the human ratings; returns (per-item means, per-item ratings or None)."""
+    errors: dict[str, str] = {}
+    if not isinstance(human, (list, tuple)) or len(human) == 0:
+        raise StatsInputError({"human": "Give at least one human rating."})
+    nested = any(isinstance(h, (list, tuple)) for h in human)
+    units: list[np.ndarray] | None = None
+    if nested:
+        units = []
+        for i, item in enumerate(human):
+            values = np.asarray(item if isinstance(item, (list, tuple)) else [item], dtype=np.float64)
+            if values.size == 0:
+                errors[f"human.{i}"] = "Give at least one rating for every item."
+            elif not np.all(np.isfinite(values)):
+                errors[f"human.{i}"] = "Ratings must be finite numbers (no NaN or infinity)."
+            units.append(values)
+        means = np.array([u.mean() if u.size and np.all(np.isfinite(u)) else np.nan for u in units])
+    else:
+        means = np.asarray(human, dtype=np.float64)
+        for i in np.flatnonzero(~np.isfinite(means)):
+            errors[f"human.{i}"] = "Ratings must be finite numbers (no NaN or infinity)."
+    n = len(human)
+    if not scores:
+        errors["scores"] = "Give the scores of at least one metric."
+    for name, values in (scores or {}).items():
+        if len(values) != n:
+            errors[f"scores.{name}"] = f"Has {len(values)} scores for {n} human ratings."
+            continue
+        bad = np.flatnonzero(~np.isfinite(np.asarray(values, dtype=np.float64)))
+        if bad.size:
+            errors[f"scores.{name}.{int(bad[0])}"] = "Scores must be finite numbers (no NaN or infinity)."
+    if systems is not None and len(systems) != n:
+        errors["systems"] = f"Has {len(systems)} labels for {n} human ratings."
+    for method in methods:
+        if method not in METHODS:
+            errors["methods"] = f"Must be among: {', '.join(METHODS)}."
+    if not 0 < confidence < 1:
+        errors["confidence"] = "Must lie strictly between 0 and 1."
+    if resamples < 0:
+        errors["resamples"] = "Must not be negative."
+    if errors:
+        raise StatsInputError(errors)
+    return means, units
+
+
+def _level(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[str], confidence: float,
+           resamples: int, indices_for: Any) -> tuple[dict[str, dict], list[dict]]:
+    """Correlations, intervals and pairwise comparisons at one level (item or system).
+
+    `indices_for(method)` returns {metric name: bootstrap distribution of its correlation}, every
+    metric on the same resamples; it is not called when resampling is off.
+    """
+    n = int(human.size)
+    results: dict[str, dict[str, Any]] = {name: {} for name in metrics}
+    comparisons: list[dict[str, Any]] = []
+    for method in methods:
+        point = {name: correlation(values, human, method) for name, values in metrics.items()}
+        dist = indices_for(method) if resamples > 0 else None
+        for name, res in point.items():
+            if res["r"] is None:
+                results[name][method] = {**res, "ci": None}
+                continue
+            ci = percentile_interval(dist[name], confidence) if dist is not None else None
+            entry = {"r": res["r"], "p": res["p"], "ci": ci, "n": n}
+            if ci is None:
+                entry["ci_reason"] = ("resampling is off (resamples = 0)" if dist is None
+                                      else "too many resamples with an undefined correlation")
+            results[name][method] = entry
+        for a, b in combinations(metrics, 2):
+            ra, rb = point[a]["r"], point[b]["r"]
+            base = {"a": a, "b": b, "method": method}
+            if ra is None or rb is None:
+                reason = f"r is undefined for {a if ra is None else b}"
+                if method == "pearson":
+                    comparisons.append({**base, "delta": None, "p": None, "test": "williams", "reason": reason})
+                comparisons.append({**base, "delta": None, "p": None, "ci": None, "test": "paired_bootstrap",
+                                    "reason": reason})
+                continue
+            delta = ra - rb
+            if method == "pearson":
+                r_ab = correlation(metrics[a], metrics[b], "pearson")["r"]
+                if r_ab is None:
+                    comparisons.append({**base, "delta": delta, "p": None, "test": "williams",
+                                        "reason": "one metric is constant"})
+                else:
+                    w = williams_test(ra, rb, r_ab, n)
+                    entry = {**base, "delta": delta, "p": w["p"], "t": w["t"], "df": w["df"], "test": "williams"}
+                    if "reason" in w:
+                        entry["reason"] = w["reason"]
+                    comparisons.append(entry)
+            if dist is None:
+                comparisons.append({**base, "delta": delta, "p": None, "ci": None, "test": "paired_bootstrap",
+                                    "reason": "resampling is off (resamples = 0)"})
+            else:
+                comparisons.append({**base, "delta": delta, "test": "paired_bootstrap",
+                                    **paired_bootstrap_from(delta, dist[a] - dist[b], confidence)})
+    return results, comparisons
+
+
+def _system_means(values: np.ndarray, groups: np.ndarray, count: int) -> np.ndarray:
+    return np.bincount(groups, weights=values, minlength=count) / np.bincount(groups, minlength=count)
+
+
+def correlate(human: list[float] | list[list[float]], scores: dict[str, list[float]],
+              systems: list[str] | None = None, methods: Sequence[str] = METHODS,
+              confidence: float = 0.95, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """The body of a /correlate 200 response: per metric, level and method {r, p, ci, n}, comparisons, agreement.
+
+    Item level uses every item; system level (when `systems` is given) correlates per-system means,
+    its bootstrap resampling items within each system so every system stays present. Every
+    comparison carries `test`: 'williams' (Pearson only) or 'paired_bootstrap' (every method).
+    """
+    methods = list(dict.fromkeys(methods))
+    means, units = _check_inputs(human, scores, systems, methods, confidence, resamples)
+    metrics = {name: np.asarray(values, dtype=np.float64) for name, values in scores.items()}
+    n = int(means.size)
+    if n < MIN_ITEMS:
+        raise StatsInputError({"human": f"Give at least {MIN_ITEMS} items (got {n})."})
+    cache: dict[str, dict[str, np.ndarray]] = {}
+    indices = resample_indices(n, resamples, seed) if resamples > 0 else None
+
+    def item_distribution(method: str) -> dict[str, np.ndarray]:
+        if method not in cache:
+            cache[method] = bootstrap_distribution(means, metrics, method, indices)
+        return cache[method]
+
+    item, comparisons = _level(means, metrics, methods, confidence, resamples, item_distribution)
+    for entry in comparisons:
+        entry["level"] = "item"
+    body: dict[str, Any] = {"n": n, "metrics": {name: {"item": item[name]} for name in metrics}}
+
+    if systems is not None:
+        labels, groups = np.unique(np.asarray([str(s) for s in systems]), return_inverse=True)
+        count = labels.size
+        sys_human = _system_means(means, groups, count)
+        sys_metrics = {name: _system_means(values, groups, count) for name, values in metrics.items()}
+        sys_indices = _stratified_indices(groups, count, resamples, seed) if resamples > 0 else None
+        sys_cache: dict[str, dict[str, np.ndarray]] = {}
+
+        def system_distribution(method: str) -> dict[str, np.ndarray]:
+            if method not in sys_cache:
+                onehot = np.zeros((n, count))
+                onehot[np.arange(n), groups] = 1.0 / np.bincount(groups, minlength=count)[groups]
+                hs = means[sys_indices] @ onehot  # stratified: row b keeps every system's size
+                ms = {name: v[sys_indices] @ onehot for name, v in metrics.items()}
+                sys_cache[method] = _distribution_from_rows(hs, ms, method)
+            return sys_cache[method]
+
+        system, sys_comparisons = _level(sys_human, sys_metrics, methods, confidence, resamples,
+                                         system_distribution)
+        for entry in sys_comparisons:
+            entry["level"] = "system"
+        for name in metrics:
+            body["metrics"][name]["system"] = system[name]
+        comparisons += sys_comparisons
+        body["systems"] = {"count": int(count), "labels": [str(label) for label in labels]}
+    body["comparisons"] = comparisons
+    if units is not None:
+        alpha = krippendorff_alpha_interval(units)
+        body["agreement"] = {"krippendorff_alpha": alpha,
+                             "raters_per_item": float(np.mean([u.size for u in units])),
+                             "metric": "interval"}
+        if alpha is None:
+            body["agreement"]["reason"] = "no item has two ratings, or the ratings never vary"
+    else:
+        body["agreement"] = None
+    return body
+
+
+def _stratified_indices(groups: np.ndarray, count: int, resamples: int, seed: int) -> np.ndarray:
+    """(resamples, n) indices that resample items within each system, keeping every system's size."""
+    rng = np.random.default_rng(seed)
+    n = groups.size
+    out = np.empty((resamples, n), dtype=np.int64)
+    for g in range(count):
+        members = np.flatnonzero(groups == g)
+        draws = rng.integers(0, members.size, size=(resamples, members.size))
+        out[:, members] = members[draws]
+    return out
+
+
+def _distribution_from_rows(human_rows: np.ndarray, metric_rows: dict[str, np.ndarray], method: str) -> dict:
+    """Correlations per row for already-resampled (B, k) arrays (system means per resample)."""
+    if method == "spearman":
+        hr = sps.rankdata(human_rows, axis=1)
+        return {name: _pearson_rows(hr, sps.rankdata(rows, axis=1)) for name, rows in metric_rows.items()}
+    if method == "pearson":
+        return {name: _pearson_rows(human_rows, rows) for name, rows in metric_rows.items()}
+    return {name: _kendall_rows(human_rows, rows) for name, rows in metric_rows.items()}
