@@ -7,8 +7,6 @@ import os
 import shutil
 import tempfile
 
-from prometheus_client import multiprocess
-
 from service.logging_setup import gunicorn_logconfig
 
 bind = f"{os.environ.get('DIALSCORE_HOST', '127.0.0.1')}:{os.environ.get('DIALSCORE_PORT', '8000')}"
@@ -34,6 +32,10 @@ _owned_metrics_dir = None
 if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     _owned_metrics_dir = tempfile.mkdtemp(prefix="dialscore-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = _owned_metrics_dir
+
+# Imported only now: prometheus_client picks its multiprocess value class at import time, and the
+# workers inherit the master's modules through the fork.
+from prometheus_client import multiprocess  # noqa: E402
 
 
 def on_starting(server):

@@ -1,0 +1,126 @@
+"""Bad input gets its contract status and error format, never a 500."""
+import json
+
+import pytest
+
+ITEM = {"context": ["hi there, how are you?"], "response": "fine, thanks!", "reference": "good, and you?"}
+
+
+def _score(**body):
+    return json.dumps({"model": "bleu4", "items": [ITEM], **body}).encode()
+
+
+CASES = [
+    ("empty body", "/score", b"", 400, "bad_json", None),
+    ("not json", "/score", b"{model: bleu4", 400, "bad_json", None),
+    ("a json list", "/score", b"[1, 2]", 400, "bad_json", None),
+    ("a json string", "/correlate", b'"hello"', 400, "bad_json", None),
+    ("unknown model", "/score", _score(model="no-such-model"), 404, "unknown_model", None),
+    ("unknown key", "/score", _score(colour="red"), 422, "invalid_request", "colour"),
+    ("unknown item key", "/score", json.dumps({"model": "bleu4", "items": [{**ITEM, "x": 1}]}).encode(),
+     422, "invalid_request", "items.0.x"),
+    ("missing response", "/score", json.dumps({"model": "bleu4", "items": [ITEM, {"context": ["a"], "reference": "b"}]}).encode(),
+     422, "invalid_request", "items.1.response"),
+    ("context not a list", "/score", json.dumps({"model": "bleu4", "items": [{**ITEM, "context": "hi"}]}).encode(),
+     422, "invalid_request", "items.0.context"),
+    ("empty context", "/score", json.dumps({"model": "bleu4", "items": [{**ITEM, "context": []}]}).encode(),
+     422, "invalid_request", "items.0.context"),
+    ("empty items", "/score", json.dumps({"model": "bleu4", "items": []}).encode(), 422, "invalid_request", "items"),
+    ("missing reference for referenced model", "/score",
+     json.dumps({"model": "bleu4", "items": [{"context": ["a"], "response": "b"}]}).encode(),
+     422, "invalid_request", "items.0.reference"),
+    ("model and models", "/score", _score(models=["length"]), 422, "invalid_request", "model"),
+    ("unknown option", "/score", _score(options={"blend": "min"}), 422, "invalid_request", "options.blend"),
+    ("too many items", "/score", json.dumps({"model": "bleu4", "items": [ITEM] * 513}).encode(), 413, "too_large", "items"),
+    ("2 MiB body", "/score", json.dumps({"model": "bleu4", "items": [{**ITEM, "response": "x" * (2 << 20)}]}).encode(),
+     413, "too_large", None),
+    ("100,000-character utterance", "/score",
+     json.dumps({"model": "bleu4", "items": [{**ITEM, "context": ["y" * 100_000]}]}).encode(), 413, "too_large",
+     "items.0.context.0"),
+    ("too many turns", "/score", json.dumps({"model": "bleu4", "items": [{**ITEM, "context": ["a"] * 51}]}).encode(),
+     413, "too_large", "items.0.context"),
+    ("too many candidates", "/rerank",
+     json.dumps({"model": "length", "context": ["hi"], "candidates": ["a"] * 65}).encode(), 413, "too_large", "candidates"),
+    ("rerank needs a reference", "/rerank",
+     json.dumps({"model": "bleu4", "context": ["hi"], "candidates": ["a", "b"]}).encode(), 422, "invalid_request",
+     "reference"),
+    ("rerank top_k zero", "/rerank",
+     json.dumps({"model": "length", "context": ["hi"], "candidates": ["a"], "top_k": 0}).encode(), 422,
+     "invalid_request", "top_k"),
+    ("NaN in correlate", "/correlate", b'{"human": [1, 2, NaN], "scores": {"m": [1, 2, 3]}}', 422, "invalid_request",
+     "human.2"),
+    ("NaN in a metric", "/correlate", b'{"human": [1, 2, 3], "scores": {"m": [1, NaN, 3]}}', 422, "invalid_request",
+     "scores.m.1"),
+    ("mismatched lengths", "/correlate", json.dumps({"human": [1, 2, 3], "scores": {"m": [1, 2]}}).encode(), 422,
+     "invalid_request", None),
+    ("bad method", "/correlate", json.dumps({"human": [1, 2, 3], "scores": {"m": [1, 2, 3]},
+                                             "methods": ["magic"]}).encode(), 422, "invalid_request", "methods.0"),
+    ("too many resamples", "/correlate", json.dumps({"human": [1, 2, 3], "scores": {"m": [1, 2, 3]},
+                                                     "resamples": 10 ** 7}).encode(), 413, "too_large", "resamples"),
+    ("human-eval bad scale", "/human-eval", json.dumps({"ratings": [{"rater": "a", "system": "s", "item": "i",
+                                                                     "scores": {"fun": 5}}], "scale": [100, 0]}).encode(),
+     422, "invalid_request", "scale"),
+    ("human-eval missing rater", "/human-eval", json.dumps({"ratings": [{"system": "s", "item": "i",
+                                                                        "scores": {"fun": 5}}]}).encode(),
+     422, "invalid_request", "ratings.0.rater"),
+]
+
+
+@pytest.mark.parametrize("name, path, body, status, code, field", CASES, ids=[c[0] for c in CASES])
+def test_bad_input(client, name, path, body, status, code, field):
+    response = client.post(path, data=body, content_type="application/json")
+    assert response.status_code == status, response.get_data(as_text=True)[:500]
+    error = response.get_json()["error"]
+    assert error["code"] == code
+    assert isinstance(error["message"], str) and error["message"]
+    assert isinstance(error["details"], dict)
+    if field is not None:
+        assert field in error["details"], error["details"]
+
+
+def test_dialogue_items_for_a_reply_model_are_422(client):
+    body = {"model": "length", "items": [{"turns": [{"speaker": "bot", "text": "hi"}]}]}
+    response = client.post("/score", json=body)
+    assert response.status_code == 422
+    assert "items.0.turns" in response.get_json()["error"]["details"]
+
+
+def test_method_not_allowed_has_allow_header(client):
+    response = client.get("/score")
+    assert response.status_code == 405
+    assert "POST" in response.headers["Allow"]
+    assert response.get_json()["error"]["code"] == "method_not_allowed"
+
+
+def test_unknown_path_is_404_in_contract_format(client):
+    response = client.get("/nowhere")
+    assert response.status_code == 404
+    assert response.get_json()["error"]["code"] == "not_found"
+
+
+def test_limits_are_configuration(baseline_store):
+    from service.app import create_app
+
+    app = create_app({"model_store": baseline_store, "load_sync": True, "models": ["length"], "max_items": 2,
+                      "max_chars": 5})
+    client = app.test_client()
+    items = [{"context": ["hi"], "response": "ok"}] * 3
+    assert client.post("/score", json={"model": "length", "items": items}).status_code == 413
+    assert client.post("/score", json={"model": "length", "items": items[:2]}).status_code == 200
+    long = [{"context": ["hi"], "response": "too long"}]
+    assert client.post("/score", json={"model": "length", "items": long}).status_code == 413
+    assert client.get("/models").get_json()["limits"]["max_items"] == 2
+
+
+def test_not_ready_is_503(baseline_store):
+    from service.app import create_app
+    from service.store import ModelStore
+
+    app = create_app({"model_store": baseline_store, "load_sync": True, "models": ["length"]})
+    app.extensions["dialscore.store"] = ModelStore(baseline_store)  # a store that has not loaded yet
+    client = app.test_client()
+    assert client.get("/healthz").status_code == 200
+    ready = client.get("/readyz")
+    assert ready.status_code == 503 and ready.get_json()["error"]["code"] == "not_ready"
+    scored = client.post("/score", json={"model": "length", "items": [{"context": ["a"], "response": "b"}]})
+    assert scored.status_code == 503

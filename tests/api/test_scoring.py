@@ -1,0 +1,64 @@
+"""/score and /rerank through Flask's test client."""
+import pytest
+
+from tests.conftest import BASELINES
+
+ITEM = {"context": ["hey, what do you want to do tonight?", "why don't we go see a movie?"],
+        "response": "nah, let's do something active.", "reference": "yeah, the film about turing looks great!"}
+
+
+@pytest.mark.parametrize("model", BASELINES)
+def test_score_each_baseline(client, model):
+    response = client.post("/score", json={"model": model, "items": [ITEM, {**ITEM, "response": ITEM["reference"]}]})
+    assert response.status_code == 200
+    body = response.get_json()
+    assert body["model"] == model and body["version"]
+    assert len(body["scores"]) == 2
+    if model != "length":  # a reply identical to the reference is the best a referenced metric can see
+        assert body["scores"][1] > body["scores"][0]
+
+
+def test_several_models_share_items(client):
+    body = {"models": ["bleu4", "length"], "items": [ITEM], "options": {}}
+    result = client.post("/score", json=body).get_json()
+    assert result["models"] == ["bleu4", "length"]
+    assert result["results"]["length"]["scores"] == [6.0]
+    single = client.post("/score", json={"model": "bleu4", "items": [ITEM]}).get_json()
+    assert result["results"]["bleu4"]["scores"] == single["scores"]
+
+
+def test_rerank_best_first_ties_keep_order_top_k(client):
+    body = {"model": "length", "context": ["hi"], "candidates": ["one two", "one", "uno dos", "a b c"], "top_k": 3}
+    ranking = client.post("/rerank", json=body).get_json()["ranking"]
+    assert [r["index"] for r in ranking] == [3, 0, 2]
+    assert ranking[0] == {"index": 3, "response": "a b c", "score": 3.0}
+
+
+def test_rerank_referenced_model(client):
+    body = {"model": "bleu4", "context": ["hi"], "candidates": ["no idea", "yeah, the film looks great!"],
+            "reference": ITEM["reference"]}
+    ranking = client.post("/rerank", json=body).get_json()["ranking"]
+    assert ranking[0]["index"] == 1
+
+
+def test_full_store_serves_and_is_batch_invariant(full_app):
+    """Every committed model: 64 items of mixed lengths score as each item does alone (1e-5)."""
+    client = full_app.test_client()
+    models = client.get("/models").get_json()["models"]
+    assert {m["name"] for m in models} >= set(BASELINES)
+    words = "so what do you think about the weather today my friend it is quite nice".split()
+    items = []
+    for i in range(64):
+        context = [" ".join(words[: 1 + (i * 7) % 15]) for _ in range(1 + i % 4)]
+        items.append({"context": context, "response": " ".join(words[: 1 + (i * 5) % 16]),
+                      "reference": " ".join(words[(i % 5):])})
+    dialogues = [{"turns": [{"speaker": "user" if j % 2 == 0 else "bot", "text": it["context"][0] + f" {j}"}
+                            for j in range(2 + i % 5)]} for i, it in enumerate(items)]
+    for model in models:
+        batch = dialogues if model["kind"] == "dialogue" else items
+        together = client.post("/score", json={"model": model["name"], "items": batch})
+        assert together.status_code == 200, (model["name"], together.get_json())
+        scores = together.get_json()["scores"]
+        for i in range(0, 64, 9):
+            alone = client.post("/score", json={"model": model["name"], "items": [batch[i]]}).get_json()["scores"][0]
+            assert abs(alone - scores[i]) <= 1e-5, (model["name"], i, alone, scores[i])

@@ -1,0 +1,162 @@
+"""Real gunicorn (`python -m service`) on a free loopback port, every endpoint called over HTTP."""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BASELINES, REPO, copy_store
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _call(port: int, method: str, path: str, body: object | None = None, raw: bytes | None = None):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    conn.request(method, path, body=data, headers={"Content-Type": "application/json"} if data else {})
+    response = conn.getresponse()
+    payload = response.read()
+    conn.close()
+    ctype = response.getheader("Content-Type", "")
+    return response.status, (json.loads(payload) if "json" in ctype else payload.decode()), response
+
+
+class Server:
+    def __init__(self, store: Path, env: dict[str, str] | None = None, workers: int = 2) -> None:
+        self.port = _free_port()
+        environment = {**os.environ, "DIALSCORE_MODEL_STORE": str(store), **(env or {})}
+        environment.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        self.log = open(store.parent / f"gunicorn-{self.port}.log", "w+")
+        self.process = subprocess.Popen([sys.executable, "-m", "service", "--port", str(self.port),
+                                         "--workers", str(workers)], cwd=REPO, env=environment,
+                                        stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait(self, ready_status: int = 200, timeout: float = 180) -> dict:
+        deadline = time.time() + timeout
+        last = None
+        while time.time() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"gunicorn exited: {self.output()[-3000:]}")
+            try:
+                status, body, _ = _call(self.port, "GET", "/readyz")
+                last = (status, body)
+                if status == ready_status or (status == 503 and body["error"]["details"].get("failed")):
+                    return {"status": status, "body": body}
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise AssertionError(f"not ready in {timeout}s: {last} {self.output()[-3000:]}")
+
+    def output(self) -> str:
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    store = copy_store(tmp_path_factory.mktemp("gstore") / "model_store")
+    srv = Server(store)
+    srv.wait()
+    yield srv
+    srv.stop()
+
+
+ITEM = {"context": ["hey, what do you want to do tonight?"], "response": "let's go climbing.",
+        "reference": "a movie sounds good."}
+
+
+def test_every_endpoint_over_http(server):
+    port = server.port
+    assert _call(port, "GET", "/healthz")[:2] == (200, {"status": "ok"})
+    status, body, _ = _call(port, "GET", "/readyz")
+    assert status == 200 and set(body["models"]) >= set(BASELINES)
+    status, models, _ = _call(port, "GET", "/models")
+    assert status == 200
+    assert all(m["providers"] for m in models["models"])
+    status, doc, _ = _call(port, "GET", "/openapi.json")
+    assert status == 200 and "/score" in doc["paths"]
+    for model in models["models"]:
+        if model["kind"] == "dialogue":
+            items = [{"turns": [{"speaker": "user", "text": "hi! how are you?"},
+                                {"speaker": "bot", "text": "great, thanks. you?"}]}]
+        else:
+            items = [ITEM]
+        status, body, _ = _call(port, "POST", "/score", {"model": model["name"], "items": items})
+        assert status == 200, (model["name"], body)
+        assert body["version"] == model["version"] and len(body["scores"]) == 1
+        if model["kind"] != "dialogue":
+            status, body, _ = _call(port, "POST", "/rerank", {"model": model["name"], "context": ITEM["context"],
+                                                              "candidates": ["sure.", "let's go climbing!"],
+                                                              "reference": ITEM["reference"]})
+            assert status == 200 and len(body["ranking"]) == 2
+    status, body, _ = _call(port, "POST", "/correlate", {"human": [1, 2, 3, 4, 5], "scores": {"m": [2, 1, 4, 3, 5]},
+                                                         "resamples": 200})
+    assert status == 200, body
+    status, body, _ = _call(port, "POST", "/human-eval", {"ratings": [
+        {"rater": "w1", "system": "A", "item": "1", "scores": {"fun": 70}},
+        {"rater": "w1", "system": "B", "item": "2", "scores": {"fun": 40}}]})
+    assert status == 200, body
+    status, body, _ = _call(port, "POST", "/score", raw=b"not json")
+    assert status == 400 and body["error"]["code"] == "bad_json"
+
+
+def test_metrics_aggregate_every_worker(server):
+    port = server.port
+    before = _requests_total(port)
+    for _ in range(20):
+        _call(port, "POST", "/score", {"model": "length", "items": [ITEM]})
+    after = _requests_total(port)
+    assert after - before == 20  # whichever worker answers the scrape sees all 20
+
+
+def _requests_total(port: int) -> float:
+    text = _call(port, "GET", "/metrics")[1]
+    prefix = 'dialscore_requests_total{endpoint="/score",method="POST",status="200"}'
+    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(prefix))
+
+
+def test_altered_artifact_takes_out_only_that_model(tmp_path):
+    store = copy_store(tmp_path / "model_store", BASELINES)
+    # change one byte of a listed artifact: the GloVe table, used by the three embedding baselines
+    vectors = store / "glove-50d" / "vectors.npy"
+    data = bytearray(vectors.read_bytes())
+    data[-7] ^= 0x01
+    vectors.write_bytes(bytes(data))
+    srv = Server(store, workers=1)
+    try:
+        state = srv.wait(ready_status=200)
+        assert state["status"] == 503
+        error = state["body"]["error"]
+        assert error["code"] == "not_ready" and "glove-50d" in error["message"]
+        assert "vectors.npy" in error["details"]["failed"]["glove-50d"]
+        names = {m["name"] for m in _call(srv.port, "GET", "/models")[1]["models"]}
+        assert names == {"bleu4", "rouge-l", "length"}
+        status, _, _ = _call(srv.port, "POST", "/score", {"model": "length", "items": [ITEM]})
+        assert status == 200
+        assert "vectors.npy" in srv.output()
+    finally:
+        srv.stop()
+    shutil.rmtree(store)

@@ -1,0 +1,62 @@
+"""Baselines against their reference implementations and hand-worked values."""
+import numpy as np
+import pytest
+import sacrebleu
+from rouge_score import rouge_scorer
+
+from service.scorers.base import Item
+from service.scorers.embedding import average_similarity, extrema_similarity, extrema_vector, greedy_similarity
+
+
+@pytest.fixture(scope="module")
+def store(baseline_store):
+    from service.store import ModelStore
+
+    store = ModelStore(baseline_store)
+    assert store.load()
+    return store
+
+
+PAIRS = [("the cat sat on the mat", "the cat sat on a mat"), ("i like it", "no way"), ("", "something"),
+         ("Hello, World!", "hello world")]
+
+
+@pytest.mark.parametrize("reply, reference", PAIRS)
+def test_bleu4_is_sacrebleu_sentence_bleu(store, reply, reference):
+    ours = store.scorers["bleu4"].score([Item(["x"], reply, reference)]).scores[0]
+    theirs = sacrebleu.sentence_bleu(reply, [reference], smooth_method="exp", lowercase=True).score / 100
+    assert ours == pytest.approx(theirs, abs=1e-12)
+
+
+@pytest.mark.parametrize("reply, reference", PAIRS)
+def test_rouge_l_is_rouge_score_f_measure(store, reply, reference):
+    ours = store.scorers["rouge-l"].score([Item(["x"], reply, reference)]).scores[0]
+    theirs = rouge_scorer.RougeScorer(["rougeL"]).score(reference, reply)["rougeL"].fmeasure
+    assert ours == pytest.approx(theirs, abs=1e-12)
+
+
+@pytest.mark.parametrize("reply, words", [("", 0), ("hi", 1), ("well, i don't know...", 5), ("  a  b ", 2)])
+def test_length_counts_words_not_punctuation(store, reply, words):
+    assert store.scorers["length"].score([Item(["x"], reply)]).scores == [float(words)]
+
+
+def test_embedding_similarities_by_hand():
+    a = np.array([[1.0, 0.0], [0.0, 1.0]])
+    b = np.array([[1.0, 0.0]])
+    assert average_similarity(a, a) == pytest.approx(1.0)
+    assert average_similarity(a, b) == pytest.approx(np.sqrt(0.5))
+    np.testing.assert_array_equal(extrema_vector(np.array([[1.0, -3.0], [-2.0, 2.0]])), [-2.0, -3.0])
+    assert extrema_similarity(b, np.array([[0.0, 1.0]])) == pytest.approx(0.0)
+    # greedy: a->b best matches (1, 0) mean 0.5; b->a best 1; average 0.75
+    assert greedy_similarity(a, b) == pytest.approx(0.75)
+    assert average_similarity(np.zeros((0, 2)), b) == 0.0
+
+
+def test_embedding_scorers_rank_paraphrase_over_unrelated(store):
+    reference = "yeah, the film about turing looks great!"
+    close = Item(["x"], "the movie about turing looks good", reference)
+    far = Item(["x"], "my car needs new tyres", reference)
+    empty = Item(["x"], "", reference)
+    for name in ("emb-average", "emb-extrema", "emb-greedy"):
+        scores = store.scorers[name].score([close, far, empty]).scores
+        assert scores[0] > scores[1] > scores[2] == 0.0, (name, scores)
