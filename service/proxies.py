@@ -1,0 +1,207 @@
+"""The conversation proxies of Ghandeharioun et al. 2019 (M_H), computed from a whole dialogue.
+
+Each proxy is a number per conversation; the hybrid metric `mh` is a linear regression of them.
+Turns are taken in order. A *pair* is a bot turn with the user turn right before it (the
+user's "query" and the bot's reply); a *transition* is a bot turn with a user turn right before
+and right after it. Per-turn or per-pair values are averaged over the conversation. A proxy that
+has nothing to be computed from (no user turn, no pair) is NaN; the scorer replaces NaN by the
+training mean, so a missing proxy contributes nothing to the score.
+
+Sentiment (the paper's -U proxies read the user; DeepMoji cannot be installed here, so VADER,
+a lexicon model shipped in the vaderSentiment package, stands in for it):
+  sentiment            mean over user turns of VADER compound c(u) in [-1, 1]
+  sentiment_transition mean over transitions of c(u_after) - c(u_before)
+  sentiment_minmax     (c(u_j) - c(u_i)) / (j - i), where i, j are the positions (among user turns)
+                       of the minimum and the maximum user sentiment: positive when the user
+                       warms up, negative when they cool down; 0 with fewer than two user turns
+                       or a flat sentiment
+  laughter             mean over user turns of the number of "ha"s in laughter words
+                       ("ha" -> 1, "hahaha" -> 3, "hehe" -> 0; words like "that" do not count)
+  sentiment_coherence  mean over pairs of cos(v(u), v(b)), v = VADER (neg, neu, pos); the paper's
+                       cosine between DeepMoji emoji distributions, with VADER's 3-way distribution
+Semantic (-U/B: between the user's query and the bot's reply):
+  semantic_similarity  mean over pairs of cos(e(u), e(b)), e = the shared sentence encoder
+                       (all-MiniLM-L6-v2 in place of InferSent)
+  average / extrema / greedy word coherence
+                       mean over pairs of the embedding-average, vector-extrema and greedy-matching
+                       cosines (Liu et al. 2016) over GloVe 6B 50-d (in place of word2vec), words
+                       only (punctuation dropped), out-of-vocabulary words skipped; a pair where one
+                       side has no known word is left out
+Engagement:
+  question             mean over bot turns of 1 if the turn has a "?" or a question word
+                       (who what when where why how which whose whom), else 0 (-B)
+  words                mean over user turns of their number of words (text.word_count) (-U)
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+
+from service.scorers.embedding import average_similarity, extrema_similarity, greedy_similarity
+from service.text import word_count, words
+
+PROXIES: tuple[str, ...] = (
+    "sentiment",
+    "sentiment_transition",
+    "sentiment_minmax",
+    "laughter",
+    "sentiment_coherence",
+    "semantic_similarity",
+    "average_word_coherence",
+    "extrema_word_coherence",
+    "greedy_word_coherence",
+    "question",
+    "words",
+)
+
+USER, BOT = "user", "bot"
+VARIANTS: tuple[str, ...] = ("human-bot", "bot-only", "self-play")
+QUESTION_WORDS = frozenset({"who", "what", "when", "where", "why", "how", "which", "whose", "whom"})
+_LAUGH = re.compile(r"(?:ha)+h?")
+
+# Word vectors of a list of words, (n, d), unknown words dropped (GloveTable.embed).
+EmbedWords = Callable[[list[str]], np.ndarray]
+# Unit sentence vectors of texts, (n, d) (SentenceEncoder.encode with the request's cache).
+EncodeTexts = Callable[[list[str]], np.ndarray]
+
+
+@lru_cache(maxsize=1)
+def _vader() -> SentimentIntensityAnalyzer:
+    return SentimentIntensityAnalyzer()
+
+
+@lru_cache(maxsize=65536)
+def vader(text: str) -> tuple[float, float, float, float]:
+    """VADER (neg, neu, pos, compound) of one utterance."""
+    s = _vader().polarity_scores(text)
+    return s["neg"], s["neu"], s["pos"], s["compound"]
+
+
+def laughter_count(text: str) -> int:
+    """The number of "ha"s in words made only of them ("haha", "hahah"): the paper's laughter."""
+    return sum(w.count("ha") for w in words(text) if _LAUGH.fullmatch(w))
+
+
+def is_question(text: str) -> bool:
+    """A question mark or a question word anywhere in the utterance."""
+    return "?" in text or any(w in QUESTION_WORDS for w in words(text))
+
+
+def minmax_slope(values: Sequence[float]) -> float:
+    """Slope from the minimum to the maximum of a sequence, signed by which comes first."""
+    if len(values) < 2:
+        return 0.0
+    low, high = int(np.argmin(values)), int(np.argmax(values))
+    if low == high:
+        return 0.0
+    return float((values[high] - values[low]) / (high - low))
+
+
+@dataclass(frozen=True)
+class Roles:
+    """A conversation as the proxies see it: each utterance with the role it plays."""
+
+    texts: list[str]
+    roles: list[str]  # USER or BOT, same length as texts
+
+    def of(self, role: str) -> list[str]:
+        return [t for t, r in zip(self.texts, self.roles) if r == role]
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """(user query, bot reply) for every bot turn right after a user turn."""
+        return [(self.texts[i - 1], self.texts[i]) for i in range(1, len(self.texts))
+                if self.roles[i] == BOT and self.roles[i - 1] == USER]
+
+    def transitions(self) -> list[tuple[str, str]]:
+        """(user before, user after) around every bot turn that has both."""
+        return [(self.texts[i - 1], self.texts[i + 1]) for i in range(1, len(self.texts) - 1)
+                if self.roles[i] == BOT and self.roles[i - 1] == USER and self.roles[i + 1] == USER]
+
+
+def assign_roles(speakers: Sequence[str], texts: Sequence[str], variant: str) -> Roles:
+    """Roles for a variant of M_H.
+
+    "human-bot": the speakers as given (the setting the regression was fitted in).
+    "self-play" (the paper's -B/B): every utterance is the bot's; utterances alternate between the
+    "user" and the "bot" role from the first one, whatever the speaker labels say, so the -U proxies
+    read the bot's own every-other utterances and the -U/B proxies compare consecutive bot
+    utterances.
+    "bot-only" (the paper's -B): the bot's turns of a human-bot conversation alone, then as
+    "self-play"; the user's turns are not read.
+    """
+    if variant == "human-bot":
+        return Roles(list(texts), [USER if s == USER else BOT for s in speakers])
+    if variant == "bot-only":
+        texts = [t for s, t in zip(speakers, texts) if s == BOT]
+        variant = "self-play"
+    if variant == "self-play":
+        return Roles(list(texts), [USER if i % 2 == 0 else BOT for i in range(len(texts))])
+    raise ValueError(f"unknown M_H variant {variant!r}")
+
+
+def _mean(values: Sequence[float]) -> float:
+    return float(np.mean(values)) if len(values) else float("nan")
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> float:
+    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(a @ b) / norm if norm > 0 else 0.0
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in words(text) if any(ch.isalnum() for ch in w)]
+
+
+def word_coherences(pairs: list[tuple[str, str]], embed_words: EmbedWords) -> tuple[float, float, float]:
+    """Mean average, extrema and greedy word-embedding cosines over the pairs with known words."""
+    found: list[tuple[float, float, float]] = []
+    for query, reply in pairs:
+        a, b = embed_words(_content_words(query)), embed_words(_content_words(reply))
+        if len(a) and len(b):
+            found.append((average_similarity(a, b), extrema_similarity(a, b), greedy_similarity(a, b)))
+    if not found:
+        return float("nan"), float("nan"), float("nan")
+    avg, ext, grd = np.mean(np.asarray(found), axis=0)
+    return float(avg), float(ext), float(grd)
+
+
+def compute(conversation: Roles, embed_words: EmbedWords, encode: EncodeTexts) -> dict[str, float]:
+    """Every proxy of one conversation, keyed as in PROXIES (NaN where there is nothing to compute)."""
+    user = conversation.of(USER)
+    bot = conversation.of(BOT)
+    pairs = conversation.pairs()
+    user_sentiment = [vader(t)[3] for t in user]
+
+    if pairs:
+        queries = encode([q for q, _ in pairs])
+        replies = encode([r for _, r in pairs])
+        semantic = _mean([float(q @ r) for q, r in zip(queries, replies)])
+        sent_coh = _mean([_cos(np.asarray(vader(q)[:3]), np.asarray(vader(r)[:3])) for q, r in pairs])
+    else:
+        semantic = sent_coh = float("nan")
+    average, extrema, greedy = word_coherences(pairs, embed_words)
+
+    return {
+        "sentiment": _mean(user_sentiment),
+        "sentiment_transition": _mean([vader(after)[3] - vader(before)[3]
+                                       for before, after in conversation.transitions()]),
+        "sentiment_minmax": minmax_slope(user_sentiment) if user else float("nan"),
+        "laughter": _mean([laughter_count(t) for t in user]),
+        "sentiment_coherence": sent_coh,
+        "semantic_similarity": semantic,
+        "average_word_coherence": average,
+        "extrema_word_coherence": extrema,
+        "greedy_word_coherence": greedy,
+        "question": _mean([1.0 if is_question(t) else 0.0 for t in bot]),
+        "words": _mean([word_count(t) for t in user]),
+    }
+
+
+def vector(values: dict[str, float]) -> np.ndarray:
+    """The proxies in PROXIES order, as the regression reads them."""
+    return np.array([values[name] for name in PROXIES], dtype=np.float64)

@@ -1,0 +1,78 @@
+"""M_H, the hybrid conversation metric of Ghandeharioun et al. 2019: a linear regression of
+sentiment, semantic and engagement proxies (service/proxies.py) fitted to human ratings of
+whole human-bot conversations (ConvAI2, 1-5), leave-bot-out (training/mh).
+
+Options:
+- `variant`: "human-bot" (default; the setting the regression was fitted in), "bot-only" (the
+  paper's -B: the bot's turns alone, in alternating roles) or "self-play" (the paper's -B/B: a
+  conversation the bot held with itself; speaker labels are ignored and turns alternate roles).
+- `proxies`: true adds every proxy value (null where it could not be computed) to `details`.
+
+The prediction is clipped to the rating scale [1, 5] so that scores stay on the humans' scale.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from service import proxies
+from service.manifest import ManifestError
+from service.scorers.base import Dialogue, EncodeCache, Scorer, ScoreBatch
+from service.scorers.registry import register
+
+GLOVE = "glove-50d"
+ENCODER = "minilm-l6"
+REGRESSION_FILE = "regression.json"
+
+
+@register("mh")
+class HybridMetric(Scorer):
+    default_options = {
+        "variant": {"type": "string", "choices": list(proxies.VARIANTS), "default": "human-bot"},
+        "proxies": {"type": "boolean", "default": False},
+    }
+
+    def _load(self) -> None:
+        self.glove = self.components[GLOVE]
+        self.encoder = self.components[ENCODER]
+        raw = json.loads(self.manifest.path(REGRESSION_FILE).read_text(encoding="utf-8"))
+        if tuple(raw.get("proxies", ())) != proxies.PROXIES:
+            raise ManifestError(f"{self.name}: {REGRESSION_FILE} was fitted on proxies {raw.get('proxies')}, "
+                                f"this code computes {list(proxies.PROXIES)}")
+        self.mean = np.asarray(raw["mean"], dtype=np.float64)
+        self.scale = np.asarray(raw["scale"], dtype=np.float64)
+        self.coefficients = np.asarray(raw["coefficients"], dtype=np.float64)
+        self.intercept = float(raw["intercept"])
+        width = len(proxies.PROXIES)
+        if not (self.mean.shape == self.scale.shape == self.coefficients.shape == (width,)) or \
+                not np.all(np.isfinite(np.concatenate([self.mean, self.scale, self.coefficients]))) or \
+                not np.all(self.scale > 0):
+            raise ManifestError(f"{self.name}: {REGRESSION_FILE} needs {width} finite means, positive scales "
+                                "and coefficients")
+        self.low, self.high = self.manifest.score_range
+
+    def predict(self, values: np.ndarray) -> float:
+        """The unclipped regression output for one proxy vector (NaN proxies take the training mean)."""
+        filled = np.where(np.isnan(values), self.mean, values)
+        return float(((filled - self.mean) / self.scale) @ self.coefficients + self.intercept)
+
+    def _score(self, items: list[Dialogue], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
+        variant = options["variant"]
+        conversations = [proxies.assign_roles([t.speaker for t in d.turns], [t.text for t in d.turns], variant)
+                         for d in items]
+        # One encoder call for every distinct utterance of the batch; the per-item calls below hit the cache.
+        texts = list(dict.fromkeys(text for c in conversations for pair in c.pairs() for text in pair))
+        if texts:
+            self.encoder.encode(texts, cache)
+        scores: list[float] = []
+        details: list[dict[str, Any]] = []
+        for conversation in conversations:
+            values = proxies.compute(conversation, self.glove.embed, lambda t: self.encoder.encode(t, cache))
+            raw = self.predict(proxies.vector(values))
+            scores.append(min(self.high, max(self.low, raw)))
+            details.append({"unclipped": raw,
+                            "proxies": {k: (None if math.isnan(v) else v) for k, v in values.items()}})
+        return ScoreBatch(scores, details if options["proxies"] else None)

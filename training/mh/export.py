@@ -1,0 +1,220 @@
+"""Write `model_store/mh` (regression.json, manifest, model card) and the `mh` section of the docs."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from service import proxies
+from service.manifest import Manifest, write_manifest
+from training.mh.fit import Linear
+
+REGRESSION_FILE = "regression.json"
+MACHINE = "2-core x86_64 CPU, no GPU"
+BEGIN, END = "<!-- mh:begin -->", "<!-- mh:end -->"
+CITATION = ("Ghandeharioun, Shen, Jaques, Ferguson, Jones, Lapedriza, Picard. Approximating Interactive Human "
+            "Evaluation with Self-Play for Open-Domain Dialog Systems. NeurIPS 2019.")
+LICENCE = ("Coefficients fitted on ConvAI2 human-bot dialogues (DeepPavlov/convai, licence not stated upstream); "
+           "validated on iEval (CC BY 4.0) and ConTurE (CC BY 4.0). Uses GloVe 6B (PDDL / Apache-2.0), "
+           "all-MiniLM-L6-v2 (Apache-2.0), VADER (MIT).")
+SUBSTITUTES = ("VADER (vaderSentiment 3.3.2) in place of DeepMoji, which cannot be installed here: sentiment is "
+               "VADER's compound score and sentiment coherence the cosine of VADER's (neg, neu, pos) "
+               "distributions instead of 64-emoji distributions; all-MiniLM-L6-v2 in place of InferSent for "
+               "semantic similarity; GloVe 6B 50-d in place of word2vec for the word coherences.")
+VARIANT_TEXT = (
+    "human-bot (default): the speakers as given, the setting the regression was fitted in. "
+    "bot-only (the paper's -B): only the bot's turns are read; they alternate between the user and the bot "
+    "role, so sentiment, transition, min-max, laughter and words (the -U proxies) describe the bot's own "
+    "every-other utterance, and sentiment coherence, semantic similarity and the word coherences (-U/B) compare "
+    "consecutive bot utterances (-B/B); question stays -B. self-play (-B/B): a conversation the bot held with "
+    "itself; speaker labels are ignored and turns alternate roles as in bot-only. The human-bot coefficients are "
+    "applied unchanged in every variant, as the paper does.")
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _corr(entry: dict[str, Any]) -> str:
+    if entry.get("pearson") is None:
+        return f"r n/a (n={entry['n']})"
+    return (f"r = {_fmt(entry['pearson'])} (p = {_fmt(entry['p'], 3)}, 95% CI {_fmt(entry['ci'][0], 2)}.."
+            f"{_fmt(entry['ci'][1], 2)}), rho = {_fmt(entry['spearman'])}, n = {entry['n']}")
+
+
+def write_artifact(folder: Path, model: Linear, result: dict[str, Any], version: str,
+                   encoder: Manifest) -> Manifest:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    regression = {"proxies": list(proxies.PROXIES), "mean": model.mean.tolist(), "scale": model.scale.tolist(),
+                  "coefficients": model.coefficients.tolist(), "intercept": model.intercept,
+                  "target": "ConvAI2 eval_score (1-5)", "standardised": True}
+    (folder / REGRESSION_FILE).write_text(json.dumps(regression, indent=2) + "\n")
+    lbo = result["leave_bot_out"]
+    card = {
+        "summary": "M_H (Ghandeharioun et al. 2019): a linear regression of 11 conversation proxies (sentiment, "
+                   "semantic and engagement) fitted to human 1-5 ratings of whole human-bot conversations; "
+                   "scores a whole dialogue on the rating scale.",
+        "inputs": "turns: [{speaker: user|bot, text}], oldest first; option variant human-bot|bot-only|self-play.",
+        "substitutes": SUBSTITUTES,
+        "variants": VARIANT_TEXT,
+        "training_data": f"ConvAI2 human-bot dialogues with the partner's eval_score and a bot id: "
+                         f"{result['data']['convai2_conversations']} conversations, {len(result['data']['bots'])} "
+                         f"bots (data_intermediate.json and data_volunteers.json).",
+        "licence": LICENCE,
+        "training_time": f"{result['seconds']:.0f} s on a {MACHINE} (proxies included)",
+        "coefficients": result["coefficients"], "intercept": result["intercept"],
+        "coefficient_stability": result["stability"],
+        "correlations": {
+            "convai2_bot_level_leave_bot_out": lbo["bot"],
+            "convai2_conversation_level_leave_bot_out": lbo["conversation"],
+            "convai2_bot_level_reply_length_baseline": result["baseline_reply_length"]["bot"],
+            "convai2_bot_level_bot_only_B": result["bot_only_B"]["fitted_on_human_bot"]["bot"],
+            "ieval_conversation_level": result["transfer"]["ieval"]["conversation"],
+            "ieval_bot_level": result["transfer"]["ieval"].get("bot"),
+            "conture_conversation_level": result["transfer"]["conture"]["conversation"],
+            "paper_bot_level": "r > .7 (p < .05), self-play M_H-B/B vs interactive quality, 12 bots",
+        },
+        "citation": CITATION,
+    }
+    manifest = write_manifest(
+        folder, name=folder.name, version=version, kind="dialogue", scorer="mh", score_range=(1.0, 5.0),
+        uses=["glove-50d", encoder.name],
+        config={"regression": REGRESSION_FILE, "encoder_sha256": encoder.sha256},
+        card=card,
+    )
+    (folder / "README.md").write_text(model_card(result, version))
+    return manifest
+
+
+def _stability_table(result: dict[str, Any]) -> list[str]:
+    rows = ["| proxy | coefficient (all bots) | mean over folds | sd | min | max | same sign in every fold |",
+            "|---|---|---|---|---|---|---|"]
+    for name in proxies.PROXIES:
+        s = result["stability"][name]
+        rows.append(f"| {name} | {result['coefficients'][name]:+.3f} | {s['mean']:+.3f} | {s['sd']:.3f} | "
+                    f"{s['min']:+.3f} | {s['max']:+.3f} | {'yes' if s['same_sign'] else 'no'} |")
+    s = result["stability"]["intercept"]
+    rows.append(f"| intercept | {result['intercept']:+.3f} | {s['mean']:+.3f} | {s['sd']:.3f} | {s['min']:+.3f} | "
+                f"{s['max']:+.3f} | |")
+    return rows
+
+
+def _proxy_table(result: dict[str, Any]) -> list[str]:
+    rows = ["| proxy | conversation r | conversation rho | bot r | bot rho | missing |", "|---|---|---|---|---|---|"]
+    for name in proxies.PROXIES:
+        p = result["proxies"][name]
+        rows.append(f"| {name} | {_fmt(p['conversation']['pearson'])} | {_fmt(p['conversation']['spearman'])} | "
+                    f"{_fmt(p['bot']['pearson'])} | {_fmt(p['bot']['spearman'])} | {p['missing']} |")
+    return rows
+
+
+def _headline(result: dict[str, Any]) -> list[str]:
+    lbo = result["leave_bot_out"]
+    b = result["bot_only_B"]
+    t = result["transfer"]
+    return [
+        "| measure | bot level (ConvAI2, leave-bot-out) | conversation level |",
+        "|---|---|---|",
+        f"| M_H (human-bot) | {_corr(lbo['bot'])} | {_corr(lbo['conversation'])} |",
+        f"| M_H-B (bot turns only, human-bot coefficients) | {_corr(b['fitted_on_human_bot']['bot'])} | "
+        f"{_corr(b['fitted_on_human_bot']['conversation'])} |",
+        f"| M_H-B refitted on bot-side proxies | {_corr(b['refitted_on_B']['bot'])} | "
+        f"{_corr(b['refitted_on_B']['conversation'])} |",
+        f"| bot's mean reply length (words) | {_corr(result['baseline_reply_length']['bot'])} | "
+        f"{_corr(result['baseline_reply_length']['conversation'])} |",
+        "| paper: M_H-B/B on self-play | r > .7, p < .05 (12 bots) | |",
+        "",
+        "Transfer (the final ConvAI2 fit applied unchanged):",
+        "",
+        f"- iEval ({t['ieval']['conversations']} conversations, overall Rating 1-4): conversation level "
+        f"{_corr(t['ieval']['conversation'])}; against the mean Likert score {_corr(t['ieval']['conversation_likert_mean'])}; "
+        f"bot level (4 bots) {_corr(t['ieval']['bot'])}; reply-length baseline at conversation level "
+        f"{_corr(t['ieval']['length_baseline'])}.",
+        f"- ConTurE ({t['conture']['conversations']} conversations, mean human (overall) 0-3): conversation level "
+        f"{_corr(t['conture']['conversation'])}; reply-length baseline {_corr(t['conture']['length_baseline'])}.",
+    ]
+
+
+def model_card(result: dict[str, Any], version: str) -> str:
+    d = result["data"]
+    lines = [
+        f"# mh {version}: the hybrid conversation metric M_H",
+        "",
+        "What it is: the hybrid metric of Ghandeharioun et al. 2019. Eleven proxies are computed from a whole "
+        "conversation (formulas in `service/proxies.py`): user sentiment, sentiment transition, sentiment "
+        "min-max slope, laughter, user-bot sentiment coherence, semantic similarity, average / extrema / greedy "
+        "word coherence, the bot's question score and the user's number of words. M_H = sum_i lambda_i z_i + "
+        "lambda_0, with z_i the proxy standardised by the training mean and deviation (a proxy that cannot be "
+        "computed, e.g. no user turn before a bot turn, takes the mean); the result is clipped to [1, 5].",
+        "",
+        f"Substitutes for the paper's models: {SUBSTITUTES}",
+        "",
+        f"Inputs: `{{\"turns\": [{{\"speaker\": \"user\"|\"bot\", \"text\": \"...\"}}]}}`; options `variant` and "
+        "`proxies` (true: every proxy value in `details`). Uses the `glove-50d` and `minilm-l6` components.",
+        "",
+        f"Variants: {VARIANT_TEXT}",
+        "",
+        f"Training data: {d['convai2_conversations']} ConvAI2 human-bot conversations rated 1-5 by the human "
+        f"partner, with at least {d['min_pairs']} user-then-bot exchange(s), from {len(d['bots'])} bots "
+        "(`data_intermediate.json`, `data_volunteers.json`; bot ids kept per round). The four `export_*` files "
+        "name no bot and are not used. Licences: " + LICENCE,
+        "",
+        f"Training time: {result['seconds']:.0f} s on a {MACHINE} (proxies for "
+        f"{d['convai2_conversations']} + iEval + ConTurE conversations, leave-bot-out folds, final fit).",
+        "",
+        "## Measured correlations (Pearson r, Spearman rho)",
+        "",
+        *_headline(result),
+        "",
+        "## Coefficients (standardised proxies) and their stability across the leave-bot-out folds",
+        "",
+        *_stability_table(result),
+        "",
+        "## Each proxy alone (ConvAI2)",
+        "",
+        *_proxy_table(result),
+        "",
+        "Made by `python -m training train-mh`.",
+        "",
+        "## Citation",
+        "",
+        CITATION,
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_docs(path: Path, result: dict[str, Any], command: str) -> None:
+    """Replace (or append) the mh section of docs/evaluation.md."""
+    d = result["data"]
+    counts = ", ".join(f"{n}: {d['ratings_per_bot'][n]}" for n in d["bots"])
+    body = "\n".join([
+        BEGIN,
+        "## M_H: conversation-level hybrid metric (Ghandeharioun et al. 2019)",
+        "",
+        f"Data: {d['convai2_conversations']} rated ConvAI2 human-bot conversations from {len(d['bots'])} bots "
+        f"({counts}). Leave-bot-out: each bot's "
+        "conversations are scored by the regression fitted on the other bots; the bot-level correlation is "
+        "between each bot's mean out-of-fold M_H and its mean human rating.",
+        "",
+        *_headline(result),
+        "",
+        "Each proxy alone:",
+        "",
+        *_proxy_table(result),
+        "",
+        "Coefficients and their stability across folds:",
+        "",
+        *_stability_table(result),
+        "",
+        f"Command: `{command}` ({result['seconds']:.0f} s on a {MACHINE}).",
+        END,
+    ])
+    path = Path(path)
+    text = path.read_text(encoding="utf-8") if path.is_file() else "# Evaluation\n"
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
+    text = pattern.sub(lambda _: body, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + body + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")

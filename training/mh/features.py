@@ -1,0 +1,46 @@
+"""Proxy matrices for rated conversations, computed by the service's own code and components.
+
+Training reads the GloVe table and the sentence encoder from the model store exactly as the
+service does (same tokenisation, same ONNX graph), so the regression is fitted on the very
+numbers the served `mh` will compute.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from service import proxies
+from service.components.base import component_class
+from service.manifest import read_manifest, verify_files
+from service.runtime import Runtime, RuntimeSettings
+from service.scorers.base import EncodeCache
+
+GLOVE = "glove-50d"
+ENCODER = "minilm-l6"
+
+
+def load_components(store: Path, names: Sequence[str] = (GLOVE, ENCODER), threads: int = 1) -> dict[str, Any]:
+    """The named components of a model store, verified and built as the service builds them."""
+    runtime = Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=threads))
+    built: dict[str, Any] = {}
+    for name in names:
+        manifest = read_manifest(Path(store) / name)
+        verify_files(manifest)
+        built[name] = component_class(manifest.scorer)(manifest, runtime)
+    return built
+
+
+def proxy_matrix(conversations: Sequence[Any], components: dict[str, Any], variant: str = "human-bot",
+                 cache: EncodeCache | None = None) -> np.ndarray:
+    """(n, len(PROXIES)) proxies of conversations that have `.speakers` and `.texts` (NaN = missing)."""
+    cache = cache or EncodeCache()
+    glove, encoder = components[GLOVE], components[ENCODER]
+    rows = []
+    for conversation in conversations:
+        roles = proxies.assign_roles(conversation.speakers, conversation.texts, variant)
+        values = proxies.compute(roles, glove.embed, lambda texts: encoder.encode(texts, cache))
+        rows.append(proxies.vector(values))
+    return np.vstack(rows) if rows else np.zeros((0, len(proxies.PROXIES)))
