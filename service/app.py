@@ -8,7 +8,7 @@ from typing import Any
 from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from service import metrics
+from service import metrics, middleware
 from service.config import load_settings
 from service.errors import BadJson, MethodNotAllowed, NotFound, ServiceError, TooLarge
 from service.store import init_store
@@ -28,14 +28,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     for blueprint in (health.bp, scoring.bp, analysis.bp):
         app.register_blueprint(blueprint)
+    middleware.init_app(app)  # first: request IDs and the token check precede everything else
     _install_error_handlers(app)
     _install_request_metrics(app)
-    try:
-        from service import middleware
-    except ImportError:  # pragma: no cover - middleware lands with the deployment work
-        middleware = None
-    if middleware is not None:
-        middleware.init_app(app)
     init_store(app, background=not settings.load_sync)
     return app
 
