@@ -5,7 +5,7 @@ the same score for an item whatever else is in the batch (bucketing, never cross
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np

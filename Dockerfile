@@ -1,0 +1,46 @@
+# syntax=docker/dockerfile:1
+# dialscore on CPU: `docker build -t dialscore:2026.11.0 .` (docs/deploy.md).
+# Two stages: dependencies are installed in a virtual environment in the first, and only that
+# environment, the service code and the committed model store reach the final image (no pip
+# cache, no compilers, no torch, no training code).
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+RUN python -m venv /opt/venv
+COPY requirements.txt /tmp/requirements.txt
+RUN /opt/venv/bin/pip install --no-compile -r /tmp/requirements.txt \
+    && /opt/venv/bin/pip check \
+    && /opt/venv/bin/python -c "import onnxruntime, tokenizers, scipy, flask, gunicorn" \
+    && /opt/venv/bin/python -m compileall -q /opt/venv/lib
+
+FROM ${PYTHON_IMAGE} AS runtime
+LABEL org.opencontainers.image.title="dialscore" \
+      org.opencontainers.image.description="Scoring service for open-domain dialogue (ONNX Runtime, CPU)" \
+      org.opencontainers.image.licenses="MIT"
+RUN groupadd --system --gid 10001 dialscore \
+    && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --no-create-home \
+       --shell /usr/sbin/nologin dialscore
+COPY --from=build /opt/venv /opt/venv
+WORKDIR /app
+COPY service/ /app/service/
+COPY model_store/ /app/model_store/
+# Byte-code compiled now: the root filesystem is read-only at run time.
+RUN python -m compileall -q /app/service
+# HOME=/tmp: gunicorn and Python look there for caches; /tmp is the one writable mount (emptyDir).
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    HOME=/tmp \
+    DIALSCORE_HOST=0.0.0.0 \
+    DIALSCORE_PORT=8000 \
+    DIALSCORE_MODEL_STORE=/app/model_store \
+    DIALSCORE_PROVIDERS=CPUExecutionProvider
+USER 10001:10001
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=120s --retries=3 \
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ.get('DIALSCORE_PORT', '8000') + '/healthz', timeout=4)"]
+STOPSIGNAL SIGTERM
+CMD ["python", "-m", "service"]
