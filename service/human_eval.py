@@ -99,6 +99,14 @@ def quality_control_p(qc_scores: np.ndarray, ordinary_scores: np.ndarray) -> flo
     return p if math.isfinite(p) else None
 
 
+def mean_interval(values: np.ndarray, confidence: float = 0.95) -> list[float] | None:
+    """Student-t interval of a mean (the ranking plot's error bars); None below two values or no spread."""
+    if values.size < 2 or np.ptp(values) == 0:
+        return None
+    lo, hi = sps.t.interval(confidence, values.size - 1, loc=values.mean(), scale=sps.sem(values))
+    return [float(lo), float(hi)]
+
+
 def significance_matrix(samples: dict[str, np.ndarray]) -> dict[str, dict[str, float | None]]:
     """p of the one-sided rank-sum test that row system's scores exceed column system's (no diagonal)."""
     matrix: dict[str, dict[str, float | None]] = {}
@@ -179,6 +187,7 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
                     "overall": float(raw[rows].mean())},
             "z": {c: float(z[rows, j].mean()) for j, c in enumerate(criteria)},
             "overall_z": float(z[rows].mean()),
+            "overall_z_ci": mean_interval(per_rating_z[rows], 1 - alpha),
         })
     summary.sort(key=lambda s: (-s["overall_z"], s["system"]))
     ordered = {s["system"]: samples[s["system"]] for s in summary}

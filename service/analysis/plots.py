@@ -1,0 +1,97 @@
+"""PNG plots: metrics or systems ranked with intervals, and a pairwise significance heatmap.
+
+matplotlib is a dev/analysis dependency (requirements-dev.txt), not a service one, so it is
+imported inside the functions; the Agg backend needs no display.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def ranking_plot(labels: list[str], values: list[float | None], intervals: list[list[float] | None],
+                 path: Path, xlabel: str, title: str) -> Path:
+    """Horizontal points with error bars, best at the top; undefined values are left out."""
+    plt = _pyplot()
+    keep = [i for i, v in enumerate(values) if v is not None]
+    fig, ax = plt.subplots(figsize=(6.5, 0.45 * max(len(keep), 2) + 1.2))
+    ys = list(range(len(keep)))[::-1]
+    for y, i in zip(ys, keep):
+        ci = intervals[i]
+        err = None if not ci else [[values[i] - ci[0]], [ci[1] - values[i]]]
+        ax.errorbar(values[i], y, xerr=err, fmt="o", color="#1f5fa8", ecolor="#7aa6d6", capsize=3)
+    ax.set_yticks(ys, [labels[i] for i in keep])
+    ax.axvline(0.0, color="#999999", linewidth=0.8)
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def significance_heatmap(names: list[str], matrix: dict[str, dict[str, float | None]], path: Path,
+                         threshold: float = 0.1, center: float = 0.05) -> Path:
+    """Like Ji et al.'s Figure 3: a cell is coloured where the row system beats the column one at
+    p < `threshold` (green for small p, yellow towards the threshold) and blank otherwise."""
+    import numpy as np
+    from matplotlib.colors import LinearSegmentedColormap, TwoSlopeNorm
+
+    plt = _pyplot()
+    grid = np.full((len(names), len(names)), np.nan)
+    for i, a in enumerate(names):
+        for j, b in enumerate(names):
+            p = matrix.get(a, {}).get(b)
+            if p is not None and p <= threshold:
+                grid[i, j] = p
+    cmap = LinearSegmentedColormap.from_list("sig", ["#00A100", "#cccc00"])
+    cmap.set_bad("white")
+    fig, ax = plt.subplots(figsize=(0.55 * len(names) + 2.2, 0.55 * len(names) + 1.2))
+    image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=TwoSlopeNorm(center, 0.0, threshold))
+    ax.set_xticks(range(len(names)), names)
+    ax.set_yticks(range(len(names)), names)
+    ax.set_xticks(np.arange(-0.5, len(names)), minor=True)
+    ax.set_yticks(np.arange(-0.5, len(names)), minor=True)
+    ax.grid(which="minor", color="white", linewidth=1.5)
+    ax.tick_params(which="minor", length=0)
+    fig.colorbar(image, ax=ax, ticks=[0.0, center, threshold], shrink=0.85, label="p (row > column)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def correlate_plots(result: dict[str, Any], out: Path) -> list[Path]:
+    """One ranking plot per level and method: each metric's r with its bootstrap interval."""
+    paths = []
+    levels = ["item"] + (["system"] if "systems" in result else [])
+    methods = list(next(iter(result["metrics"].values()))["item"])
+    for level in levels:
+        for method in methods:
+            entries = {name: m[level][method] for name, m in result["metrics"].items()}
+            ranked = sorted(entries, key=lambda k: -(entries[k]["r"] if entries[k]["r"] is not None else -9))
+            paths.append(ranking_plot(ranked, [entries[k]["r"] for k in ranked],
+                                      [entries[k].get("ci") for k in ranked],
+                                      out / f"correlate_{level}_{method}.png", f"{method} r with humans",
+                                      f"{level} level, n = {next(iter(entries.values()))['n']}"))
+    return paths
+
+
+def human_eval_plots(result: dict[str, Any], out: Path) -> list[Path]:
+    """The system ranking by overall z with intervals, and the pairwise significance heatmap."""
+    systems = result["systems"]
+    names = [s["system"] for s in systems]
+    return [
+        ranking_plot(names, [s["overall_z"] for s in systems], [s.get("overall_z_ci") for s in systems],
+                     out / "ranking.png", "mean standardised score (z)", "systems, best first"),
+        significance_heatmap(names, result["significance"], out / "significance.png"),
+    ]

@@ -1,0 +1,78 @@
+"""Markdown tables of the /correlate and /human-eval results, for terminals and docs."""
+from __future__ import annotations
+
+from typing import Any
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        if value != 0 and abs(value) < 10 ** -digits:
+            return f"{value:.1e}"
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _ci(ci: list[float] | None) -> str:
+    return "—" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def correlate_markdown(result: dict[str, Any]) -> str:
+    """Correlations per level (r, CI, p, n, reason) and the pairwise comparisons."""
+    parts: list[str] = [f"Items: {result['n']}"]
+    levels = ["item"] + (["system"] if "systems" in result else [])
+    for level in levels:
+        rows = []
+        for name, per_level in result["metrics"].items():
+            for method, entry in per_level[level].items():
+                rows.append([name, method, _num(entry["r"]), _ci(entry.get("ci")), _num(entry.get("p")),
+                             str(entry["n"]), entry.get("reason", entry.get("ci_reason", ""))])
+        parts.append(f"### {level.capitalize()} level\n\n"
+                     + _table(["metric", "method", "r", "CI", "p", "n", "note"], rows))
+    if result["comparisons"]:
+        rows = [[c["level"], c["a"], c["b"], c["method"], c["test"], _num(c["delta"]), _num(c["p"]),
+                 _ci(c.get("ci")), c.get("reason", "")] for c in result["comparisons"]]
+        parts.append("### Comparisons (delta = r_a - r_b)\n\n"
+                     + _table(["level", "a", "b", "method", "test", "delta", "p", "CI of delta", "note"], rows))
+    agreement = result.get("agreement")
+    if agreement:
+        parts.append(f"Inter-rater agreement: Krippendorff's alpha (interval) = {_num(agreement['krippendorff_alpha'])}, "
+                     f"{agreement['raters_per_item']:.2f} ratings per item")
+    return "\n\n".join(parts) + "\n"
+
+
+def human_eval_markdown(result: dict[str, Any]) -> str:
+    """Rater quality control, the system table (overall z, per-criterion z, raw) and significance."""
+    raters = result["raters"]
+    parts = [f"Raters: {len(raters['passed'])} of {raters['total']} passed quality control "
+             f"({100 * raters['pass_rate']:.1f}%); {result['kept_ratings']} ratings kept."]
+    criteria = result["criteria"]
+    rows = [[str(i + 1), s["system"], str(s["n"]), f"{s['overall_z']:.3f}", _ci(s.get("overall_z_ci"))]
+            + [f"{s['z'][c]:.3f}" for c in criteria] + [f"{s['raw']['overall']:.2f}"]
+            for i, s in enumerate(result["systems"])]
+    parts.append("### Systems, best first (mean z over passed raters)\n\n"
+                 + _table(["#", "system", "n", "overall z", "CI"] + criteria + ["raw overall"], rows))
+    names = [s["system"] for s in result["systems"]]
+    rows = [[a] + ["" if a == b else _num(result["significance"][a][b]) for b in names] for a in names]
+    parts.append("### One-sided rank-sum p (row better than column)\n\n" + _table(["p"] + names, rows))
+    return "\n\n".join(parts) + "\n"
+
+
+def upstream_markdown(comparison: dict[str, Any]) -> str:
+    """How a reproduction agrees with the results published with the data."""
+    lines = [f"Workers compared: {comparison['workers']}; same pass/fail: {comparison['agree']} "
+             f"({100 * comparison['agreement']:.1f}%)."]
+    if comparison["disagreements"]:
+        rows = [[d["rater"], _num(d["p"]), d["ours"], d["upstream"]] for d in comparison["disagreements"]]
+        lines.append(_table(["worker", "p", "ours", "upstream"], rows))
+    if comparison.get("z_max_abs_diff") is not None:
+        lines.append(f"z-scores compared: {comparison['z_compared']}; largest absolute difference "
+                     f"{comparison['z_max_abs_diff']:.2e}.")
+    return "\n\n".join(lines) + "\n"
