@@ -1,0 +1,135 @@
+"""service.human_eval: Ji et al. 2022's procedure, checked against scipy and against the paper's data."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from service.human_eval import HumanEvalInputError, assess
+
+JI = Path(__file__).resolve().parents[2] / "shared" / "data" / "human_eval" / "ji2022"
+RNG = np.random.default_rng(7)
+SYSTEMS = {"good": 70.0, "fair": 50.0, "degraded": 15.0}
+
+
+def synthetic(careful: int = 3, careless: int = 2, items: int = 4) -> list[dict]:
+    """Careful raters see the degraded system as bad; careless ones score at random."""
+    ratings = []
+    for r in range(careful + careless):
+        rater = f"{'careful' if r < careful else 'careless'}{r}"
+        for system, level in SYSTEMS.items():
+            for i in range(items):
+                if r < careful:
+                    fun, robotic = level + RNG.normal(0, 8), 100 - level + RNG.normal(0, 8)
+                else:
+                    fun, robotic = RNG.uniform(0, 100), RNG.uniform(0, 100)
+                ratings.append({"rater": rater, "system": system, "item": f"{rater}-{system}-{i}",
+                                "scores": {"fun": float(np.clip(fun, 0, 100)),
+                                           "robotic": float(np.clip(robotic, 0, 100))}})
+    return ratings
+
+
+def test_quality_control_standardisation_and_ranking_follow_the_definitions() -> None:
+    ratings = synthetic()
+    body = assess(ratings, reverse=["robotic"], qc_system="degraded")
+    json.dumps(body, allow_nan=False)
+    raters = body["raters"]
+    assert set(raters["passed"]) >= {"careful0", "careful1", "careful2"}
+    for rater, p in raters["p"].items():
+        mine = [r for r in ratings if r["rater"] == rater]
+        qc = [r["scores"]["fun"] for r in mine if r["system"] == "degraded"]  # robotic is reversed: not pooled
+        ordinary = [r["scores"]["fun"] for r in mine if r["system"] != "degraded"]
+        assert p == pytest.approx(sps.mannwhitneyu(qc, ordinary, alternative="less").pvalue)
+        assert (rater in raters["passed"]) == (p < 0.05)
+
+    # z: each rater's reversed scores standardised with their own mean and sample sd.
+    z_by_item = {}
+    for rater in {r["rater"] for r in ratings}:
+        mine = [r for r in ratings if r["rater"] == rater]
+        values = np.array([[r["scores"]["fun"], 100 - r["scores"]["robotic"]] for r in mine])
+        z = (values - values.mean()) / values.std(ddof=1)
+        z_by_item.update({r["item"]: row for r, row in zip(mine, z)})
+    kept = [r for r in ratings if r["rater"] in raters["passed"] and r["system"] != "degraded"]
+    assert [s["system"] for s in body["systems"]] == ["good", "fair"]  # best first, no QC system
+    for entry in body["systems"]:
+        rows = [r for r in kept if r["system"] == entry["system"]]
+        zs = np.array([z_by_item[r["item"]] for r in rows])
+        assert entry["n"] == len(rows)
+        assert entry["overall_z"] == pytest.approx(zs.mean())
+        assert entry["z"]["robotic"] == pytest.approx(zs[:, 1].mean())
+        assert entry["raw"]["robotic"] == pytest.approx(np.mean([100 - r["scores"]["robotic"] for r in rows]))
+        lo, hi = entry["overall_z_ci"]
+        assert lo < entry["overall_z"] < hi
+
+    good = [z_by_item[r["item"]].mean() for r in kept if r["system"] == "good"]
+    fair = [z_by_item[r["item"]].mean() for r in kept if r["system"] == "fair"]
+    assert body["significance"]["good"]["fair"] == pytest.approx(
+        sps.mannwhitneyu(good, fair, alternative="greater").pvalue)
+    assert body["significance"]["fair"]["good"] == pytest.approx(
+        sps.mannwhitneyu(fair, good, alternative="greater").pvalue)
+    assert "good" not in body["significance"]["good"]
+
+
+def test_without_a_quality_control_system_everyone_passes() -> None:
+    body = assess(synthetic(), reverse=["robotic"])
+    assert body["raters"]["failed"] == [] and body["raters"]["p"] == {}
+    assert {s["system"] for s in body["systems"]} == set(SYSTEMS)
+
+
+def test_a_rater_who_never_varies_fails_without_nan() -> None:
+    ratings = synthetic(careful=2, careless=0)
+    ratings += [{"rater": "flat", "system": s, "item": f"flat-{s}", "scores": {"fun": 50, "robotic": 50}}
+                for s in SYSTEMS]
+    body = assess(ratings, reverse=["robotic"], qc_system="degraded")
+    json.dumps(body, allow_nan=False)
+    assert "flat" in body["raters"]["failed"] and body["raters"]["p"]["flat"] is None
+    assert body["raters"]["constant"] == ["flat"] and "same score" in body["raters"]["reasons"]["flat"]
+
+
+def test_a_rater_without_quality_control_ratings_fails_with_a_reason() -> None:
+    ratings = synthetic(careful=2, careless=0)
+    ratings.append({"rater": "new", "system": "good", "item": "n1", "scores": {"fun": 80, "robotic": 10}})
+    ratings.append({"rater": "new", "system": "fair", "item": "n2", "scores": {"fun": 40, "robotic": 30}})
+    body = assess(ratings, reverse=["robotic"], qc_system="degraded")
+    assert "new" in body["raters"]["failed"] and "no quality-control" in body["raters"]["reasons"]["new"]
+
+
+@pytest.mark.parametrize(
+    ("change", "kwargs", "field"),
+    [
+        (lambda r: r[0]["scores"].update(fun=101), {}, "ratings.0.scores.fun"),
+        (lambda r: r[1]["scores"].pop("robotic"), {}, "ratings.1.scores"),
+        (lambda r: r[2]["scores"].update(fun=float("nan")), {}, "ratings.2.scores.fun"),
+        (lambda r: r[2].update(rater=""), {}, "ratings.2.rater"),
+        (lambda r: None, {"reverse": ["boring"]}, "reverse"),
+        (lambda r: None, {"qc_system": "missing"}, "qc_system"),
+        (lambda r: None, {"scale": (100, 0)}, "scale"),
+        (lambda r: None, {"alpha": 1.5}, "alpha"),
+        (lambda r: None, {"qc_criteria": ["boring"]}, "qc_criteria"),
+    ],
+)
+def test_bad_input_names_the_field(change, kwargs, field) -> None:
+    ratings = synthetic(careful=1, careless=0, items=1)
+    change(ratings)
+    with pytest.raises(HumanEvalInputError) as caught:
+        assess(ratings, **kwargs)
+    assert field in caught.value.fields
+
+
+@pytest.mark.skipif(not JI.is_dir(), reason="needs ../shared/data/human_eval/ji2022")
+def test_reproduces_ji_et_al_free_run_1() -> None:
+    from service.analysis.importers import ji2022_csv, ji2022_json
+
+    data = ji2022_csv(JI / "raw_mturk_csv" / "FreeTopicRound1" / "Combined_Batches_305hits.csv")
+    upstream = ji2022_json([JI / "dialogue_data"]).upstream
+    body = assess(data.ratings, data.reverse, data.scale, data.qc_system, qc_criteria=data.qc_criteria)
+    assert len(body["raters"]["passed"]) == 173  # the paper's Table 1
+    assert body["kept_ratings"] == 1075
+    assert set(body["raters"]["passed"]) == set(upstream["passed"])
+    order = [s["system"] for s in body["systems"]]
+    assert order[0] == "A" and order[-1] == "E"  # the paper's Table 3
+    assert body["systems"][0]["overall_z"] == pytest.approx(0.534, abs=5e-4)
+    assert body["systems"][-1]["overall_z"] == pytest.approx(-0.243, abs=5e-4)
