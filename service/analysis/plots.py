@@ -53,8 +53,7 @@ def significance_heatmap(names: list[str], matrix: dict[str, dict[str, float | N
             p = matrix.get(a, {}).get(b)
             if p is not None and p <= threshold:
                 grid[i, j] = p
-    cmap = LinearSegmentedColormap.from_list("sig", ["#00A100", "#cccc00"])
-    cmap.set_bad("white")
+    cmap = LinearSegmentedColormap.from_list("sig", ["#00A100", "#cccc00"]).with_extremes(bad="white")
     fig, ax = plt.subplots(figsize=(0.55 * len(names) + 2.2, 0.55 * len(names) + 1.2))
     image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=TwoSlopeNorm(center, 0.0, threshold))
     ax.set_xticks(range(len(names)), names)

@@ -1,0 +1,98 @@
+"""Importers: the Ji et al. CSV and JSON describe the same ratings; small files in every other format."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from service.analysis import importers
+from service.analysis.importers import ImporterError
+
+JI = Path(__file__).resolve().parents[3] / "shared" / "data" / "human_eval" / "ji2022"
+needs_ji = pytest.mark.skipif(not JI.is_dir(), reason="needs ../shared/data/human_eval/ji2022")
+
+
+@needs_ji
+def test_ji2022_csv_and_json_agree_rating_for_rating() -> None:
+    csv_data = importers.ji2022_csv(JI / "raw_mturk_csv" / "FreeTopicRound1" / "Combined_Batches_305hits.csv")
+    json_data = importers.ji2022_json([JI / "dialogue_data"])
+    assert len(csv_data.ratings) == len(json_data.ratings) == 1824
+    assert csv_data.skipped and "AALP4034U041N" in csv_data.skipped[0]  # the one empty assignment
+    by_item = {r["item"]: r for r in json_data.ratings}
+    for rating in csv_data.ratings:
+        theirs = by_item[rating["item"]]
+        assert (rating["rater"], rating["system"]) == (theirs["rater"], theirs["system"])
+        reversed_ = {c: (100 - v if c in csv_data.reverse else v) for c, v in rating["scores"].items()}
+        assert reversed_ == theirs["scores"]  # the JSON's raw scores are already reversed
+    assert len(json_data.upstream["passed"]) == 173 and len(json_data.upstream["failed"]) == 75
+
+
+def test_ji2022_model_names() -> None:
+    assert importers.ji2022_model("kvmemnn", 452) == "C_p"
+    assert importers.ji2022_model("biencoder", 831) == "A"
+    assert importers.ji2022_model("qc", 3) == "QualityControl"
+    with pytest.raises(ImporterError):
+        importers.ji2022_model("gpt", 1)
+
+
+def test_ji2022_csv_small_file(tmp_path: Path) -> None:
+    answers = {"task0": "polyencoder", "seed0": "612", "score0": "90#62#85#37#63#87#70#",
+               "task1": "qc", "seed1": "456", "score1": "100#0#0#0#0#0#0#"}
+    path = tmp_path / "batch.csv"
+    path.write_text("HITId,AssignmentId,WorkerId,Answer.taskAnswers\n"
+                    f"H1,A1,W1,\"{json.dumps([answers]).replace(chr(34), chr(34) * 2)}\"\n", encoding="utf-8")
+    data = importers.load_human_eval([path])
+    assert data.qc_system == "QualityControl" and data.reverse == ["robotic", "repetitive"]
+    assert data.ratings[0] == {"rater": "W1", "system": "B", "item": "A1:0", "scores": {
+        "robotic": 90.0, "interesting": 62.0, "fun": 85.0, "consistent": 37.0, "fluent": 63.0,
+        "repetitive": 87.0, "topic": 70.0}}
+
+
+def test_generic_human_eval_csv_and_json(tmp_path: Path) -> None:
+    path = tmp_path / "ratings.csv"
+    path.write_text("rater,system,item,fun,dull\nw1,A,d1,70,20\nw1,B,d2,40,50\n", encoding="utf-8")
+    data = importers.load_human_eval([path])
+    assert data.ratings[1] == {"rater": "w1", "system": "B", "item": "d2", "scores": {"fun": 40.0, "dull": 50.0}}
+    body = {"ratings": data.ratings, "reverse": ["dull"], "scale": [0, 100], "qc_system": "B"}
+    (tmp_path / "body.json").write_text(json.dumps(body), encoding="utf-8")
+    again = importers.load_human_eval([tmp_path / "body.json"])
+    assert again.ratings == data.ratings and again.reverse == ["dull"] and again.qc_system == "B"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("rater,system,fun\nw1,A,3\n", encoding="utf-8")
+    with pytest.raises(ImporterError, match="item"):
+        importers.load_human_eval([bad])
+
+
+def test_correlate_csv_with_several_human_columns(tmp_path: Path) -> None:
+    path = tmp_path / "scores.csv"
+    path.write_text("system,human_1,human_2,bleu,adem\nA,3,4,0.1,2.5\nB,1,,0.3,1.0\nA,5,4,0.2,4.0\n", encoding="utf-8")
+    data = importers.load_correlate(path)
+    assert data.human == [[3.0, 4.0], [1.0], [5.0, 4.0]]
+    assert data.scores == {"bleu": [0.1, 0.3, 0.2], "adem": [2.5, 1.0, 4.0]}
+    assert data.systems == ["A", "B", "A"]
+    named = importers.load_correlate(path, human=["human_2", "human_1"])
+    assert named.human == [[4.0, 3.0], [1.0], [4.0, 5.0]]
+    with pytest.raises(ImporterError, match="not a number"):  # human_2 is then a metric with a gap
+        importers.load_correlate(path, human=["human_1"])
+
+
+def test_correlate_json_body_and_dstc_json(tmp_path: Path) -> None:
+    body = {"human": [3.0, 4.5, 1.0], "scores": {"adem": [2.9, 4.0, 1.7]}, "systems": ["a", "b", "c"]}
+    (tmp_path / "body.json").write_text(json.dumps(body), encoding="utf-8")
+    data = importers.load_correlate(tmp_path / "body.json")
+    assert (data.human, data.scores, data.systems) == (body["human"], body["scores"], body["systems"])
+
+    dstc = [{"dialogue_id": "d1", "model": "hred", "context": "hi", "response": "hello",
+             "annotations": {"Overall": [3, 4, 5], "relevance": [2]}, "scores": {"bleu": 0.2, "adem": 3.1}},
+            {"dialogue_id": "d2", "model": "tfidf", "context": "hi", "response": "bye",
+             "annotations": {"Overall": 2, "relevance": [1]}, "scores": {"bleu": 0.1, "adem": 2.0}}]
+    (tmp_path / "dstc.json").write_text(json.dumps(dstc), encoding="utf-8")
+    data = importers.load_correlate(tmp_path / "dstc.json")
+    assert data.human == [[3.0, 4.0, 5.0], [2.0]] and data.scores["adem"] == [3.1, 2.0]
+    assert data.systems == ["hred", "tfidf"]
+    assert importers.load_correlate(tmp_path / "dstc.json", aspect="relevance").human == [[2.0], [1.0]]
+    dstc[1]["scores"] = {"bleu": 0.1}
+    (tmp_path / "uneven.json").write_text(json.dumps(dstc), encoding="utf-8")
+    with pytest.raises(ImporterError, match="entry 1"):
+        importers.load_correlate(tmp_path / "uneven.json")
