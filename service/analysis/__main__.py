@@ -5,7 +5,9 @@ Writes the JSON result, a Markdown report (also printed) and PNG plots into --ou
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -42,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     human.add_argument("--alpha", type=float, default=0.05)
     human.add_argument("--upstream", type=Path, nargs="+",
                        help="Ji et al. dialogue JSON (files or folder) to compare pass/fail and z-scores with")
+    human.add_argument("--anonymise", action="store_true",
+                       help="write rater ids as 'r-' + 8 hex digits of their SHA-256 (e.g. MTurk worker ids in docs)")
     human.add_argument("--out", type=Path, default=Path("human-eval-report"))
     human.add_argument("--no-plots", action="store_true")
     return parser
@@ -66,6 +70,35 @@ def run_correlate(args: argparse.Namespace) -> int:
     return 0
 
 
+def pseudonym(rater: str) -> str:
+    """A stable stand-in for a rater id: 'r-' and the first 8 hex digits of its SHA-256."""
+    return "r-" + hashlib.sha256(rater.encode("utf-8")).hexdigest()[:8]
+
+
+def anonymise(result: dict) -> dict:
+    """`result` with every rater id replaced by its pseudonym (lists, dict keys, 'rater' fields)."""
+
+    def walk(value, key=None):
+        if isinstance(value, dict):
+            rename = key in ("p", "reasons")
+            return {(pseudonym(k) if rename else k): walk(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            if key in ("passed", "failed", "constant", "missing"):
+                return [pseudonym(v) for v in value]
+            return [walk(v, key) for v in value]
+        if key == "rater" and isinstance(value, str):
+            return pseudonym(value)
+        return value
+
+    return walk(result)
+
+
+def _hide_ids(text: str) -> str:
+    """Pseudonyms for the assignment and worker ids in an importer's 'skipped' note."""
+    return re.sub(r"assignment (\S+) of worker (\S+):",
+                  lambda m: f"assignment {pseudonym(m.group(1))} of worker {pseudonym(m.group(2))}:", text)
+
+
 def run_human_eval(args: argparse.Namespace) -> int:
     data = importers.load_human_eval(args.files, args.format)
     if args.reverse is not None:
@@ -77,14 +110,17 @@ def run_human_eval(args: argparse.Namespace) -> int:
     if args.qc_criteria is not None:
         data.qc_criteria = list(args.qc_criteria)
     result = assess(data.ratings, data.reverse, data.scale, data.qc_system, args.alpha, data.qc_criteria)
-    markdown = report.human_eval_markdown(result)
-    if data.skipped:
-        markdown += "\nSkipped by the importer:\n" + "".join(f"- {s}\n" for s in data.skipped)
     upstream = importers.ji2022_json(args.upstream).upstream if args.upstream else data.upstream
     if upstream:
-        comparison = compare_with_upstream(data, result, upstream)
-        result["upstream"] = comparison
-        markdown += "\n### Agreement with upstream\n\n" + report.upstream_markdown(comparison)
+        result["upstream"] = compare_with_upstream(data, result, upstream)
+    skipped = data.skipped
+    if args.anonymise:
+        result, skipped = anonymise(result), [_hide_ids(s) for s in skipped]
+    markdown = report.human_eval_markdown(result)
+    if skipped:
+        markdown += "\nSkipped by the importer:\n" + "".join(f"- {s}\n" for s in skipped)
+    if upstream:
+        markdown += "\n### Agreement with upstream\n\n" + report.upstream_markdown(result["upstream"])
     _write(args.out, "human_eval", result, markdown)
     if not args.no_plots:
         from service.analysis.plots import human_eval_plots

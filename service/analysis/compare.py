@@ -25,11 +25,16 @@ def compare_with_upstream(data: HumanEvalInput, result: dict[str, Any], upstream
          "upstream": "pass" if w in up_passed else "fail"}
         for w in workers if (w in ours_passed) != (w in up_passed)
     ]
+    per_worker = [
+        {"rater": w, "p": result["raters"]["p"].get(w), "ours": "pass" if w in ours_passed else "fail",
+         "upstream": "pass" if w in up_passed else "fail"}
+        for w in workers
+    ]
     missing = [w for w in workers if w not in result["raters"]["p"] and w not in ours_passed]
     agree = len(workers) - len(disagreements)
     comparison: dict[str, Any] = {"workers": len(workers), "agree": agree,
                                   "agreement": agree / len(workers) if workers else 0.0,
-                                  "disagreements": disagreements, "missing": missing,
+                                  "disagreements": disagreements, "missing": missing, "per_worker": per_worker,
                                   "z_compared": 0, "z_max_abs_diff": None}
     if upstream.get("z"):
         criteria = result["criteria"]

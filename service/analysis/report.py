@@ -72,7 +72,12 @@ def upstream_markdown(comparison: dict[str, Any]) -> str:
     if comparison["disagreements"]:
         rows = [[d["rater"], _num(d["p"]), d["ours"], d["upstream"]] for d in comparison["disagreements"]]
         lines.append(_table(["worker", "p", "ours", "upstream"], rows))
+    if comparison.get("per_worker"):
+        rows = [[d["rater"], _num(d["p"], 4), d["ours"], d["upstream"], "yes" if d["ours"] == d["upstream"] else "NO"]
+                for d in comparison["per_worker"]]
+        lines.append("<details><summary>Every worker: quality-control p, our decision, upstream's</summary>\n\n"
+                     + _table(["worker", "p", "ours", "upstream", "same"], rows) + "\n\n</details>")
     if comparison.get("z_max_abs_diff") is not None:
         lines.append(f"z-scores compared: {comparison['z_compared']}; largest absolute difference "
-                     f"{comparison['z_max_abs_diff']:.2e}.")
+                     f"{comparison['z_max_abs_diff']:.2e}" + (" (identical)." if comparison["z_max_abs_diff"] == 0 else "."))
     return "\n\n".join(lines) + "\n"

@@ -50,6 +50,19 @@ def test_human_eval_writes_ranking_and_significance_plots(tmp_path: Path) -> Non
     assert "One-sided rank-sum" in (out / "human_eval.md").read_text()
 
 
+def test_anonymise_replaces_every_rater_id(tmp_path: Path) -> None:
+    rows = ["rater,system,item,fun"] + [f"worker{r}secret,{s},{r}{s}{i},{v + i + r}"
+                                        for r in range(3) for s, v in (("A", 60), ("qc", 5)) for i in range(4)]
+    (tmp_path / "ratings.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp_path / "anon"
+    assert main(["human-eval", str(tmp_path / "ratings.csv"), "--qc-system", "qc", "--anonymise", "--no-plots",
+                 "--out", str(out)]) == 0
+    text = (out / "human_eval.json").read_text() + (out / "human_eval.md").read_text()
+    assert "secret" not in text
+    result = json.loads((out / "human_eval.json").read_text())
+    assert all(r.startswith("r-") and len(r) == 10 for r in result["raters"]["passed"] + list(result["raters"]["p"]))
+
+
 def test_bad_input_exits_2_with_a_message(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     (tmp_path / "short.csv").write_text("human,m\n1,2\n2,3\n", encoding="utf-8")
     assert main(["correlate", str(tmp_path / "short.csv"), "--out", str(tmp_path / "o")]) == 2
