@@ -11,6 +11,13 @@ import sys
 COMMANDS: dict[str, str] = {
     "export-glove": "training.glove",
     "baselines": "training.baselines",
+    "train-mh": "training.mh.train",
+    "selfplay": "training.selfplay",
+    "pretrain": "training.pretrain",
+    "selftalk": "training.selftalk",
+    "train": "training.train",
+    "export": "training.export",
+    "evaluate": "training.evaluate",
 }
 
 

@@ -1,0 +1,42 @@
+"""ADEM (Lowe et al. 2017): (c^T M r_hat + r^T N r_hat - alpha) / beta on the shared VHRED encoder.
+
+c is the context's vector, r_hat the reply's, r the reference's, all from the `hred-encoder`
+component; the PCA projection, M, N, alpha and beta are inside `adem_head.onnx`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from service.components.hred import HREDEncoder
+from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer
+from service.scorers.registry import register
+
+ENCODER = "hred-encoder"
+
+
+class _HREDHeadScorer(Scorer):
+    """A small ONNX head over hred-encoder vectors; rows are independent, so batching cannot matter."""
+
+    head_file = ""  # the head's default file name (the manifest's config.head wins)
+
+    def _load(self) -> None:
+        uses = self.manifest.uses or [ENCODER]
+        self.encoder: HREDEncoder = self.components[uses[0]]
+        self.head = self.runtime.session(self.manifest.path(self.manifest.config.get("head", self.head_file)))
+
+    def _run_head(self, feeds: dict[str, np.ndarray]) -> list[float]:
+        (scores,) = self.head.run(feeds)
+        return [float(s) for s in np.asarray(scores).reshape(-1)]
+
+
+@register("adem")
+class ADEM(_HREDHeadScorer):
+    head_file = "adem_head.onnx"
+
+    def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
+        c = self.encoder.encode_contexts([item.context for item in items], cache)
+        r_hat = self.encoder.encode_responses([item.response for item in items], cache)
+        r = self.encoder.encode_responses([item.reference or "" for item in items], cache)
+        return ScoreBatch(self._run_head({"c": c, "r_hat": r_hat, "r": r}))

@@ -1,0 +1,18 @@
+"""AutoJudge (Deriu & Cieliebak 2019): (c^T M r - alpha) / beta, no reference, on the VHRED encoder."""
+from __future__ import annotations
+
+from typing import Any
+
+from service.scorers.adem import _HREDHeadScorer
+from service.scorers.base import EncodeCache, Item, ScoreBatch
+from service.scorers.registry import register
+
+
+@register("autojudge")
+class AutoJudge(_HREDHeadScorer):
+    head_file = "autojudge_head.onnx"
+
+    def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
+        c = self.encoder.encode_contexts([item.context for item in items], cache)
+        r = self.encoder.encode_responses([item.response for item in items], cache)
+        return ScoreBatch(self._run_head({"c": c, "r": r}))

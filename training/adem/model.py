@@ -1,0 +1,66 @@
+"""ADEM's head: score(c, r, r_hat) = (c^T M r_hat + r^T N r_hat - alpha) / beta (paper eq. 1).
+
+c (context), r (reference) and r_hat (model response) arrive as encoder vectors and are
+reduced by a fixed PCA (fitted on training vectors) to n dimensions inside the head, so the
+exported graph holds the whole computation. M and N start at the identity; only they are
+trained (theta = {M, N}); alpha and beta are constants set at initialisation. C-ADEM keeps
+only the context term, R-ADEM only the reference term (paper Table 3).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+VARIANTS = ("adem", "c-adem", "r-adem")
+
+
+def fit_pca(vectors: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(mean [D], components [n, D]) of the principal axes of `vectors` (numpy SVD, sign-fixed)."""
+    mean = vectors.mean(axis=0)
+    _, _, vt = np.linalg.svd(vectors - mean, full_matrices=False)
+    components = vt[:n]
+    signs = np.sign(components[np.arange(len(components)), np.abs(components).argmax(axis=1)])
+    return mean.astype(np.float32), (components * signs[:, None]).astype(np.float32)
+
+
+class ADEMHead(nn.Module):
+    """Inputs c, r_hat, r: [batch, D] each (the order of the exported graph); output [batch]."""
+
+    def __init__(self, mean: np.ndarray, components: np.ndarray, variant: str = "adem",
+                 alpha: float = 0.0, beta: float = 1.0) -> None:
+        super().__init__()
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {VARIANTS}")
+        self.variant = variant
+        n = components.shape[0]
+        self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32))
+        self.register_buffer("components", torch.as_tensor(components, dtype=torch.float32))
+        self.M = nn.Parameter(torch.eye(n))
+        self.N = nn.Parameter(torch.eye(n))
+        self.register_buffer("alpha", torch.tensor(float(alpha)))
+        self.register_buffer("beta", torch.tensor(float(beta)))
+
+    def project(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.mean) @ self.components.T
+
+    def raw(self, c: torch.Tensor, r_hat: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        """c^T M r_hat + r^T N r_hat (the terms the variant keeps), before alpha and beta."""
+        c, r_hat, r = self.project(c), self.project(r_hat), self.project(r)
+        total = torch.zeros(c.shape[0], dtype=c.dtype)
+        if self.variant in ("adem", "c-adem"):
+            total = total + ((c @ self.M) * r_hat).sum(-1)
+        if self.variant in ("adem", "r-adem"):
+            total = total + ((r @ self.N) * r_hat).sum(-1)
+        return total
+
+    def forward(self, c: torch.Tensor, r_hat: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        return (self.raw(c, r_hat, r) - self.alpha) / self.beta
+
+    def l1(self) -> torch.Tensor:
+        terms = []
+        if self.variant in ("adem", "c-adem"):
+            terms.append(self.M.abs().sum())
+        if self.variant in ("adem", "r-adem"):
+            terms.append(self.N.abs().sum())
+        return sum(terms)

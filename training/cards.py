@@ -1,0 +1,249 @@
+"""Model cards for hred-encoder, adem and autojudge: the manifest's `card` and the folder's README.md.
+
+Everything in a card is read from the runs' metrics.json files, so the numbers are the ones
+measured, never typed in.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+MACHINE = "2-core x86_64 CPU, no GPU (one core used, shared with other jobs)"
+CORPUS_LICENCES = "DailyDialog: CC BY-NC-SA 4.0 (non-commercial, share-alike); chitchat-dataset: MIT"
+CITE_VHRED = ("Serban, Sordoni, Lowe, Charlin, Pineau, Courville, Bengio (2017). A Hierarchical Latent "
+              "Variable Encoder-Decoder Model for Generating Dialogues. AAAI.")
+CITE_ADEM = ("Lowe, Noseworthy, Serban, Angelard-Gontier, Bengio, Pineau (2017). Towards an Automatic "
+             "Turing Test: Learning to Evaluate Dialogue Responses. ACL.")
+CITE_AUTOJUDGE = ("Deriu, Cieliebak (2019). Towards a Metric for Automated Conversational Dialogue System "
+                  "Evaluation and Improvement. INLG.")
+REPRODUCE = ("python -m training pretrain --out runs/vhred --steps 1300 --kl-anneal-steps 650 --seed 0\n"
+             "python -m training train adem --encoder runs/vhred --out runs/adem --seed 0\n"
+             "python -m training train autojudge --encoder runs/vhred --out runs/autojudge --seed 0\n"
+             "python -m training export --vhred runs/vhred --adem runs/adem --autojudge runs/autojudge "
+             "--store model_store")
+
+
+def write_readme(folder: Path, text: str) -> None:
+    (Path(folder) / "README.md").write_text(text.rstrip() + "\n", encoding="utf-8")
+
+
+def _licences(sets: list[str]) -> str:
+    from training.data.judgements import SETS
+
+    return "; ".join(f"{s}: {SETS[s].licence}" for s in sets if s in SETS)
+
+
+def _fmt(x: Any) -> str:
+    return "–" if x is None else f"{x:.3f}" if isinstance(x, float) else str(x)
+
+
+def _dev_summary(dev: dict, model: str) -> dict[str, dict[str, Any]]:
+    return {name: {"pearson": rows[model]["item"]["pearson"], "spearman": rows[model]["item"]["spearman"],
+                   "n": rows[model]["item"]["n"]} for name, rows in dev.items()}
+
+
+def _dev_table(dev: dict, title: str) -> str:
+    lines = [title, "", "| set | metric | n | Pearson r | Spearman rho | system-level Pearson (systems) |",
+             "|---|---|---|---|---|---|"]
+    for name, rows in dev.items():
+        for metric, row in rows.items():
+            system = row.get("system")
+            sys_text = f"{_fmt(system['pearson'])} ({system['systems']})" if system else "–"
+            lines.append(f"| {name} | {metric} | {row['item']['n']} | {_fmt(row['item']['pearson'])} | "
+                         f"{_fmt(row['item']['spearman'])} | {sys_text} |")
+    return "\n".join(lines)
+
+
+def _files(folder: Path) -> str:
+    return "\n".join(f"- `{p.name}` ({p.stat().st_size / 1024:.0f} KiB)" for p in sorted(Path(folder).iterdir())
+                     if p.suffix in (".onnx", ".json", ".npy") and p.name != "manifest.json")
+
+
+# --- hred-encoder ------------------------------------------------------------------------------------
+def hred_card(metrics: dict) -> dict[str, Any]:
+    held = metrics["held_out_dailydialog_validation"]
+    return {"summary": "ADEM's hierarchical encoder (utterance BiGRU + context GRU), pre-trained as VHRED; "
+                       "shared by adem and autojudge.",
+            "training_data": f"train splits of {', '.join(metrics['sources'])} ({metrics['train_dialogues']} "
+                             "dialogues); validation and test splits held out",
+            "licence": CORPUS_LICENCES, "training_time_minutes": metrics["minutes"], "machine": MACHINE,
+            "held_out_perplexity": {"dailydialog_validation_bound": round(held["ppl_bound"], 2),
+                                    "dailydialog_validation_nll_only": round(held["ppl_nll"], 2)},
+            "citation": CITE_VHRED}
+
+
+def hred_readme(folder: Path, metrics: dict) -> str:
+    held = metrics["held_out_dailydialog_validation"]
+    return f"""# hred-encoder: the VHRED-pre-trained hierarchical encoder of ADEM and AutoJudge
+
+A component (not a model you score with): the utterance-level bidirectional GRU and the
+context-level GRU of a VHRED dialogue model (Serban et al. 2017) pre-trained as ADEM's section
+5.1 describes: BPE vocabulary, layer normalisation on the encoder outputs, a Gaussian latent
+variable per turn, KL annealing (linear 0 -> 1 over the first {metrics['kl_anneal_steps']} batches;
+the paper's 60,000 scaled to this run's {metrics['steps']}) and 25% decoder word drop. Only the two
+encoders are exported; the decoder is used by `python -m training selftalk`.
+
+## Files and inputs
+{_files(folder)}
+
+- `utterance_encoder.onnx`: `tokens` int64 [batch, time] (BPE ids of `tokenizer.json`, 0-padded,
+  each utterance ends in [EOS], at most 40 ids), `lengths` int64 [batch] -> `vectors` [batch, 256].
+- `context_encoder.onnx`: `vectors` float [batch, turns, 256] (padded turns last), `turns` int64
+  [batch] -> `state` [batch, 256]: the last hidden state of the context GRU. A context uses its last
+  7 utterances; a reply or reference is encoded as a one-utterance context (ADEM section 4).
+- Padding is masked exactly (the backward GRU reads each utterance reversed within its length),
+  so a vector does not depend on the batch. ONNX Runtime vs torch max abs difference is in
+  `manifest.json` (`config.parity_max_abs_diff`), checked below 1e-4 at several shapes.
+
+## Training
+- Data: the train splits of DailyDialog (official split) and the Chit-Chat dataset (seeded 90/5/5
+  split by conversation, duplicates and single-speaker conversations dropped):
+  {metrics['train_dialogues']} dialogues, {metrics['train_windows']} windows of up to 8 turns
+  (fingerprint `{metrics['train_fingerprint']}`).
+- Licences: {CORPUS_LICENCES}. Models trained on DailyDialog inherit its non-commercial terms.
+- Sizes: {metrics.get('config_text', 'see manifest config.vhred')}.
+- {metrics['steps']} Adam steps (lr {metrics['lr']}, batch {metrics['batch_size']} windows,
+  {metrics['epochs']} pass(es) started), seed {metrics['seed']}, {metrics['minutes']} minutes on a {MACHINE}.
+  The paper's encoder is far larger (context size 2000, Twitter corpus); this one is sized to
+  train on one CPU core in well under an hour.
+
+## Held-out perplexity (DailyDialog validation, {int(held['tokens'])} tokens)
+| measure | value |
+|---|---|
+| per-token perplexity bound, exp((NLL + KL) / tokens) | {held['ppl_bound']:.2f} |
+| per-token perplexity of the reconstruction term alone | {held['ppl_nll']:.2f} |
+| KL per token | {held['kl_per_token']:.3f} |
+
+## Reproduce
+```
+{REPRODUCE.splitlines()[0]}
+python -m training export --vhred runs/vhred --store model_store
+```
+
+## Citation
+{CITE_VHRED}
+{CITE_ADEM}
+"""
+
+
+# --- adem ------------------------------------------------------------------------------------------
+def adem_card(metrics: dict) -> dict[str, Any]:
+    return {"summary": "ADEM: score = (c^T M r_hat + r^T N r_hat - alpha) / beta on PCA-reduced VHRED "
+                       "encodings of context, reply and reference; trained on human ratings (1-5).",
+            "training_data": f"train partitions of {', '.join(metrics['sets'])} (items with references)",
+            "licence": _licences(metrics["sets"]) + "; encoder: " + CORPUS_LICENCES,
+            "training_time_minutes": metrics["minutes"], "machine": MACHINE,
+            "correlations": {"dev": _dev_summary(metrics["dev"], "adem"),
+                             "c-adem": _dev_summary(metrics["dev"], "c-adem"),
+                             "r-adem": _dev_summary(metrics["dev"], "r-adem")},
+            "citation": CITE_ADEM}
+
+
+def adem_readme(folder: Path, metrics: dict, parity: dict[str, float]) -> str:
+    t = metrics["training"]["adem"]
+    return f"""# adem: ADEM (Lowe et al. 2017) on the VHRED encoder
+
+score(c, r, r_hat) = (c^T M r_hat + r^T N r_hat - alpha) / beta, where c, r, r_hat are the
+`hred-encoder` vectors of the context, the reference and the reply, reduced by PCA to n = {t['n']}.
+M and N start at the identity; alpha = {t['alpha']:.4g} and beta = {t['beta']:.4g} are fixed so that
+predictions at initialisation have the training ratings' mean and spread (the paper's "alpha, beta
+initialise the predictions in the score range"). Scores are on the 1-5 rating scale (not clipped).
+
+## Inputs
+`context` (oldest first; the last 7 turns are used), `response`, `reference` (required).
+Files: {_files(folder).replace(chr(10), ' ')}; `adem_head.onnx` takes `c`, `r_hat`, `r` [batch, 256]
+and holds the PCA projection, M, N, alpha and beta. ONNX vs torch max abs difference: {parity}.
+
+## Training
+- Data: the `train` partitions (training/data/judgements.py, split by context) of
+  {', '.join(metrics['sets'])}; {metrics['train_items']} rated replies with references, ratings
+  rescaled to 1-5 (DSTC7: mean of relevance and informativeness per judge, averaged over judges).
+  r is the first reference.
+- Licences: {_licences(metrics['sets'])}; encoder corpora: {CORPUS_LICENCES}.
+- Loss: squared error + gamma * ||{{M, N}}||_1, gamma = {t['gamma']}; Adam lr {t['lr']}, batch {t['batch_size']}
+  (the paper's best); early stopping on validation Pearson r over {t['valid_items']} items whose
+  contexts never occur in the {t['fit_items']} fitting items; best epoch {t['best_epoch']} of {t['epochs_run']}.
+- C-ADEM keeps only c^T M r_hat, R-ADEM only r^T N r_hat (paper Table 3), trained the same way.
+- {metrics['minutes']} minutes (encoding included) on a {MACHINE}; seed {metrics['seed']}.
+
+{_dev_table(metrics['dev'], '## Correlation with human ratings on the dev partitions (never trained on)')}
+
+"vhred (init)" is ADEM at initialisation (M = N = I), the paper's "VHRED" row. p-values are in
+the run's metrics.json. Paper, Twitter test set: ADEM r = 0.436, C-ADEM 0.363, R-ADEM 0.360,
+VHRED -0.010, BLEU-4 0.073.
+
+## Reproduce
+```
+{REPRODUCE}
+```
+
+## Citation
+{CITE_ADEM}
+"""
+
+
+# --- autojudge -------------------------------------------------------------------------------------
+def autojudge_card(metrics: dict) -> dict[str, Any]:
+    cv = metrics["cross_validation"]
+    return {"summary": "AutoJudge: reference-free score = (c^T M r - alpha) / beta on the frozen VHRED "
+                       "encoder; only M trained, on turn-level human ratings (1-5).",
+            "training_data": f"train partitions of {', '.join(metrics['sets'])}",
+            "licence": _licences(metrics["sets"]) + "; encoder: " + CORPUS_LICENCES,
+            "training_time_minutes": metrics["minutes"], "machine": MACHINE,
+            "correlations": {"dev": _dev_summary(metrics["dev"], "autojudge"),
+                             "convo_split": {k: cv["convo_split"][k] for k in ("pearson", "spearman", "mae")},
+                             "system_split": cv["system_split"] and {
+                                 k: cv["system_split"][k] for k in ("pearson", "spearman", "mae")}},
+            "citation": CITE_AUTOJUDGE}
+
+
+def autojudge_readme(folder: Path, metrics: dict, parity: dict[str, float]) -> str:
+    t = metrics["training"]
+    cv = metrics["cross_validation"]
+    convo, system = cv["convo_split"], cv["system_split"]
+    system_row = (f"| SYSTEM SPLIT (leave one system out, {system['folds']} systems of {', '.join(system['sets'])}) "
+                  f"| {_fmt(system['pearson'])} | {_fmt(system['spearman'])} | {_fmt(system['mae'])} | 0.544 / 0.53 / 0.984 |"
+                  if system else "| SYSTEM SPLIT | – | – | – | 0.544 / 0.53 / 0.984 |")
+    return f"""# autojudge: AutoJudge (Deriu & Cieliebak 2019) on the VHRED encoder
+
+score(c, r) = (c^T M r - alpha) / beta with c, r the frozen `hred-encoder` vectors of the context
+and the reply (256-d, no PCA, M is 256 x 256 and the only trained weight). No reference needed:
+usable on deployed systems and for re-ranking candidates (`/rerank`). alpha = {t['alpha']:.4g},
+beta = {t['beta']:.4g}, fixed so that predictions at M = I have the training ratings' mean and
+spread (the paper reuses ADEM's 0.01 and 32, which fit only its own encoder's scale).
+
+## Inputs
+`context` (oldest first; the last 7 turns are used) and `response`. Files: {_files(folder).replace(chr(10), ' ')};
+`autojudge_head.onnx` takes `c`, `r` [batch, 256]. ONNX vs torch max abs difference: {parity}.
+
+## Training
+- Data: turn-level ratings without references, the `train` partitions of {', '.join(metrics['sets'])}
+  ({metrics['train_items']} rated replies, rescaled to 1-5). The paper rates self-talk dialogues
+  of its own five systems; no such ratings exist here, so human-rated system replies stand in
+  (ConTurE is the closest: live human-bot conversations rated per turn). `python -m training
+  selftalk` produces the self-talk dialogues of the data-generation phase for a future rating round.
+- Licences: {_licences(metrics['sets'])}; encoder corpora: {CORPUS_LICENCES}.
+- Mean squared error, Adam lr {t['lr']}, batch {t['batch_size']} (the paper's appendix); early stopping on
+  validation Pearson r over {t['valid_items']} items from conversations not among the {t['fit_items']}
+  fitting items; best epoch {t['best_epoch']} of {t['epochs_run']}. {metrics['minutes']} minutes (both
+  cross-validations included) on a {MACHINE}; seed {metrics['seed']}.
+
+## Cross-validation as the paper's Table 1 (mean over folds)
+| split | Pearson r | Spearman rho | MAE | paper (r / rho / MAE) |
+|---|---|---|---|---|
+| CONVO SPLIT ({convo['folds']} folds by conversation, train + dev of the training sets) | {_fmt(convo['pearson'])} | {_fmt(convo['spearman'])} | {_fmt(convo['mae'])} | 0.573 / 0.577 / 0.928 |
+{system_row}
+
+{_dev_table(metrics['dev'], '## Correlation with human ratings on the dev partitions (never trained on)')}
+
+"init (M = I)" is the head before training: the encoder's dot product alone.
+
+## Reproduce
+```
+{REPRODUCE}
+```
+
+## Citation
+{CITE_AUTOJUDGE}
+{CITE_ADEM}
+"""

@@ -1,0 +1,1 @@
+"""Encoders trained here (the VHRED hierarchical encoder) and their export-friendly building blocks."""

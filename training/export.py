@@ -1,0 +1,190 @@
+"""`python -m training export`: ONNX graphs, parity checks against torch, manifests and model cards.
+
+The generic helpers (`export_onnx`, `check_parity`) are reused by other trainers: every graph
+is exported with the legacy exporter (opset 17, `dynamo=False`, one file), its variable axes
+are checked to be symbolic, and ONNX Runtime must match torch within `PARITY_ATOL` at several
+shapes (batch 1, long inputs) before anything is written to the store.
+
+Store folders written here: `hred-encoder` (tokenizer.json, utterance_encoder.onnx,
+context_encoder.onnx), `adem` (adem_head.onnx) and `autojudge` (autojudge_head.onnx).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+PARITY_ATOL = 1e-4
+OPSET = 17
+log = logging.getLogger("training.export")
+
+
+def export_onnx(module: nn.Module, example: tuple[torch.Tensor, ...], path: Path,
+                input_names: list[str], output_names: list[str],
+                dynamic_axes: dict[str, dict[int, str]]) -> Path:
+    """Export `module` (in eval mode) to one ONNX file with symbolic axes; returns the path.
+
+    Example inputs should be at least 2 on every variable axis (NOTES.md); the saved graph is
+    checked to have symbolic names on every axis listed in `dynamic_axes`.
+    """
+    import onnx
+
+    module.eval()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, example, str(path), input_names=input_names, output_names=output_names,
+                          dynamic_axes=dynamic_axes, opset_version=OPSET, dynamo=False, do_constant_folding=True)
+    graph = onnx.load(str(path)).graph
+    for value in list(graph.input) + list(graph.output):
+        for axis in dynamic_axes.get(value.name, {}):
+            dim = value.type.tensor_type.shape.dim[axis]
+            if not dim.dim_param:
+                raise RuntimeError(f"{path.name}: axis {axis} of {value.name} was frozen at {dim.dim_value}")
+    return path
+
+
+def check_parity(module: nn.Module, path: Path, examples: Sequence[tuple[torch.Tensor, ...]],
+                 input_names: list[str], atol: float = PARITY_ATOL) -> float:
+    """Largest |ONNX Runtime - torch| over every output of every example; raises above `atol`."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    module.eval()
+    worst = 0.0
+    for example in examples:
+        with torch.no_grad():
+            expected = module(*example)
+        expected = expected if isinstance(expected, (tuple, list)) else (expected,)
+        got = session.run(None, {name: t.numpy() for name, t in zip(input_names, example)})
+        for e, g in zip(expected, got):
+            worst = max(worst, float(np.max(np.abs(e.numpy() - g))) if e.numel() else 0.0)
+    if worst > atol:
+        raise RuntimeError(f"{Path(path).name}: ONNX Runtime differs from torch by {worst:.2e} (> {atol:.0e})")
+    return worst
+
+
+# --- example inputs for the hierarchical encoder's graphs -----------------------------------------
+def utterance_examples(vocab: int, max_tokens: int, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(tokens, lengths) at several shapes: batch 1, ragged batches, the longest utterances."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for batch, width in ((1, 1), (1, max_tokens), (3, 5), (8, max_tokens), (17, 12)):
+        lengths = torch.randint(1, width + 1, (batch,), generator=g)
+        lengths[0] = width
+        tokens = torch.randint(4, vocab, (batch, width), generator=g)
+        tokens[torch.arange(width).unsqueeze(0) >= lengths.unsqueeze(1)] = 0
+        out.append((tokens, lengths))
+    return out
+
+
+def context_examples(dim: int, max_turns: int, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for batch, turns in ((1, 1), (1, max_turns), (4, 3), (9, max_turns), (2, 30)):
+        count = torch.randint(1, turns + 1, (batch,), generator=g)
+        count[0] = turns
+        vectors = torch.randn((batch, turns, dim), generator=g)
+        vectors[torch.arange(turns).unsqueeze(0) >= count.unsqueeze(1)] = 0.0
+        out.append((vectors, count))
+    return out
+
+
+def head_examples(dim: int, count: int, seed: int = 0) -> list[tuple[torch.Tensor, ...]]:
+    g = torch.Generator().manual_seed(seed)
+    return [tuple(torch.randn((batch, dim), generator=g) for _ in range(count)) for batch in (1, 2, 7, 300)]
+
+
+# --- the store folders -----------------------------------------------------------------------------
+def _fresh(folder: Path) -> Path:
+    """Remove the artifacts of a previous export (not the README, which is rewritten too)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in folder.iterdir():
+        if path.is_file() and path.suffix in (".onnx", ".npy", ".json"):
+            path.unlink()
+    return folder
+
+
+def export_hred(checkpoint: Path, tokenizer_path: Path, folder: Path, version: str,
+                card: dict[str, Any] | None = None) -> dict[str, float]:
+    """The `hred-encoder` component: tokenizer.json + utterance_encoder.onnx + context_encoder.onnx."""
+    from service.manifest import write_manifest
+    from training.encoders.vhred import load_checkpoint
+
+    model, extra = load_checkpoint(checkpoint)
+    cfg = model.config
+    folder = _fresh(Path(folder))
+    shutil.copyfile(tokenizer_path, folder / "tokenizer.json")
+    parity: dict[str, float] = {}
+    utt_examples = utterance_examples(cfg.vocab_size, cfg.max_tokens)
+    export_onnx(model.utterance_encoder, utt_examples[3], folder / "utterance_encoder.onnx",
+                ["tokens", "lengths"], ["vectors"],
+                {"tokens": {0: "batch", 1: "time"}, "lengths": {0: "batch"}, "vectors": {0: "batch"}})
+    parity["utterance_encoder.onnx"] = check_parity(model.utterance_encoder, folder / "utterance_encoder.onnx",
+                                                    utt_examples, ["tokens", "lengths"])
+    ctx_examples = context_examples(2 * cfg.utterance, cfg.max_turns)
+    export_onnx(model.context_encoder, ctx_examples[3], folder / "context_encoder.onnx",
+                ["vectors", "turns"], ["state"],
+                {"vectors": {0: "batch", 1: "turns"}, "turns": {0: "batch"}, "state": {0: "batch"}})
+    parity["context_encoder.onnx"] = check_parity(model.context_encoder, folder / "context_encoder.onnx",
+                                                  ctx_examples, ["vectors", "turns"])
+    config = {"max_tokens": cfg.max_tokens, "max_context_turns": cfg.max_turns - 1,
+              "utterance_dim": 2 * cfg.utterance, "dimension": cfg.context, "vhred": cfg.to_dict(),
+              "parity_max_abs_diff": parity, "pretraining": extra}
+    write_manifest(folder, name=folder.name, version=version, kind="component", scorer="hred-encoder",
+                   tokenizer="tokenizer.json", config=config, card=card or {})
+    log.info("exported %s: parity %s", folder, parity)
+    return parity
+
+
+def export_head(head: nn.Module, n_inputs: int, input_names: list[str], folder: Path, filename: str,
+                dim: int, write: Callable[[Path, dict[str, float]], None]) -> dict[str, float]:
+    """Export a scoring head over encoder vectors (inputs [batch, dim] each, output `score` [batch])."""
+    folder = _fresh(Path(folder))
+    examples = head_examples(dim, n_inputs)
+    export_onnx(head, examples[1], folder / filename, input_names, ["score"],
+                {**{n: {0: "batch"} for n in input_names}, "score": {0: "batch"}})
+    parity = {filename: check_parity(head, folder / filename, examples, input_names)}
+    write(folder, parity)
+    log.info("exported %s: parity %s", folder, parity)
+    return parity
+
+
+def main(argv: list[str]) -> int:
+    from training.progress import setup_logging
+
+    parser = argparse.ArgumentParser(prog="python -m training export", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--store", type=Path, default=Path("model_store"))
+    parser.add_argument("--vhred", type=Path, help="pre-training run folder (model.pt, tokenizer.json)")
+    parser.add_argument("--adem", type=Path, help="ADEM run folder (head.pt, metrics.json)")
+    parser.add_argument("--autojudge", type=Path, help="AutoJudge run folder (head.pt, metrics.json)")
+    parser.add_argument("--version", default="2026.11.0")
+    args = parser.parse_args(argv)
+    setup_logging(Path("runs/export.log") if Path("runs").is_dir() else None)
+    torch.set_num_threads(1)
+    from training import cards
+
+    if args.vhred:
+        metrics = json.loads((args.vhred / "metrics.json").read_text())
+        export_hred(args.vhred / "model.pt", args.vhred / "tokenizer.json", args.store / "hred-encoder",
+                    args.version, card=cards.hred_card(metrics))
+        cards.write_readme(args.store / "hred-encoder", cards.hred_readme(args.store / "hred-encoder", metrics))
+    if args.adem:
+        from training.adem.train import export_run
+
+        export_run(args.adem, args.store / "adem", args.version)
+    if args.autojudge:
+        from training.autojudge.train import export_run
+
+        export_run(args.autojudge, args.store / "autojudge", args.version)
+    return 0

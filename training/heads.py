@@ -1,0 +1,126 @@
+"""What the ADEM and AutoJudge trainers share: grouped splits, correlations, scale calibration.
+
+Kept apart from any encoder so the same trainers run on other vectors (issue 7's MiniLM).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numpy as np
+from scipy import stats
+
+
+def group_split(groups: list[str], fraction: float, seed: str) -> np.ndarray:
+    """Boolean mask of items whose group hashes into the held-out `fraction` (no group is split)."""
+    def held_out(group: str) -> bool:
+        digest = hashlib.sha256(f"{seed}\x00{group}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64 < fraction
+    return np.array([held_out(g) for g in groups], dtype=bool)
+
+
+def group_folds(groups: list[str], k: int, seed: str) -> np.ndarray:
+    """Fold index 0..k-1 per item; all items of a group in one fold (by a seeded hash)."""
+    def fold(group: str) -> int:
+        return int.from_bytes(hashlib.sha256(f"{seed}\x00{group}".encode()).digest()[:8], "big") % k
+    return np.array([fold(g) for g in groups], dtype=np.int64)
+
+
+def correlations(predicted: np.ndarray, human: np.ndarray) -> dict[str, float | None]:
+    """Pearson r and Spearman rho with p-values, MAE; None (not NaN) when undefined."""
+    predicted, human = np.asarray(predicted, float), np.asarray(human, float)
+    out: dict[str, float | None] = {"n": int(len(human))}
+    if len(human) < 3 or np.std(predicted) == 0 or np.std(human) == 0:
+        out.update({"pearson": None, "pearson_p": None, "spearman": None, "spearman_p": None})
+    else:
+        pr = stats.pearsonr(predicted, human)
+        sr = stats.spearmanr(predicted, human)
+        out.update({"pearson": round(float(pr.statistic), 4), "pearson_p": float(pr.pvalue),
+                    "spearman": round(float(sr.statistic), 4), "spearman_p": float(sr.pvalue)})
+    out["mae"] = round(float(np.mean(np.abs(predicted - human))), 4) if len(human) else None
+    return out
+
+
+def system_correlation(predicted: np.ndarray, human: np.ndarray, systems: list[str | None]) -> dict | None:
+    """Pearson/Spearman of per-system means (None where there are fewer than 3 systems)."""
+    names = sorted({s for s in systems if s is not None})
+    if len(names) < 3:
+        return None
+    index = {s: [i for i, x in enumerate(systems) if x == s] for s in names}
+    p = np.array([np.mean(np.asarray(predicted)[index[s]]) for s in names])
+    h = np.array([np.mean(np.asarray(human)[index[s]]) for s in names])
+    out = correlations(p, h)
+    out["systems"] = len(names)
+    return out
+
+
+def calibrate(raw: np.ndarray, human: np.ndarray) -> tuple[float, float]:
+    """alpha, beta so that (raw - alpha) / beta has the human scores' mean and spread.
+
+    This is how ADEM's "alpha, beta ... initialize the model's predictions in the range [1, 5]"
+    is done here: at initialisation (M = N = I) predictions already sit on the rating scale.
+    """
+    spread = float(np.std(raw))
+    target = float(np.std(human)) or 1.0
+    beta = spread / target if spread > 0 and math.isfinite(spread) else 1.0
+    alpha = float(np.mean(raw)) - float(np.mean(human)) * beta
+    return alpha, beta
+
+
+def train_head(head, inputs: tuple, human: np.ndarray, valid_inputs: tuple, valid_human: np.ndarray, *,
+               lr: float, batch_size: int, epochs: int, patience: int, seed: int,
+               reduction: str = "sum", l1: float = 0.0, log=None) -> dict:
+    """Adam on squared error (+ l1 * head.l1()), early stopping on validation Pearson r.
+
+    `inputs` are float32 arrays [N, D] fed to head(*inputs). The best epoch's weights are
+    restored in `head`. Returns the training history.
+    """
+    import copy
+
+    import torch
+
+    torch.manual_seed(seed)
+    tensors = [torch.as_tensor(x, dtype=torch.float32) for x in inputs]
+    valid = [torch.as_tensor(x, dtype=torch.float32) for x in valid_inputs]
+    target = torch.as_tensor(human, dtype=torch.float32)
+    params = [p for p in head.parameters() if p.requires_grad]
+    optimiser = torch.optim.Adam(params, lr=lr)
+    generator = torch.Generator().manual_seed(seed)
+
+    def validation_r() -> float:
+        with torch.no_grad():
+            predicted = head(*valid).numpy()
+        r = correlations(predicted, valid_human)["pearson"]
+        return -1.0 if r is None else float(r)
+
+    best_r, best_state, best_epoch, waited = validation_r(), copy.deepcopy(head.state_dict()), 0, 0
+    history = [{"epoch": 0, "valid_pearson": best_r}]
+    for epoch in range(1, epochs + 1):
+        head.train()
+        order = torch.randperm(len(target), generator=generator)
+        total = 0.0
+        for start in range(0, len(order), batch_size):
+            index = order[start:start + batch_size]
+            error = head(*[t[index] for t in tensors]) - target[index]
+            loss = (error ** 2).sum() if reduction == "sum" else (error ** 2).mean()
+            if l1:
+                loss = loss + l1 * head.l1()
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            total += float(loss.detach())
+        head.eval()
+        r = validation_r()
+        history.append({"epoch": epoch, "train_loss": round(total, 4), "valid_pearson": r})
+        if log is not None:
+            log.info("epoch %d/%d train loss %.4g valid pearson %.4f (best %.4f @ %d)", epoch, epochs,
+                     total, r, max(r, best_r), epoch if r > best_r else best_epoch)
+        if r > best_r:
+            best_r, best_state, best_epoch, waited = r, copy.deepcopy(head.state_dict()), epoch, 0
+        else:
+            waited += 1
+            if waited >= patience:
+                break
+    head.load_state_dict(best_state)
+    head.eval()
+    return {"best_epoch": best_epoch, "best_valid_pearson": best_r, "history": history}

@@ -1,0 +1,170 @@
+"""`python -m training pretrain`: BPE tokenizer + VHRED pre-training of ADEM's hierarchical encoder.
+
+Trains on the train splits of DailyDialog and Chit-Chat (validation and test never seen),
+with KL annealing and decoder word drop as in ADEM section 5.1, then reports perplexity on
+held-out DailyDialog validation dialogues. Seeded; a fixed number of steps (not wall time)
+so that `make train` reproduces the artifact.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import time
+from pathlib import Path
+
+import torch
+
+from training import tokenizer as bpe
+from training.data import corpora
+from training.encoders.vhred import VHRED, VHREDConfig, save_checkpoint
+from training.progress import Progress, setup_logging
+
+
+def windows(dialogues: list[list[list[int]]], max_turns: int) -> list[list[list[int]]]:
+    """Cut dialogues into consecutive windows of at most max_turns turns (>= 2), overlapping by one
+    turn so that every turn after the first is predicted once, from up to max_turns - 1 turns."""
+    out = []
+    for dialogue in dialogues:
+        start = 0
+        while start < len(dialogue) - 1:
+            out.append(dialogue[start:start + max_turns])
+            start += max_turns - 1
+    return out
+
+
+def collate(batch: list[list[list[int]]]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Windows -> tokens [B, T, L], lengths [B, T] (0 for absent turns), turns [B]."""
+    t = max(len(w) for w in batch)
+    l = max(len(u) for w in batch for u in w)
+    tokens = torch.zeros((len(batch), t, l), dtype=torch.long)
+    lengths = torch.zeros((len(batch), t), dtype=torch.long)
+    for i, window in enumerate(batch):
+        for j, utterance in enumerate(window):
+            tokens[i, j, :len(utterance)] = torch.tensor(utterance)
+            lengths[i, j] = len(utterance)
+    return tokens, lengths, torch.tensor([len(w) for w in batch])
+
+
+def batches(items: list, size: int, rng: random.Random, pool: int = 50) -> list[list]:
+    """Shuffled batches of windows of similar length (less padding), in shuffled order."""
+    items = items[:]
+    rng.shuffle(items)
+    out = []
+    for start in range(0, len(items), size * pool):
+        chunk = sorted(items[start:start + size * pool], key=lambda w: (len(w), max(map(len, w))))
+        out.extend(chunk[i:i + size] for i in range(0, len(chunk), size))
+    rng.shuffle(out)
+    return out
+
+
+@torch.no_grad()
+def perplexity(model: VHRED, data: list[list[list[int]]], batch_size: int = 64) -> dict[str, float]:
+    """Per-token perplexity on held-out windows: of the ELBO bound (NLL + KL) and of the NLL alone."""
+    model.eval()
+    nll = kl = tokens = 0.0
+    for start in range(0, len(data), batch_size):
+        out = model(*collate(data[start:start + batch_size]), kl_weight=1.0, sample=True)
+        nll += float(out["nll"])
+        kl += float(out["kl"])
+        tokens += float(out["tokens"])
+    model.train()
+    return {"ppl_bound": math.exp((nll + kl) / tokens), "ppl_nll": math.exp(nll / tokens),
+            "kl_per_token": kl / tokens, "tokens": tokens}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training pretrain", description=__doc__)
+    parser.add_argument("--out", type=Path, default=Path("runs/vhred"))
+    parser.add_argument("--steps", type=int, default=6000)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--kl-anneal-steps", type=int, default=3000,
+                        help="KL weight rises linearly 0 -> 1 over these steps (paper: 60k batches)")
+    parser.add_argument("--vocab-size", type=int, default=5000)
+    parser.add_argument("--sources", default="dailydialog,chitchat")
+    parser.add_argument("--max-dialogues", type=int, default=0, help="cap per split (tests); 0: all")
+    parser.add_argument("--eval-dialogues", type=int, default=0, help="cap on validation dialogues; 0: all")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--data-dir", type=Path, default=corpora.DEFAULT_DATA_DIR)
+    parser.add_argument("--config", default="{}", help="JSON overrides of VHREDConfig (tests: tiny sizes)")
+    args = parser.parse_args(argv)
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    log = setup_logging(args.out / "pretrain.log")
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    rng = random.Random(args.seed)
+    started = time.time()
+
+    sources = tuple(s for s in args.sources.split(",") if s)
+    train = corpora.load_dialogues("train", sources, args.data_dir)
+    valid = corpora.dailydialog("validation", args.data_dir)  # held out: DailyDialog validation
+    if args.max_dialogues:
+        train = train[:args.max_dialogues]
+    if args.eval_dialogues:
+        valid = valid[:args.eval_dialogues]
+    log.info("corpora: %d train dialogues (%s, %s), %d validation dialogues (dailydialog)",
+             len(train), ",".join(sources), corpora.fingerprint(train), len(valid))
+
+    config = VHREDConfig(vocab_size=args.vocab_size, **json.loads(args.config))
+    tokenizer = bpe.train_bpe((t for d in train for t in d), vocab_size=config.vocab_size,
+                              max_tokens=config.max_tokens)
+    config.vocab_size = tokenizer.get_vocab_size()
+    bpe.save(tokenizer, args.out / "tokenizer.json")
+    log.info("tokenizer: %d BPE pieces, at most %d tokens per utterance", config.vocab_size, config.max_tokens)
+
+    def encode_all(dialogues: list[list[str]]) -> list[list[list[int]]]:
+        flat = bpe.encode(tokenizer, [t for d in dialogues for t in d])
+        out, at = [], 0
+        for d in dialogues:
+            out.append(flat[at:at + len(d)])
+            at += len(d)
+        return out
+
+    train_windows = windows(encode_all(train), config.max_turns)
+    valid_windows = windows(encode_all(valid), config.max_turns)
+    log.info("windows: %d train, %d validation", len(train_windows), len(valid_windows))
+
+    model = VHRED(config)
+    model.train()
+    optimiser = torch.optim.Adam(model.parameters(), lr=args.lr)
+    log.info("VHRED %s: %d parameters", config.to_dict(), sum(p.numel() for p in model.parameters()))
+
+    progress = Progress(args.steps, "pretrain step", log, every=max(1, min(50, args.steps // 10)))
+    schedule: list[list] = []
+    epoch = 0
+    running = {"loss": 0.0, "nll": 0.0, "kl": 0.0, "tokens": 0.0}
+    for step in range(1, args.steps + 1):
+        if not schedule:
+            epoch += 1
+            schedule = batches(train_windows, args.batch_size, rng)
+        kl_weight = min(1.0, step / max(1, args.kl_anneal_steps))
+        out = model(*collate(schedule.pop()), kl_weight=kl_weight)
+        optimiser.zero_grad()
+        out["loss"].backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimiser.step()
+        for key in ("nll", "kl", "tokens"):
+            running[key] += float(out[key])
+        if step % progress.every == 0 or step == args.steps:
+            tokens = max(running["tokens"], 1.0)
+            progress.step(step, epoch=epoch, kl_w=kl_weight, train_ppl=math.exp(running["nll"] / tokens),
+                          kl_tok=running["kl"] / tokens)
+            running = {"loss": 0.0, "nll": 0.0, "kl": 0.0, "tokens": 0.0}
+
+    held_out = perplexity(model, valid_windows)
+    minutes = (time.time() - started) / 60
+    log.info("held-out DailyDialog validation: perplexity bound %.2f, NLL-only %.2f, KL/token %.3f (%d tokens)",
+             held_out["ppl_bound"], held_out["ppl_nll"], held_out["kl_per_token"], held_out["tokens"])
+    metrics = {"held_out_dailydialog_validation": held_out, "steps": args.steps, "epochs": epoch,
+               "batch_size": args.batch_size, "seed": args.seed, "train_dialogues": len(train),
+               "train_windows": len(train_windows), "train_fingerprint": corpora.fingerprint(train),
+               "sources": list(sources), "minutes": round(minutes, 1), "threads": args.threads,
+               "kl_anneal_steps": args.kl_anneal_steps, "lr": args.lr}
+    save_checkpoint(model, args.out / "model.pt", extra=metrics)
+    (args.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    log.info("wrote %s in %.1f min", args.out, minutes)
+    return 0

@@ -1,0 +1,79 @@
+"""`python -m training selftalk`: the pre-trained VHRED talks to itself (AutoJudge's data generation).
+
+Contexts are sampled (seeded) from dialogues the model never trained on (DailyDialog test by
+default); from each, the model generates `--turns` further turns, every turn conditioned on
+the whole conversation so far (its own turns included), z drawn from the prior. One JSON
+object per line: {"id", "source", "context": [...], "generated": [...]}.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+
+import torch
+
+from training import tokenizer as bpe
+from training.data import corpora
+from training.encoders.hred_encoder import HREDTextEncoder
+from training.encoders.vhred import load_checkpoint
+from training.progress import Progress, setup_logging
+
+
+def self_talk(encoder: HREDTextEncoder, contexts: list[list[str]], turns: int, temperature: float = 1.0,
+              top_k: int = 50, seed: int = 0) -> list[list[str]]:
+    """For each context, `turns` generated utterances (decoded text), in batches over contexts."""
+    generator = torch.Generator().manual_seed(seed)
+    model, tokenizer = encoder.model, encoder.tokenizer
+    dialogues = [list(c) for c in contexts]
+    generated: list[list[str]] = [[] for _ in contexts]
+    for _ in range(turns):
+        states = torch.as_tensor(encoder.encode_contexts(dialogues))
+        ids = model.generate(states, model.config.max_tokens, temperature=temperature, top_k=top_k,
+                             generator=generator)
+        for i, seq in enumerate(ids):
+            text = tokenizer.decode(seq).strip()
+            generated[i].append(text)
+            dialogues[i].append(text)
+    return generated
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training selftalk", description=__doc__)
+    parser.add_argument("--model", type=Path, default=Path("runs/vhred"), help="pre-training run folder")
+    parser.add_argument("--out", type=Path, default=Path("runs/selftalk.jsonl"))
+    parser.add_argument("--contexts", type=int, default=100, help="how many contexts (the paper: 100)")
+    parser.add_argument("--context-turns", type=int, default=2)
+    parser.add_argument("--turns", type=int, default=10, help="generated turns per dialogue (the paper: 10)")
+    parser.add_argument("--split", default="test", choices=["validation", "test"])
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--top-k", type=int, default=50)
+    parser.add_argument("--batch", type=int, default=25)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data-dir", type=Path, default=corpora.DEFAULT_DATA_DIR)
+    args = parser.parse_args(argv)
+    log = setup_logging(args.out.with_suffix(".log"))
+    torch.set_num_threads(1)
+    model, _ = load_checkpoint(args.model / "model.pt")
+    encoder = HREDTextEncoder(model, bpe.load(args.model / "tokenizer.json"))
+    rng = random.Random(args.seed)
+    pool = [d for d in corpora.dailydialog(args.split, args.data_dir) if len(d) >= args.context_turns]
+    picked = sorted(rng.sample(range(len(pool)), min(args.contexts, len(pool))))
+    contexts = [pool[i][:args.context_turns] for i in picked]
+    log.info("self-talk: %d contexts from DailyDialog %s, %d turns each", len(contexts), args.split, args.turns)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    progress = Progress(len(contexts), "selftalk dialogues", log, every=1)
+    started = time.time()
+    with open(args.out, "w", encoding="utf-8") as handle:
+        for start in range(0, len(contexts), args.batch):
+            batch = contexts[start:start + args.batch]
+            generated = self_talk(encoder, batch, args.turns, args.temperature, args.top_k, args.seed + start)
+            for offset, (context, turns) in enumerate(zip(batch, generated)):
+                record = {"id": f"dailydialog-{args.split}-{picked[start + offset]}",
+                          "source": f"dailydialog/{args.split}", "context": context, "generated": turns}
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            progress.step(start + len(batch))
+    log.info("wrote %s in %.0fs", args.out, time.time() - started)
+    return 0

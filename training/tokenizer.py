@@ -1,0 +1,49 @@
+"""The BPE tokenizer of the hierarchical encoder (ADEM section 5.1: BPE keeps the vocabulary small).
+
+Normalisation and pre-tokenisation are those of `service.text` (BERT normaliser, lower case),
+and truncation plus the end-of-utterance token live inside tokenizer.json, so the service
+reproduces training's token ids by loading the file alone.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+PAD, UNK, BOS, EOS = "[PAD]", "[UNK]", "[BOS]", "[EOS]"
+SPECIALS = [PAD, UNK, BOS, EOS]  # ids 0..3 in this order
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = range(4)
+SUFFIX = "</w>"
+
+
+def train_bpe(texts: Iterable[str], vocab_size: int = 8000, max_tokens: int = 40,
+              min_frequency: int = 2) -> Tokenizer:
+    """A BPE tokenizer trained on `texts`; every encoding ends in [EOS] and has at most `max_tokens` ids."""
+    tokenizer = Tokenizer(models.BPE(unk_token=UNK, end_of_word_suffix=SUFFIX))
+    tokenizer.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
+                                                      strip_accents=False, lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.decoder = decoders.BPEDecoder(suffix=SUFFIX)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                  special_tokens=SPECIALS, end_of_word_suffix=SUFFIX,
+                                  show_progress=False)
+    tokenizer.train_from_iterator(texts, trainer=trainer)
+    assert [tokenizer.token_to_id(t) for t in SPECIALS] == [PAD_ID, UNK_ID, BOS_ID, EOS_ID]
+    tokenizer.post_processor = processors.TemplateProcessing(single=f"$A {EOS}",
+                                                             special_tokens=[(EOS, EOS_ID)])
+    tokenizer.enable_truncation(max_length=max_tokens)
+    return tokenizer
+
+
+def encode(tokenizer: Tokenizer, texts: list[str]) -> list[list[int]]:
+    """Token ids per text (never empty: at least [EOS])."""
+    return [e.ids for e in tokenizer.encode_batch(texts)]
+
+
+def save(tokenizer: Tokenizer, path: Path) -> None:
+    tokenizer.save(str(path))
+
+
+def load(path: Path) -> Tokenizer:
+    return Tokenizer.from_file(str(path))
