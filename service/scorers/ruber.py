@@ -1,0 +1,136 @@
+"""RUBER (Tao et al. 2018): a referenced and an unreferenced score, min-max normalised and blended.
+
+* s_R: cosine of the [max-pool; min-pool] GloVe vectors of reply and reference (no training).
+* s_U: two BiGRU encoders (query, reply) over GloVe vectors and an MLP head on
+  [q; r; qᵀMr] with a sigmoid output, trained by negative sampling (ONNX graphs).
+* both normalised with min-max constants measured on a calibration set (manifest `config`),
+  clipped to [0, 1], then blended by min, max, geometric or arithmetic mean (`options.blend`).
+
+The word vectors come from the shared `glove-50d` component, so the graphs take embedded
+words and stay small. The pooling and feature code here is also what training calibrates with.
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from service.components.glove import GloveTable
+from service.runtime import length_buckets
+from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer
+from service.scorers.registry import register
+from service.text import words
+
+BLENDS = ("min", "max", "geometric", "arithmetic")
+
+
+def pooled(vectors: np.ndarray) -> np.ndarray:
+    """[max-pool; min-pool] of word vectors (n, d) -> (2d,); zeros when there is no word."""
+    if not len(vectors):
+        return np.zeros(2 * vectors.shape[1], dtype=np.float32)
+    return np.concatenate([vectors.max(axis=0), vectors.min(axis=0)])
+
+
+def referenced_score(reply: np.ndarray, reference: np.ndarray) -> float:
+    """s_R: cosine of the pooled vectors; 0 when either side has no known word (no evidence)."""
+    a, b = pooled(reply), pooled(reference)
+    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(a @ b) / norm if norm > 0 else 0.0
+
+
+def query_text(context: list[str], turns: int) -> str:
+    """The query the unreferenced model sees: the last `turns` context turns joined."""
+    return " ".join(context[-turns:]) if context else ""
+
+
+def word_ids(glove: GloveTable, text: str, max_words: int, keep: str) -> list[int]:
+    """GloVe rows of the known words, cut to `max_words` keeping the 'last' (queries) or 'first' (replies)."""
+    ids = glove.ids(words(text))
+    return ids[-max_words:] if keep == "last" else ids[:max_words]
+
+
+def embed_padded(vectors: np.ndarray, rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Padded [N, L, d] vectors and lengths [N]; an utterance with no known word is one zero vector."""
+    lengths = np.asarray([max(1, len(r)) for r in rows], dtype=np.int64)
+    out = np.zeros((len(rows), int(lengths.max()) if len(rows) else 1, vectors.shape[1]), dtype=np.float32)
+    for i, r in enumerate(rows):
+        if r:
+            out[i, : len(r)] = vectors[r]
+    return out, lengths
+
+
+def normalise(value: np.ndarray, bounds: list[float]) -> np.ndarray:
+    """Min-max normalisation (the paper's eq. 8) with calibration bounds, clipped to [0, 1]."""
+    lo, hi = float(bounds[0]), float(bounds[1])
+    return np.clip((np.asarray(value, dtype=np.float64) - lo) / max(hi - lo, 1e-12), 0.0, 1.0)
+
+
+def blend(s_ref: np.ndarray, s_unref: np.ndarray, how: str) -> np.ndarray:
+    """Combine normalised scores (the paper's four heuristics)."""
+    if how == "min":
+        return np.minimum(s_ref, s_unref)
+    if how == "max":
+        return np.maximum(s_ref, s_unref)
+    if how == "geometric":
+        return np.sqrt(s_ref * s_unref)
+    if how == "arithmetic":
+        return (s_ref + s_unref) / 2.0
+    raise ValueError(f"unknown blend {how!r}")
+
+
+@register("ruber")
+class Ruber(Scorer):
+    default_options: ClassVar[dict[str, dict[str, Any]]] = {
+        "blend": {"type": "string", "choices": list(BLENDS), "default": "arithmetic"},
+        "components": {"type": "boolean", "default": False},
+    }
+    max_batch = 64
+
+    def _load(self) -> None:
+        self.glove: GloveTable = self.components["glove-50d"]
+        config = self.manifest.config
+        self.query_turns = int(config.get("query_turns", 1))
+        self.max_words = int(config.get("max_words", 128))
+        self.bounds = config["normalisation"]
+        self.query_encoder = self.runtime.session(self.manifest.path("query_encoder.onnx"))
+        self.reply_encoder = self.runtime.session(self.manifest.path("reply_encoder.onnx"))
+        self.head = self.runtime.session(self.manifest.path("head.onnx"))
+
+    def _encode(self, session: Any, texts: list[str], keep: str) -> np.ndarray:
+        """Encodings of `texts`, length-bucketed; padding is masked in the graph so buckets do not matter."""
+        rows = [word_ids(self.glove, t, self.max_words, keep) for t in texts]
+        out: np.ndarray | None = None
+        for bucket in length_buckets([len(r) for r in rows], self.max_batch):
+            embedded, lengths = embed_padded(self.glove.vectors, [rows[i] for i in bucket])
+            (vectors,) = session.run({"embedded": embedded, "lengths": lengths})
+            if out is None:
+                out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[bucket] = vectors
+        return out if out is not None else np.zeros((0, 0), dtype=np.float32)
+
+    def unreferenced(self, items: list[Item], cache: EncodeCache) -> np.ndarray:
+        """Raw s_U in (0, 1) for each item (before normalisation)."""
+        queries = [query_text(item.context, self.query_turns) for item in items]
+        replies = [item.response for item in items]
+        q = cache.get_many(f"{self.name}/query", queries, lambda t: self._encode(self.query_encoder, t, "last"))
+        r = cache.get_many(f"{self.name}/reply", replies, lambda t: self._encode(self.reply_encoder, t, "first"))
+        (scores,) = self.head.run({"query": q, "reply": r})
+        return np.asarray(scores, dtype=np.float64).reshape(-1)
+
+    def referenced(self, items: list[Item]) -> np.ndarray:
+        """Raw s_R in [-1, 1] for each item."""
+        return np.asarray([
+            referenced_score(self.glove.embed(words(item.response)), self.glove.embed(words(item.reference or "")))
+            for item in items
+        ], dtype=np.float64)
+
+    def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
+        if not items:
+            return ScoreBatch([])
+        s_ref = normalise(self.referenced(items), self.bounds["s_ref"])
+        s_unref = normalise(self.unreferenced(items, cache), self.bounds["s_unref"])
+        scores = blend(s_ref, s_unref, options["blend"])
+        details = None
+        if options.get("components"):
+            details = [{"s_ref": float(a), "s_unref": float(b)} for a, b in zip(s_ref, s_unref)]
+        return ScoreBatch(list(scores), details)

@@ -1,0 +1,70 @@
+"""`evaluate`: correlations against scipy, its own section of docs/evaluation.md, and a real run."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from service.text import word_count
+from training.evaluate import BEGIN, END, correlate, main, system_level, write_section
+from training.data.judgements import load_set
+from tests.conftest import copy_store
+
+
+def test_correlate_matches_scipy_and_refuses_constant_input():
+    rng = np.random.default_rng(0)
+    human = rng.normal(size=50)
+    metric = human + rng.normal(size=50)
+    r, p, rho, _ = correlate(human, metric)
+    assert r == pytest.approx(stats.pearsonr(human, metric).statistic)
+    assert p == pytest.approx(stats.pearsonr(human, metric).pvalue)
+    assert rho == pytest.approx(stats.spearmanr(human, metric).statistic)
+    assert correlate(human, np.ones(50)) == (None, None, None, None)
+
+
+def test_system_level_correlates_per_system_means():
+    human = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    metric = np.array([0.1, 0.3, 0.2, 0.6, 0.9, 0.8])
+    systems = ["a", "a", "b", "b", "c", "c"]
+    r, rho, n = system_level(human, metric, systems)
+    assert n == 3
+    assert r == pytest.approx(stats.pearsonr([1.5, 3.5, 5.5], [0.2, 0.4, 0.85]).statistic)
+    assert rho == pytest.approx(1.0)
+    assert system_level(human, metric, ["a"] * 3 + ["b"] * 3)[:2] == (None, None)
+
+
+def test_write_section_rewrites_only_its_own_markers(tmp_path):
+    doc = tmp_path / "evaluation.md"
+    doc.write_text(f"# Evaluation\n\nintro\n\n{BEGIN}\nold\n{END}\n\n<!-- mh:begin -->\nkeep me\n<!-- mh:end -->\n")
+    write_section(doc, f"{BEGIN}\nnew table\n{END}\n")
+    text = doc.read_text()
+    assert "new table" in text and "old" not in text
+    assert "intro" in text and "keep me" in text and text.count(BEGIN) == 1
+    fresh = tmp_path / "fresh.md"
+    write_section(fresh, f"{BEGIN}\nx\n{END}\n")
+    assert BEGIN in fresh.read_text()
+
+
+def test_evaluate_runs_served_models_on_real_dev_sets(tmp_path):
+    store = copy_store(tmp_path / "store", ("bleu4", "length"))
+    out, plots = tmp_path / "evaluation.md", tmp_path / "plots"
+    sets = ["holistic_eval", "dailydialog_gupta_multiref"]
+    assert main(["--store", str(store), "--models", "bleu4", "length", "--sets", *sets,
+                 "--out", str(out), "--plots", str(plots)]) == 0
+    text = out.read_text()
+    assert text.count(BEGIN) == 1 and text.count(END) == 1
+    rows: dict[str, str] = {}
+    for line in text.splitlines():  # the item-level table comes first
+        if line.startswith("| "):
+            rows.setdefault(line.split("|")[1].strip(), line)
+    # bleu4 needs a reference; holistic_eval has none
+    assert rows["bleu4"].split("|")[2].strip() == "n/a"
+    # the length cell is the real correlation on that dev split
+    items = load_set("holistic_eval", "dev")
+    lengths = [word_count(i.response) for i in items]
+    expected = stats.pearsonr([i.score for i in items], lengths).statistic
+    assert f"{expected:.3f}" in rows["length"].split("|")[2]
+    assert "**" in text  # the best per set is bold
+    assert "System level" in text  # gupta names five systems
+    for name in sets:
+        assert (plots / f"evaluate-{name}.png").stat().st_size > 1000

@@ -1,0 +1,129 @@
+"""RUBER's training side: a tiny model trained on real dialogues, exported, served and scored."""
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from service.scorers.base import EncodeCache, Item
+from training.data.corpora import dailydialog
+from training.ruber.data import collate, make_pairs
+from training.ruber.export import encoder_parity, export_encoder, export_head, head_parity, symbolic_inputs
+from training.ruber.model import RuberConfig, build_glove_scorer, margin_loss
+from training.ruber.train import export_graphs, load_glove, open_scorer, write_ruber_manifest
+from training.ruber.trainer import TrainConfig, evaluate_ranking, length_sorted_batches, train_unreferenced
+
+REPO = Path(__file__).resolve().parents[2]
+LOG = logging.getLogger("test")
+
+
+@pytest.fixture(scope="module")
+def glove():
+    return load_glove(REPO / "model_store")
+
+
+@pytest.fixture(scope="module")
+def pairs(glove):
+    dialogues = dailydialog("train")[:120]
+    return make_pairs(dialogues[:100], glove, 1, 128), make_pairs(dialogues[100:], glove, 1, 128)
+
+
+@pytest.fixture(scope="module")
+def trained(glove, pairs):
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    train, valid = pairs
+    model = build_glove_scorer(glove.vectors, RuberConfig(hidden=8, mlp_hidden=8))
+    before = evaluate_ranking(model, train, 0.5)
+    history = train_unreferenced(model, train, valid, 0.5,
+                                 TrainConfig(batch_size=32, max_steps=60, eval_every=30, learning_rate=1e-2), LOG)
+    return model, before, history
+
+
+def test_pairs_follow_the_dialogue_and_the_service_preprocessing(glove):
+    pairs = make_pairs([["Hello there !", "Hi , how are you ?", "zzqqxx"]], glove, 1, 128)
+    # the last turn has no known word, so only one pair is kept
+    assert len(pairs) == 1
+    assert pairs.queries[0] == glove.ids(["hello", "there", "!"])
+    two = make_pairs([["a b", "c d", "e f"]], glove, 2, 3)
+    assert two.queries[1] == glove.ids(["a", "b", "c", "d"])[-3:]
+
+
+def test_collate_pads_and_keeps_empty_rows_as_one_pad():
+    ids, lengths = collate([[5, 6, 7], [], [9]], pad_id=99)
+    assert ids.tolist() == [[5, 6, 7], [99, 99, 99], [9, 99, 99]]
+    assert lengths.tolist() == [3, 1, 1]
+
+
+def test_margin_loss_is_the_hinge_of_eq_7():
+    positive = torch.tensor([0.9, 0.5, 0.2])
+    negative = torch.tensor([0.1, 0.4, 0.6])
+    expected = np.mean([max(0, 0.5 - 0.9 + 0.1), max(0, 0.5 - 0.5 + 0.4), max(0, 0.5 - 0.2 + 0.6)])
+    assert float(margin_loss(positive, negative, 0.5)) == pytest.approx(expected)
+
+
+def test_length_sorted_batches_cover_every_pair_once(pairs):
+    import random
+
+    batches = length_sorted_batches(pairs[0], 16, random.Random(0), window=4)
+    flat = sorted(i for b in batches for i in b)
+    assert flat == sorted(set(flat)) and len(flat) >= len(pairs[0]) - 1
+
+
+def test_training_lowers_the_ranking_loss_on_its_data(trained, pairs):
+    model, before, history = trained
+    # an untrained head gives every pair about the same score: loss about Δ, accuracy about chance
+    assert before["loss"] == pytest.approx(0.5, abs=0.05)
+    after = evaluate_ranking(model, pairs[0], 0.5)
+    assert after["loss"] < before["loss"] - 0.05
+    assert after["accuracy"] > 0.6
+    assert history["best"]["step"] in {h["step"] for h in history["history"]}
+
+
+def test_export_parity_and_symbolic_axes(trained, tmp_path):
+    model, _, _ = trained
+    query = export_encoder(model.query_encoder, tmp_path / "q.onnx")
+    head = export_head(model.head, tmp_path / "h.onnx")
+    assert encoder_parity(model.query_encoder, query, shapes=((1, 1), (1, 9), (4, 6), (2, 400))) < 1e-4
+    assert head_parity(model.head, head) < 1e-4
+    assert symbolic_inputs(query) and symbolic_inputs(head)
+
+
+def test_whole_chain_train_export_load_in_the_store_and_score(trained, glove, tmp_path):
+    from service.runtime import Runtime, RuntimeSettings
+    from service.store import ModelStore
+
+    model, _, _ = trained
+    root = tmp_path / "store"
+    shutil.copytree(REPO / "model_store" / "glove-50d", root / "glove-50d")
+    folder = root / "ruber"
+    parity = export_graphs(model, folder)
+    assert max(parity.values()) < 1e-4
+    write_ruber_manifest(folder, RuberConfig(hidden=8, mlp_hidden=8),
+                         {"s_ref": [0.5, 1.0], "s_unref": [0.3, 0.7]}, "geometric", {"summary": "test"})
+    store = ModelStore(root, Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=1)))
+    assert store.load(), store.failures
+    scorer = store.scorers["ruber"]
+    assert scorer.kind == "referenced" and scorer.option_spec["blend"]["default"] == "geometric"
+    items = [Item(["how are you ?"], "fine , thanks .", "i am good ."),
+             Item(["where is the station ?"], "go straight and turn left .", "it is over there ."),
+             Item(["hi"], "zzqqxx", "hello")]
+    batch = scorer.score(items, {"components": True})
+    assert len(batch.scores) == 3 and all(0.0 <= s <= 1.0 for s in batch.scores)
+    parts = batch.details
+    assert all(set(d) == {"s_ref", "s_unref"} for d in parts)
+    assert batch.scores[0] == pytest.approx(np.sqrt(parts[0]["s_ref"] * parts[0]["s_unref"]))
+    # the served s_U is the trained torch model's (up to ONNX and float error)
+    direct = open_scorer(folder, glove).unreferenced(items[:2], EncodeCache())
+    with torch.no_grad():
+        q = model.query_encoder.collate([glove.ids(["how", "are", "you", "?"]), glove.ids(["where", "is", "the", "station", "?"])])
+        r = model.reply_encoder.collate([glove.ids(["fine", ",", "thanks", "."]), glove.ids(["go", "straight", "and", "turn", "left", "."])])
+        expected = model(q, r).numpy()
+    np.testing.assert_allclose(direct, expected, atol=1e-5)
+    # each item scores the same alone as in a batch
+    alone = [scorer.score([item]).scores[0] for item in items]
+    np.testing.assert_allclose(alone, scorer.score(items).scores, atol=1e-6)

@@ -1,0 +1,291 @@
+"""`python -m training evaluate`: every served model against people, on every judgement set's dev split.
+
+Models are loaded in-process with the service's own `ModelStore`, so the numbers are those of
+the served artifacts (ONNX graphs, manifests, options), not of a training-side re-implementation.
+For each set and model: Pearson and Spearman at item level and, where the set names systems
+(at least three), at system level over per-system means (Lowe et al. 2017, section 6). The
+table goes between the `evaluate` markers of docs/evaluation.md (other sections of that file
+belong to other commands and are left as they are); one scatter plot per set, human score
+against each metric (like ADEM's Figure 3), goes to docs/plots/.
+
+Every set is read with split "dev" by default (`training.data.judgements`: seeded, by context):
+ADEM and AutoJudge train on the train splits, so dev is the only fair part, and using the same
+part of every set for every model keeps the columns comparable. Referenced models are "n/a" on
+sets without references. Where a set has several references, a referenced model scores the
+reply against each of the first `--max-refs` (default 4) and keeps the best (as Gupta et al. 2019
+do for multi-reference evaluation).
+
+Correlations are plain `scipy.stats` calls; `service.stats` adds intervals and tests the table
+does not need. Constant scores give "–" (scipy would return NaN).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from service.scorers.base import EncodeCache, Item, Scorer
+from training.data.judgements import DEFAULT_DATA_DIR, SETS, JudgedItem, load_set
+
+log = logging.getLogger("training.evaluate")
+
+BEGIN = "<!-- evaluate:begin -->"
+END = "<!-- evaluate:end -->"
+MIN_SYSTEMS = 3
+BATCH = 256
+
+
+@dataclass
+class Result:
+    """One model on one set: item-level and (optionally) system-level correlations."""
+
+    model: str
+    set: str
+    n: int
+    pearson: float | None = None
+    pearson_p: float | None = None
+    spearman: float | None = None
+    spearman_p: float | None = None
+    system_pearson: float | None = None
+    system_spearman: float | None = None
+    n_systems: int = 0
+    scores: np.ndarray | None = field(default=None, repr=False)
+    human: np.ndarray | None = field(default=None, repr=False)
+    skipped: str | None = None  # why the model was not run on the set ("needs a reference")
+
+
+def _finite(value: float) -> float | None:
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+def correlate(human: np.ndarray, scores: np.ndarray) -> tuple[float | None, float | None, float | None, float | None]:
+    """(Pearson r, p, Spearman rho, p); None where either side is constant."""
+    if len(human) < 3 or np.ptp(scores) == 0 or np.ptp(human) == 0:
+        return None, None, None, None
+    pearson = stats.pearsonr(human, scores)
+    spearman = stats.spearmanr(human, scores)
+    return (_finite(pearson.statistic), _finite(pearson.pvalue), _finite(spearman.statistic),
+            _finite(spearman.pvalue))
+
+
+def system_level(human: np.ndarray, scores: np.ndarray, systems: list[str]) -> tuple[float | None, float | None, int]:
+    """Pearson and Spearman over per-system means; None with fewer than MIN_SYSTEMS systems."""
+    names = sorted(set(systems))
+    if len(names) < MIN_SYSTEMS:
+        return None, None, len(names)
+    labels = np.asarray(systems)
+    h = np.asarray([human[labels == s].mean() for s in names])
+    m = np.asarray([scores[labels == s].mean() for s in names])
+    r, _, rho, _ = correlate(h, m)
+    return r, rho, len(names)
+
+
+def needs_reference(scorer: Scorer) -> bool:
+    return scorer.kind == "referenced" or "reference" in scorer.manifest.requires
+
+
+def score_items(scorer: Scorer, items: list[JudgedItem], options: dict | None = None, max_refs: int = 4,
+                batch: int = BATCH) -> np.ndarray:
+    """Scores of a served model for judged items; referenced models keep their best over the references."""
+    refs = [list(i.references[:max_refs]) if needs_reference(scorer) else [None] for i in items]
+    flat: list[Item] = []
+    owner: list[int] = []
+    for index, (item, references) in enumerate(zip(items, refs)):
+        for reference in references or [None]:
+            flat.append(Item(list(item.context), item.response, reference))
+            owner.append(index)
+    out = np.full(len(items), -np.inf)
+    for start in range(0, len(flat), batch):
+        chunk = flat[start: start + batch]
+        scores = scorer.score(chunk, options, EncodeCache()).scores
+        for j, value in zip(owner[start: start + batch], scores):
+            out[j] = max(out[j], value)
+    return out
+
+
+def evaluate_model(scorer: Scorer, name: str, set_name: str, items: list[JudgedItem], max_refs: int = 4,
+                   options: dict | None = None) -> Result:
+    result = Result(model=name, set=set_name, n=len(items))
+    if scorer.kind == "dialogue":
+        result.skipped = "scores whole dialogues"
+        return result
+    if needs_reference(scorer) and not any(i.references for i in items):
+        result.skipped = "needs a reference"
+        return result
+    kept = [i for i in items if i.references] if needs_reference(scorer) else items
+    human = np.asarray([i.score for i in kept])
+    scores = score_items(scorer, kept, options, max_refs)
+    result.n = len(kept)
+    result.scores = scores
+    result.human = human
+    result.pearson, result.pearson_p, result.spearman, result.spearman_p = correlate(human, scores)
+    systems = [i.system for i in kept]
+    if all(s is not None for s in systems):
+        result.system_pearson, result.system_spearman, result.n_systems = system_level(human, scores, systems)
+    return result
+
+
+# --- output ------------------------------------------------------------------------------------
+def _cell(value: float | None, bold: bool = False) -> str:
+    if value is None:
+        return "–"
+    text = f"{value:.3f}"
+    return f"**{text}**" if bold else text
+
+
+def markdown(results: dict[str, dict[str, Result]], sets: list[str], models: list[str], command: str,
+             split: str, seconds: float) -> str:
+    """The evaluate section: item-level table, system-level table, notes."""
+    lines = [BEGIN, "", "## Correlation with human judgements (generated by `evaluate`)", "",
+             f"Command: `{command}` ({seconds / 60:.1f} min on a 2-core x86_64 CPU, no GPU).", "",
+             (f"Split `{split}` of every set (seeded, by context: `training/data/judgements.py`). Each cell is "
+             "item-level Pearson r / Spearman ρ with the averaged human score; the best Pearson per set is "
+             "bold; \"n/a\" marks a referenced model on a set without references, \"–\" a constant output. "
+             "Referenced models score against each of the first 4 references and keep the best."), ""]
+    header = "| model | " + " | ".join(f"{s} (n={_n(results, s)})" for s in sets) + " |"
+    lines += [header, "|---|" + "---|" * len(sets)]
+    best = {s: max((r.pearson for r in results[s].values() if r.pearson is not None), default=None) for s in sets}
+    for model in models:
+        cells = []
+        for s in sets:
+            r = results[s].get(model)
+            if r is None or r.skipped:
+                cells.append("n/a")
+            else:
+                bold = r.pearson is not None and best[s] is not None and abs(r.pearson - best[s]) < 1e-12
+                cells.append(f"{_cell(r.pearson, bold)} / {_cell(r.spearman)}")
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    system_sets = [s for s in sets if any(r.n_systems >= MIN_SYSTEMS for r in results[s].values())]
+    if system_sets:
+        lines += ["", "System level (Pearson r / Spearman ρ over per-system means):", "",
+                  "| model | " + " | ".join(
+                      f"{s} ({max(r.n_systems for r in results[s].values())} systems)" for s in system_sets) + " |",
+                  "|---|" + "---|" * len(system_sets)]
+        for model in models:
+            cells = []
+            for s in system_sets:
+                r = results[s].get(model)
+                cells.append("n/a" if r is None or r.skipped else f"{_cell(r.system_pearson)} / {_cell(r.system_spearman)}")
+            lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    lines += ["", "Scatter plots (human score against each metric, like ADEM's Figure 3): "
+              + ", ".join(f"[{s}](plots/evaluate-{s}.png)" for s in sets) + ".", "", END]
+    return "\n".join(lines) + "\n"
+
+
+def _n(results: dict[str, dict[str, Result]], set_name: str) -> int:
+    return max((r.n for r in results[set_name].values()), default=0)
+
+
+def write_section(path: Path, section: str) -> None:
+    """Replace the text between the evaluate markers (or append the section); the rest is kept."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Evaluation\n"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1]
+        text = head + section.rstrip("\n") + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def scatter_plot(set_name: str, results: list[Result], path: Path) -> Path:
+    """Human score (y) against each metric (x), one panel per model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = [r for r in results if r.scores is not None]
+    columns = min(4, max(1, len(shown)))
+    rows = max(1, -(-len(shown) // columns))
+    figure, axes = plt.subplots(rows, columns, figsize=(3.2 * columns, 2.8 * rows), squeeze=False)
+    for ax in axes.flat:
+        ax.set_visible(False)
+    for ax, result in zip(axes.flat, shown):
+        ax.set_visible(True)
+        jitter = np.random.default_rng(0).uniform(-0.05, 0.05, len(result.human))
+        ax.scatter(result.scores, result.human + jitter, s=4, alpha=0.4)
+        r = "–" if result.pearson is None else f"{result.pearson:.2f}"
+        ax.set_title(f"{result.model} (r={r})", fontsize=9)
+        ax.set_xlabel("metric", fontsize=8)
+        ax.set_ylabel("human (1-5)", fontsize=8)
+        ax.tick_params(labelsize=7)
+    figure.suptitle(f"{set_name}: human score vs metric", fontsize=10)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=72)
+    plt.close(figure)
+    return path
+
+
+# --- command line ------------------------------------------------------------------------------
+def load_store(root: Path, models: list[str] | None):
+    """The service's ModelStore on CPU with one thread per session (the machine is shared)."""
+    from service.runtime import Runtime, RuntimeSettings
+    from service.store import ModelStore
+
+    runtime = Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=1, workers=1))
+    store = ModelStore(Path(root), runtime, tuple(models or ()))
+    store.load()
+    for name, reason in store.failures.items():
+        log.warning("not evaluated: %s (%s)", name, reason)
+    return store
+
+
+def run(store_root: Path, sets: list[str], models: list[str] | None, split: str, max_refs: int,
+        data_dir: Path = DEFAULT_DATA_DIR) -> tuple[dict[str, dict[str, Result]], list[str]]:
+    store = load_store(store_root, models)
+    names = [m for m in (models or sorted(store.scorers)) if m in store.scorers]
+    results: dict[str, dict[str, Result]] = {}
+    total = len(sets) * len(names)
+    done = 0
+    started = time.monotonic()
+    for set_name in sets:
+        items = load_set(set_name, split, data_dir)
+        results[set_name] = {}
+        for name in names:
+            t0 = time.monotonic()
+            result = evaluate_model(store.scorers[name], name, set_name, items, max_refs)
+            results[set_name][name] = result
+            done += 1
+            log.info("evaluate %d/%d %s on %s (n=%d): %s in %.1fs, elapsed %.0fs", done, total, name, set_name,
+                     result.n, result.skipped or f"r={result.pearson} rho={result.spearman}",
+                     time.monotonic() - t0, time.monotonic() - started)
+    return results, names
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training evaluate", description=__doc__.split("\n")[0])
+    parser.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    parser.add_argument("--models", nargs="+", default=None, help="served model names (default: all)")
+    parser.add_argument("--store", type=Path, default=Path("model_store"))
+    parser.add_argument("--split", default="dev", choices=["dev", "train", "all"])
+    parser.add_argument("--max-refs", type=int, default=4)
+    parser.add_argument("--out", type=Path, default=Path("docs/evaluation.md"))
+    parser.add_argument("--plots", type=Path, default=Path("docs/plots"))
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument("--log", type=Path, default=None)
+    args = parser.parse_args(argv)
+    from training.progress import setup_logging
+
+    setup_logging(args.log)
+    started = time.monotonic()
+    results, names = run(args.store, args.sets, args.models, args.split, args.max_refs, args.data_dir)
+    command = "python -m training evaluate " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[2:]))
+    for set_name in args.sets:
+        path = scatter_plot(set_name, [results[set_name][m] for m in names],
+                            args.plots / f"evaluate-{set_name}.png")
+        log.info("wrote %s", path)
+    write_section(args.out, markdown(results, args.sets, names, command.strip(), args.split,
+                                     time.monotonic() - started))
+    log.info("wrote %s", args.out)
+    return 0

@@ -1,0 +1,108 @@
+"""Min-max constants for s_R and s_U, and the measured choices (query turns, default blend).
+
+Calibration set: DailyDialog++ dev (Sai et al. 2020): per context, five human-written good
+replies (the first serves as the reference) and five random and five adversarial bad ones,
+so the constants span what good and bad candidates really score. No human *scores* are used.
+
+The choices of query length and of the default blend are made on the judgement sets' dev
+splits, as the issue asks ("the default being the one that does best on development data").
+"""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from service.scorers.base import EncodeCache, Item
+from service.scorers.ruber import BLENDS, Ruber, blend, normalise
+from training.data.judgements import DEFAULT_DATA_DIR, SETS, JudgedItem, load_set
+
+
+def calibration_items(data_dir: Path = DEFAULT_DATA_DIR, contexts: int = 400, seed: int = 0) -> list[Item]:
+    """(context, candidate, reference) triples from DailyDialog++ dev: good, random and adversarial candidates."""
+    path = Path(data_dir) / "corpora" / "dailydialog_plusplus" / "dev.json"
+    with open(path, encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    random.Random(seed).shuffle(rows)
+    items: list[Item] = []
+    for row in rows[:contexts]:
+        positives = [p for p in row.get("positive_responses", []) if p.strip()]
+        if len(positives) < 2 or not row.get("context"):
+            continue
+        reference = positives[0]
+        candidates = positives[1:] + row.get("random_negative_responses", []) + row.get(
+            "adversarial_negative_responses", [])
+        items.extend(Item(list(row["context"]), c, reference) for c in candidates if c.strip())
+    return items
+
+
+def raw_components(scorer: Ruber, items: list[Item], batch: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """Raw (s_R, s_U) before normalisation, through the served scorer's own code."""
+    return scorer.referenced(items), unreferenced_scores(scorer, items, batch)
+
+
+def min_max(scorer: Ruber, items: list[Item]) -> dict[str, list[float]]:
+    s_ref, s_unref = raw_components(scorer, items)
+    return {"s_ref": [float(s_ref.min()), float(s_ref.max())],
+            "s_unref": [float(s_unref.min()), float(s_unref.max())]}
+
+
+def _pearson(human: np.ndarray, scores: np.ndarray) -> float:
+    if np.ptp(scores) == 0:
+        return 0.0
+    return float(stats.pearsonr(human, scores).statistic)
+
+
+def dev_components(scorer: Ruber, items: list[JudgedItem], max_refs: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """Normalised s_U per item and the best normalised s_R over its first `max_refs` references (NaN: none)."""
+    plain = [Item(list(i.context), i.response, None) for i in items]
+    s_unref = unreferenced_scores(scorer, plain)
+    s_ref = np.full(len(items), np.nan)
+    flat = [(k, Item(list(i.context), i.response, r)) for k, i in enumerate(items) for r in i.references[:max_refs]]
+    if flat:
+        values = scorer.referenced([item for _, item in flat])
+        for (k, _), v in zip(flat, values):
+            s_ref[k] = v if np.isnan(s_ref[k]) else max(s_ref[k], v)
+    return normalise(s_ref, scorer.bounds["s_ref"]) if flat else s_ref, normalise(s_unref, scorer.bounds["s_unref"])
+
+
+def unreferenced_scores(scorer: Ruber, items: list[Item], batch: int = 256) -> np.ndarray:
+    """Raw s_U of items, in batches."""
+    out = [scorer.unreferenced(items[s: s + batch], EncodeCache()) for s in range(0, len(items), batch)]
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def choose_query_turns(scorer: Ruber, candidates=(1, 2, 3), sets: list[str] | None = None,
+                       data_dir: Path = DEFAULT_DATA_DIR) -> dict:
+    """Mean dev Pearson of s_U over every set for each query length; the scorer keeps the best."""
+    table: dict[int, dict[str, float]] = {}
+    for turns in candidates:
+        scorer.query_turns = turns
+        table[turns] = {}
+        for name in sets or list(SETS):
+            items = load_set(name, "dev", data_dir)
+            s_unref = unreferenced_scores(scorer, [Item(list(i.context), i.response) for i in items])
+            table[turns][name] = _pearson(np.asarray([i.score for i in items]), s_unref)
+    mean = {t: float(np.mean(list(v.values()))) for t, v in table.items()}
+    best = max(mean, key=lambda t: (mean[t], -t))
+    scorer.query_turns = best
+    return {"chosen": best, "mean_pearson": mean, "per_set": table}
+
+
+def choose_blend(scorer: Ruber, sets: list[str] | None = None, data_dir: Path = DEFAULT_DATA_DIR) -> dict:
+    """Mean dev Pearson of each blend over the sets with references; the best becomes the default."""
+    per_set: dict[str, dict[str, float]] = {}
+    for name in sets or list(SETS):
+        if not SETS[name].has_references:
+            continue
+        items = [i for i in load_set(name, "dev", data_dir) if i.references]
+        human = np.asarray([i.score for i in items])
+        s_ref, s_unref = dev_components(scorer, items)
+        per_set[name] = {"s_ref": _pearson(human, s_ref), "s_unref": _pearson(human, s_unref)}
+        for how in BLENDS:
+            per_set[name][how] = _pearson(human, blend(s_ref, s_unref, how))
+    mean = {how: float(np.mean([v[how] for v in per_set.values()])) for how in BLENDS}
+    return {"chosen": max(BLENDS, key=lambda b: mean[b]), "mean_pearson": mean, "per_set": per_set}

@@ -1,0 +1,300 @@
+"""`python -m training train ruber`: train, export, calibrate and card the RUBER model.
+
+1. Pairs (previous turn, reply) from the unlabelled corpora's train splits (DailyDialog +
+   Chit-Chat); the unreferenced scorer learns by negative sampling with the margin loss.
+   Validation on the corpora's validation splits (ranking loss), never on human scores.
+2. Three ONNX graphs (query encoder, reply encoder, head) with a parity check against torch.
+3. Min-max constants from DailyDialog++ dev (calibrate.py); the query length and the default
+   blend measured on the judgement sets' dev splits.
+4. manifest.json (via service.manifest.write_manifest), training.json and the model card.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import platform
+import random
+import time
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from service.components.glove import GloveTable
+from service.manifest import Manifest, read_manifest, verify_files, write_manifest
+from service.runtime import Runtime, RuntimeSettings
+from service.scorers.base import Item
+from service.scorers.ruber import BLENDS, Ruber
+from training.data.corpora import fingerprint, load_dialogues
+from training.data.judgements import DEFAULT_DATA_DIR, SETS, load_set
+from training.progress import setup_logging
+from training.ruber import calibrate
+from training.ruber.data import make_pairs
+from training.ruber.export import (
+    encoder_parity,
+    export_encoder,
+    export_head,
+    head_parity,
+    symbolic_inputs,
+)
+from training.ruber.model import RuberConfig, UnreferencedScorer, build_glove_scorer
+from training.ruber.trainer import TrainConfig, train_unreferenced
+
+log = logging.getLogger("training.ruber")
+VERSION = "2026.11.0"
+PARITY_TOLERANCE = 1e-4
+BASELINES = ("bleu4", "rouge-l", "length")
+CITATION = ("Chongyang Tao, Lili Mou, Dongyan Zhao, Rui Yan. RUBER: An Unsupervised Method for Automatic "
+            "Evaluation of Open-Domain Dialog Systems. AAAI 2018.")
+
+
+def load_glove(store: Path) -> GloveTable:
+    """The served GloVe table itself, so training and serving share every vector."""
+    manifest = read_manifest(Path(store) / "glove-50d")
+    verify_files(manifest)
+    return GloveTable(manifest, runtime=None)
+
+
+def _runtime() -> Runtime:
+    return Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=1, workers=1))
+
+
+def open_scorer(folder: Path, glove: GloveTable) -> Ruber:
+    """The service's RUBER scorer on the artifacts in `folder`."""
+    manifest = read_manifest(folder)
+    verify_files(manifest)
+    return Ruber(manifest, {"glove-50d": glove}, _runtime())
+
+
+def export_graphs(model: UnreferencedScorer, folder: Path) -> dict[str, float]:
+    """Write the three graphs and return their parity (max |ONNX - torch|); raises if over tolerance."""
+    folder.mkdir(parents=True, exist_ok=True)
+    parity = {
+        "query_encoder.onnx": encoder_parity(model.query_encoder,
+                                             export_encoder(model.query_encoder, folder / "query_encoder.onnx")),
+        "reply_encoder.onnx": encoder_parity(model.reply_encoder,
+                                             export_encoder(model.reply_encoder, folder / "reply_encoder.onnx")),
+        "head.onnx": head_parity(model.head, export_head(model.head, folder / "head.onnx")),
+    }
+    for name, worst in parity.items():
+        if worst > PARITY_TOLERANCE or not symbolic_inputs(folder / name):
+            raise RuntimeError(f"{name}: ONNX differs from torch by {worst:.2e} or has frozen axes")
+    log.info("ruber export parity %s", {k: f"{v:.1e}" for k, v in parity.items()})
+    return parity
+
+
+def write_ruber_manifest(folder: Path, config: RuberConfig, normalisation: dict, blend_default: str,
+                         card: dict, extra: dict | None = None) -> Manifest:
+    return write_manifest(
+        folder, name=folder.name, version=VERSION, kind="referenced", scorer="ruber", score_range=(0.0, 1.0),
+        uses=["glove-50d"],
+        options={"blend": {"type": "string", "choices": list(BLENDS), "default": blend_default},
+                 "components": {"type": "boolean", "default": False}},
+        config={"query_turns": config.query_turns, "max_words": config.max_words,
+                "normalisation": normalisation, "margin": config.margin, "hidden": config.hidden,
+                "mlp_hidden": config.mlp_hidden, **(extra or {})},
+        card=card)
+
+
+def dev_correlations(folder: Path, glove: GloveTable, store: Path, sets: list[str],
+                     data_dir: Path = DEFAULT_DATA_DIR) -> dict:
+    """Dev Pearson/Spearman of ruber (default blend), of s_U alone, and of the baselines in `store`."""
+    from training.evaluate import correlate, evaluate_model, load_store
+
+    scorer = open_scorer(folder, glove)
+    models = {"ruber": scorer}
+    if (Path(store) / "bleu4").is_dir():
+        baseline_store = load_store(store, list(BASELINES))
+        models.update({n: baseline_store.scorers[n] for n in BASELINES if n in baseline_store.scorers})
+    table: dict[str, dict] = {}
+    for name in sets:
+        items = load_set(name, "dev", data_dir)
+        human = np.asarray([i.score for i in items])
+        table[name] = {}
+        for label, model in models.items():
+            result = evaluate_model(model, label, name, items)
+            table[name][label] = ({"n/a": result.skipped} if result.skipped else
+                                  {"pearson": result.pearson, "spearman": result.spearman, "n": result.n,
+                                   "system_pearson": result.system_pearson})
+        # s_U needs no reference, so it is measured on every set
+        s_unref = calibrate.unreferenced_scores(scorer, [Item(list(i.context), i.response) for i in items])
+        r, _, rho, _ = correlate(human, s_unref)
+        table[name]["ruber s_U only"] = {"pearson": r, "spearman": rho, "n": len(items)}
+    return table
+
+
+def _fmt(value) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def write_card(folder: Path, summary: dict) -> Path:
+    """README.md: what it is, inputs, data and licences, training time and machine, correlations, citation."""
+    corr = summary["correlations"]
+    models = sorted({m for row in corr.values() for m in row}, key=lambda m: (not m.startswith("ruber"), m))
+    lines = [
+        "# ruber", "",
+        ("RUBER (Tao et al. 2018) as the paper describes it: a referenced score s_R, the cosine of the "
+        "[max-pool; min-pool] GloVe vectors of reply and reference, and an unreferenced score s_U from two "
+        "BiGRU encoders (query and reply, GloVe 6B 50-d inputs, frozen) and an MLP (tanh hidden layer, "
+        "sigmoid output) on [q; r; qᵀMr], trained by negative sampling with the margin loss (Δ = "
+        f"{summary['config']['margin']}). No human labels are used in training. Both scores are min-max "
+        "normalised with constants from a calibration set and blended."), "",
+        "## Inputs and outputs", "",
+        (f"- `context` (the query is the last {summary['config']['query_turns']} turn(s), at most "
+        f"{summary['config']['max_words']} words kept), `response`, `reference` (required)."),
+        ("- score in [0, 1]; `options.blend`: `min` | `max` | `geometric` | `arithmetic` (default "
+        f"`{summary['blend']['chosen']}`, chosen on development data); `options.components: true` adds "
+        "`{\"s_ref\", \"s_unref\"}` (normalised) to `details`."),
+        ("- Files: `query_encoder.onnx`, `reply_encoder.onnx` (embedded words [batch, time, 50] + lengths -> "
+        f"[batch, {2 * summary['config']['hidden']}]), `head.onnx` (query, reply -> s_U); word vectors from the "
+        "`glove-50d` component."), "",
+        "## Training", "",
+        (f"- Data: {summary['data']['train_pairs']:,} (previous turn, reply) pairs from the train splits of "
+        "DailyDialog (CC BY-NC-SA 4.0) and the BYU Chit-Chat dataset (MIT, `chitchat-dataset` 0.9.0); "
+        f"validation on {summary['data']['valid_pairs']:,} pairs of their validation splits "
+        f"(fingerprints {summary['data']['train_fingerprint']}, {summary['data']['valid_fingerprint']}). "
+        "Negative replies drawn at random from the training replies."),
+        ("- Calibration (min-max constants): DailyDialog++ dev (Sai et al. 2020), "
+        f"{summary['calibration']['items']:,} candidates (good, random and adversarial) against a human "
+        f"reference: s_R in {summary['normalisation']['s_ref']}, s_U in {summary['normalisation']['s_unref']}."),
+        (f"- {summary['train']['steps']:,} Adam steps (batch {summary['train_config']['batch_size']}, lr "
+        f"{summary['train_config']['learning_rate']}), best validation step {summary['train']['best']['step']} "
+        f"(ranking loss {summary['train']['best']['loss']:.4f}, true reply above a random one "
+        f"{100 * summary['train']['best']['accuracy']:.1f}% of the time); "
+        f"{summary['train']['minutes']:.1f} min on a 2-core x86_64 CPU, no GPU (one thread, torch "
+        f"{torch.__version__})."),
+        "- ONNX parity with torch (max abs difference, several shapes incl. batch 1 and 300 words): "
+        + ", ".join(f"{k} {v:.1e}" for k, v in summary["parity"].items()) + ".",
+        "- Licence of the weights: trained on DailyDialog, so CC BY-NC-SA 4.0 terms apply; GloVe PDDL 1.0.",
+        f"- Reproduce: `{summary['command']}`.", "",
+        "## Measured choices (dev splits of the judgement sets)", "",
+        "Query length (mean dev Pearson of s_U over all sets): "
+        + ", ".join(f"{t} turn(s) {v:.3f}" for t, v in summary["query_turns"]["mean_pearson"].items())
+        + f" -> {summary['query_turns']['chosen']}.", "",
+        "Blend (mean dev Pearson over the sets with references): "
+        + ", ".join(f"{b} {v:.3f}" for b, v in summary["blend"]["mean_pearson"].items())
+        + f" -> `{summary['blend']['chosen']}`.", "",
+        "## Correlation with human judgements (dev splits; Pearson / Spearman, item level)", "",
+        "| set | " + " | ".join(models) + " |", "|---|" + "---|" * len(models),
+    ]
+    for set_name, row in corr.items():
+        cells = []
+        for m in models:
+            v = row.get(m)
+            cells.append("n/a" if v is None or "n/a" in v else f"{_fmt(v['pearson'])} / {_fmt(v['spearman'])}")
+        lines.append(f"| {set_name} | " + " | ".join(cells) + " |")
+    lines += ["", ("Sets and splits: `training/data/judgements.py`; the full table of every served model is in "
+              "`docs/evaluation.md`."), "", "## Citation", "", CITATION, ""]
+    path = folder / "README.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def sample_pairs(pairs, count: int, seed: int):
+    """A fixed random subset (validation is evaluated in full each time, so it is kept small)."""
+    if len(pairs) <= count:
+        return pairs
+    index = sorted(random.Random(seed).sample(range(len(pairs)), count))
+    pairs.queries = [pairs.queries[i] for i in index]
+    pairs.replies = [pairs.replies[i] for i in index]
+    return pairs
+
+
+def run(out: Path, store: Path, config: RuberConfig, train_config: TrainConfig, max_pairs: int | None,
+        valid_pairs: int, choice_sets: list[str], card_sets: list[str], command: str,
+        sources: tuple[str, ...] = ("dailydialog", "chitchat"), data_dir: Path = DEFAULT_DATA_DIR,
+        calibration_contexts: int = 400) -> dict:
+    torch.manual_seed(train_config.seed)
+    glove = load_glove(store)
+    started = time.monotonic()
+    train_dialogues = load_dialogues("train", sources, data_dir)
+    valid_dialogues = load_dialogues("validation", sources, data_dir)
+    train = make_pairs(train_dialogues, glove, config.query_turns, config.max_words, max_pairs)
+    valid = sample_pairs(make_pairs(valid_dialogues, glove, config.query_turns, config.max_words), valid_pairs,
+                         train_config.seed)
+    log.info("ruber: %d training pairs, %d validation pairs (%.0fs to prepare)", len(train), len(valid),
+             time.monotonic() - started)
+    model = build_glove_scorer(glove.vectors, config)
+    history = train_unreferenced(model, train, valid, config.margin, train_config, log)
+
+    out = Path(out)
+    parity = export_graphs(model, out)
+    provisional = {"s_ref": [-1.0, 1.0], "s_unref": [0.0, 1.0]}
+    write_ruber_manifest(out, config, provisional, "arithmetic", {})
+    scorer = open_scorer(out, glove)
+    calibration = calibrate.calibration_items(data_dir, calibration_contexts)
+    normalisation = calibrate.min_max(scorer, calibration)
+    scorer.bounds = normalisation
+    log.info("ruber: normalisation %s from %d calibration items", normalisation, len(calibration))
+    turns = calibrate.choose_query_turns(scorer, sets=choice_sets, data_dir=data_dir)
+    config.query_turns = turns["chosen"]
+    blends = calibrate.choose_blend(scorer, sets=choice_sets, data_dir=data_dir)
+    log.info("ruber: query turns %s, blend %s", turns["mean_pearson"], blends["mean_pearson"])
+
+    summary = {
+        "config": config.to_dict(), "train_config": train_config.to_dict(), "train": history,
+        "parity": parity, "normalisation": normalisation, "query_turns": turns, "blend": blends,
+        "calibration": {"source": "DailyDialog++ dev.json", "items": len(calibration)},
+        "data": {"sources": list(sources), "train_pairs": len(train), "valid_pairs": len(valid),
+                 "train_fingerprint": fingerprint(train_dialogues), "valid_fingerprint": fingerprint(valid_dialogues)},
+        "command": command, "machine": f"2-core {platform.machine()} CPU, no GPU", "date": str(date.today()),
+    }
+    (out / "training.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    card = _card(summary, {})
+    write_ruber_manifest(out, config, normalisation, blends["chosen"], card)
+    summary["correlations"] = dev_correlations(out, glove, store, card_sets, data_dir)
+    (out / "training.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    write_ruber_manifest(out, config, normalisation, blends["chosen"], _card(summary, summary["correlations"]))
+    write_card(out, summary)
+    log.info("ruber: wrote %s in %.1f min", out, (time.monotonic() - started) / 60)
+    return summary
+
+
+def _card(summary: dict, correlations: dict) -> dict:
+    return {
+        "summary": "RUBER: blended referenced (pooled GloVe cosine) and unreferenced (BiGRU + MLP trained by "
+                   "negative sampling) scores, min-max normalised.",
+        "training_data": "DailyDialog train (CC BY-NC-SA 4.0) and BYU Chit-Chat train (MIT), "
+                         f"{summary['data']['train_pairs']} pairs; no human labels. Calibration: DailyDialog++ dev.",
+        "licence": "weights: CC BY-NC-SA 4.0 (trained on DailyDialog); code MIT; GloVe PDDL 1.0",
+        "training_time": f"{summary['train']['minutes']:.1f} min, {summary['machine']}",
+        "blend": summary["blend"]["chosen"], "query_turns": summary["query_turns"]["chosen"],
+        "correlations": correlations, "citation": CITATION,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training train ruber", description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("model_store/ruber"))
+    parser.add_argument("--store", type=Path, default=Path("model_store"), help="where glove-50d and baselines are")
+    parser.add_argument("--minutes", type=float, default=20.0)
+    parser.add_argument("--max-steps", type=int, default=30000)
+    parser.add_argument("--max-pairs", type=int, default=None)
+    parser.add_argument("--valid-pairs", type=int, default=4000)
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--mlp-hidden", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--eval-every", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--sources", nargs="+", default=["dailydialog", "chitchat"])
+    parser.add_argument("--choice-sets", nargs="+", default=list(SETS), choices=list(SETS))
+    parser.add_argument("--card-sets", nargs="+", default=list(SETS), choices=list(SETS))
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument("--log", type=Path, default=Path("/tmp/ruber-train.log"))
+    args = parser.parse_args(argv)
+    setup_logging(args.log)
+    torch.set_num_threads(args.threads)
+    config = RuberConfig(hidden=args.hidden, mlp_hidden=args.mlp_hidden)
+    train_config = TrainConfig(batch_size=args.batch_size, max_steps=args.max_steps, max_minutes=args.minutes,
+                               eval_every=args.eval_every, seed=args.seed)
+    command = "python -m training train ruber " + " ".join(argv if argv is not None else [])
+    run(args.out, args.store, config, train_config, args.max_pairs, args.valid_pairs, args.choice_sets,
+        args.card_sets, command.strip(), tuple(args.sources), args.data_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
