@@ -137,3 +137,22 @@ def test_right_token_passes_and_probes_stay_open():
     assert client.post("/score", json={}, headers={"Authorization": "bearer s3cret"}).status_code == 200
     assert client.get("/healthz").status_code == 200
     assert client.get("/readyz").status_code == 200
+
+
+def test_the_real_app_has_the_hooks(tmp_path):
+    """create_app installs the middleware: token on /score and /models, probes open, IDs echoed."""
+    from service.app import create_app
+    from tests.conftest import copy_store
+
+    store = copy_store(tmp_path / "store", ("length",))
+    app = create_app({"model_store": store, "load_sync": True, "api_token": "t0ken"})
+    client = app.test_client()
+    item = {"context": ["hello"], "response": "hi there"}
+    denied = client.post("/score", json={"model": "length", "items": [item]})
+    assert denied.status_code == 401 and denied.get_json()["error"]["code"] == "unauthorized"
+    assert client.get("/models").status_code == 401
+    assert client.get("/healthz").status_code == 200 and client.get("/readyz").status_code == 200
+    allowed = client.post("/score", json={"model": "length", "items": [item]},
+                          headers={"Authorization": "Bearer t0ken", "X-Request-ID": "abc-1"})
+    assert allowed.status_code == 200 and allowed.get_json()["scores"] == [2.0]
+    assert allowed.headers["X-Request-ID"] == "abc-1"
