@@ -154,37 +154,92 @@ def resample_indices(n: int, resamples: int, seed: int) -> np.ndarray:
     return rng.integers(0, n, size=(resamples, n))
 
 
+class _TieGroups:
+    """Items grouped by equal value, in ascending order: what resampled ranks and ties need.
+
+    A bootstrap resample only repeats or drops original items, so the order of the values never
+    changes; with the items' multiplicities (`weights`) a resample's average ranks and tie counts
+    follow from cumulative sums over these groups, without sorting each resample again.
+    """
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.order = np.argsort(values, kind="stable")
+        ordered = values[self.order]
+        new_group = np.r_[True, ordered[1:] != ordered[:-1]]
+        self.starts = np.flatnonzero(new_group)
+        self.group = np.empty(values.size, dtype=np.int64)
+        self.group[self.order] = np.cumsum(new_group) - 1
+
+    def counts(self, weights: np.ndarray) -> np.ndarray:
+        """(B, groups) how often each distinct value occurs in each resample."""
+        return np.add.reduceat(weights[:, self.order], self.starts, axis=1)
+
+    def centred_ranks(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(B, n) average rank of each item within each resample minus the mean rank (N+1)/2, and
+        which resamples are constant (a single distinct value)."""
+        counts = self.counts(weights)
+        total = weights[0].sum()
+        average = np.cumsum(counts, axis=1) - (counts - 1) / 2  # 1-based average rank of each group
+        return average[:, self.group] - (total + 1) / 2, np.count_nonzero(counts, axis=1) <= 1
+
+
+def _weighted_pearson(weights: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson r of each resample given as item multiplicities; x, y are (n,) or per-resample (B, n)."""
+    total = weights[0].sum()
+    mx = np.einsum("ij,ij->i", weights, np.broadcast_to(x, weights.shape)) / total
+    my = np.einsum("ij,ij->i", weights, np.broadcast_to(y, weights.shape)) / total
+    xc = x - mx[:, None]
+    yc = y - my[:, None]
+    num = np.einsum("ij,ij,ij->i", weights, xc, yc)
+    den = np.sqrt(np.einsum("ij,ij,ij->i", weights, xc, xc) * np.einsum("ij,ij,ij->i", weights, yc, yc))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.clip(num / den, -1.0, 1.0)
+
+
 def bootstrap_distribution(human: Sequence[float], metrics: dict[str, Sequence[float]], method: str,
                            indices: np.ndarray) -> dict[str, np.ndarray]:
     """Correlation of each metric with the humans on every resample (row of `indices`).
 
     The same rows are used for every metric, which is what makes differences between metrics a
-    paired bootstrap. NaN marks a resample where a side was constant.
+    paired bootstrap. A resample is handled as the multiplicity of each item in it: Pearson and
+    Spearman are then weighted sums over the original items (ranks from cumulative counts, the
+    humans' computed once per resample matrix), Kendall one matrix product up to
+    `_WEIGHTED_KENDALL_MAX` items and scipy per resample beyond. NaN marks a resample where a side
+    was constant.
     """
     h = np.asarray(human, dtype=np.float64)
     columns = {name: np.asarray(values, dtype=np.float64) for name, values in metrics.items()}
     resamples, n = indices.shape
     chunk = max(1, _CHUNK_CELLS // max(n, 1))
     out = {name: np.empty(resamples) for name in columns}
-    if method == "kendall" and n <= _WEIGHTED_KENDALL_MAX:
+    if method == "kendall" and n > _WEIGHTED_KENDALL_MAX:
         for start in range(0, resamples, chunk):
-            weights = _counts(indices[start:start + chunk], n)
+            idx = indices[start:start + chunk]
             for name, values in columns.items():
-                out[name][start:start + chunk] = _kendall_weighted(h, values, weights)
+                out[name][start:start + chunk] = _kendall_rows(h[idx], values[idx])
         return out
+    groups = {name: _TieGroups(values) for name, values in columns.items()}
+    human_groups = _TieGroups(h)
     for start in range(0, resamples, chunk):
-        idx = indices[start:start + chunk]
-        hs = h[idx]
+        part = slice(start, start + chunk)
+        weights = _counts(indices[part], n)
+        if method == "kendall":
+            for name, values in columns.items():
+                out[name][part] = _kendall_weighted(h, values, weights)
+            continue
         if method == "spearman":
-            hs = sps.rankdata(hs, axis=1)  # ranked once, shared by all metrics
+            hx, h_constant = human_groups.centred_ranks(weights)
+        else:
+            hx, h_constant = h - h.mean(), np.count_nonzero(human_groups.counts(weights), axis=1) <= 1
         for name, values in columns.items():
-            ms = values[idx]
-            if method == "pearson":
-                out[name][start:start + chunk] = _pearson_rows(hs, ms)
-            elif method == "spearman":
-                out[name][start:start + chunk] = _pearson_rows(hs, sps.rankdata(ms, axis=1))
+            if method == "spearman":
+                mx, m_constant = groups[name].centred_ranks(weights)
             else:
-                out[name][start:start + chunk] = _kendall_rows(hs, ms)
+                mx = values - values.mean()
+                m_constant = np.count_nonzero(groups[name].counts(weights), axis=1) <= 1
+            r = _weighted_pearson(weights, hx, mx)
+            r[h_constant | m_constant] = np.nan
+            out[name][part] = r
     return out
 
 
@@ -434,15 +489,20 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
         sys_human = _system_means(means, groups, count)
         sys_metrics = {name: _system_means(values, groups, count) for name, values in metrics.items()}
         sys_indices = _stratified_indices(groups, count, resamples, seed) if resamples > 0 else None
-        sys_cache: dict[str, dict[str, np.ndarray]] = {}
+        sys_cache: dict[str, dict[str, np.ndarray]] = {}  # "means" and one entry per method
 
         def system_distribution(method: str) -> dict[str, np.ndarray]:
-            if method not in sys_cache:
+            if "means" not in sys_cache:  # per-resample system means, shared by every method
+                # Stratified resampling keeps each system's size, so a resample's system means are
+                # its item multiplicities times the values, summed per system and divided by size.
+                weights = _counts(sys_indices, n)
                 onehot = np.zeros((n, count))
                 onehot[np.arange(n), groups] = 1.0 / np.bincount(groups, minlength=count)[groups]
-                hs = means[sys_indices] @ onehot  # stratified: row b keeps every system's size
-                ms = {name: v[sys_indices] @ onehot for name, v in metrics.items()}
-                sys_cache[method] = _distribution_from_rows(hs, ms, method)
+                sys_cache["means"] = {name: weights @ (v[:, None] * onehot)
+                                      for name, v in [("", means), *metrics.items()]}
+            if method not in sys_cache:
+                resampled = dict(sys_cache["means"])
+                sys_cache[method] = _distribution_from_rows(resampled.pop(""), resampled, method)
             return sys_cache[method]
 
         system, sys_comparisons = _level(sys_human, sys_metrics, methods, confidence, resamples,

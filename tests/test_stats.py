@@ -165,6 +165,22 @@ def test_correlate_body_item_and_system_levels() -> None:
     assert body["agreement"] is None
 
 
+@pytest.mark.parametrize("method", stats.METHODS)
+def test_system_level_interval_resamples_items_within_systems(method: str) -> None:
+    systems = [f"s{i % 6}" for i in range(40)]
+    body = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, systems, [method], resamples=80, seed=5)
+    labels, groups = np.unique(systems, return_inverse=True)
+    indices = stats._stratified_indices(groups, labels.size, 80, 5)
+    dist = []
+    for idx in indices:
+        assert np.array_equal(groups[idx], groups)  # every system keeps its items' count
+        h = [HUMAN[idx][groups == g].mean() for g in range(labels.size)]
+        m = [GOOD[idx][groups == g].mean() for g in range(labels.size)]
+        dist.append(SCIPY[method](m, h).statistic)
+    expected = stats.percentile_interval(np.array(dist))
+    assert body["metrics"]["good"]["system"][method]["ci"] == pytest.approx(expected, abs=1e-12)
+
+
 def test_correlate_constant_metric_is_null_never_nan() -> None:
     body = correlate(HUMAN.tolist(), {"flat": [1.0] * 40, "good": GOOD.tolist()}, resamples=50)
     no_nan(body)
