@@ -20,6 +20,9 @@ from scipy import stats as sps
 METHODS = ("pearson", "spearman", "kendall")
 MIN_ITEMS = 3  # fewer points give r = +-1 or no p-value at all
 MIN_WILLIAMS = 4  # Williams' t has n - 3 degrees of freedom
+# Below this many items most resamples hold two or three distinct points, whose correlations are
+# +-1: the intervals and paired-bootstrap p-values would be artefacts, so none are given.
+MIN_BOOTSTRAP = 8
 # Resamples are processed in chunks so that a 10,000-item request stays within ~100 MB.
 _CHUNK_CELLS = 2_000_000
 _PAIRWISE_MAX = 64  # up to this many points Kendall's tau is computed over all pairs at once
@@ -385,9 +388,8 @@ def _check_inputs(human: Any, scores: dict[str, Any], systems: Any, methods: Seq
             errors[f"scores.{name}.{int(bad[0])}"] = "Scores must be finite numbers (no NaN or infinity)."
     if systems is not None and len(systems) != n:
         errors["systems"] = f"Has {len(systems)} labels for {n} human ratings."
-    for method in methods:
-        if method not in METHODS:
-            errors["methods"] = f"Must be among: {', '.join(METHODS)}."
+    if not methods or any(method not in METHODS for method in methods):
+        errors["methods"] = f"Give one or more of: {', '.join(METHODS)}."
     if not 0 < confidence < 1:
         errors["confidence"] = "Must lie strictly between 0 and 1."
     if resamples < 0:
@@ -398,18 +400,18 @@ def _check_inputs(human: Any, scores: dict[str, Any], systems: Any, methods: Seq
 
 
 def _level(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[str], confidence: float,
-           resamples: int, indices_for: Any) -> tuple[dict[str, dict], list[dict]]:
+           no_bootstrap: str | None, indices_for: Any) -> tuple[dict[str, dict], list[dict]]:
     """Correlations, intervals and pairwise comparisons at one level (item or system).
 
     `indices_for(method)` returns {metric name: bootstrap distribution of its correlation}, every
-    metric on the same resamples; it is not called when resampling is off.
+    metric on the same resamples; it is not called when `no_bootstrap` gives a reason not to.
     """
     n = int(human.size)
     results: dict[str, dict[str, Any]] = {name: {} for name in metrics}
     comparisons: list[dict[str, Any]] = []
     for method in methods:
         point = {name: correlation(values, human, method) for name, values in metrics.items()}
-        dist = indices_for(method) if resamples > 0 else None
+        dist = indices_for(method) if no_bootstrap is None else None
         for name, res in point.items():
             if res["r"] is None:
                 results[name][method] = {**res, "ci": None}
@@ -417,8 +419,7 @@ def _level(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[
             ci = percentile_interval(dist[name], confidence) if dist is not None else None
             entry = {"r": res["r"], "p": res["p"], "ci": ci, "n": n}
             if ci is None:
-                entry["ci_reason"] = ("resampling is off (resamples = 0)" if dist is None
-                                      else "too many resamples with an undefined correlation")
+                entry["ci_reason"] = no_bootstrap or "too many resamples with an undefined correlation"
             results[name][method] = entry
         for a, b in combinations(metrics, 2):
             ra, rb = point[a]["r"], point[b]["r"]
@@ -444,7 +445,7 @@ def _level(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[
                     comparisons.append(entry)
             if dist is None:
                 comparisons.append({**base, "delta": delta, "p": None, "ci": None, "test": "paired_bootstrap",
-                                    "reason": "resampling is off (resamples = 0)"})
+                                    "reason": no_bootstrap})
             else:
                 comparisons.append({**base, "delta": delta, "test": "paired_bootstrap",
                                     **paired_bootstrap_from(delta, dist[a] - dist[b], confidence)})
@@ -471,14 +472,17 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
     if n < MIN_ITEMS:
         raise StatsInputError({"human": f"Give at least {MIN_ITEMS} items (got {n})."})
     cache: dict[str, dict[str, np.ndarray]] = {}
-    indices = resample_indices(n, resamples, seed) if resamples > 0 else None
+    no_bootstrap = ("resampling is off (resamples = 0)" if resamples == 0 else
+                    f"too few items for a bootstrap (n = {n}, need at least {MIN_BOOTSTRAP})"
+                    if n < MIN_BOOTSTRAP else None)
+    indices = resample_indices(n, resamples, seed) if no_bootstrap is None else None
 
     def item_distribution(method: str) -> dict[str, np.ndarray]:
         if method not in cache:
             cache[method] = bootstrap_distribution(means, metrics, method, indices)
         return cache[method]
 
-    item, comparisons = _level(means, metrics, methods, confidence, resamples, item_distribution)
+    item, comparisons = _level(means, metrics, methods, confidence, no_bootstrap, item_distribution)
     for entry in comparisons:
         entry["level"] = "item"
     body: dict[str, Any] = {"n": n, "metrics": {name: {"item": item[name]} for name in metrics}}
@@ -488,7 +492,7 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
         count = labels.size
         sys_human = _system_means(means, groups, count)
         sys_metrics = {name: _system_means(values, groups, count) for name, values in metrics.items()}
-        sys_indices = _stratified_indices(groups, count, resamples, seed) if resamples > 0 else None
+        sys_indices = _stratified_indices(groups, count, resamples, seed) if no_bootstrap is None else None
         sys_cache: dict[str, dict[str, np.ndarray]] = {}  # "means" and one entry per method
 
         def system_distribution(method: str) -> dict[str, np.ndarray]:
@@ -505,7 +509,7 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
                 sys_cache[method] = _distribution_from_rows(resampled.pop(""), resampled, method)
             return sys_cache[method]
 
-        system, sys_comparisons = _level(sys_human, sys_metrics, methods, confidence, resamples,
+        system, sys_comparisons = _level(sys_human, sys_metrics, methods, confidence, no_bootstrap,
                                          system_distribution)
         for entry in sys_comparisons:
             entry["level"] = "system"

@@ -210,11 +210,13 @@ def test_correlate_several_ratings_per_item() -> None:
         ([1.0, 2.0, 3.0], {"m": [1.0, 2.0, 3.0]}, ["a"], "systems"),
         ([1.0, 2.0], {"m": [1.0, 2.0]}, None, "human"),
         ([1.0, 2.0, 3.0], {}, None, "scores"),
+        ([1.0, 2.0, 3.0], {"m": [1.0, 2.0, 3.0]}, None, "methods"),
     ],
 )
 def test_correlate_rejects_bad_input_naming_the_field(human, scores, systems, field) -> None:
+    methods = [] if field == "methods" else list(stats.METHODS)
     with pytest.raises(StatsInputError) as caught:
-        correlate(human, scores, systems, resamples=10)
+        correlate(human, scores, systems, methods, resamples=10)
     assert field in caught.value.fields
 
 
@@ -224,3 +226,12 @@ def test_smallest_valid_input_three_items() -> None:
     assert body["metrics"]["a"]["item"]["pearson"]["n"] == 3
     williams = [c for c in body["comparisons"] if c["test"] == "williams"]
     assert williams and all(c["p"] is None and "too few" in c["reason"] for c in williams)
+    # Resamples of three points are mostly two points, r = +-1: no interval, no bootstrap p.
+    assert body["metrics"]["a"]["item"]["kendall"]["ci"] is None
+    assert "too few items for a bootstrap" in body["metrics"]["a"]["item"]["kendall"]["ci_reason"]
+    assert all(c["p"] is None for c in body["comparisons"] if c["test"] == "paired_bootstrap")
+
+
+def test_bootstrap_starts_at_eight_items() -> None:
+    body = correlate(HUMAN[:8].tolist(), {"good": GOOD[:8].tolist()}, resamples=100)
+    assert body["metrics"]["good"]["item"]["pearson"]["ci"] is not None
