@@ -38,6 +38,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
@@ -142,6 +143,23 @@ def assign_roles(speakers: Sequence[str], texts: Sequence[str], variant: str) ->
     if variant == "self-play":
         return Roles(list(texts), [USER if i % 2 == 0 else BOT for i in range(len(texts))])
     raise ValueError(f"unknown M_H variant {variant!r}")
+
+
+def one_at_a_time(encoder: Any, cache: Any) -> EncodeTexts:
+    """Sentence vectors computed one text per encoder call, memoised in the request's cache.
+
+    Why: a text's vector must not depend on which other texts share its encoder batch (the int8
+    encoder quantises activations per batch, which moved cosines by ~0.01 here), or a
+    conversation's score would depend on the rest of the request. Alone, every text always gets
+    the same vector, in the service and in training alike.
+    """
+
+    def encode(texts: list[str]) -> np.ndarray:
+        for text in dict.fromkeys(texts):
+            encoder.encode([text], cache)
+        return encoder.encode(list(texts), cache)  # every text is cached now: no batch is run
+
+    return encode
 
 
 def _mean(values: Sequence[float]) -> float:

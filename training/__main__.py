@@ -13,6 +13,8 @@ COMMANDS: dict[str, str] = {
     "baselines": "training.baselines",
     "train-mh": "training.mh.train",
     "selfplay": "training.selfplay",
+    "train-mh": "training.mh.train",
+    "selfplay": "training.selfplay",
     "pretrain": "training.pretrain",
     "selftalk": "training.selftalk",
     "train": "training.train",

@@ -63,14 +63,11 @@ class HybridMetric(Scorer):
         variant = options["variant"]
         conversations = [proxies.assign_roles([t.speaker for t in d.turns], [t.text for t in d.turns], variant)
                          for d in items]
-        # One encoder call for every distinct utterance of the batch; the per-item calls below hit the cache.
-        texts = list(dict.fromkeys(text for c in conversations for pair in c.pairs() for text in pair))
-        if texts:
-            self.encoder.encode(texts, cache)
+        encode = proxies.one_at_a_time(self.encoder, cache)
         scores: list[float] = []
         details: list[dict[str, Any]] = []
         for conversation in conversations:
-            values = proxies.compute(conversation, self.glove.embed, lambda t: self.encoder.encode(t, cache))
+            values = proxies.compute(conversation, self.glove.embed, encode)
             raw = self.predict(proxies.vector(values))
             scores.append(min(self.high, max(self.low, raw)))
             details.append({"unclipped": raw,

@@ -11,7 +11,7 @@ the whole conversation, and the bot's id where the data names it (leave-bot-out 
 - iEval (Sea94/ieval): each task's worker chatted with four empathetic bots (colour codes) and
   rated each; the overall `Rating` (the inverse of the worker's rank, 1-4) is the target.
 - ConTurE (alexa/conture): 119 DSTC9 human-bot dialogues, the mean of the annotators'
-  dialogue-level "human (overall)" ratings (0-3); the bot is not named.
+  dialogue-level "human (overall)" ratings (1-5; the other DSTC9 dimensions are 0-3); the bot is not named.
 """
 from __future__ import annotations
 
@@ -38,10 +38,14 @@ class Rated:
         return [t for s, t in zip(self.speakers, self.texts) if s == "bot"]
 
 
+def exchanges(speakers: list[str]) -> int:
+    """The number of bot turns that answer a user turn."""
+    return sum(1 for i in range(1, len(speakers)) if speakers[i] == "bot" and speakers[i - 1] == "user")
+
+
 def _usable(speakers: list[str], min_pairs: int) -> bool:
-    """At least `min_pairs` bot turns that answer a user turn (the paper asks for 3 turns)."""
-    pairs = sum(1 for i in range(1, len(speakers)) if speakers[i] == "bot" and speakers[i - 1] == "user")
-    return pairs >= min_pairs
+    """At least `min_pairs` user-then-bot exchanges (the paper's raters chatted for at least 3 turns)."""
+    return exchanges(speakers) >= min_pairs
 
 
 def load_convai2(root: Path = DEFAULT_ROOT, min_pairs: int = 1) -> list[Rated]:

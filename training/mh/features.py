@@ -38,9 +38,10 @@ def proxy_matrix(conversations: Sequence[Any], components: dict[str, Any], varia
     """(n, len(PROXIES)) proxies of conversations that have `.speakers` and `.texts` (NaN = missing)."""
     cache = cache or EncodeCache()
     glove, encoder = components[GLOVE], components[ENCODER]
+    encode = proxies.one_at_a_time(encoder, cache)
     rows = []
     for conversation in conversations:
         roles = proxies.assign_roles(conversation.speakers, conversation.texts, variant)
-        values = proxies.compute(roles, glove.embed, lambda texts: encoder.encode(texts, cache))
+        values = proxies.compute(roles, glove.embed, encode)
         rows.append(proxies.vector(values))
     return np.vstack(rows) if rows else np.zeros((0, len(proxies.PROXIES)))

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from service import proxies
+from service import proxies, stats
 from service.manifest import read_manifest
 from training.mh import data, evaluate, features, fit, export
 
@@ -54,13 +54,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     components = features.load_components(args.store)
     print(f"components from {args.store}: {', '.join(components)}", flush=True)
 
-    convai2 = data.load_convai2(args.data, args.min_pairs)
+    everything = data.load_convai2(args.data, 1)
+    x_all = _cached_matrix(everything, components, "human-bot", args.cache)
+    x_bot_all = _cached_matrix(everything, components, "bot-only", args.cache)
+    exchanges = np.array([data.exchanges(c.speakers) for c in everything])
+    keep = exchanges >= args.min_pairs
+    convai2 = [c for c, k in zip(everything, keep) if k]
+    x, x_bot = x_all[keep], x_bot_all[keep]
     ratings = np.array([c.rating for c in convai2])
     bots = [c.bot for c in convai2]
     names = sorted(set(bots))
     print(f"ConvAI2: {len(convai2)} rated conversations, {len(names)} bots", flush=True)
-    x = _cached_matrix(convai2, components, "human-bot", args.cache)
-    x_bot = _cached_matrix(convai2, components, "bot-only", args.cache)
 
     lbo = fit.leave_bot_out(x, ratings, bots, args.ridge)
     lbo_bot = fit.leave_bot_out(x_bot, ratings, bots, args.ridge)
@@ -73,6 +77,28 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     transferred[order] = transfer_bot
 
     length = evaluate.mean_reply_words([c.bot_turns for c in convai2])
+    bot_human = evaluate.group_means(ratings, bots, names)
+    bot_mh = evaluate.group_means(lbo.predictions, bots, names)
+    bot_length = evaluate.group_means(length, bots, names)
+    comparison = {
+        "paired_bootstrap_over_bots": stats.paired_bootstrap(bot_human, bot_mh, bot_length, resamples=2000),
+        "williams": stats.williams_test(float(np.corrcoef(bot_mh, bot_human)[0, 1]),
+                                        float(np.corrcoef(bot_length, bot_human)[0, 1]),
+                                        float(np.corrcoef(bot_mh, bot_length)[0, 1]), len(names)),
+    }
+    sensitivity = []
+    for minimum in (1, 2, 3, 4):
+        rows = exchanges >= minimum
+        sub_bots = [c.bot for c, k in zip(everything, rows) if k]
+        sub_y = np.array([c.rating for c, k in zip(everything, rows) if k])
+        sub = fit.leave_bot_out(x_all[rows], sub_y, sub_bots, args.ridge)
+        sub_names = sorted(set(sub_bots))
+        sub_length = evaluate.mean_reply_words([c.bot_turns for c, k in zip(everything, rows) if k])
+        sensitivity.append({"min_pairs": minimum, "conversations": int(rows.sum()),
+                            "mh_bot": bot_level(sub.predictions, sub_y, sub_bots, sub_names),
+                            "length_bot": bot_level(sub_length, sub_y, sub_bots, sub_names),
+                            "mh_conversation": evaluate.correlate(sub.predictions, sub_y)})
+
     result: dict[str, Any] = {
         "data": {"convai2_conversations": len(convai2), "bots": names, "min_pairs": args.min_pairs,
                  "ratings_per_bot": {n: int(sum(b == n for b in bots)) for n in names},
@@ -88,6 +114,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "refitted_on_B": {"conversation": evaluate.correlate(lbo_bot.predictions, ratings),
                               "bot": bot_level(lbo_bot.predictions, ratings, bots, names)},
         },
+        "mh_vs_length_bot_level": comparison,
+        "sensitivity_min_pairs": sensitivity,
         "baseline_reply_length": {"conversation": evaluate.correlate(length, ratings),
                                   "bot": bot_level(length, ratings, bots, names)},
         "proxies": {name: {"conversation": evaluate.correlate(x[:, i], ratings),
@@ -113,6 +141,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             rb = [c.bot for c in rated]
             rnames = sorted(set(rb))
             entry["bot"] = bot_level(m, y, rb, rnames)
+            entry["length_bot"] = bot_level(evaluate.mean_reply_words([c.bot_turns for c in rated]), y, rb, rnames)
             entry["bot_means"] = {n: [float(a), float(b)] for n, a, b in zip(
                 rnames, evaluate.group_means(m, rb, rnames), evaluate.group_means(y, rb, rnames))}
         result["transfer"][name] = entry

@@ -1,0 +1,156 @@
+"""Bots that `python -m training selfplay` can talk to: the pre-trained VHRED, or any chatbot over HTTP.
+
+The HTTP adapter contract (what a chatbot must serve to be self-played):
+
+    POST <url>   Content-Type: application/json
+    request:  {"history": ["first utterance", "...", "the utterance to answer"]}   (oldest first)
+    response: 200 {"reply": "the bot's next utterance"}
+
+Only the URL the user passes is ever called: redirects are refused rather than followed, and
+only http and https are accepted. Every call has one overall deadline (`timeout` seconds for
+connecting, sending and reading together); a bot that does not answer in time, answers with an
+error status, or answers something other than the JSON above raises `BotError` with the
+reason, so a self-play run reports the failure instead of hanging.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Protocol
+
+MAX_REPLY_BYTES = 1 << 20
+
+
+class BotError(Exception):
+    """A bot failed to reply; the message says why (timeout, status, malformed answer)."""
+
+
+class Bot(Protocol):
+    name: str
+
+    def reply(self, history: list[str]) -> str:
+        """The bot's next utterance after `history` (oldest first)."""
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001 - urllib's signature
+        raise BotError(f"{req.full_url} redirected ({code}) to {newurl}; redirects are not followed")
+
+
+class HttpBot:
+    """A chatbot behind the HTTP contract above."""
+
+    def __init__(self, url: str, timeout: float = 10.0) -> None:
+        parsed = urllib.parse.urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ValueError(f"bot URL must be http(s)://host[:port]/path, got {url!r}")
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        self.url = url
+        self.name = url
+        self.timeout = float(timeout)
+        self._opener = urllib.request.build_opener(_NoRedirect)
+
+    def reply(self, history: list[str]) -> str:
+        """POST the history; the whole exchange must finish within `timeout` seconds."""
+        outcome: dict[str, object] = {}
+        worker = threading.Thread(target=self._call, args=(list(history), outcome), daemon=True)
+        worker.start()
+        worker.join(self.timeout)
+        if worker.is_alive():  # the daemon thread dies with its socket timeout; we do not wait for it
+            raise BotError(self._timed_out())
+        if "error" in outcome:
+            raise BotError(str(outcome["error"]))
+        return str(outcome["reply"])
+
+    def _timed_out(self) -> str:
+        return f"{self.url} did not answer within {self.timeout:g} s"
+
+    def _call(self, history: list[str], outcome: dict[str, object]) -> None:
+        body = json.dumps({"history": history}).encode("utf-8")
+        request = urllib.request.Request(self.url, data=body, method="POST",
+                                         headers={"Content-Type": "application/json",
+                                                  "Accept": "application/json"})
+        try:
+            with self._opener.open(request, timeout=self.timeout) as response:
+                raw = response.read(MAX_REPLY_BYTES + 1)
+            if len(raw) > MAX_REPLY_BYTES:
+                raise BotError(f"{self.url} answered more than {MAX_REPLY_BYTES} bytes")
+            try:
+                answer = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise BotError(f"{self.url} answered something that is not JSON ({exc})") from None
+            if not isinstance(answer, dict) or not isinstance(answer.get("reply"), str):
+                raise BotError(f'{self.url} answered JSON without a string "reply"')
+            outcome["reply"] = answer["reply"]
+        except BotError as exc:
+            outcome["error"] = str(exc)
+        except urllib.error.HTTPError as exc:
+            outcome["error"] = f"{self.url} answered HTTP {exc.code} {exc.reason}"
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            if isinstance(exc, TimeoutError) or isinstance(reason, TimeoutError):
+                outcome["error"] = self._timed_out()
+            else:
+                outcome["error"] = f"{self.url} could not be reached ({reason})"
+
+
+class VhredBot:
+    """The pre-trained VHRED of the training package (`python -m training pretrain`), sampling replies.
+
+    The context is the last `max_turns - 1` utterances (as in pre-training); the reply is sampled
+    with z from the prior and tokens from the decoder (top-k), seeded for reproducible runs.
+    """
+
+    def __init__(self, run: Path = Path("runs/vhred"), temperature: float = 0.8, top_k: int = 40,
+                 seed: int = 0) -> None:
+        import torch
+
+        from training import tokenizer as bpe
+        from training.encoders.vhred import load_checkpoint
+
+        run = Path(run)
+        checkpoint = run / "model.pt"
+        if not checkpoint.is_file():
+            raise FileNotFoundError(f"no VHRED checkpoint at {checkpoint}: run `python -m training pretrain` first")
+        torch.set_num_threads(1)
+        self.torch = torch
+        self.model, _ = load_checkpoint(checkpoint)
+        self.tokenizer = bpe.load(run / "tokenizer.json")
+        self.temperature = temperature
+        self.top_k = top_k
+        self.generator = torch.Generator().manual_seed(seed)
+        self.name = f"vhred ({checkpoint})"
+
+    def reply(self, history: list[str]) -> str:
+        from training import tokenizer as bpe
+
+        torch = self.torch
+        config = self.model.config
+        context = list(history)[-(config.max_turns - 1):] or [""]
+        ids = bpe.encode(self.tokenizer, context)
+        width = max(len(i) for i in ids)
+        tokens = torch.zeros((1, len(ids), width), dtype=torch.long)
+        lengths = torch.zeros((1, len(ids)), dtype=torch.long)
+        for n, piece in enumerate(ids):
+            tokens[0, n, : len(piece)] = torch.tensor(piece)
+            lengths[0, n] = len(piece)
+        with torch.no_grad():
+            _, states = self.model.encode_dialogues(tokens, lengths, torch.tensor([len(ids)]))
+            out = self.model.generate(states[:, len(ids) - 1], config.max_tokens, self.temperature, self.top_k,
+                                      self.generator)
+        text = self.tokenizer.decode(out[0]).strip()
+        return text or "..."
+
+
+def make_bot(spec: str, timeout: float = 10.0, vhred_run: Path = Path("runs/vhred"), seed: int = 0) -> Bot:
+    """`vhred` for the pre-trained VHRED, or an http(s) URL for the adapter."""
+    if spec == "vhred":
+        return VhredBot(vhred_run, seed=seed)
+    if spec.startswith(("http://", "https://")):
+        return HttpBot(spec, timeout)
+    raise ValueError(f"--bot must be 'vhred' or an http(s) URL, got {spec!r}")
