@@ -11,8 +11,10 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from service.analysis import importers, report
-from service.analysis.compare import compare_with_upstream
+from service.analysis.compare import compare_with_upstream, pairwise_rater_agreement
 from service.human_eval import HumanEvalInputError, assess
 from service.stats import METHODS, StatsInputError, correlate
 
@@ -44,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     human.add_argument("--alpha", type=float, default=0.05)
     human.add_argument("--upstream", type=Path, nargs="+",
                        help="Ji et al. dialogue JSON (files or folder) to compare pass/fail and z-scores with")
+    human.add_argument("--rater-pairs", action="store_true",
+                       help="also correlate pairs of assignments that rated the same systems (Ji et al.'s "
+                            "Figure 2); item ids must be 'assignment:k' as the Ji et al. importers write them")
     human.add_argument("--anonymise", action="store_true",
                        help="write rater ids as 'r-' + 8 hex digits of their SHA-256 (e.g. MTurk worker ids in docs)")
     human.add_argument("--out", type=Path, default=Path("human-eval-report"))
@@ -113,6 +118,10 @@ def run_human_eval(args: argparse.Namespace) -> int:
     upstream = importers.ji2022_json(args.upstream).upstream if args.upstream else data.upstream
     if upstream:
         result["upstream"] = compare_with_upstream(data, result, upstream)
+    pairs = pairwise_rater_agreement(data, result) if args.rater_pairs else None
+    if pairs is not None:
+        result["rater_pairs"] = {label: {"pairs": len(v), "median_r": float(np.median(v)) if v else None,
+                                         "r": v} for label, v in pairs.items()}
     skipped = data.skipped
     if args.anonymise:
         result, skipped = anonymise(result), [_hide_ids(s) for s in skipped]
@@ -121,11 +130,17 @@ def run_human_eval(args: argparse.Namespace) -> int:
         markdown += "\nSkipped by the importer:\n" + "".join(f"- {s}\n" for s in skipped)
     if upstream:
         markdown += "\n### Agreement with upstream\n\n" + report.upstream_markdown(result["upstream"])
+    if pairs is not None:
+        markdown += "\n### Agreement between raters of the same systems\n\n" + report.pairs_markdown(pairs)
     _write(args.out, "human_eval", result, markdown)
     if not args.no_plots:
         from service.analysis.plots import human_eval_plots
 
         human_eval_plots(result, args.out)
+        if pairs is not None:
+            from service.analysis.plots import agreement_histogram
+
+            agreement_histogram(pairs, args.out / "rater_agreement.png")
     print(markdown)
     return 0
 

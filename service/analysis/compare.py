@@ -56,3 +56,43 @@ def compare_with_upstream(data: HumanEvalInput, result: dict[str, Any], upstream
             comparison["z_compared"] = len(diffs)
             comparison["z_max_abs_diff"] = float(max(diffs))
     return comparison
+
+
+def pairwise_rater_agreement(data: HumanEvalInput, result: dict[str, Any]) -> dict[str, list[float]]:
+    """Pearson r between two assignments' per-dialogue mean z-scores, for assignments that rated
+    the same set of systems (Ji et al.'s Figure 2), split by whether both raters passed or both failed.
+
+    Follows upstream's mturk_statistics.py: an assignment is the part of an item id before ':'
+    (as the Ji et al. importers write it), its dialogues are ordered by system name, and pairs are
+    formed within each group of assignments with the same systems. Pairs mixing a passed and a
+    failed rater, and undefined correlations (a constant side), are left out.
+    """
+    from itertools import combinations
+
+    from scipy import stats as sps
+
+    criteria = result["criteria"]
+    lo, hi = data.scale
+    raw = np.array([[float(r["scores"][c]) for c in criteria] for r in data.ratings])
+    for j, name in enumerate(criteria):
+        if name in data.reverse:
+            raw[:, j] = lo + hi - raw[:, j]
+    z, _, _ = standardise(raw, np.array([r["rater"] for r in data.ratings], dtype=object))
+    per_dialogue = z.mean(axis=1)
+    assignments: dict[str, list[tuple[str, float, str]]] = {}
+    for row, rating in enumerate(data.ratings):
+        key = rating["item"].split(":")[0]
+        assignments.setdefault(key, []).append((rating["system"], per_dialogue[row], rating["rater"]))
+    groups: dict[tuple[str, ...], list[tuple[str, np.ndarray]]] = {}
+    for dialogues in assignments.values():
+        dialogues.sort(key=lambda d: d[0])
+        systems = tuple(d[0] for d in dialogues)
+        groups.setdefault(systems, []).append((dialogues[0][2], np.array([d[1] for d in dialogues])))
+    passed = set(result["raters"]["passed"])
+    out: dict[str, list[float]] = {"passed": [], "failed": []}
+    for members in groups.values():
+        for (rater_a, za), (rater_b, zb) in combinations(members, 2):
+            if (rater_a in passed) != (rater_b in passed) or np.ptp(za) == 0 or np.ptp(zb) == 0:
+                continue
+            out["passed" if rater_a in passed else "failed"].append(float(sps.pearsonr(za, zb).statistic))
+    return out

@@ -94,3 +94,22 @@ def human_eval_plots(result: dict[str, Any], out: Path) -> list[Path]:
                      out / "ranking.png", "mean standardised score (z)", "systems, best first"),
         significance_heatmap(names, result["significance"], out / "significance.png"),
     ]
+
+
+def agreement_histogram(correlations: dict[str, list[float]], path: Path) -> Path:
+    """Distribution of Pearson r between pairs of raters, passed and failed (Ji et al.'s Figure 2)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    bins = [i / 10 for i in range(-10, 11)]
+    for label, colour in (("passed", "#1f77b4"), ("failed", "#ff7f0e")):
+        values = correlations.get(label, [])
+        if values:
+            ax.hist(values, bins=bins, alpha=0.6, color=colour, label=f"{label} ({len(values)} pairs)")
+    ax.set_xlim(-1, 1)
+    ax.set_xlabel("r between two raters of the same systems")
+    ax.set_ylabel("pairs of raters")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -81,3 +81,18 @@ def upstream_markdown(comparison: dict[str, Any]) -> str:
         lines.append(f"z-scores compared: {comparison['z_compared']}; largest absolute difference "
                      f"{comparison['z_max_abs_diff']:.2e}" + (" (identical)." if comparison["z_max_abs_diff"] == 0 else "."))
     return "\n\n".join(lines) + "\n"
+
+
+def pairs_markdown(pairs: dict[str, list[float]]) -> str:
+    """Quartiles of the between-rater correlations, passed and failed (Ji et al.'s Figure 2)."""
+    import numpy as np
+
+    rows = []
+    for label, values in pairs.items():
+        if values:
+            q1, q2, q3 = np.percentile(values, [25, 50, 75])
+            share = float(np.mean(np.asarray(values) >= 0.5))
+            rows.append([label, str(len(values)), f"{q1:.3f}", f"{q2:.3f}", f"{q3:.3f}", f"{100 * share:.1f}%"])
+        else:
+            rows.append([label, "0", "—", "—", "—", "—"])
+    return _table(["raters", "pairs", "r, 25th pct", "median r", "r, 75th pct", "r >= 0.5"], rows) + "\n"

@@ -47,6 +47,7 @@ def test_human_eval_writes_ranking_and_significance_plots(tmp_path: Path) -> Non
     assert len(result["raters"]["passed"]) == 4
     assert (out / "ranking.png").read_bytes().startswith(PNG)
     assert (out / "significance.png").read_bytes().startswith(PNG)
+    assert not (out / "rater_agreement.png").exists()  # only with --rater-pairs
     assert "One-sided rank-sum" in (out / "human_eval.md").read_text()
 
 
