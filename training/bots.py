@@ -100,50 +100,36 @@ class HttpBot:
 
 
 class VhredBot:
-    """The pre-trained VHRED of the training package (`python -m training pretrain`), sampling replies.
+    """The pre-trained VHRED of the training package (`python -m training pretrain`, runs/vhred).
 
-    The context is the last `max_turns - 1` utterances (as in pre-training); the reply is sampled
-    with z from the prior and tokens from the decoder (top-k), seeded for reproducible runs.
+    Driven through engineer A's generation code (`training.selftalk.self_talk` on an
+    `HREDTextEncoder`): the context is the last `max_turns - 1` utterances, z is drawn from the
+    prior and tokens are sampled top-k, with a seed per call so that a run is reproducible.
     """
 
-    def __init__(self, run: Path = Path("runs/vhred"), temperature: float = 0.8, top_k: int = 40,
+    def __init__(self, run: Path = Path("runs/vhred"), temperature: float = 1.0, top_k: int = 50,
                  seed: int = 0) -> None:
         import torch
 
-        from training import tokenizer as bpe
-        from training.encoders.vhred import load_checkpoint
+        from training.encoders.hred_encoder import HREDTextEncoder
 
         run = Path(run)
-        checkpoint = run / "model.pt"
-        if not checkpoint.is_file():
-            raise FileNotFoundError(f"no VHRED checkpoint at {checkpoint}: run `python -m training pretrain` first")
+        if not (run / "model.pt").is_file():
+            raise FileNotFoundError(f"no VHRED checkpoint at {run / 'model.pt'}: run `python -m training pretrain` first")
         torch.set_num_threads(1)
-        self.torch = torch
-        self.model, _ = load_checkpoint(checkpoint)
-        self.tokenizer = bpe.load(run / "tokenizer.json")
+        self.encoder = HREDTextEncoder.from_run(run)
         self.temperature = temperature
         self.top_k = top_k
-        self.generator = torch.Generator().manual_seed(seed)
-        self.name = f"vhred ({checkpoint})"
+        self.seed = seed
+        self.calls = 0
+        self.name = f"vhred ({run / 'model.pt'})"
 
     def reply(self, history: list[str]) -> str:
-        from training import tokenizer as bpe
+        from training.selftalk import self_talk
 
-        torch = self.torch
-        config = self.model.config
-        context = list(history)[-(config.max_turns - 1):] or [""]
-        ids = bpe.encode(self.tokenizer, context)
-        width = max(len(i) for i in ids)
-        tokens = torch.zeros((1, len(ids), width), dtype=torch.long)
-        lengths = torch.zeros((1, len(ids)), dtype=torch.long)
-        for n, piece in enumerate(ids):
-            tokens[0, n, : len(piece)] = torch.tensor(piece)
-            lengths[0, n] = len(piece)
-        with torch.no_grad():
-            _, states = self.model.encode_dialogues(tokens, lengths, torch.tensor([len(ids)]))
-            out = self.model.generate(states[:, len(ids) - 1], config.max_tokens, self.temperature, self.top_k,
-                                      self.generator)
-        text = self.tokenizer.decode(out[0]).strip()
+        self.calls += 1
+        [[text]] = self_talk(self.encoder, [list(history)], 1, self.temperature, self.top_k,
+                             seed=self.seed * 1_000_003 + self.calls)
         return text or "..."
 
 
