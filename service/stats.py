@@ -513,8 +513,11 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
                                          system_distribution)
         for entry in sys_comparisons:
             entry["level"] = "system"
+            _say_systems(entry)
         for name in metrics:
             body["metrics"][name]["system"] = system[name]
+            for entry in system[name].values():
+                _say_systems(entry)
         comparisons += sys_comparisons
         body["systems"] = {"count": int(count), "labels": [str(label) for label in labels]}
     body["comparisons"] = comparisons
@@ -528,6 +531,12 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
     else:
         body["agreement"] = None
     return body
+
+
+def _say_systems(entry: dict[str, Any]) -> None:
+    """System-level reasons count systems, not items (the bootstrap's items stay items)."""
+    if entry.get("reason", "").startswith("too few items (n ="):
+        entry["reason"] = entry["reason"].replace("too few items", "too few systems", 1)
 
 
 def _stratified_indices(groups: np.ndarray, count: int, resamples: int, seed: int) -> np.ndarray:

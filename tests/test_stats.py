@@ -232,6 +232,14 @@ def test_smallest_valid_input_three_items() -> None:
     assert all(c["p"] is None for c in body["comparisons"] if c["test"] == "paired_bootstrap")
 
 
+def test_two_systems_are_too_few_for_a_system_level_correlation() -> None:
+    body = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, ["a", "b"] * 20, resamples=50)
+    no_nan(body)
+    system = body["metrics"]["good"]["system"]["pearson"]
+    assert system["r"] is None and system["n"] == 2 and system["reason"].startswith("too few systems")
+    assert body["metrics"]["good"]["item"]["pearson"]["r"] is not None
+
+
 def test_bootstrap_starts_at_eight_items() -> None:
     body = correlate(HUMAN[:8].tolist(), {"good": GOOD[:8].tolist()}, resamples=100)
     assert body["metrics"]["good"]["item"]["pearson"]["ci"] is not None
