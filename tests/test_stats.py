@@ -5,6 +5,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats as sps
 
 from service import stats
@@ -243,3 +245,26 @@ def test_two_systems_are_too_few_for_a_system_level_correlation() -> None:
 def test_bootstrap_starts_at_eight_items() -> None:
     body = correlate(HUMAN[:8].tolist(), {"good": GOOD[:8].tolist()}, resamples=100)
     assert body["metrics"]["good"]["item"]["pearson"]["ci"] is not None
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    data=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3), st.integers(-2, 2), st.sampled_from("abc")),
+                  min_size=3, max_size=14),
+    seed=st.integers(0, 3),
+)
+def test_any_valid_input_gives_finite_json_and_bounded_values(data, seed) -> None:
+    human, a, b, systems = (list(column) for column in zip(*data))
+    body = correlate([float(h) for h in human], {"a": [float(v) for v in a], "b": [float(v) for v in b]},
+                     systems, resamples=30, seed=seed)
+    no_nan(body)
+    for per_level in body["metrics"].values():
+        for entries in per_level.values():
+            for entry in entries.values():
+                assert (entry["r"] is None) == ("reason" in entry)
+                if entry["r"] is not None:
+                    assert -1.0 <= entry["r"] <= 1.0 and 0.0 <= entry["p"] <= 1.0
+                if entry.get("ci"):
+                    assert -1.0 <= entry["ci"][0] <= entry["ci"][1] <= 1.0
+    for comparison in body["comparisons"]:
+        assert comparison["p"] is None or 0.0 <= comparison["p"] <= 1.0
