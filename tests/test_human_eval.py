@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats as sps
 
 from service.human_eval import HumanEvalInputError, assess
@@ -133,3 +135,18 @@ def test_reproduces_ji_et_al_free_run_1() -> None:
     assert order[0] == "A" and order[-1] == "E"  # the paper's Table 3
     assert body["systems"][0]["overall_z"] == pytest.approx(0.534, abs=5e-4)
     assert body["systems"][-1]["overall_z"] == pytest.approx(-0.243, abs=5e-4)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["w1", "w2", "w3"]), st.sampled_from(["A", "B", "qc"]),
+                          st.integers(0, 100), st.integers(0, 100)), min_size=2, max_size=30))
+def test_any_valid_ratings_give_finite_json(rows) -> None:
+    ratings = [{"rater": r, "system": s, "item": f"i{k}", "scores": {"fun": f, "dull": d}}
+               for k, (r, s, f, d) in enumerate(rows)]
+    qc = "qc" if any(s == "qc" for _, s, _, _ in rows) else None
+    body = assess(ratings, reverse=["dull"], qc_system=qc)
+    json.dumps(body, allow_nan=False)
+    assert sorted(body["raters"]["passed"] + body["raters"]["failed"]) == sorted({r for r, *_ in rows})
+    for p in body["raters"]["p"].values():
+        assert p is None or 0.0 <= p <= 1.0
+    assert [s["overall_z"] for s in body["systems"]] == sorted((s["overall_z"] for s in body["systems"]), reverse=True)
