@@ -5,6 +5,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -199,3 +200,33 @@ def test_cli_rejects_an_unknown_model_and_a_bad_shard(store_root, tmp_path):
                                 "--shard-index", "3", "--shard-count", "2"), env=_env(store_root), capture_output=True,
                            timeout=120)
     assert shard.returncode == 2 and b"--shard-index 3" in shard.stderr
+
+
+def test_sigterm_finishes_the_batch_in_hand_and_exits_143(store_root, tmp_path):
+    """What Kubernetes sends on eviction: the batch being filled is scored and written, then exit 143."""
+    lines = encoded([dict(GOOD[i % 3], id=i) for i in range(16)])
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    output = tmp_path / "out.jsonl"
+    proc = subprocess.Popen(_cli("--model", "length", "--input", str(fifo), "--output", str(output),
+                                 "--batch-size", "4"), env=_env(store_root), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        with open(fifo, "wb") as writer:
+            writer.write(b"".join(line + b"\n" for line in lines[:6]))
+            writer.flush()
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and (not output.exists() or output.read_bytes().count(b"\n") < 4):
+                assert proc.poll() is None, proc.stderr.read().decode()
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGTERM)  # lines 5 and 6 wait in the batch being filled
+            time.sleep(0.5)
+            writer.write(b"".join(line + b"\n" for line in lines[6:]))
+    except BrokenPipeError:
+        pass
+    finally:
+        stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr.decode()
+    assert [r["line"] for r in read_output(output)] == list(range(1, 9))
+    summary = json.loads(stdout.decode().strip().splitlines()[-1])
+    assert summary["stopped_early"] is True and summary["scored"] == 8
