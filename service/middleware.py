@@ -18,6 +18,7 @@ from typing import Any
 
 from flask import Flask, Response, g, jsonify, request
 
+from service import metrics
 from service.errors import Unauthorized
 
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -61,6 +62,7 @@ def _require_token() -> Any:
     if scheme.lower() == "bearer" and hmac.compare_digest(offered.strip().encode(), token.encode()):
         return None
     error = Unauthorized("This endpoint needs the header `Authorization: Bearer <token>` with the configured token.")
+    metrics.ERRORS.labels(error.code).inc()  # answered here, not by the app's error handler
     response = jsonify(error.body())
     response.status_code = error.status
     response.headers["WWW-Authenticate"] = 'Bearer realm="dialscore"'

@@ -156,3 +156,11 @@ def test_the_real_app_has_the_hooks(tmp_path):
                           headers={"Authorization": "Bearer t0ken", "X-Request-ID": "abc-1"})
     assert allowed.status_code == 200 and allowed.get_json()["scores"] == [2.0]
     assert allowed.headers["X-Request-ID"] == "abc-1"
+    from prometheus_client import REGISTRY
+
+    def unauthorized_count() -> float:
+        return REGISTRY.get_sample_value("dialscore_errors_total", {"code": "unauthorized"}) or 0.0
+
+    before = unauthorized_count()
+    client.post("/score", json={"model": "length", "items": [item]}, headers={"Authorization": "Bearer nope"})
+    assert unauthorized_count() == before + 1
