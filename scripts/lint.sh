@@ -4,7 +4,8 @@
 #   scripts/lint.sh                 all of the below
 #   scripts/lint.sh docker [FILE..] hadolint on Dockerfile and Dockerfile.gpu (or FILEs)
 #   scripts/lint.sh k8s [DIR]       `kubectl kustomize` of every kustomization under DIR (k8s/),
-#                                   piped into `kubernetes-validate --strict`
+#                                   piped into `kubernetes-validate --strict` for each of
+#                                   $K8S_VERSIONS
 #   scripts/lint.sh yaml            yamllint (.yamllint)
 #   scripts/lint.sh python          ruff (ruff.toml) over service/ training/ tests/
 #
@@ -17,7 +18,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 VENV="${VENV:-$ROOT/.venv}"
 BIN="$VENV/bin"
-K8S_VERSION="${K8S_VERSION:-1.37.0}"
+# The oldest Kubernetes the manifests are meant for (preStop `sleep`, per-index Job backoff)
+# and the newest schemas kubernetes-validate has.
+K8S_VERSIONS="${K8S_VERSIONS:-1.30.0 1.37.0}"
 TOOLS=(hadolint kubernetes-validate yamllint ruff kubectl)
 
 ensure_tools() {
@@ -51,10 +54,16 @@ lint_k8s() {
             failed=1
             continue
         fi
-        if printf '%s\n' "$rendered" | "$BIN/kubernetes-validate" --strict --quiet -k "$K8S_VERSION" -; then
-            echo "ok   $target"
+        local version ok=1
+        for version in $K8S_VERSIONS; do
+            if ! printf '%s\n' "$rendered" | "$BIN/kubernetes-validate" --strict --quiet -k "$version" -; then
+                echo "FAIL $target: kubernetes-validate --strict (Kubernetes $version)" >&2
+                ok=0
+            fi
+        done
+        if ((ok)); then
+            echo "ok   $target (Kubernetes ${K8S_VERSIONS// /, })"
         else
-            echo "FAIL $target: kubernetes-validate --strict (Kubernetes $K8S_VERSION)" >&2
             failed=1
         fi
     done < <(find "$dir" -name kustomization.yaml -not -path '*/.*' | sort)
