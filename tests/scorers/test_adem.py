@@ -1,0 +1,93 @@
+"""The served ADEM: the whole chain (tiny VHRED + head trained, exported, loaded by the store, scored
+over HTTP) and, where it is built, the committed model_store/adem."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from service.scorers.base import EncodeCache, Item
+from tests.conftest import MODEL_STORE, copy_store
+from tests.hred_tiny import tiny_store
+
+torch.set_num_threads(1)
+
+ITEMS = [
+    Item(["hey, what do you want to do tonight?", "why don't we go see a movie?"],
+         "nah, let's do something active.", "yeah, the film about turing looks great!"),
+    Item(["where is the station?"], "go straight and turn left at the bank.", "it is two blocks from here."),
+    Item(["do you like cats?"], "the stock market fell by two percent today.", "yes, i have two of them."),
+    Item(["hi"], "", "hello"),
+    Item(["what time is it?"] * 20, "it is " + "very " * 300 + "late.", "about ten."),
+]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from service.store import ModelStore
+
+    store = ModelStore(tiny_store(tmp_path_factory.mktemp("chain")))
+    assert store.load(), store.failures
+    return store
+
+
+def check_batch_invariance(scorer) -> None:
+    together = scorer.score(ITEMS).scores
+    for item, score in zip(ITEMS, together):
+        assert scorer.score([item]).scores[0] == pytest.approx(score, abs=1e-5)
+    assert scorer.score(list(reversed(ITEMS))).scores == pytest.approx(list(reversed(together)), abs=1e-5)
+
+
+def test_tiny_chain_loads_and_scores_finite_batch_invariant(tiny) -> None:
+    scorer = tiny.scorers["adem"]
+    assert scorer.kind == "referenced" and scorer.manifest.uses == ["hred-encoder"]
+    assert scorer.manifest.config["parity_max_abs_diff"]["adem_head.onnx"] < 1e-4
+    check_batch_invariance(scorer)
+
+
+def test_reference_and_context_both_matter(tiny) -> None:
+    scorer = tiny.scorers["adem"]
+    base = ITEMS[0]
+    other_ref = Item(base.context, base.response, "i would rather stay home and sleep.")
+    other_ctx = Item(["the weather is terrible"], base.response, base.reference)
+    scores = scorer.score([base, other_ref, other_ctx]).scores
+    assert scores[0] != scores[1] and scores[0] != scores[2]
+
+
+def test_shared_encoder_cache_encodes_each_text_once(tiny) -> None:
+    cache = EncodeCache()
+    tiny.scorers["adem"].score(ITEMS[:2], cache=cache)
+    misses = cache.misses
+    tiny.scorers["autojudge"].score(ITEMS[:2], cache=cache)  # same encoder: context and reply already known
+    assert cache.misses == misses and cache.hits > 0
+
+
+def test_served_over_http(tiny, tmp_path) -> None:
+    from service.app import create_app
+
+    app = create_app({"model_store": tiny.root, "load_sync": True})
+    client = app.test_client()
+    listed = {m["name"]: m for m in client.get("/models").get_json()["models"]}
+    assert listed["adem"]["requires"] == ["context", "response", "reference"]
+    body = {"model": "adem", "items": [{"context": i.context, "response": i.response, "reference": i.reference}
+                                       for i in ITEMS[:3]]}
+    response = client.post("/score", json=body)
+    assert response.status_code == 200, response.get_json()
+    assert np.all(np.isfinite(response.get_json()["scores"]))
+    missing = client.post("/score", json={"model": "adem", "items": [{"context": ["hi"], "response": "yo"}]})
+    assert missing.status_code == 422
+
+
+@pytest.mark.skipif(not (MODEL_STORE / "adem" / "manifest.json").is_file(), reason="model_store/adem not built")
+def test_committed_adem(tmp_path) -> None:
+    from service.store import ModelStore
+
+    store = ModelStore(copy_store(tmp_path, ("adem",)))
+    assert store.load(), store.failures
+    scorer = store.scorers["adem"]
+    check_batch_invariance(scorer)
+    card = scorer.manifest.card
+    assert card["correlations"]["dev"] and card["citation"].startswith("Lowe")
+    good = Item(["where is the station?"], "it is two blocks from here, turn left at the bank.",
+                "go straight and turn left at the bank.")
+    assert 0.0 < scorer.score([good]).scores[0] < 6.0

@@ -1,0 +1,73 @@
+"""The served AutoJudge: the whole chain (tiny VHRED + head trained, exported, loaded, scored and
+used to re-rank over HTTP, without references) and, where built, the committed model_store/autojudge."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from service.scorers.base import Item
+from tests.conftest import MODEL_STORE, copy_store
+from tests.hred_tiny import tiny_store
+
+torch.set_num_threads(1)
+
+ITEMS = [
+    Item(["hey, what do you want to do tonight?", "why don't we go see a movie?"], "nah, let's do something active."),
+    Item(["where is the station?"], "go straight and turn left at the bank."),
+    Item(["do you like cats?"], "the stock market fell by two percent today."),
+    Item([], "hello"),
+    Item(["what time is it?"] * 20, "it is " + "very " * 300 + "late."),
+]
+
+
+@pytest.fixture(scope="module")
+def store_root(tmp_path_factory):
+    return tiny_store(tmp_path_factory.mktemp("chain"))
+
+
+def check_batch_invariance(scorer) -> None:
+    together = scorer.score(ITEMS).scores
+    assert np.all(np.isfinite(together))
+    for item, score in zip(ITEMS, together):
+        assert scorer.score([item]).scores[0] == pytest.approx(score, abs=1e-5)
+
+
+def test_tiny_chain_scores_without_reference(store_root) -> None:
+    from service.store import ModelStore
+
+    store = ModelStore(store_root)
+    assert store.load(), store.failures
+    scorer = store.scorers["autojudge"]
+    assert scorer.kind == "unreferenced" and scorer.manifest.requires == ["context", "response"]
+    check_batch_invariance(scorer)
+    with_reference = Item(ITEMS[1].context, ITEMS[1].response, "something else entirely")
+    assert scorer.score([with_reference]).scores[0] == pytest.approx(scorer.score([ITEMS[1]]).scores[0])
+
+
+def test_rerank_over_http(store_root) -> None:
+    from service.app import create_app
+
+    client = create_app({"model_store": store_root, "load_sync": True}).test_client()
+    candidates = ["sure, let's go.", "the moon is made of cheese.", "", "sure, let's go."]
+    response = client.post("/rerank", json={"model": "autojudge", "context": ["shall we go out?"],
+                                            "candidates": candidates})
+    assert response.status_code == 200, response.get_json()
+    ranking = response.get_json()["ranking"]
+    assert sorted(r["index"] for r in ranking) == [0, 1, 2, 3]
+    scores = [r["score"] for r in ranking]
+    assert scores == sorted(scores, reverse=True)
+    first = [r["index"] for r in ranking if r["index"] in (0, 3)]
+    assert first == [0, 3]  # identical candidates tie and keep their order
+
+
+@pytest.mark.skipif(not (MODEL_STORE / "autojudge" / "manifest.json").is_file(),
+                    reason="model_store/autojudge not built")
+def test_committed_autojudge(tmp_path) -> None:
+    from service.store import ModelStore
+
+    store = ModelStore(copy_store(tmp_path, ("autojudge",)))
+    assert store.load(), store.failures
+    scorer = store.scorers["autojudge"]
+    check_batch_invariance(scorer)
+    assert scorer.manifest.card["correlations"]["convo_split"]["pearson"] is not None

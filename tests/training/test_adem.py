@@ -1,0 +1,82 @@
+"""ADEM's head and trainer: PCA, identity initialisation, calibration, learning, the C/R variants."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from tests.hred_tiny import pretrain_tiny, train_heads_tiny
+from training.adem.model import ADEMHead, fit_pca
+from training.adem.train import fit_adem, predict
+from training.heads import correlations, group_split
+
+torch.set_num_threads(1)
+
+
+def synthetic(n: int = 1200, dim: int = 12, seed: int = 0):
+    """Vectors whose ratings depend on c^T A r_hat + r^T B r_hat in the top principal directions."""
+    rng = np.random.default_rng(seed)
+    scale = np.linspace(3, 0.5, dim)
+    c, r_hat, r = (rng.normal(size=(n, dim)) * scale for _ in range(3))
+    signal = c[:, 0] * r_hat[:, 1] - 0.5 * r[:, 2] * r_hat[:, 0]
+    human = np.clip(3 + signal / signal.std() + rng.normal(scale=0.3, size=n), 1, 5)
+    groups = [f"ctx{i // 4}" for i in range(n)]
+    return (c.astype(np.float32), r_hat.astype(np.float32), r.astype(np.float32)), human.astype(np.float32), groups
+
+
+def test_pca_components_are_orthonormal_and_ordered() -> None:
+    vectors, _, _ = synthetic()
+    mean, components = fit_pca(vectors[0], 4)
+    assert components.shape == (4, 12)
+    assert np.allclose(components @ components.T, np.eye(4), atol=1e-5)
+    projected = (vectors[0] - mean) @ components.T
+    assert np.all(np.diff(projected.var(axis=0)) < 0)
+
+
+def test_initial_head_is_the_dot_product_and_variants_keep_their_terms() -> None:
+    rng = np.random.default_rng(1)
+    c, r_hat, r = (torch.as_tensor(rng.normal(size=(5, 3)), dtype=torch.float32) for _ in range(3))
+    eye = np.eye(3, dtype=np.float32)
+    zero = np.zeros(3, dtype=np.float32)
+    full = ADEMHead(zero, eye, "adem", alpha=1.0, beta=2.0)
+    expected = ((c * r_hat).sum(-1) + (r * r_hat).sum(-1) - 1.0) / 2.0
+    assert torch.allclose(full(c, r_hat, r), expected, atol=1e-6)
+    assert torch.allclose(ADEMHead(zero, eye, "c-adem")(c, r_hat, r), (c * r_hat).sum(-1), atol=1e-6)
+    assert torch.allclose(ADEMHead(zero, eye, "r-adem")(c, r_hat, r), (r * r_hat).sum(-1), atol=1e-6)
+
+
+def test_training_learns_the_signal_and_validation_shares_no_context() -> None:
+    vectors, human, groups = synthetic()
+    test = np.arange(len(human)) >= 1000
+    head, history = fit_adem(tuple(x[~test] for x in vectors), human[~test], groups[:1000], n=3,
+                             gamma=0.02, epochs=15, patience=5, seed=0)
+    start = history["history"][0]["valid_pearson"]
+    assert history["best_valid_pearson"] > start + 0.3
+    assert correlations(predict(head, tuple(x[test] for x in vectors)), human[test])["pearson"] > 0.6
+    held = group_split(groups[:1000], 0.15, "adem-valid-0")
+    assert not {g for g, h in zip(groups, held) if h} & {g for g, h in zip(groups, held) if not h}
+    assert history["valid_items"] == int(held.sum())
+
+
+def test_initial_predictions_sit_on_the_rating_scale() -> None:
+    vectors, human, groups = synthetic(seed=3)
+    head, history = fit_adem(vectors, human, groups, n=3, epochs=0, patience=1)
+    predicted = predict(head, vectors)
+    assert abs(predicted.mean() - human.mean()) < 0.2 and abs(predicted.std() - human.std()) < 0.2
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("adem")
+    return train_heads_tiny(pretrain_tiny(root / "vhred"), root)
+
+
+def test_train_command_reports_every_variant_on_dev(runs) -> None:
+    metrics = json.loads((runs[0] / "metrics.json").read_text())
+    rows = metrics["dev"]["dailydialog_gupta_multiref"]
+    assert {"adem", "c-adem", "r-adem", "vhred (init)"} <= set(rows)
+    assert all(row["item"]["n"] == rows["adem"]["item"]["n"] > 50 for row in rows.values())
+    assert rows["adem"]["system"]["systems"] == 5
+    assert metrics["training"]["adem"]["n"] == 7
