@@ -1,0 +1,157 @@
+"""Models on the shared MiniLM sentence encoder: the untrained `minilm-cosine` baseline and the
+trained heads `adem-minilm`, `ruber-minilm` and `autojudge-minilm`.
+
+Every utterance goes through `SentenceEncoder.encode` with the request's EncodeCache, so a
+request scoring one item with all of these models runs the encoder once per distinct text.
+The trained heads are small ONNX graphs over the 384-d vectors; how a context becomes vectors
+("last" turn, the last K turns "joinedK" into one text, or the recent "turns" one vector each
+for a GRU or attention head) is part of each model's manifest config, chosen on development
+data (see model_store/*-minilm/README.md).
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from service.components.sentence_encoder import SentenceEncoder
+from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer
+from service.scorers.registry import register
+
+ENCODER = "minilm-l6"
+MAX_TURNS = 5  # most recent context turns a "turns" head sees
+
+
+def context_texts(context: list[str], encoding: str) -> list[str]:
+    """The texts to embed for one context, oldest first (training uses this same function).
+
+    "last": the last turn; "joinedK": the last K turns joined by a space into one text;
+    "turns": the last MAX_TURNS turns, one vector each.
+    """
+    if not context:
+        return [""]
+    if encoding == "last":
+        return [context[-1]]
+    if encoding.startswith("joined"):
+        return [" ".join(context[-int(encoding[len("joined"):]):])]
+    if encoding == "turns":
+        return list(context[-MAX_TURNS:])
+    raise ValueError(f"unknown context encoding {encoding!r}")
+
+
+def pack_contexts(per_item: list[list[str]], vectors: dict[str, np.ndarray], dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """(batch, turns, dim) context vectors right-padded with zeros, and the (batch, turns) mask."""
+    width = max(len(texts) for texts in per_item)
+    context = np.zeros((len(per_item), width, dim), dtype=np.float32)
+    mask = np.zeros((len(per_item), width), dtype=np.float32)
+    for row, texts in enumerate(per_item):
+        for col, text in enumerate(texts):
+            context[row, col] = vectors[text]
+            mask[row, col] = 1.0
+    return context, mask
+
+
+class _MiniLMScorer(Scorer):
+    def _load(self) -> None:
+        uses = self.manifest.uses or [ENCODER]
+        self.encoder: SentenceEncoder = self.components[uses[0]]
+
+    def _vectors(self, texts: list[str], cache: EncodeCache) -> dict[str, np.ndarray]:
+        """One encoder call for every distinct text of the batch (through the request cache)."""
+        distinct = list(dict.fromkeys(texts))
+        encoded = self.encoder.encode(distinct, cache)
+        return dict(zip(distinct, encoded))
+
+
+@register("minilm-cosine")
+class MiniLMCosine(_MiniLMScorer):
+    """Zero-training baseline: mean of cos(reply, reference) and cos(last context turn, reply)."""
+
+    def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
+        texts = [t for item in items for t in (item.response, item.reference or "", context_texts(item.context, "last")[0])]
+        vectors = self._vectors(texts, cache)
+        scores, details = [], []
+        for item in items:
+            reply = vectors[item.response]
+            s_ref = float(reply @ vectors[item.reference or ""])
+            s_ctx = float(reply @ vectors[context_texts(item.context, "last")[0]])
+            scores.append((s_ref + s_ctx) / 2.0)
+            details.append({"s_ref": s_ref, "s_context": s_ctx})
+        return ScoreBatch(scores, details)
+
+
+class _HeadScorer(_MiniLMScorer):
+    """A trained ONNX head over encoder vectors: inputs context, context_mask, response[, reference]."""
+
+    head_file = "head.onnx"
+
+    def _load(self) -> None:
+        super()._load()
+        self.encoding = str(self.manifest.config.get("context_encoding", "last"))
+        self.session = self.runtime.session(self.manifest.path(self.head_file))
+
+    def _run(self, items: list[Item], cache: EncodeCache) -> dict[str, np.ndarray]:
+        per_item = [context_texts(item.context, self.encoding) for item in items]
+        texts = [t for texts in per_item for t in texts] + [item.response for item in items]
+        uses_reference = "reference" in self.session.inputs
+        if uses_reference:
+            texts += [item.reference or "" for item in items]
+        vectors = self._vectors(texts, cache)
+        context, mask = pack_contexts(per_item, vectors, self.encoder.dim)
+        feeds = {"context": context, "context_mask": mask,
+                 "response": np.stack([vectors[item.response] for item in items])}
+        if uses_reference:
+            feeds["reference"] = np.stack([vectors[item.reference or ""] for item in items])
+        return self.session.run_dict(feeds)
+
+    def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
+        return ScoreBatch([float(s) for s in self._run(items, cache)["score"]])
+
+
+@register("adem-minilm")
+class AdemMiniLM(_HeadScorer):
+    """ADEM's score (c^T M r_hat + r^T N r_hat - alpha) / beta on MiniLM vectors (Lowe et al. 2017)."""
+
+
+@register("autojudge-minilm")
+class AutoJudgeMiniLM(_HeadScorer):
+    """AutoJudge's reference-free (c^T M r - alpha) / beta on MiniLM vectors (Deriu & Cieliebak 2019)."""
+
+
+@register("ruber-minilm")
+class RuberMiniLM(_HeadScorer):
+    """RUBER (Tao et al. 2018): referenced cosine and an unreferenced head, min-max normalised, blended."""
+
+    default_options: ClassVar[dict[str, dict[str, Any]]] = {
+        "blend": {"type": "string", "choices": ["min", "max", "geometric", "arithmetic"], "default": "arithmetic"},
+        "components": {"type": "boolean", "default": False},
+    }
+
+    def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
+        out = self._run(items, cache)
+        ranges = self.manifest.config["normalise"]
+        s_ref = _minmax(out["s_ref"], *ranges["s_ref"])
+        s_unref = _minmax(out["s_unref"], *ranges["s_unref"])
+        scores = blend(s_ref, s_unref, options["blend"])
+        details = None
+        if options["components"]:
+            details = [{"s_ref": float(a), "s_unref": float(b)} for a, b in zip(s_ref, s_unref)]
+        return ScoreBatch([float(s) for s in scores], details)
+
+
+def _minmax(values: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """RUBER's min-max normalisation to [0, 1] with the training set's range, clipped."""
+    return np.clip((np.asarray(values, dtype=np.float64) - lo) / max(hi - lo, 1e-9), 0.0, 1.0)
+
+
+def blend(s_ref: np.ndarray, s_unref: np.ndarray, how: str) -> np.ndarray:
+    """RUBER's four pooling strategies of the two normalised parts."""
+    if how == "min":
+        return np.minimum(s_ref, s_unref)
+    if how == "max":
+        return np.maximum(s_ref, s_unref)
+    if how == "geometric":
+        return np.sqrt(s_ref * s_unref)
+    if how == "arithmetic":
+        return (s_ref + s_unref) / 2.0
+    raise ValueError(f"unknown blend {how!r}")

@@ -1,0 +1,133 @@
+"""The MiniLM component against sentence-transformers (the reference implementation)."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from service.components.sentence_encoder import PRECISION_ENV, SentenceEncoder
+from service.manifest import read_manifest
+from service.runtime import Runtime, RuntimeSettings
+from service.scorers.base import EncodeCache
+
+STORE = Path(__file__).resolve().parents[2] / "model_store" / "minilm-l6"
+TEXTS = [
+    "hey, what do you want to do tonight?",
+    "why don't we go see a movie?",
+    "nah, let's do something active.",
+    "yeah, the film about turing looks great!",
+    "i don't know.",
+    "ok",
+    "",
+    "Café au lait, s'il vous plaît !",
+    "The new Stanford CoreNLP release parses 1,000 sentences per second on 8 cores.",
+    "Could you tell me how to get to the train station from here?",
+    "My grandmother's cooking is the best thing about the holidays.",
+    "I'm afraid the flight to Boston has been cancelled because of the storm.",
+    "lol same",
+    "What kind of music do you like? I'm into jazz and a bit of classical.",
+    "we need to talk about the rent — it's due on friday and i'm short 200 dollars.",
+    # Longer than 256 word pieces: both sides truncate at the model's max_seq_length.
+    "so anyway " * 200,
+]
+
+
+
+
+def _dialogue_turns(n: int = 200) -> list[str]:
+    """Real dialogue turns (DailyDialog validation), the text the encoder serves."""
+    from training.data.corpora import dailydialog
+
+    return [turn for dialogue in dailydialog("validation") for turn in dialogue][:n]
+
+
+def _runtime() -> Runtime:
+    return Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=1))
+
+
+@pytest.fixture(scope="module")
+def reference() -> np.ndarray:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    torch = pytest.importorskip("torch")
+    torch.set_num_threads(1)
+    from sentence_transformers import SentenceTransformer
+
+    from training.minilm.export import model_path
+
+    model = SentenceTransformer(str(model_path()), device="cpu")
+    return model.encode(TEXTS + _dialogue_turns(), convert_to_numpy=True, normalize_embeddings=False)
+
+
+@pytest.fixture(scope="module")
+def int8() -> SentenceEncoder:
+    return SentenceEncoder(read_manifest(STORE), _runtime())
+
+
+@pytest.fixture(scope="module")
+def fp32_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Builds the fp32 graph (not committed: 90 MB) with the training export command (~10 s)."""
+    from training.minilm.export import main
+
+    folder = tmp_path_factory.mktemp("store") / "minilm-l6"
+    assert main(["--out", str(folder), "--fp32"]) == 0
+    return folder
+
+
+def test_int8_matches_sentence_transformers(int8: SentenceEncoder, reference: np.ndarray) -> None:
+    texts = TEXTS + _dialogue_turns()
+    vectors = int8.encode(texts)
+    cosines = (vectors * reference).sum(axis=1)
+    assert vectors.shape == (len(texts), 384)
+    # Every text, edge cases included (empty, one word, > 256 pieces): lowest seen 0.990.
+    assert cosines.min() >= 0.99
+
+
+def test_fp32_matches_sentence_transformers(fp32_store: Path, reference: np.ndarray,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(PRECISION_ENV, "fp32")
+    encoder = SentenceEncoder(read_manifest(fp32_store), _runtime())
+    assert encoder.precision == "fp32"
+    assert np.abs(encoder.encode(TEXTS + _dialogue_turns()) - reference).max() <= 1e-4
+
+
+def test_fp32_falls_back_to_int8_when_not_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copytree(STORE, tmp_path / "minilm-l6")
+    monkeypatch.setenv(PRECISION_ENV, "fp32")
+    encoder = SentenceEncoder(read_manifest(tmp_path / "minilm-l6"), _runtime())
+    assert encoder.precision == "int8"
+
+
+def test_unknown_precision_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(PRECISION_ENV, "fp8")
+    with pytest.raises(ValueError, match="fp8"):
+        SentenceEncoder(read_manifest(STORE), _runtime())
+
+
+def test_vectors_do_not_depend_on_the_batch(int8: SentenceEncoder) -> None:
+    together = int8.encode(TEXTS)
+    alone = np.stack([int8.encode([text])[0] for text in TEXTS])
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-4)
+
+
+def test_each_distinct_text_is_encoded_once_per_cache(int8: SentenceEncoder) -> None:
+    cache = EncodeCache()
+    calls: list[int] = []
+    original = int8._encode
+
+    def counting(texts: list[str]) -> np.ndarray:
+        calls.append(len(texts))
+        return original(texts)
+
+    int8._encode = counting  # spy on the real encoder; the encoder itself still runs
+    try:
+        first = int8.encode(["a b", "c d", "a b"], cache)
+        second = int8.encode(["c d", "e f"], cache)
+    finally:
+        del int8._encode
+    assert calls == [2, 1]
+    np.testing.assert_array_equal(first[0], first[2])
+    np.testing.assert_array_equal(first[1], second[0])

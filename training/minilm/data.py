@@ -1,0 +1,108 @@
+"""The training and development text of the -minilm models, and how a context becomes text.
+
+Judged items come from `training.data.judgements` (B's fixed train/dev partition). RUBER's
+unreferenced part learns from DailyDialog train dialogues and DailyDialog++ (its human
+positives; the dev/test adversarial negatives only for contexts whose query falls in the
+judgement *train* partition, so no development context is seen in training).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from service.scorers.minilm import MAX_TURNS, context_texts
+from training.data import corpora, judgements
+
+# Sets used for training and development; every one has context + response, two have references.
+JUDGED_SETS = tuple(judgements.SETS)
+REFERENCED_SETS = tuple(name for name, info in judgements.SETS.items() if info.has_references)
+
+
+
+def judged(split: str, sets: tuple[str, ...] = JUDGED_SETS) -> dict[str, list[judgements.JudgedItem]]:
+    return {name: judgements.load_set(name, split) for name in sets}
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A context, its human reply, and replies known to be bad for it (may be empty)."""
+
+    context: list[str]
+    reply: str
+    negatives: tuple[str, ...] = ()
+
+
+def _dd_plusplus(name: str) -> list[dict]:
+    path = corpora.DEFAULT_DATA_DIR / "corpora" / "dailydialog_plusplus" / name
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def _in_train_partition(context: list[str]) -> bool:
+    return judgements.split_of("q:" + judgements.normalise(context[-1] if context else "")) == "train"
+
+
+# How much of each corpus the negative sampling reads. Embedding is the cost (~40 texts/s on
+# a shared 2-core machine), so the corpora are cut to about 45k distinct texts in all (judged sets included).
+DAILYDIALOG_DIALOGUES = 1200
+DD_PLUSPLUS_POSITIVE_CONTEXTS = 1000
+DD_PLUSPLUS_ADVERSARIAL_CONTEXTS = 800  # per file (dev.json, test.json)
+
+
+def ruber_pairs() -> list[Pair]:
+    """Positive (context, reply) pairs for negative sampling, with DailyDialog++ adversarial negatives.
+
+    DailyDialog train: every turn after the first, context the turns before it, kept only when
+    the query is in the judgement train partition (DailyDialog sentences recur across splits).
+    """
+    pairs: list[Pair] = []
+    dialogues = corpora.dailydialog("train")[:DAILYDIALOG_DIALOGUES]
+    for turns in dialogues:
+        for i in range(1, len(turns)):
+            context = turns[max(0, i - MAX_TURNS):i]
+            if _in_train_partition(context):
+                pairs.append(Pair(context, turns[i]))
+    for record in _dd_plusplus("data_positives.json")[:DD_PLUSPLUS_POSITIVE_CONTEXTS]:
+        context = [" ".join(t.split()) for t in record["context"]][-MAX_TURNS:]
+        if _in_train_partition(context):
+            for reply in record["positive_responses"]:
+                pairs.append(Pair(context, " ".join(reply.split())))
+    for name in ("dev.json", "test.json"):
+        for record in _dd_plusplus(name)[:DD_PLUSPLUS_ADVERSARIAL_CONTEXTS]:
+            context = [" ".join(t.split()) for t in record["context"]][-MAX_TURNS:]
+            if not _in_train_partition(context):
+                continue
+            negatives = tuple(" ".join(n.split()) for n in record["adversarial_negative_responses"])
+            for reply in record["positive_responses"]:
+                pairs.append(Pair(context, " ".join(reply.split()), negatives))
+    return pairs
+
+
+def all_texts(encodings: tuple[str, ...] = ("turns", "joined2", "joined3")) -> list[str]:
+    """Every text the experiments embed (for the one-off cache fill)."""
+    texts: list[str] = []
+    for split in ("train", "dev"):
+        for items in judged(split).values():
+            for item in items:
+                texts.append(item.response)
+                texts.extend(item.references[:1])  # models see one reference
+                for encoding in encodings:
+                    texts.extend(context_texts(item.context, encoding))
+    for pair in ruber_pairs():
+        texts.append(pair.reply)
+        texts.extend(pair.negatives)
+        texts.extend(context_texts(pair.context, "turns"))
+    return list(dict.fromkeys(texts))
+
+
+def main_fill(cache_dir: Path | None = None) -> None:
+    from training.minilm.embed import DEFAULT_CACHE, EmbeddingCache
+
+    texts = all_texts()
+    print(f"{len(texts)} distinct texts (judged sets first)", flush=True)
+    EmbeddingCache(cache_dir or DEFAULT_CACHE).add(texts, log=True)
+
+
+if __name__ == "__main__":
+    main_fill()

@@ -1,0 +1,85 @@
+"""MiniLM embeddings of training text, computed once with the service's own encoder and cached.
+
+Training the heads needs the same vectors the service will compute, so the encoding runs
+through `service.components.sentence_encoder` on the committed int8 graph, not torch. The
+cache (a text list plus one .npy under /tmp) makes every later training run a few seconds.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from service.components.sentence_encoder import SentenceEncoder
+from service.manifest import read_manifest
+from service.runtime import Runtime, RuntimeSettings
+
+DEFAULT_CACHE = Path(os.environ.get("DIALSCORE_MINILM_CACHE", "/tmp/dialscore-minilm-cache"))
+DEFAULT_ENCODER = Path(__file__).resolve().parents[2] / "model_store" / "minilm-l6"
+
+
+def load_encoder(folder: Path = DEFAULT_ENCODER, threads: int = 1) -> SentenceEncoder:
+    """The service's encoder component on CPU, `threads` intra-op threads (1 on a shared machine)."""
+    runtime = Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=threads))
+    return SentenceEncoder(read_manifest(Path(folder)), runtime)
+
+
+class EmbeddingCache:
+    """text -> 384-d vector, persisted as texts.json + vectors.npy (rows in the same order)."""
+
+    def __init__(self, folder: Path = DEFAULT_CACHE, encoder: SentenceEncoder | None = None) -> None:
+        self.folder = Path(folder)
+        self._encoder = encoder
+        self.index: dict[str, int] = {}
+        self.rows: list[np.ndarray] = []
+        texts_path, vectors_path = self.folder / "texts.json", self.folder / "vectors.npy"
+        if texts_path.is_file() and vectors_path.is_file():
+            texts = json.loads(texts_path.read_text(encoding="utf-8"))
+            vectors = np.load(vectors_path, allow_pickle=False)
+            if len(texts) == len(vectors):
+                self.index = {t: i for i, t in enumerate(texts)}
+                self.rows = list(vectors)
+
+    @property
+    def encoder(self) -> SentenceEncoder:
+        if self._encoder is None:
+            self._encoder = load_encoder()
+        return self._encoder
+
+    def add(self, texts: list[str], chunk: int = 2048, log: bool = False) -> None:
+        """Encode the texts not yet cached, saving after every chunk (a long run can be resumed)."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self.index]
+        started = time.time()
+        for start in range(0, len(missing), chunk):
+            part = missing[start:start + chunk]
+            vectors = self.encoder._encode(part)
+            for text, vector in zip(part, vectors):
+                self.index[text] = len(self.rows)
+                self.rows.append(vector)
+            self.save()
+            if log:
+                done = start + len(part)
+                rate = done / max(time.time() - started, 1e-9)
+                print(f"encoded {done}/{len(missing)} ({rate:.0f}/s, {(len(missing) - done) / rate:.0f} s left)",
+                      file=sys.stderr, flush=True)
+
+    def get(self, texts: list[str]) -> np.ndarray:
+        """(len(texts), 384) vectors; encodes what is missing first."""
+        self.add(texts)
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        return np.stack([self.rows[self.index[t]] for t in texts]).astype(np.float32)
+
+    def save(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        texts = [None] * len(self.index)
+        for text, row in self.index.items():
+            texts[row] = text
+        tmp = self.folder / "vectors.tmp.npy"
+        np.save(tmp, np.stack(self.rows) if self.rows else np.zeros((0, 384), np.float32))
+        (self.folder / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
+        tmp.replace(self.folder / "vectors.npy")
