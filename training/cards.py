@@ -23,6 +23,14 @@ REPRODUCE = ("python -m training pretrain --out runs/vhred --steps 1300 --kl-ann
              "--store model_store")
 
 
+def context_turns(encoder_folder: Path) -> int:
+    """How many context turns the exported encoder keeps (from its manifest; 7 if not exported here)."""
+    import json
+
+    path = Path(encoder_folder) / "manifest.json"
+    return int(json.loads(path.read_text())["config"]["max_context_turns"]) if path.is_file() else 7
+
+
 def write_readme(folder: Path, text: str) -> None:
     (Path(folder) / "README.md").write_text(text.rstrip() + "\n", encoding="utf-8")
 
@@ -30,7 +38,10 @@ def write_readme(folder: Path, text: str) -> None:
 def _licences(sets: list[str]) -> str:
     from training.data.judgements import SETS
 
-    return "; ".join(f"{s}: {SETS[s].licence}" for s in sets if s in SETS)
+    parts = [f"{s}: {SETS[s].licence.split('; ')[0]}" for s in sets if s in SETS]
+    if any("DailyDialog" in SETS[s].licence for s in sets if s in SETS):
+        parts.append("DailyDialog-derived sets also: CC BY-NC-SA 4.0")
+    return "; ".join(parts)
 
 
 def _fmt(x: Any) -> str:
@@ -54,6 +65,11 @@ def _dev_table(dev: dict, title: str) -> str:
     return "\n".join(lines)
 
 
+def _file_names(folder: Path) -> str:
+    return ", ".join(f"`{p.name}`" for p in sorted(Path(folder).iterdir())
+                     if p.suffix in (".onnx", ".json", ".npy") and p.name != "manifest.json")
+
+
 def _files(folder: Path) -> str:
     return "\n".join(f"- `{p.name}` ({p.stat().st_size / 1024:.0f} KiB)" for p in sorted(Path(folder).iterdir())
                      if p.suffix in (".onnx", ".json", ".npy") and p.name != "manifest.json")
@@ -72,8 +88,9 @@ def hred_card(metrics: dict) -> dict[str, Any]:
             "citation": CITE_VHRED}
 
 
-def hred_readme(folder: Path, metrics: dict) -> str:
+def hred_readme(folder: Path, metrics: dict, config: dict) -> str:
     held = metrics["held_out_dailydialog_validation"]
+    u, c, turns = 2 * config["utterance"], config["context"], config["max_turns"] - 1
     return f"""# hred-encoder: the VHRED-pre-trained hierarchical encoder of ADEM and AutoJudge
 
 A component (not a model you score with): the utterance-level bidirectional GRU and the
@@ -87,10 +104,10 @@ encoders are exported; the decoder is used by `python -m training selftalk`.
 {_files(folder)}
 
 - `utterance_encoder.onnx`: `tokens` int64 [batch, time] (BPE ids of `tokenizer.json`, 0-padded,
-  each utterance ends in [EOS], at most 40 ids), `lengths` int64 [batch] -> `vectors` [batch, 256].
-- `context_encoder.onnx`: `vectors` float [batch, turns, 256] (padded turns last), `turns` int64
-  [batch] -> `state` [batch, 256]: the last hidden state of the context GRU. A context uses its last
-  7 utterances; a reply or reference is encoded as a one-utterance context (ADEM section 4).
+  each utterance ends in [EOS], at most {config['max_tokens']} ids), `lengths` int64 [batch] -> `vectors` [batch, {u}].
+- `context_encoder.onnx`: `vectors` float [batch, turns, {u}] (padded turns last), `turns` int64
+  [batch] -> `state` [batch, {c}]: the last hidden state of the context GRU. A context uses its last
+  {turns} utterances; a reply or reference is encoded as a one-utterance context (ADEM section 4).
 - Padding is masked exactly (the backward GRU reads each utterance reversed within its length),
   so a vector does not depend on the batch. ONNX Runtime vs torch max abs difference is in
   `manifest.json` (`config.parity_max_abs_diff`), checked below 1e-4 at several shapes.
@@ -101,7 +118,9 @@ encoders are exported; the decoder is used by `python -m training selftalk`.
   {metrics['train_dialogues']} dialogues, {metrics['train_windows']} windows of up to 8 turns
   (fingerprint `{metrics['train_fingerprint']}`).
 - Licences: {CORPUS_LICENCES}. Models trained on DailyDialog inherit its non-commercial terms.
-- Sizes: {metrics.get('config_text', 'see manifest config.vhred')}.
+- Sizes: BPE vocabulary {config['vocab_size']}, embeddings {config['embedding']}, utterance BiGRU
+  2 x {config['utterance']}, context GRU {c}, latent {config['latent']}, decoder GRU {config['decoder']}
+  (output tied to the embeddings through a projection), word drop {config['word_drop']}.
 - {metrics['steps']} Adam steps (lr {metrics['lr']}, batch {metrics['batch_size']} windows,
   {metrics['epochs']} pass(es) started), seed {metrics['seed']}, {metrics['minutes']} minutes on a {MACHINE}.
   The paper's encoder is far larger (context size 2000, Twitter corpus); this one is sized to
@@ -139,7 +158,7 @@ def adem_card(metrics: dict) -> dict[str, Any]:
             "citation": CITE_ADEM}
 
 
-def adem_readme(folder: Path, metrics: dict, parity: dict[str, float]) -> str:
+def adem_readme(folder: Path, metrics: dict, parity: dict[str, float], dim: int, turns: int) -> str:
     t = metrics["training"]["adem"]
     return f"""# adem: ADEM (Lowe et al. 2017) on the VHRED encoder
 
@@ -150,8 +169,8 @@ predictions at initialisation have the training ratings' mean and spread (the pa
 initialise the predictions in the score range"). Scores are on the 1-5 rating scale (not clipped).
 
 ## Inputs
-`context` (oldest first; the last 7 turns are used), `response`, `reference` (required).
-Files: {_files(folder).replace(chr(10), ' ')}; `adem_head.onnx` takes `c`, `r_hat`, `r` [batch, 256]
+`context` (oldest first; the last {turns} turns are used), `response`, `reference` (required).
+Files: {_file_names(folder)}; `adem_head.onnx` takes `c`, `r_hat`, `r` [batch, {dim}]
 and holds the PCA projection, M, N, alpha and beta. ONNX vs torch max abs difference: {parity}.
 
 ## Training
@@ -197,7 +216,7 @@ def autojudge_card(metrics: dict) -> dict[str, Any]:
             "citation": CITE_AUTOJUDGE}
 
 
-def autojudge_readme(folder: Path, metrics: dict, parity: dict[str, float]) -> str:
+def autojudge_readme(folder: Path, metrics: dict, parity: dict[str, float], dim: int, turns: int) -> str:
     t = metrics["training"]
     cv = metrics["cross_validation"]
     convo, system = cv["convo_split"], cv["system_split"]
@@ -207,14 +226,14 @@ def autojudge_readme(folder: Path, metrics: dict, parity: dict[str, float]) -> s
     return f"""# autojudge: AutoJudge (Deriu & Cieliebak 2019) on the VHRED encoder
 
 score(c, r) = (c^T M r - alpha) / beta with c, r the frozen `hred-encoder` vectors of the context
-and the reply (256-d, no PCA, M is 256 x 256 and the only trained weight). No reference needed:
+and the reply ({dim}-d, no PCA, M is {dim} x {dim} and the only trained weight). No reference needed:
 usable on deployed systems and for re-ranking candidates (`/rerank`). alpha = {t['alpha']:.4g},
 beta = {t['beta']:.4g}, fixed so that predictions at M = I have the training ratings' mean and
 spread (the paper reuses ADEM's 0.01 and 32, which fit only its own encoder's scale).
 
 ## Inputs
-`context` (oldest first; the last 7 turns are used) and `response`. Files: {_files(folder).replace(chr(10), ' ')};
-`autojudge_head.onnx` takes `c`, `r` [batch, 256]. ONNX vs torch max abs difference: {parity}.
+`context` (oldest first; the last {turns} turns are used) and `response`. Files: {_file_names(folder)};
+`autojudge_head.onnx` takes `c`, `r` [batch, {dim}]. ONNX vs torch max abs difference: {parity}.
 
 ## Training
 - Data: turn-level ratings without references, the `train` partitions of {', '.join(metrics['sets'])}

@@ -178,7 +178,8 @@ def main(argv: list[str]) -> int:
         metrics = json.loads((args.vhred / "metrics.json").read_text())
         export_hred(args.vhred / "model.pt", args.vhred / "tokenizer.json", args.store / "hred-encoder",
                     args.version, card=cards.hred_card(metrics))
-        cards.write_readme(args.store / "hred-encoder", cards.hred_readme(args.store / "hred-encoder", metrics))
+        config = json.loads((args.store / "hred-encoder" / "manifest.json").read_text())["config"]["vhred"]
+        cards.write_readme(args.store / "hred-encoder", cards.hred_readme(args.store / "hred-encoder", metrics, config))
     if args.adem:
         from training.adem.train import export_run
 

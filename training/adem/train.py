@@ -199,6 +199,7 @@ def export_run(run: Path, folder: Path, version: str, encoder_name: str = "hred-
         write_manifest(target, name=target.name, version=version, kind="referenced", scorer="adem",
                        score_range=(1.0, 5.0), uses=[encoder_name], config=config,
                        card=cards.adem_card(metrics))
-        cards.write_readme(target, cards.adem_readme(target, metrics, parity))
+        cards.write_readme(target, cards.adem_readme(target, metrics, parity,
+                                                         dim, cards.context_turns(target.parent / encoder_name)))
 
     return export_head(head, 3, ["c", "r_hat", "r"], folder, "adem_head.onnx", dim, write)

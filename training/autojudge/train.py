@@ -190,6 +190,7 @@ def export_run(run: Path, folder: Path, version: str, encoder_name: str = "hred-
         write_manifest(target, name=target.name, version=version, kind="unreferenced", scorer="autojudge",
                        score_range=(1.0, 5.0), uses=[encoder_name], config=config,
                        card=cards.autojudge_card(metrics))
-        cards.write_readme(target, cards.autojudge_readme(target, metrics, parity))
+        cards.write_readme(target, cards.autojudge_readme(target, metrics, parity,
+                                                              int(head.M.shape[0]), cards.context_turns(target.parent / encoder_name)))
 
     return export_head(head, 2, ["c", "r"], folder, "autojudge_head.onnx", head.M.shape[0], write)
