@@ -115,29 +115,21 @@ def _kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return out
 
 
-def _tied_pairs(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Pairs with equal `values` in each weighted resample: sum over distinct values of c(c-1)/2."""
-    order = np.argsort(values, kind="stable")
-    ordered = values[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    counts = np.add.reduceat(weights[:, order], starts, axis=1)
-    return (counts * (counts - 1)).sum(axis=1) / 2
-
-
-def _kendall_weighted(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def _kendall_weighted(x: np.ndarray, y: np.ndarray, weights: np.ndarray, tied_x: np.ndarray,
+                      tied_y: np.ndarray) -> np.ndarray:
     """Kendall tau-b of every bootstrap resample, each given as item counts (a row of `weights`).
 
     A resample holding item i w_i times has S = w^T P w / 2 with P_ij = sign(x_i-x_j) sign(y_i-y_j)
     (copies of one item are tied and count zero), so all resamples cost one matrix product instead
-    of B calls to scipy; ties enter tau-b's denominator through the per-value counts.
+    of B calls to scipy; ties enter tau-b's denominator as `tied_x`, `tied_y` (pairs per resample).
     """
     total = weights[0].sum()
     pairs = total * (total - 1) / 2
     # float32 is exact here: every partial sum is an integer of magnitude at most n^2 < 2^24.
     sign = (np.sign(x[:, None] - x[None, :]) * np.sign(y[:, None] - y[None, :])).astype(np.float32)
     s = np.einsum("ij,ij->i", (weights.astype(np.float32) @ sign).astype(np.float64), weights) / 2
-    untied_x = pairs - _tied_pairs(weights, x)
-    untied_y = pairs - _tied_pairs(weights, y)
+    untied_x = pairs - tied_x
+    untied_y = pairs - tied_y
     with np.errstate(invalid="ignore", divide="ignore"):
         tau = s / np.sqrt(untied_x * untied_y)
     tau[(untied_x == 0) | (untied_y == 0)] = np.nan
@@ -166,47 +158,85 @@ class _TieGroups:
     """
 
     def __init__(self, values: np.ndarray) -> None:
+        self.values = values
         self.order = np.argsort(values, kind="stable")
         ordered = values[self.order]
         new_group = np.r_[True, ordered[1:] != ordered[:-1]]
         self.starts = np.flatnonzero(new_group)
+        self.distinct = self.starts.size == values.size
         self.group = np.empty(values.size, dtype=np.int64)
         self.group[self.order] = np.cumsum(new_group) - 1
 
-    def counts(self, weights: np.ndarray) -> np.ndarray:
-        """(B, groups) how often each distinct value occurs in each resample."""
-        return np.add.reduceat(weights[:, self.order], self.starts, axis=1)
 
-    def centred_ranks(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(B, n) average rank of each item within each resample minus the mean rank (N+1)/2, and
-        which resamples are constant (a single distinct value)."""
-        counts = self.counts(weights)
-        total = weights[0].sum()
+class _Resampled:
+    """One variable on one chunk of resamples: counts per distinct value, ranks and ties, each
+    computed at most once and shared by every method that needs it."""
+
+    def __init__(self, groups: _TieGroups, weights: np.ndarray) -> None:
+        self.groups = groups
+        self.weights = weights
+        self._counts: np.ndarray | None = None
+
+    @property
+    def counts(self) -> np.ndarray:
+        """(B, distinct values) how often each value occurs in each resample."""
+        if self._counts is None:
+            ordered = self.weights[:, self.groups.order]
+            self._counts = ordered if self.groups.distinct else np.add.reduceat(ordered, self.groups.starts, axis=1)
+        return self._counts
+
+    @property
+    def constant(self) -> np.ndarray:
+        """Which resamples hold a single distinct value."""
+        source = self.weights if self.groups.distinct else self.counts
+        return np.count_nonzero(source, axis=1) <= 1
+
+    @property
+    def tied_pairs(self) -> np.ndarray:
+        """Pairs of equal values in each resample: sum over values of c(c-1)/2."""
+        counts = self.counts
+        return (counts * (counts - 1)).sum(axis=1) / 2
+
+    def centred_ranks(self) -> np.ndarray:
+        """(B, n) average rank of each item within each resample minus the mean rank (N+1)/2."""
+        counts = self.counts
+        total = self.weights[0].sum()
         average = np.cumsum(counts, axis=1) - (counts - 1) / 2  # 1-based average rank of each group
-        return average[:, self.group] - (total + 1) / 2, np.count_nonzero(counts, axis=1) <= 1
+        return average[:, self.groups.group] - (total + 1) / 2
 
 
 def _weighted_pearson(weights: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Pearson r of each resample given as item multiplicities; x, y are (n,) or per-resample (B, n)."""
+    """Pearson r of each resample given as item multiplicities, for fixed values x, y (n,).
+
+    Sums of products are matrix-vector products over the original items; x and y should be
+    centred on their overall means so that the one-pass moments lose no precision.
+    """
     total = weights[0].sum()
-    mx = np.einsum("ij,ij->i", weights, np.broadcast_to(x, weights.shape)) / total
-    my = np.einsum("ij,ij->i", weights, np.broadcast_to(y, weights.shape)) / total
-    xc = x - mx[:, None]
-    yc = y - my[:, None]
-    num = np.einsum("ij,ij,ij->i", weights, xc, yc)
-    den = np.sqrt(np.einsum("ij,ij,ij->i", weights, xc, xc) * np.einsum("ij,ij,ij->i", weights, yc, yc))
+    mx, my = weights @ x / total, weights @ y / total
+    sxy = weights @ (x * y) - total * mx * my
+    sxx = weights @ (x * x) - total * mx * mx
+    syy = weights @ (y * y) - total * my * my
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.clip(num / den, -1.0, 1.0)
+        return np.clip(sxy / np.sqrt(sxx * syy), -1.0, 1.0)
 
 
-def bootstrap_distribution(human: Sequence[float], metrics: dict[str, Sequence[float]], method: str,
-                           indices: np.ndarray) -> dict[str, np.ndarray]:
-    """Correlation of each metric with the humans on every resample (row of `indices`).
+def _weighted_rank_pearson(weighted_x: np.ndarray, sxx: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Spearman rho of each resample from centred ranks (their weighted mean is exactly zero):
+    `weighted_x` = weights * x ranks and `sxx` its sum of squares, shared by every metric."""
+    sxy = np.einsum("ij,ij->i", weighted_x, y)
+    syy = np.einsum("ij,ij->i", weights * y, y)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.clip(sxy / np.sqrt(sxx * syy), -1.0, 1.0)
+
+
+def bootstrap_distributions(human: Sequence[float], metrics: dict[str, Sequence[float]],
+                            methods: Sequence[str], indices: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
+    """{method: {metric: correlation with the humans on every resample (row of `indices`)}}.
 
     The same rows are used for every metric, which is what makes differences between metrics a
     paired bootstrap. A resample is handled as the multiplicity of each item in it: Pearson and
-    Spearman are then weighted sums over the original items (ranks from cumulative counts, the
-    humans' computed once per resample matrix), Kendall one matrix product up to
+    Spearman are then weighted sums over the original items (ranks from cumulative counts, no sort
+    per resample; the humans' once per chunk for all metrics), Kendall one matrix product up to
     `_WEIGHTED_KENDALL_MAX` items and scipy per resample beyond. NaN marks a resample where a side
     was constant.
     """
@@ -214,36 +244,41 @@ def bootstrap_distribution(human: Sequence[float], metrics: dict[str, Sequence[f
     columns = {name: np.asarray(values, dtype=np.float64) for name, values in metrics.items()}
     resamples, n = indices.shape
     chunk = max(1, _CHUNK_CELLS // max(n, 1))
-    out = {name: np.empty(resamples) for name in columns}
-    if method == "kendall" and n > _WEIGHTED_KENDALL_MAX:
-        for start in range(0, resamples, chunk):
-            idx = indices[start:start + chunk]
-            for name, values in columns.items():
-                out[name][start:start + chunk] = _kendall_rows(h[idx], values[idx])
-        return out
+    out = {method: {name: np.empty(resamples) for name in columns} for method in methods}
     groups = {name: _TieGroups(values) for name, values in columns.items()}
     human_groups = _TieGroups(h)
+    centred = {name: values - values.mean() for name, values in columns.items()}
+    h_centred = h - h.mean()
     for start in range(0, resamples, chunk):
         part = slice(start, start + chunk)
-        weights = _counts(indices[part], n)
-        if method == "kendall":
-            for name, values in columns.items():
-                out[name][part] = _kendall_weighted(h, values, weights)
-            continue
-        if method == "spearman":
-            hx, h_constant = human_groups.centred_ranks(weights)
-        else:
-            hx, h_constant = h - h.mean(), np.count_nonzero(human_groups.counts(weights), axis=1) <= 1
+        idx = indices[part]
+        weights = _counts(idx, n)
+        hr = _Resampled(human_groups, weights)
+        if "spearman" in methods:
+            h_ranks = hr.centred_ranks()
+            h_weighted = weights * h_ranks
+            h_sxx = np.einsum("ij,ij->i", h_weighted, h_ranks)
         for name, values in columns.items():
-            if method == "spearman":
-                mx, m_constant = groups[name].centred_ranks(weights)
-            else:
-                mx = values - values.mean()
-                m_constant = np.count_nonzero(groups[name].counts(weights), axis=1) <= 1
-            r = _weighted_pearson(weights, hx, mx)
-            r[h_constant | m_constant] = np.nan
-            out[name][part] = r
+            mr = _Resampled(groups[name], weights)
+            constant = hr.constant | mr.constant
+            for method in methods:
+                if method == "pearson":
+                    r = _weighted_pearson(weights, h_centred, centred[name])
+                elif method == "spearman":
+                    r = _weighted_rank_pearson(h_weighted, h_sxx, mr.centred_ranks(), weights)
+                elif n <= _WEIGHTED_KENDALL_MAX:
+                    r = _kendall_weighted(h, values, weights, hr.tied_pairs, mr.tied_pairs)
+                else:
+                    r = _kendall_rows(h[idx], values[idx])
+                r[constant] = np.nan
+                out[method][name][part] = r
     return out
+
+
+def bootstrap_distribution(human: Sequence[float], metrics: dict[str, Sequence[float]], method: str,
+                           indices: np.ndarray) -> dict[str, np.ndarray]:
+    """{metric: correlation with the humans on every resample} for one method (see bootstrap_distributions)."""
+    return bootstrap_distributions(human, metrics, [method], indices)[method]
 
 
 def percentile_interval(distribution: np.ndarray, confidence: float = 0.95) -> list[float] | None:
@@ -478,8 +513,8 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
     indices = resample_indices(n, resamples, seed) if no_bootstrap is None else None
 
     def item_distribution(method: str) -> dict[str, np.ndarray]:
-        if method not in cache:
-            cache[method] = bootstrap_distribution(means, metrics, method, indices)
+        if not cache:  # every method in one pass: resample counts and ranks are shared
+            cache.update(bootstrap_distributions(means, metrics, methods, indices))
         return cache[method]
 
     item, comparisons = _level(means, metrics, methods, confidence, no_bootstrap, item_distribution)
