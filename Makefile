@@ -10,7 +10,7 @@ WORKERS ?= 2
 DATA ?= ../shared/data
 export DIALSCORE_DATA_DIR ?= $(abspath $(DATA))
 
-.PHONY: help venv venv-dev run test lint bench train encoder-fp32 evaluate clean
+.PHONY: help venv venv-dev run test lint bench train encoder-fp32 evaluate clean reproduce-human-eval
 
 help:
 	@echo "make run      serve the committed model store on $(HOST):$(PORT) (creates $(VENV))"
@@ -55,3 +55,9 @@ evaluate: $(VENV)/.dev
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
+
+# Ji et al. 2022 free run 1 reproduced from ../shared/data (docs/human-eval.md).
+JI := $(DIALSCORE_DATA_DIR)/human_eval/ji2022
+reproduce-human-eval: $(VENV)/.dev
+	$(PY) -m service.analysis human-eval $(JI)/raw_mturk_csv/FreeTopicRound1/Combined_Batches_305hits.csv \
+		--upstream $(JI)/dialogue_data --rater-pairs --anonymise --out docs/human-eval-run1

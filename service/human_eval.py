@@ -46,9 +46,8 @@ def _check(ratings: list[dict], reverse: Sequence[str], scale: tuple[float, floa
     criteria = list(first)
     if not criteria:
         errors["ratings.0.scores"] = "Give at least one criterion."
-    for name in reverse:
-        if name not in criteria:
-            errors["reverse"] = f"{name!r} is not a criterion of the ratings ({', '.join(criteria)})."
+    # A `reverse` entry the ratings do not use is harmless (API.md's own example lists "repetitive"
+    # beside ratings without it): reversing nothing changes nothing, so it is not an error.
     for i, rating in enumerate(ratings):
         for key in ("rater", "system", "item"):
             if not isinstance(rating.get(key), str) or not rating.get(key):

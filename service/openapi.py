@@ -28,14 +28,20 @@ _SCORE_EXAMPLE = {
     "options": {},
 }
 _CORRELATE_EXAMPLE = {
-    "human": [3.0, 4.5, 1.0, 2.0], "scores": {"adem": [2.9, 4.0, 1.7, 2.2], "bleu4": [0.1, 0.0, 0.2, 0.1]},
-    "systems": ["hred", "human", "tfidf", "hred"], "methods": ["pearson", "spearman", "kendall"],
+    "human": [3.0, 4.5, 1.0, 2.0, 3.5, 4.0, 1.5, 2.5, 5.0, 3.0],
+    "scores": {"adem": [2.9, 4.0, 1.7, 2.2, 3.1, 3.6, 2.0, 2.4, 4.4, 3.3],
+               "bleu4": [0.1, 0.0, 0.2, 0.1, 0.05, 0.3, 0.0, 0.1, 0.2, 0.1]},
+    "systems": ["hred", "human", "tfidf", "hred", "human", "human", "tfidf", "hred", "human", "tfidf"], "methods": ["pearson", "spearman", "kendall"],
     "confidence": 0.95, "resamples": 1000, "seed": 0,
 }
 _HUMAN_EVAL_EXAMPLE = {
     "ratings": [
         {"rater": "w1", "system": "A", "item": "d1", "scores": {"interesting": 73, "fun": 60, "robotic": 20}},
-        {"rater": "w1", "system": "degraded", "item": "d2", "scores": {"interesting": 10, "fun": 5, "robotic": 90}},
+        {"rater": "w1", "system": "B", "item": "d2", "scores": {"interesting": 55, "fun": 48, "robotic": 35}},
+        {"rater": "w1", "system": "degraded", "item": "d3", "scores": {"interesting": 10, "fun": 5, "robotic": 90}},
+        {"rater": "w2", "system": "A", "item": "d4", "scores": {"interesting": 80, "fun": 71, "robotic": 15}},
+        {"rater": "w2", "system": "B", "item": "d5", "scores": {"interesting": 62, "fun": 50, "robotic": 30}},
+        {"rater": "w2", "system": "degraded", "item": "d6", "scores": {"interesting": 20, "fun": 12, "robotic": 85}},
     ],
     "reverse": ["robotic", "repetitive"], "scale": [0, 100], "qc_system": "degraded", "alpha": 0.05,
 }

@@ -150,6 +150,9 @@ class HumanEvalRequestSchema(StrictSchema):
                               metadata={"description": "The degraded quality-control system.", "example": "degraded"})
     alpha = fields.Float(load_default=0.05, validate=validate.Range(min=0, max=1, min_inclusive=False,
                                                                      max_inclusive=False))
+    qc_criteria = fields.List(fields.String(), load_default=None, allow_none=True,
+                              metadata={"description": "Criteria pooled in the quality-control test; default: "
+                                                       "those not in `reverse` (as upstream's released code)."})
 
     @validates_schema
     def _scale_ordered(self, data: dict, **_: object) -> None:

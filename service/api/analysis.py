@@ -29,7 +29,8 @@ def assess():
     limits.check_human_eval(body, settings())
     try:
         result = human_eval.assess(body["ratings"], reverse=body["reverse"], scale=tuple(body["scale"]),
-                                   qc_system=body["qc_system"], alpha=body["alpha"])
+                                   qc_system=body["qc_system"], alpha=body["alpha"],
+                                   qc_criteria=body["qc_criteria"])
     except human_eval.HumanEvalInputError as exc:
         raise InvalidRequest(str(exc) or "The ratings cannot be assessed as given.", exc.fields) from None
     return jsonify(result)
