@@ -16,11 +16,21 @@ CITE_ADEM = ("Lowe, Noseworthy, Serban, Angelard-Gontier, Bengio, Pineau (2017).
              "Turing Test: Learning to Evaluate Dialogue Responses. ACL.")
 CITE_AUTOJUDGE = ("Deriu, Cieliebak (2019). Towards a Metric for Automated Conversational Dialogue System "
                   "Evaluation and Improvement. INLG.")
-REPRODUCE = ("python -m training pretrain --out runs/vhred --steps 1300 --kl-anneal-steps 650 --seed 0\n"
-             "python -m training train adem --encoder runs/vhred --out runs/adem --seed 0\n"
-             "python -m training train autojudge --encoder runs/vhred --out runs/autojudge --seed 0\n"
-             "python -m training export --vhred runs/vhred --adem runs/adem --autojudge runs/autojudge "
-             "--store model_store")
+REPRODUCE_HEADS = ("python -m training train adem --encoder runs/vhred --out runs/adem --seed 0\n"
+                   "python -m training train autojudge --encoder runs/vhred --out runs/autojudge --seed 0\n"
+                   "python -m training export --vhred runs/vhred --adem runs/adem --autojudge runs/autojudge "
+                   "--store model_store")
+
+
+def pretrain_command(steps: int | None = None, kl_anneal_steps: int | None = None) -> str:
+    """The pre-training command line of a run (defaults: the committed encoder's run)."""
+    return (f"python -m training pretrain --out runs/vhred --steps {steps or 1300} "
+            f"--kl-anneal-steps {kl_anneal_steps or 400} --seed 0")
+
+
+def reproduce(encoder_metrics: dict | None = None) -> str:
+    m = encoder_metrics or {}
+    return pretrain_command(m.get("steps"), m.get("kl_anneal_steps")) + "\n" + REPRODUCE_HEADS
 
 
 def context_turns(encoder_folder: Path) -> int:
@@ -135,7 +145,7 @@ encoders are exported; the decoder is used by `python -m training selftalk`.
 
 ## Reproduce
 ```
-{REPRODUCE.splitlines()[0]}
+{pretrain_command(metrics['steps'], metrics['kl_anneal_steps'])}
 python -m training export --vhred runs/vhred --store model_store
 ```
 
@@ -193,7 +203,7 @@ VHRED -0.010, BLEU-4 0.073.
 
 ## Reproduce
 ```
-{REPRODUCE}
+{reproduce(metrics.get('encoder_metrics'))}
 ```
 
 ## Citation
@@ -259,7 +269,7 @@ spread (the paper reuses ADEM's 0.01 and 32, which fit only its own encoder's sc
 
 ## Reproduce
 ```
-{REPRODUCE}
+{reproduce(metrics.get('encoder_metrics'))}
 ```
 
 ## Citation

@@ -77,10 +77,10 @@ def perplexity(model: VHRED, data: list[list[list[int]]], batch_size: int = 64) 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m training pretrain", description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("runs/vhred"))
-    parser.add_argument("--steps", type=int, default=6000)
+    parser.add_argument("--steps", type=int, default=1300)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--kl-anneal-steps", type=int, default=3000,
+    parser.add_argument("--kl-anneal-steps", type=int, default=400,
                         help="KL weight rises linearly 0 -> 1 over these steps (paper: 60k batches)")
     parser.add_argument("--vocab-size", type=int, default=5000)
     parser.add_argument("--sources", default="dailydialog,chitchat")
@@ -90,6 +90,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--data-dir", type=Path, default=corpora.DEFAULT_DATA_DIR)
     parser.add_argument("--config", default="{}", help="JSON overrides of VHREDConfig (tests: tiny sizes)")
+    parser.add_argument("--checkpoint-every", type=int, default=50,
+                        help="save model.pt every N steps; the first k steps of a run equal a run with --steps k")
+    parser.add_argument("--finish", action="store_true",
+                        help="do not train: evaluate the saved model.pt and write metrics.json (after a stop)")
     args = parser.parse_args(argv)
 
     args.out.mkdir(parents=True, exist_ok=True)
@@ -128,6 +132,15 @@ def main(argv: list[str]) -> int:
     valid_windows = windows(encode_all(valid), config.max_turns)
     log.info("windows: %d train, %d validation", len(train_windows), len(valid_windows))
 
+    if args.finish:
+        from training.encoders.vhred import load_checkpoint
+
+        model, extra = load_checkpoint(args.out / "model.pt")
+        args.steps, epoch = extra.get("steps_done", extra.get("steps")), extra.get("epoch", extra.get("epochs"))
+        log.info("finishing a run stopped after step %d", args.steps)
+        return _finish(model, valid_windows, train, train_windows, sources, args, epoch, started, log,
+                       minutes=extra.get("minutes"))
+
     model = VHRED(config)
     model.train()
     optimiser = torch.optim.Adam(model.parameters(), lr=args.lr)
@@ -154,9 +167,16 @@ def main(argv: list[str]) -> int:
             progress.step(step, epoch=epoch, kl_w=kl_weight, train_ppl=math.exp(running["nll"] / tokens),
                           kl_tok=running["kl"] / tokens)
             running = {"loss": 0.0, "nll": 0.0, "kl": 0.0, "tokens": 0.0}
+        if step % args.checkpoint_every == 0 and step < args.steps:
+            save_checkpoint(model, args.out / "model.pt", extra={
+                "steps_done": step, "epoch": epoch, "minutes": round((time.time() - started) / 60, 1)})
+    return _finish(model, valid_windows, train, train_windows, sources, args, epoch, started, log)
 
+
+def _finish(model: VHRED, valid_windows: list, train: list, train_windows: list, sources: tuple, args,
+            epoch: int, started: float, log, minutes: float | None = None) -> int:
     held_out = perplexity(model, valid_windows)
-    minutes = (time.time() - started) / 60
+    minutes = minutes if minutes is not None else (time.time() - started) / 60
     log.info("held-out DailyDialog validation: perplexity bound %.2f, NLL-only %.2f, KL/token %.3f (%d tokens)",
              held_out["ppl_bound"], held_out["ppl_nll"], held_out["kl_per_token"], held_out["tokens"])
     metrics = {"held_out_dailydialog_validation": held_out, "steps": args.steps, "epochs": epoch,

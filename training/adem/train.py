@@ -166,7 +166,8 @@ def main(argv: list[str]) -> int:
                "training": {v: {k: x for k, x in h.items() if k != "history"} | {"epochs_run": len(h["history"]) - 1}
                             for v, h in histories.items()},
                "dev": report, "seed": args.seed, "minutes": round((time.time() - started) / 60, 1),
-               "encoder": str(args.encoder), "encoder_fingerprint": encoder_metrics.get("train_fingerprint")}
+               "encoder": str(args.encoder), "encoder_fingerprint": encoder_metrics.get("train_fingerprint"),
+               "encoder_metrics": {k: encoder_metrics.get(k) for k in ("steps", "kl_anneal_steps", "seed")}}
     (args.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     log.info("wrote %s in %.1f min", args.out, metrics["minutes"])
     return 0

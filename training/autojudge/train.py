@@ -163,7 +163,8 @@ def main(argv: list[str]) -> int:
                    "epochs_run": len(history["history"]) - 1},
                "dev": report, "cross_validation": {"convo_split": convo, "system_split": system_split},
                "seed": args.seed, "minutes": round((time.time() - started) / 60, 1), "encoder": str(args.encoder),
-               "encoder_fingerprint": encoder_metrics.get("train_fingerprint")}
+               "encoder_fingerprint": encoder_metrics.get("train_fingerprint"),
+               "encoder_metrics": {k: encoder_metrics.get(k) for k in ("steps", "kl_anneal_steps", "seed")}}
     (args.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     log.info("wrote %s in %.1f min", args.out, metrics["minutes"])
     return 0
