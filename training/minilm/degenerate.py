@@ -7,7 +7,14 @@ generalises to unseen contexts and unseen generic phrases, not recall of its tra
 """
 from __future__ import annotations
 
+import argparse
 import random
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
 
 KINDS = ("empty", "near-empty", "repeated", "generic", "copy-last-turn", "other-conversation")
 
@@ -39,3 +46,125 @@ def degenerate_replies(context: list[str], human: str, other: str, rng: random.R
         "copy-last-turn": context[-1] if context else "",
         "other-conversation": other,
     }
+
+
+# --- the check set and `python -m training degenerate` ---------------------------------------------
+@dataclass(frozen=True)
+class Case:
+    """A held-out context with its human reply, a reference (another human reply) and one degenerate reply."""
+
+    context: tuple[str, ...]
+    human: str
+    reference: str
+    kind: str
+    degenerate: str
+
+
+def check_set(max_contexts: int = 400, seed: int = 0) -> list[Case]:
+    """DailyDialog++ dev/test contexts whose query is in the judgement *dev* partition (never trained on).
+
+    The human reply and the reference are two of the five human-written replies; the reply from
+    another conversation is DailyDialog++'s own random negative for that context.
+    """
+    from training.data.judgements import normalise, split_of
+    from training.minilm.data import _dd_plusplus
+
+    rng = random.Random(seed)
+    cases: list[Case] = []
+    records = [r for name in ("dev.json", "test.json") for r in _dd_plusplus(name)]
+    contexts = 0
+    for record in records:
+        context = [" ".join(t.split()) for t in record["context"]]
+        positives = [" ".join(p.split()) for p in record["positive_responses"] if p.strip()]
+        if len(positives) < 2 or split_of("q:" + normalise(context[-1])) != "dev":
+            continue
+        other = " ".join(record["random_negative_responses"][0].split())
+        for kind, reply in degenerate_replies(context, positives[0], other, rng).items():
+            cases.append(Case(tuple(context), positives[0], positives[1], kind, reply))
+        contexts += 1
+        if contexts >= max_contexts:
+            break
+    return cases
+
+
+def shares(scorer, cases: list[Case], batch: int = 256) -> dict[str, float]:
+    """Per kind (and "all"): the share of cases where the degenerate reply scores below the human one."""
+    from service.scorers.base import EncodeCache, Item
+
+    human_items = [Item(list(c.context), c.human, c.reference) for c in cases]
+    bad_items = [Item(list(c.context), c.degenerate, c.reference) for c in cases]
+    scores = []
+    for items in (human_items, bad_items):
+        values: list[float] = []
+        for start in range(0, len(items), batch):
+            values.extend(scorer.score(items[start:start + batch], None, EncodeCache()).scores)
+        scores.append(np.asarray(values))
+    below = scores[1] < scores[0]  # a tie is a failure: the metric did not prefer the human reply
+    result = {kind: float(below[[c.kind == kind for c in cases]].mean()) for kind in KINDS}
+    result["all"] = float(below.mean())
+    return result
+
+
+BEGIN, END = "<!-- degenerate:begin -->", "<!-- degenerate:end -->"
+
+
+def markdown(table: dict[str, dict[str, float]], n_contexts: int, command: str) -> str:
+    lines = [BEGIN,
+             f"Share of cases where the degenerate reply scores **below** the human reply of the same context "
+             f"(ties count as failures). {n_contexts} held-out DailyDialog++ dev/test contexts (query in the "
+             "judgement dev partition, never used in training), one degenerate reply of each kind per context; "
+             "referenced models get another human reply as the reference. Kinds: empty (\"\"), near-empty "
+             f"({', '.join(repr(x) for x in CHECK_NEAR_EMPTY)}), repeated (the human reply's first three words "
+             f"five times), generic ({', '.join(repr(x) for x in CHECK_GENERIC)}), copy of the last context "
+             "turn, a human reply from another conversation. The -minilm models were trained with negatives of "
+             "the same kinds but other phrases (training/minilm/degenerate.py) on train contexts only.", "",
+             "| model | " + " | ".join(KINDS) + " | all |", "|---|" + "---|" * (len(KINDS) + 1)]
+    for model, row in table.items():
+        lines.append(f"| {model} | " + " | ".join(f"{row[k]:.1%}" for k in (*KINDS, "all")) + " |")
+    lines += ["", f"Command: `{command}`", END]
+    return "\n".join(lines)
+
+
+def write_section(path: Path, section: str) -> None:
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Evaluation\n"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + section + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training degenerate", description=__doc__.split("\n")[0])
+    parser.add_argument("--store", type=Path, default=Path("model_store"))
+    parser.add_argument("--models", nargs="+", default=None)
+    parser.add_argument("--contexts", type=int, default=400)
+    parser.add_argument("--out", type=Path, default=Path("docs/evaluation.md"))
+    parser.add_argument("--no-cards", action="store_true", help="do not write the shares into the -minilm cards")
+    args = parser.parse_args(argv)
+    from training.evaluate import load_store
+
+    store = load_store(args.store, args.models)
+    cases = check_set(args.contexts)
+    table: dict[str, dict[str, float]] = {}
+    for name in args.models or sorted(store.scorers):
+        scorer = store.scorers.get(name)
+        if scorer is None or scorer.kind == "dialogue":
+            continue
+        started = time.time()
+        table[name] = shares(scorer, cases)
+        print(f"{name}: {table[name]['all']:.1%} ({time.time() - started:.0f} s)", flush=True)
+    command = "python -m training degenerate " + " ".join(argv if argv is not None else sys.argv[2:])
+    write_section(args.out, markdown(table, len(cases) // len(KINDS), command.strip()))
+    if not args.no_cards:
+        from training.minilm.store import update_card
+
+        for name, row in table.items():
+            if name.endswith("-minilm") or name == "minilm-cosine":
+                update_card(args.store / name, degenerate={k: round(v, 4) for k, v in row.items()})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

