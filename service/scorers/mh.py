@@ -13,6 +13,7 @@ The prediction is clipped to the rating scale [1, 5] so that scores stay on the 
 from __future__ import annotations
 
 import json
+import logging
 import math
 from typing import Any
 
@@ -22,6 +23,8 @@ from service import proxies
 from service.manifest import ManifestError
 from service.scorers.base import Dialogue, EncodeCache, Scorer, ScoreBatch
 from service.scorers.registry import register
+
+log = logging.getLogger(__name__)
 
 GLOVE = "glove-50d"
 ENCODER = "minilm-l6"
@@ -53,6 +56,12 @@ class HybridMetric(Scorer):
             raise ManifestError(f"{self.name}: {REGRESSION_FILE} needs {width} finite means, positive scales "
                                 "and coefficients")
         self.low, self.high = self.manifest.score_range
+        fitted = self.manifest.config.get("encoder_files", {})
+        served = {n: e["sha256"] for n, e in self.encoder.manifest.files.items() if n in fitted}
+        if fitted and served != fitted:
+            log.warning("%s: fitted on sentence-encoder files %s, the store has %s; semantic_similarity may be "
+                        "off its training scale (re-run `python -m training train-mh`)", self.name,
+                        sorted(fitted), {n: h[:12] for n, h in served.items()})
 
     def predict(self, values: np.ndarray) -> float:
         """The unclipped regression output for one proxy vector (NaN proxies take the training mean)."""

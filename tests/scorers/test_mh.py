@@ -30,7 +30,7 @@ BAD = Dialogue([Turn("user", "hi"), Turn("bot", "i am a bot"), Turn("user", "you
 
 
 def make_store(root: Path, coefficients: dict[str, float], intercept: float = 3.0,
-               names: tuple[str, ...] = proxies.PROXIES) -> Path:
+               names: tuple[str, ...] = proxies.PROXIES, config: dict | None = None) -> Path:
     """A store with the real components and an mh folder holding the given regression."""
     root.mkdir(parents=True, exist_ok=True)
     for component in COMPONENTS:
@@ -42,7 +42,7 @@ def make_store(root: Path, coefficients: dict[str, float], intercept: float = 3.
                   "coefficients": [coefficients.get(n, 0.0) for n in names], "intercept": intercept}
     (folder / "regression.json").write_text(json.dumps(regression))
     write_manifest(folder, name="mh", version="test", kind="dialogue", scorer="mh", score_range=(1.0, 5.0),
-                   uses=list(COMPONENTS), card={"summary": "test regression"})
+                   uses=list(COMPONENTS), card={"summary": "test regression"}, config=config)
     return root
 
 
@@ -121,6 +121,12 @@ def test_regression_fitted_on_other_proxies_is_not_served(tmp_path: Path) -> Non
     store = load(make_store(tmp_path, {}, names=proxies.PROXIES[:-1]))
     assert store.get("mh") is None
     assert "fitted on proxies" in store.failures["mh"]
+
+
+def test_a_different_encoder_than_the_fitted_one_is_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store = load(make_store(tmp_path, {}, config={"encoder_files": {"encoder-int8.onnx": "0" * 64}}))
+    assert store.get("mh") is not None  # still served: the other ten proxies are unaffected
+    assert "fitted on sentence-encoder files" in caplog.text
 
 
 def test_http_contract_for_dialogue_items(tmp_path: Path) -> None:

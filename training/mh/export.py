@@ -82,7 +82,8 @@ def write_artifact(folder: Path, model: Linear, result: dict[str, Any], version:
     manifest = write_manifest(
         folder, name=folder.name, version=version, kind="dialogue", scorer="mh", score_range=(1.0, 5.0),
         uses=["glove-50d", encoder.name],
-        config={"regression": REGRESSION_FILE, "encoder_sha256": encoder.sha256},
+        config={"regression": REGRESSION_FILE,
+                "encoder_files": {n: e["sha256"] for n, e in encoder.files.items() if n.endswith(".onnx")}},
         card=card,
     )
     (folder / "README.md").write_text(model_card(result, version))
