@@ -234,9 +234,11 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     cache = EmbeddingCache()
     choices = CHOICES if args.search else [(args.encoding or "last", args.pooling or "last")]
+    tried: list[dict] = []
+    best = None
     for encoding, pooling in choices:
         if args.model == "ruber-minilm" and encoding.startswith("joined"):
-            continue  # joined contexts of 87k DailyDialog pairs were not embedded (see the card)
+            continue  # joined contexts of the DailyDialog pairs were not embedded (see the card)
         config = Config(model=args.model, encoding=encoding, pooling=pooling, epochs=args.epochs)
         started = time.time()
         head = train(config, cache)
@@ -246,13 +248,18 @@ def main(argv: list[str] | None = None) -> int:
                 "dev_pearson": {k: round(v, 4) for k, v in dev.items()},
                 "mean": round(float(np.mean(list(dev.values()))), 4)}
         print(json.dumps(line), flush=True)
+        tried.append(line)
         if args.results:
             with open(args.results, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(line) + "\n")
-        if args.out:
-            from training.minilm.store import export_model
+        if best is None or line["mean"] > best[0]["mean"]:
+            best = (line, head, config, dev, seconds)
+    if args.out and best is not None:
+        from training.minilm.store import export_model
 
-            export_model(head, config, cache, args.out, dev, seconds)
+        line, head, config, dev, seconds = best
+        export_model(head, config, cache, args.out, dev, seconds, search=tried if args.search else None)
+        print(f"exported {config.encoding}/{config.pooling} to {args.out}", flush=True)
     return 0
 
 

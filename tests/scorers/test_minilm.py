@@ -1,0 +1,102 @@
+"""minilm-cosine and the three -minilm heads, served from the committed store."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from service.runtime import Runtime, RuntimeSettings
+from service.scorers.base import EncodeCache, Item
+from service.store import ModelStore
+
+STORE = Path(__file__).resolve().parents[2] / "model_store"
+TRAINED = ("adem-minilm", "ruber-minilm", "autojudge-minilm")
+MODELS = ("minilm-cosine", *(m for m in TRAINED if (STORE / m / "manifest.json").is_file()))
+
+ITEMS = [
+    Item(["hey, what do you want to do tonight?", "why don't we go see a movie?"],
+         "nah, let's do something active.", "yeah, the film about turing looks great!"),
+    Item(["could you pass me the salt?"], "sure, here you go.", "of course, here it is."),
+    Item(["where did you go on holiday?", "we went to spain for two weeks.", "how was the weather?"],
+         "it was sunny and hot every day.", "lovely, not a single cloud."),
+]
+
+
+@pytest.fixture(scope="module")
+def store() -> ModelStore:
+    runtime = Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=1))
+    loaded = ModelStore(STORE, runtime, MODELS)
+    loaded.load()
+    assert not loaded.failures, loaded.failures
+    return loaded
+
+
+def test_minilm_cosine_is_the_mean_of_its_two_cosines(store: ModelStore) -> None:
+    scorer = store.scorers["minilm-cosine"]
+    encoder = scorer.encoder
+    batch = scorer.score(ITEMS)
+    for item, score, details in zip(ITEMS, batch.scores, batch.details):
+        reply, reference, last = encoder.encode([item.response, item.reference, item.context[-1]])
+        assert details["s_ref"] == pytest.approx(float(reply @ reference), abs=1e-6)
+        assert details["s_context"] == pytest.approx(float(reply @ last), abs=1e-6)
+        assert score == pytest.approx((details["s_ref"] + details["s_context"]) / 2, abs=1e-6)
+
+
+def test_copying_the_last_turn_maxes_the_context_part(store: ModelStore) -> None:
+    item = Item(["how was the weather?"], "how was the weather?", "sunny.")
+    details = store.scorers["minilm-cosine"].score([item]).details[0]
+    assert details["s_context"] == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_scores_do_not_depend_on_the_batch(store: ModelStore, name: str) -> None:
+    scorer = store.scorers[name]
+    together = scorer.score(ITEMS).scores
+    alone = [scorer.score([item]).scores[0] for item in ITEMS]
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+    low, high = scorer.manifest.score_range
+    if name != "minilm-cosine":
+        assert all(np.isfinite(together))
+    else:
+        assert all(low - 1e-6 <= s <= high + 1e-6 for s in together)
+
+
+def test_one_encoder_pass_for_all_models(store: ModelStore) -> None:
+    """Scoring one request with every MiniLM model encodes each distinct utterance once."""
+    cache = EncodeCache()
+    for name in (*MODELS, "minilm-cosine"):  # minilm-cosine twice: a second model on the same texts
+        store.scorers[name].score(ITEMS, None, cache)
+    distinct = {t for item in ITEMS for t in (*item.context, item.response, item.reference)}
+    for name in MODELS:
+        encoding = store.scorers[name].manifest.config.get("context_encoding", "last")
+        if encoding.startswith("joined"):
+            k = int(encoding[len("joined"):])
+            distinct |= {" ".join(item.context[-k:]) for item in ITEMS}
+    assert cache.misses <= len(distinct)
+    assert cache.misses == len({key for key in cache._vectors})
+    assert cache.hits > 0
+
+
+@pytest.mark.skipif("ruber-minilm" not in MODELS, reason="ruber-minilm not exported yet")
+def test_ruber_minilm_blends_and_components(store: ModelStore) -> None:
+    scorer = store.scorers["ruber-minilm"]
+    parts = scorer.score(ITEMS, {"components": True, "blend": "min"})
+    for score, details in zip(parts.scores, parts.details):
+        assert 0.0 <= details["s_ref"] <= 1.0 and 0.0 <= details["s_unref"] <= 1.0
+        assert score == pytest.approx(min(details["s_ref"], details["s_unref"]))
+    arithmetic = scorer.score(ITEMS, {"blend": "arithmetic", "components": True})
+    for score, details in zip(arithmetic.scores, arithmetic.details):
+        assert score == pytest.approx((details["s_ref"] + details["s_unref"]) / 2)
+    with pytest.raises(ValueError):
+        scorer.score(ITEMS, {"blend": "median"})
+
+
+@pytest.mark.parametrize("name", [m for m in MODELS if m != "minilm-cosine"])
+def test_trained_heads_prefer_the_human_reply_to_degenerate_ones(store: ModelStore, name: str) -> None:
+    scorer = store.scorers[name]
+    context = ["i'm thinking of getting a dog.", "what kind of dog?"]
+    human = Item(context, "probably a labrador, they're so friendly with kids.", "maybe a small terrier.")
+    bad = [Item(context, text, human.reference) for text in ("", "what kind of dog?", "i don't know.")]
+    scores = scorer.score([human, *bad]).scores
+    assert scores[0] > max(scores[1:])

@@ -1,0 +1,61 @@
+"""Train each -minilm head for a moment on a handful of real items, export it, serve it."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from service.runtime import Runtime, RuntimeSettings  # noqa: E402
+from service.scorers.base import Item  # noqa: E402
+from service.store import ModelStore  # noqa: E402
+from training.minilm.embed import EmbeddingCache, load_encoder  # noqa: E402
+from training.minilm.store import export_model  # noqa: E402
+from training.minilm.train import Config, predict, train  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> EmbeddingCache:
+    torch.set_num_threads(1)
+    return EmbeddingCache(tmp_path_factory.mktemp("cache"), load_encoder())
+
+
+@pytest.mark.parametrize("model,encoding,pooling", [("autojudge-minilm", "joined2", "last"),
+                                                    ("adem-minilm", "turns", "attn"),
+                                                    ("ruber-minilm", "turns", "gru")])
+def test_train_export_and_serve(model: str, encoding: str, pooling: str, cache: EmbeddingCache,
+                                tmp_path: Path) -> None:
+    config = Config(model=model, encoding=encoding, pooling=pooling, epochs=2, batch=16, max_judged=6,
+                    negatives_contexts=4, ruber_pairs=12)
+    head = train(config, cache, log=lambda *_: None)
+    store_root = tmp_path / "store"
+    shutil.copytree(REPO / "model_store" / "minilm-l6", store_root / "minilm-l6")
+    manifest = export_model(head, config, cache, store_root / model, {"tiny": 0.0}, 1.0)
+    assert manifest.config["context_encoding"] == encoding
+    assert (store_root / model / "README.md").read_text().startswith(f"# {model}")
+    if model == "ruber-minilm":
+        for low, high in manifest.config["normalise"].values():
+            assert low < high
+
+    store = ModelStore(store_root, Runtime(RuntimeSettings(providers=("CPUExecutionProvider",),
+                                                            intra_op_threads=1)), (model,))
+    store.load()
+    assert not store.failures, store.failures
+    items = [Item(["do you like jazz?", "only the old records."], "me too, especially coltrane.", "i love it."),
+             Item(["where is the station?"], "two blocks north.", "just around the corner.")]
+    served = store.scorers[model].score(items, {"blend": "arithmetic"} if model == "ruber-minilm" else None)
+    referenced = model != "autojudge-minilm"
+    trained = predict(head, cache, encoding, [i.context for i in items], [i.response for i in items],
+                      [i.reference for i in items] if referenced else None)
+    if model == "ruber-minilm":
+        ranges = manifest.config["normalise"]
+        parts = [np.clip((trained[k] - ranges[k][0]) / (ranges[k][1] - ranges[k][0]), 0, 1) for k in ("s_ref", "s_unref")]
+        expected = (parts[0] + parts[1]) / 2
+    else:
+        expected = trained["score"]
+    np.testing.assert_allclose(served.scores, expected, atol=1e-4)
