@@ -32,6 +32,14 @@ VARIANT_TEXT = (
     "applied unchanged in every variant, as the paper does.")
 
 
+LIMITATIONS = (
+    "M_H is a linear regression of surface proxies and can be gamed, as the paper warns: a scripted HTTP bot that "
+    "answers every turn with \"haha, why do you say '<the last turn>'? tell me more!\" scored the maximum, 5.0, in "
+    "all 20 self-play conversations of 10 turns (`python -m training selfplay --bot http://127.0.0.1:8765/chat "
+    "--conversations 20`): laughter, sentiment, question words and echo-as-coherence all push the score up. "
+    "Use it to compare real generative bots, never as a reward to optimise.")
+
+
 def _fmt(value: Any, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
@@ -77,6 +85,7 @@ def write_artifact(folder: Path, model: Linear, result: dict[str, Any], version:
             "conture_conversation_level": result["transfer"]["conture"]["conversation"],
             "paper_bot_level": "r > .7 (p < .05), self-play M_H-B/B vs interactive quality, 12 bots",
         },
+        "limitations": LIMITATIONS,
         "citation": CITATION,
     }
     manifest = write_manifest(
@@ -211,6 +220,8 @@ def model_card(result: dict[str, Any], version: str) -> str:
         "",
         *_proxy_table(result),
         "",
+        f"Limitations: {LIMITATIONS}",
+        "",
         "Made by `python -m training train-mh`.",
         "",
         "## Citation",
@@ -243,6 +254,8 @@ def write_docs(path: Path, result: dict[str, Any], command: str) -> None:
         "Coefficients and their stability across folds:",
         "",
         *_stability_table(result),
+        "",
+        f"Limitations: {LIMITATIONS}",
         "",
         f"Command: `{command}` ({result['seconds']:.0f} s on a {MACHINE}).",
         END,
