@@ -38,7 +38,6 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
@@ -145,21 +144,13 @@ def assign_roles(speakers: Sequence[str], texts: Sequence[str], variant: str) ->
     raise ValueError(f"unknown M_H variant {variant!r}")
 
 
-def one_at_a_time(encoder: Any, cache: Any) -> EncodeTexts:
-    """Sentence vectors computed one text per encoder call, memoised in the request's cache.
+def pair_texts(conversations: Sequence[Roles]) -> list[str]:
+    """Every distinct utterance the semantic proxy will encode, to encode them in one batch first.
 
-    Why: a text's vector must not depend on which other texts share its encoder batch (the int8
-    encoder quantises activations per batch, which moved cosines by ~0.01 here), or a
-    conversation's score would depend on the rest of the request. Alone, every text always gets
-    the same vector, in the service and in training alike.
+    The shared encoder's vectors do not depend on the batch (its graph masks padding and keeps
+    activations in float), so priming the request cache with one batched call changes no score.
     """
-
-    def encode(texts: list[str]) -> np.ndarray:
-        for text in dict.fromkeys(texts):
-            encoder.encode([text], cache)
-        return encoder.encode(list(texts), cache)  # every text is cached now: no batch is run
-
-    return encode
+    return list(dict.fromkeys(text for c in conversations for pair in c.pairs() for text in pair))
 
 
 def _mean(values: Sequence[float]) -> float:

@@ -72,7 +72,13 @@ class HybridMetric(Scorer):
         variant = options["variant"]
         conversations = [proxies.assign_roles([t.speaker for t in d.turns], [t.text for t in d.turns], variant)
                          for d in items]
-        encode = proxies.one_at_a_time(self.encoder, cache)
+        texts = proxies.pair_texts(conversations)
+        if texts:
+            self.encoder.encode(texts, cache)  # one batched call; the per-conversation calls hit the cache
+
+        def encode(batch: list[str]) -> np.ndarray:
+            return self.encoder.encode(batch, cache)
+
         scores: list[float] = []
         details: list[dict[str, Any]] = []
         for conversation in conversations:

@@ -38,10 +38,12 @@ def proxy_matrix(conversations: Sequence[Any], components: dict[str, Any], varia
     """(n, len(PROXIES)) proxies of conversations that have `.speakers` and `.texts` (NaN = missing)."""
     cache = cache or EncodeCache()
     glove, encoder = components[GLOVE], components[ENCODER]
-    encode = proxies.one_at_a_time(encoder, cache)
+    roles = [proxies.assign_roles(c.speakers, c.texts, variant) for c in conversations]
+    texts = proxies.pair_texts(roles)
+    if texts:
+        encoder.encode(texts, cache)  # batched once, as the scorer does; later calls hit the cache
     rows = []
-    for conversation in conversations:
-        roles = proxies.assign_roles(conversation.speakers, conversation.texts, variant)
-        values = proxies.compute(roles, glove.embed, encode)
+    for conversation in roles:
+        values = proxies.compute(conversation, glove.embed, lambda batch: encoder.encode(batch, cache))
         rows.append(proxies.vector(values))
     return np.vstack(rows) if rows else np.zeros((0, len(proxies.PROXIES)))
