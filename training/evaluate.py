@@ -147,11 +147,15 @@ def markdown(results: dict[str, dict[str, Result]], sets: list[str], models: lis
              f"Command: `{command}` ({seconds / 60:.1f} min on a 2-core x86_64 CPU, no GPU).", "",
              (f"Split `{split}` of every set (seeded, by context: `training/data/judgements.py`). Each cell is "
              "item-level Pearson r / Spearman ρ with the averaged human score; the best Pearson per set is "
-             "bold; \"n/a\" marks a referenced model on a set without references, \"–\" a constant output. "
+             "bold (where two or more models ran); \"n/a\" marks a referenced model on a set without references, \"–\" a constant output. "
              "Referenced models score against each of the first 4 references and keep the best."), ""]
     header = "| model | " + " | ".join(f"{s} (n={_n(results, s)})" for s in sets) + " |"
     lines += [header, "|---|" + "---|" * len(sets)]
-    best = {s: max((r.pearson for r in results[s].values() if r.pearson is not None), default=None) for s in sets}
+    # bold only where there is a contest: at least two models with a correlation on the set
+    best = {}
+    for s in sets:
+        found = [r.pearson for r in results[s].values() if r.pearson is not None]
+        best[s] = max(found) if len(found) >= 2 else None
     for model in models:
         cells = []
         for s in sets:
@@ -245,6 +249,10 @@ def run(store_root: Path, sets: list[str], models: list[str] | None, split: str,
         data_dir: Path = DEFAULT_DATA_DIR) -> tuple[dict[str, dict[str, Result]], list[str]]:
     store = load_store(store_root, models)
     names = [m for m in (models or sorted(store.scorers)) if m in store.scorers]
+    dialogue = [m for m in names if store.scorers[m].kind == "dialogue"]
+    if dialogue:
+        log.info("not evaluated at turn level (they score whole dialogues): %s", ", ".join(dialogue))
+        names = [m for m in names if m not in dialogue]
     results: dict[str, dict[str, Result]] = {}
     total = len(sets) * len(names)
     done = 0

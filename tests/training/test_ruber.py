@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from service.manifest import read_manifest, verify_files
 from service.scorers.base import EncodeCache, Item
 from training.data.corpora import dailydialog
 from training.ruber.data import collate, make_pairs
@@ -127,3 +128,27 @@ def test_whole_chain_train_export_load_in_the_store_and_score(trained, glove, tm
     # each item scores the same alone as in a batch
     alone = [scorer.score([item]).scores[0] for item in items]
     np.testing.assert_allclose(alone, scorer.score(items).scores, atol=1e-6)
+
+
+def test_the_command_pipeline_writes_a_servable_calibrated_model_with_a_card(tmp_path):
+    from training.ruber.train import run
+
+    store = tmp_path / "store"
+    for name in ("glove-50d", "bleu4"):
+        shutil.copytree(REPO / "model_store" / name, store / name)
+    torch.set_num_threads(1)
+    summary = run(store / "ruber", store, RuberConfig(hidden=4, mlp_hidden=4),
+                  TrainConfig(batch_size=16, max_steps=6, eval_every=3), max_pairs=200, valid_pairs=50,
+                  choice_sets=["dailydialog_gupta_multiref"], card_sets=["dailydialog_gupta_multiref", "holistic_eval"],
+                  command="test", sources=("dailydialog",), calibration_contexts=10)
+    lo, hi = summary["normalisation"]["s_unref"]
+    assert 0.0 <= lo < hi <= 1.0
+    assert summary["blend"]["chosen"] in summary["blend"]["mean_pearson"]
+    assert summary["query_turns"]["chosen"] in (1, 2, 3)
+    card = (store / "ruber" / "README.md").read_text()
+    for needed in ("## Training", "2-core x86_64 CPU, no GPU", "Tao", "| dailydialog_gupta_multiref |", "bleu4"):
+        assert needed in card
+    manifest = read_manifest(store / "ruber")
+    verify_files(manifest)
+    assert manifest.options["blend"]["default"] == summary["blend"]["chosen"]
+    assert manifest.card["correlations"]["holistic_eval"]["bleu4"] == {"n/a": "needs a reference"}
