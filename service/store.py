@@ -48,15 +48,15 @@ class ModelStore:
         with self._lock:
             started = time.perf_counter()
             manifests = self._read_manifests()
-            for manifest in (m for m in manifests.values() if m.kind == "component"):
+            names = [n for n, m in manifests.items() if m.kind != "component" and (not self.wanted or n in self.wanted)]
+            needed = {c for n in names for c in manifests[n].uses}  # only what the served models use
+            for manifest in (m for m in manifests.values() if m.kind == "component" and m.name in needed):
                 self._load_component(manifest)
-            names = [n for n, m in manifests.items() if m.kind != "component"]
             for name in self.wanted:
                 if name not in manifests and name not in self.failures:
                     self.failures[name] = f"{name}: no folder {self.root / name} with a manifest.json"
             for name in names:
-                if not self.wanted or name in self.wanted:
-                    self._load_model(manifests[name])
+                self._load_model(manifests[name])
             self.loaded = True
             self.load_seconds = time.perf_counter() - started
             log.info("model store %s: %d models served, %d failed in %.1fs", self.root, len(self.scorers),
