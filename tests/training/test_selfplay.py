@@ -91,24 +91,31 @@ def test_only_http_urls_or_vhred(spec: str) -> None:
         make_bot(spec)
 
 
-def test_vhred_bot_generates_from_a_checkpoint(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def tiny_vhred(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny untrained VHRED run folder (tokenizer.json + model.pt) in pretrain's layout."""
     import torch
 
     from training import tokenizer as bpe
     from training.encoders.vhred import VHRED, VHREDConfig, save_checkpoint
 
+    run = tmp_path_factory.mktemp("vhred")
     texts = ["hello how are you", "i am fine thanks", "what do you like to do", "i like to read books"] * 5
     tok = bpe.train_bpe(texts, vocab_size=80, max_tokens=12, min_frequency=1)
-    bpe.save(tok, tmp_path / "tokenizer.json")
+    bpe.save(tok, run / "tokenizer.json")
     torch.manual_seed(0)
     config = VHREDConfig(vocab_size=tok.get_vocab_size(), embedding=8, utterance=8, context=16, latent=4,
                          decoder=16, max_tokens=12, max_turns=4)
-    save_checkpoint(VHRED(config), tmp_path / "model.pt")
-    bot = make_bot("vhred", vhred_run=tmp_path, seed=1)
+    save_checkpoint(VHRED(config), run / "model.pt")
+    return run
+
+
+def test_vhred_bot_generates_from_a_checkpoint(tiny_vhred: Path) -> None:
+    bot = make_bot("vhred", vhred_run=tiny_vhred, seed=1)
     replies = selfplay.converse(bot, "hello how are you", 3)
     assert len(replies) == 3 and all(isinstance(r, str) and r for r in replies)
     with pytest.raises(FileNotFoundError):
-        make_bot("vhred", vhred_run=tmp_path / "missing")
+        make_bot("vhred", vhred_run=tiny_vhred / "missing")
 
 
 @pytest.fixture(scope="module")
@@ -143,6 +150,17 @@ def test_selfplay_command_fails_cleanly_on_a_silent_bot(server: str, mh, capsys)
                           "--store", str(MODEL_STORE)])
     assert code == 1
     assert "no conversation completed" in capsys.readouterr().out
+
+
+def test_selfplay_command_with_vhred_prints_the_score(tiny_vhred: Path, mh, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "selfplay.json"
+    code = selfplay.main(["--bot", "vhred", "--vhred", str(tiny_vhred), "--conversations", "3", "--turns", "3",
+                          "--store", str(MODEL_STORE), "--out", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "M_H self-play (-B/B) =" in printed and "over 3 conversations of 3 turns" in printed
+    saved = json.loads(out.read_text())
+    assert len(saved["conversations"]) == 3 and all(1.0 <= c["mh"] <= 5.0 for c in saved["conversations"])
 
 
 def test_bootstrap_interval_brackets_the_mean() -> None:
