@@ -109,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", type=Path, default=Path("model_store"))
     parser.add_argument("--vhred", type=Path, default=Path("runs/vhred"), help="VHRED run folder (model.pt)")
     parser.add_argument("--out", type=Path, help="write the conversations and their scores here (JSON)")
+    parser.add_argument("--docs", type=Path,
+                        help="record the result as a row of the self-play table in this evaluation page")
     args = parser.parse_args(argv)
     if args.conversations < 1 or args.turns < 1:
         parser.error("--conversations and --turns must be at least 1")
@@ -126,6 +128,13 @@ def main(argv: list[str] | None = None) -> int:
     if not s["conversations"]:
         print(f"{s['bot']}: no conversation completed ({s['failed']} failed): {s['errors'][:1]}")
         return 1
+    if args.docs:
+        from training.mh.export import MACHINE, write_selfplay_docs
+
+        command = "python -m training selfplay " + " ".join(sys.argv[1:] if argv is None else argv)
+        write_selfplay_docs(args.docs, {s["bot"]: (
+            f"| {s['bot']} | {s['mean']:.3f} | {s['ci95'][0]:.3f}..{s['ci95'][1]:.3f} | {s['conversations']} x "
+            f"{s['turns']} | {s['failed']} | `{command}` ({s['seconds']:.0f} s, {MACHINE}) |")})
     print(f"{s['bot']}: M_H self-play (-B/B) = {s['mean']:.3f} (95% bootstrap CI {s['ci95'][0]:.3f}.."
           f"{s['ci95'][1]:.3f}) over {s['conversations']} conversations of {s['turns']} turns; "
           f"{s['failed']} failed; {s['seconds']:.0f} s")

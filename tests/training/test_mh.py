@@ -81,7 +81,7 @@ def _slice(source: Path, target: Path, count: int) -> None:
 @pytest.mark.skipif(not (MODEL_STORE / "minilm-l6" / "manifest.json").is_file(), reason="needs minilm-l6")
 def test_train_mh_end_to_end_on_a_slice(tmp_path: Path) -> None:
     """A real run on the first records of each data set: artifact, card, docs section, served scorer."""
-    from training.mh import train
+    from training.mh import export, train
 
     judgements = tmp_path / "judgements"
     for name in data.CONVAI2_FILES:
@@ -94,12 +94,15 @@ def test_train_mh_end_to_end_on_a_slice(tmp_path: Path) -> None:
         (store / component).symlink_to(MODEL_STORE / component, target_is_directory=True)
     docs = tmp_path / "evaluation.md"
     docs.write_text("# Evaluation\n\nintro\n\n<!-- mh:begin -->\nSTALE-SECTION\n<!-- mh:end -->\n\nafter\n")
-    code = train.main(["--data", str(judgements), "--store", str(store), "--out", str(store / "mh"),
-                       "--docs", str(docs), "--cache", str(tmp_path / "cache"), "--min-pairs", "1"])
-    assert code == 0
+    arguments = ["--data", str(judgements), "--store", str(store), "--out", str(store / "mh"),
+                 "--docs", str(docs), "--cache", str(tmp_path / "cache"), "--min-pairs", "1"]
+    assert train.main(arguments) == 0
     text = docs.read_text()
     assert "STALE-SECTION" not in text and text.startswith("# Evaluation\n\nintro") and text.rstrip().endswith("after")
     assert "leave-bot-out" in text and "reply length" in text
+    export.write_selfplay_docs(docs, {"bot-x": "| bot-x | 3.100 | 3.0..3.2 | 2 x 2 | 0 | `cmd` |"})
+    assert train.main(arguments) == 0  # again, from the proxy cache: the self-play rows survive
+    assert "| bot-x | 3.100 |" in docs.read_text()
     card = (store / "mh" / "README.md").read_text()
     assert "VADER" in card and "2-core x86_64 CPU, no GPU" in card and "Ghandeharioun" in card
     served = ModelStore(store, models=("mh",))

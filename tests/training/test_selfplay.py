@@ -154,13 +154,18 @@ def test_selfplay_command_fails_cleanly_on_a_silent_bot(server: str, mh, capsys)
 
 def test_selfplay_command_with_vhred_prints_the_score(tiny_vhred: Path, mh, tmp_path: Path, capsys) -> None:
     out = tmp_path / "selfplay.json"
+    docs = tmp_path / "evaluation.md"
+    docs.write_text("# E\n<!-- mh:begin -->\nx\n<!-- mh-selfplay:begin -->\n<!-- mh-selfplay:end -->\n<!-- mh:end -->\n")
     code = selfplay.main(["--bot", "vhred", "--vhred", str(tiny_vhred), "--conversations", "3", "--turns", "3",
-                          "--store", str(MODEL_STORE), "--out", str(out)])
+                          "--store", str(MODEL_STORE), "--out", str(out), "--docs", str(docs)])
     assert code == 0
     printed = capsys.readouterr().out
     assert "M_H self-play (-B/B) =" in printed and "over 3 conversations of 3 turns" in printed
     saved = json.loads(out.read_text())
     assert len(saved["conversations"]) == 3 and all(1.0 <= c["mh"] <= 5.0 for c in saved["conversations"])
+    recorded = docs.read_text()
+    assert f"| vhred ({tiny_vhred / 'model.pt'}) | {saved['summary']['mean']:.3f} |" in recorded
+    assert "--bot vhred" in recorded and recorded.endswith("<!-- mh:end -->\n")
 
 
 def test_bootstrap_interval_brackets_the_mean() -> None:

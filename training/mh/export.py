@@ -13,6 +13,7 @@ from training.mh.fit import Linear
 REGRESSION_FILE = "regression.json"
 MACHINE = "2-core x86_64 CPU, no GPU"
 BEGIN, END = "<!-- mh:begin -->", "<!-- mh:end -->"
+SELFPLAY_BEGIN, SELFPLAY_END = "<!-- mh-selfplay:begin -->", "<!-- mh-selfplay:end -->"
 CITATION = ("Ghandeharioun, Shen, Jaques, Ferguson, Jones, Lapedriza, Picard. Approximating Interactive Human "
             "Evaluation with Self-Play for Open-Domain Dialog Systems. NeurIPS 2019.")
 LICENCE = ("Coefficients fitted on ConvAI2 human-bot dialogues (DeepPavlov/convai, licence not stated upstream); "
@@ -258,11 +259,37 @@ def write_docs(path: Path, result: dict[str, Any], command: str) -> None:
         f"Limitations: {LIMITATIONS}",
         "",
         f"Command: `{command}` ({result['seconds']:.0f} s on a {MACHINE}).",
+        "",
+        "Self-play (the paper's bot-level estimate): `python -m training selfplay --bot vhred|URL --conversations 100 "
+        "--turns 10 [--docs docs/evaluation.md]` holds the conversations, scores each with `mh` "
+        "(`variant: self-play`) and prints the mean with a bootstrap interval; an HTTP bot must answer "
+        "`POST {\"history\": [...]}` with `{\"reply\": \"...\"}` (training/bots.py).",
+        "",
+        "{selfplay}",
         END,
     ])
     path = Path(path)
     text = path.read_text(encoding="utf-8") if path.is_file() else "# Evaluation\n"
+    kept = re.search(re.escape(SELFPLAY_BEGIN) + ".*?" + re.escape(SELFPLAY_END), text, re.S)
+    body = body.replace("{selfplay}", kept.group(0) if kept else f"{SELFPLAY_BEGIN}\n{SELFPLAY_END}")
     pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
     text = pattern.sub(lambda _: body, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + body + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+
+
+def write_selfplay_docs(path: Path, rows: dict[str, str]) -> None:
+    """Add or update one line per bot in the self-play block of the mh section (kept by write_docs)."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(SELFPLAY_BEGIN) + "\n(.*?)" + re.escape(SELFPLAY_END), re.S)
+    found = pattern.search(text)
+    if not found:
+        raise ValueError(f"{path} has no {SELFPLAY_BEGIN} block: run `python -m training train-mh` first")
+    lines = [line for line in found.group(1).splitlines() if line.strip()]
+    table = {line.split(" | ")[0]: line for line in lines if line.startswith("| ") and not line.startswith("| bot |")
+             and not line.startswith("|---")}
+    table.update({f"| {bot}": row for bot, row in rows.items()})
+    block = "\n".join([SELFPLAY_BEGIN, "| bot | M_H self-play (-B/B) | 95% bootstrap CI | conversations x turns | "
+                        "failed | command |", "|---|---|---|---|---|---|", *table.values(), SELFPLAY_END])
+    path.write_text(text[:found.start()] + block + text[found.end():], encoding="utf-8")
