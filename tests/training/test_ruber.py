@@ -152,3 +152,17 @@ def test_the_command_pipeline_writes_a_servable_calibrated_model_with_a_card(tmp
     verify_files(manifest)
     assert manifest.options["blend"]["default"] == summary["blend"]["chosen"]
     assert manifest.card["correlations"]["holistic_eval"]["bleu4"] == {"n/a": "needs a reference"}
+
+
+def test_training_is_deterministic_for_a_seed(glove, pairs):
+    """`make train` must reproduce the committed weights: same seed, same data -> same parameters."""
+    torch.set_num_threads(1)
+    states = []
+    for _ in range(2):
+        torch.manual_seed(123)
+        model = build_glove_scorer(glove.vectors, RuberConfig(hidden=4, mlp_hidden=4))
+        train_unreferenced(model, pairs[0], pairs[1], 0.5, TrainConfig(batch_size=16, max_steps=8, eval_every=4,
+                                                                         seed=5), LOG)
+        states.append(model.state_dict())
+    for key in states[0]:
+        assert torch.equal(states[0][key], states[1][key]), key
