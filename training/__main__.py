@@ -13,13 +13,16 @@ COMMANDS: dict[str, str] = {
     "baselines": "training.baselines",
     "train-mh": "training.mh.train",
     "selfplay": "training.selfplay",
-    "train-mh": "training.mh.train",
-    "selfplay": "training.selfplay",
     "pretrain": "training.pretrain",
     "selftalk": "training.selftalk",
     "train": "training.train",
     "export": "training.export",
     "evaluate": "training.evaluate",
+    "export-minilm": "training.minilm.export",
+    "train-minilm": "training.minilm.train",
+    "minilm-cosine": "training.minilm.cosine",
+    "minilm-report": "training.minilm.report",
+    "degenerate": "training.minilm.degenerate",
 }
 
 

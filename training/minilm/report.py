@@ -105,6 +105,35 @@ def markdown(table, command: str, seconds: float) -> str:
     return "\n".join(lines)
 
 
+def tried_table(paths: list[Path]) -> str:
+    """Every configuration `train-minilm --results` logged: the record of how the context encoding
+    and the loss weights were chosen (dev Pearson with the first reference, train-minilm's measure)."""
+    import json
+
+    rows = []
+    for path in paths:
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                rows.append(json.loads(line))
+    if not rows:
+        return ""
+    sets = list(dict.fromkeys(k for row in rows for k in row["dev_pearson"]))
+    lines = ["", "### What was tried", "",
+             "Each row one `python -m training train-minilm` run (12 epochs unless noted; targets raw 1-5 scores "
+             "unless noted; l1: pull of M, N towards the identity; rank: weight of the negative-sample margin "
+             "term). Dev Pearson here uses the first reference only. The context encodings: `last` (last turn), "
+             "`joinedK` (last K turns as one text), `turns` + `gru` (GRU over the last 5 turn vectors, added to "
+             "the last turn) or + `attn` (reply-aware attention over them).", "",
+             "| model | encoding | pooling | targets | l1 | rank | epochs | " + " | ".join(sets) + " | mean | note |",
+             "|---|---|---|---|---|---|---|" + "---|" * (len(sets) + 2)]
+    for row in rows:
+        cells = [f"{row['dev_pearson'][k]:.3f}" if k in row["dev_pearson"] else "" for k in sets]
+        lines.append(f"| {row['model']} | {row['encoding']} | {row['pooling']} | {row.get('targets', 'raw')} | "
+                     f"{row.get('l1', 1.0)} | {'—' if row['model'] == 'ruber-minilm' else row.get('rank_weight', 1.0)}"
+                     f" | {row.get('epochs', 12)} | " + " | ".join(cells) + f" | {row['mean']:.3f} | {row.get('note', '')} |")
+    return "\n".join(lines)
+
+
 def write_section(path: Path, section: str) -> None:
     text = path.read_text(encoding="utf-8") if path.exists() else "# Evaluation\n"
     if BEGIN in text and END in text:
@@ -120,12 +149,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", type=Path, default=Path("model_store"))
     parser.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
     parser.add_argument("--out", type=Path, default=Path("docs/evaluation.md"))
+    parser.add_argument("--tried", type=Path, nargs="*", default=[],
+                        help="JSON-lines files written by train-minilm --results, tabled in the section")
     args = parser.parse_args(argv)
     started = time.time()
     table = run(args.store, args.sets)
     command = "python -m training minilm-report " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[2:]))
-    write_section(args.out, markdown(table, command.strip(), time.time() - started))
+    section = markdown(table, command.strip(), time.time() - started)
+    chosen = []
+    for name in PAIRS:
+        path = args.store / name / "manifest.json"
+        if path.is_file():
+            import json
+
+            config = json.loads(path.read_text())["config"]
+            chosen.append(f"- {name}: context `{config['context_encoding']}`, pooling `{config['pooling']}` "
+                          "(highest mean dev Pearson of its search)")
+    if chosen:
+        section = section.replace(END, "\nServed configurations:\n\n" + "\n".join(chosen) + "\n" + END)
+    section = section.replace(END, tried_table(args.tried) + "\n" + END)
+    write_section(args.out, section)
     from training.minilm.store import update_card
 
     for name in (*PAIRS, "minilm-cosine"):
