@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# `make train`: rebuild every artifact of model_store/ from installed packages and ../shared/data
+# (or DIALSCORE_DATA_DIR), in dependency order, seeded. About 2 hours on a 2-core CPU, most of it
+# VHRED pre-training and RUBER. Each step logs progress; intermediate runs go to runs/ (ignored).
+#   STEPS="adem autojudge" scripts/train.sh    only some steps (names below)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PY:-.venv/bin/python}"
+STEPS="${STEPS:-components vhred adem-autojudge ruber minilm mh evaluate}"
+
+step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
+has() { [[ " $STEPS " == *" $1 "* ]]; }
+
+if has components; then
+    step "shared components and untrained baselines"
+    $PY -m training export-glove
+    $PY -m training baselines
+    $PY -m training export-minilm          # int8 MiniLM (committed); --fp32 for GPU images
+    $PY -m training minilm-cosine
+fi
+if has vhred; then
+    step "VHRED pre-training (ADEM section 5.1), ~30 min on one core"
+    $PY -m training pretrain --out runs/vhred --steps 1300 --kl-anneal-steps 400 --seed 0
+fi
+if has adem-autojudge; then
+    step "ADEM and AutoJudge heads on the frozen VHRED encoder, then ONNX export with parity checks"
+    $PY -m training train adem --encoder runs/vhred --out runs/adem --seed 0
+    $PY -m training train autojudge --encoder runs/vhred --out runs/autojudge --seed 0
+    $PY -m training export --vhred runs/vhred --adem runs/adem --autojudge runs/autojudge --store model_store
+fi
+if has ruber; then
+    step "RUBER: negative sampling on DailyDialog + Chit-Chat, calibration, export"
+    $PY -m training train ruber --out model_store/ruber --max-steps 4360 --seed 13
+fi
+if has minilm; then
+    step "ADEM, RUBER and AutoJudge heads on MiniLM"
+    $PY -m training train-minilm --model adem-minilm --encoding turns --pooling attn --out model_store/adem-minilm
+    $PY -m training train-minilm --model ruber-minilm --encoding turns --pooling attn --out model_store/ruber-minilm
+    $PY -m training train-minilm --model autojudge-minilm --encoding last --pooling last --out model_store/autojudge-minilm
+fi
+if has mh; then
+    step "M_H: leave-bot-out regression of conversation proxies on ConvAI2"
+    $PY -m training train-mh
+fi
+if has evaluate; then
+    step "evaluation tables and plots (docs/evaluation.md)"
+    $PY -m training evaluate
+    $PY -m training degenerate
+    $PY -m training minilm-report
+fi
