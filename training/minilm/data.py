@@ -48,9 +48,10 @@ def _in_train_partition(context: list[str]) -> bool:
 DAILYDIALOG_DIALOGUES = 1200
 DD_PLUSPLUS_POSITIVE_CONTEXTS = 1000
 DD_PLUSPLUS_ADVERSARIAL_CONTEXTS = 800  # per file (dev.json, test.json)
+DSTC7_REFERENCES = 4  # human replies per DSTC7 train context used as positives (Reddit, no scores read)
 
 
-def ruber_pairs() -> list[Pair]:
+def ruber_pairs(include_reddit: bool = False) -> list[Pair]:
     """Positive (context, reply) pairs for negative sampling, with DailyDialog++ adversarial negatives.
 
     DailyDialog train: every turn after the first, context the turns before it, kept only when
@@ -68,6 +69,16 @@ def ruber_pairs() -> list[Pair]:
         if _in_train_partition(context):
             for reply in record["positive_responses"]:
                 pairs.append(Pair(context, " ".join(reply.split())))
+    if include_reddit:
+        # DSTC7's gold replies are human Reddit replies: positives from another domain. Only the
+        # judgement train partition, and only the replies, never the ratings.
+        seen: set[str] = set()
+        for item in judgements.load_set("dstc7", "train"):
+            if item.conversation in seen:
+                continue
+            seen.add(item.conversation or "")
+            for reply in item.references[:DSTC7_REFERENCES]:
+                pairs.append(Pair(list(item.context)[-MAX_TURNS:], reply))
     for name in ("dev.json", "test.json"):
         for record in _dd_plusplus(name)[:DD_PLUSPLUS_ADVERSARIAL_CONTEXTS]:
             context = [" ".join(t.split()) for t in record["context"]][-MAX_TURNS:]

@@ -126,6 +126,7 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
         stale.unlink()
     export_head(head, out / "head.onnx")
     _check_parity(head, out / "head.onnx")
+    reddit = " --reddit" if getattr(config, "reddit_positives", False) else ""
     model_config: dict[str, Any] = {"context_encoding": config.encoding, "pooling": config.pooling}
     if config.model == "ruber-minilm":
         model_config["normalise"] = ruber_ranges(head, config, cache)
@@ -137,7 +138,8 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
         "training_data": (RUBER_TRAINING if config.model == "ruber-minilm" else JUDGED_TRAINING),
         "negatives": NEGATIVES,
         "licence": f"{ENCODER_LICENCE}; data: "
-                   + (RUBER_LICENCES if config.model == "ruber-minilm" else JUDGED_LICENCES + "; " + RUBER_LICENCES),
+                   + (RUBER_LICENCES + "; DSTC7 replies: O-UDA v1.0" if config.model == "ruber-minilm"
+                      else JUDGED_LICENCES + "; " + RUBER_LICENCES),
         "training_time": f"{seconds:.0f} s of head training on cached MiniLM vectors (embedding the ~45k "
                          "training texts once: ~20 min)",
         "machine": MACHINE,
@@ -145,9 +147,9 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
         "correlations": {k: {"pearson": round(v, 4)} for k, v in dev.items()},
         "correlations_command": f"python -m training train-minilm --model {config.model} (first reference only)",
         "reproduce": (f"python -m training export-minilm\npython -m training train-minilm --model {config.model} "
-                      f"--search\npython -m training train-minilm --model {config.model} --encoding {config.encoding} "
-                      f"--pooling {config.pooling} --out model_store/{config.model}\n"
-                      "python -m training minilm-report"),
+                      f"--search{reddit}\npython -m training train-minilm --model {config.model} --encoding "
+                      f"{config.encoding} --pooling {config.pooling}{reddit} --out model_store/{config.model}\n"
+                      "python -m training minilm-report\npython -m training degenerate"),
         "config": {k: v for k, v in vars(config).items()},
     }
     if search:
@@ -165,8 +167,10 @@ JUDGED_TRAINING = ("the train partition of every judgement set in training.data.
                    "1-5 human score; adem-minilm: the items with a reference, first reference) plus a margin ranking "
                    "term: 3,000 DailyDialog++ train contexts, human reply above random, adversarial and degenerate "
                    "replies")
-RUBER_TRAINING = ("negative sampling only (no human score): DailyDialog train (1,200 dialogues) and DailyDialog++ "
-                  "positives (1,000 contexts) against random replies from other conversations, DailyDialog++ "
+RUBER_TRAINING = ("negative sampling only (no human score): DailyDialog train (1,200 dialogues), DailyDialog++ "
+                  "positives (1,000 contexts) and, with --reddit, the DSTC7 train contexts' human (gold) Reddit "
+                  "replies (up to 4 each; the ratings are never read) against random replies from other "
+                  "conversations, DailyDialog++ "
                   "dev/test adversarial negatives (800 contexts per file; only contexts whose query is in the "
                   "judgement train partition) and degenerate replies")
 NEGATIVES = ("degenerate negatives use the training phrase lists of training/minilm/degenerate.py (TRAIN_GENERIC, "

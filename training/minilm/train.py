@@ -52,6 +52,7 @@ class Config:
     negatives_contexts: int = 3000  # DailyDialog++ contexts sampled for negative samples
     ruber_pairs: int = 40000  # positive pairs for ruber's negative sampling
     max_judged: int | None = None  # judged train items per set (None: all; tests use a handful)
+    reddit_positives: bool = False  # ruber: DSTC7 train contexts' human replies as extra positives
     zscore: bool = False  # per-set standardised targets: tried, mean dev r fell from .371 to .096
     balance: bool = False  # items drawn evenly from the sets (tried together with zscore)
     seed: int = 0
@@ -95,7 +96,7 @@ class Ranked:
 
 def negative_samples(config: Config, rng: random.Random, for_ruber: bool) -> Ranked:
     """Contexts with human replies against random, adversarial and degenerate (training-list) replies."""
-    pairs = data.ruber_pairs()
+    pairs = data.ruber_pairs(include_reddit=config.reddit_positives and for_ruber)
     by_context: dict[tuple[str, ...], list[data.Pair]] = {}
     for pair in pairs:
         by_context.setdefault(tuple(pair.context), []).append(pair)
@@ -258,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--search", action="store_true", help="try every encoding/pooling, print dev Pearson")
     parser.add_argument("--choices", nargs="+", default=None,
                         help="with --search: encoding/pooling pairs to try (default: all of CHOICES)")
+    parser.add_argument("--reddit", action="store_true", help="ruber: DSTC7 human replies as extra positives")
     parser.add_argument("--zscore", action="store_true", help="per-set standardised targets, balanced sets")
     parser.add_argument("--rank-weight", type=float, default=Config.rank_weight)
     parser.add_argument("--l1", type=float, default=Config.l1)
@@ -276,14 +278,14 @@ def main(argv: list[str] | None = None) -> int:
             continue  # joined contexts of the DailyDialog pairs were not embedded (see the card)
         config = Config(model=args.model, encoding=encoding, pooling=pooling, epochs=args.epochs,
                         zscore=args.zscore, balance=args.zscore, rank_weight=args.rank_weight,
-                        l1=args.l1)
+                        l1=args.l1, reddit_positives=args.reddit)
         started = time.time()
         head = train(config, cache)
         seconds = time.time() - started
         dev = evaluate_dev(head, config, cache)
         line = {"model": args.model, "encoding": encoding, "pooling": pooling, "train_seconds": round(seconds, 1),
                 "targets": "per-set z, balanced" if args.zscore else "raw", "rank_weight": args.rank_weight,
-                "l1": args.l1, "epochs": args.epochs,
+                "l1": args.l1, "epochs": args.epochs, "reddit_positives": args.reddit,
                 "dev_pearson": {k: round(v, 4) for k, v in dev.items()},
                 "mean": round(float(np.mean(list(dev.values()))), 4)}
         print(json.dumps(line), flush=True)
