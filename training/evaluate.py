@@ -166,6 +166,7 @@ def markdown(results: dict[str, dict[str, Result]], sets: list[str], models: lis
                 bold = r.pearson is not None and best[s] is not None and abs(r.pearson - best[s]) < 1e-12
                 cells.append(f"{_cell(r.pearson, bold)} / {_cell(r.spearman)}")
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    lines += ["", beats_baselines(results, sets, models)]
     system_sets = [s for s in sets if any(r.n_systems >= MIN_SYSTEMS for r in results[s].values())]
     if system_sets:
         lines += ["", "System level (Pearson r / Spearman ρ over per-system means):", "",
@@ -181,6 +182,29 @@ def markdown(results: dict[str, dict[str, Result]], sets: list[str], models: lis
     lines += ["", "Scatter plots (human score against each metric, like ADEM's Figure 3): "
               + ", ".join(f"[{s}](plots/evaluate-{s}.png)" for s in sets) + ".", "", END]
     return "\n".join(lines) + "\n"
+
+
+def beats_baselines(results: dict[str, dict[str, Result]], sets: list[str], models: list[str],
+                    baselines: tuple[str, ...] = ("bleu4", "rouge-l")) -> str:
+    """The issue's bar: on how many sets each model's Pearson exceeds every word-overlap baseline's."""
+    parts = []
+    for model in models:
+        if model in baselines:
+            continue
+        contested = won = 0
+        for s in sets:
+            mine = results[s].get(model)
+            theirs = [results[s].get(b) for b in baselines]
+            if mine is None or mine.pearson is None or any(t is None or t.pearson is None for t in theirs):
+                continue
+            contested += 1
+            won += all(mine.pearson > t.pearson for t in theirs)
+        if contested:
+            parts.append(f"{model} {won}/{contested}")
+    if not parts:
+        return ""
+    return ("Sets where a model's Pearson r beats both BLEU-4 and ROUGE-L (of the sets where all three ran): "
+            + ", ".join(parts) + ".")
 
 
 def _n(results: dict[str, dict[str, Result]], set_name: str) -> int:

@@ -66,5 +66,20 @@ def test_evaluate_runs_served_models_on_real_dev_sets(tmp_path):
     assert f"{expected:.3f}" in rows["length"].split("|")[2]
     assert "**" in text  # the best per set is bold
     assert "System level" in text  # gupta names five systems
+    # the bar of the issue is counted for every model but the baselines themselves
+    assert "beats both BLEU-4 and ROUGE-L" not in text  # rouge-l was not run here
     for name in sets:
         assert (plots / f"evaluate-{name}.png").stat().st_size > 1000
+
+
+def test_beats_baselines_counts_sets_where_a_model_tops_bleu_and_rouge():
+    from training.evaluate import Result, beats_baselines
+
+    def row(**pearson):
+        return {m: Result(model=m, set="s", n=10, pearson=r) for m, r in pearson.items()}
+
+    results = {"a": row(bleu4=0.1, **{"rouge-l": 0.2}, ruber=0.3, length=0.0),
+               "b": row(bleu4=0.4, **{"rouge-l": 0.2}, ruber=0.3, length=0.5),
+               "c": {"length": Result(model="length", set="c", n=10, pearson=0.9)}}
+    line = beats_baselines(results, ["a", "b", "c"], ["bleu4", "rouge-l", "ruber", "length"])
+    assert "ruber 1/2" in line and "length 1/2" in line and "bleu4 " not in line
