@@ -71,10 +71,10 @@ class CopyPenalty(nn.Module):
     of the margin term's, weight 0.3) and 2% of copies scored below the human reply.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, gamma: float = 5.0, trainable: bool = True) -> None:
         super().__init__()
-        self.gamma = nn.Parameter(torch.tensor(5.0))  # softplus(5) ~ 5
-        self.tau = nn.Parameter(torch.tensor(1.1))  # sigmoid(1.1) ~ 0.75
+        self.gamma = nn.Parameter(torch.tensor(gamma), requires_grad=trainable)  # softplus(x) ~ x for x >= 5
+        self.tau = nn.Parameter(torch.tensor(1.1), requires_grad=trainable)  # sigmoid(1.1) ~ 0.75
 
     def forward(self, context: torch.Tensor, mask: torch.Tensor, response: torch.Tensor) -> torch.Tensor:
         similarity = (last_real(context, mask) * response).sum(dim=-1)
@@ -150,11 +150,17 @@ class RuberHead(nn.Module):
         self.skip = nn.Parameter(torch.tensor(5.0))
         nn.init.zeros_(self.mlp[2].weight)
         nn.init.zeros_(self.mlp[2].bias)
+        # Without it 34% of copies of the last turn scored below the human reply (the skip path
+        # rewards exactly the similarity a copy maximises); at gamma 5 still 34.5%: against the
+        # skip path's 5 cos, a copy (cos 1) must lose more than 5 - 5 cos(human) ~ 3 logits; trained
+        # gamma 20 still 33%: negative sampling moved the threshold out of the way. Fixed here.
+        self.copy = CopyPenalty(gamma=20.0, trainable=False)
 
     def unreferenced(self, context, context_mask, response) -> torch.Tensor:
         c = self.pool(context, context_mask, response)
         quadratic = _bilinear(c, self.M, response).unsqueeze(-1)
         logit = self.skip * quadratic + self.mlp(torch.cat([c, quadratic, response], dim=-1))
+        logit = logit - self.copy(context, context_mask, response).unsqueeze(-1)
         return torch.sigmoid(logit).squeeze(-1)
 
     def forward(self, context, context_mask, response, reference):

@@ -50,6 +50,7 @@ class Config:
     rank_weight: float = 0.3  # weight of the negative-sample margin term (adem, autojudge; 1.0 with l1 10: .406)
     margin: float = 1.0  # margin in score units (1-5 scale); ruber's s_unref uses 0.5
     negatives_contexts: int = 3000  # DailyDialog++ contexts sampled for negative samples
+    ruber_degenerate: float = 1.0  # ruber: share of pairs that also get a degenerate negative (0.25: copies won)
     ruber_pairs: int = 40000  # positive pairs for ruber's negative sampling
     max_judged: int | None = None  # judged train items per set (None: all; tests use a handful)
     reddit_positives: bool = False  # ruber: DSTC7 train contexts' human replies as extra positives
@@ -107,7 +108,7 @@ def negative_samples(config: Config, rng: random.Random, for_ruber: bool) -> Ran
         for pair in chosen:
             siblings = [p.reply for p in by_context[tuple(pair.context)] if p.reply != pair.reply]
             bad = [rng.choice(replies)] + list(pair.negatives[:2])
-            if rng.random() < 0.25:  # degenerate kinds, from the training phrase lists
+            if rng.random() < config.ruber_degenerate:  # degenerate kinds, from the training phrase lists
                 kinds = degenerate_replies(pair.context, pair.reply, rng.choice(replies), rng,
                                            TRAIN_GENERIC, TRAIN_NEAR_EMPTY)
                 bad.append(kinds[rng.choice(list(kinds))])
