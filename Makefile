@@ -50,6 +50,10 @@ bench: $(VENV)/.serve
 train: $(VENV)/.dev
 	bash scripts/train.sh
 
+# fp32 MiniLM for GPU images (90 MB, not committed; the service falls back to the int8 file without it).
+encoder-fp32: $(VENV)/.dev
+	$(PY) -m training export-minilm --fp32
+
 evaluate: $(VENV)/.dev
 	$(PY) -m training evaluate
 
