@@ -72,6 +72,14 @@ def write_readme(folder: Path, manifest: Manifest) -> None:
         for row in card["search"]:
             per_set = ", ".join(f"{k} {v:.3f}" for k, v in row["dev_pearson"].items())
             lines.append(f"| {row['encoding']} | {row['pooling']} | {row['mean']:.3f} | {per_set} |")
+    if card.get("blend_dev_pearson"):
+        blends = card["blend_dev_pearson"]
+        sets = list(next(iter(blends.values())))
+        lines += ["", "## Blend: development-set Pearson of each (first reference; the best mean is the default)", "",
+                  "| blend | " + " | ".join(sets) + " | mean |", "|---|" + "---|" * (len(sets) + 1)]
+        for how, row in blends.items():
+            lines.append(f"| {how} | " + " | ".join(f"{row[k]:.3f}" for k in sets)
+                         + f" | {float(np.mean(list(row.values()))):.3f} |")
     if card.get("degenerate"):
         lines += ["", "## Degenerate replies (share scored below the human reply; `python -m training degenerate`)", ""]
         lines += [f"- {kind}: {share:.1%}" for kind, share in card["degenerate"].items()]
@@ -156,7 +164,15 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
         card["search"] = search
     options = {}
     if config.model == "ruber-minilm":
-        card["options_note"] = "blend: min | max | geometric | arithmetic (default arithmetic); components: true adds s_ref, s_unref"
+        from service.scorers.minilm import RuberMiniLM
+
+        blend = getattr(config, "blend", "arithmetic")
+        options = {"blend": {**RuberMiniLM.default_options["blend"], "default": blend}}
+        card["options_note"] = (f"blend: min | max | geometric | arithmetic (default {blend}, the best mean "
+                                "development-set Pearson of the four, see blend_dev_pearson); components: true "
+                                "adds s_ref, s_unref")
+        if getattr(config, "blend_dev", None):
+            card["blend_dev_pearson"] = config.blend_dev
     manifest = write_manifest(out, name=out.name, version=VERSION, card=card, options=options,
                               **manifest_args(config.model, model_config))
     write_readme(out, manifest)
@@ -203,15 +219,24 @@ def _check_parity(head, path: Path) -> None:
 
 
 def ruber_ranges(head, config, cache) -> dict[str, list[float]]:
-    """RUBER's min-max normalisation bounds: 1st and 99th percentile of each part on training pairs."""
+    """RUBER's min-max normalisation bounds: 1st and 99th percentile of each part on training pairs.
+
+    Only pairs whose reference is a *different* human reply to the same context count: a context with
+    a single reply is its own reference there, cos = 1, which stretched s_ref's range to [-0.06, 1.00]
+    while a reply and a genuine reference rarely exceed 0.7; s_ref then filled only about half of
+    [0, 1] and the blend leaned on s_unref (the weaker part on development data)."""
     import random
 
     from training.minilm.train import negative_samples, predict
 
     ranked = negative_samples(config, random.Random(config.seed + 7), for_ruber=True)
-    n = min(6000, len(ranked.good))
-    out = predict(head, cache, config.encoding, ranked.contexts[:n] * 2, ranked.good[:n] + ranked.bad[:n],
-                  ranked.references[:n] * 2)
+    keep = [i for i, (good, ref) in enumerate(zip(ranked.good, ranked.references)) if good != ref]
+    if len(keep) < 100:  # tiny test runs: too few multi-reply contexts, use every pair
+        keep = list(range(len(ranked.good)))
+    keep = keep[:6000]
+    contexts = [ranked.contexts[i] for i in keep]
+    out = predict(head, cache, config.encoding, contexts * 2, [ranked.good[i] for i in keep]
+                  + [ranked.bad[i] for i in keep], [ranked.references[i] for i in keep] * 2)
     return {key: [float(np.percentile(out[key], 1)), float(np.percentile(out[key], 99))] for key in ("s_ref", "s_unref")}
 
 

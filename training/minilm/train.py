@@ -35,6 +35,7 @@ from training.minilm.embed import EmbeddingCache
 from training.minilm.heads import DIM, HEADS
 
 # (context encoding, pooling) pairs tried by --search.
+BLENDS = ("min", "max", "geometric", "arithmetic")  # RUBER's pooling strategies (service.scorers.minilm.blend)
 CHOICES = (("last", "last"), ("joined2", "last"), ("joined3", "last"), ("turns", "gru"), ("turns", "attn"))
 
 
@@ -57,6 +58,8 @@ class Config:
     zscore: bool = False  # per-set standardised targets: tried, mean dev r fell from .371 to .096
     balance: bool = False  # items drawn evenly from the sets (tried together with zscore)
     seed: int = 0
+    blend: str = "arithmetic"  # ruber: served default blend, set by evaluate_dev to the best on dev data
+    blend_dev: dict | None = None  # ruber: dev Pearson of every blend (filled by evaluate_dev)
 
 
 # --- tensors -------------------------------------------------------------------------------------
@@ -239,15 +242,31 @@ def predict(head: torch.nn.Module, cache: EmbeddingCache, encoding: str, context
 
 
 def evaluate_dev(head: torch.nn.Module, config: Config, cache: EmbeddingCache) -> dict[str, float]:
-    """Pearson r with the humans per development set (referenced heads: sets with references)."""
+    """Pearson r with the humans per development set (referenced heads: sets with references).
+
+    ruber-minilm: each part min-max normalised with the served bounds (store.ruber_ranges), then
+    every one of RUBER's four blends is measured; as in Tao et al. 2018 the blend with the highest
+    mean development Pearson becomes the served default (config.blend, per-blend figures in
+    config.blend_dev) and its figures are returned."""
+    rows = judged_rows("dev", head.referenced)
+    if config.model == "ruber-minilm":
+        from service.scorers.minilm import _minmax, blend
+        from training.minilm.store import ruber_ranges
+
+        ranges = ruber_ranges(head, config, cache)
+        per_blend: dict[str, dict[str, float]] = {how: {} for how in BLENDS}
+        for name, (contexts, responses, references, scores) in rows.items():
+            out = predict(head, cache, config.encoding, contexts, responses, references)
+            s_ref, s_unref = (_minmax(out[k], *ranges[k]) for k in ("s_ref", "s_unref"))
+            for how in BLENDS:
+                per_blend[how][name] = round(float(stats.pearsonr(blend(s_ref, s_unref, how), scores)[0]), 4)
+        config.blend = max(BLENDS, key=lambda how: np.mean(list(per_blend[how].values())))
+        config.blend_dev = per_blend
+        return dict(per_blend[config.blend])
     result = {}
-    for name, (contexts, responses, references, scores) in judged_rows("dev", head.referenced).items():
+    for name, (contexts, responses, references, scores) in rows.items():
         out = predict(head, cache, config.encoding, contexts, responses, references)
-        if config.model == "ruber-minilm":
-            prediction = out["s_ref"] + out["s_unref"]  # arithmetic blend; min-max is monotone per part
-        else:
-            prediction = out["score"]
-        result[name] = float(stats.pearsonr(prediction, scores)[0])
+        result[name] = float(stats.pearsonr(out["score"], scores)[0])
     return result
 
 
@@ -289,6 +308,9 @@ def main(argv: list[str] | None = None) -> int:
                 "l1": args.l1, "epochs": args.epochs, "reddit_positives": args.reddit,
                 "dev_pearson": {k: round(v, 4) for k, v in dev.items()},
                 "mean": round(float(np.mean(list(dev.values()))), 4)}
+        if config.blend_dev:
+            line["blend"] = config.blend
+            line["blend_dev_pearson"] = config.blend_dev
         print(json.dumps(line), flush=True)
         tried.append(line)
         if args.results:
