@@ -17,6 +17,7 @@ import numpy as np
 from service.components.sentence_encoder import SentenceEncoder
 from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer
 from service.scorers.registry import register
+from service.scorers.ruber import blend, normalise
 
 ENCODER = "minilm-l6"
 MAX_TURNS = 5  # most recent context turns a "turns" head sees
@@ -140,18 +141,5 @@ class RuberMiniLM(_HeadScorer):
 
 
 def _minmax(values: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    """RUBER's min-max normalisation to [0, 1] with the training set's range, clipped."""
-    return np.clip((np.asarray(values, dtype=np.float64) - lo) / max(hi - lo, 1e-9), 0.0, 1.0)
-
-
-def blend(s_ref: np.ndarray, s_unref: np.ndarray, how: str) -> np.ndarray:
-    """RUBER's four pooling strategies of the two normalised parts."""
-    if how == "min":
-        return np.minimum(s_ref, s_unref)
-    if how == "max":
-        return np.maximum(s_ref, s_unref)
-    if how == "geometric":
-        return np.sqrt(s_ref * s_unref)
-    if how == "arithmetic":
-        return (s_ref + s_unref) / 2.0
-    raise ValueError(f"unknown blend {how!r}")
+    """RUBER's min-max normalisation, the same function the GloVe RUBER uses."""
+    return normalise(values, [lo, hi])
