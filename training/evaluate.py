@@ -33,6 +33,7 @@ from scipy import stats
 
 from service.scorers.base import EncodeCache, Item, Scorer
 from training.data.judgements import DEFAULT_DATA_DIR, SETS, JudgedItem, load_set
+from training import docs_section
 
 log = logging.getLogger("training.evaluate")
 
@@ -212,17 +213,8 @@ def _n(results: dict[str, dict[str, Result]], set_name: str) -> int:
 
 
 def write_section(path: Path, section: str) -> None:
-    """Replace the text between the evaluate markers (or append the section); the rest is kept."""
-    path = Path(path)
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Evaluation\n"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1]
-        text = head + section.rstrip("\n") + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    """Replace this command's marked section of `path`; the rest of the file is kept."""
+    docs_section.write_section(path, section, BEGIN, END)
 
 
 def scatter_plot(set_name: str, results: list[Result], path: Path) -> Path:

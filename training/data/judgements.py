@@ -24,7 +24,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import os
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from service.text import words
+from training.data.corpora import DEFAULT_DATA_DIR
 
 SPLIT_SEED = "dialscore-judgements-v1"
 DEV_FRACTION = 0.3
@@ -41,14 +41,6 @@ SCORE_RANGE = (1.0, 5.0)
 csv.field_size_limit(1 << 30)
 
 
-def _default_data_dir() -> Path:
-    env = os.environ.get("DIALSCORE_DATA_DIR")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data"
-
-
-DEFAULT_DATA_DIR = _default_data_dir()
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from training import docs_section
 
 KINDS = ("empty", "near-empty", "repeated", "generic", "copy-last-turn", "other-conversation")
 
@@ -126,13 +127,8 @@ def markdown(table: dict[str, dict[str, float]], n_contexts: int, command: str) 
 
 
 def write_section(path: Path, section: str) -> None:
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Evaluation\n"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text, encoding="utf-8")
+    """Replace this command's marked section of `path`; the rest of the file is kept."""
+    docs_section.write_section(path, section, BEGIN, END)
 
 
 def main(argv: list[str] | None = None) -> int:

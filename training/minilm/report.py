@@ -20,6 +20,7 @@ import numpy as np
 from service.scorers.base import EncodeCache, Item
 from training.data.judgements import SETS, load_set
 from training.evaluate import correlate, evaluate_model, load_store
+from training import docs_section
 
 PAIRS = {"adem-minilm": "adem", "ruber-minilm": "ruber", "autojudge-minilm": "autojudge"}
 BARS = ("length", "minilm-cosine")
@@ -135,13 +136,8 @@ def tried_table(paths: list[Path]) -> str:
 
 
 def write_section(path: Path, section: str) -> None:
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Evaluation\n"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text, encoding="utf-8")
+    """Replace this command's marked section of `path`; the rest of the file is kept."""
+    docs_section.write_section(path, section, BEGIN, END)
 
 
 def main(argv: list[str] | None = None) -> int:
