@@ -50,14 +50,14 @@ def test_evaluate_runs_served_models_on_real_dev_sets(tmp_path):
     out, plots = tmp_path / "evaluation.md", tmp_path / "plots"
     sets = ["holistic_eval", "dailydialog_gupta_multiref"]
     assert main(["--store", str(store), "--models", "bleu4", "length", "--sets", *sets,
-                 "--out", str(out), "--plots", str(plots)]) == 0
+                 "--out", str(out), "--plots", str(plots), "--no-recover-references"]) == 0
     text = out.read_text()
     assert text.count(BEGIN) == 1 and text.count(END) == 1
     rows: dict[str, str] = {}
     for line in text.splitlines():  # the item-level table comes first
         if line.startswith("| "):
             rows.setdefault(line.split("|")[1].strip(), line)
-    # bleu4 needs a reference; holistic_eval has none
+    # bleu4 needs a reference; holistic_eval has none (recovery is off here)
     assert rows["bleu4"].split("|")[2].strip() == "n/a"
     # the length cell is the real correlation on that dev split
     items = load_set("holistic_eval", "dev")
@@ -83,3 +83,19 @@ def test_beats_baselines_counts_sets_where_a_model_tops_bleu_and_rouge():
                "c": {"length": Result(model="length", set="c", n=10, pearson=0.9)}}
     line = beats_baselines(results, ["a", "b", "c"], ["bleu4", "rouge-l", "ruber", "length"])
     assert "ruber 1/2" in line and "length 1/2" in line and "bleu4 " not in line
+
+
+def test_evaluate_recovers_dailydialog_references_by_default(tmp_path):
+    from training.data.references import with_recovered_references
+
+    store = copy_store(tmp_path / "store", ("bleu4",))
+    out = tmp_path / "evaluation.md"
+    assert main(["--store", str(store), "--models", "bleu4", "--sets", "holistic_eval",
+                 "--out", str(out), "--plots", str(tmp_path / "plots")]) == 0
+    text = out.read_text()
+    items, gained = with_recovered_references(load_set("holistic_eval", "dev"))
+    assert 0 < gained < len(items)
+    assert f"holistic_eval {gained}/{len(items)}" in text and "recovered from DailyDialog" in text
+    row = next(line for line in text.splitlines() if line.startswith("| bleu4 "))
+    assert "n/a" not in row and f"(n={gained})" not in row  # the only model: its n is the header's
+    assert f"holistic_eval (n={gained})" in text
