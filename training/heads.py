@@ -19,6 +19,14 @@ def group_split(groups: list[str], fraction: float, seed: str) -> np.ndarray:
     return np.array([held_out(g) for g in groups], dtype=bool)
 
 
+def validation_mask(groups: list[str], fraction: float, seed: str) -> np.ndarray:
+    """group_split for early stopping; with too few groups to split, every 7th item is held out."""
+    held = group_split(groups, fraction, seed)
+    if held.all() or not held.any():
+        held = np.arange(len(groups)) % 7 == 0
+    return held
+
+
 def group_folds(groups: list[str], k: int, seed: str) -> np.ndarray:
     """Fold index 0..k-1 per item; all items of a group in one fold (by a seeded hash)."""
     def fold(group: str) -> int:
@@ -64,6 +72,18 @@ def calibrate(raw: np.ndarray, human: np.ndarray) -> tuple[float, float]:
     target = float(np.std(human)) or 1.0
     beta = spread / target if spread > 0 and math.isfinite(spread) else 1.0
     alpha = float(np.mean(raw)) - float(np.mean(human)) * beta
+    return alpha, beta
+
+
+def calibrate_head(head, inputs: tuple, human: np.ndarray) -> tuple[float, float]:
+    """Set the head's alpha and beta (see `calibrate`) from its raw outputs at initialisation."""
+    import torch
+
+    with torch.no_grad():
+        raw = head.raw(*[torch.as_tensor(x) for x in inputs]).numpy()
+    alpha, beta = calibrate(raw, human)
+    head.alpha.fill_(alpha)
+    head.beta.fill_(beta)
     return alpha, beta
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from training.adem.model import ADEMHead, VARIANTS, fit_pca
-from training.heads import calibrate, correlations, group_split, system_correlation, train_head
+from training.heads import calibrate_head, correlations, system_correlation, train_head, validation_mask
 from training.progress import setup_logging
 
 DEFAULT_SETS = ("dstc7", "dailydialog_gupta_multiref")
@@ -47,17 +47,11 @@ def fit_adem(train: tuple[np.ndarray, ...], human: np.ndarray, groups: list[str]
     `train` is (c, r_hat, r) arrays; `groups` the context of each item (the validation split
     takes whole contexts).
     """
-    held = group_split(groups, valid_fraction, f"adem-valid-{seed}")
-    if held.all() or not held.any():
-        held = np.arange(len(groups)) % 7 == 0
+    held = validation_mask(groups, valid_fraction, f"adem-valid-{seed}")
     fit = ~held
     mean, components = fit_pca(np.concatenate([x[fit] for x in train]), n)
     head = ADEMHead(mean, components, variant)
-    with torch.no_grad():
-        raw = head.raw(*[torch.as_tensor(x[fit]) for x in train]).numpy()
-    alpha, beta = calibrate(raw, human[fit])
-    head.alpha.fill_(alpha)
-    head.beta.fill_(beta)
+    alpha, beta = calibrate_head(head, tuple(x[fit] for x in train), human[fit])
     history = train_head(head, tuple(x[fit] for x in train), human[fit], tuple(x[held] for x in train),
                          human[held], lr=lr, batch_size=batch_size, epochs=epochs, patience=patience,
                          seed=seed, reduction="sum", l1=gamma, log=log)

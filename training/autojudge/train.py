@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 from training.autojudge.model import AutoJudgeHead
-from training.heads import (calibrate, correlations, group_folds, group_split, system_correlation,
-                            train_head)
+from training.heads import (calibrate_head, correlations, group_folds, system_correlation, train_head,
+                            validation_mask)
 from training.progress import setup_logging
 
 DEFAULT_SETS = ("xdial_dailydialog_zhao", "xdial_persona_zhao", "conture", "holistic_eval",
@@ -41,16 +41,10 @@ def encode_items(encoder, items: list) -> tuple[np.ndarray, np.ndarray]:
 def fit_autojudge(train: tuple[np.ndarray, np.ndarray], human: np.ndarray, groups: list[str], *,
                   lr: float = 1e-3, batch_size: int = 512, epochs: int = 300, patience: int = 20,
                   seed: int = 0, valid_fraction: float = 0.15, log=None) -> tuple[AutoJudgeHead, dict]:
-    held = group_split(groups, valid_fraction, f"autojudge-valid-{seed}")
-    if held.all() or not held.any():
-        held = np.arange(len(groups)) % 7 == 0
+    held = validation_mask(groups, valid_fraction, f"autojudge-valid-{seed}")
     fit = ~held
     head = AutoJudgeHead(train[0].shape[1])
-    with torch.no_grad():
-        raw = head.raw(*[torch.as_tensor(x[fit]) for x in train]).numpy()
-    alpha, beta = calibrate(raw, human[fit])
-    head.alpha.fill_(alpha)
-    head.beta.fill_(beta)
+    alpha, beta = calibrate_head(head, tuple(x[fit] for x in train), human[fit])
     history = train_head(head, tuple(x[fit] for x in train), human[fit], tuple(x[held] for x in train),
                          human[held], lr=lr, batch_size=batch_size, epochs=epochs, patience=patience,
                          seed=seed, reduction="mean", log=log)
