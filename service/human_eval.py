@@ -68,6 +68,17 @@ def _check(ratings: list[dict], reverse: Sequence[str], scale: tuple[float, floa
     return criteria
 
 
+def oriented_scores(ratings: list[dict], criteria: Sequence[str], reverse: Sequence[str],
+                    scale: tuple[float, float]) -> np.ndarray:
+    """Ratings x criteria matrix with negative criteria reversed (lo + hi - score): higher is better."""
+    lo, hi = float(scale[0]), float(scale[1])
+    raw = np.array([[float(r["scores"][c]) for c in criteria] for r in ratings], dtype=np.float64)
+    for j, name in enumerate(criteria):
+        if name in reverse:
+            raw[:, j] = lo + hi - raw[:, j]
+    return raw
+
+
 def standardise(raw: np.ndarray, raters: np.ndarray) -> tuple[np.ndarray, dict[str, dict[str, float]], list[str]]:
     """Per-rater z-scores of a (ratings, criteria) array; raters whose scores never vary get z = 0.
 
@@ -141,11 +152,7 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
     if unknown or not qc_criteria:
         raise HumanEvalInputError({"qc_criteria": f"Must name criteria of the ratings ({', '.join(criteria)})."})
     qc_columns = [criteria.index(c) for c in qc_criteria]
-    lo, hi = float(scale[0]), float(scale[1])
-    raw = np.array([[float(r["scores"][c]) for c in criteria] for r in ratings], dtype=np.float64)
-    for j, name in enumerate(criteria):
-        if name in reverse:
-            raw[:, j] = lo + hi - raw[:, j]
+    raw = oriented_scores(ratings, criteria, reverse, scale)
     raters = np.array([r["rater"] for r in ratings], dtype=object)
     systems = np.array([r["system"] for r in ratings], dtype=object)
     z, moments, constant = standardise(raw, raters)

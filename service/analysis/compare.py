@@ -6,7 +6,14 @@ from typing import Any
 import numpy as np
 
 from service.analysis.inputs import HumanEvalInput
-from service.human_eval import standardise
+from service.human_eval import oriented_scores, standardise
+
+
+def _z_scores(data: HumanEvalInput, criteria: list[str]) -> np.ndarray:
+    """Each rating's per-rater z-scores, computed exactly as `assess` does."""
+    raw = oriented_scores(data.ratings, criteria, data.reverse, data.scale)
+    z, _, _ = standardise(raw, np.array([r["rater"] for r in data.ratings], dtype=object))
+    return z
 
 
 def compare_with_upstream(data: HumanEvalInput, result: dict[str, Any], upstream: dict[str, Any]) -> dict[str, Any]:
@@ -38,12 +45,7 @@ def compare_with_upstream(data: HumanEvalInput, result: dict[str, Any], upstream
                                   "z_compared": 0, "z_max_abs_diff": None}
     if upstream.get("z"):
         criteria = result["criteria"]
-        lo, hi = data.scale
-        raw = np.array([[float(r["scores"][c]) for c in criteria] for r in data.ratings])
-        for j, name in enumerate(criteria):
-            if name in data.reverse:
-                raw[:, j] = lo + hi - raw[:, j]
-        z, _, _ = standardise(raw, np.array([r["rater"] for r in data.ratings], dtype=object))
+        z = _z_scores(data, criteria)
         diffs = []
         for row, rating in enumerate(data.ratings):
             theirs = upstream["z"].get(rating["item"])
@@ -72,12 +74,7 @@ def pairwise_rater_agreement(data: HumanEvalInput, result: dict[str, Any]) -> di
     from scipy import stats as sps
 
     criteria = result["criteria"]
-    lo, hi = data.scale
-    raw = np.array([[float(r["scores"][c]) for c in criteria] for r in data.ratings])
-    for j, name in enumerate(criteria):
-        if name in data.reverse:
-            raw[:, j] = lo + hi - raw[:, j]
-    z, _, _ = standardise(raw, np.array([r["rater"] for r in data.ratings], dtype=object))
+    z = _z_scores(data, criteria)
     per_dialogue = z.mean(axis=1)
     assignments: dict[str, list[tuple[str, float, str]]] = {}
     for row, rating in enumerate(data.ratings):
