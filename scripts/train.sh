@@ -35,7 +35,7 @@ fi
 if has minilm; then
     step "ADEM, RUBER and AutoJudge heads on MiniLM"
     $PY -m training train-minilm --model adem-minilm --encoding turns --pooling attn --out model_store/adem-minilm
-    $PY -m training train-minilm --model ruber-minilm --encoding last --pooling last --reddit --out model_store/ruber-minilm
+    $PY -m training train-minilm --model ruber-minilm --encoding last --pooling last --out model_store/ruber-minilm
     $PY -m training train-minilm --model autojudge-minilm --encoding last --pooling last --out model_store/autojudge-minilm
 fi
 if has mh; then

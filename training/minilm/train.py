@@ -58,6 +58,7 @@ class Config:
     zscore: bool = False  # per-set standardised targets: tried, mean dev r fell from .371 to .096
     balance: bool = False  # items drawn evenly from the sets (tried together with zscore)
     seed: int = 0
+    recover_references: bool = True  # dev figures on the DailyDialog-based sets too, as `evaluate` measures
     blend: str = "arithmetic"  # ruber: served default blend, set by evaluate_dev to the best on dev data
     blend_dev: dict | None = None  # ruber: dev Pearson of every blend (filled by evaluate_dev)
 
@@ -133,11 +134,19 @@ def negative_samples(config: Config, rng: random.Random, for_ruber: bool) -> Ran
     return ranked
 
 
-def judged_rows(split: str, referenced: bool, limit: int | None = None,
+def judged_rows(split: str, referenced: bool, limit: int | None = None, recover_references: bool = False,
                 ) -> dict[str, tuple[list[list[str]], list[str], list[str] | None, np.ndarray]]:
-    """Per set: contexts, responses, first references (referenced models: sets with references), scores."""
+    """Per set: contexts, responses, first references (referenced models: sets with references), scores.
+
+    `recover_references` fills in the DailyDialog reference of the DailyDialog-based sets that ship
+    without one, as `training evaluate` does (development figures only; training never reads them).
+    """
     out = {}
     for name, items in data.judged(split).items():
+        if recover_references:
+            from training.evaluate import recover
+
+            items, _ = recover(items)
         if referenced:
             items = [i for i in items if i.references]
         items = items[:limit]
@@ -248,7 +257,7 @@ def evaluate_dev(head: torch.nn.Module, config: Config, cache: EmbeddingCache) -
     every one of RUBER's four blends is measured; as in Tao et al. 2018 the blend with the highest
     mean development Pearson becomes the served default (config.blend, per-blend figures in
     config.blend_dev) and its figures are returned."""
-    rows = judged_rows("dev", head.referenced)
+    rows = judged_rows("dev", head.referenced, recover_references=config.recover_references)
     if config.model == "ruber-minilm":
         from service.scorers.minilm import _minmax, blend
         from training.minilm.store import ruber_ranges
@@ -285,6 +294,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--l1", type=float, default=Config.l1)
     parser.add_argument("--out", type=Path, default=None, help="store folder to export the model into")
     parser.add_argument("--results", type=Path, default=None, help="append JSON lines of dev results here")
+    parser.add_argument("--seed", type=int, default=Config.seed)
+    parser.add_argument("--note", default="", help="with --results: a note kept with the line (what was varied)")
+    parser.add_argument("--no-recover-references", dest="recover_references", action="store_false",
+                        help="dev figures on the sets that ship references only (the protocol before 2026-11-22)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     cache = EmbeddingCache()
@@ -298,7 +311,8 @@ def main(argv: list[str] | None = None) -> int:
             continue  # joined contexts of the DailyDialog pairs were not embedded (see the card)
         config = Config(model=args.model, encoding=encoding, pooling=pooling, epochs=args.epochs,
                         zscore=args.zscore, balance=args.zscore, rank_weight=args.rank_weight,
-                        l1=args.l1, reddit_positives=args.reddit)
+                        l1=args.l1, reddit_positives=args.reddit, seed=args.seed,
+                        recover_references=args.recover_references)
         started = time.time()
         head = train(config, cache)
         seconds = time.time() - started
@@ -307,7 +321,9 @@ def main(argv: list[str] | None = None) -> int:
                 "targets": "per-set z, balanced" if args.zscore else "raw", "rank_weight": args.rank_weight,
                 "l1": args.l1, "epochs": args.epochs, "reddit_positives": args.reddit,
                 "dev_pearson": {k: round(v, 4) for k, v in dev.items()},
-                "mean": round(float(np.mean(list(dev.values()))), 4)}
+                "mean": round(float(np.mean(list(dev.values()))), 4), "seed": args.seed}
+        if args.note:
+            line["note"] = args.note
         if config.blend_dev:
             line["blend"] = config.blend
             line["blend_dev_pearson"] = config.blend_dev
