@@ -33,24 +33,40 @@ if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     _owned_metrics_dir = tempfile.mkdtemp(prefix="dialscore-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = _owned_metrics_dir
 
+# Pod-level readiness (service/worker_readiness.py): workers mark "models loaded" in a shared folder.
+_owned_ready_dir = None
+if not os.environ.get("DIALSCORE_READY_DIR"):
+    _owned_ready_dir = tempfile.mkdtemp(prefix="dialscore-ready-")
+    os.environ["DIALSCORE_READY_DIR"] = _owned_ready_dir
+
 # Imported only now: prometheus_client picks its multiprocess value class at import time, and the
 # workers inherit the master's modules through the fork.
 from prometheus_client import multiprocess  # noqa: E402
 
+from service import worker_readiness  # noqa: E402
+
 
 def on_starting(server):
-    """Start from an empty metrics folder: stale files from a previous run would be counted again."""
+    """Start from empty metrics and readiness folders: a previous run's files would be counted again."""
     folder = os.environ["PROMETHEUS_MULTIPROC_DIR"]
     os.makedirs(folder, exist_ok=True)
     for name in os.listdir(folder):
         if name.endswith(".db"):
             os.remove(os.path.join(folder, name))
+    worker_readiness.clear(worker_readiness.marker_dir())
+
+
+def post_fork(server, worker):
+    """Tell the worker how many workers the pod runs, for /readyz (set here: `-w` may override WORKERS)."""
+    os.environ[worker_readiness.WORKERS_ENV] = str(server.num_workers)
 
 
 def child_exit(server, worker):
     multiprocess.mark_process_dead(worker.pid)
+    worker_readiness.forget(worker.pid)
 
 
 def on_exit(server):
-    if _owned_metrics_dir:
-        shutil.rmtree(_owned_metrics_dir, ignore_errors=True)
+    for owned in (_owned_metrics_dir, _owned_ready_dir):
+        if owned:
+            shutil.rmtree(owned, ignore_errors=True)

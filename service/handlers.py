@@ -9,7 +9,7 @@ from typing import Any
 
 from marshmallow import ValidationError
 
-from service import metrics
+from service import metrics, worker_readiness
 from service.config import Settings
 from service.errors import InvalidRequest, NotReady, UnknownModel
 from service.schemas import DIALOGUE, ITEM, flatten_messages
@@ -121,4 +121,10 @@ def readiness(store: ModelStore, settings: Settings) -> tuple[bool, dict[str, An
         return False, {"loading": True, "loaded": sorted(store.scorers)}
     if store.failures:
         return False, {"failed": dict(sorted(store.failures.items())), "loaded": sorted(store.scorers)}
-    return True, {"models": sorted(store.scorers)}
+    pod = worker_readiness.pod_status()
+    if pod is not None and pod[0] < pod[1]:
+        return False, {"loading": True, "workers_ready": pod[0], "workers": pod[1]}
+    details: dict[str, Any] = {"models": sorted(store.scorers)}
+    if pod is not None:
+        details.update({"workers_ready": pod[0], "workers": pod[1]})
+    return True, details

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from service import worker_readiness
 from service.components.base import Component, component_class
 from service.manifest import Manifest, ManifestError, read_manifest, verify_files
 from service.runtime import Runtime
@@ -137,8 +138,13 @@ def init_store(app: Any, background: bool) -> ModelStore:
                                       workers=settings.workers))
     store = ModelStore(settings.model_store, runtime, settings.models)
     app.extensions["dialscore.store"] = store
-    if background:
-        threading.Thread(target=store.load, name="model-store-load", daemon=True).start()
-    else:
+    def load() -> None:
         store.load()
+        if store.ready:
+            worker_readiness.mark_ready()
+
+    if background:
+        threading.Thread(target=load, name="model-store-load", daemon=True).start()
+    else:
+        load()
     return store

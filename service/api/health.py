@@ -23,6 +23,9 @@ def readyz():
         if "failed" in details:
             names = ", ".join(details["failed"])
             raise NotReady(f"Not ready: {names} failed to load; see details and the log.", details)
+        if "workers" in details:
+            raise NotReady(f"Not ready: {details['workers_ready']} of {details['workers']} workers have loaded "
+                           "their models.", details)
         raise NotReady("Not ready: models are still loading.", details)
     return jsonify({"status": "ready", **details})
 

@@ -1,0 +1,62 @@
+"""Pod-level readiness: /readyz is 200 only once every gunicorn worker has loaded its models."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from service import worker_readiness
+from service.handlers import readiness
+from service.store import ModelStore
+
+
+@pytest.fixture()
+def pod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "ready"
+    monkeypatch.setenv(worker_readiness.DIR_ENV, str(folder))
+    monkeypatch.setenv(worker_readiness.WORKERS_ENV, "2")
+    return folder
+
+
+def test_outside_gunicorn_readiness_is_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(worker_readiness.DIR_ENV, raising=False)
+    monkeypatch.delenv(worker_readiness.WORKERS_ENV, raising=False)
+    worker_readiness.mark_ready(123)  # no folder: nothing to write, no error
+    assert worker_readiness.pod_status() is None
+
+
+def test_markers_count_workers_and_forget_drops_a_dead_one(pod: Path) -> None:
+    assert worker_readiness.pod_status() == (0, 2)
+    worker_readiness.mark_ready(101)
+    worker_readiness.mark_ready(102)
+    assert worker_readiness.pod_status() == (2, 2)
+    worker_readiness.forget(101)
+    assert worker_readiness.pod_status() == (1, 2)
+    worker_readiness.clear(pod)
+    assert worker_readiness.pod_status() == (0, 2)
+
+
+def _loaded_store(tmp_path: Path) -> ModelStore:
+    store = ModelStore(tmp_path / "empty-store")
+    store.loaded = True
+    return store
+
+
+def test_a_loaded_worker_is_not_ready_while_another_is_loading(pod: Path, tmp_path: Path) -> None:
+    store = _loaded_store(tmp_path)
+    worker_readiness.mark_ready(201)
+    ready, details = readiness(store, None)
+    assert not ready and details == {"loading": True, "workers_ready": 1, "workers": 2}
+    worker_readiness.mark_ready(202)
+    ready, details = readiness(store, None)
+    assert ready and details["workers_ready"] == details["workers"] == 2
+
+
+def test_readyz_names_how_many_workers_are_ready(pod: Path, client) -> None:
+    worker_readiness.clear(pod)
+    worker_readiness.mark_ready(301)
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    error = response.get_json()["error"]
+    assert error["code"] == "not_ready" and "1 of 2 workers" in error["message"]
+    assert error["details"]["workers_ready"] == 1
