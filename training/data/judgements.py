@@ -142,7 +142,7 @@ def _read_dstc7(data_dir: Path) -> list[JudgedItem]:
 
 
 def _read_gupta_multiref(data_dir: Path) -> list[JudgedItem]:
-    """100 DailyDialog test contexts x 5 systems, averaged 1-5, four references (the original one first)."""
+    """100 DailyDialog test contexts x 5 systems, averaged 1-5, four references (the original one last)."""
     path = data_dir / "judgements" / "dailydialog_gupta_multiref" / "mturk_rating_processed_output.csv"
     items = []
     with open(path, encoding="utf-8", newline="") as handle:

@@ -146,14 +146,16 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
         "training_data": (RUBER_TRAINING if config.model == "ruber-minilm" else JUDGED_TRAINING),
         "negatives": NEGATIVES,
         "licence": f"{ENCODER_LICENCE}; data: "
-                   + (RUBER_LICENCES + "; DSTC7 replies: O-UDA v1.0" if config.model == "ruber-minilm"
-                      else JUDGED_LICENCES + "; " + RUBER_LICENCES),
+                   + (RUBER_LICENCES + ("; DSTC7 replies: O-UDA v1.0" if reddit else "")
+                      if config.model == "ruber-minilm" else JUDGED_LICENCES + "; " + RUBER_LICENCES),
         "training_time": f"{seconds:.0f} s of head training on cached MiniLM vectors (embedding the ~45k "
                          "training texts once: ~20 min)",
         "machine": MACHINE,
         "citation": CITATIONS[config.model] + " Encoder: " + CITE_MINILM,
         "correlations": {k: {"pearson": round(v, 4)} for k, v in dev.items()},
-        "correlations_command": f"python -m training train-minilm --model {config.model} (first reference only)",
+        "correlations_command": f"python -m training train-minilm --model {config.model} (first reference only"
+                                + ("; DailyDialog-based sets with recovered references)"
+                                   if getattr(config, "recover_references", False) else ")"),
         "reproduce": (f"python -m training export-minilm\npython -m training train-minilm --model {config.model} "
                       f"--search{reddit}\npython -m training train-minilm --model {config.model} --encoding "
                       f"{config.encoding} --pooling {config.pooling}{reddit} --out model_store/{config.model}\n"
