@@ -186,8 +186,8 @@ JUDGED_TRAINING = ("the train partition of every judgement set in training.data.
                    "term: 3,000 DailyDialog++ train contexts, human reply above random, adversarial and degenerate "
                    "replies")
 RUBER_TRAINING = ("negative sampling only (no human score): DailyDialog train (1,200 dialogues), DailyDialog++ "
-                  "positives (1,000 contexts) and, with --reddit, the DSTC7 train contexts' human (gold) Reddit "
-                  "replies (up to 4 each; the ratings are never read) against random replies from other "
+                  "positives (1,000 contexts) (with --reddit, which the served model does not use since 2026-11-22, also "
+                  "the DSTC7 train contexts' human (gold) Reddit replies, up to 4 each, ratings never read) against random replies from other "
                   "conversations, DailyDialog++ "
                   "dev/test adversarial negatives (800 contexts per file; only contexts whose query is in the "
                   "judgement train partition) and degenerate replies")
