@@ -59,3 +59,17 @@ def test_train_export_and_serve(model: str, encoding: str, pooling: str, cache: 
     else:
         expected = trained["score"]
     np.testing.assert_allclose(served.scores, expected, atol=1e-4)
+
+
+def test_dev_rows_of_referenced_heads_include_the_recovered_reference_sets() -> None:
+    """train-minilm measures referenced heads where `evaluate` does: recovered DailyDialog references too."""
+    from training.minilm.train import judged_rows
+
+    own = judged_rows("dev", referenced=True, limit=5)
+    recovered = judged_rows("dev", referenced=True, limit=5, recover_references=True)
+    assert "predictive_engagement" not in own and "dstc7" in own
+    assert {"predictive_engagement", "xdial_dailydialog_zhao", "dstc7"} <= set(recovered)
+    contexts, responses, references, scores = recovered["predictive_engagement"]
+    assert len(contexts) == len(responses) == len(references) == len(scores) == 5 and all(references)
+    # training reads the train partition without recovery: references never reach the fitting data
+    assert "predictive_engagement" not in judged_rows("train", referenced=True, limit=5)
