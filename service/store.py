@@ -138,6 +138,7 @@ def init_store(app: Any, background: bool) -> ModelStore:
                                       workers=settings.workers))
     store = ModelStore(settings.model_store, runtime, settings.models)
     app.extensions["dialscore.store"] = store
+
     def load() -> None:
         store.load()
         if store.ready:

@@ -37,9 +37,9 @@ def mark_ready(pid: int | None = None) -> None:
     marker(pid or os.getpid(), folder).touch()
 
 
-def forget(pid: int, folder: Path | None = None) -> None:
+def forget(pid: int) -> None:
     """Drop a worker's marker (the master calls this when the worker exits)."""
-    folder = folder or marker_dir()
+    folder = marker_dir()
     if folder is not None:
         marker(pid, folder).unlink(missing_ok=True)
 

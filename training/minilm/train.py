@@ -141,11 +141,11 @@ def judged_rows(split: str, referenced: bool, limit: int | None = None, recover_
     `recover_references` fills in the DailyDialog reference of the DailyDialog-based sets that ship
     without one, as `training evaluate` does (development figures only; training never reads them).
     """
+    from training.evaluate import recover  # evaluate's own recovery, so both measure alike
+
     out = {}
     for name, items in data.judged(split).items():
         if recover_references:
-            from training.evaluate import recover
-
             items, _ = recover(items)
         if referenced:
             items = [i for i in items if i.references]
