@@ -73,6 +73,8 @@ class Result:
     n_systems: int = 0
     scores: np.ndarray | None = field(default=None, repr=False)
     human: np.ndarray | None = field(default=None, repr=False)
+    has_reference: np.ndarray | None = field(default=None, repr=False)  # per scored item
+    reply_is_reference: np.ndarray | None = field(default=None, repr=False)  # per scored item
     skipped: str | None = None  # why the model was not run on the set ("needs a reference")
 
 
@@ -141,6 +143,8 @@ def evaluate_model(scorer: Scorer, name: str, set_name: str, items: list[JudgedI
     result.scores = scores
     result.human = human
     result.pearson, result.pearson_p, result.spearman, result.spearman_p = correlate(human, scores)
+    result.has_reference = np.asarray([bool(i.references) for i in kept])
+    result.reply_is_reference = np.asarray([is_reference_reply(i) for i in kept])
     systems = [i.system for i in kept]
     if all(s is not None for s in systems):
         result.system_pearson, result.system_spearman, result.n_systems = system_level(human, scores, systems)
@@ -193,6 +197,7 @@ def markdown(results: dict[str, dict[str, Result]], sets: list[str], models: lis
                 cells.append(f"{_cell(r.pearson, bold)} / {_cell(r.spearman)}{n}")
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
     lines += ["", beats_baselines(results, sets, models)]
+    lines += distinct_reply_table(results, sets, models)
     system_sets = [s for s in sets if any(r.n_systems >= MIN_SYSTEMS for r in results[s].values())]
     if system_sets:
         lines += ["", "System level (Pearson r / Spearman ρ over per-system means):", "",
@@ -231,6 +236,44 @@ def beats_baselines(results: dict[str, dict[str, Result]], sets: list[str], mode
         return ""
     return ("Sets where a model's Pearson r beats both BLEU-4 and ROUGE-L (of the sets where all three ran): "
             + ", ".join(parts) + ".")
+
+
+def without_reference_replies(result: Result) -> Result | None:
+    """The same model and set restricted to items that have a reference other than the judged reply.
+
+    Where the judged reply is its own recovered reference, every referenced metric scores it at its
+    maximum, and those items are the human replies of the set: they lift word overlap and cosine
+    alike, and a reference-free model cannot see them. Restricting every model to the same items
+    shows what is left; it is reported beside the main table, which stays the bar.
+    """
+    if result.scores is None or result.reply_is_reference is None or not result.reply_is_reference.any():
+        return None
+    keep = result.has_reference & ~result.reply_is_reference
+    out = Result(model=result.model, set=result.set, n=int(keep.sum()))
+    if out.n >= 3:
+        out.pearson, out.pearson_p, out.spearman, out.spearman_p = correlate(result.human[keep], result.scores[keep])
+    return out
+
+
+def distinct_reply_table(results: dict[str, dict[str, Result]], sets: list[str], models: list[str]) -> list[str]:
+    """Markdown lines: Pearson on the items whose reply is not its own reference (sets that have any)."""
+    restricted = {s: {m: r2 for m, r in results[s].items() if (r2 := without_reference_replies(r)) is not None}
+                  for s in sets}
+    shown = [s for s in sets if restricted[s]]
+    if not shown:
+        return []
+    lines = ["", ("Supplementary, not the bar: Pearson r / Spearman ρ on the items that have a reference "
+                  "other than the judged reply itself, every model on the same items (sets where some "
+                  "judged replies are their own reference; on the rest nothing changes)."), "",
+             "| model | " + " | ".join(f"{s} (n={_n(restricted, s)})" for s in shown) + " |",
+             "|---|" + "---|" * len(shown)]
+    for model in models:
+        cells = [f"{_cell(r.pearson)} / {_cell(r.spearman)}" if (r := restricted[s].get(model)) else "n/a"
+                 for s in shown]
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    complete = {s: {**results[s], **restricted[s]} for s in sets}
+    bar = beats_baselines(complete, sets, models)
+    return lines + (["", f"With these items left out (other sets unchanged): {bar[0].lower()}{bar[1:]}"] if bar else [])
 
 
 def _n(results: dict[str, dict[str, Result]], set_name: str) -> int:

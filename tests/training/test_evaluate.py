@@ -99,3 +99,32 @@ def test_evaluate_recovers_dailydialog_references_by_default(tmp_path):
     row = next(line for line in text.splitlines() if line.startswith("| bleu4 "))
     assert "n/a" not in row and f"(n={gained})" not in row  # the only model: its n is the header's
     assert f"holistic_eval (n={gained})" in text
+
+
+def test_supplementary_table_leaves_out_replies_that_are_their_own_reference():
+    from training.evaluate import Result, distinct_reply_table
+
+    human = np.array([5.0, 5.0, 1.0, 2.0, 3.0, 4.0])
+    copies = np.array([True, True, False, False, False, False])
+    refs = np.array([True] * 6)
+
+    def result(model, scores):
+        r = Result(model=model, set="s", n=6, scores=np.asarray(scores, float), human=human,
+                   has_reference=refs, reply_is_reference=copies)
+        r.pearson = float(stats.pearsonr(human, r.scores).statistic)
+        return r
+
+    # bleu4 rides on the two copies; the reference-free model ranks the other four right
+    results = {"s": {"bleu4": result("bleu4", [1, 1, 0, 0, .1, 0]),
+                     "rouge-l": result("rouge-l", [1, 1, 0, .1, 0, 0]),
+                     "free": result("free", [3, 3, 1, 2, 3, 4])},
+               "plain": {"free": Result(model="free", set="plain", n=3, pearson=0.5, scores=np.ones(3),
+                                        human=np.ones(3), has_reference=np.ones(3, bool),
+                                        reply_is_reference=np.zeros(3, bool))}}
+    assert results["s"]["bleu4"].pearson > results["s"]["free"].pearson  # the main table's bar
+    lines = distinct_reply_table(results, ["s", "plain"], ["bleu4", "rouge-l", "free"])
+    header = next(line for line in lines if line.startswith("| model"))
+    assert "s (n=4)" in header and "plain" not in header  # a set without copies is not repeated
+    free = next(line for line in lines if line.startswith("| free "))
+    assert "1.000" in free  # on the four distinct items the reference-free model is exact
+    assert "free 1/1" in lines[-1]
