@@ -202,6 +202,22 @@ def test_cli_rejects_an_unknown_model_and_a_bad_shard(store_root, tmp_path):
     assert shard.returncode == 2 and b"--shard-index 3" in shard.stderr
 
 
+def _wait_blocked_on_pipe(pid: int, deadline: float) -> None:
+    """Until the process sleeps in a pipe read (/proc wchan); a fixed second where wchan is hidden."""
+    wchan = Path(f"/proc/{pid}/wchan")
+    while time.monotonic() < deadline:
+        try:
+            where = wchan.read_text()
+        except OSError:
+            where = "0"
+        if where in ("", "0"):
+            time.sleep(1.0)
+            return
+        if "pipe" in where:
+            return
+        time.sleep(0.02)
+
+
 def test_sigterm_finishes_the_batch_in_hand_and_exits_143(store_root, tmp_path):
     """What Kubernetes sends on eviction: the batch being filled is scored and written, then exit 143."""
     lines = encoded([dict(GOOD[i % 3], id=i) for i in range(16)])
@@ -219,6 +235,8 @@ def test_sigterm_finishes_the_batch_in_hand_and_exits_143(store_root, tmp_path):
             while time.monotonic() < deadline and (not output.exists() or output.read_bytes().count(b"\n") < 4):
                 assert proc.poll() is None, proc.stderr.read().decode()
                 time.sleep(0.05)
+            # The first batch is on disk before its stop check: signal only once the tool waits for line 7.
+            _wait_blocked_on_pipe(proc.pid, deadline)
             proc.send_signal(signal.SIGTERM)  # lines 5 and 6 wait in the batch being filled
             time.sleep(0.5)
             writer.write(b"".join(line + b"\n" for line in lines[6:]))
