@@ -26,7 +26,8 @@ if has adem-autojudge; then
     step "ADEM and AutoJudge heads on the frozen VHRED encoder, then ONNX export with parity checks"
     $PY -m training train adem --encoder runs/vhred --out runs/adem --seed 0
     $PY -m training train autojudge --encoder runs/vhred --out runs/autojudge --seed 0
-    $PY -m training export --vhred runs/vhred --adem runs/adem --autojudge runs/autojudge --store model_store
+    $PY -m training export --vhred runs/vhred --adem runs/adem --autojudge runs/autojudge --store model_store \
+        --log runs/export.log
 fi
 if has ruber; then
     step "RUBER: negative sampling on DailyDialog + Chit-Chat, calibration, export"

@@ -169,8 +169,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--adem", type=Path, help="ADEM run folder (head.pt, metrics.json)")
     parser.add_argument("--autojudge", type=Path, help="AutoJudge run folder (head.pt, metrics.json)")
     parser.add_argument("--version", default="2026.11.0")
+    parser.add_argument("--log", type=Path, default=None, help="also write the log here (make train: runs/export.log)")
     args = parser.parse_args(argv)
-    setup_logging(Path("runs/export.log") if Path("runs").is_dir() else None)
+    setup_logging(args.log)
     torch.set_num_threads(1)
     from training import cards
 
