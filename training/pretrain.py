@@ -114,10 +114,13 @@ def main(argv: list[str]) -> int:
              len(train), ",".join(sources), corpora.fingerprint(train), len(valid))
 
     config = VHREDConfig(vocab_size=args.vocab_size, **json.loads(args.config))
-    tokenizer = bpe.train_bpe((t for d in train for t in d), vocab_size=config.vocab_size,
-                              max_tokens=config.max_tokens)
+    if args.finish and (args.out / "tokenizer.json").is_file():  # the one the saved model was trained with
+        tokenizer = bpe.load(args.out / "tokenizer.json")
+    else:
+        tokenizer = bpe.train_bpe((t for d in train for t in d), vocab_size=config.vocab_size,
+                                  max_tokens=config.max_tokens)
+        bpe.save(tokenizer, args.out / "tokenizer.json")
     config.vocab_size = tokenizer.get_vocab_size()
-    bpe.save(tokenizer, args.out / "tokenizer.json")
     log.info("tokenizer: %d BPE pieces, at most %d tokens per utterance", config.vocab_size, config.max_tokens)
 
     def encode_all(dialogues: list[list[str]]) -> list[list[list[int]]]:

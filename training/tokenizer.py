@@ -3,6 +3,13 @@
 Normalisation and pre-tokenisation are those of `service.text` (BERT normaliser, lower case),
 and truncation plus the end-of-utterance token live inside tokenizer.json, so the service
 reproduces training's token ids by loading the file alone.
+
+Word boundaries are marked by a Metaspace "▁" at the start of each word, an ordinary character
+of the alphabet, rather than by the trainer's `end_of_word_suffix`: the trainer gives suffixed
+tokens ids in hash-map order, which differs from process to process, and merges of equal count are
+broken by those ids, so two runs on the same text learned different vocabularies (and `make train`
+could not reproduce the committed encoder; huggingface/tokenizers#1794, PR #2066). The base
+alphabet is sorted before ids are assigned, so this trainer is deterministic.
 """
 from __future__ import annotations
 
@@ -14,20 +21,21 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 PAD, UNK, BOS, EOS = "[PAD]", "[UNK]", "[BOS]", "[EOS]"
 SPECIALS = [PAD, UNK, BOS, EOS]  # ids 0..3 in this order
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = range(4)
-SUFFIX = "</w>"
+WORD_START = "▁"  # what Metaspace puts before every word
 
 
 def train_bpe(texts: Iterable[str], vocab_size: int = 8000, max_tokens: int = 40,
               min_frequency: int = 2) -> Tokenizer:
     """A BPE tokenizer trained on `texts`; every encoding ends in [EOS] and has at most `max_tokens` ids."""
-    tokenizer = Tokenizer(models.BPE(unk_token=UNK, end_of_word_suffix=SUFFIX))
+    tokenizer = Tokenizer(models.BPE(unk_token=UNK))
     tokenizer.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
                                                       strip_accents=False, lowercase=True)
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tokenizer.decoder = decoders.BPEDecoder(suffix=SUFFIX)
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.BertPreTokenizer(),
+        pre_tokenizers.Metaspace(replacement=WORD_START, prepend_scheme="always", split=False)])
+    tokenizer.decoder = decoders.Metaspace(replacement=WORD_START, prepend_scheme="always", split=False)
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                  special_tokens=SPECIALS, end_of_word_suffix=SUFFIX,
-                                  show_progress=False)
+                                  special_tokens=SPECIALS, show_progress=False)
     tokenizer.train_from_iterator(texts, trainer=trainer)
     assert [tokenizer.token_to_id(t) for t in SPECIALS] == [PAD_ID, UNK_ID, BOS_ID, EOS_ID]
     tokenizer.post_processor = processors.TemplateProcessing(single=f"$A {EOS}",
