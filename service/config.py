@@ -24,7 +24,9 @@ class Settings:
     max_chars: int = 2000  # DIALSCORE_MAX_CHARS: characters per utterance
     max_correlate_items: int = 100_000  # DIALSCORE_MAX_CORRELATE_ITEMS
     max_resamples: int = 10_000  # DIALSCORE_MAX_RESAMPLES
+    max_bootstrap_work: int = 20_000_000  # DIALSCORE_MAX_BOOTSTRAP_WORK: /correlate items x resamples
     max_ratings: int = 200_000  # DIALSCORE_MAX_RATINGS: /human-eval rows
+    max_json_depth: int = 32  # DIALSCORE_MAX_JSON_DEPTH: nesting of a request body (the contract's need 5)
     batch_size: int = 64  # DIALSCORE_BATCH_SIZE: items per ONNX run after length bucketing
     workers: int = 2  # DIALSCORE_WORKERS: gunicorn workers (also divides the cores among sessions)
     intra_op_threads: int = 0  # DIALSCORE_INTRA_OP_THREADS: 0 = cores / workers
@@ -44,7 +46,9 @@ class Settings:
             "max_chars": self.max_chars,
             "max_correlate_items": self.max_correlate_items,
             "max_resamples": self.max_resamples,
+            "max_bootstrap_work": self.max_bootstrap_work,
             "max_ratings": self.max_ratings,
+            "max_json_depth": self.max_json_depth,
         }
 
 

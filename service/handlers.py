@@ -97,7 +97,10 @@ def score(store: ModelStore, body: dict[str, Any]) -> dict[str, Any]:
         results[scorer.name] = {"model": scorer.name, "version": scorer.version, "scores": scores}
         if details is not None:
             results[scorer.name]["details"] = details
-    return {"models": names, "results": results}
+    # The contract's `model` and `version` on every scoring response, for all the models at once;
+    # each result below carries its own as well.
+    return {"model": ",".join(names), "version": ",".join(f"{s.name}={s.version}" for s in scorers),
+            "models": names, "results": results}
 
 
 def rerank(store: ModelStore, body: dict[str, Any]) -> dict[str, Any]:

@@ -54,6 +54,12 @@ def check_correlate(body: dict[str, Any], settings: Settings) -> None:
         over["human"] = f"{len(body['human'])} items; the limit is {settings.max_correlate_items}."
     if body["resamples"] > settings.max_resamples:
         over["resamples"] = f"{body['resamples']} resamples; the limit is {settings.max_resamples}."
+    work = len(body["human"]) * body["resamples"]
+    if "resamples" not in over and work > settings.max_bootstrap_work:
+        # Each resample recomputes every metric's correlations over all items: bounded so that one
+        # request cannot hold a worker past its timeout (30,000 items x 10,000 resamples took minutes).
+        over["resamples"] = (f"{len(body['human'])} items x {body['resamples']} resamples = {work}; the limit on "
+                             f"their product is {settings.max_bootstrap_work} (send fewer resamples).")
     _raise(over)
 
 

@@ -17,8 +17,11 @@ _ERRORS = {
     "404": "Unknown model (`unknown_model`).",
     "413": "Over a configured limit (`too_large`); GET /models lists the limits.",
     "422": "Schema violation (`invalid_request`); details map field paths to messages.",
+    "405": "The path exists but not for this method; the `Allow` header lists the right ones.",
+    "500": "A bug in the service (`internal`); never the answer to bad input.",
     "503": "Models are not loaded (`not_ready`).",
 }
+_ALWAYS = ("405", "500")  # any operation can answer these
 
 _SCORE_EXAMPLE = {
     "model": "adem",
@@ -50,7 +53,7 @@ _HUMAN_EVAL_EXAMPLE = {
 def _post(summary: str, request_schema: str, example: dict[str, Any], ok: dict[str, Any],
           codes: tuple[str, ...]) -> dict[str, Any]:
     responses: dict[str, Any] = {"200": ok}
-    for code in codes:
+    for code in sorted(codes + _ALWAYS):
         responses[code] = {"description": _ERRORS[code],
                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     return {"post": {"summary": summary, "security": [{"bearer": []}, {}],
@@ -61,13 +64,31 @@ def _post(summary: str, request_schema: str, example: dict[str, Any], ok: dict[s
 
 def _get(summary: str, content: dict[str, Any], codes: tuple[str, ...] = ()) -> dict[str, Any]:
     responses: dict[str, Any] = {"200": {"description": summary, "content": content}}
-    for code in codes:
+    for code in sorted(codes + _ALWAYS):
         responses[code] = {"description": _ERRORS[code],
                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     return {"get": {"summary": summary, "responses": responses}}
 
 
 _ANY_JSON = {"application/json": {"schema": {"type": "object"}}}
+
+
+def _json_of(ref: str) -> dict[str, Any]:
+    return {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}
+
+
+def _tighten(node: Any) -> None:
+    """What apispec's marshmallow plugin leaves loose: a Length validator on a Dict becomes
+    `minLength` (a string keyword, ignored on objects) instead of `minProperties`, and Range's
+    min_inclusive/max_inclusive=False are dropped, so an open interval reads as a closed one."""
+    if isinstance(node, dict):
+        if node.get("type") == "object" and "minLength" in node:
+            node["minProperties"] = node.pop("minLength")
+        for value in node.values():
+            _tighten(value)
+    elif isinstance(node, list):
+        for value in node:
+            _tighten(value)
 
 
 @lru_cache(maxsize=1)
@@ -80,9 +101,16 @@ def openapi_document() -> dict[str, Any]:
                          ("Dialogue", schemas.DialogueSchema), ("ScoreRequest", schemas.ScoreRequestSchema),
                          ("ScoreResponse", schemas.ScoreResponseSchema), ("RerankRequest", schemas.RerankRequestSchema),
                          ("RerankResponse", schemas.RerankResponseSchema),
+                         ("MultiScoreResponse", schemas.MultiScoreResponseSchema),
                          ("CorrelateRequest", schemas.CorrelateRequestSchema),
-                         ("HumanEvalRequest", schemas.HumanEvalRequestSchema), ("Error", schemas.ErrorSchema)]:
+                         ("CorrelateResponse", schemas.CorrelateResponseSchema),
+                         ("HumanEvalRequest", schemas.HumanEvalRequestSchema),
+                         ("HumanEvalResponse", schemas.HumanEvalResponseSchema),
+                         ("Status", schemas.StatusSchema), ("ModelsResponse", schemas.ModelsResponseSchema),
+                         ("Error", schemas.ErrorSchema)]:
         spec.components.schema(name, schema=schema)
+    for schema_name, prop in (("CorrelateRequest", "confidence"), ("HumanEvalRequest", "alpha")):
+        spec.components.schemas[schema_name]["properties"][prop].update(exclusiveMinimum=True, exclusiveMaximum=True)
     # `items` holds Item or Dialogue objects depending on the model's kind: say so exactly.
     spec.components.schemas["ScoreRequest"]["properties"]["items"]["items"] = {
         "oneOf": [{"$ref": "#/components/schemas/Item"}, {"$ref": "#/components/schemas/Dialogue"}]}
@@ -90,32 +118,38 @@ def openapi_document() -> dict[str, Any]:
         "type": "array", "minItems": 1, "description": "Human scores, or several ratings per item (averaged).",
         "items": {"oneOf": [{"type": "number"}, {"type": "array", "minItems": 1, "items": {"type": "number"}}]}}
     spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
-    json_of = lambda ref: {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}  # noqa: E731
-    spec.path("/healthz", operations=_get("Liveness: the process serves.", _ANY_JSON))
-    spec.path("/readyz", operations=_get("Readiness: every configured model loaded and warmed up.", _ANY_JSON,
+    spec.path("/healthz", operations=_get("Liveness: the process serves.", _json_of("Status")))
+    spec.path("/readyz", operations=_get("Readiness: every configured model loaded and warmed up.", _json_of("Status"),
                                          ("503",)))
-    spec.path("/models", operations=_get("Served models with versions, providers and cards; limits.", _ANY_JSON))
+    spec.path("/models", operations=_get("Served models with versions, providers and cards; limits.",
+                                         _json_of("ModelsResponse")))
     spec.path("/metrics", operations=_get("Prometheus metrics of all workers.", {"text/plain": {"schema": {
         "type": "string"}}}))
     spec.path("/openapi.json", operations=_get("This document.", _ANY_JSON))
     codes = ("400", "401", "404", "413", "422", "503")
     spec.path("/score", operations=_post("Score replies (or dialogues) with one model.", "ScoreRequest",
-                                         _SCORE_EXAMPLE, {"description": "Scores in item order.",
-                                                          "content": json_of("ScoreResponse")}, codes))
+                                         _SCORE_EXAMPLE, {"description": "Scores in item order (with `models`: "
+                                                                         "one such response per model).",
+                                                          "content": {"application/json": {"schema": {"oneOf": [
+                                                              {"$ref": "#/components/schemas/ScoreResponse"},
+                                                              {"$ref": "#/components/schemas/MultiScoreResponse"}]}}}},
+                                         codes))
     spec.path("/rerank", operations=_post("Rank candidate replies, best first.", "RerankRequest",
                                           {"model": "autojudge", "context": ["hi! how was your weekend?"],
                                            "candidates": ["i don't know.", "great, i went hiking!"], "top_k": 1},
                                           {"description": "Ranking, best first; ties keep input order.",
-                                           "content": json_of("RerankResponse")}, codes))
+                                           "content": _json_of("RerankResponse")}, codes))
     spec.path("/correlate", operations=_post(
         "Correlation of metric scores with human judgements: Pearson, Spearman, Kendall with p-values, bootstrap "
         "intervals, item and system level, pairwise comparisons of metrics.", "CorrelateRequest",
         _CORRELATE_EXAMPLE, {"description": "Per metric, level and method: r, p, ci, n (null with a reason when "
-                                             "undefined); comparisons.", "content": _ANY_JSON},
+                                             "undefined); comparisons.", "content": _json_of("CorrelateResponse")},
         ("400", "401", "413", "422")))
     spec.path("/human-eval", operations=_post(
         "Reliable human assessment (Ji et al. 2022): z-scores, rater quality control, system ranking, "
         "pairwise Wilcoxon rank-sum tests.", "HumanEvalRequest", _HUMAN_EVAL_EXAMPLE,
         {"description": "Raters passed and failed, systems best first, significance matrix.",
-         "content": _ANY_JSON}, ("400", "401", "413", "422")))
-    return spec.to_dict()
+         "content": _json_of("HumanEvalResponse")}, ("400", "401", "413", "422")))
+    document = spec.to_dict()
+    _tighten(document)
+    return document

@@ -10,6 +10,26 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 _nonempty_list = validate.Length(min=1)
 
 
+class Number(fields.Float):
+    """A JSON number, finite. marshmallow's Float also casts numeric strings ("5") and booleans;
+    the OpenAPI document declares numbers, so a string is a client bug to report, not to guess at."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(allow_nan=False, **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):  # type: ignore[override]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.make_error("invalid")
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+class Whole(fields.Integer):
+    """A JSON integer: no strings ("2"), booleans or fractions (1.5 would be silently truncated)."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(strict=True, **kwargs)
+
+
 class StrictSchema(Schema):
     class Meta:
         unknown = RAISE
@@ -73,8 +93,19 @@ class RerankRequestSchema(StrictSchema):
     candidates = fields.List(fields.String(), required=True, validate=_nonempty_list,
                              metadata={"example": ["i don't know.", "great, i went hiking with my sister!"]})
     reference = fields.String(allow_none=True, load_default=None)
-    top_k = fields.Integer(allow_none=True, load_default=None, validate=validate.Range(min=1))
+    top_k = Whole(allow_none=True, load_default=None, validate=validate.Range(min=1))
     options = fields.Dict(load_default=dict)
+
+
+class MultiScoreResponseSchema(StrictSchema):
+    """/score with `models`: every model's response, keyed by name, plus the contract's model and version."""
+
+    model = fields.String(required=True, metadata={"description": "The requested models, comma-separated.",
+                                                   "example": "adem,ruber"})
+    version = fields.String(required=True, metadata={"description": "name=version of each model, comma-separated.",
+                                                     "example": "adem=2026.11.0,ruber=2026.11.0"})
+    models = fields.List(fields.String(), required=True)
+    results = fields.Dict(keys=fields.String(), values=fields.Nested(ScoreResponseSchema), required=True)
 
 
 class RankedSchema(StrictSchema):
@@ -96,7 +127,7 @@ class HumanScoresField(fields.Field):
     def _deserialize(self, value, attr, data, **kwargs):  # type: ignore[override]
         if not isinstance(value, list) or not value:
             raise ValidationError("Must be a non-empty list of numbers or of lists of numbers.")
-        number = fields.Float(allow_nan=False)
+        number = Number()
         out: list = []
         errors: dict = {}
         for i, entry in enumerate(value):
@@ -117,7 +148,7 @@ class HumanScoresField(fields.Field):
 class CorrelateRequestSchema(StrictSchema):
     human = HumanScoresField(required=True, metadata={
         "description": "Human scores per item, or a list of ratings per item (averaged).", "example": [3.0, 4.5, 1.0]})
-    scores = fields.Dict(keys=fields.String(), values=fields.List(fields.Float(allow_nan=False)), required=True,
+    scores = fields.Dict(keys=fields.String(), values=fields.List(Number()), required=True,
                          validate=_nonempty_list,
                          metadata={"example": {"adem": [2.9, 4.0, 1.7], "bleu4": [0.1, 0.0, 0.2]}})
     systems = fields.List(fields.String(), load_default=None, allow_none=True,
@@ -125,17 +156,17 @@ class CorrelateRequestSchema(StrictSchema):
                                     "example": ["hred", "human", "tfidf"]})
     methods = fields.List(fields.String(validate=validate.OneOf(["pearson", "spearman", "kendall"])),
                           load_default=lambda: ["pearson", "spearman", "kendall"], validate=_nonempty_list)
-    confidence = fields.Float(load_default=0.95, validate=validate.Range(min=0, max=1, min_inclusive=False,
+    confidence = Number(load_default=0.95, validate=validate.Range(min=0, max=1, min_inclusive=False,
                                                                        max_inclusive=False))
-    resamples = fields.Integer(load_default=1000, validate=validate.Range(min=0))
-    seed = fields.Integer(load_default=0)
+    resamples = Whole(load_default=1000, validate=validate.Range(min=0))
+    seed = Whole(load_default=0, validate=validate.Range(min=0))
 
 
 class RatingSchema(StrictSchema):
     rater = fields.String(required=True)
     system = fields.String(required=True)
     item = fields.String(required=True)
-    scores = fields.Dict(keys=fields.String(), values=fields.Float(allow_nan=False), required=True,
+    scores = fields.Dict(keys=fields.String(), values=Number(), required=True,
                          validate=_nonempty_list)
 
 
@@ -144,11 +175,11 @@ class HumanEvalRequestSchema(StrictSchema):
     reverse = fields.List(fields.String(), load_default=list,
                           metadata={"description": "Negative attributes, reversed as hi + lo - score.",
                                     "example": ["robotic", "repetitive"]})
-    scale = fields.List(fields.Float(allow_nan=False), load_default=lambda: [0.0, 100.0],
+    scale = fields.List(Number(), load_default=lambda: [0.0, 100.0],
                         validate=validate.Length(equal=2))
     qc_system = fields.String(load_default=None, allow_none=True,
                               metadata={"description": "The degraded quality-control system.", "example": "degraded"})
-    alpha = fields.Float(load_default=0.05, validate=validate.Range(min=0, max=1, min_inclusive=False,
+    alpha = Number(load_default=0.05, validate=validate.Range(min=0, max=1, min_inclusive=False,
                                                                      max_inclusive=False))
     qc_criteria = fields.List(fields.String(), load_default=None, allow_none=True,
                               metadata={"description": "Criteria pooled in the quality-control test; default: "
@@ -158,6 +189,110 @@ class HumanEvalRequestSchema(StrictSchema):
     def _scale_ordered(self, data: dict, **_: object) -> None:
         if data["scale"][0] >= data["scale"][1]:
             raise ValidationError("The scale's low end must be below its high end.", "scale")
+
+
+# --- responses that only document (the handlers build them; tests load real ones through these) --
+class StatusSchema(StrictSchema):
+    status = fields.String(required=True)
+    models = fields.List(fields.String())
+
+
+class ModelInfoSchema(StrictSchema):
+    name = fields.String(required=True)
+    version = fields.String(required=True)
+    kind = fields.String(required=True, validate=validate.OneOf(["referenced", "unreferenced", "dialogue"]))
+    requires = fields.List(fields.String(), required=True)
+    score_range = fields.List(fields.Float(), required=True, validate=validate.Length(equal=2))
+    sha256 = fields.String(required=True, metadata={"description": "Digest over the model's artifact files."})
+    providers = fields.List(fields.String(), required=True,
+                            metadata={"description": "Execution providers the sessions really got."})
+    card = fields.Dict(required=True, metadata={"description": "Training data, held-out correlations, licence, "
+                                                               "citation (the model's README.md as fields)."})
+    options = fields.Dict(required=True, metadata={"description": "The model's `options`, with types and defaults."})
+    uses = fields.List(fields.String(), required=True, metadata={"description": "Shared components it runs on."})
+
+
+class ModelsResponseSchema(StrictSchema):
+    models = fields.List(fields.Nested(ModelInfoSchema), required=True)
+    limits = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
+    failed = fields.Dict(keys=fields.String(), values=fields.String(), required=True,
+                         metadata={"description": "Models or components that failed to load, with the reason."})
+    loading = fields.Boolean(required=True)
+
+
+class CorrelationSchema(StrictSchema):
+    r = fields.Float(required=True, allow_none=True)
+    p = fields.Float(required=True, allow_none=True)
+    ci = fields.List(fields.Float(), required=True, allow_none=True)
+    n = fields.Integer(required=True)
+    reason = fields.String(metadata={"description": "Why r is null."})
+    ci_reason = fields.String(metadata={"description": "Why ci is null."})
+
+
+class ComparisonSchema(StrictSchema):
+    a = fields.String(required=True)
+    b = fields.String(required=True)
+    method = fields.String(required=True)
+    level = fields.String(required=True, validate=validate.OneOf(["item", "system"]))
+    test = fields.String(required=True, validate=validate.OneOf(["williams", "paired_bootstrap"]))
+    delta = fields.Float(required=True, allow_none=True)
+    p = fields.Float(required=True, allow_none=True)
+    ci = fields.List(fields.Float(), allow_none=True)
+    t = fields.Float(allow_none=True)
+    df = fields.Integer(allow_none=True)
+    reason = fields.String()
+
+
+class AgreementSchema(StrictSchema):
+    krippendorff_alpha = fields.Float(required=True, allow_none=True)
+    raters_per_item = fields.Float(required=True)
+    metric = fields.String(required=True)
+    reason = fields.String()
+
+
+_BY_METHOD = fields.Dict(keys=fields.String(), values=fields.Nested(CorrelationSchema))
+
+
+class CorrelateResponseSchema(StrictSchema):
+    n = fields.Integer(required=True)
+    metrics = fields.Dict(keys=fields.String(), required=True,
+                          values=fields.Dict(keys=fields.String(validate=validate.OneOf(["item", "system"])),
+                                             values=_BY_METHOD),
+                          metadata={"description": "metric -> level (item, system) -> method -> {r, p, ci, n}."})
+    systems = fields.Dict(metadata={"description": "{count, labels} when `systems` was given."})
+    comparisons = fields.List(fields.Nested(ComparisonSchema), required=True)
+    agreement = fields.Nested(AgreementSchema, required=True, allow_none=True,
+                              metadata={"description": "Krippendorff's alpha when several ratings per item came."})
+
+
+class RatersSchema(StrictSchema):
+    passed = fields.List(fields.String(), required=True)
+    failed = fields.List(fields.String(), required=True)
+    p = fields.Dict(keys=fields.String(), values=fields.Float(allow_none=True), required=True)
+    total = fields.Integer(required=True)
+    pass_rate = fields.Float(required=True)
+    reasons = fields.Dict(keys=fields.String(), values=fields.String())
+    constant = fields.List(fields.String())
+
+
+class SystemSummarySchema(StrictSchema):
+    system = fields.String(required=True)
+    n = fields.Integer(required=True)
+    raw = fields.Dict(keys=fields.String(), values=fields.Float(), required=True)
+    z = fields.Dict(keys=fields.String(), values=fields.Float(), required=True)
+    overall_z = fields.Float(required=True)
+    overall_z_ci = fields.List(fields.Float(), required=True, allow_none=True)
+
+
+class HumanEvalResponseSchema(StrictSchema):
+    raters = fields.Nested(RatersSchema, required=True)
+    systems = fields.List(fields.Nested(SystemSummarySchema), required=True, metadata={"description": "Best first."})
+    significance = fields.Dict(keys=fields.String(), required=True,
+                               values=fields.Dict(keys=fields.String(), values=fields.Float(allow_none=True)),
+                               metadata={"description": "p of the one-sided rank-sum test that row beats column."})
+    criteria = fields.List(fields.String(), required=True)
+    qc_criteria = fields.List(fields.String(), required=True)
+    kept_ratings = fields.Integer(required=True)
 
 
 class ErrorBodySchema(StrictSchema):

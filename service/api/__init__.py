@@ -6,9 +6,11 @@ from typing import Any
 
 from flask import current_app, request
 from marshmallow import Schema, ValidationError
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from service.config import Settings
 from service.errors import BadJson, InvalidRequest
+from service.json_body import find_problem
 from service.schemas import flatten_messages
 from service.store import ModelStore
 
@@ -24,14 +26,25 @@ def store() -> ModelStore:
 def load_body(schema: Schema) -> dict[str, Any]:
     """The request's JSON object validated by `schema`: 400 if not a JSON object, 422 if invalid."""
     raw = request.get_data(cache=True)  # over MAX_CONTENT_LENGTH raises 413 here
+    if request.content_length is None and len(raw) >= settings().max_body_bytes:
+        # A chunked body has no length to check up front, and werkzeug stops reading it at the
+        # limit without an error: what was read would be parsed as if it were the whole body.
+        raise RequestEntityTooLarge()
     if not raw.strip():
         raise BadJson("The request body is empty; send a JSON object.")
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadJson(f"The request body is not valid JSON: {exc}.") from None
+    except RecursionError:
+        raise BadJson("The request body is nested too deeply to parse.",
+                      {"max_json_depth": settings().max_json_depth}) from None
     if not isinstance(data, dict):
         raise BadJson(f"The request body must be a JSON object, not a {type(data).__name__}.")
+    problem = find_problem(data, settings().max_json_depth)
+    if problem is not None:
+        path, message = problem
+        raise BadJson(f"The request body is not usable JSON at {path}: {message}", {path: message})
     try:
         return schema.load(data)
     except ValidationError as exc:

@@ -13,7 +13,7 @@ bp = Blueprint("scoring", __name__)
 @bp.post("/score")
 def score():
     body = load_body(SCORE_REQUEST)
-    g.model = body.get("model") or ",".join(body.get("models", []))
+    g.model = _metrics_label(body.get("models") or [body["model"]])
     limits.check_items(body["items"], settings())
     return jsonify(handlers.score(store(), body))
 
@@ -21,6 +21,18 @@ def score():
 @bp.post("/rerank")
 def rerank():
     body = load_body(RERANK_REQUEST)
-    g.model = body["model"]
+    g.model = _metrics_label([body["model"]])
     limits.check_rerank(body, settings())
     return jsonify(handlers.rerank(store(), body))
+
+
+def _metrics_label(names: list[str]) -> str:
+    """The latency histogram's `model` label: a served model's name, "several", or "" otherwise.
+
+    Client-chosen strings never become label values: every unknown name would add a series for
+    the life of the process (and one that is not valid Unicode broke GET /metrics).
+    """
+    served = [name for name in dict.fromkeys(names) if store().get(name) is not None]
+    if len(served) > 1:
+        return "several"
+    return served[0] if served else ""

@@ -60,6 +60,49 @@ CASES = [
     ("human-eval bad scale", "/human-eval", json.dumps({"ratings": [{"rater": "a", "system": "s", "item": "i",
                                                                      "scores": {"fun": 5}}], "scale": [100, 0]}).encode(),
      422, "invalid_request", "scale"),
+    # Found by a black-box audit of a running service: each of these was a 500 or a silent guess.
+    ("lone surrogate in a reply", "/score",
+     b'{"model": "bleu4", "items": [{"context": ["hi"], "response": "x \\ud800 y", "reference": "ok"}]}',
+     400, "bad_json", "items.0.response"),
+    ("lone surrogate in a model name", "/score", b'{"model": "\\udc00", "items": [{"context": ["a"], "response": "b"}]}',
+     400, "bad_json", "model"),
+    ("lone surrogate in a key", "/correlate", b'{"human": [1, 2, 3], "scores": {"\\ud83d": [1, 2, 3]}}',
+     400, "bad_json", "scores.\ud83d"),
+    ("nested past the parser's recursion limit", "/correlate", b'{"human": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+     400, "bad_json", None),
+    ("nested past max_json_depth", "/score", b'{"model": "bleu4", "items": ' + b"[" * 40 + b"]" * 40 + b"}",
+     400, "bad_json", None),
+    ("top_k as a string", "/rerank",
+     json.dumps({"model": "length", "context": ["hi"], "candidates": ["a", "b"], "top_k": "2"}).encode(), 422,
+     "invalid_request", "top_k"),
+    ("top_k a fraction", "/rerank",
+     json.dumps({"model": "length", "context": ["hi"], "candidates": ["a", "b"], "top_k": 1.5}).encode(), 422,
+     "invalid_request", "top_k"),
+    ("human scores as strings", "/correlate", json.dumps({"human": ["1", "2", "3"], "scores": {"m": [1, 2, 3]}}).encode(),
+     422, "invalid_request", "human.0"),
+    ("metric scores as strings", "/correlate", json.dumps({"human": [1, 2, 3], "scores": {"m": ["1", 2, 3]}}).encode(),
+     422, "invalid_request", "scores.m.0"),
+    ("confidence as a string", "/correlate", json.dumps({"human": [1, 2, 3], "scores": {"m": [1, 2, 3]},
+                                                         "confidence": "0.9"}).encode(), 422, "invalid_request",
+     "confidence"),
+    ("resamples a fraction", "/correlate", json.dumps({"human": [1, 2, 3], "scores": {"m": [1, 2, 3]},
+                                                       "resamples": 10.5}).encode(), 422, "invalid_request", "resamples"),
+    ("negative seed", "/correlate", json.dumps({"human": [1, 2, 3], "scores": {"m": [1, 2, 3]}, "seed": -1}).encode(),
+     422, "invalid_request", "seed"),
+    ("items x resamples over the bootstrap budget", "/correlate",
+     json.dumps({"human": list(range(5000)), "scores": {"m": list(range(5000))}, "resamples": 5000}).encode(),
+     413, "too_large", "resamples"),
+    ("human-eval score as a string", "/human-eval", json.dumps({"ratings": [{"rater": "a", "system": "s", "item": "i",
+                                                                            "scores": {"fun": "5"}}]}).encode(),
+     422, "invalid_request", "ratings.0.scores.fun"),
+    ("human-eval scale as strings", "/human-eval", json.dumps({"ratings": [{"rater": "a", "system": "s", "item": "i",
+                                                                           "scores": {"fun": 5}}],
+                                                              "scale": ["0", "100"]}).encode(),
+     422, "invalid_request", "scale.0"),
+    ("human-eval alpha as a string", "/human-eval", json.dumps({"ratings": [{"rater": "a", "system": "s", "item": "i",
+                                                                            "scores": {"fun": 5}}],
+                                                               "alpha": "0.05"}).encode(),
+     422, "invalid_request", "alpha"),
     ("human-eval missing rater", "/human-eval", json.dumps({"ratings": [{"system": "s", "item": "i",
                                                                         "scores": {"fun": 5}}]}).encode(),
      422, "invalid_request", "ratings.0.rater"),
@@ -124,3 +167,27 @@ def test_not_ready_is_503(baseline_store):
     assert ready.status_code == 503 and ready.get_json()["error"]["code"] == "not_ready"
     scored = client.post("/score", json={"model": "length", "items": [{"context": ["a"], "response": "b"}]})
     assert scored.status_code == 503
+
+
+def _chunked(app, path: str, data: bytes) -> tuple[str, dict]:
+    """A request with Transfer-Encoding: chunked as gunicorn hands it over: no Content-Length."""
+    import io
+
+    from werkzeug.test import EnvironBuilder
+
+    environ = EnvironBuilder(path=path, method="POST", input_stream=io.BytesIO(data),
+                             content_type="application/json").get_environ()
+    environ.pop("CONTENT_LENGTH", None)
+    environ.update({"wsgi.input_terminated": True, "HTTP_TRANSFER_ENCODING": "chunked"})
+    status: list[str] = []
+    body = b"".join(app(environ, lambda s, headers: status.append(s)))
+    return status[0], json.loads(body)
+
+
+def test_chunked_body_over_the_limit_is_413_not_a_truncated_parse(baseline_app):
+    big = json.dumps({"human": list(range(200_000)), "scores": {"m": list(range(200_000))}}).encode()
+    status, body = _chunked(baseline_app, "/correlate", big)
+    assert status.startswith("413") and body["error"]["code"] == "too_large", body
+    status, body = _chunked(baseline_app, "/correlate", json.dumps({"human": [1, 2, 3], "scores": {"m": [1, 3, 2]}}
+                                                                    ).encode())
+    assert status.startswith("200"), body

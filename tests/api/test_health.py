@@ -31,6 +31,48 @@ def test_metrics_count_requests_and_errors(client):
     assert "dialscore_request_seconds_bucket" in text
 
 
+def test_unknown_model_names_do_not_become_metric_labels(client):
+    for name in ("attacker-1", "attacker-2"):
+        assert client.post("/score", json={"model": name, "items": [{"context": ["a"], "response": "b"}]}
+                           ).status_code == 404
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    assert "attacker" not in response.get_data(as_text=True)
+
+
+def test_responses_match_the_schemas_the_openapi_document_declares(client):
+    """Every 200 body loads through its documented schema, which refuses unknown fields: the
+    document describes what the service sends, field for field."""
+    from service import schemas
+
+    item = {"context": ["hi there"], "response": "hello!", "reference": "hey"}
+    human = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+    a, b = [1, 3, 2, 4, 5, 7, 6, 8, 9, 10], [2, 1, 3, 5, 4, 6, 8, 7, 10, 9]
+    ratings = [{"rater": r, "system": s, "item": f"{r}{s}{i}", "scores": {"fun": v + i, "robotic": 100 - v}}
+               for r, bias in (("w1", 0), ("w2", 5), ("w3", 0)) for s, v in (("A", 60 + bias), ("B", 40 + bias),
+                                                                           ("degraded", 10 if bias else 50))
+               for i in range(4)]
+    cases = [
+        ("GET", "/healthz", None, schemas.StatusSchema),
+        ("GET", "/readyz", None, schemas.StatusSchema),
+        ("GET", "/models", None, schemas.ModelsResponseSchema),
+        ("POST", "/score", {"model": "bleu4", "items": [item]}, schemas.ScoreResponseSchema),
+        ("POST", "/score", {"models": ["bleu4", "length"], "items": [item]}, schemas.MultiScoreResponseSchema),
+        ("POST", "/rerank", {"model": "length", "context": ["hi"], "candidates": ["a", "b c"]},
+         schemas.RerankResponseSchema),
+        ("POST", "/correlate", {"human": human, "scores": {"a": a, "b": b}, "systems": list("xyzxyzxyzx"),
+                                "resamples": 50}, schemas.CorrelateResponseSchema),
+        ("POST", "/correlate", {"human": [[h, h + 1] for h in human], "scores": {"a": a, "flat": [1] * 10},
+                                "resamples": 0}, schemas.CorrelateResponseSchema),
+        ("POST", "/human-eval", {"ratings": ratings, "reverse": ["robotic"], "qc_system": "degraded"},
+         schemas.HumanEvalResponseSchema),
+    ]
+    for method, path, body, schema in cases:
+        response = client.open(path, method=method, json=body)
+        assert response.status_code == 200, (path, response.get_json())
+        schema().load(response.get_json())  # raises on a missing, extra or mistyped field
+
+
 def test_openapi_describes_every_endpoint_and_validates(client):
     from openapi_spec_validator import validate
 

@@ -23,6 +23,8 @@ def test_several_models_share_items(client):
     result = client.post("/score", json=body).get_json()
     assert result["models"] == ["bleu4", "length"]
     assert result["results"]["length"]["scores"] == [6.0]
+    versions = ",".join(f"{m}={result['results'][m]['version']}" for m in ("bleu4", "length"))
+    assert (result["model"], result["version"]) == ("bleu4,length", versions)  # the contract's fields, always
     single = client.post("/score", json={"model": "bleu4", "items": [ITEM]}).get_json()
     assert result["results"]["bleu4"]["scores"] == single["scores"]
 

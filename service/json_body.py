@@ -1,0 +1,46 @@
+"""Checks on a parsed JSON body that the parser itself does not make.
+
+Python's `json` accepts two things that later break the service with a 500 rather than a clear
+400: escapes of lone UTF-16 surrogates ("\\ud800"), which are valid JSON text but no Unicode
+character (tokenizers, the metrics exporter and UTF-8 encoding all reject them), and nesting
+deep enough to exhaust the interpreter's recursion limit in the schema or the error handler.
+The walk is iterative, so it is itself safe on any depth the parser returns.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def find_problem(data: Any, max_depth: int) -> tuple[str, str] | None:
+    """(field path, message) of the first problem found, or None if the body is clean."""
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if depth > max_depth:
+            return path or "(body)", f"Nested deeper than {max_depth} levels."
+        if isinstance(value, str):
+            message = _surrogate_message(value)
+            if message:
+                return path or "(body)", message
+        elif isinstance(value, dict):
+            for key, child in value.items():
+                child_path = f"{path}.{key}" if path else str(key)
+                message = _surrogate_message(key)
+                if message:
+                    return child_path, message
+                stack.append((child, child_path, depth + 1))
+        elif isinstance(value, list):
+            for index, child in enumerate(value):
+                stack.append((child, f"{path}.{index}" if path else str(index), depth + 1))
+    return None
+
+
+def _surrogate_message(text: str) -> str | None:
+    match = _LONE_SURROGATE.search(text)
+    if match is None:
+        return None
+    return (f"Contains a lone UTF-16 surrogate (\\u{ord(match.group()):04x}) at character {match.start()}, "
+            "which is not a Unicode character; send valid UTF-8 text.")
