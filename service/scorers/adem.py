@@ -20,6 +20,7 @@ class _HREDHeadScorer(Scorer):
     """A small ONNX head over hred-encoder vectors; rows are independent, so batching cannot matter."""
 
     head_file = ""  # the head's default file name (the manifest's config.head wins)
+    bounded_by_squashing = True  # (c^T M r [+ r^T N r_hat] - alpha) / beta has no bound of its own
 
     def _load(self) -> None:
         uses = self.manifest.uses or [ENCODER]

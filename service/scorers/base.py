@@ -72,6 +72,9 @@ class Scorer:
     # Option schema: {"name": {"type": "string"|"boolean"|"number", "choices": [...], "default": ...}}.
     # The manifest's `options` extend or override these.
     default_options: ClassVar[dict[str, dict[str, Any]]] = {}
+    # Linear regression heads (ADEM, AutoJudge) are unbounded; True keeps their output inside the
+    # manifest's score_range with soft_bound, which leaves every ranking as it was.
+    bounded_by_squashing: ClassVar[bool] = False
 
     def __init__(self, manifest: Manifest, components: dict[str, Any], runtime: Any) -> None:
         self.manifest = manifest
@@ -148,6 +151,8 @@ class Scorer:
         scores = np.asarray(batch.scores, dtype=np.float64)
         if scores.shape != (len(items),) or not np.all(np.isfinite(scores)):
             raise RuntimeError(f"{self.name} produced non-finite or misshapen scores")
+        if self.bounded_by_squashing:
+            scores = soft_bound(scores, *self.manifest.score_range)
         batch.scores = [float(s) for s in scores]
         return batch
 
@@ -165,6 +170,25 @@ class Scorer:
 
     def _score(self, items: list[Any], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         raise NotImplementedError
+
+
+def soft_bound(scores: np.ndarray, low: float, high: float, band: float = 0.05) -> np.ndarray:
+    """Scores kept strictly inside (low, high), unchanged except in the outer `band` of the range.
+
+    A regression head fitted to 1-5 ratings can return 5.4 for a reply unlike its training data,
+    while /models promises score_range [1, 5]. Clipping would tie every such reply at 5 and
+    /rerank would lose the order among exactly the best candidates, so the tails are compressed
+    instead: within `band` * (high - low) of either end, x -> end -/+ w * exp(-|x - edge| / w),
+    which is continuous, has slope 1 at the edge, and is strictly increasing (in float64, until
+    the gap to the end falls below double precision, ~30 widths out).
+    """
+    width = band * (high - low)
+    top, bottom = high - width, low + width
+    out = np.array(scores, dtype=np.float64)
+    over, under = out > top, out < bottom
+    out[over] = high - width * np.exp(-(out[over] - top) / width)
+    out[under] = low + width * np.exp((out[under] - bottom) / width)
+    return out
 
 
 class OptionError(ValueError):

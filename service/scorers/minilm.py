@@ -113,10 +113,14 @@ class _HeadScorer(_MiniLMScorer):
 class AdemMiniLM(_HeadScorer):
     """ADEM's score (c^T M r_hat + r^T N r_hat - alpha) / beta on MiniLM vectors (Lowe et al. 2017)."""
 
+    bounded_by_squashing = True
+
 
 @register("autojudge-minilm")
 class AutoJudgeMiniLM(_HeadScorer):
     """AutoJudge's reference-free (c^T M r - alpha) / beta on MiniLM vectors (Deriu & Cieliebak 2019)."""
+
+    bounded_by_squashing = True
 
 
 @register("ruber-minilm")
