@@ -386,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", type=Path, default=None)
     parser.add_argument("--no-recover-references", dest="recover_references", action="store_false",
                         help="do not fill in DailyDialog references for sets without their own")
+    parser.add_argument("--no-cards", action="store_true",
+                        help="do not write the figures into the evaluated models' cards (manifest and README)")
     args = parser.parse_args(argv)
     from training.progress import setup_logging
 
@@ -401,4 +403,9 @@ def main(argv: list[str] | None = None) -> int:
     write_section(args.out, markdown(results, args.sets, names, command.strip(), args.split,
                                      time.monotonic() - started, recovered))
     log.info("wrote %s", args.out)
+    if not args.no_cards:
+        from training.evaluation_cards import write_cards
+
+        written = write_cards(args.store, results, names, command.strip(), args.split)
+        log.info("wrote the figures into the cards of %s", ", ".join(written))
     return 0

@@ -70,6 +70,14 @@ def test_evaluate_runs_served_models_on_real_dev_sets(tmp_path):
     assert "beats both BLEU-4 and ROUGE-L" not in text  # rouge-l was not run here
     for name in sets:
         assert (plots / f"evaluate-{name}.png").stat().st_size > 1000
+    # the figures reach each model's card (served by /models) and its README, artifacts untouched
+    from service.manifest import read_manifest
+
+    card = read_manifest(store / "length").card["evaluate"]
+    assert card["split"] == "dev" and set(card["item_level"]) == set(sets)
+    assert abs(card["item_level"]["holistic_eval"]["pearson"] - expected) < 1e-4
+    assert "holistic_eval" not in read_manifest(store / "bleu4").card["evaluate"]["item_level"]  # it did not run
+    assert f"| holistic_eval | {len(items)} | {expected:.3f} |" in (store / "length" / "README.md").read_text()
 
 
 def test_beats_baselines_counts_sets_where_a_model_tops_bleu_and_rouge():
