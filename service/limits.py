@@ -12,7 +12,7 @@ def _check_text(path: str, text: str | None, settings: Settings, over: dict[str,
         over[path] = f"{len(text)} characters; the limit is {settings.max_chars}."
 
 
-def check_items(items: list[dict[str, Any]], settings: Settings) -> None:
+def check_items(items: list[dict[str, Any]], settings: Settings, check_reference: bool = True) -> None:
     over: dict[str, str] = {}
     if len(items) > settings.max_items:
         over["items"] = f"{len(items)} items; the limit is {settings.max_items}."
@@ -28,13 +28,13 @@ def check_items(items: list[dict[str, Any]], settings: Settings) -> None:
                     text = utterance.get("text") if isinstance(utterance, dict) else utterance
                     if isinstance(text, str):
                         _check_text(f"items.{i}.{key}.{j}", text, settings, over)
-        for key in ("response", "reference"):
+        for key in ("response", "reference") if check_reference else ("response",):
             if isinstance(item.get(key), str):
                 _check_text(f"items.{i}.{key}", item[key], settings, over)
     _raise(over)
 
 
-def check_rerank(body: dict[str, Any], settings: Settings) -> None:
+def check_rerank(body: dict[str, Any], settings: Settings, check_reference: bool = True) -> None:
     over: dict[str, str] = {}
     if len(body["candidates"]) > settings.max_candidates:
         over["candidates"] = f"{len(body['candidates'])} candidates; the limit is {settings.max_candidates}."
@@ -44,7 +44,8 @@ def check_rerank(body: dict[str, Any], settings: Settings) -> None:
         _check_text(f"context.{j}", text, settings, over)
     for j, text in enumerate(body["candidates"]):
         _check_text(f"candidates.{j}", text, settings, over)
-    _check_text("reference", body.get("reference"), settings, over)
+    if check_reference:
+        _check_text("reference", body.get("reference"), settings, over)
     _raise(over)
 
 

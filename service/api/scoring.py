@@ -13,8 +13,9 @@ bp = Blueprint("scoring", __name__)
 @bp.post("/score")
 def score():
     body = load_body(SCORE_REQUEST)
-    g.model = _metrics_label(body.get("models") or [body["model"]])
-    limits.check_items(body["items"], settings())
+    names = body.get("models") or [body["model"]]
+    g.model = _metrics_label(names)
+    limits.check_items(body["items"], settings(), check_reference=_reads_reference(names))
     return jsonify(handlers.score(store(), body))
 
 
@@ -22,7 +23,7 @@ def score():
 def rerank():
     body = load_body(RERANK_REQUEST)
     g.model = _metrics_label([body["model"]])
-    limits.check_rerank(body, settings())
+    limits.check_rerank(body, settings(), check_reference=_reads_reference([body["model"]]))
     return jsonify(handlers.rerank(store(), body))
 
 
@@ -36,3 +37,10 @@ def _metrics_label(names: list[str]) -> str:
     if len(served) > 1:
         return "several"
     return served[0] if served else ""
+
+
+def _reads_reference(names: list[str]) -> bool:
+    """Whether a requested model reads `reference`: the contract has the others ignore it, so its
+    size limit does not apply to them. Names not (yet) served count as reading it; they fail later."""
+    scorers = [store().get(name) for name in names]
+    return any(scorer is None or scorer.kind == "referenced" for scorer in scorers)

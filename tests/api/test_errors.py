@@ -155,6 +155,20 @@ def test_limits_are_configuration(baseline_store):
     assert client.get("/models").get_json()["limits"]["max_items"] == 2
 
 
+def test_reference_limit_applies_only_to_models_that_read_it(baseline_store):
+    from service.app import create_app
+
+    app = create_app({"model_store": baseline_store, "load_sync": True, "models": ["length", "bleu4"],
+                      "max_chars": 20})
+    client = app.test_client()
+    item = {"context": ["hi"], "response": "ok", "reference": "r" * 50}
+    assert client.post("/score", json={"model": "length", "items": [item]}).status_code == 200  # ignored by length
+    assert client.post("/rerank", json={"model": "length", "context": ["hi"], "candidates": ["a"],
+                                        "reference": "r" * 50}).status_code == 200
+    over = client.post("/score", json={"models": ["length", "bleu4"], "items": [item]})
+    assert over.status_code == 413 and "items.0.reference" in over.get_json()["error"]["details"]
+
+
 def test_not_ready_is_503(baseline_store):
     from service.app import create_app
     from service.store import ModelStore
