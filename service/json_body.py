@@ -4,7 +4,9 @@ Python's `json` accepts two things that later break the service with a 500 rathe
 400: escapes of lone UTF-16 surrogates ("\\ud800"), which are valid JSON text but no Unicode
 character (tokenizers, the metrics exporter and UTF-8 encoding all reject them), and nesting
 deep enough to exhaust the interpreter's recursion limit in the schema or the error handler.
-The walk is iterative, so it is itself safe on any depth the parser returns.
+The walk is iterative, so it is itself safe on any depth the parser returns, and it reads strings
+only when the raw body holds a surrogate escape at all (UTF-8 bytes cannot encode one), so a
+large ordinary body costs a pass over its containers and nothing more.
 """
 from __future__ import annotations
 
@@ -12,29 +14,33 @@ import re
 from typing import Any
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
-def find_problem(data: Any, max_depth: int) -> tuple[str, str] | None:
-    """(field path, message) of the first problem found, or None if the body is clean."""
+def find_problem(data: Any, raw: bytes, max_depth: int) -> tuple[str, str] | None:
+    """(field path, message) of the first problem in `data` (parsed from `raw`), or None."""
+    strings = _SURROGATE_ESCAPE.search(raw) is not None
     stack: list[tuple[Any, str, int]] = [(data, "", 0)]
     while stack:
         value, path, depth = stack.pop()
         if depth > max_depth:
             return path or "(body)", f"Nested deeper than {max_depth} levels."
-        if isinstance(value, str):
+        if isinstance(value, dict):
+            for key, child in value.items():
+                child_path = f"{path}.{key}" if path else str(key)
+                message = _surrogate_message(key) if strings else None
+                if message:
+                    return child_path, message
+                if isinstance(child, (dict, list)) or (strings and isinstance(child, str)):
+                    stack.append((child, child_path, depth + 1))
+        elif isinstance(value, list):
+            for index, child in enumerate(value):
+                if isinstance(child, (dict, list)) or (strings and isinstance(child, str)):
+                    stack.append((child, f"{path}.{index}" if path else str(index), depth + 1))
+        elif isinstance(value, str):
             message = _surrogate_message(value)
             if message:
                 return path or "(body)", message
-        elif isinstance(value, dict):
-            for key, child in value.items():
-                child_path = f"{path}.{key}" if path else str(key)
-                message = _surrogate_message(key)
-                if message:
-                    return child_path, message
-                stack.append((child, child_path, depth + 1))
-        elif isinstance(value, list):
-            for index, child in enumerate(value):
-                stack.append((child, f"{path}.{index}" if path else str(index), depth + 1))
     return None
 
 

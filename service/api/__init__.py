@@ -41,7 +41,7 @@ def load_body(schema: Schema) -> dict[str, Any]:
                       {"max_json_depth": settings().max_json_depth}) from None
     if not isinstance(data, dict):
         raise BadJson(f"The request body must be a JSON object, not a {type(data).__name__}.")
-    problem = find_problem(data, settings().max_json_depth)
+    problem = find_problem(data, raw, settings().max_json_depth)
     if problem is not None:
         path, message = problem
         raise BadJson(f"The request body is not usable JSON at {path}: {message}", {path: message})

@@ -1,0 +1,27 @@
+"""json_body.find_problem: lone surrogates and nesting, on bodies as json.loads returns them."""
+import json
+
+from service.json_body import find_problem
+
+
+def _check(raw: bytes, depth: int = 32):
+    return find_problem(json.loads(raw), raw, depth)
+
+
+def test_clean_bodies_pass_including_surrogate_pairs() -> None:
+    assert _check(b'{"items": [{"context": ["hi \\ud83d\\ude00"], "response": "\xf0\x9f\x98\x80"}]}') is None
+    assert _check(json.dumps({"a": [[[1]]], "b": {"c": "d"}}).encode()) is None
+
+
+def test_lone_surrogates_are_named_by_path_in_values_and_keys() -> None:
+    path, message = _check(b'{"items": [{"context": ["ok", "x \\udc00"]}]}')
+    assert path == "items.0.context.1" and "\\udc00" in message
+    path, _ = _check(b'{"scores": {"\\ud800": [1]}}')
+    assert path == "scores.\ud800"
+    assert _check(b'"\\ud800"')[0] == "(body)"
+
+
+def test_depth_is_counted_from_the_body() -> None:
+    assert _check(b"[" * 5 + b"]" * 5, depth=5) is None
+    path, message = _check(b'{"a": ' + b"[" * 6 + b"]" * 6 + b"}", depth=5)
+    assert path == "a.0.0.0.0.0" and "5 levels" in message  # the innermost list is the sixth level
