@@ -158,7 +158,9 @@ class CorrelateRequestSchema(StrictSchema):
                           load_default=lambda: ["pearson", "spearman", "kendall"], validate=_nonempty_list)
     confidence = Number(load_default=0.95, validate=validate.Range(min=0, max=1, min_inclusive=False,
                                                                        max_inclusive=False))
-    resamples = Whole(load_default=1000, validate=validate.Range(min=0))
+    resamples = Whole(load_default=1000, validate=validate.Range(min=0), metadata={
+        "description": "Bootstrap resamples for the intervals and paired tests; 0 turns them off, and fewer "
+                       "than 2 / (1 - confidence) (40 at 0.95) give `ci: null` with a `ci_reason`."})
     seed = Whole(load_default=0, validate=validate.Range(min=0))
 
 

@@ -281,6 +281,13 @@ def bootstrap_distribution(human: Sequence[float], metrics: dict[str, Sequence[f
     return bootstrap_distributions(human, metrics, [method], indices)[method]
 
 
+def min_resamples(confidence: float) -> int:
+    """Fewest resamples whose percentile interval has a resample beyond each tail: 2 / (1 - confidence)
+    (40 at 0.95). With fewer, both ends are the sample's extremes or a single value: one resample gave
+    an interval [x, x] that did not contain r."""
+    return math.ceil(2.0 / (1.0 - confidence) - 1e-9)
+
+
 def percentile_interval(distribution: np.ndarray, confidence: float = 0.95) -> list[float] | None:
     """Percentile interval of a bootstrap distribution, ignoring undefined (NaN) resamples.
 
@@ -507,7 +514,10 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
     if n < MIN_ITEMS:
         raise StatsInputError({"human": f"Give at least {MIN_ITEMS} items (got {n})."})
     cache: dict[str, dict[str, np.ndarray]] = {}
+    needed = min_resamples(confidence)
     no_bootstrap = ("resampling is off (resamples = 0)" if resamples == 0 else
+                    f"too few resamples for a {confidence:g} interval (resamples = {resamples}, need at least "
+                    f"{needed})" if resamples < needed else
                     f"too few items for a bootstrap (n = {n}, need at least {MIN_BOOTSTRAP})"
                     if n < MIN_BOOTSTRAP else None)
     indices = resample_indices(n, resamples, seed) if no_bootstrap is None else None

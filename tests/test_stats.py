@@ -242,6 +242,14 @@ def test_two_systems_are_too_few_for_a_system_level_correlation() -> None:
     assert body["metrics"]["good"]["item"]["pearson"]["r"] is not None
 
 
+def test_too_few_resamples_for_the_confidence_give_no_interval_and_say_why() -> None:
+    assert (stats.min_resamples(0.95), stats.min_resamples(0.99), stats.min_resamples(0.9)) == (40, 200, 20)
+    one = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, resamples=1)["metrics"]["good"]["item"]["pearson"]
+    assert one["ci"] is None and one["ci_reason"].startswith("too few resamples") and one["r"] is not None
+    enough = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, resamples=40)["metrics"]["good"]["item"]["pearson"]
+    assert enough["ci"][0] <= enough["r"] <= enough["ci"][1]
+
+
 def test_bootstrap_starts_at_eight_items() -> None:
     body = correlate(HUMAN[:8].tolist(), {"good": GOOD[:8].tolist()}, resamples=100)
     assert body["metrics"]["good"]["item"]["pearson"]["ci"] is not None
