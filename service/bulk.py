@@ -27,6 +27,7 @@ from typing import Any, BinaryIO, Iterator
 from marshmallow import EXCLUDE, ValidationError
 
 from service.config import load_settings
+from service.json_body import find_problem
 from service.runtime import Runtime, RuntimeSettings
 from service.schemas import DIALOGUE, ITEM, flatten_messages
 from service.scorers.base import Dialogue, EncodeCache, Item, Scorer, Turn
@@ -37,6 +38,17 @@ log = logging.getLogger("service.bulk")
 
 class BulkError(Exception):
     """A problem with the run's set-up (unknown model, unreadable input, foreign output): exit 2."""
+
+
+class BadLine(ValueError):
+    """One input line that cannot be scored; carries its `id` when that much could be read."""
+
+    def __init__(self, message: str, item_id: Any = None) -> None:
+        super().__init__(message)
+        self.item_id = item_id
+
+
+MAX_LINE_DEPTH = 32  # JSON nesting of one item (the item shapes need 4)
 
 
 @dataclass
@@ -74,6 +86,9 @@ def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
         raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(obj, dict):
         raise ValueError(f"a line must hold a JSON object, not {type(obj).__name__}")
+    problem = find_problem(obj, raw, MAX_LINE_DEPTH)  # lone surrogates would break writing the output
+    if problem is not None:
+        raise ValueError(f"{problem[0]}: {problem[1]}")
     item_id = obj.get("id")
     try:
         if scorer.kind == "dialogue":
@@ -82,9 +97,9 @@ def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
         data = ITEM.load(obj, unknown=EXCLUDE)
     except ValidationError as exc:
         fields = flatten_messages(exc.messages)
-        raise ValueError("; ".join(f"{k}: {v}" for k, v in fields.items())) from None
+        raise BadLine("; ".join(f"{k}: {v}" for k, v in fields.items()), item_id) from None
     if "reference" in scorer.manifest.requires and data.get("reference") is None:
-        raise ValueError(f"reference: {scorer.name} is a referenced model and needs a reference.")
+        raise BadLine(f"reference: {scorer.name} is a referenced model and needs a reference.", item_id)
     return Item(list(data["context"]), data["response"], data.get("reference")), item_id
 
 
@@ -98,23 +113,28 @@ def shard_lines(source: BinaryIO, index: int, count: int, after: int) -> Iterato
 # --- output and resumption ----------------------------------------------------------------------
 def shard_output(output: Path, index: int, count: int) -> Path:
     """One output file per shard: `{index}`/`{count}` in the name are filled, else a suffix is added."""
+    name = str(output)
+    if "{index}" in name or "{count}" in name:
+        return Path(name.replace("{index}", f"{index:05d}").replace("{count}", f"{count:05d}"))
     if count == 1:
         return output
-    name = str(output)
-    if "{index}" in name:
-        return Path(name.replace("{index}", f"{index:05d}").replace("{count}", f"{count:05d}"))
     return Path(f"{name}.{index:05d}-of-{count:05d}")
 
 
-def resume_point(path: Path, model: str, version: str) -> tuple[int, int]:
+_RECORD_START = b'{"line": '
+
+
+def resume_point(path: Path, model: str, version: str, fields: dict[str, Any] | None = None) -> tuple[int, int]:
     """(last input line already written, lines written) for an existing output; (0, 0) if none.
 
     A process killed mid-write can leave a torn last line: it is cut off here (it was never
-    counted as done, so its item is scored again, once). Output written by another model or
-    version is refused rather than extended.
+    counted as done, so its item is scored again, once), but only once the file is known to be
+    a bulk output, so a foreign file without a final newline is refused, never cut. Output
+    written by another model or version, shard split or options is refused rather than extended.
     """
     if not path.exists():
         return 0, 0
+    fields = fields or {}
     with open(path, "rb+") as handle:
         size = handle.seek(0, os.SEEK_END)
         end = size
@@ -129,37 +149,74 @@ def resume_point(path: Path, model: str, version: str) -> tuple[int, int]:
                 break
             end -= step
         if end != size:
+            handle.seek(end)
+            torn = handle.read(min(size - end, len(_RECORD_START)))
+            if not (torn.startswith(_RECORD_START) or _RECORD_START.startswith(torn)):
+                raise BulkError(f"{path} does not end with a newline and its last line is not a bulk output "
+                                "record; refusing to cut or extend it")
+            if end:
+                _check_record(path, _last_line(handle, end), model, version, fields)
             log.warning("%s: cutting a torn last line (%d bytes) left by an interrupted run", path, size - end)
             handle.truncate(end)
             handle.flush()
             os.fsync(handle.fileno())
         if end == 0:
             return 0, 0
-        start = max(0, end - (1 << 20))
-        handle.seek(start)
-        tail = handle.read(end - start).rstrip(b"\n").rsplit(b"\n", 1)[-1]
+        line = _check_record(path, _last_line(handle, end), model, version, fields)
         handle.seek(0)
         written = sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
+    return line, written
+
+
+def _last_line(handle: BinaryIO, end: int) -> bytes:
+    start = max(0, end - (1 << 20))
+    handle.seek(start)
+    return handle.read(end - start).rstrip(b"\n").rsplit(b"\n", 1)[-1]
+
+
+def _check_record(path: Path, raw: bytes, model: str, version: str, fields: dict[str, Any]) -> int:
+    """The input line number of an output record written by this very run set-up, else BulkError."""
     try:
-        last = json.loads(tail)
+        last = json.loads(raw)
         line = int(last["line"])
     except (ValueError, KeyError, TypeError) as exc:
         raise BulkError(f"{path}: the last line is not a bulk output record ({exc}); refusing to extend it") from None
     if (last.get("model"), last.get("version")) != (model, version):
         raise BulkError(f"{path} was written by {last.get('model')} {last.get('version')}, not {model} {version}; "
                         "use another --output")
-    return line, written
+    for key in ("shard", "options"):
+        if last.get(key) != fields.get(key):
+            raise BulkError(f"{path} was written with {key} {last.get(key) or '(default)'}, this run has "
+                            f"{fields.get(key) or '(default)'}; resume with the same {key} or use another --output")
+    return line
 
 
-def _record(line: int, scorer: Scorer, item_id: Any) -> dict[str, Any]:
-    record: dict[str, Any] = {"line": line, "model": scorer.name, "version": scorer.version}
+def _record(line: int, scorer: Scorer, item_id: Any, extra: dict[str, Any]) -> dict[str, Any]:
+    record: dict[str, Any] = {"line": line, "model": scorer.name, "version": scorer.version, **extra}
     if item_id is not None:
         record["id"] = item_id
     return record
 
 
-def score_batch(batch: list[tuple[int, bytes]], scorer: Scorer, options: dict[str, Any]) -> list[dict[str, Any]]:
+def run_fields(scorer: Scorer, options: dict[str, Any], shard_index: int, shard_count: int) -> dict[str, Any]:
+    """What else a resumed run must share with the output it extends, as fields of every record:
+    the shard when there are several (another count would give the same file other lines) and
+    the options where they differ from the model's defaults (a resume without them would score
+    the rest differently). Default runs add nothing, so their records stay as they were."""
+    fields: dict[str, Any] = {}
+    if shard_count > 1:
+        fields["shard"] = f"{shard_index}/{shard_count}"
+    defaults = scorer.resolve_options({})
+    changed = {k: v for k, v in options.items() if defaults.get(k) != v}
+    if changed:
+        fields["options"] = changed
+    return fields
+
+
+def score_batch(batch: list[tuple[int, bytes]], scorer: Scorer, options: dict[str, Any],
+                extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Output records for a batch, in input order: scores, or an error per line that cannot be scored."""
+    extra = extra or {}
     records: list[dict[str, Any] | None] = [None] * len(batch)
     good: list[int] = []
     items: list[Any] = []
@@ -167,9 +224,10 @@ def score_batch(batch: list[tuple[int, bytes]], scorer: Scorer, options: dict[st
         try:
             item, item_id = parse_line(raw, scorer)
         except ValueError as exc:
-            records[i] = {**_record(line, scorer, None), "error": {"code": "bad_line", "message": str(exc)}}
+            records[i] = {**_record(line, scorer, getattr(exc, "item_id", None), extra),
+                          "error": {"code": "bad_line", "message": str(exc)}}
             continue
-        records[i] = _record(line, scorer, item_id)
+        records[i] = _record(line, scorer, item_id, extra)
         good.append(i)
         items.append(item)
     if items:
@@ -195,16 +253,20 @@ def score_batch(batch: list[tuple[int, bytes]], scorer: Scorer, options: dict[st
 
 # --- the run ------------------------------------------------------------------------------------
 class _Stop:
-    """SIGTERM (Kubernetes eviction, `kubectl delete`) finishes the batch in hand, then stops."""
+    """SIGTERM (Kubernetes eviction, `kubectl delete`) or Ctrl-C finishes the batch in hand, then
+    stops with the summary and 128 + the signal's number (143, 130)."""
 
     requested = False
+    signal_number = 0
 
     @classmethod
     def install(cls) -> None:
         def handler(signum: int, frame: Any) -> None:
             cls.requested = True
+            cls.signal_number = signum
 
         signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
 
 
 def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, Any] | None = None,
@@ -212,8 +274,9 @@ def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, An
         progress_every: float = 10.0, progress: Any = None) -> Counts:
     """Score this shard of `source` into `output` (appending, resuming); returns the counts."""
     options = scorer.resolve_options(options)  # a bad option fails the run before any line is read
+    fields = run_fields(scorer, options, shard_index, shard_count)
     counts = Counts()
-    after, written = resume_point(output, scorer.name, scorer.version)
+    after, written = resume_point(output, scorer.name, scorer.version, fields)
     counts.resumed_after = written
     if after:
         log.info("%s: resuming after input line %d (%d lines already written)", output, after, written)
@@ -224,7 +287,7 @@ def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, An
         batch: list[tuple[int, bytes]] = []
 
         def flush() -> None:
-            records = score_batch(batch, scorer, options)
+            records = score_batch(batch, scorer, options, fields)
             sink.write(b"".join(json.dumps(r, ensure_ascii=False).encode("utf-8") + b"\n" for r in records))
             sink.flush()
             os.fsync(sink.fileno())
@@ -266,9 +329,23 @@ def _report(stream: Any, counts: Counts, seconds: float, source: BinaryIO, total
           file=stream, flush=True)
 
 
+def _env_int(name: str, default: int, parser: argparse.ArgumentParser) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        parser.error(f"${name}={raw!r} is not a whole number")
+        raise  # unreachable: parser.error exits 2
+
+
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    settings = load_settings()
     parser = argparse.ArgumentParser(prog="python -m service.bulk", description=__doc__.split("\n\n")[0])
+    try:
+        settings = load_settings()
+    except (ValueError, KeyError) as exc:  # a DIALSCORE_* variable that does not parse
+        parser.error(str(exc))
     parser.add_argument("--model", required=True, help="model name (a folder of the model store)")
     parser.add_argument("--input", required=True, type=Path, help="JSONL, one item a line (the /score item shape)")
     parser.add_argument("--output", required=True, type=Path,
@@ -276,9 +353,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "gives one file per shard")
     parser.add_argument("--batch-size", type=int, default=256, help="lines scored and fsync'd together")
     parser.add_argument("--options", type=json.loads, default={}, help="model options as a JSON object")
-    parser.add_argument("--shard-index", type=int, default=int(os.environ.get("JOB_COMPLETION_INDEX", "0")),
+    parser.add_argument("--shard-index", type=int, default=_env_int("JOB_COMPLETION_INDEX", 0, parser),
                         help="this worker's shard (default: $JOB_COMPLETION_INDEX, else 0)")
-    parser.add_argument("--shard-count", type=int, default=int(os.environ.get("DIALSCORE_SHARD_COUNT", "1")),
+    parser.add_argument("--shard-count", type=int, default=_env_int("DIALSCORE_SHARD_COUNT", 1, parser),
                         help="number of shards; line n goes to shard (n-1) mod count (default: "
                              "$DIALSCORE_SHARD_COUNT, else 1)")
     parser.add_argument("--model-store", type=Path, default=settings.model_store)
@@ -336,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
         "stopped_early": _Stop.requested,
     }
     print(json.dumps(summary), flush=True)
-    return 143 if _Stop.requested else 0
+    return 128 + _Stop.signal_number if _Stop.requested else 0
 
 
 if __name__ == "__main__":

@@ -115,6 +115,61 @@ def test_output_of_another_model_is_not_extended(store, tmp_path):
         bulk.run(store.get("bleu4"), handle, output)
 
 
+def test_a_foreign_file_without_a_final_newline_is_refused_not_cut(store, tmp_path):
+    source = write_lines(tmp_path / "in.jsonl", encoded(GOOD))
+    output = tmp_path / "results.json"
+    output.write_bytes(b'{"results": [1, 2, 3]}')  # someone else's file, no newline at the end
+    with open(source, "rb") as handle, pytest.raises(bulk.BulkError, match="not a bulk output record"):
+        bulk.run(store.get("length"), handle, output)
+    assert output.read_bytes() == b'{"results": [1, 2, 3]}'
+
+
+def test_resume_must_keep_the_shard_split_and_the_options(store, tmp_path):
+    scorer = store.get("length")
+    source = write_lines(tmp_path / "in.jsonl", encoded([dict(GOOD[i % 3], id=i) for i in range(12)]))
+    output = tmp_path / "out-{index}.jsonl"
+    first = bulk.shard_output(output, 0, 3)
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, first, shard_index=0, shard_count=3)
+    assert {r["shard"] for r in read_output(first)} == {"0/3"}
+    with open(source, "rb") as handle, pytest.raises(bulk.BulkError, match="shard 0/3"):
+        bulk.run(scorer, handle, bulk.shard_output(output, 0, 2), shard_index=0, shard_count=2)
+    # options: records say which non-default options scored them, and a resume must repeat them
+    class Options:  # the committed length model has no options; one with a default stands in
+        name, version, kind, manifest = scorer.name, scorer.version, scorer.kind, scorer.manifest
+
+        def resolve_options(self, options):
+            return {"unit": "words", **(options or {})}
+
+        def score(self, items, options, cache):
+            return scorer.score(items, None, cache)
+
+    plain = tmp_path / "plain.jsonl"
+    with open(source, "rb") as handle:
+        bulk.run(Options(), handle, plain, options={"unit": "words"}, batch_size=5)
+    assert "options" not in read_output(plain)[0]  # the defaults add nothing
+    odd = tmp_path / "odd.jsonl"
+    with open(source, "rb") as handle:
+        bulk.run(Options(), handle, odd, options={"unit": "chars"}, batch_size=5)
+    assert read_output(odd)[0]["options"] == {"unit": "chars"}
+    odd.write_bytes(b"".join(odd.read_bytes().splitlines(keepends=True)[:5]))
+    with open(source, "rb") as handle, pytest.raises(bulk.BulkError, match="options"):
+        bulk.run(Options(), handle, odd, batch_size=5)
+
+
+def test_bad_lines_keep_their_id_and_a_lone_surrogate_is_one_bad_line(store, tmp_path):
+    lines = encoded(GOOD) + [b'{"id": "keep-me", "context": [], "response": "x"}',
+                             b'{"id": "\\ud800", "context": ["a"], "response": "b"}'] + encoded(GOOD)
+    source = write_lines(tmp_path / "in.jsonl", lines)
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        counts = bulk.run(store.get("length"), handle, output)
+    records = read_output(output)
+    assert [r["line"] for r in records] == list(range(1, 9)) and counts.errors == 2
+    assert records[3]["id"] == "keep-me" and records[3]["error"]["code"] == "bad_line"
+    assert "surrogate" in records[4]["error"]["message"] and "score" in records[5]
+
+
 def test_shards_cover_every_line_once(store, tmp_path):
     scorer = store.get("length")
     items = [dict(GOOD[i % 3], id=i) for i in range(11)]
@@ -129,6 +184,7 @@ def test_shards_cover_every_line_once(store, tmp_path):
     assert sorted(seen) == list(range(1, 12))
     assert bulk.shard_output(tmp_path / "o.jsonl", 1, 4).name == "o.jsonl.00001-of-00004"
     assert bulk.shard_output(tmp_path / "o.jsonl", 0, 1).name == "o.jsonl"
+    assert bulk.shard_output(tmp_path / "o-{index}.jsonl", 0, 1).name == "o-00000.jsonl"  # no literal {index}
 
 
 def test_progress_is_reported(store, tmp_path):
@@ -200,6 +256,10 @@ def test_cli_rejects_an_unknown_model_and_a_bad_shard(store_root, tmp_path):
                                 "--shard-index", "3", "--shard-count", "2"), env=_env(store_root), capture_output=True,
                            timeout=120)
     assert shard.returncode == 2 and b"--shard-index 3" in shard.stderr
+    env = {**_env(store_root), "JOB_COMPLETION_INDEX": "abc"}
+    bad_env = subprocess.run(_cli("--model", "length", "--input", str(source), "--output", str(tmp_path / "o.jsonl")),
+                             env=env, capture_output=True, timeout=120)
+    assert bad_env.returncode == 2 and b"JOB_COMPLETION_INDEX" in bad_env.stderr and b"Traceback" not in bad_env.stderr
 
 
 def _wait_blocked_on_pipe(pid: int, deadline: float) -> None:
