@@ -70,14 +70,37 @@ def test_evaluate_runs_served_models_on_real_dev_sets(tmp_path):
     assert "beats both BLEU-4 and ROUGE-L" not in text  # rouge-l was not run here
     for name in sets:
         assert (plots / f"evaluate-{name}.png").stat().st_size > 1000
-    # the figures reach each model's card (served by /models) and its README, artifacts untouched
+    # two sets of nine: a partial table, which must not replace the card's (the committed full run)
     from service.manifest import read_manifest
 
-    card = read_manifest(store / "length").card["evaluate"]
-    assert card["split"] == "dev" and set(card["item_level"]) == set(sets)
-    assert abs(card["item_level"]["holistic_eval"]["pearson"] - expected) < 1e-4
-    assert "holistic_eval" not in read_manifest(store / "bleu4").card["evaluate"]["item_level"]  # it did not run
-    assert f"| holistic_eval | {len(items)} | {expected:.3f} |" in (store / "length" / "README.md").read_text()
+    assert "dstc7" in read_manifest(store / "length").card["evaluate"]["item_level"]
+
+
+def test_cards_get_the_figures_of_a_full_run(tmp_path):
+    from service.manifest import read_manifest
+    from training.evaluate import Result
+    from training.evaluation_cards import write_cards
+
+    store = copy_store(tmp_path / "store", ("bleu4", "length"))
+    results = {"holistic_eval": {"length": Result("length", "holistic_eval", 72, pearson=-0.54, spearman=-0.56),
+                                 "bleu4": Result("bleu4", "holistic_eval", 0, skipped="needs a reference")},
+               "dstc7": {"length": Result("length", "dstc7", 3400, pearson=0.104, spearman=0.098),
+                         "bleu4": Result("bleu4", "dstc7", 3290, pearson=0.076, spearman=0.057)}}
+    assert write_cards(store, results, ["bleu4", "length"], "python -m training evaluate", "dev") == ["bleu4", "length"]
+    card = read_manifest(store / "length").card["evaluate"]  # the manifest still verifies: artifacts untouched
+    assert card["item_level"]["dstc7"] == {"pearson": 0.104, "spearman": 0.098, "n": 3400}
+    assert set(read_manifest(store / "bleu4").card["evaluate"]["item_level"]) == {"dstc7"}  # skipped sets left out
+    readme = (store / "length" / "README.md").read_text()
+    assert "| holistic_eval | 72 | -0.540 | -0.560 |" in readme
+    write_cards(store, results, ["length"], "python -m training evaluate", "dev")  # a rerun replaces, never appends
+    assert (store / "length" / "README.md").read_text().count("holistic_eval") == 1
+
+
+def test_unknown_models_are_a_set_up_error(tmp_path, capsys):
+    store = copy_store(tmp_path / "store", ("length",))
+    with pytest.raises(SystemExit) as stopped:
+        main(["--store", str(store), "--models", "length", "no-such", "--sets", "holistic_eval"])
+    assert stopped.value.code == 2 and "no-such" in capsys.readouterr().err
 
 
 def test_beats_baselines_counts_sets_where_a_model_tops_bleu_and_rouge():

@@ -136,9 +136,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", type=Path, default=Path("model_store"))
     parser.add_argument("--models", nargs="+", default=None)
     parser.add_argument("--contexts", type=int, default=400)
-    parser.add_argument("--out", type=Path, default=Path("docs/evaluation.md"))
+    parser.add_argument("--out", type=Path, default=None,
+                        help="Markdown file whose degenerate section is rewritten (default: docs/evaluation.md for "
+                             "a full run; with --models or --contexts the table is printed instead)")
     parser.add_argument("--no-cards", action="store_true", help="do not write the shares into the -minilm cards")
     args = parser.parse_args(argv)
+    if args.contexts < 1:
+        parser.error("--contexts must be at least 1")
+    full_set = args.contexts == parser.get_default("contexts")
+    out = args.out or (Path("docs/evaluation.md") if full_set and args.models is None else None)
     from training.evaluate import load_store
 
     store = load_store(args.store, args.models)
@@ -152,8 +158,12 @@ def main(argv: list[str] | None = None) -> int:
         table[name] = shares(scorer, cases)
         print(f"{name}: {table[name]['all']:.1%} ({time.time() - started:.0f} s)", flush=True)
     command = "python -m training degenerate " + " ".join(argv if argv is not None else sys.argv[2:])
-    write_section(args.out, markdown(table, len(cases) // len(KINDS), command.strip()))
-    if not args.no_cards:
+    section = markdown(table, len(cases) // len(KINDS), command.strip())
+    if out is None:
+        print(section, end="")
+    else:
+        write_section(out, section)
+    if not args.no_cards and full_set:  # a card reports the whole check set only
         from training.minilm.store import update_card
 
         for name, row in table.items():
