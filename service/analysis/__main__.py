@@ -10,11 +10,13 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from service.analysis import importers, report
 from service.analysis.compare import compare_with_upstream, pairwise_rater_agreement
+from service.config import load_settings
 from service.human_eval import HumanEvalInputError, assess
 from service.stats import METHODS, StatsInputError, correlate
 
@@ -29,10 +31,13 @@ def _parser() -> argparse.ArgumentParser:
                       help="csv: one item per row; json: a /correlate request body; dstc: DSTC-style evaluation JSON")
     corr.add_argument("--human", nargs="+", help="CSV column(s) holding human ratings (default: columns named human*)")
     corr.add_argument("--aspect", help="DSTC annotation to use (default: overall, else the first)")
-    corr.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
-    corr.add_argument("--confidence", type=float, default=0.95)
-    corr.add_argument("--resamples", type=int, default=1000)
-    corr.add_argument("--seed", type=int, default=0)
+    # Defaults are None so that a /correlate body's own settings apply unless the command line says otherwise.
+    corr.add_argument("--methods", nargs="+", default=None, choices=METHODS, help="default: all three")
+    corr.add_argument("--confidence", type=float, default=None, help="default 0.95")
+    corr.add_argument("--resamples", type=int, default=None,
+                      help="default 1000; bounded like the service (DIALSCORE_MAX_RESAMPLES, "
+                           "DIALSCORE_MAX_BOOTSTRAP_WORK: items x resamples), for memory")
+    corr.add_argument("--seed", type=int, default=None, help="default 0")
     corr.add_argument("--out", type=Path, default=Path("correlate-report"))
     corr.add_argument("--no-plots", action="store_true")
 
@@ -43,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     human.add_argument("--scale", nargs=2, type=float, metavar=("LOW", "HIGH"))
     human.add_argument("--qc-system", help="the degraded quality-control system (default: the importer's)")
     human.add_argument("--qc-criteria", nargs="+", help="criteria the quality-control test pools")
-    human.add_argument("--alpha", type=float, default=0.05)
+    human.add_argument("--alpha", type=float, default=None, help="default: the file's (a /human-eval body), else 0.05")
     human.add_argument("--upstream", type=Path, nargs="+",
                        help="Ji et al. dialogue JSON (files or folder) to compare pass/fail and z-scores with")
     human.add_argument("--rater-pairs", action="store_true",
@@ -62,9 +67,16 @@ def _write(out: Path, stem: str, result: dict, markdown: str) -> None:
     (out / f"{stem}.md").write_text(markdown, encoding="utf-8")
 
 
+CORRELATE_DEFAULTS = {"methods": list(METHODS), "confidence": 0.95, "resamples": 1000, "seed": 0}
+
+
 def run_correlate(args: argparse.Namespace) -> int:
     data = importers.load_correlate(args.file, args.format, args.human, args.aspect)
-    result = correlate(data.human, data.scores, data.systems, args.methods, args.confidence, args.resamples, args.seed)
+    chosen = {key: getattr(args, key) if getattr(args, key) is not None else data.settings.get(key, default)
+              for key, default in CORRELATE_DEFAULTS.items()}
+    _check_bootstrap_budget(len(data.human), chosen["resamples"])
+    result = correlate(data.human, data.scores, data.systems, chosen["methods"], chosen["confidence"],
+                       chosen["resamples"], chosen["seed"])
     markdown = report.correlate_markdown(result)
     _write(args.out, "correlate", result, markdown)
     if not args.no_plots:
@@ -73,6 +85,19 @@ def run_correlate(args: argparse.Namespace) -> int:
         correlate_plots(result, args.out)
     print(markdown)
     return 0
+
+
+def _check_bootstrap_budget(items: int, resamples: Any) -> None:
+    """The service's limits on resampling hold here too: the resample indices alone take
+    items x resamples x 8 bytes (10 million resamples of 300 items filled 24 GB and were killed)."""
+    settings = load_settings()
+    if not isinstance(resamples, int) or resamples < 0:
+        raise StatsInputError({"resamples": "Must be a whole number, 0 or more."})
+    if resamples > settings.max_resamples or items * resamples > settings.max_bootstrap_work:
+        raise StatsInputError({"resamples": f"{items} items x {resamples} resamples is over the limits "
+                                            f"(max_resamples {settings.max_resamples}, items x resamples "
+                                            f"{settings.max_bootstrap_work}); raise DIALSCORE_MAX_RESAMPLES / "
+                                            "DIALSCORE_MAX_BOOTSTRAP_WORK if the memory is there"})
 
 
 def pseudonym(rater: str) -> str:
@@ -106,6 +131,14 @@ def _hide_ids(text: str) -> str:
 
 def run_human_eval(args: argparse.Namespace) -> int:
     data = importers.load_human_eval(args.files, args.format)
+    criteria = {c for rating in data.ratings for c in (rating.get("scores") or {})}
+    unknown = sorted(set(args.reverse or []) - criteria)
+    if unknown:  # a typo here silently flips nothing and changes every rater's verdict
+        raise HumanEvalInputError({"reverse": f"{', '.join(unknown)}: not a criterion of the ratings "
+                                              f"({', '.join(sorted(criteria))})"})
+    if args.rater_pairs and any(":" not in str(r.get("item", "")) for r in data.ratings):
+        raise HumanEvalInputError({"rater_pairs": "item ids must be 'assignment:k' (as the Ji et al. importers "
+                                                  "write them) to know which ratings one assignment made"})
     if args.reverse is not None:
         data.reverse = list(args.reverse)
     if args.scale is not None:
@@ -114,7 +147,8 @@ def run_human_eval(args: argparse.Namespace) -> int:
         data.qc_system = args.qc_system
     if args.qc_criteria is not None:
         data.qc_criteria = list(args.qc_criteria)
-    result = assess(data.ratings, data.reverse, data.scale, data.qc_system, args.alpha, data.qc_criteria)
+    alpha = args.alpha if args.alpha is not None else (data.alpha if data.alpha is not None else 0.05)
+    result = assess(data.ratings, data.reverse, data.scale, data.qc_system, alpha, data.qc_criteria)
     upstream = importers.ji2022_json(args.upstream).upstream if args.upstream else data.upstream
     if upstream:
         result["upstream"] = compare_with_upstream(data, result, upstream)

@@ -128,7 +128,7 @@ def human_eval_csv(path: Path, qc_system: str | None = None, reverse: list[str] 
     """One rating per row: columns rater, system, item, then one numeric column per criterion."""
     ratings: list[dict[str, Any]] = []
     with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
+        reader = csv.DictReader(handle, delimiter=_delimiter(path))
         missing = {"rater", "system", "item"} - set(reader.fieldnames or [])
         if missing:
             raise ImporterError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
@@ -148,8 +148,13 @@ def human_eval_json(path: Path) -> HumanEvalInput:
     if not isinstance(body, dict) or "ratings" not in body:
         raise ImporterError(f"{path}: expected a /human-eval request object with 'ratings'")
     scale = body.get("scale", [0, 100])
+    if not isinstance(body["ratings"], list) or not all(isinstance(r, dict) for r in body["ratings"]):
+        raise ImporterError(f"{path}: 'ratings' must be a list of rating objects")
+    if not isinstance(scale, list) or len(scale) != 2:
+        raise ImporterError(f"{path}: 'scale' must be [low, high]")
     return HumanEvalInput(body["ratings"], reverse=list(body.get("reverse", [])),
-                          scale=(float(scale[0]), float(scale[1])), qc_system=body.get("qc_system"))
+                          scale=(float(scale[0]), float(scale[1])), qc_system=body.get("qc_system"),
+                          qc_criteria=body.get("qc_criteria"), alpha=body.get("alpha"))
 
 
 # --- correlate files ------------------------------------------------------------------------------
@@ -158,7 +163,10 @@ def correlate_json(path: Path) -> CorrelateInput:
     body = _read_json(path)
     if not isinstance(body, dict) or "human" not in body or "scores" not in body:
         raise ImporterError(f"{path}: expected a /correlate request object with 'human' and 'scores'")
-    return CorrelateInput(body["human"], body["scores"], body.get("systems"))
+    if not isinstance(body["scores"], dict):
+        raise ImporterError(f"{path}: 'scores' must map metric names to lists of scores")
+    settings = {k: body[k] for k in ("methods", "confidence", "resamples", "seed") if k in body}
+    return CorrelateInput(body["human"], body["scores"], body.get("systems"), settings)
 
 
 def correlate_csv(path: Path, human: list[str] | None = None, system: str = "system") -> CorrelateInput:
@@ -167,9 +175,12 @@ def correlate_csv(path: Path, human: list[str] | None = None, system: str = "sys
     column labels systems; every other column is a metric. Non-numeric metric columns are refused.
     """
     with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
+        reader = csv.DictReader(handle, delimiter=_delimiter(path))
         columns = list(reader.fieldnames or [])
         rows = list(reader)
+    absent = [c for c in human or [] if c not in columns]
+    if absent:
+        raise ImporterError(f"{path}: no column {', '.join(absent)} (columns: {', '.join(columns)})")
     human_cols = human or [c for c in columns if c.lower().startswith("human")]
     if not human_cols:
         raise ImporterError(f"{path}: no human column (name one with --human, or start its name with 'human')")
@@ -235,10 +246,37 @@ def _read_json(path: Path) -> Any:
         raise ImporterError(f"{path}: not readable JSON ({exc})") from exc
 
 
+def _delimiter(path: Path) -> str:
+    return "\t" if Path(path).suffix.lower() == ".tsv" else ","
+
+
 # --- format detection --------------------------------------------------------------------------------
+# What a reader raises on a file whose shape it did not expect (a missing column or key, a word
+# where a number goes, another encoding): reported as that file's problem, not as a traceback.
+_SHAPE_ERRORS = (KeyError, ValueError, TypeError, AttributeError, IndexError, UnicodeDecodeError)
+
+
+def _read_as(reader, path: Path, fmt: str, *args: Any):
+    try:
+        return reader(*args)
+    except ImporterError:
+        raise
+    except _SHAPE_ERRORS as exc:
+        raise ImporterError(f"{path}: cannot be read as {fmt} ({type(exc).__name__}: {exc})") from exc
+
+
 def load_correlate(path: Path, fmt: str = "auto", human: list[str] | None = None,
                    aspect: str | None = None) -> CorrelateInput:
     """Read a correlate input; `fmt` is auto, csv, json (a /correlate body) or dstc."""
+    return _read_as(_load_correlate, Path(path), fmt, path, fmt, human, aspect)
+
+
+def load_human_eval(paths: list[Path], fmt: str = "auto") -> HumanEvalInput:
+    """Read a human-eval input; `fmt` is auto, csv, json (a /human-eval body), ji2022-csv or ji2022-json."""
+    return _read_as(_load_human_eval, Path(paths[0]) if paths else Path("."), fmt, paths, fmt)
+
+
+def _load_correlate(path: Path, fmt: str, human: list[str] | None, aspect: str | None) -> CorrelateInput:
     path = Path(path)
     if fmt == "auto":
         if path.suffix.lower() in (".csv", ".tsv"):
@@ -255,16 +293,15 @@ def load_correlate(path: Path, fmt: str = "auto", human: list[str] | None = None
     raise ImporterError(f"unknown correlate format {fmt!r}")
 
 
-def load_human_eval(paths: list[Path], fmt: str = "auto") -> HumanEvalInput:
-    """Read a human-eval input; `fmt` is auto, csv, json (a /human-eval body), ji2022-csv or ji2022-json."""
+def _load_human_eval(paths: list[Path], fmt: str) -> HumanEvalInput:
     paths = [Path(p) for p in paths]
     if fmt == "auto":
         first = paths[0]
         if first.is_dir() or first.name.startswith(("pass_", "fail_")):
             fmt = "ji2022-json"
-        elif first.suffix.lower() == ".csv":
+        elif first.suffix.lower() in (".csv", ".tsv"):
             with open(first, newline="", encoding="utf-8") as handle:
-                header = next(csv.reader(handle), [])
+                header = next(csv.reader(handle, delimiter=_delimiter(first)), [])
             fmt = "ji2022-csv" if "Answer.taskAnswers" in header else "csv"
         else:
             fmt = "json"

@@ -12,6 +12,7 @@ class CorrelateInput:
     human: list[Any]
     scores: dict[str, list[float]]
     systems: list[str] | None = None
+    settings: dict[str, Any] = field(default_factory=dict)  # methods, confidence, resamples, seed of a /correlate body
 
 
 @dataclass
@@ -27,5 +28,6 @@ class HumanEvalInput:
     scale: tuple[float, float] = (0.0, 100.0)
     qc_system: str | None = None
     qc_criteria: list[str] | None = None
+    alpha: float | None = None  # a /human-eval body's own alpha
     upstream: dict[str, Any] | None = None
     skipped: list[str] = field(default_factory=list)  # what the importer could not use, and why

@@ -27,8 +27,10 @@ def ranking_plot(labels: list[str], values: list[float | None], intervals: list[
     ys = list(range(len(keep)))[::-1]
     for y, i in zip(ys, keep):
         ci = intervals[i]
-        err = None if not ci else [[values[i] - ci[0]], [ci[1] - values[i]]]
-        ax.errorbar(values[i], y, xerr=err, fmt="o", color="#1f5fa8", ecolor="#7aa6d6", capsize=3)
+        if ci:  # drawn as its own segment: a percentile interval need not contain the point (errorbar refuses)
+            ax.hlines(y, ci[0], ci[1], color="#7aa6d6")
+            ax.vlines([ci[0], ci[1]], y - 0.12, y + 0.12, color="#7aa6d6")
+        ax.plot(values[i], y, "o", color="#1f5fa8")
     ax.set_yticks(ys, [labels[i] for i in keep])
     ax.axvline(0.0, color="#999999", linewidth=0.8)
     ax.set_xlabel(xlabel)

@@ -51,8 +51,12 @@ def correlate_markdown(result: dict[str, Any]) -> str:
 def human_eval_markdown(result: dict[str, Any]) -> str:
     """Rater quality control, the system table (overall z, per-criterion z, raw) and significance."""
     raters = result["raters"]
-    parts = [f"Raters: {len(raters['passed'])} of {raters['total']} passed quality control "
-             f"({100 * raters['pass_rate']:.1f}%); {result['kept_ratings']} ratings kept."]
+    if raters["p"]:
+        parts = [f"Raters: {len(raters['passed'])} of {raters['total']} passed quality control "
+                 f"({100 * raters['pass_rate']:.1f}%); {result['kept_ratings']} ratings kept."]
+    else:  # no quality-control system: every rater is kept, none was tested
+        parts = [f"Raters: {raters['total']}, all kept: no quality-control system was given, so none was tested; "
+                 f"{result['kept_ratings']} ratings kept."]
     criteria = result["criteria"]
     rows = [[str(i + 1), s["system"], str(s["n"]), f"{s['overall_z']:.3f}", _ci(s.get("overall_z_ci"))]
             + [f"{s['z'][c]:.3f}" for c in criteria] + [f"{s['raw']['overall']:.2f}"]

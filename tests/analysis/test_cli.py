@@ -69,3 +69,55 @@ def test_bad_input_exits_2_with_a_message(tmp_path: Path, capsys: pytest.Capture
     assert main(["correlate", str(tmp_path / "short.csv"), "--out", str(tmp_path / "o")]) == 2
     assert "at least 3 items" in capsys.readouterr().err
     assert main(["human-eval", str(tmp_path / "missing.json"), "--out", str(tmp_path / "o")]) == 2
+
+
+# --- found by an audit of the offline tools -------------------------------------------------------
+def test_a_correlate_body_keeps_its_own_settings_unless_the_command_line_overrides(tmp_path: Path) -> None:
+    human = list(range(12))
+    body = {"human": human, "scores": {"m": [h + (i % 3) for i, h in enumerate(human)]},
+            "methods": ["kendall"], "resamples": 0, "seed": 7}
+    (tmp_path / "body.json").write_text(json.dumps(body), encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "body.json"), "--out", str(tmp_path / "a"), "--no-plots"]) == 0
+    item = json.loads((tmp_path / "a" / "correlate.json").read_text())["metrics"]["m"]["item"]
+    assert set(item) == {"kendall"} and item["kendall"]["ci"] is None  # resamples 0, as the body says
+    assert main(["correlate", str(tmp_path / "body.json"), "--methods", "pearson", "--out", str(tmp_path / "b"),
+                 "--no-plots"]) == 0
+    assert set(json.loads((tmp_path / "b" / "correlate.json").read_text())["metrics"]["m"]["item"]) == {"pearson"}
+
+
+def test_bad_files_and_options_are_exit_2_with_a_message(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    (tmp_path / "in.tsv").write_text("human\tm\n1\t2\n2\t1\n3\t3\n4\t5\n", encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "in.tsv"), "--out", str(tmp_path / "t"), "--no-plots"]) == 0  # tabs
+    cases = [
+        ["correlate", str(tmp_path / "in.tsv"), "--human", "nosuch"],
+        ["correlate", str(tmp_path / "in.tsv"), "--resamples", "10000000"],
+    ]
+    (tmp_path / "he.json").write_text(json.dumps({"ratings": "nope"}), encoding="utf-8")
+    cases.append(["human-eval", str(tmp_path / "he.json")])
+    rows = ["rater,system,item,fun"] + [f"w{r},{s},{r}{s}{i},{50 + i}" for r in range(2) for s in "AB" for i in range(3)]
+    (tmp_path / "ratings.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    cases.append(["human-eval", str(tmp_path / "ratings.csv"), "--reverse", "funn"])
+    cases.append(["human-eval", str(tmp_path / "ratings.csv"), "--rater-pairs"])
+    (tmp_path / "latin1.csv").write_bytes("human,m\n1,caf\xe9\n".encode("latin-1"))
+    cases.append(["correlate", str(tmp_path / "latin1.csv")])
+    for argv in cases:
+        assert main([*argv, "--out", str(tmp_path / "x"), "--no-plots"]) == 2, argv
+        assert capsys.readouterr().err.startswith("error:"), argv
+
+
+def test_human_eval_without_quality_control_does_not_claim_raters_passed_it(tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture) -> None:
+    rows = ["rater,system,item,fun"] + [f"w{r},{s},{r}{s}{i},{50 + 10 * (s == 'A') + i + r}"
+                                        for r in range(3) for s in "AB" for i in range(3)]
+    (tmp_path / "ratings.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    assert main(["human-eval", str(tmp_path / "ratings.csv"), "--out", str(tmp_path / "o"), "--no-plots"]) == 0
+    out = capsys.readouterr().out
+    assert "no quality-control system was given" in out and "passed quality control" not in out
+
+
+def test_a_ranking_plot_draws_an_interval_that_misses_its_point(tmp_path: Path) -> None:
+    from service.analysis.plots import ranking_plot
+
+    path = ranking_plot(["length", "bleu4"], [-0.947, 0.3], [[-0.942, 0.693], [0.1, 0.5]], tmp_path / "r.png",
+                        "Pearson r", "system level")  # a percentile interval need not contain r
+    assert path.read_bytes().startswith(PNG)
