@@ -29,12 +29,20 @@ COMMANDS: dict[str, str] = {
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        if argv and argv[0] not in ("-h", "--help"):
+            print(f"error: unknown command {argv[0]!r}", file=sys.stderr)
         print("usage: python -m training <command> [options]\n\ncommands:")
         for name, module in sorted(COMMANDS.items()):
             print(f"  {name:16s} ({module})")
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     module = importlib.import_module(COMMANDS[argv[0]])
-    return int(module.main(argv[1:]) or 0)
+    try:
+        return int(module.main(argv[1:]) or 0)
+    except (FileNotFoundError, PermissionError, NotADirectoryError, IsADirectoryError) as exc:
+        # A path given on the command line (or its default) that is not there or not writable:
+        # a set-up error to fix, not a bug to read a traceback for.
+        print(f"error: {argv[0]}: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
