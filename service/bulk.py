@@ -374,6 +374,17 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def _why_not(root: Path, name: str, store: ModelStore) -> str:
+    manifest = root / name / "manifest.json"
+    try:
+        kind = json.loads(manifest.read_text(encoding="utf-8")).get("kind")
+    except (OSError, ValueError):
+        kind = None
+    if kind == "component":
+        return "it is a component that models share, not a model"
+    return store.failures.get(name, "not loaded")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     from service.logging_setup import configure_logging
@@ -386,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     store.load()
     scorer = store.get(args.model)
     if scorer is None:
-        print(f"bulk: model {args.model} is not available: {store.failures.get(args.model, 'not loaded')}",
+        print(f"bulk: model {args.model} is not available: {_why_not(args.model_store, args.model, store)}",
               file=sys.stderr)
         return 2
     load_seconds = time.perf_counter() - started
