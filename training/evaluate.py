@@ -320,8 +320,11 @@ def scatter_plot(set_name: str, results: list[Result], path: Path) -> Path:
 
 
 # --- command line ------------------------------------------------------------------------------
-def load_store(root: Path, models: list[str] | None):
-    """The service's ModelStore on CPU with one thread per session (the machine is shared)."""
+def load_store(root: Path, models: list[str] | None, strict: bool = False):
+    """The service's ModelStore on CPU with one thread per session (the machine is shared).
+
+    strict: every model asked for must be served, else exit 2 (commands whose user named them);
+    otherwise the ones there are used (callers that take whichever baselines a store holds)."""
     from service.runtime import Runtime, RuntimeSettings
     from service.store import ModelStore
 
@@ -333,8 +336,8 @@ def load_store(root: Path, models: list[str] | None):
     store.load()
     for name, reason in store.failures.items():
         log.warning("not evaluated: %s (%s)", name, reason)
-    unknown = [m for m in models or () if m not in store.scorers]
-    if unknown or not store.scorers:
+    unknown = [m for m in models or () if m not in store.scorers] if strict else []
+    if unknown or (strict and not store.scorers):
         print(f"error: {', '.join(unknown) or 'no model'} is not served from {root} "
               f"(served: {', '.join(sorted(store.scorers)) or 'none'})", file=sys.stderr)
         raise SystemExit(2)
@@ -354,7 +357,7 @@ def recover(items: list[JudgedItem], data_dir: Path = DEFAULT_DATA_DIR) -> tuple
 def run(store_root: Path, sets: list[str], models: list[str] | None, split: str, max_refs: int,
         data_dir: Path = DEFAULT_DATA_DIR, recover_references: bool = True
         ) -> tuple[dict[str, dict[str, Result]], list[str], dict[str, Recovery]]:
-    store = load_store(store_root, models)
+    store = load_store(store_root, models, strict=True)
     names = [m for m in (models or sorted(store.scorers)) if m in store.scorers]
     dialogue = [m for m in names if store.scorers[m].kind == "dialogue"]
     if dialogue:

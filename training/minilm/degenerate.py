@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or (Path("docs/evaluation.md") if full_set and args.models is None else None)
     from training.evaluate import load_store
 
-    store = load_store(args.store, args.models)
+    store = load_store(args.store, args.models, strict=True)
     cases = check_set(args.contexts)
     table: dict[str, dict[str, float]] = {}
     for name in args.models or sorted(store.scorers):
