@@ -16,7 +16,9 @@ import numpy as np
 
 from service.analysis import importers, report
 from service.analysis.compare import compare_with_upstream, pairwise_rater_agreement
+from service import limits
 from service.config import load_settings
+from service.errors import TooLarge
 from service.human_eval import HumanEvalInputError, assess
 from service.stats import METHODS, StatsInputError, correlate
 
@@ -74,7 +76,7 @@ def run_correlate(args: argparse.Namespace) -> int:
     data = importers.load_correlate(args.file, args.format, args.human, args.aspect)
     chosen = {key: getattr(args, key) if getattr(args, key) is not None else data.settings.get(key, default)
               for key, default in CORRELATE_DEFAULTS.items()}
-    _check_bootstrap_budget(len(data.human), chosen["resamples"])
+    _check_bootstrap_budget(data.human, chosen["resamples"])
     result = correlate(data.human, data.scores, data.systems, chosen["methods"], chosen["confidence"],
                        chosen["resamples"], chosen["seed"])
     markdown = report.correlate_markdown(result)
@@ -87,17 +89,13 @@ def run_correlate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_bootstrap_budget(items: int, resamples: Any) -> None:
-    """The service's limits on resampling hold here too: the resample indices alone take
-    items x resamples x 8 bytes (10 million resamples of 300 items filled 24 GB and were killed)."""
-    settings = load_settings()
-    if not isinstance(resamples, int) or resamples < 0:
+def _check_bootstrap_budget(human: list[Any], resamples: Any) -> None:
+    """The service's limits on resampling hold here too (DIALSCORE_* raises them): the resample
+    indices alone take items x resamples x 8 bytes, and 10 million resamples of 300 items filled
+    24 GB and were killed."""
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
         raise StatsInputError({"resamples": "Must be a whole number, 0 or more."})
-    if resamples > settings.max_resamples or items * resamples > settings.max_bootstrap_work:
-        raise StatsInputError({"resamples": f"{items} items x {resamples} resamples is over the limits "
-                                            f"(max_resamples {settings.max_resamples}, items x resamples "
-                                            f"{settings.max_bootstrap_work}); raise DIALSCORE_MAX_RESAMPLES / "
-                                            "DIALSCORE_MAX_BOOTSTRAP_WORK if the memory is there"})
+    limits.check_correlate({"human": human, "resamples": resamples}, load_settings())
 
 
 def pseudonym(rater: str) -> str:
@@ -187,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
         return run_human_eval(args)
     except (importers.ImporterError, StatsInputError, HumanEvalInputError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except TooLarge as exc:
+        print(f"error: {exc.message} {'; '.join(exc.details.values())} (DIALSCORE_MAX_* settings raise the limits)",
+              file=sys.stderr)
         return 2
 
 
