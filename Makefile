@@ -26,7 +26,9 @@ $(VENV)/.serve: requirements.txt
 	$(PIP) install -q -r requirements.txt
 	touch $@
 
-# Tests, linters and training: torch is pinned and installed first so nothing pulls a CUDA build.
+# Tests, linters and training: torch is pinned and installed first so no later requirement pulls another
+# version. Where pip's index is plain PyPI, Linux gets the CUDA wheel; add --index-url
+# https://download.pytorch.org/whl/cpu there for the CPU one (this project's machines serve a local CPU wheel).
 $(VENV)/.dev: $(VENV)/.serve requirements-dev.txt training/requirements.txt
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -r requirements-dev.txt -r training/requirements.txt
@@ -50,7 +52,8 @@ bench: $(VENV)/.serve
 train: $(VENV)/.dev
 	bash scripts/train.sh
 
-# fp32 MiniLM for GPU images (90 MB, not committed; the service falls back to the int8 file without it).
+# fp32 MiniLM for GPU images (90 MB, not committed; Dockerfile.gpu sets DIALSCORE_ENCODER_PRECISION=fp32,
+# and the service falls back to the int8 file, with a warning, where it was not built).
 encoder-fp32: $(VENV)/.dev
 	$(PY) -m training export-minilm --fp32
 

@@ -32,7 +32,7 @@ class Settings:
     intra_op_threads: int = 0  # DIALSCORE_INTRA_OP_THREADS: 0 = cores / workers
     providers: tuple[str, ...] = ("CUDAExecutionProvider", "CPUExecutionProvider")  # DIALSCORE_PROVIDERS
     load_sync: bool = False  # DIALSCORE_LOAD_SYNC: load models before serving instead of in the background
-    api_token: str = ""  # DIALSCORE_API_TOKEN: when set, scoring endpoints need `Authorization: Bearer <token>`
+    api_token: str = ""  # DIALSCORE_API_TOKEN: when set, every endpoint but /healthz and /readyz needs `Authorization: Bearer <token>`
     log_level: str = "INFO"  # DIALSCORE_LOG_LEVEL
     extra: dict[str, Any] = field(default_factory=dict)
 

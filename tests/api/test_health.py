@@ -86,3 +86,19 @@ def test_openapi_describes_every_endpoint_and_validates(client):
         assert {"200", "422"} <= set(operation["responses"])
     item = document["components"]["schemas"]["Item"]
     assert set(item["required"]) == {"context", "response"}
+
+
+def test_the_readme_example_bodies_give_full_results(client):
+    """docs/examples/*.json, which README's curl lines send: intervals, system level, a ranking."""
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[2] / "docs" / "examples"
+    body = client.post("/correlate", data=(examples / "correlate.json").read_bytes(),
+                       content_type="application/json").get_json()
+    assert body["metrics"]["m1"]["item"]["pearson"]["ci"] is not None
+    assert body["metrics"]["m1"]["system"]["pearson"]["r"] is not None
+    assert any(c["test"] == "williams" and c["p"] is not None for c in body["comparisons"])
+    body = client.post("/human-eval", data=(examples / "human-eval.json").read_bytes(),
+                       content_type="application/json").get_json()
+    assert body["raters"]["failed"] == [] and [s["system"] for s in body["systems"]] == ["A", "B"]
+    assert body["significance"]["A"]["B"] < 0.05
