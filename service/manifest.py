@@ -186,3 +186,13 @@ def write_manifest(
     }
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
     return read_manifest(folder)
+
+
+def update_card(folder: Path, **changes: Any) -> Manifest:
+    """Rewrite a manifest with some card fields changed, everything else as it was (files re-hashed):
+    the one way training steps that measure a model after export add their figures to its card."""
+    manifest = read_manifest(folder)
+    return write_manifest(folder, name=manifest.name, version=manifest.version, kind=manifest.kind,
+                          scorer=manifest.scorer, score_range=manifest.score_range, requires=manifest.requires,
+                          tokenizer=manifest.tokenizer, uses=manifest.uses, options=manifest.options,
+                          config=manifest.config, card={**manifest.card, **changes})

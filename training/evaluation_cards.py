@@ -4,15 +4,14 @@ with people?" for every model, the untrained baselines included (their cards had
 The card in manifest.json gets `evaluate`: the command, the split and item-level Pearson/Spearman
 with n per set. The README gets the same as a marked section, except for the -minilm models,
 whose README is rewritten from the manifest by their own writer and already holds this table
-(`minilm-report`, the same protocol). Only the card changes, never an artifact, so the file hashes
-in the manifest stay as they are.
+(`minilm-report`, the same protocol). Only the card changes, never an artifact.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from service.manifest import update_card
 from training import docs_section
 
 if TYPE_CHECKING:
@@ -36,14 +35,11 @@ def write_cards(store_root: Path, results: dict[str, dict[str, "Result"]], model
     written = []
     for model in models:
         folder = Path(store_root) / model
-        manifest_path = folder / "manifest.json"
-        if not manifest_path.is_file():
+        if not (folder / "manifest.json").is_file():
             continue
         entry = card_entry({set_name: per_model[model] for set_name, per_model in results.items()
                             if model in per_model}, command, split)
-        raw = json.loads(manifest_path.read_text(encoding="utf-8"))
-        raw.setdefault("card", {})["evaluate"] = entry
-        manifest_path.write_text(json.dumps(raw, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+        update_card(folder, evaluate=entry)
         if model not in OWN_README_TABLE and (folder / "README.md").is_file():
             docs_section.write_section(folder / "README.md", readme_section(entry), BEGIN, END)
         written.append(model)

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from service.manifest import Manifest, read_manifest, write_manifest
+from service.manifest import Manifest, write_manifest
+from service.manifest import update_card as update_manifest_card
 
 VERSION = "2026.11.0"
 ENCODER = "minilm-l6"
@@ -99,13 +100,8 @@ def manifest_args(name: str, config: dict[str, Any]) -> dict[str, Any]:
 
 
 def update_card(folder: Path, **changes: Any) -> Manifest:
-    """Rewrite the manifest with card fields changed (files are re-hashed), then the README."""
-    manifest = read_manifest(folder)
-    card = {**manifest.card, **changes}
-    written = write_manifest(folder, name=manifest.name, version=manifest.version, kind=manifest.kind,
-                             scorer=manifest.scorer, score_range=manifest.score_range, requires=manifest.requires,
-                             tokenizer=manifest.tokenizer, uses=manifest.uses, options=manifest.options,
-                             config=manifest.config, card=card)
+    """The manifest with card fields changed (service.manifest.update_card), then the README rewritten."""
+    written = update_manifest_card(folder, **changes)
     write_readme(folder, written)
     return written
 
