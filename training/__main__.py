@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "minilm-cosine": "training.minilm.cosine",
     "minilm-report": "training.minilm.report",
     "degenerate": "training.minilm.degenerate",
+    "finetune-minilm": "training.minilm.finetune",
 }
 
 
