@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-judged", type=int, default=None, help="judged items per set (a quick run)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=FineTuneConfig.seed)
-    parser.add_argument("--results", type=Path, default=None, help="append the dev figures as a JSON line here")
+    parser.add_argument("--results", type=Path, default=None, help="append the dev figures here, a JSON line per epoch")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     config = FineTuneConfig(epochs=args.epochs, encoder_lr=args.encoder_lr, max_judged=args.max_judged,
@@ -141,12 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     _, history = fine_tune(config, last_turn_rows("train", config.max_judged), last_turn_rows("dev", config.max_judged))
     if args.results:  # one line per epoch, in train-minilm's format, so minilm-report tables them
+        served, seconds = HeadConfig(), round(time.time() - started, 1)
         with open(args.results, "a", encoding="utf-8") as handle:
             for epoch, dev in enumerate(history[1:], start=1):
-                served = HeadConfig()
                 line = {"model": "autojudge-minilm", "encoding": "last", "pooling": "last", "targets": "raw",
                         "l1": served.l1, "rank_weight": served.rank_weight, "epochs": epoch,
-                        "train_seconds": round(time.time() - started, 1), "seed": config.seed,
+                        "run_seconds": seconds, "seed": config.seed,
                         "dev_pearson": dev, "mean": round(float(np.mean(list(dev.values()))), 4),
                         "note": f"encoder fine-tuned too (`finetune-minilm`, encoder lr {config.encoder_lr}, "
                                 f"random-reply negatives only): a probe, not served"}
