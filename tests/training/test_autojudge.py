@@ -27,7 +27,7 @@ def test_only_m_is_trainable() -> None:
     head = AutoJudgeHead(4, alpha=0.5, beta=2.0)
     assert [name for name, p in head.named_parameters() if p.requires_grad] == ["M"]
     c, r = torch.ones(1, 4), torch.ones(1, 4)
-    assert float(head(c, r)) == pytest.approx((4 - 0.5) / 2.0)
+    assert head(c, r).item() == pytest.approx((4 - 0.5) / 2.0)
 
 
 def test_training_improves_on_the_identity() -> None:

@@ -131,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=FineTuneConfig.epochs)
     parser.add_argument("--encoder-lr", type=float, default=FineTuneConfig.encoder_lr)
     parser.add_argument("--max-judged", type=int, default=None, help="judged items per set (a quick run)")
+    parser.add_argument("--train-per-set", type=int, default=None,
+                        help="judged train items per set (dstc7 holds two thirds of them); dev sets whole")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=FineTuneConfig.seed)
     parser.add_argument("--results", type=Path, default=None, help="append the dev figures here, a JSON line per epoch")
@@ -139,9 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     config = FineTuneConfig(epochs=args.epochs, encoder_lr=args.encoder_lr, max_judged=args.max_judged,
                             seed=args.seed)
     started = time.time()
-    _, history = fine_tune(config, last_turn_rows("train", config.max_judged), last_turn_rows("dev", config.max_judged))
+    _, history = fine_tune(config, last_turn_rows("train", args.train_per_set or config.max_judged),
+                             last_turn_rows("dev", config.max_judged))
     if args.results:  # one line per epoch, in train-minilm's format, so minilm-report tables them
         served, seconds = HeadConfig(), round(time.time() - started, 1)
+        train_cap = f", at most {args.train_per_set} train items a set" if args.train_per_set else ""
         with open(args.results, "a", encoding="utf-8") as handle:
             for epoch, dev in enumerate(history[1:], start=1):
                 line = {"model": "autojudge-minilm", "encoding": "last", "pooling": "last", "targets": "raw",
@@ -149,6 +153,6 @@ def main(argv: list[str] | None = None) -> int:
                         "run_seconds": seconds, "seed": config.seed,
                         "dev_pearson": dev, "mean": round(float(np.mean(list(dev.values()))), 4),
                         "note": f"encoder fine-tuned too (`finetune-minilm`, encoder lr {config.encoder_lr}, "
-                                f"random-reply negatives only): a probe, not served"}
+                                f"random-reply negatives only{train_cap}): a probe, not served"}
                 handle.write(json.dumps(line) + "\n")
     return 0
