@@ -38,6 +38,9 @@ def test_train_export_and_serve(model: str, encoding: str, pooling: str, cache: 
     manifest = export_model(head, config, cache, store_root / model, {"tiny": 0.0}, 1.0)
     assert manifest.config["context_encoding"] == encoding
     assert (store_root / model / "README.md").read_text().startswith(f"# {model}")
+    # The reference-free model's card says what a user choosing it gives up (issue 7's unmet bar).
+    assert ("**limitations**: reference-free" in (store_root / model / "README.md").read_text()) == (
+        model == "autojudge-minilm")
     if model == "ruber-minilm":
         for low, high in manifest.config["normalise"].values():
             assert low < high

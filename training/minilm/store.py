@@ -31,6 +31,14 @@ JUDGED_LICENCES = ("dstc7: O-UDA v1.0; dailydialog_gupta_multiref, holistic_eval
                    "MIT; xdial_*: GPL-3.0; conture: CC BY 4.0; DailyDialog-derived sets: CC BY-NC-SA 4.0")
 RUBER_LICENCES = ("DailyDialog: CC BY-NC-SA 4.0; DailyDialog++: data licence not stated (repository MIT), "
                   "built on DailyDialog")
+# What a user choosing between models should know and the figures alone do not say.
+LIMITATIONS = {
+    "autojudge-minilm": "reference-free, so it does not see what a reference tells the referenced models: on the "
+                        "development sets that have references it stays below minilm-cosine, which reads the "
+                        "reference (docs/evaluation.md, also for what was tried, encoder fine-tuning included). "
+                        "Prefer a referenced model where a reference exists; this one is for where none does, "
+                        "such as re-ranking live candidates.",
+}
 SUMMARIES = {
     "adem-minilm": "ADEM's score alpha + beta (c^T M r_hat + r^T N r_hat) on all-MiniLM-L6-v2 vectors of the "
                    "context, reference and reply, trained on human scores plus negative samples.",
@@ -53,7 +61,8 @@ def write_readme(folder: Path, manifest: Manifest) -> None:
               f"score range {list(manifest.score_range)}",
               f"- **uses**: {', '.join(manifest.uses) or 'nothing'}",
               f"- **inputs**: {card.get('inputs', '')}"]
-    for key in ("context_encoding", "training_data", "licence", "training_time", "machine", "negatives"):
+    for key in ("context_encoding", "training_data", "licence", "training_time", "machine", "negatives",
+                "limitations"):
         if key in card:
             lines.append(f"- **{key.replace('_', ' ')}**: {card[key]}")
     if card.get("options_note"):
@@ -160,6 +169,8 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
     }
     if search:
         card["search"] = search
+    if config.model in LIMITATIONS:
+        card["limitations"] = LIMITATIONS[config.model]
     options = {}
     if config.model == "ruber-minilm":
         from service.scorers.minilm import RuberMiniLM
