@@ -15,7 +15,7 @@ from training.minilm.finetune import FineTuneConfig, TunedAutoJudge, fine_tune, 
 def test_fine_tuning_moves_the_encoder_and_measures_every_set() -> None:
     torch.set_num_threads(1)
     rows = last_turn_rows("train", limit=6)
-    model, history = fine_tune(FineTuneConfig(epochs=1, batch=6, max_judged=6), rows, rows, log=lambda *_: None)
+    model, history = fine_tune(FineTuneConfig(epochs=1, batch=6), rows, rows, log=lambda *_: None)
     assert len(history) == 2 and all(set(h) == set(rows) for h in history)
     assert all(math.isfinite(r) for r in history[1].values())
     untouched = TunedAutoJudge(FineTuneConfig.max_length)

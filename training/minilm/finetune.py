@@ -38,7 +38,6 @@ class FineTuneConfig:
     encoder_lr: float = 2e-5  # the usual rate for fine-tuning BERT-sized encoders
     head_lr: float = 1e-3  # the served head's rate (train-minilm)
     max_length: int = 64  # word pieces; judged turns are short and training cost grows with length
-    max_judged: int | None = None  # judged train items per set (None: all; tests use a handful)
     seed: int = 0
 
 
@@ -138,11 +137,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=None, help="append the dev figures here, a JSON line per epoch")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    config = FineTuneConfig(epochs=args.epochs, encoder_lr=args.encoder_lr, max_judged=args.max_judged,
-                            seed=args.seed)
+    config = FineTuneConfig(epochs=args.epochs, encoder_lr=args.encoder_lr, seed=args.seed)
     started = time.time()
-    _, history = fine_tune(config, last_turn_rows("train", args.train_per_set or config.max_judged),
-                             last_turn_rows("dev", config.max_judged))
+    _, history = fine_tune(config, last_turn_rows("train", args.train_per_set or args.max_judged),
+                           last_turn_rows("dev", args.max_judged))
     if args.results:  # one line per epoch, in train-minilm's format, so minilm-report tables them
         served, seconds = HeadConfig(), round(time.time() - started, 1)
         train_cap = f", at most {args.train_per_set} train items a set" if args.train_per_set else ""
