@@ -219,7 +219,7 @@ def train(config: Config, cache: EmbeddingCache, log=print) -> torch.nn.Module:
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
-            total += float(loss)
+            total += loss.item()
         log(f"{config.model} {config.encoding}/{config.pooling} epoch {epoch + 1}/{config.epochs} "
             f"loss {total / steps:.4f} ({time.time() - started:.0f} s)")
     head.eval()
