@@ -2,7 +2,7 @@
 
 A measurement, not a served model. On the frozen shared encoder no reference-free head reaches
 the referenced minilm-cosine (docs/evaluation.md, "autojudge-minilm against minilm-cosine"), and
-fine-tuning the encoder was the lever left untried. This trains it: the served AutoJudge head
+fine-tuning the encoder was the lever left. This trains it: the served AutoJudge head
 (c^T M r with the copy penalty, M pulled towards the identity, the margin term on random replies
 at the served weights) on the same judged train partitions, with every encoder weight learning
 too, and prints the development Pearson per set after each epoch.
@@ -42,6 +42,7 @@ class FineTuneConfig:
 
 
 Rows = dict[str, tuple[list[str], list[str], np.ndarray]]
+SERVED = HeadConfig()  # the served head's loss weights (l1, rank_weight, margin), shared with train-minilm
 
 
 def last_turn_rows(split: str, limit: int | None = None) -> Rows:
@@ -92,7 +93,6 @@ def fine_tune(config: FineTuneConfig, train_rows: Rows, dev_rows: Rows, log=prin
     """Train; returns the model and the dev Pearson before training and after each epoch."""
     torch.manual_seed(config.seed)
     rng = random.Random(config.seed)
-    served = HeadConfig()
     model = TunedAutoJudge(config.max_length)
     turns = [t for rows in train_rows.values() for t in rows[0]]
     replies = [r for rows in train_rows.values() for r in rows[1]]
@@ -112,8 +112,8 @@ def fine_tune(config: FineTuneConfig, train_rows: Rows, dev_rows: Rows, log=prin
             good = model(context, model.embed([replies[i] for i in index]))
             bad = model(context, model.embed([replies[rng.randrange(len(replies))] for _ in index]))
             loss = (((good - scores[index]) ** 2).mean()
-                    + served.rank_weight * torch.relu(served.margin - (good - bad)).mean()
-                    + served.l1 * model.head.regulariser())
+                    + SERVED.rank_weight * torch.relu(SERVED.margin - (good - bad)).mean()
+                    + SERVED.l1 * model.head.regulariser())
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
@@ -142,12 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     _, history = fine_tune(config, last_turn_rows("train", args.train_per_set or args.max_judged),
                            last_turn_rows("dev", args.max_judged))
     if args.results:  # one line per epoch, in train-minilm's format, so minilm-report tables them
-        served, seconds = HeadConfig(), round(time.time() - started, 1)
+        seconds = round(time.time() - started, 1)
         train_cap = f", at most {args.train_per_set} train items a set" if args.train_per_set else ""
         with open(args.results, "a", encoding="utf-8") as handle:
             for epoch, dev in enumerate(history[1:], start=1):
                 line = {"model": "autojudge-minilm", "encoding": "last", "pooling": "last", "targets": "raw",
-                        "l1": served.l1, "rank_weight": served.rank_weight, "epochs": epoch,
+                        "l1": SERVED.l1, "rank_weight": SERVED.rank_weight, "epochs": epoch,
                         "run_seconds": seconds, "seed": config.seed,
                         "dev_pearson": dev, "mean": round(float(np.mean(list(dev.values()))), 4),
                         "note": f"encoder fine-tuned too (`finetune-minilm`, encoder lr {config.encoder_lr}, "
