@@ -31,7 +31,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> EmbeddingCache:
 def test_train_export_and_serve(model: str, encoding: str, pooling: str, cache: EmbeddingCache,
                                 tmp_path: Path) -> None:
     config = Config(model=model, encoding=encoding, pooling=pooling, epochs=2, batch=16, max_judged=6,
-                    negatives_contexts=4, ruber_pairs=12)
+                    negatives_contexts=4, ruber_pairs=12, next_turn_epochs=1, next_turn_max_pairs=32)
     head = train(config, cache, log=lambda *_: None)
     store_root = tmp_path / "store"
     shutil.copytree(REPO / "model_store" / "minilm-l6", store_root / "minilm-l6")

@@ -124,6 +124,14 @@ class AutoJudgeHead(nn.Module):
         self.alpha = nn.Parameter(torch.tensor(3.0))
         self.beta = nn.Parameter(torch.tensor(1.0))
         self.copy = CopyPenalty()
+        # Where the l1 term pulls M: the identity, or M pre-trained on next turns (start_from).
+        # A plain tensor, not a buffer: training needs it, the exported graph does not.
+        self.prior = torch.eye(DIM)
+
+    def start_from(self, matrix: torch.Tensor) -> None:
+        """Start M at a pre-trained matrix and pull it there instead of to the identity."""
+        self.M.data.copy_(matrix)
+        self.prior = matrix.detach().clone()
 
     def forward(self, context, context_mask, response):
         c = self.pool(context, context_mask, response)
@@ -131,7 +139,7 @@ class AutoJudgeHead(nn.Module):
         return {"score": self.alpha + self.beta * raw}
 
     def regulariser(self) -> torch.Tensor:
-        return (self.M - torch.eye(DIM)).abs().mean()
+        return (self.M - self.prior).abs().mean()
 
 
 class RuberHead(nn.Module):

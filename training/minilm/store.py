@@ -35,7 +35,8 @@ RUBER_LICENCES = ("DailyDialog: CC BY-NC-SA 4.0; DailyDialog++: data licence not
 LIMITATIONS = {
     "autojudge-minilm": "reference-free, so it does not see what a reference tells the referenced models: on the "
                         "development sets that have references it stays below minilm-cosine, which reads the "
-                        "reference (docs/evaluation.md, also for what was tried, encoder fine-tuning included). "
+                        "reference, on most of them (docs/evaluation.md, also for what was tried: encoder fine-tuning, "
+                        "next-turn pre-training of M, which is served). "
                         "Prefer a referenced model where a reference exists; this one is for where none does, "
                         "such as re-ranking live candidates.",
 }
@@ -46,7 +47,8 @@ SUMMARIES = {
                     "quadratic-feature MLP over the context and reply vectors trained by negative sampling only; "
                     "both min-max normalised and blended (option `blend`, `components` for the parts).",
     "autojudge-minilm": "AutoJudge's reference-free score alpha + beta c^T M r on all-MiniLM-L6-v2 vectors of the "
-                        "context and reply, trained on human turn scores plus negative samples.",
+                        "context and reply, trained on human turn scores plus negative samples, M first pre-trained "
+                        "on which reply follows which context in unrated dialogue.",
     "minilm-cosine": "Untrained baseline: the mean of cos(reply, reference) and cos(last context turn, reply) "
                      "on all-MiniLM-L6-v2 vectors; both parts in `details`. The bar the trained -minilm models "
                      "must clear.",
@@ -140,6 +142,7 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
     export_head(head, out / "head.onnx")
     _check_parity(head, out / "head.onnx")
     reddit = " --reddit" if getattr(config, "reddit_positives", False) else ""
+    next_turn = config.model == "autojudge-minilm" and getattr(config, "next_turn_epochs", 0) > 0
     model_config: dict[str, Any] = {"context_encoding": config.encoding, "pooling": config.pooling}
     if config.model == "ruber-minilm":
         model_config["normalise"] = ruber_ranges(head, config, cache)
@@ -148,13 +151,17 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
         "inputs": ("context vectors (batch x turns x 384, right-padded) and mask, reply vector"
                    + (", reference vector" if head.referenced else "") + "; all from minilm-l6"),
         "context_encoding": f"{config.encoding} / {config.pooling} (chosen by development-set Pearson; see below)",
-        "training_data": (RUBER_TRAINING if config.model == "ruber-minilm" else JUDGED_TRAINING),
+        "training_data": (RUBER_TRAINING if config.model == "ruber-minilm" else JUDGED_TRAINING)
+                         + (NEXT_TURN_TRAINING.format(epochs=config.next_turn_epochs) if next_turn else ""),
         "negatives": NEGATIVES,
         "licence": f"{ENCODER_LICENCE}; data: "
                    + (RUBER_LICENCES + ("; DSTC7 replies: O-UDA v1.0" if reddit else "")
-                      if config.model == "ruber-minilm" else JUDGED_LICENCES + "; " + RUBER_LICENCES),
-        "training_time": f"{seconds:.0f} s of head training on cached MiniLM vectors (embedding the ~45k "
-                         "training texts once: ~20 min)",
+                      if config.model == "ruber-minilm" else JUDGED_LICENCES + "; " + RUBER_LICENCES)
+                   + ("; chitchat-dataset: MIT" if next_turn else ""),
+        "training_time": f"{seconds:.0f} s of head training"
+                         + (" (next-turn pre-training of M included)" if next_turn else "")
+                         + " on cached MiniLM vectors (embedding the ~45k training texts once: ~20 min"
+                         + ("; the ~180k next-turn texts: ~12 min more" if next_turn else "") + ")",
         "machine": MACHINE,
         "citation": CITATIONS[config.model] + " Encoder: " + CITE_MINILM,
         "correlations": {k: {"pearson": round(v, 4)} for k, v in dev.items()},
@@ -198,6 +205,11 @@ RUBER_TRAINING = ("negative sampling only (no human score): DailyDialog train (1
                   "conversations, DailyDialog++ "
                   "dev/test adversarial negatives (800 contexts per file; only contexts whose query is in the "
                   "judgement train partition) and degenerate replies")
+NEXT_TURN_TRAINING = ("; before that fit, M (started at the identity) learns which reply follows which context "
+                      "on unrated dialogue, {epochs} epochs of in-batch softmax over (last turn, next turn) pairs of "
+                      "the DailyDialog train split (queries in the judgement train partition only) and the Chit-Chat "
+                      "train split (training/minilm/next_turn.py); the fit's l1 term then pulls M towards that "
+                      "matrix instead of the identity")
 NEGATIVES = ("degenerate negatives use the training phrase lists of training/minilm/degenerate.py (TRAIN_GENERIC, "
              "TRAIN_NEAR_EMPTY), disjoint from the check set's lists, on train-partition contexts only")
 

@@ -6,7 +6,9 @@ minutes on one CPU thread:
 * adem-minilm / autojudge-minilm: squared error to the human scores of the judgement *train*
   partition (adem-minilm: the items with a reference), L1 pull of M, N towards the identity,
   plus a margin ranking term on negative samples (see below), as the AutoJudge paper suggests
-  for coverage of the bad replies an RL policy produces;
+  for coverage of the bad replies an RL policy produces; autojudge-minilm's M first learns which
+  reply follows which context on unrated DailyDialog and Chit-Chat train dialogues
+  (training/minilm/next_turn.py), and the ratings fit starts from it and is pulled towards it;
 * ruber-minilm: the unreferenced head by negative sampling only (no human score is ever seen):
   DailyDialog train and DailyDialog++ positives against random replies from other
   conversations, the DailyDialog++ adversarial negatives (train-partition contexts only) and
@@ -33,6 +35,7 @@ from training.minilm import data
 from training.minilm.degenerate import TRAIN_GENERIC, TRAIN_NEAR_EMPTY, degenerate_replies
 from training.minilm.embed import EmbeddingCache
 from training.minilm.heads import DIM, HEADS
+from training.minilm.next_turn import NextTurnConfig, pretrain_bilinear
 
 # (context encoding, pooling) pairs tried by --search.
 BLENDS = ("min", "max", "geometric", "arithmetic")  # RUBER's pooling strategies (service.scorers.minilm.blend)
@@ -57,6 +60,10 @@ class Config:
     reddit_positives: bool = False  # ruber: DSTC7 train contexts' human replies as extra positives
     zscore: bool = False  # per-set standardised targets: mean dev r .418 (with balance) against .427 raw
     balance: bool = False  # items drawn evenly from the sets (tried together with zscore)
+    # autojudge-minilm: epochs of next-turn pre-training of M on DailyDialog + Chit-Chat train
+    # (training/minilm/next_turn.py) before the ratings fit; 0 starts M at the identity.
+    next_turn_epochs: int = 5
+    next_turn_max_pairs: int | None = None  # tests: a handful of pairs
     seed: int = 0
     recover_references: bool = True  # dev figures on the DailyDialog-based sets too, as `evaluate` measures
     blend: str = "arithmetic"  # ruber: served default blend, set by evaluate_dev to the best on dev data
@@ -166,6 +173,10 @@ def train(config: Config, cache: EmbeddingCache, log=print) -> torch.nn.Module:
     referenced = head.referenced
     is_ruber = config.model == "ruber-minilm"
     batchify = Batchify(cache, config.encoding)
+    if config.model == "autojudge-minilm" and config.next_turn_epochs > 0:
+        head.start_from(pretrain_bilinear(cache, NextTurnConfig(epochs=config.next_turn_epochs,
+                                                                max_pairs=config.next_turn_max_pairs),
+                                          seed=config.seed, log=log))
     ranked = negative_samples(config, rng, for_ruber=is_ruber)
     cache.add(ranked.bad + ranked.good + ranked.references)
     regression = [] if is_ruber else list(judged_rows("train", referenced, config.max_judged).values())
@@ -297,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--zscore", action="store_true", help="per-set standardised targets, balanced sets")
     parser.add_argument("--rank-weight", type=float, default=Config.rank_weight)
     parser.add_argument("--l1", type=float, default=Config.l1)
+    parser.add_argument("--next-turn-epochs", type=int, default=Config.next_turn_epochs,
+                        help="autojudge-minilm: epochs of next-turn pre-training of M (0: start at the identity)")
     parser.add_argument("--out", type=Path, default=None, help="store folder to export the model into")
     parser.add_argument("--results", type=Path, default=None, help="append JSON lines of dev results here")
     parser.add_argument("--seed", type=int, default=Config.seed)
@@ -317,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         config = Config(model=args.model, encoding=encoding, pooling=pooling, epochs=args.epochs,
                         zscore=args.zscore, balance=args.zscore, rank_weight=args.rank_weight,
                         l1=args.l1, reddit_positives=args.reddit, seed=args.seed,
+                        next_turn_epochs=args.next_turn_epochs,
                         recover_references=args.recover_references)
         started = time.time()
         head = train(config, cache)
@@ -327,6 +341,8 @@ def main(argv: list[str] | None = None) -> int:
                 "l1": args.l1, "epochs": args.epochs, "reddit_positives": args.reddit,
                 "dev_pearson": {k: round(v, 4) for k, v in dev.items()},
                 "mean": round(float(np.mean(list(dev.values()))), 4), "seed": args.seed}
+        if args.model == "autojudge-minilm":
+            line["next_turn_epochs"] = args.next_turn_epochs
         if args.note:
             line["note"] = args.note
         if config.blend_dev:

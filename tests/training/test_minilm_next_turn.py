@@ -1,0 +1,79 @@
+"""Next-turn pre-training of autojudge-minilm's M on unrated dialogue: data, objective, hand-over."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from training.data import judgements  # noqa: E402
+from training.minilm.embed import EmbeddingCache, load_encoder  # noqa: E402
+from training.minilm.heads import DIM, AutoJudgeHead  # noqa: E402
+from training.minilm.next_turn import NextTurnConfig, corpus_pairs, pretrain_bilinear  # noqa: E402
+from training.minilm.train import Config, train  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> EmbeddingCache:
+    torch.set_num_threads(1)
+    return EmbeddingCache(tmp_path_factory.mktemp("cache"), load_encoder())
+
+
+def test_pairs_are_consecutive_turns_with_no_development_query() -> None:
+    queries, replies = corpus_pairs(("dailydialog",), max_pairs=300)
+    assert len(queries) == len(replies) == 300
+    assert len(set(zip(queries, replies))) == 300
+    # DailyDialog sentences recur in the DailyDialog-based dev sets: no dev-partition query is kept.
+    assert all(judgements.split_of("q:" + judgements.normalise(q)) == "train" for q in queries)
+    assert corpus_pairs(("dailydialog",), max_pairs=300) == (queries, replies)
+    chitchat_queries, _ = corpus_pairs(("chitchat",), max_pairs=5)
+    assert len(chitchat_queries) == 5
+    with pytest.raises(ValueError, match="unknown next-turn source"):
+        corpus_pairs(("reddit",))
+
+
+def test_pretraining_learns_to_pick_the_next_turn(cache: EmbeddingCache) -> None:
+    config = NextTurnConfig(epochs=30, batch=32, lr=1e-2, max_pairs=64, sources=("dailydialog",))
+    matrix = pretrain_bilinear(cache, config, log=lambda *_: None)
+    assert matrix.shape == (DIM, DIM) and not torch.allclose(matrix, torch.eye(DIM))
+    queries, replies = corpus_pairs(config.sources, config.max_pairs)
+    contexts, answers = torch.from_numpy(cache.get(queries)), torch.from_numpy(cache.get(replies))
+
+    def top1(m: torch.Tensor) -> float:
+        return float(((contexts @ m @ answers.T).argmax(dim=1) == torch.arange(len(queries))).float().mean())
+
+    # The pairs it saw: the own next turn is picked among all 64 far more often than by the cosine.
+    assert top1(matrix) > max(0.9, top1(torch.eye(DIM)) + 0.2)
+
+
+def test_the_ratings_fit_starts_from_the_pretrained_matrix_and_is_pulled_to_it(cache: EmbeddingCache) -> None:
+    head = AutoJudgeHead()
+    assert head.regulariser().item() == 0.0
+    matrix = torch.eye(DIM) + 0.01 * torch.randn(DIM, DIM)
+    head.start_from(matrix)
+    assert torch.equal(head.M.data, matrix) and head.regulariser().item() == 0.0
+    matrix.zero_()  # the head keeps its own copy
+    assert head.regulariser().item() == 0.0
+
+    config = Config(model="autojudge-minilm", epochs=1, batch=16, max_judged=6, negatives_contexts=4,
+                    next_turn_epochs=2, next_turn_max_pairs=48)
+    trained = train(config, cache, log=lambda *_: None)
+    assert not torch.allclose(trained.prior, torch.eye(DIM))
+    plain = train(Config(model="autojudge-minilm", epochs=1, batch=16, max_judged=6, negatives_contexts=4,
+                         next_turn_epochs=0), cache, log=lambda *_: None)
+    assert torch.equal(plain.prior, torch.eye(DIM))
+
+
+def test_exported_graph_has_no_trace_of_the_prior(cache: EmbeddingCache, tmp_path: Path) -> None:
+    """The prior only steers training: the served head is c^T M r as before (same inputs, one M)."""
+    import onnx
+
+    from training.minilm.heads import export_head
+
+    head = AutoJudgeHead()
+    head.start_from(torch.eye(DIM) * 2)
+    export_head(head, tmp_path / "head.onnx")
+    graph = onnx.load(str(tmp_path / "head.onnx")).graph
+    assert [i.name for i in graph.input] == ["context", "context_mask", "response"]
+    assert sum(1 for t in graph.initializer if list(t.dims) == [DIM, DIM]) == 1
