@@ -64,7 +64,8 @@ def corpus_pairs(sources: tuple[str, ...] = SOURCES, max_pairs: int | None = Non
 def pretrain_bilinear(cache: EmbeddingCache, config: NextTurnConfig, seed: int = 0, log=print) -> torch.Tensor:
     """M (DIM x DIM), started at the identity, trained to pick each context's own next turn."""
     queries, replies = corpus_pairs(config.sources, config.max_pairs)
-    cache.add(queries + replies, log=len(queries) > 10_000)
+    # Large chunks: the cache rewrites its whole file after each one (~180k texts on a first run).
+    cache.add(queries + replies, chunk=8192, log=len(queries) > 10_000)
     contexts = torch.from_numpy(cache.get(queries))
     answers = torch.from_numpy(cache.get(replies))
     matrix = torch.nn.Parameter(torch.eye(DIM))
