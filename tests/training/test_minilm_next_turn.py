@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 
 from training.data import judgements  # noqa: E402
 from training.minilm.embed import EmbeddingCache, load_encoder  # noqa: E402
-from training.minilm.heads import DIM, AutoJudgeHead  # noqa: E402
+from training.minilm.heads import DIM, AdemHead, AutoJudgeHead  # noqa: E402
 from training.minilm.next_turn import NextTurnConfig, corpus_pairs, pretrain_bilinear  # noqa: E402
 from training.minilm.train import Config, train  # noqa: E402
 
@@ -47,21 +47,30 @@ def test_pretraining_learns_to_pick_the_next_turn(cache: EmbeddingCache) -> None
     assert top1(matrix) > max(0.9, top1(torch.eye(DIM)) + 0.2)
 
 
-def test_the_ratings_fit_starts_from_the_pretrained_matrix_and_is_pulled_to_it(cache: EmbeddingCache) -> None:
-    head = AutoJudgeHead()
+@pytest.mark.parametrize("head_class", [AutoJudgeHead, AdemHead])
+def test_start_from_sets_m_and_where_the_l1_term_pulls_it(head_class) -> None:
+    head = head_class()
     assert head.regulariser().item() == 0.0
     matrix = torch.eye(DIM) + 0.01 * torch.randn(DIM, DIM)
     head.start_from(matrix)
     assert torch.equal(head.M.data, matrix) and head.regulariser().item() == 0.0
     matrix.zero_()  # the head keeps its own copy
     assert head.regulariser().item() == 0.0
+    if head_class is AdemHead:  # N (reference-reply) is not pre-trained: still pulled to the identity
+        head.N.data.add_(0.5)
+        assert head.regulariser().item() == pytest.approx(0.5)
 
-    config = Config(model="autojudge-minilm", epochs=1, batch=16, max_judged=6, negatives_contexts=4,
-                    next_turn_epochs=2, next_turn_max_pairs=48)
-    trained = train(config, cache, log=lambda *_: None)
+
+@pytest.mark.parametrize("model,encoding,pooling", [("autojudge-minilm", "last", "last"),
+                                                    ("adem-minilm", "turns", "attn")])
+def test_the_ratings_fit_starts_from_the_pretrained_matrix(model: str, encoding: str, pooling: str,
+                                                           cache: EmbeddingCache) -> None:
+    tiny = {"epochs": 1, "batch": 16, "max_judged": 6, "negatives_contexts": 4, "encoding": encoding,
+            "pooling": pooling}
+    trained = train(Config(model=model, next_turn_epochs=2, next_turn_max_pairs=48, **tiny), cache,
+                    log=lambda *_: None)
     assert not torch.allclose(trained.prior, torch.eye(DIM))
-    plain = train(Config(model="autojudge-minilm", epochs=1, batch=16, max_judged=6, negatives_contexts=4,
-                         next_turn_epochs=0), cache, log=lambda *_: None)
+    plain = train(Config(model=model, next_turn_epochs=0, **tiny), cache, log=lambda *_: None)
     assert torch.equal(plain.prior, torch.eye(DIM))
 
 

@@ -87,7 +87,23 @@ def _bilinear(a: torch.Tensor, matrix: torch.Tensor, b: torch.Tensor) -> torch.T
     return ((a @ matrix) * b).sum(dim=-1)
 
 
-class AdemHead(nn.Module):
+class StartsFromNextTurn:
+    """A head whose context-reply matrix M can start from next-turn pre-training (training/minilm/next_turn.py).
+
+    `prior` is where the l1 term pulls M: the identity, or the pre-trained matrix. A plain tensor,
+    not a buffer: training needs it, the exported graph does not.
+    """
+
+    M: nn.Parameter
+    prior: torch.Tensor
+
+    def start_from(self, matrix: torch.Tensor) -> None:
+        """Start M at a pre-trained matrix and pull it there instead of to the identity."""
+        self.M.data.copy_(matrix)
+        self.prior = matrix.detach().clone()
+
+
+class AdemHead(StartsFromNextTurn, nn.Module):
     """score = alpha + beta * (c^T M r_hat + r^T N r_hat - copy penalty), Lowe et al. 2017 on MiniLM vectors."""
 
     referenced = True
@@ -100,6 +116,7 @@ class AdemHead(nn.Module):
         self.alpha = nn.Parameter(torch.tensor(3.0))
         self.beta = nn.Parameter(torch.tensor(1.0))
         self.copy = CopyPenalty()
+        self.prior = torch.eye(DIM)
 
     def forward(self, context, context_mask, response, reference):
         c = self.pool(context, context_mask, response)
@@ -108,11 +125,10 @@ class AdemHead(nn.Module):
         return {"score": self.alpha + self.beta * raw}
 
     def regulariser(self) -> torch.Tensor:
-        eye = torch.eye(DIM)
-        return (self.M - eye).abs().mean() + (self.N - eye).abs().mean()
+        return (self.M - self.prior).abs().mean() + (self.N - torch.eye(DIM)).abs().mean()
 
 
-class AutoJudgeHead(nn.Module):
+class AutoJudgeHead(StartsFromNextTurn, nn.Module):
     """score = alpha + beta * (c^T M r - copy penalty), Deriu & Cieliebak 2019 on MiniLM vectors (reference-free)."""
 
     referenced = False
@@ -124,14 +140,7 @@ class AutoJudgeHead(nn.Module):
         self.alpha = nn.Parameter(torch.tensor(3.0))
         self.beta = nn.Parameter(torch.tensor(1.0))
         self.copy = CopyPenalty()
-        # Where the l1 term pulls M: the identity, or M pre-trained on next turns (start_from).
-        # A plain tensor, not a buffer: training needs it, the exported graph does not.
         self.prior = torch.eye(DIM)
-
-    def start_from(self, matrix: torch.Tensor) -> None:
-        """Start M at a pre-trained matrix and pull it there instead of to the identity."""
-        self.M.data.copy_(matrix)
-        self.prior = matrix.detach().clone()
 
     def forward(self, context, context_mask, response):
         c = self.pool(context, context_mask, response)

@@ -42,7 +42,8 @@ LIMITATIONS = {
 }
 SUMMARIES = {
     "adem-minilm": "ADEM's score alpha + beta (c^T M r_hat + r^T N r_hat) on all-MiniLM-L6-v2 vectors of the "
-                   "context, reference and reply, trained on human scores plus negative samples.",
+                   "context, reference and reply, trained on human scores plus negative samples, M first "
+                   "pre-trained on which reply follows which context in unrated dialogue.",
     "ruber-minilm": "RUBER on all-MiniLM-L6-v2: referenced part cos(reply, reference); unreferenced part a "
                     "quadratic-feature MLP over the context and reply vectors trained by negative sampling only; "
                     "both min-max normalised and blended (option `blend`, `components` for the parts).",
@@ -134,6 +135,7 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
     """head.onnx (checked against torch) + manifest + README for one trained head."""
 
     from training.minilm.heads import export_head
+    from training.minilm.next_turn import NEXT_TURN_MODELS
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -142,7 +144,7 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
     export_head(head, out / "head.onnx")
     _check_parity(head, out / "head.onnx")
     reddit = " --reddit" if getattr(config, "reddit_positives", False) else ""
-    next_turn = config.model == "autojudge-minilm" and getattr(config, "next_turn_epochs", 0) > 0
+    next_turn = config.model in NEXT_TURN_MODELS and getattr(config, "next_turn_epochs", 0) > 0
     model_config: dict[str, Any] = {"context_encoding": config.encoding, "pooling": config.pooling}
     if config.model == "ruber-minilm":
         model_config["normalise"] = ruber_ranges(head, config, cache)

@@ -6,7 +6,7 @@ minutes on one CPU thread:
 * adem-minilm / autojudge-minilm: squared error to the human scores of the judgement *train*
   partition (adem-minilm: the items with a reference), L1 pull of M, N towards the identity,
   plus a margin ranking term on negative samples (see below), as the AutoJudge paper suggests
-  for coverage of the bad replies an RL policy produces; autojudge-minilm's M first learns which
+  for coverage of the bad replies an RL policy produces; their context-reply M first learns which
   reply follows which context on unrated DailyDialog and Chit-Chat train dialogues
   (training/minilm/next_turn.py), and the ratings fit starts from it and is pulled towards it;
 * ruber-minilm: the unreferenced head by negative sampling only (no human score is ever seen):
@@ -35,7 +35,7 @@ from training.minilm import data
 from training.minilm.degenerate import TRAIN_GENERIC, TRAIN_NEAR_EMPTY, degenerate_replies
 from training.minilm.embed import EmbeddingCache
 from training.minilm.heads import DIM, HEADS
-from training.minilm.next_turn import NextTurnConfig, pretrain_bilinear
+from training.minilm.next_turn import NEXT_TURN_MODELS, NextTurnConfig, pretrain_bilinear
 
 # (context encoding, pooling) pairs tried by --search.
 BLENDS = ("min", "max", "geometric", "arithmetic")  # RUBER's pooling strategies (service.scorers.minilm.blend)
@@ -60,8 +60,9 @@ class Config:
     reddit_positives: bool = False  # ruber: DSTC7 train contexts' human replies as extra positives
     zscore: bool = False  # per-set standardised targets: mean dev r .418 (with balance) against .427 raw
     balance: bool = False  # items drawn evenly from the sets (tried together with zscore)
-    # autojudge-minilm: epochs of next-turn pre-training of M on DailyDialog + Chit-Chat train
-    # (training/minilm/next_turn.py) before the ratings fit; 0 starts M at the identity.
+    # autojudge-minilm, adem-minilm (its c^T M r_hat): epochs of next-turn pre-training of M on
+    # DailyDialog + Chit-Chat train (training/minilm/next_turn.py) before the ratings fit; 0 starts
+    # M at the identity.
     next_turn_epochs: int = 5
     next_turn_max_pairs: int | None = None  # tests: a handful of pairs
     seed: int = 0
@@ -173,7 +174,7 @@ def train(config: Config, cache: EmbeddingCache, log=print) -> torch.nn.Module:
     referenced = head.referenced
     is_ruber = config.model == "ruber-minilm"
     batchify = Batchify(cache, config.encoding)
-    if config.model == "autojudge-minilm" and config.next_turn_epochs > 0:
+    if config.model in NEXT_TURN_MODELS and config.next_turn_epochs > 0:
         head.start_from(pretrain_bilinear(cache, NextTurnConfig(epochs=config.next_turn_epochs,
                                                                 max_pairs=config.next_turn_max_pairs),
                                           seed=config.seed, log=log))
@@ -309,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rank-weight", type=float, default=Config.rank_weight)
     parser.add_argument("--l1", type=float, default=Config.l1)
     parser.add_argument("--next-turn-epochs", type=int, default=Config.next_turn_epochs,
-                        help="autojudge-minilm: epochs of next-turn pre-training of M (0: start at the identity)")
+                        help="autojudge-minilm, adem-minilm: epochs of next-turn pre-training of M "
+                             "(0: start at the identity)")
     parser.add_argument("--out", type=Path, default=None, help="store folder to export the model into")
     parser.add_argument("--results", type=Path, default=None, help="append JSON lines of dev results here")
     parser.add_argument("--seed", type=int, default=Config.seed)
@@ -341,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
                 "l1": args.l1, "epochs": args.epochs, "reddit_positives": args.reddit,
                 "dev_pearson": {k: round(v, 4) for k, v in dev.items()},
                 "mean": round(float(np.mean(list(dev.values()))), 4), "seed": args.seed}
-        if args.model == "autojudge-minilm":
+        if args.model in NEXT_TURN_MODELS:
             line["next_turn_epochs"] = args.next_turn_epochs
         if args.note:
             line["note"] = args.note
