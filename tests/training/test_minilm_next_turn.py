@@ -1,4 +1,4 @@
-"""Next-turn pre-training of autojudge-minilm's M on unrated dialogue: data, objective, hand-over."""
+"""Next-turn pre-training of the M of autojudge-minilm and adem-minilm: data, objective, hand-over."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -39,7 +39,7 @@ def _dd_plusplus(name: str) -> list[dict]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def _in_train_partition(context: list[str]) -> bool:
+def in_train_partition(context: list[str]) -> bool:
     return judgements.split_of("q:" + judgements.normalise(context[-1] if context else "")) == "train"
 
 
@@ -62,11 +62,11 @@ def ruber_pairs(include_reddit: bool = False) -> list[Pair]:
     for turns in dialogues:
         for i in range(1, len(turns)):
             context = turns[max(0, i - MAX_TURNS):i]
-            if _in_train_partition(context):
+            if in_train_partition(context):
                 pairs.append(Pair(context, turns[i]))
     for record in _dd_plusplus("data_positives.json")[:DD_PLUSPLUS_POSITIVE_CONTEXTS]:
         context = [" ".join(t.split()) for t in record["context"]][-MAX_TURNS:]
-        if _in_train_partition(context):
+        if in_train_partition(context):
             for reply in record["positive_responses"]:
                 pairs.append(Pair(context, " ".join(reply.split())))
     if include_reddit:
@@ -82,7 +82,7 @@ def ruber_pairs(include_reddit: bool = False) -> list[Pair]:
     for name in ("dev.json", "test.json"):
         for record in _dd_plusplus(name)[:DD_PLUSPLUS_ADVERSARIAL_CONTEXTS]:
             context = [" ".join(t.split()) for t in record["context"]][-MAX_TURNS:]
-            if not _in_train_partition(context):
+            if not in_train_partition(context):
                 continue
             negatives = tuple(" ".join(n.split()) for n in record["adversarial_negative_responses"])
             for reply in record["positive_responses"]:

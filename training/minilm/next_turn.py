@@ -4,10 +4,10 @@ Why: fitted on the judged train partitions alone (about 11k rated items, DSTC7's
 more than half of them) M hardly leaves its identity start, so AutoJudge's reference-free score
 stays close to cos(last turn, reply), and ADEM's context term likewise. The dual encoder of
 Lowe et al. 2015 learns the same form from which reply follows which context, with no rating
-read; here by in-batch softmax (each pair's
-reply against the other replies of its batch, and each context against the other contexts, as
-in CLIP) over the DailyDialog and Chit-Chat train splits. The ratings fit then starts from this M
-and its l1 term pulls towards it instead of towards the identity (training/minilm/train.py).
+read; here by in-batch softmax (each pair's reply against the other replies of its batch, and
+each context against the other contexts, as in CLIP) over the DailyDialog and Chit-Chat train
+splits. The ratings fit then starts from this M and its l1 term pulls towards it instead of
+towards the identity (training/minilm/train.py). Measured in docs/evaluation.md.
 
 The context is the last turn, as in the served `last` encoding; heads with another encoding
 start from the same M (the pooled context vector is a mixture of turn vectors of the same space).
@@ -35,7 +35,9 @@ NEXT_TURN_MODELS = ("adem-minilm", "autojudge-minilm")
 
 @dataclass(frozen=True)
 class NextTurnConfig:
-    epochs: int = 5  # dev Pearson of the bare c^T M r peaks at 4-6 epochs, then Reddit (dstc7) falls
+    # The bare c^T M r's dev Pearson on the DailyDialog sets peaks at 4-6 epochs; on dstc7 (Reddit)
+    # it falls from the first epoch on, which the ratings fit then makes up for.
+    epochs: int = 5
     batch: int = 512  # in-batch negatives per pair
     lr: float = 1e-3
     max_pairs: int | None = None  # tests: a handful
@@ -55,7 +57,7 @@ def corpus_pairs(sources: tuple[str, ...] = SOURCES, max_pairs: int | None = Non
         for turns in dialogues:
             for i in range(1, len(turns)):
                 pair = (turns[i - 1], turns[i])
-                if pair in seen or (source == "dailydialog" and not data._in_train_partition([pair[0]])):
+                if pair in seen or (source == "dailydialog" and not data.in_train_partition([pair[0]])):
                     continue
                 seen.add(pair)
                 queries.append(pair[0])
