@@ -1,4 +1,4 @@
-"""Next-turn pre-training of the M of autojudge-minilm and adem-minilm: data, objective, hand-over."""
+"""Next-turn pre-training of the M of the three -minilm heads: data, objective, hand-over."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 
 from training.data import judgements  # noqa: E402
 from training.minilm.embed import EmbeddingCache, load_encoder  # noqa: E402
-from training.minilm.heads import DIM, AdemHead, AutoJudgeHead  # noqa: E402
+from training.minilm.heads import DIM, AdemHead, AutoJudgeHead, RuberHead  # noqa: E402
 from training.minilm.next_turn import NextTurnConfig, corpus_pairs, pretrain_bilinear  # noqa: E402
 from training.minilm.train import Config, train  # noqa: E402
 
@@ -47,7 +47,7 @@ def test_pretraining_learns_to_pick_the_next_turn(cache: EmbeddingCache) -> None
     assert top1(matrix) > max(0.9, top1(torch.eye(DIM)) + 0.2)
 
 
-@pytest.mark.parametrize("head_class", [AutoJudgeHead, AdemHead])
+@pytest.mark.parametrize("head_class", [AutoJudgeHead, AdemHead, RuberHead])
 def test_start_from_sets_m_and_where_the_l1_term_pulls_it(head_class) -> None:
     head = head_class()
     assert head.regulariser().item() == 0.0
@@ -62,11 +62,12 @@ def test_start_from_sets_m_and_where_the_l1_term_pulls_it(head_class) -> None:
 
 
 @pytest.mark.parametrize("model,encoding,pooling", [("autojudge-minilm", "last", "last"),
-                                                    ("adem-minilm", "turns", "attn")])
+                                                    ("adem-minilm", "turns", "attn"),
+                                                    ("ruber-minilm", "last", "last")])
 def test_the_ratings_fit_starts_from_the_pretrained_matrix(model: str, encoding: str, pooling: str,
                                                            cache: EmbeddingCache) -> None:
-    tiny = {"epochs": 1, "batch": 16, "max_judged": 6, "negatives_contexts": 4, "encoding": encoding,
-            "pooling": pooling}
+    tiny = {"epochs": 1, "batch": 16, "max_judged": 6, "negatives_contexts": 4, "ruber_pairs": 12,
+            "encoding": encoding, "pooling": pooling}
     trained = train(Config(model=model, next_turn_epochs=2, next_turn_max_pairs=48, **tiny), cache,
                     log=lambda *_: None)
     assert not torch.allclose(trained.prior, torch.eye(DIM))

@@ -151,7 +151,7 @@ class AutoJudgeHead(StartsFromNextTurn, nn.Module):
         return (self.M - self.prior).abs().mean()
 
 
-class RuberHead(nn.Module):
+class RuberHead(StartsFromNextTurn, nn.Module):
     """RUBER (Tao et al. 2018): s_ref = cos(r_hat, r); s_unref = MLP([c; c^T M r_hat; r_hat]) in (0, 1)."""
 
     referenced = True
@@ -162,8 +162,9 @@ class RuberHead(nn.Module):
         self.M = nn.Parameter(torch.eye(DIM))
         self.mlp = nn.Sequential(nn.Linear(2 * DIM + 1, hidden), nn.Tanh(), nn.Linear(hidden, 1))
         # A direct path from the quadratic feature, the MLP's output layer starting at zero: the
-        # head starts as sigmoid(5 cos(c, r)) and learns a correction (a randomly started MLP
-        # learned DailyDialog topic priors that did not carry over to Reddit: dstc7 dev r .26-.28).
+        # head starts as sigmoid(5 c^T M r), M the identity or next-turn pre-trained, and learns a
+        # correction (a randomly started MLP learned DailyDialog topic priors that did not carry
+        # over to Reddit: dstc7 dev r .26-.28).
         self.skip = nn.Parameter(torch.tensor(5.0))
         nn.init.zeros_(self.mlp[2].weight)
         nn.init.zeros_(self.mlp[2].bias)
@@ -174,6 +175,7 @@ class RuberHead(nn.Module):
         # gamma 20 without the DSTC7 positives the degenerate check fell to 89.0% (copies 49.8%);
         # gamma 40 (10 logits at cos 1): 95.6%, copies 87.8%, dev Pearson unchanged or higher.
         self.copy = CopyPenalty(gamma=40.0, trainable=False)
+        self.prior = torch.eye(DIM)
 
     def unreferenced(self, context, context_mask, response) -> torch.Tensor:
         c = self.pool(context, context_mask, response)
@@ -188,7 +190,7 @@ class RuberHead(nn.Module):
         return {"score": (s_ref + s_unref) / 2, "s_ref": s_ref, "s_unref": s_unref}
 
     def regulariser(self) -> torch.Tensor:
-        return (self.M - torch.eye(DIM)).abs().mean()
+        return (self.M - self.prior).abs().mean()
 
 
 HEADS = {"adem-minilm": AdemHead, "ruber-minilm": RuberHead, "autojudge-minilm": AutoJudgeHead}

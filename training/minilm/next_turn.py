@@ -2,7 +2,8 @@
 
 Why: fitted on the judged train partitions alone (about 11k rated items, DSTC7's Reddit ratings
 more than half of them) M hardly leaves its identity start, so AutoJudge's reference-free score
-stays close to cos(last turn, reply), and ADEM's context term likewise. The dual encoder of
+stays close to cos(last turn, reply), and ADEM's context term likewise (RUBER's quadratic
+feature learns from 40k negative-sampling pairs, not the 168k next turns). The dual encoder of
 Lowe et al. 2015 learns the same form from which reply follows which context, with no rating
 read; here by in-batch softmax (each pair's reply against the other replies of its batch, and
 each context against the other contexts, as in CLIP) over the DailyDialog and Chit-Chat train
@@ -28,9 +29,9 @@ from training.minilm.embed import EmbeddingCache
 from training.minilm.heads import DIM
 
 SOURCES = ("dailydialog", "chitchat")
-# The heads whose M scores a reply against its context (ADEM: c^T M r_hat; AutoJudge: c^T M r).
-# ruber-minilm learns from negative sampling alone, next turns included, and is not pre-trained.
-NEXT_TURN_MODELS = ("adem-minilm", "autojudge-minilm")
+# The heads whose M scores a reply against its context (ADEM: c^T M r_hat; AutoJudge: c^T M r;
+# RUBER: the quadratic feature of its unreferenced part, which then learns by negative sampling).
+NEXT_TURN_MODELS = ("adem-minilm", "autojudge-minilm", "ruber-minilm")
 
 
 @dataclass(frozen=True)

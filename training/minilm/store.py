@@ -45,7 +45,8 @@ SUMMARIES = {
                    "context, reference and reply, trained on human scores plus negative samples, M first "
                    "pre-trained on which reply follows which context in unrated dialogue.",
     "ruber-minilm": "RUBER on all-MiniLM-L6-v2: referenced part cos(reply, reference); unreferenced part a "
-                    "quadratic-feature MLP over the context and reply vectors trained by negative sampling only; "
+                    "quadratic-feature MLP over the context and reply vectors trained by negative sampling only "
+                    "(its M first pre-trained on next turns, no rating either); "
                     "both min-max normalised and blended (option `blend`, `components` for the parts).",
     "autojudge-minilm": "AutoJudge's reference-free score alpha + beta c^T M r on all-MiniLM-L6-v2 vectors of the "
                         "context and reply, trained on human turn scores plus negative samples, M first pre-trained "
@@ -207,11 +208,11 @@ RUBER_TRAINING = ("negative sampling only (no human score): DailyDialog train (1
                   "conversations, DailyDialog++ "
                   "dev/test adversarial negatives (800 contexts per file; only contexts whose query is in the "
                   "judgement train partition) and degenerate replies")
-NEXT_TURN_TRAINING = ("; before that fit, M (started at the identity) learns which reply follows which context "
+NEXT_TURN_TRAINING = ("; before that training, M (started at the identity) learns which reply follows which context "
                       "on unrated dialogue, {epochs} epochs of in-batch softmax over (last turn, next turn) pairs of "
                       "the DailyDialog train split (queries in the judgement train partition only) and the Chit-Chat "
-                      "train split (training/minilm/next_turn.py); the fit's l1 term then pulls M towards that "
-                      "matrix instead of the identity")
+                      "train split (training/minilm/next_turn.py); the l1 term of that training then pulls M towards "
+                      "that matrix instead of the identity")
 NEGATIVES = ("degenerate negatives use the training phrase lists of training/minilm/degenerate.py (TRAIN_GENERIC, "
              "TRAIN_NEAR_EMPTY), disjoint from the check set's lists, on train-partition contexts only")
 

@@ -12,7 +12,8 @@ minutes on one CPU thread:
 * ruber-minilm: the unreferenced head by negative sampling only (no human score is ever seen):
   DailyDialog train and DailyDialog++ positives against random replies from other
   conversations, the DailyDialog++ adversarial negatives (train-partition contexts only) and
-  degenerate replies from the *training* phrase lists; the referenced part is the plain cosine.
+  degenerate replies from the *training* phrase lists, its quadratic feature's M started from the
+  same next-turn pre-training; the referenced part is the plain cosine.
 
 `--search` trains every context encoding/pooling on the train partition and prints the mean
 development-set Pearson of each; the chosen one is then trained and exported with `--out`.
@@ -60,7 +61,7 @@ class Config:
     reddit_positives: bool = False  # ruber: DSTC7 train contexts' human replies as extra positives
     zscore: bool = False  # per-set standardised targets: mean dev r .418 (with balance) against .427 raw
     balance: bool = False  # items drawn evenly from the sets (tried together with zscore)
-    # autojudge-minilm, adem-minilm (its c^T M r_hat): epochs of next-turn pre-training of M on
+    # adem-, autojudge- and ruber-minilm (their context-reply M): epochs of next-turn pre-training of M on
     # DailyDialog + Chit-Chat train (training/minilm/next_turn.py) before the ratings fit; 0 starts
     # M at the identity.
     next_turn_epochs: int = 5
@@ -310,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rank-weight", type=float, default=Config.rank_weight)
     parser.add_argument("--l1", type=float, default=Config.l1)
     parser.add_argument("--next-turn-epochs", type=int, default=Config.next_turn_epochs,
-                        help="autojudge-minilm, adem-minilm: epochs of next-turn pre-training of M "
+                        help="adem-, autojudge- and ruber-minilm: epochs of next-turn pre-training of M "
                              "(0: start at the identity)")
     parser.add_argument("--out", type=Path, default=None, help="store folder to export the model into")
     parser.add_argument("--results", type=Path, default=None, help="append JSON lines of dev results here")
