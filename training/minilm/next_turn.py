@@ -68,8 +68,20 @@ def corpus_pairs(sources: tuple[str, ...] = SOURCES, max_pairs: int | None = Non
     return queries, replies
 
 
+# One pre-training per (cache, settings, seed) in a process: `train-minilm --search` trains a head
+# for every context encoding, and each starts from the same M.
+_TRAINED: dict[tuple[str, NextTurnConfig, int], torch.Tensor] = {}
+
+
 def pretrain_bilinear(cache: EmbeddingCache, config: NextTurnConfig, seed: int = 0, log=print) -> torch.Tensor:
     """M (DIM x DIM), started at the identity, trained to pick each context's own next turn."""
+    key = (str(cache.folder), config, seed)
+    if key not in _TRAINED:
+        _TRAINED[key] = _pretrain(cache, config, seed, log)
+    return _TRAINED[key].clone()
+
+
+def _pretrain(cache: EmbeddingCache, config: NextTurnConfig, seed: int, log) -> torch.Tensor:
     queries, replies = corpus_pairs(config.sources, config.max_pairs)
     # Large chunks: the cache rewrites its whole file after each one (~180k texts on a first run).
     cache.add(queries + replies, chunk=8192, log=len(queries) > 10_000)

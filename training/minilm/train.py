@@ -62,8 +62,8 @@ class Config:
     zscore: bool = False  # per-set standardised targets: mean dev r .418 (with balance) against .427 raw
     balance: bool = False  # items drawn evenly from the sets (tried together with zscore)
     # adem-, autojudge- and ruber-minilm (their context-reply M): epochs of next-turn pre-training of M on
-    # DailyDialog + Chit-Chat train (training/minilm/next_turn.py) before the ratings fit; 0 starts
-    # M at the identity.
+    # DailyDialog + Chit-Chat train (training/minilm/next_turn.py) before the head's own training;
+    # 0 starts M at the identity.
     next_turn_epochs: int = 5
     next_turn_max_pairs: int | None = None  # tests: a handful of pairs
     seed: int = 0
