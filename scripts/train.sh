@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make train`: rebuild every artifact of model_store/ from installed packages and ../shared/data
-# (or DIALSCORE_DATA_DIR), in dependency order, seeded. About 2 hours on a 2-core CPU, most of it
+# (or DIALSCORE_DATA_DIR), in dependency order, seeded. About 2.5 hours on a 2-core CPU, most of it
 # VHRED pre-training and RUBER. Each step logs progress; intermediate runs go to runs/ (ignored).
 #   STEPS="adem autojudge" scripts/train.sh    only some steps (names below)
 set -euo pipefail
@@ -31,7 +31,7 @@ if has adem-autojudge; then
 fi
 if has ruber; then
     step "RUBER: negative sampling on DailyDialog + Chit-Chat, calibration, export"
-    $PY -m training train ruber --out model_store/ruber --max-steps 4360 --seed 13
+    $PY -m training train ruber --out model_store/ruber --max-steps 26000 --threads 2 --seed 13
 fi
 if has minilm; then
     step "ADEM, RUBER and AutoJudge heads on MiniLM"

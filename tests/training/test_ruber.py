@@ -146,7 +146,9 @@ def test_the_command_pipeline_writes_a_servable_calibrated_model_with_a_card(tmp
     assert summary["blend"]["chosen"] in summary["blend"]["mean_pearson"]
     assert summary["query_turns"]["chosen"] in (1, 2, 3)
     card = (store / "ruber" / "README.md").read_text()
-    for needed in ("## Training", "2-core x86_64 CPU, no GPU", "Tao", "| dailydialog_gupta_multiref |", "bleu4"):
+    assert summary["threads"] == 1
+    for needed in ("## Training", "2-core x86_64 CPU, no GPU (one thread", "Tao", "| dailydialog_gupta_multiref |",
+                   "bleu4"):
         assert needed in card
     manifest = read_manifest(store / "ruber")
     verify_files(manifest)
@@ -166,3 +168,15 @@ def test_training_is_deterministic_for_a_seed(glove, pairs):
         states.append(model.state_dict())
     for key in states[0]:
         assert torch.equal(states[0][key], states[1][key]), key
+
+
+def test_the_card_reads_convergence_from_the_validation_history():
+    from training.ruber.train import convergence
+
+    def history(losses):
+        return [{"step": 100 * (i + 1), "loss": loss} for i, loss in enumerate(losses)]
+
+    falling = {"history": history([0.5, 0.4, 0.3, 0.25]), "best": {"step": 400, "loss": 0.25}, "steps": 400}
+    assert "still falling" in convergence(falling) and "0.4000 by step 200" in convergence(falling)
+    flat = {"history": history([0.5, 0.3, 0.31, 0.32, 0.33]), "best": {"step": 200, "loss": 0.3}, "steps": 500}
+    assert "stopped improving after step 200" in convergence(flat)

@@ -43,7 +43,7 @@ from training.ruber.model import RuberConfig, UnreferencedScorer, build_glove_sc
 from training.ruber.trainer import TrainConfig, train_unreferenced
 
 log = logging.getLogger("training.ruber")
-VERSION = "2026.11.0"
+VERSION = "2026.11.1"  # 2026.11.1: 26,000 steps on 2 threads (was 4,360)
 PARITY_TOLERANCE = 1e-4
 BASELINES = ("bleu4", "rouge-l", "length")
 CITATION = ("Chongyang Tao, Lili Mou, Dongyan Zhao, Rui Yan. RUBER: An Unsupervised Method for Automatic "
@@ -143,7 +143,7 @@ def paper_comparison(corr: dict, summary: dict) -> str:
         "(Table 1: Douban, Chinese, 1.45 M training pairs, one retrieval and one seq2seq system, 0-2 "
         f"ratings). Here s_U reaches {min(s_u):.3f}-{max(s_u):.3f} (mean {np.mean(s_u):.3f}) over the dev "
         f"sets and the blend {shown}: below the paper by about {0.43 - np.mean(s_u):.2f} for s_U. Why we "
-        f"think so: (1) far less training ({summary['train']['minutes']:.0f} minutes on one shared core, "
+        f"think so: (1) far less training ({summary['train']['minutes']:.0f} minutes on a shared 2-core CPU, "
         f"{summary['train']['steps']:,} steps of {summary['train_config']['batch_size']} pairs, about "
         f"{summary['train']['steps'] * summary['train_config']['batch_size'] / summary['data']['train_pairs']:.1f} "
         f"passes over {summary['data']['train_pairs'] / 1000:.0f} k pairs); (2) frozen "
@@ -153,6 +153,25 @@ def paper_comparison(corr: dict, summary: dict) -> str:
         "replies (near zero on the DailyDialog multi-reference dev split), so blends gain less than in "
         "the paper; (5) each dev split holds a few hundred items, so differences of ±0.1 are within noise."
     )
+
+
+def _threads(summary: dict) -> str:
+    threads = summary.get("threads", 1)  # runs before 2026-11-22 did not record it; they used one
+    return "one thread" if threads == 1 else f"{threads} threads"
+
+
+def convergence(train: dict) -> str:
+    """Whether a longer run is worth it, read from the validation history rather than asserted."""
+    history, best = train["history"], train["best"]
+    if not history:
+        return ""
+    halfway = [h["loss"] for h in history if h["step"] <= train["steps"] / 2]
+    if best["step"] < history[-1]["step"] * 0.8:
+        return (f"Validation loss stopped improving after step {best['step']:,}; a longer run would not help "
+                "this recipe.")
+    gained = f" (it was {min(halfway):.4f} by step {train['steps'] // 2:,})" if halfway else ""
+    return (f"Validation loss was still falling late in the run{gained}: a longer run might gain a little "
+            "more.")
 
 
 def write_card(folder: Path, summary: dict) -> Path:
@@ -189,8 +208,8 @@ def write_card(folder: Path, summary: dict) -> Path:
         f"{summary['train_config']['learning_rate']}), best validation step {summary['train']['best']['step']} "
         f"(ranking loss {summary['train']['best']['loss']:.4f}, true reply above a random one "
         f"{100 * summary['train']['best']['accuracy']:.1f}% of the time); "
-        f"{summary['train']['minutes']:.1f} min on a 2-core x86_64 CPU, no GPU (one thread, torch "
-        f"{torch.__version__}). Validation loss was still falling when it stopped: a longer run would likely do better."),
+        f"{summary['train']['minutes']:.1f} min on a 2-core x86_64 CPU, no GPU ({_threads(summary)}, torch "
+        f"{torch.__version__}). {convergence(summary['train'])}"),
         "- ONNX parity with torch (max abs difference, several shapes incl. batch 1 and 300 words): "
         + ", ".join(f"{k} {v:.1e}" for k, v in summary["parity"].items()) + ".",
         "- Licence of the weights: trained on DailyDialog, so CC BY-NC-SA 4.0 terms apply; GloVe PDDL 1.0.",
@@ -267,6 +286,7 @@ def run(out: Path, store: Path, config: RuberConfig, train_config: TrainConfig, 
         "data": {"sources": list(sources), "train_pairs": len(train), "valid_pairs": len(valid),
                  "train_fingerprint": fingerprint(train_dialogues), "valid_fingerprint": fingerprint(valid_dialogues)},
         "command": command, "machine": f"2-core {platform.machine()} CPU, no GPU", "date": str(date.today()),
+        "threads": torch.get_num_threads(),
     }
     (out / "training.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     card = _card(summary, {})
@@ -296,10 +316,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training train ruber", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=Path("model_store/ruber"))
     parser.add_argument("--store", type=Path, default=Path("model_store"), help="where glove-50d and baselines are")
-    # The committed model ran for a 22-minute budget on the shared 2-core machine and stopped at
-    # step 4360; a fixed step count (not a time budget) is what makes the run reproducible.
-    parser.add_argument("--minutes", type=float, default=60.0, help="safety cap on training time")
-    parser.add_argument("--max-steps", type=int, default=4360)
+    # The committed model: 26,000 steps on 2 threads (50 min on the 2-core machine). A fixed step
+    # count, not a time budget, makes the run reproducible, and so does the thread count: torch
+    # splits sums by thread, so another count gives other (equally good) weights. The first
+    # committed run stopped at 4,360 steps with validation loss still falling; this one is better
+    # on every dev set for s_U (docs/evaluation.md).
+    parser.add_argument("--minutes", type=float, default=90.0, help="safety cap on training time")
+    parser.add_argument("--max-steps", type=int, default=26000)
     parser.add_argument("--max-pairs", type=int, default=None)
     parser.add_argument("--valid-pairs", type=int, default=4000)
     parser.add_argument("--hidden", type=int, default=128)
@@ -307,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--eval-every", type=int, default=500)
     parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--sources", nargs="+", default=["dailydialog", "chitchat"])
     parser.add_argument("--choice-sets", nargs="+", default=list(SETS), choices=list(SETS))
     parser.add_argument("--card-sets", nargs="+", default=list(SETS), choices=list(SETS))
