@@ -6,6 +6,14 @@
 * both normalised with min-max constants measured on a calibration set (manifest `config`),
   clipped to [0, 1], then blended by min, max, geometric or arithmetic mean (`options.blend`).
 
+`options.word_weights: "frequency"` scales each word vector by a / (a + p(word)) before the
+pooling (the weights of Arora et al. 2017, `word_weights.npy`, from the training corpora's word
+counts). Why: the paper pools by max and min because "common words' vectors are pulled to the
+origin" during embedding training, so the extremes come from the informative words. GloVe,
+which we use, does not do that (the vector of "the" is as long as that of "basketball"), so
+plain pooling is dominated by common words; the weights restore the paper's premise. `"none"`
+is the paper's formula exactly. The default is the one that did better on development data.
+
 The word vectors come from the shared `glove-50d` component, so the graphs take embedded
 words and stay small. The pooling and feature code here is also what training calibrates with.
 """
@@ -22,6 +30,8 @@ from service.scorers.registry import register
 from service.text import words
 
 BLENDS = ("min", "max", "geometric", "arithmetic")
+WORD_WEIGHTS = ("none", "frequency")
+WEIGHTS_FILE = "word_weights.npy"
 
 
 def pooled(vectors: np.ndarray) -> np.ndarray:
@@ -83,6 +93,7 @@ class Ruber(Scorer):
     default_options: ClassVar[dict[str, dict[str, Any]]] = {
         "blend": {"type": "string", "choices": list(BLENDS), "default": "arithmetic"},
         "components": {"type": "boolean", "default": False},
+        "word_weights": {"type": "string", "choices": ["none"], "default": "none"},
     }
     max_batch = 64
 
@@ -95,6 +106,20 @@ class Ruber(Scorer):
         self.query_encoder = self.runtime.session(self.manifest.path("query_encoder.onnx"))
         self.reply_encoder = self.runtime.session(self.manifest.path("reply_encoder.onnx"))
         self.head = self.runtime.session(self.manifest.path("head.onnx"))
+        self.word_weights: np.ndarray | None = None
+        if WEIGHTS_FILE in self.manifest.files:
+            weights = np.load(self.manifest.path(WEIGHTS_FILE), allow_pickle=False)
+            if weights.shape != (self.glove.vectors.shape[0],):
+                raise ValueError(f"{self.name}: {WEIGHTS_FILE} has shape {weights.shape}, "
+                                 f"glove-50d has {self.glove.vectors.shape[0]} words")
+            if "s_ref_frequency" not in self.bounds:
+                raise ValueError(f"{self.name}: {WEIGHTS_FILE} without normalisation.s_ref_frequency")
+            self.word_weights = weights.astype(np.float32)
+        offered = [w for w in self.option_spec["word_weights"]["choices"]
+                   if w == "none" or self.word_weights is not None]
+        if self.option_spec["word_weights"]["default"] not in offered:
+            raise ValueError(f"{self.name}: default word_weights needs {WEIGHTS_FILE}")
+        self.option_spec["word_weights"] = {**self.option_spec["word_weights"], "choices": offered}
 
     def _encode(self, session: Any, texts: list[str], keep: str) -> np.ndarray:
         """Encodings of `texts`, length-bucketed; padding is masked in the graph so buckets do not matter."""
@@ -117,17 +142,30 @@ class Ruber(Scorer):
         (scores,) = self.head.run({"query": q, "reply": r})
         return np.asarray(scores, dtype=np.float64).reshape(-1)
 
-    def referenced(self, items: list[Item]) -> np.ndarray:
+    def _vectors(self, text: str, word_weights: str) -> np.ndarray:
+        ids = self.glove.ids(words(text))
+        if not ids:
+            return np.zeros((0, self.glove.dim), dtype=np.float32)
+        if word_weights == "frequency":
+            return self.glove.vectors[ids] * self.word_weights[ids, None]
+        return self.glove.vectors[ids]
+
+    def referenced(self, items: list[Item], word_weights: str = "none") -> np.ndarray:
         """Raw s_R in [-1, 1] for each item."""
         return np.asarray([
-            referenced_score(self.glove.embed(words(item.response)), self.glove.embed(words(item.reference or "")))
+            referenced_score(self._vectors(item.response, word_weights), self._vectors(item.reference or "", word_weights))
             for item in items
         ], dtype=np.float64)
+
+    def reference_bounds(self, word_weights: str) -> list[float]:
+        """The calibration constants of s_R as computed with these word weights."""
+        return self.bounds["s_ref_frequency" if word_weights == "frequency" else "s_ref"]
 
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         if not items:
             return ScoreBatch([])
-        s_ref = normalise(self.referenced(items), self.bounds["s_ref"])
+        weighting = options.get("word_weights", "none")
+        s_ref = normalise(self.referenced(items, weighting), self.reference_bounds(weighting))
         s_unref = normalise(self.unreferenced(items, cache), self.bounds["s_unref"])
         scores = blend(s_ref, s_unref, options["blend"])
         details = None

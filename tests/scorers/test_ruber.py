@@ -97,3 +97,41 @@ def test_bad_options_are_refused(scorer):
         scorer.score(ITEMS[:1], {"blend": "median"})
     with pytest.raises(OptionError):
         scorer.score(ITEMS[:1], {"weights": [1, 2]})
+    with pytest.raises(OptionError):
+        scorer.score(ITEMS[:1], {"word_weights": "idf"})
+
+
+def test_frequency_weights_let_the_informative_words_lead_the_pooling(scorer):
+    """Replies that share only common words with the reference lose s_R under the weights; the
+    paper's unweighted formula stays one option away and gives its own (raw) value."""
+    commonplace = Item(["what did you do?"], "i went to the cinema.", "i went to the gym.")
+    raw_plain = scorer.referenced([commonplace], "none")[0]
+    raw_weighted = scorer.referenced([commonplace], "frequency")[0]
+    assert raw_weighted < raw_plain
+    assert scorer.word_weights[scorer.glove.index["the"]] < scorer.word_weights[scorer.glove.index["cinema"]]
+    assert scorer.option_spec["word_weights"]["choices"] == ["none", "frequency"]
+    for weighting in ("none", "frequency"):
+        details = scorer.score([commonplace], {"word_weights": weighting, "components": True}).details[0]
+        expected = normalise([scorer.referenced([commonplace], weighting)[0]], scorer.reference_bounds(weighting))
+        assert details["s_ref"] == pytest.approx(float(expected[0]))
+
+
+def test_a_model_without_the_weights_file_offers_only_the_papers_pooling(tmp_path):
+    """Artifacts made before word weights existed still load; asking them for weights is a 422, not a 500."""
+    import json
+
+    from service.store import ModelStore
+
+    root = copy_store(tmp_path, ("ruber",))
+    (root / "ruber" / "word_weights.npy").unlink()
+    manifest = json.loads((root / "ruber" / "manifest.json").read_text())
+    del manifest["files"]["word_weights.npy"]
+    manifest["options"].pop("word_weights")
+    (root / "ruber" / "manifest.json").write_text(json.dumps(manifest))
+    store = ModelStore(root)
+    assert store.load(), store.failures
+    old = store.scorers["ruber"]
+    assert old.word_weights is None and old.option_spec["word_weights"]["choices"] == ["none"]
+    assert len(old.score(ITEMS).scores) == len(ITEMS)
+    with pytest.raises(OptionError):
+        old.score(ITEMS[:1], {"word_weights": "frequency"})

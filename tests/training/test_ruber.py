@@ -153,6 +153,12 @@ def test_the_command_pipeline_writes_a_servable_calibrated_model_with_a_card(tmp
     manifest = read_manifest(store / "ruber")
     verify_files(manifest)
     assert manifest.options["blend"]["default"] == summary["blend"]["chosen"]
+    assert "word_weights.npy" in manifest.files
+    assert manifest.options["word_weights"] == {"type": "string", "choices": ["none", "frequency"],
+                                                "default": summary["blend"]["word_weights"]}
+    assert set(summary["blend"]["by_word_weights"]) == {"none", "frequency"}
+    lo, hi = summary["normalisation"]["s_ref_frequency"]
+    assert -1.0 <= lo < hi <= 1.0
     assert manifest.card["correlations"]["holistic_eval"]["bleu4"] == {"n/a": "needs a reference"}
 
 
@@ -180,3 +186,14 @@ def test_the_card_reads_convergence_from_the_validation_history():
     assert "still falling" in convergence(falling) and "0.4000 by step 200" in convergence(falling)
     flat = {"history": history([0.5, 0.3, 0.31, 0.32, 0.33]), "best": {"step": 200, "loss": 0.3}, "steps": 500}
     assert "stopped improving after step 200" in convergence(flat)
+
+
+def test_frequency_weights_shrink_common_words_and_leave_unseen_ones():
+    from training.ruber.word_weights import frequency_weights
+
+    index = {"the": 0, "cinema": 1, "zyzzyva": 2}
+    dialogues = [["the cinema", "the the the"], ["the end"]]  # 'the' is 5 of the 7 tokens, 'cinema' 1
+    weights = frequency_weights(index, dialogues, a=0.1)
+    assert weights[0] == pytest.approx(0.1 / (0.1 + 5 / 7))
+    assert weights[1] == pytest.approx(0.1 / (0.1 + 1 / 7))
+    assert weights[2] == 1.0 and weights.dtype == np.float32

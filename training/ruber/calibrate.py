@@ -1,4 +1,5 @@
-"""Min-max constants for s_R and s_U, and the measured choices (query turns, default blend).
+"""Min-max constants for s_R (with and without word weights) and s_U, and the measured choices
+(query turns, default blend and word weighting).
 
 Calibration set: DailyDialog++ dev (Sai et al. 2020): per context, five human-written good
 replies (the first serves as the reference) and five random and five adversarial bad ones,
@@ -46,8 +47,12 @@ def raw_components(scorer: Ruber, items: list[Item], batch: int = 256) -> tuple[
 
 def min_max(scorer: Ruber, items: list[Item]) -> dict[str, list[float]]:
     s_ref, s_unref = raw_components(scorer, items)
-    return {"s_ref": [float(s_ref.min()), float(s_ref.max())],
-            "s_unref": [float(s_unref.min()), float(s_unref.max())]}
+    bounds = {"s_ref": [float(s_ref.min()), float(s_ref.max())],
+              "s_unref": [float(s_unref.min()), float(s_unref.max())]}
+    if scorer.word_weights is not None:
+        weighted = scorer.referenced(items, "frequency")
+        bounds["s_ref_frequency"] = [float(weighted.min()), float(weighted.max())]
+    return bounds
 
 
 def _pearson(human: np.ndarray, scores: np.ndarray) -> float:
@@ -56,17 +61,19 @@ def _pearson(human: np.ndarray, scores: np.ndarray) -> float:
     return float(stats.pearsonr(human, scores).statistic)
 
 
-def dev_components(scorer: Ruber, items: list[JudgedItem], max_refs: int = 4) -> tuple[np.ndarray, np.ndarray]:
+def dev_components(scorer: Ruber, items: list[JudgedItem], max_refs: int = 4,
+                   word_weights: str = "none") -> tuple[np.ndarray, np.ndarray]:
     """Normalised s_U per item and the best normalised s_R over its first `max_refs` references (NaN: none)."""
     plain = [Item(list(i.context), i.response, None) for i in items]
     s_unref = unreferenced_scores(scorer, plain)
     s_ref = np.full(len(items), np.nan)
     flat = [(k, Item(list(i.context), i.response, r)) for k, i in enumerate(items) for r in i.references[:max_refs]]
     if flat:
-        values = scorer.referenced([item for _, item in flat])
+        values = scorer.referenced([item for _, item in flat], word_weights)
         for (k, _), v in zip(flat, values):
             s_ref[k] = v if np.isnan(s_ref[k]) else max(s_ref[k], v)
-    return normalise(s_ref, scorer.bounds["s_ref"]) if flat else s_ref, normalise(s_unref, scorer.bounds["s_unref"])
+    s_ref = normalise(s_ref, scorer.reference_bounds(word_weights)) if flat else s_ref
+    return s_ref, normalise(s_unref, scorer.bounds["s_unref"])
 
 
 def unreferenced_scores(scorer: Ruber, items: list[Item], batch: int = 256) -> np.ndarray:
@@ -93,16 +100,23 @@ def choose_query_turns(scorer: Ruber, candidates=(1, 2, 3), sets: list[str] | No
 
 
 def choose_blend(scorer: Ruber, sets: list[str] | None = None, data_dir: Path = DEFAULT_DATA_DIR) -> dict:
-    """Mean dev Pearson of each blend over the sets with references; the best becomes the default."""
-    per_set: dict[str, dict[str, float]] = {}
+    """Mean dev Pearson of each blend, with each word weighting the scorer offers, over the sets with
+    references; the best pair becomes the default (ties keep the paper's unweighted pooling)."""
+    weightings = ["none"] + (["frequency"] if scorer.word_weights is not None else [])
+    per_set: dict[str, dict[str, dict[str, float]]] = {w: {} for w in weightings}
     for name in sets or list(SETS):
         if not SETS[name].has_references:
             continue
         items = [i for i in load_set(name, "dev", data_dir) if i.references]
         human = np.asarray([i.score for i in items])
-        s_ref, s_unref = dev_components(scorer, items)
-        per_set[name] = {"s_ref": _pearson(human, s_ref), "s_unref": _pearson(human, s_unref)}
-        for how in BLENDS:
-            per_set[name][how] = _pearson(human, blend(s_ref, s_unref, how))
-    mean = {how: float(np.mean([v[how] for v in per_set.values()])) for how in BLENDS}
-    return {"chosen": max(BLENDS, key=lambda b: mean[b]), "mean_pearson": mean, "per_set": per_set}
+        for weighting in weightings:
+            s_ref, s_unref = dev_components(scorer, items, word_weights=weighting)
+            row = {"s_ref": _pearson(human, s_ref), "s_unref": _pearson(human, s_unref)}
+            row.update({how: _pearson(human, blend(s_ref, s_unref, how)) for how in BLENDS})
+            per_set[weighting][name] = row
+    by_weighting = {w: {how: float(np.mean([v[how] for v in per_set[w].values()])) for how in BLENDS}
+                    for w in weightings}
+    weighting, chosen = max(((w, b) for w in weightings for b in BLENDS),
+                            key=lambda pair: (by_weighting[pair[0]][pair[1]], pair[0] == "none"))
+    return {"chosen": chosen, "word_weights": weighting, "mean_pearson": by_weighting[weighting],
+            "by_word_weights": by_weighting, "per_set": per_set[weighting]}

@@ -4,8 +4,9 @@
    Chit-Chat); the unreferenced scorer learns by negative sampling with the margin loss.
    Validation on the corpora's validation splits (ranking loss), never on human scores.
 2. Three ONNX graphs (query encoder, reply encoder, head) with a parity check against torch.
-3. Min-max constants from DailyDialog++ dev (calibrate.py); the query length and the default
-   blend measured on the judgement sets' dev splits.
+3. Frequency word weights for s_R (word_weights.py), min-max constants from DailyDialog++ dev
+   (calibrate.py); the query length, the default blend and the default word weighting measured
+   on the judgement sets' dev splits.
 4. manifest.json (via service.manifest.write_manifest), training.json and the model card.
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ from service.components.glove import GloveTable
 from service.manifest import Manifest, read_manifest, verify_files, write_manifest
 from service.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Item
-from service.scorers.ruber import BLENDS, Ruber
+from service.scorers.ruber import BLENDS, WEIGHTS_FILE, WORD_WEIGHTS, Ruber
 from training.data.corpora import fingerprint, load_dialogues
 from training.data.judgements import DEFAULT_DATA_DIR, SETS, load_set
 from training.progress import setup_logging
@@ -41,9 +42,10 @@ from training.ruber.export import (
 )
 from training.ruber.model import RuberConfig, UnreferencedScorer, build_glove_scorer
 from training.ruber.trainer import TrainConfig, train_unreferenced
+from training.ruber.word_weights import SIF_A, frequency_weights
 
 log = logging.getLogger("training.ruber")
-VERSION = "2026.11.1"  # 2026.11.1: 26,000 steps on 2 threads (was 4,360)
+VERSION = "2026.11.1"  # 2026.11.1: 26,000 steps on 2 threads (was 4,360); frequency word weights for s_R
 PARITY_TOLERANCE = 1e-4
 BASELINES = ("bleu4", "rouge-l", "length")
 CITATION = ("Chongyang Tao, Lili Mou, Dongyan Zhao, Rui Yan. RUBER: An Unsupervised Method for Automatic "
@@ -86,12 +88,14 @@ def export_graphs(model: UnreferencedScorer, folder: Path) -> dict[str, float]:
 
 
 def write_ruber_manifest(folder: Path, config: RuberConfig, normalisation: dict, blend_default: str,
-                         card: dict, extra: dict | None = None) -> Manifest:
+                         card: dict, word_weights_default: str = "none", extra: dict | None = None) -> Manifest:
+    weightings = list(WORD_WEIGHTS) if (folder / WEIGHTS_FILE).is_file() else ["none"]
     return write_manifest(
         folder, name=folder.name, version=VERSION, kind="referenced", scorer="ruber", score_range=(0.0, 1.0),
         uses=["glove-50d"],
         options={"blend": {"type": "string", "choices": list(BLENDS), "default": blend_default},
-                 "components": {"type": "boolean", "default": False}},
+                 "components": {"type": "boolean", "default": False},
+                 "word_weights": {"type": "string", "choices": weightings, "default": word_weights_default}},
         config={"query_turns": config.query_turns, "max_words": config.max_words,
                 "normalisation": normalisation, "margin": config.margin, "hidden": config.hidden,
                 "mlp_hidden": config.mlp_hidden, **(extra or {})},
@@ -149,9 +153,9 @@ def paper_comparison(corr: dict, summary: dict) -> str:
         f"passes over {summary['data']['train_pairs'] / 1000:.0f} k pairs); (2) frozen "
         "50-d GloVe instead of embeddings trained on the same corpus; (3) domain shift: the judgement "
         "sets are Reddit threads grounded in documents (DSTC7), PersonaChat and human-bot chats, while "
-        "training is DailyDialog and Chit-Chat; (4) the pooled-GloVe s_R is weak on short English "
-        "replies (near zero on the DailyDialog multi-reference dev split), so blends gain less than in "
-        "the paper; (5) each dev split holds a few hundred items, so differences of ±0.1 are within noise."
+        "training is DailyDialog and Chit-Chat; (4) pooled GloVe is a weak s_R on short English "
+        "replies: GloVe does not pull common words to the origin as the paper's premise needs (the "
+        "`frequency` word weights restore that in part), so blends gain less than in the paper; (5) each dev split holds a few hundred items, so differences of ±0.1 are within noise."
     )
 
 
@@ -191,7 +195,13 @@ def write_card(folder: Path, summary: dict) -> Path:
         f"{summary['config']['max_words']} words kept), `response`, `reference` (required)."),
         ("- score in [0, 1]; `options.blend`: `min` | `max` | `geometric` | `arithmetic` (default "
         f"`{summary['blend']['chosen']}`, chosen on development data); `options.components: true` adds "
-        "`{\"s_ref\", \"s_unref\"}` (normalised) to `details`."),
+        "`{\"s_ref\", \"s_unref\"}` (normalised) to `details`; `options.word_weights`: "
+        f"{' | '.join(f'`{w}`' for w in summary['blend'].get('by_word_weights', {'none': 0}))} (default "
+        f"`{summary['blend'].get('word_weights', 'none')}`): `frequency` scales each word vector by a / (a + p(w)) "
+        f"(Arora et al. 2017, a = {SIF_A:g}, p from the training corpora) before s_R's pooling; `none` is the "
+        "paper's formula. Why: the paper pools by max and min because embedding training pulls common words "
+        "to the origin; GloVe does not (the vector of \"the\" is as long as a rare word's), so unweighted "
+        "pooling is led by common words."),
         ("- Files: `query_encoder.onnx`, `reply_encoder.onnx` (embedded words [batch, time, 50] + lengths -> "
         f"[batch, {2 * summary['config']['hidden']}]), `head.onnx` (query, reply -> s_U); word vectors from the "
         "`glove-50d` component."), "",
@@ -218,9 +228,11 @@ def write_card(folder: Path, summary: dict) -> Path:
         "Query length (mean dev Pearson of s_U over all sets): "
         + ", ".join(f"{t} turn(s) {v:.3f}" for t, v in summary["query_turns"]["mean_pearson"].items())
         + f" -> {summary['query_turns']['chosen']}.", "",
-        "Blend (mean dev Pearson over the sets with references): "
-        + ", ".join(f"{b} {v:.3f}" for b, v in summary["blend"]["mean_pearson"].items())
-        + f" -> `{summary['blend']['chosen']}`.", "",
+        "Blend and word weights (mean dev Pearson over the sets with references): "
+        + "; ".join(f"`{w}`: " + ", ".join(f"{b} {v:.3f}" for b, v in means.items())
+                    for w, means in summary["blend"].get("by_word_weights",
+                                                         {"none": summary["blend"]["mean_pearson"]}).items())
+        + f" -> `{summary['blend'].get('word_weights', 'none')}` with `{summary['blend']['chosen']}`.", "",
         "## Correlation with human judgements (dev splits; Pearson / Spearman, item level)", "",
         "| set | " + " | ".join(models) + " |", "|---|" + "---|" * len(models),
     ]
@@ -267,7 +279,27 @@ def run(out: Path, store: Path, config: RuberConfig, train_config: TrainConfig, 
 
     out = Path(out)
     parity = export_graphs(model, out)
-    provisional = {"s_ref": [-1.0, 1.0], "s_unref": [0.0, 1.0]}
+    summary = {
+        "config": config.to_dict(), "train_config": train_config.to_dict(), "train": history, "parity": parity,
+        "data": {"sources": list(sources), "train_pairs": len(train), "valid_pairs": len(valid),
+                 "train_fingerprint": fingerprint(train_dialogues), "valid_fingerprint": fingerprint(valid_dialogues)},
+        "command": command, "machine": f"2-core {platform.machine()} CPU, no GPU", "date": str(date.today()),
+        "threads": torch.get_num_threads(),
+    }
+    summary = calibrate_and_describe(out, store, glove, config, summary, train_dialogues, choice_sets, card_sets,
+                                     data_dir, calibration_contexts)
+    log.info("ruber: wrote %s in %.1f min", out, (time.monotonic() - started) / 60)
+    return summary
+
+
+def calibrate_and_describe(out: Path, store: Path, glove: GloveTable, config: RuberConfig, summary: dict,
+                           train_dialogues: list[list[str]], choice_sets: list[str], card_sets: list[str],
+                           data_dir: Path = DEFAULT_DATA_DIR, calibration_contexts: int = 400) -> dict:
+    """Everything after training, on the exported graphs in `out`: the word weights, min-max constants,
+    measured choices, manifest, training.json and card. Separate so that a change here can be
+    applied to trained graphs without training them again (the result is what `run` writes)."""
+    np.save(out / WEIGHTS_FILE, frequency_weights(glove.index, train_dialogues))
+    provisional = {"s_ref": [-1.0, 1.0], "s_ref_frequency": [-1.0, 1.0], "s_unref": [0.0, 1.0]}
     write_ruber_manifest(out, config, provisional, "arithmetic", {})
     scorer = open_scorer(out, glove)
     calibration = calibrate.calibration_items(data_dir, calibration_contexts)
@@ -277,25 +309,18 @@ def run(out: Path, store: Path, config: RuberConfig, train_config: TrainConfig, 
     turns = calibrate.choose_query_turns(scorer, sets=choice_sets, data_dir=data_dir)
     config.query_turns = turns["chosen"]
     blends = calibrate.choose_blend(scorer, sets=choice_sets, data_dir=data_dir)
-    log.info("ruber: query turns %s, blend %s", turns["mean_pearson"], blends["mean_pearson"])
-
-    summary = {
-        "config": config.to_dict(), "train_config": train_config.to_dict(), "train": history,
-        "parity": parity, "normalisation": normalisation, "query_turns": turns, "blend": blends,
-        "calibration": {"source": "DailyDialog++ dev.json", "items": len(calibration)},
-        "data": {"sources": list(sources), "train_pairs": len(train), "valid_pairs": len(valid),
-                 "train_fingerprint": fingerprint(train_dialogues), "valid_fingerprint": fingerprint(valid_dialogues)},
-        "command": command, "machine": f"2-core {platform.machine()} CPU, no GPU", "date": str(date.today()),
-        "threads": torch.get_num_threads(),
-    }
+    log.info("ruber: query turns %s, blend %s, word weights %s", turns["mean_pearson"],
+             blends["mean_pearson"], blends["by_word_weights"])
+    summary = {**summary, "config": config.to_dict(), "normalisation": normalisation, "query_turns": turns,
+               "blend": blends, "calibration": {"source": "DailyDialog++ dev.json", "items": len(calibration)}}
+    summary.pop("correlations", None)
     (out / "training.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    card = _card(summary, {})
-    write_ruber_manifest(out, config, normalisation, blends["chosen"], card)
+    write_ruber_manifest(out, config, normalisation, blends["chosen"], _card(summary, {}), blends["word_weights"])
     summary["correlations"] = dev_correlations(out, glove, store, card_sets, data_dir)
     (out / "training.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    write_ruber_manifest(out, config, normalisation, blends["chosen"], _card(summary, summary["correlations"]))
+    write_ruber_manifest(out, config, normalisation, blends["chosen"], _card(summary, summary["correlations"]),
+                         blends["word_weights"])
     write_card(out, summary)
-    log.info("ruber: wrote %s in %.1f min", out, (time.monotonic() - started) / 60)
     return summary
 
 
@@ -307,7 +332,8 @@ def _card(summary: dict, correlations: dict) -> dict:
                          f"{summary['data']['train_pairs']} pairs; no human labels. Calibration: DailyDialog++ dev.",
         "licence": "weights: CC BY-NC-SA 4.0 (trained on DailyDialog); code MIT; GloVe PDDL 1.0",
         "training_time": f"{summary['train']['minutes']:.1f} min, {summary['machine']}",
-        "blend": summary["blend"]["chosen"], "query_turns": summary["query_turns"]["chosen"],
+        "blend": summary["blend"]["chosen"], "word_weights": summary["blend"].get("word_weights", "none"),
+        "query_turns": summary["query_turns"]["chosen"],
         "correlations": correlations, "citation": CITATION,
     }
 
