@@ -189,7 +189,10 @@ def write_card(folder: Path, summary: dict) -> Path:
         "BiGRU encoders (query and reply, GloVe 6B 50-d inputs, frozen) and an MLP (tanh hidden layer, "
         "sigmoid output) on [q; r; qᵀMr], trained by negative sampling with the margin loss (Δ = "
         f"{summary['config']['margin']}). No human labels are used in training. Both scores are min-max "
-        "normalised with constants from a calibration set and blended."), "",
+        "normalised with constants from a calibration set and blended."
+        + (" By default the word vectors are first scaled down for common words (`options.word_weights`, "
+           "below); the paper's exact pooling is `\"none\"`." if summary["blend"].get("word_weights") == "frequency"
+           else "")), "",
         "## Inputs and outputs", "",
         (f"- `context` (the query is the last {summary['config']['query_turns']} turn(s), at most "
         f"{summary['config']['max_words']} words kept), `response`, `reference` (required)."),
@@ -213,7 +216,10 @@ def write_card(folder: Path, summary: dict) -> Path:
         "Negative replies drawn at random from the training replies."),
         ("- Calibration (min-max constants): DailyDialog++ dev (Sai et al. 2020), "
         f"{summary['calibration']['items']:,} candidates (good, random and adversarial) against a human "
-        f"reference: s_R in {summary['normalisation']['s_ref']}, s_U in {summary['normalisation']['s_unref']}."),
+        f"reference: s_R in {summary['normalisation']['s_ref']}"
+        + (f" (with frequency word weights {summary['normalisation']['s_ref_frequency']})"
+           if "s_ref_frequency" in summary["normalisation"] else "")
+        + f", s_U in {summary['normalisation']['s_unref']}."),
         (f"- {summary['train']['steps']:,} Adam steps (batch {summary['train_config']['batch_size']}, lr "
         f"{summary['train_config']['learning_rate']}), best validation step {summary['train']['best']['step']} "
         f"(ranking loss {summary['train']['best']['loss']:.4f}, true reply above a random one "
@@ -326,8 +332,10 @@ def calibrate_and_describe(out: Path, store: Path, glove: GloveTable, config: Ru
 
 def _card(summary: dict, correlations: dict) -> dict:
     return {
-        "summary": "RUBER: blended referenced (pooled GloVe cosine) and unreferenced (BiGRU + MLP trained by "
-                   "negative sampling) scores, min-max normalised.",
+        "summary": "RUBER: blended referenced (pooled GloVe cosine"
+                   + (", common words down-weighted by default" if summary["blend"].get("word_weights") == "frequency"
+                      else "")
+                   + ") and unreferenced (BiGRU + MLP trained by negative sampling) scores, min-max normalised.",
         "training_data": "DailyDialog train (CC BY-NC-SA 4.0) and BYU Chit-Chat train (MIT), "
                          f"{summary['data']['train_pairs']} pairs; no human labels. Calibration: DailyDialog++ dev.",
         "licence": "weights: CC BY-NC-SA 4.0 (trained on DailyDialog); code MIT; GloVe PDDL 1.0",
