@@ -24,7 +24,10 @@ class GloveTable(Component):
 
     def embed(self, words: list[str]) -> np.ndarray:
         """(n, dim) vectors of the known words; (0, dim) when none is known."""
-        ids = self.ids(words)
+        return self.embed_ids(self.ids(words))
+
+    def embed_ids(self, ids: list[int]) -> np.ndarray:
+        """(n, dim) vectors of these rows; (0, dim) for none."""
         if not ids:
             return np.zeros((0, self.dim), dtype=np.float32)
         return self.vectors[ids]

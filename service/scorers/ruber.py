@@ -143,12 +143,10 @@ class Ruber(Scorer):
         return np.asarray(scores, dtype=np.float64).reshape(-1)
 
     def _vectors(self, text: str, word_weights: str) -> np.ndarray:
+        if word_weights == "none":
+            return self.glove.embed(words(text))
         ids = self.glove.ids(words(text))
-        if not ids:
-            return np.zeros((0, self.glove.dim), dtype=np.float32)
-        if word_weights == "frequency":
-            return self.glove.vectors[ids] * self.word_weights[ids, None]
-        return self.glove.vectors[ids]
+        return self.glove.embed_ids(ids) * self.word_weights[ids, None]
 
     def referenced(self, items: list[Item], word_weights: str = "none") -> np.ndarray:
         """Raw s_R in [-1, 1] for each item."""

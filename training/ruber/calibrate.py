@@ -61,19 +61,22 @@ def _pearson(human: np.ndarray, scores: np.ndarray) -> float:
     return float(stats.pearsonr(human, scores).statistic)
 
 
-def dev_components(scorer: Ruber, items: list[JudgedItem], max_refs: int = 4,
-                   word_weights: str = "none") -> tuple[np.ndarray, np.ndarray]:
-    """Normalised s_U per item and the best normalised s_R over its first `max_refs` references (NaN: none)."""
-    plain = [Item(list(i.context), i.response, None) for i in items]
-    s_unref = unreferenced_scores(scorer, plain)
+def dev_reference(scorer: Ruber, items: list[JudgedItem], max_refs: int = 4, word_weights: str = "none") -> np.ndarray:
+    """The best normalised s_R over each item's first `max_refs` references (NaN: none)."""
     s_ref = np.full(len(items), np.nan)
     flat = [(k, Item(list(i.context), i.response, r)) for k, i in enumerate(items) for r in i.references[:max_refs]]
-    if flat:
-        values = scorer.referenced([item for _, item in flat], word_weights)
-        for (k, _), v in zip(flat, values):
-            s_ref[k] = v if np.isnan(s_ref[k]) else max(s_ref[k], v)
-    s_ref = normalise(s_ref, scorer.reference_bounds(word_weights)) if flat else s_ref
-    return s_ref, normalise(s_unref, scorer.bounds["s_unref"])
+    if not flat:
+        return s_ref
+    values = scorer.referenced([item for _, item in flat], word_weights)
+    for (k, _), v in zip(flat, values):
+        s_ref[k] = v if np.isnan(s_ref[k]) else max(s_ref[k], v)
+    return normalise(s_ref, scorer.reference_bounds(word_weights))
+
+
+def dev_unreferenced(scorer: Ruber, items: list[JudgedItem]) -> np.ndarray:
+    """Normalised s_U per item."""
+    plain = [Item(list(i.context), i.response, None) for i in items]
+    return normalise(unreferenced_scores(scorer, plain), scorer.bounds["s_unref"])
 
 
 def unreferenced_scores(scorer: Ruber, items: list[Item], batch: int = 256) -> np.ndarray:
@@ -109,8 +112,9 @@ def choose_blend(scorer: Ruber, sets: list[str] | None = None, data_dir: Path = 
             continue
         items = [i for i in load_set(name, "dev", data_dir) if i.references]
         human = np.asarray([i.score for i in items])
+        s_unref = dev_unreferenced(scorer, items)  # once: s_U does not depend on the word weights
         for weighting in weightings:
-            s_ref, s_unref = dev_components(scorer, items, word_weights=weighting)
+            s_ref = dev_reference(scorer, items, word_weights=weighting)
             row = {"s_ref": _pearson(human, s_ref), "s_unref": _pearson(human, s_unref)}
             row.update({how: _pearson(human, blend(s_ref, s_unref, how)) for how in BLENDS})
             per_set[weighting][name] = row
