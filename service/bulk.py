@@ -27,7 +27,7 @@ from typing import Any, BinaryIO, Iterator
 from marshmallow import EXCLUDE, ValidationError
 
 from service.config import load_settings
-from service.json_body import find_problem
+from service.json_body import RepeatedKey, find_problem, loads
 from service.runtime import Runtime, RuntimeSettings
 from service.schemas import DIALOGUE, ITEM, flatten_messages
 from service.scorers.base import Dialogue, EncodeCache, Item, Scorer, Turn
@@ -81,7 +81,9 @@ def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
     if not text.strip():
         raise ValueError("empty line")
     try:
-        obj = json.loads(text)
+        obj = loads(text)
+    except RepeatedKey as exc:
+        raise ValueError(f"ambiguous JSON: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(obj, dict):

@@ -1,4 +1,9 @@
-"""Checks on a parsed JSON body that the parser itself does not make.
+"""Checks on a JSON body that the parser itself does not make.
+
+`loads` refuses an object that names the same key twice. JSON allows it, but parsers disagree on
+which value wins (Python keeps the last, others the first or either), so a client whose library
+built `{"model": "adem", ..., "model": "bleu4"}` would be scored silently by a model it may not
+have meant; a 400 that names the key is the answer a person can act on.
 
 Python's `json` accepts two things that later break the service with a 500 rather than a clear
 400: escapes of lone UTF-16 surrogates ("\\ud800"), which are valid JSON text but no Unicode
@@ -10,11 +15,34 @@ large ordinary body costs a pass over its containers and nothing more.
 """
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+class RepeatedKey(ValueError):
+    """An object in the body names `key` twice."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"the key {key!r} appears twice in one object")
+        self.key = key
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise RepeatedKey(key)
+        obj[key] = value
+    return obj
+
+
+def loads(text: str | bytes) -> Any:
+    """json.loads that raises RepeatedKey for an object with a repeated key."""
+    return json.loads(text, object_pairs_hook=_unique)
 
 
 def find_problem(data: Any, raw: bytes, max_depth: int) -> tuple[str, str] | None:

@@ -12,7 +12,7 @@ from service import schemas
 VERSION = "1.0.0"
 
 _ERRORS = {
-    "400": "The body is not JSON, or not a JSON object (`bad_json`).",
+    "400": "The body is not JSON, not a JSON object, or repeats a key within one object (`bad_json`).",
     "401": "A token is configured and missing or wrong (`unauthorized`).",
     "404": "Unknown model (`unknown_model`).",
     "413": "Over a configured limit (`too_large`); GET /models lists the limits.",

@@ -170,6 +170,17 @@ def test_bad_lines_keep_their_id_and_a_lone_surrogate_is_one_bad_line(store, tmp
     assert "surrogate" in records[4]["error"]["message"] and "score" in records[5]
 
 
+def test_a_line_that_repeats_a_key_is_one_bad_line(store, tmp_path):
+    lines = encoded(GOOD) + [b'{"context": ["a"], "response": "short", "response": "a much longer reply"}']
+    source = write_lines(tmp_path / "in.jsonl", lines)
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        counts = bulk.run(store.get("length"), handle, output)
+    records = read_output(output)
+    assert counts.errors == 1 and "'response' appears twice" in records[-1]["error"]["message"]
+    assert all("score" in r for r in records[:-1])
+
+
 def test_shards_cover_every_line_once(store, tmp_path):
     scorer = store.get("length")
     items = [dict(GOOD[i % 3], id=i) for i in range(11)]

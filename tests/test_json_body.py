@@ -25,3 +25,14 @@ def test_depth_is_counted_from_the_body() -> None:
     assert _check(b"[" * 5 + b"]" * 5, depth=5) is None
     path, message = _check(b'{"a": ' + b"[" * 6 + b"]" * 6 + b"}", depth=5)
     assert path == "a.0.0.0.0.0" and "5 levels" in message  # the innermost list is the sixth level
+
+
+def test_loads_refuses_a_key_repeated_in_one_object_anywhere() -> None:
+    import pytest
+
+    from service.json_body import RepeatedKey, loads
+
+    assert loads(b'{"a": {"b": 1}, "c": [{"b": 2}, {"b": 3}]}') == {"a": {"b": 1}, "c": [{"b": 2}, {"b": 3}]}
+    for body in (b'{"a": 1, "a": 1}', b'{"x": [{"b": 1, "c": 2, "b": 3}]}'):
+        with pytest.raises(RepeatedKey):
+            loads(body)

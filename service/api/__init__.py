@@ -1,7 +1,6 @@
 """Thin blueprints: parse and validate, call service.handlers, serialise."""
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from flask import current_app, request
@@ -10,7 +9,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from service.config import Settings
 from service.errors import BadJson, InvalidRequest
-from service.json_body import find_problem
+from service.json_body import RepeatedKey, find_problem, loads
 from service.schemas import flatten_messages
 from service.store import ModelStore
 
@@ -33,7 +32,9 @@ def load_body(schema: Schema) -> dict[str, Any]:
     if not raw.strip():
         raise BadJson("The request body is empty; send a JSON object.")
     try:
-        data = json.loads(raw)
+        data = loads(raw)
+    except RepeatedKey as exc:
+        raise BadJson(f"The request body is ambiguous: {exc}; send each key once.", {"key": exc.key}) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadJson(f"The request body is not valid JSON: {exc}.") from None
     except RecursionError:
