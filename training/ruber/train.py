@@ -160,7 +160,7 @@ def paper_comparison(corr: dict, summary: dict) -> str:
 
 
 def _threads(summary: dict) -> str:
-    threads = summary.get("threads", 1)  # runs before 2026-11-22 did not record it; they used one
+    threads = summary["threads"]
     return "one thread" if threads == 1 else f"{threads} threads"
 
 
@@ -191,7 +191,7 @@ def write_card(folder: Path, summary: dict) -> Path:
         f"{summary['config']['margin']}). No human labels are used in training. Both scores are min-max "
         "normalised with constants from a calibration set and blended."
         + (" By default the word vectors are first scaled down for common words (`options.word_weights`, "
-           "below); the paper's exact pooling is `\"none\"`." if summary["blend"].get("word_weights") == "frequency"
+           "below); the paper's exact pooling is `\"none\"`." if summary["blend"]["word_weights"] == "frequency"
            else "")), "",
         "## Inputs and outputs", "",
         (f"- `context` (the query is the last {summary['config']['query_turns']} turn(s), at most "
@@ -199,8 +199,8 @@ def write_card(folder: Path, summary: dict) -> Path:
         ("- score in [0, 1]; `options.blend`: `min` | `max` | `geometric` | `arithmetic` (default "
         f"`{summary['blend']['chosen']}`, chosen on development data); `options.components: true` adds "
         "`{\"s_ref\", \"s_unref\"}` (normalised) to `details`; `options.word_weights`: "
-        f"{' | '.join(f'`{w}`' for w in summary['blend'].get('by_word_weights', {'none': 0}))} (default "
-        f"`{summary['blend'].get('word_weights', 'none')}`): `frequency` scales each word vector by a / (a + p(w)) "
+        f"{' | '.join(f'`{w}`' for w in summary['blend']['by_word_weights'])} (default "
+        f"`{summary['blend']['word_weights']}`): `frequency` scales each word vector by a / (a + p(w)) "
         f"(Arora et al. 2017, a = {SIF_A:g}, p from the training corpora) before s_R's pooling; `none` is the "
         "paper's formula. Why: the paper pools by max and min because embedding training pulls common words "
         "to the origin; GloVe does not (the vector of \"the\" is as long as a rare word's), so unweighted "
@@ -236,9 +236,8 @@ def write_card(folder: Path, summary: dict) -> Path:
         + f" -> {summary['query_turns']['chosen']}.", "",
         "Blend and word weights (mean dev Pearson over the sets with references): "
         + "; ".join(f"`{w}`: " + ", ".join(f"{b} {v:.3f}" for b, v in means.items())
-                    for w, means in summary["blend"].get("by_word_weights",
-                                                         {"none": summary["blend"]["mean_pearson"]}).items())
-        + f" -> `{summary['blend'].get('word_weights', 'none')}` with `{summary['blend']['chosen']}`.", "",
+                    for w, means in summary["blend"]["by_word_weights"].items())
+        + f" -> `{summary['blend']['word_weights']}` with `{summary['blend']['chosen']}`.", "",
         "## Correlation with human judgements (dev splits; Pearson / Spearman, item level)", "",
         "| set | " + " | ".join(models) + " |", "|---|" + "---|" * len(models),
     ]
@@ -333,14 +332,14 @@ def calibrate_and_describe(out: Path, store: Path, glove: GloveTable, config: Ru
 def _card(summary: dict, correlations: dict) -> dict:
     return {
         "summary": "RUBER: blended referenced (pooled GloVe cosine"
-                   + (", common words down-weighted by default" if summary["blend"].get("word_weights") == "frequency"
+                   + (", common words down-weighted by default" if summary["blend"]["word_weights"] == "frequency"
                       else "")
                    + ") and unreferenced (BiGRU + MLP trained by negative sampling) scores, min-max normalised.",
         "training_data": "DailyDialog train (CC BY-NC-SA 4.0) and BYU Chit-Chat train (MIT), "
                          f"{summary['data']['train_pairs']} pairs; no human labels. Calibration: DailyDialog++ dev.",
         "licence": "weights: CC BY-NC-SA 4.0 (trained on DailyDialog); code MIT; GloVe PDDL 1.0",
         "training_time": f"{summary['train']['minutes']:.1f} min, {summary['machine']}",
-        "blend": summary["blend"]["chosen"], "word_weights": summary["blend"].get("word_weights", "none"),
+        "blend": summary["blend"]["chosen"], "word_weights": summary["blend"]["word_weights"],
         "query_turns": summary["query_turns"]["chosen"],
         "correlations": correlations, "citation": CITATION,
     }
