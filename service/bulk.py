@@ -372,6 +372,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     if not isinstance(args.options, dict):
         parser.error("--options must be a JSON object")
     args.providers = settings.providers
+    args.cuda_options = settings.cuda_options
     args.log_level = settings.log_level
     return args
 
@@ -394,7 +395,8 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(args.log_level)
     _Stop.install()
     started = time.perf_counter()
-    runtime = Runtime(RuntimeSettings(providers=tuple(args.providers), intra_op_threads=args.threads, workers=1))
+    runtime = Runtime(RuntimeSettings(providers=tuple(args.providers), intra_op_threads=args.threads, workers=1,
+                                      cuda_options=tuple(args.cuda_options)))
     store = ModelStore(args.model_store, runtime, (args.model,))
     store.load()
     scorer = store.get(args.model)

@@ -31,6 +31,7 @@ class Settings:
     workers: int = 2  # DIALSCORE_WORKERS: gunicorn workers (also divides the cores among sessions)
     intra_op_threads: int = 0  # DIALSCORE_INTRA_OP_THREADS: 0 = cores / workers
     providers: tuple[str, ...] = ("CUDAExecutionProvider", "CPUExecutionProvider")  # DIALSCORE_PROVIDERS
+    cuda_options: tuple[str, ...] = ()  # DIALSCORE_CUDA_OPTIONS: key=value,... for ONNX Runtime's CUDA provider (service/runtime.py CUDA_DEFAULTS)
     load_sync: bool = False  # DIALSCORE_LOAD_SYNC: load models before serving instead of in the background
     api_token: str = ""  # DIALSCORE_API_TOKEN: when set, every endpoint but /healthz and /readyz needs `Authorization: Bearer <token>`
     log_level: str = "INFO"  # DIALSCORE_LOG_LEVEL

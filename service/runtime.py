@@ -26,11 +26,31 @@ _NUMPY_TYPES = {
 }
 
 
+# Our defaults for ONNX Runtime's CUDA provider, under what DIALSCORE_CUDA_OPTIONS sets.
+# use_tf32=0: ONNX Runtime turns TF32 on by default, which rounds fp32 matrix products to a
+# 10-bit mantissa. On an H100 that moved scores by up to 2e-4 of their range from the CPU's
+# (1e-6 without). A research tool should give the CPU's scores on every device; TF32's 15-26%
+# more items/s with 4 busy workers is one setting away (docs/gpu.md has the measurements).
+CUDA_DEFAULTS: dict[str, str] = {"use_tf32": "0"}
+
+
 @dataclass(frozen=True)
 class RuntimeSettings:
     providers: tuple[str, ...] = ("CUDAExecutionProvider", "CPUExecutionProvider")
     intra_op_threads: int = 0  # 0: cores / workers
     workers: int = 1
+    cuda_options: tuple[str, ...] = ()  # "key=value" entries for the CUDA provider, over CUDA_DEFAULTS
+
+
+def cuda_provider_options(entries: tuple[str, ...]) -> dict[str, str]:
+    """CUDA_DEFAULTS updated by "key=value" entries; ONNX Runtime itself rejects unknown keys."""
+    options = dict(CUDA_DEFAULTS)
+    for entry in entries:
+        key, sep, value = entry.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ValueError(f"CUDA provider option {entry!r} is not key=value")
+        options[key.strip()] = value.strip()
+    return options
 
 
 def default_threads(workers: int) -> int:
@@ -47,6 +67,11 @@ class Runtime:
         self.threads = self.settings.intra_op_threads or default_threads(self.settings.workers)
         available = ort.get_available_providers()
         self.providers = [p for p in self.settings.providers if p in available] or ["CPUExecutionProvider"]
+        self.cuda_options = cuda_provider_options(self.settings.cuda_options)
+
+    def provider_list(self) -> list:
+        """Providers as InferenceSession takes them, CUDA with its options."""
+        return [(p, self.cuda_options) if p == "CUDAExecutionProvider" else p for p in self.providers]
 
     def session(self, path: Path) -> "Session":
         options = ort.SessionOptions()
@@ -54,7 +79,7 @@ class Runtime:
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
-        raw = ort.InferenceSession(str(path), sess_options=options, providers=self.providers)
+        raw = ort.InferenceSession(str(path), sess_options=options, providers=self.provider_list())
         got = raw.get_providers()
         if "CUDAExecutionProvider" in self.providers and "CUDAExecutionProvider" not in got:
             log.warning("%s: CUDA was requested but the session runs on %s", Path(path).name, got)

@@ -13,12 +13,13 @@ def test_defaults_match_the_contract():
 
 def test_environment_then_overrides():
     env = {"DIALSCORE_MAX_ITEMS": "10", "DIALSCORE_MODELS": "bleu4, length", "DIALSCORE_LOAD_SYNC": "true",
-           "DIALSCORE_MODEL_STORE": "/tmp/x"}
+           "DIALSCORE_MODEL_STORE": "/tmp/x", "DIALSCORE_CUDA_OPTIONS": "use_tf32=1, gpu_mem_limit=4294967296"}
     settings = load_settings({"max_items": 3}, environ=env)
     assert settings.max_items == 3
     assert settings.models == ("bleu4", "length")
     assert settings.load_sync is True
     assert settings.model_store == Path("/tmp/x")
+    assert settings.cuda_options == ("use_tf32=1", "gpu_mem_limit=4294967296")
 
 
 def test_bad_values_say_which_variable():

@@ -4,7 +4,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from service.runtime import Runtime, RuntimeSettings, default_threads, length_buckets
+from service.runtime import (CUDA_DEFAULTS, Runtime, RuntimeSettings, cuda_provider_options, default_threads,
+                             length_buckets)
 
 
 def _masked_mean_graph(path):
@@ -61,6 +62,18 @@ def test_providers_asked_for_are_filtered_to_available():
 
     assert set(runtime.providers) <= set(ort.get_available_providers())
     assert runtime.providers[-1] == "CPUExecutionProvider"
+
+
+def test_cuda_options_override_our_defaults_and_must_be_key_value():
+    assert cuda_provider_options(()) == CUDA_DEFAULTS
+    assert cuda_provider_options(("use_tf32=1", " gpu_mem_limit = 1073741824 ")) == {
+        **CUDA_DEFAULTS, "use_tf32": "1", "gpu_mem_limit": "1073741824"}
+    for bad in ("use_tf32", "=1", "use_tf32="):
+        with pytest.raises(ValueError, match="key=value"):
+            cuda_provider_options((bad,))
+    runtime = Runtime(RuntimeSettings(cuda_options=("device_id=0",)))
+    assert runtime.cuda_options["device_id"] == "0"
+    assert all(p == "CPUExecutionProvider" or p[0] == "CUDAExecutionProvider" for p in runtime.provider_list())
 
 
 def test_threads_divide_the_cores():
