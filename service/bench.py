@@ -52,6 +52,26 @@ def _get(port: int, path: str) -> tuple[int, dict]:
     return response.status, payload
 
 
+def _providers_line(served: dict[str, dict]) -> str:
+    """Which provider each model's sessions really got, grouped: a CUDA box that fell back to CPU shows here."""
+    groups: dict[str, list[str]] = {}
+    for name, model in served.items():
+        groups.setdefault(",".join(model.get("providers") or ["-"]), []).append(name)
+    return "; ".join(f"{providers}: {len(names)} models" for providers, names in sorted(groups.items()))
+
+
+def _gpu_names(served: dict[str, dict]) -> str:
+    """The GPU's name (nvidia-smi) when any model runs on CUDA, so a figure says what it ran on."""
+    if not any("CUDAExecutionProvider" in (m.get("providers") or []) for m in served.values()):
+        return ""
+    try:
+        names = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        names = "nvidia-smi not found"
+    return f"; GPU: {names.replace(chr(10), ' | ')}"
+
+
 def items_for(kind: str, n: int) -> list[dict]:
     if kind == "dialogue":
         return [{"turns": [{"speaker": "user", "text": CONTEXT[0]}, {"speaker": "bot", "text": REPLIES[i % 4]},
@@ -129,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
               f"{platform.python_version()}, {platform.system()}; gunicorn workers={args.workers}, "
               f"clients={args.clients}, {args.seconds:.0f}s per scenario (load generator on the same machine)")
+        print(f"execution providers: {_providers_line(served)}{_gpu_names(served)}")
         print(f"{'scenario':42s} {'items/s':>9s} {'req/s':>8s} {'p50 ms':>8s} {'p99 ms':>8s} {'fail':>5s}")
         results = {}
         scenarios = []
