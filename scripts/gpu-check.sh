@@ -35,7 +35,7 @@ EOF
 
 test_rc=0
 if [ "${TESTS:-1}" = 1 ]; then
-    "$PY" -m pytest -p no:cacheprovider -q -s -rs tests/integration/test_cuda.py 2>&1 | tee "$OUT/test_cuda.txt"
+    "$PY" -m pytest -p no:cacheprovider -s -rs tests/integration/test_cuda.py 2>&1 | tee "$OUT/test_cuda.txt"
     test_rc=${PIPESTATUS[0]}
 fi
 
