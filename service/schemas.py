@@ -199,6 +199,18 @@ class StatusSchema(StrictSchema):
     models = fields.List(fields.String())
 
 
+class ComponentInfoSchema(StrictSchema):
+    name = fields.String(required=True)
+    version = fields.String(required=True)
+    providers = fields.List(fields.String(), required=True,
+                            metadata={"description": "Execution providers its sessions really got."})
+    precision = fields.String(validate=validate.OneOf(["int8", "fp32"]),
+                              metadata={"description": "Sentence encoder only: which file is served "
+                                                       "(DIALSCORE_ENCODER_PRECISION; int8 and fp32 scores differ "
+                                                       "slightly)."})
+    file = fields.String(metadata={"description": "Sentence encoder only: the ONNX file loaded."})
+
+
 class ModelInfoSchema(StrictSchema):
     name = fields.String(required=True)
     version = fields.String(required=True)
@@ -212,6 +224,8 @@ class ModelInfoSchema(StrictSchema):
                                                                "citation (the model's README.md as fields)."})
     options = fields.Dict(required=True, metadata={"description": "The model's `options`, with types and defaults."})
     uses = fields.List(fields.String(), required=True, metadata={"description": "Shared components it runs on."})
+    components = fields.List(fields.Nested(ComponentInfoSchema), required=True,
+                             metadata={"description": "The components in `uses` as this worker loaded them."})
 
 
 class ModelsResponseSchema(StrictSchema):

@@ -120,6 +120,7 @@ class ModelStore:
                 "providers": scorer.providers(),
                 "options": scorer.option_spec,
                 "uses": list(m.uses),
+                "components": [self.components[c].describe() for c in m.uses if c in self.components],
                 "card": m.card,
             })
         return models

@@ -26,6 +26,18 @@ class Component:
     def sessions(self) -> list[Any]:
         return []
 
+    def describe(self) -> dict[str, Any]:
+        """What `/models` says of it: scores depend on which artifact runs where (docs/gpu.md)."""
+        providers: list[str] = []
+        for session in self.sessions():
+            providers += [p for p in session.get_providers() if p not in providers]
+        return {"name": self.name, "version": self.manifest.version, "providers": providers or ["CPUExecutionProvider"],
+                **self.served_files()}
+
+    def served_files(self) -> dict[str, Any]:
+        """Subclasses with a choice of artifact say which one they loaded."""
+        return {}
+
 
 def register_component(key: str) -> Callable[[type[Component]], type[Component]]:
     def wrap(cls: type[Component]) -> type[Component]:

@@ -21,6 +21,18 @@ def test_models_lists_everything_the_contract_names(client):
         assert ("reference" in model["requires"]) == (model["kind"] == "referenced")
 
 
+def test_models_say_which_component_files_run_where(full_app):
+    """A GPU pod serves the fp32 encoder and a CPU pod the int8 one; their scores differ slightly."""
+    models = {m["name"]: m for m in full_app.test_client().get("/models").get_json()["models"]}
+    (encoder,) = models["adem-minilm"]["components"]
+    assert encoder["name"] == "minilm-l6" and encoder["providers"] == ["CPUExecutionProvider"]
+    assert (encoder["precision"], encoder["file"]) == ("int8", "encoder-int8.onnx")
+    assert models["ruber"]["components"][0]["name"] == "glove-50d"
+    assert "precision" not in models["ruber"]["components"][0]
+    assert models["bleu4"]["components"] == []
+    assert all([c["name"] for c in m["components"]] == m["uses"] for m in models.values())
+
+
 def test_metrics_count_requests_and_errors(client):
     client.post("/score", json={"model": "length", "items": [{"context": ["a"], "response": "b c"}]})
     client.post("/score", data=b"[", content_type="application/json")
