@@ -84,4 +84,11 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
         if name not in {f.name for f in fields(Settings)}:
             raise KeyError(f"unknown setting {name!r}")
         values[name] = _convert(name, raw, getattr(base, name))
-    return replace(base, **values)
+    settings = replace(base, **values)
+    from service.runtime import cuda_provider_options  # the one parser; checked here so a typo stops start-up
+
+    try:
+        cuda_provider_options(settings.cuda_options)
+    except ValueError as exc:
+        raise ValueError(f"DIALSCORE_CUDA_OPTIONS: {exc}") from exc
+    return settings

@@ -53,6 +53,14 @@ def cuda_provider_options(entries: tuple[str, ...]) -> dict[str, str]:
     return options
 
 
+def providers_of(sessions: list[Any]) -> list[str]:
+    """Execution providers the sessions really got, in order, each once (CPU where there are none)."""
+    seen: list[str] = []
+    for session in sessions:
+        seen += [p for p in session.get_providers() if p not in seen]
+    return seen or ["CPUExecutionProvider"]
+
+
 def default_threads(workers: int) -> int:
     """Cores divided among workers: oversubscribed thread pools halve throughput under gunicorn."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

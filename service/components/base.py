@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from service.manifest import Manifest
+from service.runtime import providers_of
 
 _COMPONENTS: dict[str, type["Component"]] = {}
 
@@ -28,10 +29,7 @@ class Component:
 
     def describe(self) -> dict[str, Any]:
         """What `/models` says of it: scores depend on which artifact runs where (docs/gpu.md)."""
-        providers: list[str] = []
-        for session in self.sessions():
-            providers += [p for p in session.get_providers() if p not in providers]
-        return {"name": self.name, "version": self.manifest.version, "providers": providers or ["CPUExecutionProvider"],
+        return {"name": self.name, "version": self.manifest.version, "providers": providers_of(self.sessions()),
                 **self.served_files()}
 
     def served_files(self) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from service.manifest import Manifest
+from service.runtime import providers_of
 
 
 @dataclass(frozen=True)
@@ -98,15 +99,7 @@ class Scorer:
 
     def providers(self) -> list[str]:
         """Execution providers the model's sessions really got (CPU only for pure-Python metrics)."""
-        sessions = self._sessions()
-        if not sessions:
-            return ["CPUExecutionProvider"]
-        seen: list[str] = []
-        for session in sessions:
-            for provider in session.get_providers():
-                if provider not in seen:
-                    seen.append(provider)
-        return seen
+        return providers_of(self._sessions())
 
     def _sessions(self) -> list[Any]:
         """ONNX sessions this scorer owns or shares (for provider reporting)."""
