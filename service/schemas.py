@@ -206,8 +206,8 @@ class ComponentInfoSchema(StrictSchema):
                             metadata={"description": "Execution providers its sessions really got."})
     precision = fields.String(validate=validate.OneOf(["int8", "fp32"]),
                               metadata={"description": "Sentence encoder only: which file is served "
-                                                       "(DIALSCORE_ENCODER_PRECISION; int8 and fp32 scores differ "
-                                                       "slightly)."})
+                                                       "(DIALSCORE_ENCODER_PRECISION, auto: fp32 on CUDA where "
+                                                       "built; int8 and fp32 scores differ slightly)."})
     file = fields.String(metadata={"description": "Sentence encoder only: the ONNX file loaded."})
 
 

@@ -22,6 +22,20 @@ log = logging.getLogger(__name__)
 
 PRECISION_ENV = "DIALSCORE_ENCODER_PRECISION"
 PRECISIONS = ("int8", "fp32")
+
+
+def choose_precision(requested: str, cuda: bool, fp32_built: bool) -> str:
+    """The encoder file to serve: `auto` (the default) is fp32 on CUDA where built, else int8.
+
+    int8 is the committed CPU file, where ONNX Runtime runs it with int8 activations (fast on
+    CPUs); on CUDA it runs in float with one node sent back to the CPU, so a GPU worker is
+    better served by the fp32 file, whose scores match the CPU's fp32 within 1e-6 (docs/gpu.md).
+    """
+    requested = requested.strip().lower() or "auto"
+    if requested not in PRECISIONS + ("auto",):
+        raise ValueError(f"{PRECISION_ENV}={requested!r} is not one of {PRECISIONS + ('auto',)}")
+    wanted = ("fp32" if cuda else "int8") if requested == "auto" else requested
+    return wanted if wanted == "int8" or fp32_built else "int8"
 MAX_BATCH = 64
 MAX_TOKENS = 8192
 
@@ -42,14 +56,12 @@ class SentenceEncoder(Component):
         self.session = self.runtime.session(self.manifest.path(filename))
 
     def _choose_precision(self, files: dict[str, str]) -> str:
-        """int8 by default (the committed CPU file); fp32 when asked for and built (GPU images)."""
-        wanted = os.environ.get(PRECISION_ENV, "int8").strip().lower() or "int8"
-        if wanted not in PRECISIONS:
-            raise ValueError(f"{PRECISION_ENV}={wanted!r} is not one of {PRECISIONS}")
-        if wanted == "fp32" and files.get("fp32") not in self.manifest.files:
+        requested = os.environ.get(PRECISION_ENV, "auto")
+        fp32_built = files.get("fp32") in self.manifest.files
+        chosen = choose_precision(requested, "CUDAExecutionProvider" in self.runtime.providers, fp32_built)
+        if requested.strip().lower() == "fp32" and chosen != "fp32":
             log.warning("%s: fp32 encoder not built (make encoder-fp32); using int8", self.name)
-            return "int8"
-        return wanted
+        return chosen
 
     def sessions(self) -> list[Any]:
         return [self.session]

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service.components.sentence_encoder import PRECISION_ENV, SentenceEncoder
+from service.components.sentence_encoder import PRECISION_ENV, SentenceEncoder, choose_precision
 from service.manifest import read_manifest
 from service.runtime import Runtime, RuntimeSettings
 from service.scorers.base import EncodeCache
@@ -98,6 +98,21 @@ def test_fp32_falls_back_to_int8_when_not_built(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setenv(PRECISION_ENV, "fp32")
     encoder = SentenceEncoder(read_manifest(tmp_path / "minilm-l6"), _runtime())
     assert encoder.precision == "int8"
+
+
+def test_auto_precision_is_fp32_on_cuda_where_built_and_int8_otherwise() -> None:
+    assert choose_precision("auto", cuda=True, fp32_built=True) == "fp32"
+    assert choose_precision("", cuda=True, fp32_built=False) == "int8"
+    assert choose_precision("auto", cuda=False, fp32_built=True) == "int8"
+    assert choose_precision("INT8", cuda=True, fp32_built=True) == "int8"
+    assert choose_precision("fp32", cuda=False, fp32_built=True) == "fp32"
+    assert choose_precision("fp32", cuda=False, fp32_built=False) == "int8"
+
+
+def test_the_cpu_serves_int8_by_default_even_where_fp32_is_built(fp32_store: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(PRECISION_ENV, raising=False)
+    assert SentenceEncoder(read_manifest(fp32_store), _runtime()).precision == "int8"
 
 
 def test_unknown_precision_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
