@@ -57,9 +57,10 @@ class SentenceEncoder(Component):
 
     def _choose_precision(self, files: dict[str, str]) -> str:
         requested = os.environ.get(PRECISION_ENV, "auto")
+        cuda = "CUDAExecutionProvider" in self.runtime.providers
         fp32_built = files.get("fp32") in self.manifest.files
-        chosen = choose_precision(requested, "CUDAExecutionProvider" in self.runtime.providers, fp32_built)
-        if requested.strip().lower() == "fp32" and chosen != "fp32":
+        chosen = choose_precision(requested, cuda, fp32_built)
+        if chosen == "int8" and choose_precision(requested, cuda, True) == "fp32":
             log.warning("%s: fp32 encoder not built (make encoder-fp32); using int8", self.name)
         return chosen
 

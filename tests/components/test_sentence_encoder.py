@@ -93,11 +93,13 @@ def test_fp32_matches_sentence_transformers(fp32_store: Path, reference: np.ndar
     assert np.abs(encoder.encode(TEXTS + _dialogue_turns()) - reference).max() <= 1e-4
 
 
-def test_fp32_falls_back_to_int8_when_not_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fp32_falls_back_to_int8_when_not_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                caplog: pytest.LogCaptureFixture) -> None:
     shutil.copytree(STORE, tmp_path / "minilm-l6")
     monkeypatch.setenv(PRECISION_ENV, "fp32")
     encoder = SentenceEncoder(read_manifest(tmp_path / "minilm-l6"), _runtime())
     assert encoder.precision == "int8"
+    assert "make encoder-fp32" in caplog.text
 
 
 def test_auto_precision_is_fp32_on_cuda_where_built_and_int8_otherwise() -> None:
