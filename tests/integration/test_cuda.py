@@ -15,6 +15,8 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from service.components.sentence_encoder import PRECISION_ENV
+from service.manifest import read_manifest
 from service.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Dialogue, Item, Turn
 from service.store import ModelStore
@@ -53,25 +55,16 @@ DIALOGUES = [
 
 
 def _load(providers: tuple[str, ...], precision: str) -> ModelStore:
-    previous = os.environ.get("DIALSCORE_ENCODER_PRECISION")
-    os.environ["DIALSCORE_ENCODER_PRECISION"] = precision
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(PRECISION_ENV, precision)
         store = ModelStore(STORE, Runtime(RuntimeSettings(providers=providers, intra_op_threads=1)))
         store.load()
-    finally:
-        if previous is None:
-            os.environ.pop("DIALSCORE_ENCODER_PRECISION", None)
-        else:
-            os.environ["DIALSCORE_ENCODER_PRECISION"] = previous
     assert not store.failures, store.failures
     return store
 
 
 def _fp32_built() -> bool:
-    import json
-
-    manifest = json.loads((STORE / "minilm-l6" / "manifest.json").read_text())
-    return "encoder-fp32.onnx" in manifest["files"]
+    return "encoder-fp32.onnx" in read_manifest(STORE / "minilm-l6").files
 
 
 @pytest.fixture(scope="module", params=["int8", "fp32"])
