@@ -13,6 +13,7 @@ import numpy as np
 
 from service.manifest import Manifest, write_manifest
 from service.manifest import update_card as update_manifest_card
+from training.evaluation_cards import OWN_README_TABLE, readme_section
 
 VERSION = "2026.11.0"
 # The trained heads: 2026.11.1 since their context-reply matrix is pre-trained on next turns
@@ -102,6 +103,9 @@ def write_readme(folder: Path, manifest: Manifest) -> None:
         lines += [f"- {kind}: {share:.1%}" for kind, share in card["degenerate"].items()]
     if card.get("reproduce"):
         lines += ["", "Reproduce:", "", "```", card["reproduce"], "```"]
+    if card.get("evaluate") and manifest.name not in OWN_README_TABLE:
+        # `evaluate`'s section, from the card too: a rewrite by minilm-report or degenerate keeps it
+        lines += ["", readme_section(card["evaluate"])]
     (Path(folder) / "README.md").write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
 
 
