@@ -5,7 +5,7 @@ from collections import defaultdict
 
 import pytest
 
-from training.data.judgements import SETS, load_set, split_key, split_of
+from training.data.judgements import SETS, TRAINING_SETS, load_set, split_key, split_of
 
 EXPECTED_SIZES = {
     "dstc7": 10000,
@@ -17,7 +17,10 @@ EXPECTED_SIZES = {
     "xdial_dailydialog_gupta": 500,
     "xdial_conture_turn": 1066,
     "conture": 1052,
+    "convai2_turn": 1646,
 }
+# Sets split by conversation, not by query: two conversations may both open with "hi".
+KEYED_BY_CONVERSATION = {"conture", "xdial_conture_turn", "convai2_turn"}
 
 
 def test_every_listed_set_has_an_expected_size() -> None:
@@ -44,13 +47,13 @@ def test_train_and_dev_partition_the_set_by_context(name: str) -> None:
     assert 0.15 * len(every) < len(dev) < 0.45 * len(every)
     assert not {split_key(i) for i in train} & {split_key(i) for i in dev}
     assert not {i.conversation for i in train} & {i.conversation for i in dev}
-    if "conture" not in name:  # ConTurE splits by dialogue; two dialogues may both open with "hi"
+    if name not in KEYED_BY_CONVERSATION:
         assert not {tuple(i.context) for i in train} & {tuple(i.context) for i in dev}
 
 
 def test_overlapping_sets_put_a_shared_context_in_the_same_split() -> None:
     splits: dict[str, set[str]] = defaultdict(set)
-    for name in (n for n in SETS if "conture" not in n):  # ConTurE is keyed by dialogue instead
+    for name in (n for n in SETS if n not in KEYED_BY_CONVERSATION):
         for item in load_set(name):
             splits[" ".join(item.context[-1].lower().split())].add(split_of(split_key(item)))
     # the same DailyDialog query appears in several sets; it must never straddle train and dev
@@ -66,6 +69,19 @@ def test_dstc7_merges_judges_and_drops_the_human_reply_from_references() -> None
     assert len(human) == 1000 and len({i.system for i in items}) == 10
     assert all(i.response.lower().replace(" ", "") not in {r.lower().replace(" ", "") for r in i.references}
                for i in human)
+
+
+def test_convai2_turn_likes_are_bot_turns_with_their_history_and_a_development_set_only() -> None:
+    items = load_set("convai2_turn")
+    assert {i.score for i in items} == {1.0, 5.0}  # dislike, like
+    assert len({i.system for i in items}) == 10 and all(i.system.split("/")[0] in {"intermediate", "volunteers"}
+                                                         for i in items)
+    first = next(i for i in items if i.item_id == "convai2:intermediate/5:7")
+    assert first.response == "good . no , my kids are in elementary school . no band ."
+    assert first.score == 1.0 and first.context[0] == "Hi man!" and len(first.context) == 7
+    # sparse, self-selected likes: measured, never fitted or chosen by
+    assert not SETS["convai2_turn"].for_training and "convai2_turn" not in TRAINING_SETS
+    assert set(TRAINING_SETS) == set(SETS) - {"convai2_turn"}
 
 
 def test_unknown_set_and_split_are_refused() -> None:

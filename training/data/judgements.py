@@ -66,6 +66,7 @@ class SetInfo:
     has_systems: bool
     native_scale: tuple[float, float]
     reader: Callable[[Path], list[JudgedItem]]
+    for_training: bool = True  # False: measured only; no training step fits or chooses anything by it
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -225,6 +226,43 @@ def _read_conture(data_dir: Path) -> list[JudgedItem]:
     return items
 
 
+CONVAI2_TURN_FILES = ("data_intermediate.json", "data_volunteers.json")
+
+
+def _read_convai2_turns(data_dir: Path) -> list[JudgedItem]:
+    """ConvAI2 human-bot chats: the human partner's like (1) or dislike (0) of a bot turn, where given.
+
+    The only turn-level ratings here of bot turns in live chats rated by the person chatting, the
+    kind AutoJudge rates; sparse and self-selected (a partner rated the turns they chose), so a
+    development set, never a training one (SetInfo.for_training). Context = the whole history before
+    the turn; a bot turn with no history is left out. System = round/bot, split key = conversation.
+    """
+    items = []
+    for filename in CONVAI2_TURN_FILES:
+        round_name = filename.removeprefix("data_").removesuffix(".json")
+        path = data_dir / "judgements" / "convai2_human_bot" / filename
+        with open(path, encoding="utf-8") as handle:
+            records = json.load(handle)
+        for n, record in enumerate(records):
+            bots = [p["user_id"] for p in (record["participant1_id"], record["participant2_id"])
+                    if p.get("class") == "Bot"]
+            if len(bots) != 1:
+                continue
+            conversation = f"convai2:{round_name}/{n}"
+            history: list[str] = []
+            for index, turn in enumerate(record["dialog"]):
+                text = _clean(turn.get("text", ""))
+                if not text:
+                    continue
+                like = turn.get("evaluation_score")
+                if turn.get("sender_class") == "Bot" and like is not None and history:
+                    items.append(_item("convai2_turn", f"{conversation}:{index}", list(history), text, [],
+                                       rescale(like, 0, 1), f"{round_name}/{bots[0]}", conversation,
+                                       conversation))
+                history.append(text)
+    return items
+
+
 def _conture_lookup(data_dir: Path) -> dict[tuple[str, str], str]:
     """(normalised user turn, normalised bot reply) -> ConTurE dialogue id, for xdial's copy."""
     lookup: dict[tuple[str, str], str] = {}
@@ -286,8 +324,15 @@ SETS: dict[str, SetInfo] = {
                 _xdial_reader("conture-turn", (0, 2))),
         SetInfo("conture", "ConTurE: 119 human-bot dialogues, every bot turn rated 0-2, full history "
                 "as context", "CC BY 4.0", False, False, (0, 2), _read_conture),
+        SetInfo("convai2_turn", "ConvAI2 human-bot PersonaChat chats: the partner's like (1) or dislike (0) "
+                "of a bot turn, where given; 10 bots", "not stated", False, True, (0, 1), _read_convai2_turns,
+                for_training=False),
     ]
 }
+
+
+# The sets training reads (its train partitions) and chooses settings by (their dev partitions).
+TRAINING_SETS: tuple[str, ...] = tuple(name for name, info in SETS.items() if info.for_training)
 
 
 @lru_cache(maxsize=32)

@@ -15,8 +15,8 @@ from service.scorers.minilm import MAX_TURNS, context_texts
 from training.data import corpora, judgements
 
 # Sets used for training and development; every one has context + response, two have references.
-JUDGED_SETS = tuple(judgements.SETS)
-REFERENCED_SETS = tuple(name for name, info in judgements.SETS.items() if info.has_references)
+JUDGED_SETS = judgements.TRAINING_SETS
+REFERENCED_SETS = tuple(name for name in JUDGED_SETS if judgements.SETS[name].has_references)
 
 
 

@@ -19,7 +19,7 @@ from scipy import stats
 
 from service.scorers.base import EncodeCache, Item
 from service.scorers.ruber import BLENDS, Ruber, blend, normalise
-from training.data.judgements import DEFAULT_DATA_DIR, SETS, JudgedItem, load_set
+from training.data.judgements import DEFAULT_DATA_DIR, SETS, TRAINING_SETS, JudgedItem, load_set
 
 
 def calibration_items(data_dir: Path = DEFAULT_DATA_DIR, contexts: int = 400, seed: int = 0) -> list[Item]:
@@ -92,7 +92,7 @@ def choose_query_turns(scorer: Ruber, candidates=(1, 2, 3), sets: list[str] | No
     for turns in candidates:
         scorer.query_turns = turns
         table[turns] = {}
-        for name in sets or list(SETS):
+        for name in sets or TRAINING_SETS:
             items = load_set(name, "dev", data_dir)
             s_unref = unreferenced_scores(scorer, [Item(list(i.context), i.response) for i in items])
             table[turns][name] = _pearson(np.asarray([i.score for i in items]), s_unref)
@@ -107,7 +107,7 @@ def choose_blend(scorer: Ruber, sets: list[str] | None = None, data_dir: Path = 
     references; the best pair becomes the default (ties keep the paper's unweighted pooling)."""
     weightings = ["none"] + (["frequency"] if scorer.word_weights is not None else [])
     per_set: dict[str, dict[str, dict[str, float]]] = {w: {} for w in weightings}
-    for name in sets or list(SETS):
+    for name in sets or TRAINING_SETS:
         if not SETS[name].has_references:
             continue
         items = [i for i in load_set(name, "dev", data_dir) if i.references]

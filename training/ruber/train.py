@@ -29,7 +29,7 @@ from service.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Item
 from service.scorers.ruber import BLENDS, WEIGHTS_FILE, WORD_WEIGHTS, Ruber
 from training.data.corpora import fingerprint, load_dialogues
-from training.data.judgements import DEFAULT_DATA_DIR, SETS, load_set
+from training.data.judgements import DEFAULT_DATA_DIR, SETS, TRAINING_SETS, load_set
 from training.progress import setup_logging
 from training.ruber import calibrate
 from training.ruber.data import make_pairs
@@ -365,8 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--sources", nargs="+", default=["dailydialog", "chitchat"])
-    parser.add_argument("--choice-sets", nargs="+", default=list(SETS), choices=list(SETS))
-    parser.add_argument("--card-sets", nargs="+", default=list(SETS), choices=list(SETS))
+    parser.add_argument("--choice-sets", nargs="+", default=list(TRAINING_SETS), choices=list(SETS))
+    parser.add_argument("--card-sets", nargs="+", default=list(TRAINING_SETS), choices=list(SETS))
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--log", type=Path, default=Path("/tmp/ruber-train.log"))
     args = parser.parse_args(argv)
