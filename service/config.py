@@ -24,8 +24,11 @@ class Settings:
     max_chars: int = 2000  # DIALSCORE_MAX_CHARS: characters per utterance
     max_correlate_items: int = 100_000  # DIALSCORE_MAX_CORRELATE_ITEMS
     max_resamples: int = 10_000  # DIALSCORE_MAX_RESAMPLES
-    max_bootstrap_work: int = 20_000_000  # DIALSCORE_MAX_BOOTSTRAP_WORK: /correlate items x resamples
+    max_bootstrap_work: int = 20_000_000  # DIALSCORE_MAX_BOOTSTRAP_WORK: /correlate items x resamples (memory)
+    max_bootstrap_metric_work: int = 60_000_000  # DIALSCORE_MAX_BOOTSTRAP_METRIC_WORK: items x resamples x metrics (time)
+    max_metrics: int = 32  # DIALSCORE_MAX_METRICS: /correlate metrics (comparisons grow with its square)
     max_ratings: int = 200_000  # DIALSCORE_MAX_RATINGS: /human-eval rows
+    max_systems: int = 64  # DIALSCORE_MAX_SYSTEMS: /human-eval systems (pairwise tests grow with its square)
     max_json_depth: int = 32  # DIALSCORE_MAX_JSON_DEPTH: nesting of a request body (the contract's need 5)
     batch_size: int = 64  # DIALSCORE_BATCH_SIZE: items per ONNX run after length bucketing
     workers: int = 2  # DIALSCORE_WORKERS: gunicorn workers (also divides the cores among sessions)
@@ -48,7 +51,10 @@ class Settings:
             "max_correlate_items": self.max_correlate_items,
             "max_resamples": self.max_resamples,
             "max_bootstrap_work": self.max_bootstrap_work,
+            "max_bootstrap_metric_work": self.max_bootstrap_metric_work,
+            "max_metrics": self.max_metrics,
             "max_ratings": self.max_ratings,
+            "max_systems": self.max_systems,
             "max_json_depth": self.max_json_depth,
         }
 

@@ -10,12 +10,20 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 _nonempty_list = validate.Length(min=1)
 
 
+# Bound on every number a client sends: squares and sums of larger finite values overflow to
+# inf/NaN in the statistics (z-scores, Krippendorff's alpha), which the contract never answers.
+MAX_MAGNITUDE = 1e15
+
+
 class Number(fields.Float):
-    """A JSON number, finite. marshmallow's Float also casts numeric strings ("5") and booleans;
-    the OpenAPI document declares numbers, so a string is a client bug to report, not to guess at."""
+    """A JSON number, finite and within +-MAX_MAGNITUDE. marshmallow's Float also casts numeric strings
+    ("5") and booleans; the OpenAPI document declares numbers, so a string is a client bug to report,
+    not to guess at."""
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(allow_nan=False, **kwargs)
+        self.validators.append(validate.Range(min=-MAX_MAGNITUDE, max=MAX_MAGNITUDE, error=(
+            f"Must be within -{MAX_MAGNITUDE:g} and {MAX_MAGNITUDE:g} (larger values overflow the statistics).")))
 
     def _deserialize(self, value, attr, data, **kwargs):  # type: ignore[override]
         if isinstance(value, bool) or not isinstance(value, (int, float)):

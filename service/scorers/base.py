@@ -146,6 +146,10 @@ class Scorer:
             raise RuntimeError(f"{self.name} produced non-finite or misshapen scores")
         if self.bounded_by_squashing:
             scores = soft_bound(scores, *self.manifest.score_range)
+        else:
+            # A cosine or an overlap ratio can pass its bound by a rounding error (BLEU-4 of a reply
+            # equal to its reference was 1.0000000000000004): /models promises score_range, so clip.
+            scores = np.clip(scores, *self.manifest.score_range)
         batch.scores = [float(s) for s in scores]
         return batch
 

@@ -99,6 +99,21 @@ CASES = [
     ("items x resamples over the bootstrap budget", "/correlate",
      json.dumps({"human": list(range(5000)), "scores": {"m": list(range(5000))}, "resamples": 5000}).encode(),
      413, "too_large", "resamples"),
+    ("more metrics than the limit: comparisons grow with their square", "/correlate",
+     json.dumps({"human": [1, 2, 3], "scores": {f"m{i}": [1, 2, 3] for i in range(33)}}).encode(),
+     413, "too_large", "scores"),
+    ("items x resamples x metrics over the time budget", "/correlate",
+     json.dumps({"human": list(range(4000)), "scores": {f"m{i}": list(range(4000)) for i in range(4)},
+                 "resamples": 5000}).encode(), 413, "too_large", "resamples"),
+    ("a finite number too large for the statistics", "/correlate",
+     json.dumps({"human": [[1.7e308, 1.7e308], [1.6e308], [1.5e308], [1]], "scores": {"m": [1, 2, 3, 4]}}).encode(),
+     422, "invalid_request", "human.0"),
+    ("more systems than the limit: pairwise tests grow with their square", "/human-eval",
+     json.dumps({"ratings": [{"rater": "a", "system": f"s{i}", "item": "i", "scores": {"fun": 5}}
+                             for i in range(65)]}).encode(), 413, "too_large", "ratings"),
+    ("human-eval scale too large for the statistics", "/human-eval",
+     json.dumps({"ratings": [{"rater": "a", "system": "s", "item": "i", "scores": {"fun": 1.7e308}}],
+                 "scale": [0, 1.79e308]}).encode(), 422, "invalid_request", "scale.1"),
     ("human-eval score as a string", "/human-eval", json.dumps({"ratings": [{"rater": "a", "system": "s", "item": "i",
                                                                             "scores": {"fun": "5"}}]}).encode(),
      422, "invalid_request", "ratings.0.scores.fun"),
@@ -212,3 +227,88 @@ def test_chunked_body_over_the_limit_is_413_not_a_truncated_parse(baseline_app):
     status, body = _chunked(baseline_app, "/correlate", json.dumps({"human": [1, 2, 3], "scores": {"m": [1, 3, 2]}}
                                                                     ).encode())
     assert status.startswith("200"), body
+
+
+def _break_missing_folder(store):
+    return "nonexistent", "model folder missing", "no folder"
+
+
+def _break_manifest(store):
+    manifest = json.loads((store / "length" / "manifest.json").read_text())
+    del manifest["version"]
+    (store / "length" / "manifest.json").write_text(json.dumps(manifest))
+    return "length", "manifest invalid: version", "lacks 'version'"
+
+
+def _break_hash(store):
+    with open(store / "glove-50d" / "vocab.json", "ab") as handle:
+        handle.write(b" ")
+    return "glove-50d", "hash mismatch in vocab.json", "vocab.json has sha256"
+
+
+def _break_file(store):
+    (store / "glove-50d" / "vectors.npy").unlink()
+    return "glove-50d", "file missing: vectors.npy", "vectors.npy is missing"
+
+
+@pytest.mark.parametrize("breakage", [_break_missing_folder, _break_manifest, _break_hash, _break_file],
+                         ids=["missing folder", "invalid manifest", "hash mismatch", "missing file"])
+def test_a_model_that_failed_to_load_is_named_without_server_paths(tmp_path, caplog, breakage):
+    """Clients (and /readyz, which is open even with a token) get a short reason; the log the full one."""
+    from service.app import create_app
+    from tests.conftest import copy_store
+
+    store = copy_store(tmp_path / "store", ("length", "emb-average"))
+    failed, reason, logged = breakage(store)
+    client = create_app({"model_store": store, "load_sync": True,
+                         "models": ["length", "emb-average", "nonexistent"]}).test_client()
+    for name in ("nonexistent", failed):
+        expected = reason if name == failed else "model folder missing"
+        if name == "glove-50d":  # a component: the model that uses it is the one clients ask for
+            name, expected = "emb-average", "component not loaded: glove-50d"
+        response = client.post("/score", json={"model": name, "items": [{"context": ["a"], "response": "b",
+                                                                         "reference": "c"}]})
+        assert response.status_code == 404 and response.get_json()["error"]["details"]["reason"] == expected
+        assert str(tmp_path) not in response.get_data(as_text=True)
+    ready = client.get("/readyz")
+    assert ready.status_code == 503 and ready.get_json()["error"]["details"]["failed"][failed] == reason
+    assert str(tmp_path) not in ready.get_data(as_text=True) and "sha256" not in ready.get_data(as_text=True)
+    assert logged in caplog.text and str(tmp_path) in caplog.text
+
+
+def test_load_errors_of_unknown_shape_are_not_shown_to_clients():
+    from service.handlers import public_reason
+
+    reason = public_reason("RuntimeError: [ONNXRuntimeError] : 3 : NO_SUCHFILE : Load model from "
+                           "/srv/models/adem/scorer.onnx failed")
+    assert "/" not in reason and "RuntimeError" in reason and "log" in reason
+    assert public_reason("adem: needs component(s) ../../etc which did not load (x)") == (
+        "failed to load; see the service log")
+
+
+def test_a_non_finite_number_in_a_response_is_a_logged_500_not_invalid_json(client, monkeypatch, caplog):
+    """Scores are finite floats (API.md); a NaN that slips through must not go out as `NaN`, which
+    is not JSON and which clients' parsers reject or, worse, accept."""
+    from service import handlers
+
+    monkeypatch.setattr(handlers, "score", lambda store, body: {"model": "length", "version": "x",
+                                                                "scores": [float("nan")]})
+    response = client.post("/score", json={"model": "length", "items": [{"context": ["a"], "response": "b"}]})
+    assert response.status_code == 500, response.get_data(as_text=True)
+    error = json.loads(response.get_data(as_text=True))["error"]  # strict: json.loads would take NaN
+    assert error["code"] == "internal" and error["details"] == {"type": "ValueError"}
+    assert "internal error on POST /score" in caplog.text
+
+
+def test_a_non_finite_number_returned_as_a_dict_is_a_500_in_the_contract_format(baseline_store, caplog):
+    """A view that returns a dict is serialised after Flask's user error handlers have run: the
+    failure reaches them as an InternalServerError, which must still read `internal`."""
+    from service.app import create_app
+
+    app = create_app({"model_store": baseline_store, "load_sync": True, "models": ["length"]})
+    app.add_url_rule("/nan", "nan", lambda: {"value": float("inf")})
+    response = app.test_client().get("/nan")
+    assert response.status_code == 500, response.get_data(as_text=True)
+    error = json.loads(response.get_data(as_text=True))["error"]
+    assert error["code"] == "internal" and error["details"] == {"type": "ValueError"}
+    assert "ValueError" in caplog.text

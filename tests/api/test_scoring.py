@@ -64,3 +64,16 @@ def test_full_store_serves_and_is_batch_invariant(full_app):
         for i in range(0, 64, 9):
             alone = client.post("/score", json={"model": model["name"], "items": [batch[i]]}).get_json()["scores"][0]
             assert abs(alone - scores[i]) <= 1e-5, (model["name"], i, alone, scores[i])
+
+
+def test_scores_stay_inside_the_published_range_at_the_ends(full_app):
+    """A reply equal to its reference is where cosines and overlap ratios pass 1 by a rounding error."""
+    client = full_app.test_client()
+    ranges = {m["name"]: m["score_range"] for m in client.get("/models").get_json()["models"]}
+    text = "yeah, the film about turing looks great!"
+    same = {"context": ["shall we see a movie?"], "response": text, "reference": text}
+    for model in ("bleu4", "rouge-l", "emb-average", "emb-extrema", "emb-greedy", "minilm-cosine", "ruber"):
+        low, high = ranges[model]
+        scores = client.post("/score", json={"model": model, "items": [same, ITEM]}).get_json()["scores"]
+        assert all(low <= s <= high for s in scores), (model, scores)
+    assert client.post("/score", json={"model": "bleu4", "items": [same]}).get_json()["scores"] == [1.0]
