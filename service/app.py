@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from flask import Flask, Response, g, jsonify, request
+from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
 
 from service import metrics, middleware
@@ -22,7 +23,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = Flask(__name__)
     app.config["SETTINGS"] = settings
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
-    app.json.sort_keys = False
+    app.json = StrictJSONProvider(app)
 
     from service.api import analysis, health, scoring
 
@@ -33,6 +34,21 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     _install_request_metrics(app)
     init_store(app, background=not settings.load_sync)
     return app
+
+
+class StrictJSONProvider(DefaultJSONProvider):
+    """Flask's JSON with keys in the order the code writes them, and no NaN or Infinity.
+
+    Python's json writes a non-finite float as `NaN`, which is not JSON: strict parsers reject the
+    whole body and lenient ones hand the client a NaN score. The contract promises finite floats,
+    so one that slips through must fail the request as a logged 500, never reach the client.
+    """
+
+    sort_keys = False
+
+    def dumps(self, obj: Any, **kwargs: Any) -> str:
+        kwargs.setdefault("allow_nan", False)
+        return super().dumps(obj, **kwargs)
 
 
 def _error_response(error: ServiceError, headers: dict[str, str] | None = None) -> Response:
@@ -51,6 +67,11 @@ def _install_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException) -> Response:
+        if error.code == 500:
+            # Flask's own 500 for an exception raised outside the view (serialising a returned
+            # dict, say); Flask has logged it. The contract's code for a bug is `internal`.
+            original = getattr(error, "original_exception", None) or error
+            return _error_response(_internal(original))
         if error.code == 404:
             return _error_response(NotFound(f"No endpoint {request.path}; see /openapi.json."))
         if error.code == 405:
@@ -70,8 +91,13 @@ def _install_error_handlers(app: Flask) -> None:
     @app.errorhandler(Exception)
     def unexpected(error: Exception) -> Response:
         log.exception("internal error on %s %s", request.method, request.path)
-        return _error_response(ServiceError("The service failed on this request; it is a bug, please report it.",
-                                            {"type": type(error).__name__}))
+        return _error_response(_internal(error))
+
+
+def _internal(error: BaseException) -> ServiceError:
+    """The 500 for a bug: names the exception's type, never its message (it may hold paths or data)."""
+    return ServiceError("The service failed on this request; it is a bug, please report it.",
+                        {"type": type(error).__name__})
 
 
 def _install_request_metrics(app: Flask) -> None:
@@ -82,7 +108,7 @@ def _install_request_metrics(app: Flask) -> None:
     @app.after_request
     def record(response: Response) -> Response:
         endpoint = request.url_rule.rule if request.url_rule else "unmatched"
-        metrics.REQUESTS.labels(endpoint, request.method, str(response.status_code)).inc()
+        metrics.REQUESTS.labels(endpoint, metrics.method_label(request.method), str(response.status_code)).inc()
         started = g.get("started")
         if started is not None:
             metrics.LATENCY.labels(endpoint, g.get("model", "")).observe(time.perf_counter() - started)

@@ -7,7 +7,7 @@ from typing import Any
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
-from service import schemas
+from service import middleware, schemas
 
 VERSION = "1.0.0"
 
@@ -37,37 +37,70 @@ _CORRELATE_EXAMPLE = {
     "systems": ["hred", "human", "tfidf", "hred", "human", "human", "tfidf", "hred", "human", "tfidf"], "methods": ["pearson", "spearman", "kendall"],
     "confidence": 0.95, "resamples": 1000, "seed": 0,
 }
+# docs/examples/human-eval.json (README sends it), copied because the image ships service/ and not
+# docs/; tests/api/test_health.py keeps the two equal. Three raters who pass quality control, so
+# the example gives a ranking and significance, not an empty result.
 _HUMAN_EVAL_EXAMPLE = {
     "ratings": [
-        {"rater": "w1", "system": "A", "item": "d1", "scores": {"interesting": 73, "fun": 60, "robotic": 20}},
-        {"rater": "w1", "system": "B", "item": "d2", "scores": {"interesting": 55, "fun": 48, "robotic": 35}},
-        {"rater": "w1", "system": "degraded", "item": "d3", "scores": {"interesting": 10, "fun": 5, "robotic": 90}},
-        {"rater": "w2", "system": "A", "item": "d4", "scores": {"interesting": 80, "fun": 71, "robotic": 15}},
-        {"rater": "w2", "system": "B", "item": "d5", "scores": {"interesting": 62, "fun": 50, "robotic": 30}},
-        {"rater": "w2", "system": "degraded", "item": "d6", "scores": {"interesting": 20, "fun": 12, "robotic": 85}},
+        {"rater": "w1", "system": "A", "item": "w1-d0", "scores": {"interesting": 75, "fun": 70, "robotic": 25}},
+        {"rater": "w1", "system": "A", "item": "w1-d1", "scores": {"interesting": 70, "fun": 65, "robotic": 30}},
+        {"rater": "w1", "system": "B", "item": "w1-d2", "scores": {"interesting": 55, "fun": 50, "robotic": 45}},
+        {"rater": "w1", "system": "B", "item": "w1-d3", "scores": {"interesting": 50, "fun": 45, "robotic": 50}},
+        {"rater": "w1", "system": "degraded", "item": "w1-d4", "scores": {"interesting": 15, "fun": 10, "robotic": 85}},
+        {"rater": "w1", "system": "degraded", "item": "w1-d5", "scores": {"interesting": 10, "fun": 5, "robotic": 90}},
+        {"rater": "w2", "system": "A", "item": "w2-d0", "scores": {"interesting": 83, "fun": 78, "robotic": 17}},
+        {"rater": "w2", "system": "A", "item": "w2-d1", "scores": {"interesting": 78, "fun": 73, "robotic": 22}},
+        {"rater": "w2", "system": "B", "item": "w2-d2", "scores": {"interesting": 63, "fun": 58, "robotic": 37}},
+        {"rater": "w2", "system": "B", "item": "w2-d3", "scores": {"interesting": 58, "fun": 53, "robotic": 42}},
+        {"rater": "w2", "system": "degraded", "item": "w2-d4", "scores": {"interesting": 23, "fun": 18, "robotic": 77}},
+        {"rater": "w2", "system": "degraded", "item": "w2-d5", "scores": {"interesting": 18, "fun": 13, "robotic": 82}},
+        {"rater": "w3", "system": "A", "item": "w3-d0", "scores": {"interesting": 70, "fun": 65, "robotic": 30}},
+        {"rater": "w3", "system": "A", "item": "w3-d1", "scores": {"interesting": 65, "fun": 60, "robotic": 35}},
+        {"rater": "w3", "system": "B", "item": "w3-d2", "scores": {"interesting": 50, "fun": 45, "robotic": 50}},
+        {"rater": "w3", "system": "B", "item": "w3-d3", "scores": {"interesting": 45, "fun": 40, "robotic": 55}},
+        {"rater": "w3", "system": "degraded", "item": "w3-d4", "scores": {"interesting": 10, "fun": 5, "robotic": 90}},
+        {"rater": "w3", "system": "degraded", "item": "w3-d5", "scores": {"interesting": 5, "fun": 0, "robotic": 95}},
     ],
-    "reverse": ["robotic", "repetitive"], "scale": [0, 100], "qc_system": "degraded", "alpha": 0.05,
+    "reverse": ["robotic"], "scale": [0, 100], "qc_system": "degraded", "alpha": 0.05,
 }
+
+
+def _error(code: str) -> dict[str, Any]:
+    response: dict[str, Any] = {"description": _ERRORS[code],
+                                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    if code == "401":
+        response["headers"] = {"WWW-Authenticate": {"description": 'The scheme: `Bearer realm="dialscore"`.',
+                                                    "schema": {"type": "string"}}}
+    return response
+
+
+def _responses(ok: dict[str, Any], codes: tuple[str, ...]) -> dict[str, Any]:
+    return {"200": ok, **{code: _error(code) for code in sorted(set(codes + _ALWAYS))}}
 
 
 def _post(summary: str, request_schema: str, example: dict[str, Any], ok: dict[str, Any],
           codes: tuple[str, ...]) -> dict[str, Any]:
-    responses: dict[str, Any] = {"200": ok}
-    for code in sorted(codes + _ALWAYS):
-        responses[code] = {"description": _ERRORS[code],
-                           "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
-    return {"post": {"summary": summary, "security": [{"bearer": []}, {}],
+    return {"post": {"summary": summary,
                      "requestBody": {"required": True, "content": {"application/json": {
                          "schema": {"$ref": f"#/components/schemas/{request_schema}"}, "example": example}}},
-                     "responses": responses}}
+                     "responses": _responses(ok, codes)}}
 
 
 def _get(summary: str, content: dict[str, Any], codes: tuple[str, ...] = ()) -> dict[str, Any]:
-    responses: dict[str, Any] = {"200": {"description": summary, "content": content}}
-    for code in sorted(codes + _ALWAYS):
-        responses[code] = {"description": _ERRORS[code],
-                           "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
-    return {"get": {"summary": summary, "responses": responses}}
+    return {"get": {"summary": summary, "responses": _responses({"description": summary, "content": content}, codes)}}
+
+
+def _guarded(path: str, operations: dict[str, Any]) -> dict[str, Any]:
+    """Security and the 401 as service/middleware.py applies them: with a token configured every
+    path but the probes needs it. `{}` beside the bearer scheme: without one, nothing is needed."""
+    for operation in operations.values():
+        if path in middleware.OPEN_PATHS:
+            operation["security"] = []
+            continue
+        operation["security"] = [{"bearer": []}, {}]
+        responses = {**operation["responses"], "401": _error("401")}
+        operation["responses"] = {code: responses[code] for code in sorted(responses)}
+    return operations
 
 
 _ANY_JSON = {"application/json": {"schema": {"type": "object"}}}
@@ -118,38 +151,41 @@ def openapi_document() -> dict[str, Any]:
         "type": "array", "minItems": 1, "description": "Human scores, or several ratings per item (averaged).",
         "items": {"oneOf": [{"type": "number"}, {"type": "array", "minItems": 1, "items": {"type": "number"}}]}}
     spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
-    spec.path("/healthz", operations=_get("Liveness: the process serves.", _json_of("Status")))
-    spec.path("/readyz", operations=_get("Readiness: every configured model loaded and warmed up.", _json_of("Status"),
-                                         ("503",)))
-    spec.path("/models", operations=_get("Served models with versions, providers and cards; limits.",
-                                         _json_of("ModelsResponse")))
-    spec.path("/metrics", operations=_get("Prometheus metrics of all workers.", {"text/plain": {"schema": {
-        "type": "string"}}}))
-    spec.path("/openapi.json", operations=_get("This document.", _ANY_JSON))
-    codes = ("400", "401", "404", "413", "422", "503")
-    spec.path("/score", operations=_post("Score replies (or dialogues) with one model.", "ScoreRequest",
-                                         _SCORE_EXAMPLE, {"description": "Scores in item order (with `models`: "
-                                                                         "one such response per model).",
-                                                          "content": {"application/json": {"schema": {"oneOf": [
-                                                              {"$ref": "#/components/schemas/ScoreResponse"},
-                                                              {"$ref": "#/components/schemas/MultiScoreResponse"}]}}}},
-                                         codes))
-    spec.path("/rerank", operations=_post("Rank candidate replies, best first.", "RerankRequest",
-                                          {"model": "autojudge", "context": ["hi! how was your weekend?"],
-                                           "candidates": ["i don't know.", "great, i went hiking!"], "top_k": 1},
-                                          {"description": "Ranking, best first; ties keep input order.",
-                                           "content": _json_of("RerankResponse")}, codes))
-    spec.path("/correlate", operations=_post(
-        "Correlation of metric scores with human judgements: Pearson, Spearman, Kendall with p-values, bootstrap "
-        "intervals, item and system level, pairwise comparisons of metrics.", "CorrelateRequest",
-        _CORRELATE_EXAMPLE, {"description": "Per metric, level and method: r, p, ci, n (null with a reason when "
-                                             "undefined); comparisons.", "content": _json_of("CorrelateResponse")},
-        ("400", "401", "413", "422")))
-    spec.path("/human-eval", operations=_post(
-        "Reliable human assessment (Ji et al. 2022): z-scores, rater quality control, system ranking, "
-        "pairwise Wilcoxon rank-sum tests.", "HumanEvalRequest", _HUMAN_EVAL_EXAMPLE,
-        {"description": "Raters passed and failed, systems best first, significance matrix.",
-         "content": _json_of("HumanEvalResponse")}, ("400", "401", "413", "422")))
+    for path, operations in _operations().items():
+        spec.path(path, operations=_guarded(path, operations))
     document = spec.to_dict()
     _tighten(document)
     return document
+
+
+def _operations() -> dict[str, dict[str, Any]]:
+    """Every path's operations, before security (see _guarded)."""
+    codes = ("400", "404", "413", "422", "503")
+    return {
+        "/healthz": _get("Liveness: the process serves.", _json_of("Status")),
+        "/readyz": _get("Readiness: every configured model loaded and warmed up.", _json_of("Status"), ("503",)),
+        "/models": _get("Served models with versions, providers and cards; limits.", _json_of("ModelsResponse")),
+        "/metrics": _get("Prometheus metrics of all workers.", {"text/plain": {"schema": {"type": "string"}}}),
+        "/openapi.json": _get("This document.", _ANY_JSON),
+        "/score": _post("Score replies (or dialogues) with one model.", "ScoreRequest", _SCORE_EXAMPLE,
+                        {"description": "Scores in item order (with `models`: one such response per model).",
+                         "content": {"application/json": {"schema": {"oneOf": [
+                             {"$ref": "#/components/schemas/ScoreResponse"},
+                             {"$ref": "#/components/schemas/MultiScoreResponse"}]}}}}, codes),
+        "/rerank": _post("Rank candidate replies, best first.", "RerankRequest",
+                         {"model": "autojudge", "context": ["hi! how was your weekend?"],
+                          "candidates": ["i don't know.", "great, i went hiking!"], "top_k": 1},
+                         {"description": "Ranking, best first; ties keep input order.",
+                          "content": _json_of("RerankResponse")}, codes),
+        "/correlate": _post(
+            "Correlation of metric scores with human judgements: Pearson, Spearman, Kendall with p-values, bootstrap "
+            "intervals, item and system level, pairwise comparisons of metrics.", "CorrelateRequest",
+            _CORRELATE_EXAMPLE, {"description": "Per metric, level and method: r, p, ci, n (null with a reason when "
+                                                 "undefined); comparisons.", "content": _json_of("CorrelateResponse")},
+            ("400", "413", "422")),
+        "/human-eval": _post(
+            "Reliable human assessment (Ji et al. 2022): z-scores, rater quality control, system ranking, "
+            "pairwise Wilcoxon rank-sum tests.", "HumanEvalRequest", _HUMAN_EVAL_EXAMPLE,
+            {"description": "Raters passed and failed, systems best first, significance matrix.",
+             "content": _json_of("HumanEvalResponse")}, ("400", "413", "422")),
+    }

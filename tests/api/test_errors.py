@@ -273,6 +273,8 @@ def test_a_model_that_failed_to_load_is_named_without_server_paths(tmp_path, cap
     ready = client.get("/readyz")
     assert ready.status_code == 503 and ready.get_json()["error"]["details"]["failed"][failed] == reason
     assert str(tmp_path) not in ready.get_data(as_text=True) and "sha256" not in ready.get_data(as_text=True)
+    listed = client.get("/models")
+    assert listed.get_json()["failed"][failed] == reason and str(tmp_path) not in listed.get_data(as_text=True)
     assert logged in caplog.text and str(tmp_path) in caplog.text
 
 

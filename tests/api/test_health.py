@@ -52,11 +52,28 @@ def test_unknown_model_names_do_not_become_metric_labels(client):
     assert "attacker" not in response.get_data(as_text=True)
 
 
-def test_responses_match_the_schemas_the_openapi_document_declares(client):
-    """Every 200 body loads through its documented schema, which refuses unknown fields: the
-    document describes what the service sends, field for field."""
-    from service import schemas
+def _assert_documented(document: dict, method: str, path: str, response) -> None:
+    """The answer's status is one the document declares for the operation, and its body is valid
+    against the schema declared for that status and media type (unknown fields included)."""
+    from openapi_schema_validator import OAS30Validator
 
+    responses = document["paths"][path][method.lower()]["responses"]
+    declared = responses.get(str(response.status_code))
+    assert declared is not None, (method, path, response.status_code, sorted(responses))
+    assert response.mimetype in declared["content"], (method, path, response.mimetype)
+    schema = declared["content"][response.mimetype]["schema"]
+    body = response.get_json() if response.is_json else response.get_data(as_text=True)
+    OAS30Validator({**schema, "components": document["components"]}).validate(body)
+
+
+def test_responses_match_the_schemas_the_openapi_document_declares(client, baseline_store, tmp_path, monkeypatch):
+    """Every 200 body loads through its documented schema, which refuses unknown fields: the
+    document describes what the service sends, field for field. So do the body /readyz gives under
+    gunicorn (with the pod's worker counts) and the 401 of every GET the token guards."""
+    from service import schemas, worker_readiness
+    from service.app import create_app
+
+    document = client.get("/openapi.json").get_json()
     item = {"context": ["hi there"], "response": "hello!", "reference": "hey"}
     human = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
     a, b = [1, 3, 2, 4, 5, 7, 6, 8, 9, 10], [2, 1, 3, 5, 4, 6, 8, 7, 10, 9]
@@ -83,6 +100,30 @@ def test_responses_match_the_schemas_the_openapi_document_declares(client):
         response = client.open(path, method=method, json=body)
         assert response.status_code == 200, (path, response.get_json())
         schema().load(response.get_json())  # raises on a missing, extra or mistyped field
+        _assert_documented(document, method, path, response)
+
+    # Under gunicorn (service/gunicorn.conf.py sets these) a ready /readyz also counts the pod's workers.
+    monkeypatch.setenv(worker_readiness.DIR_ENV, str(tmp_path / "ready"))
+    monkeypatch.setenv(worker_readiness.WORKERS_ENV, "1")
+    worker_readiness.mark_ready(4242)
+    ready = client.get("/readyz")
+    assert ready.status_code == 200 and ready.get_json()["workers_ready"] == ready.get_json()["workers"] == 1
+    schemas.StatusSchema().load(ready.get_json())
+    _assert_documented(document, "GET", "/readyz", ready)
+
+    guarded = create_app({"model_store": baseline_store, "load_sync": True, "models": ["length"],
+                          "api_token": "t0ken"}).test_client()
+    for path in ("/models", "/metrics", "/openapi.json"):
+        denied = guarded.get(path)
+        assert denied.status_code == 401, path
+        _assert_documented(document, "GET", path, denied)
+        assert document["paths"][path]["get"]["security"] == [{"bearer": []}, {}]
+        metrics_ok = guarded.get(path, headers={"Authorization": "Bearer t0ken"})
+        _assert_documented(document, "GET", path, metrics_ok)
+    for path in ("/healthz", "/readyz"):  # the kubelet's probes carry no token
+        assert guarded.get(path).status_code == 200, path
+        assert "401" not in document["paths"][path]["get"]["responses"]
+        assert not document["paths"][path]["get"].get("security")
 
 
 def test_openapi_describes_every_endpoint_and_validates(client):
@@ -114,3 +155,49 @@ def test_the_readme_example_bodies_give_full_results(client):
                        content_type="application/json").get_json()
     assert body["raters"]["failed"] == [] and [s["system"] for s in body["systems"]] == ["A", "B"]
     assert body["significance"]["A"]["B"] < 0.05
+
+
+def test_client_chosen_methods_do_not_become_metric_labels(client):
+    """The `method` label takes a fixed set of values: any other verb is "other", or every invented
+    one would add a series for the life of the process, token or not."""
+    for verb in ("ZZQA", "ZZQB"):
+        assert client.open("/score", method=verb).status_code == 405
+    assert client.open("/nowhere", method="ZZQC").status_code == 404
+    text = client.get("/metrics").get_data(as_text=True)
+    assert "ZZQ" not in text
+    assert 'dialscore_requests_total{endpoint="unmatched",method="other",status="405"}' in text
+    assert 'dialscore_requests_total{endpoint="unmatched",method="other",status="404"}' in text
+    client.delete("/score")
+    assert 'method="DELETE",status="405"' in client.get("/metrics").get_data(as_text=True)
+
+
+def test_the_openapi_human_eval_example_is_the_readme_one():
+    """The Docker image ships service/ but not docs/, so the document carries its own copy of
+    docs/examples/human-eval.json: this keeps the two equal."""
+    import json
+    from pathlib import Path
+
+    from service.openapi import openapi_document
+
+    examples = Path(__file__).resolve().parents[2] / "docs" / "examples"
+    example = openapi_document()["paths"]["/human-eval"]["post"]["requestBody"]["content"]["application/json"]
+    assert example["example"] == json.loads((examples / "human-eval.json").read_text())
+
+
+def test_every_openapi_example_gives_a_full_result(full_app):
+    """A client that sends the document's example for an endpoint gets a 200 with something in it."""
+    client = full_app.test_client()
+    document = client.get("/openapi.json").get_json()
+    posts = {path: ops["post"] for path, ops in document["paths"].items() if "post" in ops}
+    assert set(posts) == {"/score", "/rerank", "/correlate", "/human-eval"}
+    for path, operation in posts.items():
+        example = operation["requestBody"]["content"]["application/json"]["example"]
+        response = client.post(path, json=example)
+        assert response.status_code == 200, (path, response.get_json())
+        body = response.get_json()
+        empty = [key for key, value in body.items() if isinstance(value, (list, dict)) and not value]
+        assert not empty, (path, empty, body)
+        _assert_documented(document, "POST", path, response)
+    human_eval = client.post("/human-eval", json=posts["/human-eval"]["requestBody"]["content"]["application/json"]
+                             ["example"]).get_json()
+    assert human_eval["raters"]["passed"] and human_eval["significance"]
