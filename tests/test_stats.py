@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -276,3 +277,131 @@ def test_any_valid_input_gives_finite_json_and_bounded_values(data, seed) -> Non
                     assert -1.0 <= entry["ci"][0] <= entry["ci"][1] <= 1.0
     for comparison in body["comparisons"]:
         assert comparison["p"] is None or 0.0 <= comparison["p"] <= 1.0
+
+
+# --- system-level bootstrap without an items x systems matrix -------------------------------------
+def _stratified_reference(groups: np.ndarray, count: int, resamples: int, seed: int) -> np.ndarray:
+    """The draws as first written (one scan of all items per system): the seeds' numbers must not move."""
+    rng = np.random.default_rng(seed)
+    out = np.empty((resamples, groups.size), dtype=np.int64)
+    for g in range(count):
+        members = np.flatnonzero(groups == g)
+        out[:, members] = members[rng.integers(0, members.size, size=(resamples, members.size))]
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 11])
+def test_stratified_indices_draw_as_before(seed: int) -> None:
+    groups = np.r_[RNG.integers(0, 7, size=60), np.arange(9)]  # uneven sizes, two single-item systems
+    assert np.array_equal(stats._stratified_indices(groups, 9, 30, seed), _stratified_reference(groups, 9, 30, seed))
+
+
+@pytest.mark.parametrize("method", stats.METHODS)
+def test_system_bootstrap_is_each_resamples_system_means(method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stats, "_CHUNK_CELLS", 300)  # several chunks of resamples
+    human = RNG.integers(1, 6, size=45).astype(float)  # Likert ratings: system means tie exactly
+    metrics = {"good": human + RNG.normal(scale=0.5, size=45), "poor": RNG.integers(0, 3, size=45).astype(float)}
+    groups = np.r_[RNG.integers(0, 6, size=38), np.arange(7)]
+    indices = stats._stratified_indices(groups, 7, 50, seed=4)
+    got = stats.system_bootstrap_distributions(human, metrics, [method], groups, 7, indices)[method]
+    for row, idx in enumerate(indices):
+        h = [human[idx][groups == g].mean() for g in range(7)]
+        for name, values in metrics.items():
+            m = [values[idx][groups == g].mean() for g in range(7)]
+            if np.ptp(h) == 0 or np.ptp(m) == 0:
+                assert np.isnan(got[name][row])
+            else:
+                assert got[name][row] == pytest.approx(SCIPY[method](m, h).statistic, abs=1e-12)
+
+
+@pytest.mark.parametrize("method", ["spearman", "kendall"])
+def test_system_interval_keeps_tied_system_means_tied(method: str) -> None:
+    # Likert ratings give systems equal means; dividing before summing (a one-hot of 1/size) made
+    # them differ by rounding, which moved ranks: this interval's lower end was off by up to 0.07.
+    rng = np.random.default_rng(0)
+    human = rng.integers(1, 6, size=40).astype(float)
+    good = np.clip(human + rng.integers(-1, 2, size=40), 1, 5).astype(float)
+    systems = [f"s{i % 6}" for i in range(40)]
+    body = correlate(human.tolist(), {"good": good.tolist()}, systems, [method], resamples=200, seed=0)
+    groups = np.unique(systems, return_inverse=True)[1]
+    dist = []
+    for idx in stats._stratified_indices(groups, 6, 200, 0):
+        h = [human[idx][groups == g].mean() for g in range(6)]
+        m = [good[idx][groups == g].mean() for g in range(6)]
+        dist.append(np.nan if np.ptp(h) == 0 or np.ptp(m) == 0 else SCIPY[method](m, h).statistic)
+    expected = stats.percentile_interval(np.array(dist))
+    assert body["metrics"]["good"]["system"][method]["ci"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_many_systems_need_no_items_times_systems_memory() -> None:
+    # 30,000 items in 30,000 systems took a 6.7 GiB one-hot matrix (a 500 or an OOM-killed pod).
+    tracemalloc = pytest.importorskip("tracemalloc")
+    n = 3000
+    human, metric = RNG.normal(size=n), RNG.normal(size=n)
+    tracemalloc.start()
+    try:
+        body = correlate(human.tolist(), {"m": metric.tolist()}, [f"s{i}" for i in range(n)], resamples=40)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    no_nan(body)
+    assert body["systems"]["count"] == n
+    assert peak < n * n * 8 / 2  # well under one dense items x systems float matrix (69 MiB here)
+
+
+# --- Spearman's p: exact for few items, never below 2/n! -------------------------------------------
+def _permutation_p(x: list[float], y: list[float]) -> float:
+    """scipy.stats.permutation_test over all n! pairings of the ranks: the exact two-sided p."""
+    ry = sps.rankdata(y) - np.mean(sps.rankdata(y))
+
+    def rho(rx: np.ndarray, axis: int = -1) -> np.ndarray:
+        rc = rx - rx.mean(axis=axis, keepdims=True)
+        return (rc * ry).sum(axis=axis) / np.sqrt((rc * rc).sum(axis=axis) * (ry * ry).sum())
+
+    return sps.permutation_test((sps.rankdata(x),), rho, permutation_type="pairings", n_resamples=np.inf,
+                                vectorized=True).pvalue
+
+
+@pytest.mark.parametrize(
+    ("x", "y"),
+    [
+        ([2.9, 4.0, 1.7], [3.0, 4.5, 1.0]),  # API.md's example: rho = 1
+        ([0.1, 0.0, 0.2], [3.0, 4.5, 1.0]),  # rho = -1
+        ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5]),
+        ([1, 1, 2, 3, 4], [1, 1, 2, 3, 4]),  # tied and perfect: more than one pairing in each tail
+        ([1, 3, 2, 5, 4, 6], [2, 1, 4, 3, 6, 5]),
+        ([1, 1, 2, 2, 3, 3, 4], [1, 2, 1, 3, 3, 4, 4]),
+        ([3, 1, 4, 1, 5, 9, 2, 6], [2, 7, 1, 8, 2, 8, 1, 8]),
+        ([1, 2, 3, 4, 5, 6, 7, 8, 9], [2, 1, 3, 5, 4, 6, 7, 9, 8]),
+        ([1, 1, 1, 2, 2, 3, 4, 5, 5], [5, 4, 4, 3, 2, 2, 1, 1, 1]),
+    ],
+)
+def test_spearman_p_is_exact_up_to_nine_items(x: list[float], y: list[float]) -> None:
+    got = stats.correlation(x, y, "spearman")
+    assert got["r"] == pytest.approx(sps.spearmanr(x, y).statistic, abs=1e-12)
+    assert got["p"] == pytest.approx(_permutation_p(x, y), rel=1e-12)
+
+
+@pytest.mark.parametrize("n", [10, 12, 25])
+def test_spearman_p_of_perfect_ranks_is_two_over_n_factorial(n: int) -> None:
+    x = np.arange(n, dtype=float)
+    for y in (x ** 3, -x):
+        got = stats.correlation(x, y, "spearman")
+        # scipy's rho may be 1 - 1e-16: t then is finite but huge, and its p far below 2/n! all the same
+        assert abs(got["r"]) == pytest.approx(1.0) and got["p"] == pytest.approx(2 / math.factorial(n), rel=1e-9, abs=0)
+    near = x.copy()
+    near[[0, 1]] = near[[1, 0]]  # the approximation applies; the floor is only a floor
+    assert stats.correlation(x, near, "spearman")["p"] == pytest.approx(
+        max(sps.spearmanr(x, near).pvalue, 2 / math.factorial(n)), rel=1e-12, abs=0)
+
+
+def test_api_example_spearman_p_is_exact_at_both_levels_and_the_rest_unchanged() -> None:
+    body = correlate([3.0, 4.5, 1.0], {"adem": [2.9, 4.0, 1.7], "bleu4": [0.1, 0.0, 0.2]},
+                     ["hred", "human", "tfidf"], resamples=1000)
+    no_nan(body)
+    for name, sign in (("adem", 1.0), ("bleu4", -1.0)):
+        for level in ("item", "system"):
+            entry = body["metrics"][name][level]
+            assert entry["spearman"]["r"] == sign and entry["spearman"]["p"] == pytest.approx(1 / 3)
+            assert entry["kendall"]["p"] == pytest.approx(entry["spearman"]["p"])  # n = 3: both exact
+            assert entry["spearman"]["ci"] is None and "too few items" in entry["spearman"]["ci_reason"]
