@@ -590,7 +590,11 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
         count = labels.size
         sys_human = _system_means(means, groups, count)
         sys_metrics = {name: _system_means(values, groups, count) for name, values in metrics.items()}
-        sys_indices = _stratified_indices(groups, count, resamples, seed) if no_bootstrap is None else None
+        # Resampling items within each system cannot move a system with one item: if none has two,
+        # every resample is the sample itself and an interval would be a zero-width [r, r].
+        sys_no_bootstrap = no_bootstrap or ("every system has a single item, so resampling within systems "
+                                            "cannot vary" if count == n else None)
+        sys_indices = _stratified_indices(groups, count, resamples, seed) if sys_no_bootstrap is None else None
         sys_cache: dict[str, dict[str, np.ndarray]] = {}
 
         def system_distribution(method: str) -> dict[str, np.ndarray]:
@@ -598,7 +602,7 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
                 sys_cache.update(system_bootstrap_distributions(means, metrics, methods, groups, count, sys_indices))
             return sys_cache[method]
 
-        system, sys_comparisons = _level(sys_human, sys_metrics, methods, confidence, no_bootstrap,
+        system, sys_comparisons = _level(sys_human, sys_metrics, methods, confidence, sys_no_bootstrap,
                                          system_distribution)
         for entry in sys_comparisons:
             entry["level"] = "system"

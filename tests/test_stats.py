@@ -340,13 +340,25 @@ def test_many_systems_need_no_items_times_systems_memory() -> None:
     human, metric = RNG.normal(size=n), RNG.normal(size=n)
     tracemalloc.start()
     try:
-        body = correlate(human.tolist(), {"m": metric.tolist()}, [f"s{i}" for i in range(n)], resamples=40)
+        body = correlate(human.tolist(), {"m": metric.tolist()}, [f"s{i // 2}" for i in range(n)], resamples=40)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     no_nan(body)
-    assert body["systems"]["count"] == n
-    assert peak < n * n * 8 / 2  # well under one dense items x systems float matrix (69 MiB here)
+    count = n // 2  # two items a system, so resampling within systems varies
+    assert body["systems"]["count"] == count and body["metrics"]["m"]["system"]["pearson"]["ci"] is not None
+    assert peak < n * count * 8 / 2  # well under one dense items x systems float matrix (34 MiB here)
+
+
+def test_systems_of_one_item_each_get_no_zero_width_interval() -> None:
+    human, metric = RNG.normal(size=50), RNG.normal(size=50)
+    body = correlate(human.tolist(), {"m": metric.tolist(), "k": human.tolist()}, [f"s{i}" for i in range(50)],
+                     resamples=200)
+    no_nan(body)
+    for method in stats.METHODS:
+        entry = body["metrics"]["m"]["system"][method]
+        assert entry["r"] is not None and entry["ci"] is None and "single item" in entry["ci_reason"]
+        assert body["metrics"]["m"]["item"][method]["ci"] is not None  # the item level still resamples
 
 
 # --- Spearman's p: exact for few items, never below 2/n! -------------------------------------------
