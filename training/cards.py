@@ -101,7 +101,8 @@ def hred_card(metrics: dict) -> dict[str, Any]:
     return {"summary": "ADEM's hierarchical encoder (utterance BiGRU + context GRU), pre-trained as VHRED; "
                        "shared by adem and autojudge.",
             "training_data": f"train splits of {', '.join(metrics['sources'])} ({metrics['train_dialogues']} "
-                             "dialogues); validation and test splits held out",
+                             "dialogues); validation and test splits held out (DailyDialog's repeat 122 and 149 of "
+                             "their 1,000 dialogues verbatim from train: docs/evaluation.md, the overlap audit)",
             "licence": CORPUS_LICENCES, "training_time_minutes": metrics["minutes"], "machine": MACHINE,
             "held_out_perplexity": {"dailydialog_validation_bound": round(held["ppl_bound"], 2),
                                     "dailydialog_validation_nll_only": round(held["ppl_nll"], 2)},
@@ -147,6 +148,9 @@ encoders are exported; the decoder is used by `python -m training selftalk`.
   train on one CPU core in well under an hour.
 
 ## Held-out perplexity (DailyDialog validation, {int(held['tokens'])} tokens)
+122 of DailyDialog's 1,000 validation dialogues are verbatim copies of train dialogues, so part of
+this figure is on text the model was trained on (docs/evaluation.md, the overlap audit).
+
 | measure | value |
 |---|---|
 | per-token perplexity bound, exp((NLL + KL) / tokens) | {held['ppl_bound']:.2f} |

@@ -1,8 +1,10 @@
 """`python -m training pretrain`: BPE tokenizer + VHRED pre-training of ADEM's hierarchical encoder.
 
-Trains on the train splits of DailyDialog and Chit-Chat (validation and test never seen),
-with KL annealing and decoder word drop as in ADEM section 5.1, then reports perplexity on
-held-out DailyDialog validation dialogues. Seeded; a fixed number of steps (not wall time)
+Trains on the train splits of DailyDialog and Chit-Chat (validation and test are not read; but
+DailyDialog's validation and test repeat 122 and 149 of their 1,000 dialogues verbatim from its
+train split, and xdial_dailydialog_zhao's contexts are train dialogues: docs/evaluation.md, the
+overlap audit), with KL annealing and decoder word drop as in ADEM section 5.1, then reports
+perplexity on DailyDialog validation dialogues. Seeded; a fixed number of steps (not wall time)
 so that `make train` reproduces the artifact.
 """
 from __future__ import annotations

@@ -3,8 +3,9 @@
 Ghandeharioun et al. 2019, section 4.3: N conversations of T turns (the paper: 100 of 10) in
 which every reply is fed back to the same bot, each scored with M_H's self-play variant (-B/B;
 the human-bot regression applied unchanged), averaged into one bot-level score. Each
-conversation is seeded with the first utterance of a random held-out DailyDialog validation
-dialogue (never seen in VHRED pre-training); only the bot's T replies are scored. The bot is
+conversation is seeded with the first utterance of a random DailyDialog validation dialogue (a
+split VHRED pre-training does not read, though 122 of its 1,000 dialogues repeat train ones);
+only the bot's T replies are scored. The bot is
 `vhred` (the training package's pre-trained VHRED, runs/vhred) or an http(s) URL served by the
 adapter in training/bots.py. Failed replies (time-outs, errors) are reported; a conversation
 with a failure is dropped, and the run stops after --max-failures of them.

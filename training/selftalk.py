@@ -1,7 +1,7 @@
 """`python -m training selftalk`: the pre-trained VHRED talks to itself (AutoJudge's data generation).
 
-Contexts are sampled (seeded) from dialogues the model never trained on (DailyDialog test by
-default); from each, the model generates `--turns` further turns, every turn conditioned on
+Contexts are sampled (seeded) from a split the model was not trained on (DailyDialog test by
+default; 149 of its 1,000 dialogues also occur verbatim in train); from each, the model generates `--turns` further turns, every turn conditioned on
 the whole conversation so far (its own turns included), z drawn from the prior. One JSON
 object per line: {"id", "source", "context": [...], "generated": [...]}.
 """

@@ -10,10 +10,11 @@ Train/dev partition (fixed, seeded, by context): an item's split is decided by a
 * every response to one context (and every turn of one conversation) lands in one split;
 * a context that appears in several sets lands in the same split in all of them. The
   DailyDialog-based sets overlap (dailydialog_gupta_multiref and xdial dailydialog-gupta are
-  the same 500 items; zhao, holistic_eval and predictive_engagement reuse DailyDialog test
-  queries), and their contexts are truncated differently, so the key is the *last context
+  the same 500 items; holistic_eval and predictive_engagement reuse DailyDialog test queries,
+  zhao's contexts are DailyDialog *train* dialogues), and their contexts are truncated differently, so the key is the *last context
   turn* (the query), normalised with `service.text.words` (lower-case, punctuation split),
-  which all of them share. ConTurE items are keyed by their dialogue, both in
+  which all of them share. It keeps spelling variants apart ("don ' t" and "don ’ t"), so a few
+  contexts straddle the partition; docs/evaluation.md (the overlap audit) counts them. ConTurE items are keyed by their dialogue, both in
   `conture` and in xdial's copy `xdial_conture_turn` (mapped back to the dialogue by text).
 
 `DEV_FRACTION` of keys go to "dev". Change `SPLIT_SEED` and every set's partition changes
