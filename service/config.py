@@ -30,7 +30,7 @@ class Settings:
     max_ratings: int = 200_000  # DIALSCORE_MAX_RATINGS: /human-eval rows
     max_systems: int = 64  # DIALSCORE_MAX_SYSTEMS: /human-eval systems (pairwise tests grow with its square)
     max_json_depth: int = 32  # DIALSCORE_MAX_JSON_DEPTH: nesting of a request body (the contract's need 5)
-    batch_size: int = 64  # DIALSCORE_BATCH_SIZE: items per ONNX run after length bucketing
+    batch_size: int = 64  # DIALSCORE_BATCH_SIZE: texts per ONNX run after length bucketing (memory grows with it)
     workers: int = 2  # DIALSCORE_WORKERS: gunicorn workers (also divides the cores among sessions)
     intra_op_threads: int = 0  # DIALSCORE_INTRA_OP_THREADS: 0 = cores / workers
     providers: tuple[str, ...] = ("CUDAExecutionProvider", "CPUExecutionProvider")  # DIALSCORE_PROVIDERS
@@ -91,6 +91,8 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
             raise KeyError(f"unknown setting {name!r}")
         values[name] = _convert(name, raw, getattr(base, name))
     settings = replace(base, **values)
+    if settings.batch_size < 1:
+        raise ValueError(f"DIALSCORE_BATCH_SIZE={settings.batch_size}: must be at least 1")
     from service.runtime import cuda_provider_options  # the one parser; checked here so a typo stops start-up
 
     try:

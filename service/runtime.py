@@ -40,6 +40,7 @@ class RuntimeSettings:
     intra_op_threads: int = 0  # 0: cores / workers
     workers: int = 1
     cuda_options: tuple[str, ...] = ()  # "key=value" entries for the CUDA provider, over CUDA_DEFAULTS
+    batch_size: int = 64  # texts per ONNX run after length bucketing (memory grows with it)
 
 
 def cuda_provider_options(entries: tuple[str, ...]) -> dict[str, str]:

@@ -136,7 +136,8 @@ def init_store(app: Any, background: bool) -> ModelStore:
 
     settings = app.config["SETTINGS"]
     runtime = Runtime(RuntimeSettings(providers=settings.providers, intra_op_threads=settings.intra_op_threads,
-                                      workers=settings.workers, cuda_options=settings.cuda_options))
+                                      workers=settings.workers, cuda_options=settings.cuda_options,
+                                      batch_size=settings.batch_size))
     store = ModelStore(settings.model_store, runtime, settings.models)
     app.extensions["dialscore.store"] = store
 

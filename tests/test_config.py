@@ -29,3 +29,5 @@ def test_bad_values_say_which_variable():
         load_settings({"no_such_setting": 1}, environ={})
     with pytest.raises(ValueError, match="DIALSCORE_CUDA_OPTIONS.*use_tf32"):
         load_settings(environ={"DIALSCORE_CUDA_OPTIONS": "use_tf32"})
+    with pytest.raises(ValueError, match="DIALSCORE_BATCH_SIZE"):
+        load_settings(environ={"DIALSCORE_BATCH_SIZE": "0"})

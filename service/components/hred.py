@@ -19,7 +19,6 @@ from service.components.base import Component, register_component
 from service.runtime import length_buckets
 from service.scorers.base import EncodeCache
 
-MAX_BATCH = 64
 MAX_TOKENS = 8192
 
 
@@ -66,7 +65,7 @@ class HREDEncoder(Component):
         encodings = self.tokenizer.encode_batch(list(texts))
         lengths = [len(e.ids) for e in encodings]
         out = np.zeros((len(texts), self.utterance_dim), dtype=np.float32)
-        for batch in length_buckets(lengths, MAX_BATCH, MAX_TOKENS):
+        for batch in length_buckets(lengths, self.runtime.settings.batch_size, MAX_TOKENS):
             width = max(lengths[i] for i in batch)
             tokens = np.zeros((len(batch), width), dtype=np.int64)
             for row, index in enumerate(batch):
@@ -82,7 +81,7 @@ class HREDEncoder(Component):
         vectors = dict(zip(texts, self.encode_utterances(texts, cache)))
         turns = [len(c) for c in recent]
         out = np.zeros((len(contexts), self.dim), dtype=np.float32)
-        for batch in length_buckets(turns, MAX_BATCH, MAX_TOKENS):
+        for batch in length_buckets(turns, self.runtime.settings.batch_size, MAX_TOKENS):
             width = max(turns[i] for i in batch)
             packed = np.zeros((len(batch), width, self.utterance_dim), dtype=np.float32)
             for row, index in enumerate(batch):

@@ -36,7 +36,6 @@ def choose_precision(requested: str, cuda: bool, fp32_built: bool) -> str:
         raise ValueError(f"{PRECISION_ENV}={requested!r} is not one of {PRECISIONS + ('auto',)}")
     wanted = ("fp32" if cuda else "int8") if requested == "auto" else requested
     return wanted if wanted == "int8" or fp32_built else "int8"
-MAX_BATCH = 64
 MAX_TOKENS = 8192
 
 
@@ -83,7 +82,7 @@ class SentenceEncoder(Component):
         encodings = self.tokenizer.encode_batch(list(texts))
         lengths = [len(e.ids) for e in encodings]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for batch in length_buckets(lengths, MAX_BATCH, MAX_TOKENS):
+        for batch in length_buckets(lengths, self.runtime.settings.batch_size, MAX_TOKENS):
             width = max(lengths[i] for i in batch)
             ids = np.zeros((len(batch), width), dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)

@@ -95,7 +95,6 @@ class Ruber(Scorer):
         "components": {"type": "boolean", "default": False},
         "word_weights": {"type": "string", "choices": ["none"], "default": "none"},
     }
-    max_batch = 64
 
     def _load(self) -> None:
         self.glove: GloveTable = self.components["glove-50d"]
@@ -125,7 +124,7 @@ class Ruber(Scorer):
         """Encodings of `texts`, length-bucketed; padding is masked in the graph so buckets do not matter."""
         rows = [word_ids(self.glove, t, self.max_words, keep) for t in texts]
         out: np.ndarray | None = None
-        for bucket in length_buckets([len(r) for r in rows], self.max_batch):
+        for bucket in length_buckets([len(r) for r in rows], self.runtime.settings.batch_size):
             embedded, lengths = embed_padded(self.glove.vectors, [rows[i] for i in bucket])
             (vectors,) = session.run({"embedded": embedded, "lengths": lengths})
             if out is None:

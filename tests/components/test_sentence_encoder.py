@@ -148,3 +148,19 @@ def test_each_distinct_text_is_encoded_once_per_cache(int8: SentenceEncoder) -> 
     assert calls == [2, 1]
     np.testing.assert_array_equal(first[0], first[2])
     np.testing.assert_array_equal(first[1], second[0])
+
+
+def test_batch_size_setting_bounds_every_onnx_run(int8: SentenceEncoder) -> None:
+    """DIALSCORE_BATCH_SIZE reaches the served encoder (it was read and never used): memory grows with it."""
+    from service.app import create_app
+
+    app = create_app({"batch_size": 3, "models": ["minilm-cosine"], "load_sync": True,
+                      "providers": ["CPUExecutionProvider"], "intra_op_threads": 1})
+    served = app.extensions["dialscore.store"].components["minilm-l6"]
+    texts = TEXTS + _dialogue_turns(40)
+    rows: list[int] = []
+    run = served.session.run
+    served.session.run = lambda feeds: (rows.append(len(feeds["input_ids"])), run(feeds))[1]
+    vectors = served.encode(texts)
+    assert max(rows) == 3 and sum(rows) == len(set(texts))
+    assert np.abs(vectors - int8.encode(texts)).max() < 1e-6  # the batch does not change an embedding
