@@ -95,6 +95,11 @@ def test_service_pods_are_probed_hardened_and_drained(overlay):
     # The drain fits in the grace period: preStop, then gunicorn's graceful timeout.
     drain = container["lifecycle"]["preStop"]["sleep"]["seconds"] + int(config["DIALSCORE_GRACEFUL_TIMEOUT"])
     assert drain < pod["terminationGracePeriodSeconds"]
+    # A probe queues behind requests in flight: liveness restarts a pod only after gunicorn's worker
+    # timeout (120 s, service/gunicorn.conf.py) without an answer, readiness drops it after 30 s.
+    live, ready = container["livenessProbe"], container["readinessProbe"]
+    assert live["periodSeconds"] * live["failureThreshold"] >= 120
+    assert ready["periodSeconds"] * ready["failureThreshold"] >= 30
     # Threads: workers x intra-op threads must not exceed the CPU limit (containers see all node cores).
     assert int(config["DIALSCORE_WORKERS"]) * int(config["DIALSCORE_INTRA_OP_THREADS"]) <= int(
         container["resources"]["limits"]["cpu"])
