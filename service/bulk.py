@@ -6,28 +6,45 @@ indexed Job (k8s/bulk/) can split it over pods with `JOB_COMPLETION_INDEX`.
 
 Contract of the output: exactly one line per input line of this shard, in input order,
 `{"line": n, "model", "version", "score", "details"?, "id"?}` or, for a line that cannot be
-scored, `{"line": n, "model", "version", "error": {"code", "message"}}`; nothing is dropped.
-Each batch is appended and fsync'd before the next is read, so after a kill (OOM, eviction,
-node loss) a restart truncates a torn last line, skips every line already in the output and
-goes on: no line is written twice.
+scored, `{"line": n, "model", "version", "error": {"code", "message"}}`; nothing is dropped, and
+every line is strict JSON (no NaN or infinity). Each batch is appended and fsync'd before the
+next is read, so after a kill (OOM, eviction, node loss) a restart truncates a torn last line,
+skips every line already in the output and goes on: no line is written twice. One run writes an
+output at a time: it holds a lock on `<output>.lock` from before it reads the resume point to its
+end (see output_lock), and a second run refuses, or waits `--lock-wait` seconds first.
+
+Exit status (k8s/bulk/job.yaml's podFailurePolicy acts on it):
+  0    done; lines that cannot be scored are in the output as error records
+  1    failed otherwise: an I/O error once scoring started (a full or lost volume) or an
+       unexpected error; the Job retries this shard alone, and the retry resumes
+  2    set-up error, before any line was scored: bad arguments or environment, unknown model,
+       bad --options, unreadable input, an output that cannot be created, is not this run's to
+       extend (other model, version, shard split or options; not a bulk output; lines written
+       twice) or is held by another run; retrying the same command cannot help
+  143  stopped by SIGTERM (130: Ctrl-C) after finishing the batch in hand; a rerun resumes
 """
 from __future__ import annotations
 
 import argparse
+import errno
+import fcntl
 import json
 import logging
 import os
 import signal
+import socket
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterator, NoReturn
 
 from marshmallow import EXCLUDE, ValidationError
 
 from service.config import load_settings
-from service.json_body import RepeatedKey, find_problem, loads
+from service.json_body import NotFinite, RepeatedKey, find_problem, loads
 from service.runtime import Runtime, RuntimeSettings
 from service.schemas import DIALOGUE, ITEM, flatten_messages
 from service.scorers.base import Dialogue, EncodeCache, Item, Scorer, Turn
@@ -37,7 +54,8 @@ log = logging.getLogger("service.bulk")
 
 
 class BulkError(Exception):
-    """A problem with the run's set-up (unknown model, unreadable input, foreign output): exit 2."""
+    """A problem with the run's set-up, found before any line is scored (unknown model, unreadable
+    input, foreign or busy output): exit 2, which fails the whole Job, since a retry cannot help."""
 
 
 class BadLine(ValueError):
@@ -81,9 +99,11 @@ def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
     if not text.strip():
         raise ValueError("empty line")
     try:
-        obj = loads(text)
+        obj = loads(text, finite=True)  # `id` is copied to the output, which must stay JSON
     except RepeatedKey as exc:
         raise ValueError(f"ambiguous JSON: {exc}") from None
+    except NotFinite as exc:
+        raise ValueError(f"not JSON ({exc})") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(obj, dict):
@@ -121,6 +141,71 @@ def shard_output(output: Path, index: int, count: int) -> Path:
     if count == 1:
         return output
     return Path(f"{name}.{index:05d}-of-{count:05d}")
+
+
+@contextmanager
+def output_lock(output: Path, wait: float = 0.0) -> Iterator[bool]:
+    """Hold an exclusive lock on `<output>.lock` for the block; True once held, False if SIGTERM
+    came while waiting. Held by another run after `wait` seconds: BulkError naming the holder.
+
+    Why this lock: a POSIX record lock (fcntl) is what NFS (v4 natively, v3 through NLM), CephFS
+    and SMB carry between machines, and it dies with its holder (the kernel drops it; after a lost
+    node the NFS server does when the lease ends, about 90 s), so a SIGKILLed run never leaves a
+    stale lock behind as an O_EXCL marker file would, which would block every retry. Why a sidecar
+    file and not the output: it can be locked before the output exists; a POSIX lock is dropped as
+    soon as its process closes *any* descriptor of the file, and the resume check and the writer
+    open the output themselves; and SMB enforces byte-range locks, which would block our own
+    writes. flock() is no better: Linux emulates it with these locks on NFS, and not every network
+    filesystem has it. The file is never deleted: unlinking it while a second run waits on it
+    would let a third lock a new file beside the second. The lock belongs to the process, so two
+    runs inside one process are not kept apart (the command runs one).
+    """
+    path = Path(f"{output}.lock")
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o664)
+    except OSError as exc:
+        raise BulkError(f"cannot create the lock file {path}: {exc.strerror}") from None
+    try:
+        if not _acquire(fd, path, output, wait):
+            yield False
+            return
+        holder = f"pid {os.getpid()} on {socket.gethostname()} since {datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%SZ}"
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, holder.encode("utf-8") + b"\n", 0)  # for the message of a run that is refused
+        yield True
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _acquire(fd: int, path: Path, output: Path, wait: float) -> bool:
+    """Take the lock, retrying for up to `wait` seconds; False if SIGTERM or Ctrl-C came first."""
+    deadline = time.monotonic() + wait
+    waiting = False
+    while True:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EAGAIN):
+                raise BulkError(f"cannot lock {path} ({exc.strerror}): the volume must support POSIX file "
+                                "locks, which keep two runs from writing one output") from None
+        holder = os.pread(fd, 512, 0).decode("utf-8", "replace").strip() or "a process that just started"
+        if time.monotonic() >= deadline:
+            raise BulkError(f"{output} is being written by another run ({holder}; lock {path}); refusing to "
+                            "write to it too: let that run end or stop it, then run this again (or give "
+                            "--lock-wait SECONDS)")
+        if not waiting:
+            log.info("%s is being written by another run (%s); waiting up to %.0f s for it to end", output,
+                     holder, wait, extra={"lock": str(path), "holder": holder})
+            waiting = True
+        if _Stop.requested:
+            return False
+        time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+
+
+def shard_lines_upto(after: int, index: int, count: int) -> int:
+    """How many of input lines 1..`after` belong to shard `index` of `count`."""
+    return 0 if after <= index else (after - 1 - index) // count + 1
 
 
 _RECORD_START = b'{"line": '
@@ -191,6 +276,19 @@ def _check_record(path: Path, raw: bytes, model: str, version: str, fields: dict
             raise BulkError(f"{path} was written with {key} {last.get(key) or '(default)'}, this run has "
                             f"{fields.get(key) or '(default)'}; resume with the same {key} or use another --output")
     return line
+
+
+def check_complete(output: Path, after: int, written: int, shard_index: int, shard_count: int) -> None:
+    """BulkError unless the output holds one record per shard line up to `after`.
+
+    resume_point reads only the last record; a file that two runs wrote at once (possible before
+    output_lock) ends in a plausible record with lines repeated above it, and extending it would
+    report them all as done."""
+    expected = shard_lines_upto(after, shard_index, shard_count)
+    if written != expected:
+        raise BulkError(f"{output} holds {written} records for the {expected} input lines of this shard up to "
+                        f"line {after}: lines were written twice (two runs at once) or the file was edited; "
+                        "keep one record per line number, in order, or use another --output")
 
 
 def _record(line: int, scorer: Scorer, item_id: Any, extra: dict[str, Any]) -> dict[str, Any]:
@@ -273,62 +371,111 @@ class _Stop:
 
 def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, Any] | None = None,
         batch_size: int = 256, shard_index: int = 0, shard_count: int = 1,
-        progress_every: float = 10.0, progress: Any = None) -> Counts:
-    """Score this shard of `source` into `output` (appending, resuming); returns the counts."""
-    options = scorer.resolve_options(options)  # a bad option fails the run before any line is read
+        progress_every: float | None = None, lock_wait: float = 0.0) -> Counts:
+    """Score this shard of `source` into `output` (appending, resuming); returns the counts.
+
+    Every set-up problem raises BulkError before a line is read, so that whatever is raised
+    later (an I/O error) marks a failure a retry can get past. Progress is logged every
+    `progress_every` seconds when given.
+    """
+    try:
+        options = scorer.resolve_options(options)
+    except ValueError as exc:
+        raise BulkError(f"bad --options: {exc}") from None
     fields = run_fields(scorer, options, shard_index, shard_count)
     counts = Counts()
-    after, written = resume_point(output, scorer.name, scorer.version, fields)
-    counts.resumed_after = written
-    if after:
-        log.info("%s: resuming after input line %d (%d lines already written)", output, after, written)
-    total_bytes = os.fstat(source.fileno()).st_size if hasattr(source, "fileno") else 0
-    started = last_report = time.perf_counter()
-    output.parent.mkdir(parents=True, exist_ok=True)
-    with open(output, "ab") as sink:
-        batch: list[tuple[int, bytes]] = []
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BulkError(f"cannot create the folder of {output}: {exc.strerror}") from None
+    with output_lock(output, lock_wait) as locked:
+        if not locked:
+            return counts
+        sink, after, counts.resumed_after = _open_output(output, scorer, fields, shard_index, shard_count)
+        started = last_report = time.perf_counter()
+        total_bytes = os.fstat(source.fileno()).st_size if hasattr(source, "fileno") else 0
+        with sink:
+            batch: list[tuple[int, bytes]] = []
 
-        def flush() -> None:
-            records = score_batch(batch, scorer, options, fields)
-            sink.write(b"".join(json.dumps(r, ensure_ascii=False).encode("utf-8") + b"\n" for r in records))
-            sink.flush()
-            os.fsync(sink.fileno())
-            for r in records:
-                if "error" in r:
-                    counts.errors += 1
-                    code = r["error"]["code"]
-                    counts.by_code[code] = counts.by_code.get(code, 0) + 1
-                    log.warning("line %d skipped: %s", r["line"], r["error"]["message"])
-                else:
-                    counts.scored += 1
-            batch.clear()
+            def flush() -> None:
+                records = score_batch(batch, scorer, options, fields)
+                sink.write(encode_records(records))
+                sink.flush()
+                os.fsync(sink.fileno())
+                _count(counts, records)
+                batch.clear()
 
-        for number, raw in shard_lines(source, shard_index, shard_count, after):
-            batch.append((number, raw))
-            if len(batch) >= batch_size:
+            for number, raw in shard_lines(source, shard_index, shard_count, after):
+                batch.append((number, raw))
+                if len(batch) >= batch_size:
+                    flush()
+                    now = time.perf_counter()
+                    if progress_every is not None and now - last_report >= progress_every:
+                        last_report = now
+                        _report(counts, now - started, source, total_bytes)
+                    if _Stop.requested:
+                        break
+            if batch and not _Stop.requested:
                 flush()
-                now = time.perf_counter()
-                if progress is not None and now - last_report >= progress_every:
-                    last_report = now
-                    _report(progress, counts, now - started, source, total_bytes)
-                if _Stop.requested:
-                    break
-        if batch and not _Stop.requested:
-            flush()
-    counts.seconds = time.perf_counter() - started
+        counts.seconds = time.perf_counter() - started
     return counts
 
 
-def _report(stream: Any, counts: Counts, seconds: float, source: BinaryIO, total_bytes: int) -> None:
+def _open_output(output: Path, scorer: Scorer, fields: dict[str, Any], shard_index: int,
+                 shard_count: int) -> tuple[BinaryIO, int, int]:
+    """(append handle, last input line done, records already written) of an output checked for
+    resuming. Called under output_lock: nobody else may write between the check and the first batch."""
+    try:
+        after, written = resume_point(output, scorer.name, scorer.version, fields)
+        check_complete(output, after, written, shard_index, shard_count)
+        sink = open(output, "ab")  # noqa: SIM115 - closed by run()
+    except OSError as exc:
+        raise BulkError(f"cannot read or open {output}: {exc.strerror or exc}") from None
+    if after:
+        log.info("%s: resuming after input line %d (%d lines already written)", output, after, written)
+    return sink, after, written
+
+
+def encode_records(records: list[dict[str, Any]]) -> bytes:
+    """The output lines of a batch, strict JSON. A record that holds NaN or infinity (a model fault;
+    input lines holding them are bad lines) becomes a `scoring_failed` error: one value must neither
+    make the output unreadable nor stop the run, since a retry would meet it again."""
+    lines = []
+    for record in records:
+        try:
+            lines.append(json.dumps(record, ensure_ascii=False, allow_nan=False))
+        except ValueError:
+            record.pop("score", None)
+            record.pop("details", None)
+            record["error"] = {"code": "scoring_failed", "message": "the model gave a score that is not a finite number"}
+            lines.append(json.dumps(record, ensure_ascii=False, allow_nan=False))
+    return "".join(line + "\n" for line in lines).encode("utf-8")
+
+
+def _count(counts: Counts, records: list[dict[str, Any]]) -> None:
+    for r in records:
+        if "error" in r:
+            counts.errors += 1
+            code = r["error"]["code"]
+            counts.by_code[code] = counts.by_code.get(code, 0) + 1
+            log.warning("line %d skipped: %s", r["line"], r["error"]["message"])
+        else:
+            counts.scored += 1
+
+
+def _report(counts: Counts, seconds: float, source: BinaryIO, total_bytes: int) -> None:
+    """One progress record: fields for the log pipeline, the same in words for a person."""
+    fields: dict[str, Any] = {"lines_written": counts.written, "errors": counts.errors,
+                              "lines_per_second": round(counts.written / seconds, 1) if seconds > 0 else 0.0}
     done = ""
     if total_bytes:
         try:
-            done = f" ({100.0 * source.tell() / total_bytes:.1f}% of the input)"
+            fields["percent"] = round(100.0 * source.tell() / total_bytes, 1)
+            done = f" ({fields['percent']:.1f}% of the input)"
         except OSError:
-            done = ""
-    rate = counts.written / seconds if seconds > 0 else 0.0
-    print(f"bulk: {counts.written} lines written, {counts.errors} errors, {rate:.0f} lines/s{done}",
-          file=stream, flush=True)
+            pass
+    log.info("%d lines written, %d errors, %.0f lines/s%s", counts.written, counts.errors,
+             fields["lines_per_second"], done, extra=fields)
 
 
 def _env_int(name: str, default: int, parser: argparse.ArgumentParser) -> int:
@@ -342,8 +489,27 @@ def _env_int(name: str, default: int, parser: argparse.ArgumentParser) -> int:
         raise  # unreachable: parser.error exits 2
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are one JSON log record (exit 2), like every other line on stderr."""
+
+    def error(self, message: str) -> NoReturn:
+        log.error("%s: %s (see --help)", self.prog, message, extra={"exit_status": 2})
+        sys.exit(2)
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """--options: a JSON object, strictly (options are copied into every output record)."""
+    try:
+        value = loads(text, finite=True)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    return value
+
+
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m service.bulk", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="python -m service.bulk", description=__doc__.split("\n\n")[0])
     try:
         settings = load_settings()
     except (ValueError, KeyError) as exc:  # a DIALSCORE_* variable that does not parse
@@ -354,7 +520,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="JSONL to append to; with several shards `{index}` in the name, or a suffix, "
                              "gives one file per shard")
     parser.add_argument("--batch-size", type=int, default=256, help="lines scored and fsync'd together")
-    parser.add_argument("--options", type=json.loads, default={}, help="model options as a JSON object")
+    parser.add_argument("--options", type=_json_object, default={}, help="model options as a JSON object")
     parser.add_argument("--shard-index", type=int, default=_env_int("JOB_COMPLETION_INDEX", 0, parser),
                         help="this worker's shard (default: $JOB_COMPLETION_INDEX, else 0)")
     parser.add_argument("--shard-count", type=int, default=_env_int("DIALSCORE_SHARD_COUNT", 1, parser),
@@ -364,13 +530,16 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=settings.intra_op_threads,
                         help="ONNX Runtime intra-op threads (0: all cores)")
     parser.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines")
+    parser.add_argument("--lock-wait", type=float, default=0.0,
+                        help="seconds to wait for another run writing the same output to end before refusing "
+                             "(exit 2); default 0")
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error("--batch-size must be at least 1")
     if args.shard_count < 1 or not 0 <= args.shard_index < args.shard_count:
         parser.error(f"--shard-index {args.shard_index} is not in 0..{args.shard_count - 1}")
-    if not isinstance(args.options, dict):
-        parser.error("--options must be a JSON object")
+    if args.lock_wait < 0:
+        parser.error("--lock-wait must not be negative")
     args.providers = settings.providers
     args.cuda_options = settings.cuda_options
     args.log_level = settings.log_level
@@ -388,35 +557,47 @@ def _why_not(root: Path, name: str, store: ModelStore) -> str:
     return store.failures.get(name, "not loaded")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parse_args(argv)
-    from service.logging_setup import configure_logging
-
-    configure_logging(args.log_level)
-    _Stop.install()
-    started = time.perf_counter()
+def _load_scorer(args: argparse.Namespace) -> Scorer:
     runtime = Runtime(RuntimeSettings(providers=tuple(args.providers), intra_op_threads=args.threads, workers=1,
                                       cuda_options=tuple(args.cuda_options)))
     store = ModelStore(args.model_store, runtime, (args.model,))
     store.load()
     scorer = store.get(args.model)
     if scorer is None:
-        print(f"bulk: model {args.model} is not available: {_why_not(args.model_store, args.model, store)}",
-              file=sys.stderr)
-        return 2
-    load_seconds = time.perf_counter() - started
+        raise BulkError(f"model {args.model} is not available: {_why_not(args.model_store, args.model, store)}")
+    return scorer
+
+
+def _open_input(path: Path) -> BinaryIO:
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise BulkError(f"cannot read the input {path}: {exc.strerror}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    from service.logging_setup import configure_logging
+
+    configure_logging()  # before the arguments are checked: their errors are JSON records too
+    args = _parse_args(argv)
+    configure_logging(args.log_level)
+    _Stop.install()
+    started = time.perf_counter()
     output = shard_output(args.output, args.shard_index, args.shard_count)
     try:
-        with open(args.input, "rb") as source:
+        scorer = _load_scorer(args)
+        load_seconds = time.perf_counter() - started
+        with _open_input(args.input) as source:
             counts = run(scorer, source, output, options=args.options, batch_size=args.batch_size,
                          shard_index=args.shard_index, shard_count=args.shard_count,
-                         progress_every=args.progress_every, progress=sys.stderr)
-    except (BulkError, OSError) as exc:
-        print(f"bulk: {exc}", file=sys.stderr)
+                         progress_every=args.progress_every, lock_wait=args.lock_wait)
+    except BulkError as exc:
+        log.error("set-up error, nothing scored: %s", exc, extra={"exit_status": 2})
         return 2
-    except Exception as exc:  # noqa: BLE001 - e.g. a bad option: say so in one line, not a traceback
-        print(f"bulk: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
+    except Exception as exc:  # noqa: BLE001 - exit 1: the Job retries this shard alone, and it resumes
+        log.error("failed after set-up; a rerun resumes: %s: %s", type(exc).__name__, exc,
+                  exc_info=not isinstance(exc, OSError), extra={"exit_status": 1})
+        return 1
     counts.load_seconds = load_seconds
     summary = {
         "model": scorer.name, "version": scorer.version, "providers": scorer.providers(),

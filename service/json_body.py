@@ -12,10 +12,17 @@ deep enough to exhaust the interpreter's recursion limit in the schema or the er
 The walk is iterative, so it is itself safe on any depth the parser returns, and it reads strings
 only when the raw body holds a surrogate escape at all (UTF-8 bytes cannot encode one), so a
 large ordinary body costs a pass over its containers and nothing more.
+
+It also accepts `NaN`, `Infinity` and `-Infinity`, which are not JSON, and turns a number too
+large for a double (`1e999`) into infinity. HTTP bodies keep that: the schemas refuse a
+non-finite number with a 422 that names the field. `loads(..., finite=True)` refuses them at
+parse time instead, for readers that copy values into their output unchecked (the bulk scorer
+echoes `id`), whose output would otherwise not be JSON.
 """
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -40,9 +47,27 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-def loads(text: str | bytes) -> Any:
-    """json.loads that raises RepeatedKey for an object with a repeated key."""
-    return json.loads(text, object_pairs_hook=_unique)
+class NotFinite(ValueError):
+    """A number JSON cannot carry: NaN or infinity, written as such or too large for a double."""
+
+
+def _no_constant(name: str) -> Any:
+    raise NotFinite(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise NotFinite(f"{text} is too large for a double")
+    return value
+
+
+def loads(text: str | bytes, *, finite: bool = False) -> Any:
+    """json.loads that raises RepeatedKey for an object with a repeated key and, with `finite`,
+    NotFinite for NaN, Infinity or a number that overflows to infinity."""
+    if not finite:
+        return json.loads(text, object_pairs_hook=_unique)
+    return json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant, parse_float=_finite_float)
 
 
 def find_problem(data: Any, raw: bytes, max_depth: int) -> tuple[str, str] | None:

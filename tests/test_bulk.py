@@ -1,9 +1,11 @@
 """Bulk scoring: one output line per input line, bad lines reported, kill-and-resume without duplicates."""
 from __future__ import annotations
 
-import io
 import json
+import logging
+import math
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -18,6 +20,8 @@ from service.config import REPO_ROOT
 from service.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Item
 from service.store import ModelStore
+
+REPO_K8S_BULK = REPO_ROOT / "k8s" / "bulk"
 
 GOOD = [
     {"id": "a", "context": ["hi, how are you?"], "response": "fine, thanks. and you?", "reference": "good, you?"},
@@ -54,8 +58,23 @@ def encoded(items: list[dict]) -> list[bytes]:
     return [json.dumps(item).encode() for item in items]
 
 
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    if not math.isfinite(float(text)):
+        raise ValueError(f"{text} overflows a double")
+    return float(text)
+
+
+def strict_json(text: str | bytes):
+    """json.loads as a strict reader (jq, Go, JavaScript) sees it: NaN and infinity are not JSON."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+
+
 def read_output(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [strict_json(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 def test_one_output_line_per_input_line_and_bad_lines_reported(store, tmp_path):
@@ -198,13 +217,79 @@ def test_shards_cover_every_line_once(store, tmp_path):
     assert bulk.shard_output(tmp_path / "o-{index}.jsonl", 0, 1).name == "o-00000.jsonl"  # no literal {index}
 
 
-def test_progress_is_reported(store, tmp_path):
+def test_progress_is_logged_with_structured_fields(store, tmp_path, caplog):
+    """Progress goes through the logger, so that the bulk Job's stderr is one JSON object a line."""
     source = write_lines(tmp_path / "in.jsonl", encoded(GOOD * 4))
-    stream = io.StringIO()
+    caplog.set_level(logging.INFO, logger="service.bulk")
     with open(source, "rb") as handle:
-        bulk.run(store.get("length"), handle, tmp_path / "out.jsonl", batch_size=2, progress_every=0.0,
-                 progress=stream)
-    assert "lines written" in stream.getvalue() and "% of the input" in stream.getvalue()
+        bulk.run(store.get("length"), handle, tmp_path / "out.jsonl", batch_size=2, progress_every=0.0)
+    progress = [r for r in caplog.records if hasattr(r, "lines_written")]
+    assert [r.lines_written for r in progress] == [2, 4, 6, 8, 10, 12]
+    last = progress[-1]
+    assert last.errors == 0 and last.lines_per_second > 0 and last.percent == 100.0
+    assert "lines written" in last.getMessage()
+
+
+def test_non_finite_numbers_in_a_line_are_bad_lines_not_copied_into_the_output(store, tmp_path):
+    """Python's json takes NaN, Infinity and 1e999 (-> inf); echoed as `id` they made the output not JSON."""
+    good = b'{"context": ["hi"], "response": "hello", "reference": "hey"'
+    lines = [good + b', "id": NaN}', good + b', "id": -Infinity}', good + b', "id": 1e999}',
+             good + b', "rating": -1e999}', good + b', "id": 1e308}']
+    source = write_lines(tmp_path / "in.jsonl", lines)
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        counts = bulk.run(store.get("length"), handle, output)
+    records = read_output(output)  # strict: the whole output is JSON
+    assert counts.errors == 4 and [r["error"]["code"] for r in records[:4]] == ["bad_line"] * 4
+    assert all(r["error"]["message"].startswith("not JSON") for r in records[:4])
+    assert "NaN" in records[0]["error"]["message"] and "1e999" in records[2]["error"]["message"]
+    assert records[4]["id"] == 1e308 and "score" in records[4]
+
+
+def test_a_score_that_is_not_finite_is_a_scoring_error_not_invalid_json(store, tmp_path):
+    scorer = store.get("length")
+
+    class Broken:  # a model fault: NaN out of the network for one item
+        name, version, kind, manifest = scorer.name, scorer.version, scorer.kind, scorer.manifest
+
+        def resolve_options(self, options):
+            return scorer.resolve_options(options)
+
+        def score(self, items, options, cache):
+            result = scorer.score(items, options, cache)
+            result.scores = [math.nan if item.response == "x" else s for item, s in zip(items, result.scores)]
+            return result
+
+    items = [dict(GOOD[0], id=0), dict(GOOD[0], id=1, response="x"), dict(GOOD[0], id=2)]
+    source = write_lines(tmp_path / "in.jsonl", encoded(items))
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        counts = bulk.run(Broken(), handle, output)
+    records = read_output(output)
+    assert [r["line"] for r in records] == [1, 2, 3] and counts.scored == 2 and counts.errors == 1
+    assert records[1]["id"] == 1 and records[1]["error"]["code"] == "scoring_failed" and "score" not in records[1]
+
+
+def test_lines_written_twice_are_refused_on_resume(store, tmp_path):
+    """What two writers at once left before the lock (232 lines for 200): never extended, never counted as done."""
+    scorer = store.get("length")
+    source = write_lines(tmp_path / "in.jsonl", encoded([dict(GOOD[i % 3], id=i) for i in range(12)]))
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, output, batch_size=4)
+    lines = output.read_bytes().splitlines(keepends=True)
+    output.write_bytes(b"".join(lines[:8] + lines[4:8]))  # batch 2 twice; the last line is still line 8
+    with open(source, "rb") as handle, pytest.raises(bulk.BulkError, match="12 records for the 8 input lines"):
+        bulk.run(scorer, handle, output, batch_size=4)
+    assert output.read_bytes() == b"".join(lines[:8] + lines[4:8])
+    # A shard's file holds every count-th line: the expected count follows the split.
+    shard = bulk.shard_output(tmp_path / "s-{index}.jsonl", 1, 3)
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, shard, batch_size=2, shard_index=1, shard_count=3)
+    shard.write_bytes(b"".join(shard.read_bytes().splitlines(keepends=True)[:3]))  # lines 2, 5, 8
+    with open(source, "rb") as handle:
+        counts = bulk.run(scorer, handle, shard, batch_size=2, shard_index=1, shard_count=3)
+    assert counts.resumed_after == 3 and [r["line"] for r in read_output(shard)] == [2, 5, 8, 11]
 
 
 def _cli(*args: str) -> list[str]:
@@ -258,6 +343,11 @@ def test_killed_process_resumes_without_scoring_a_line_twice(store_root, tmp_pat
     assert [r["id"] for r in records if "id" in r] == [i for i in range(20) if i != 5]
 
 
+def json_lines(stderr: bytes) -> list[dict]:
+    """Every stderr line as the log pipeline reads it: one JSON object, else the test fails."""
+    return [json.loads(line) for line in stderr.decode().splitlines()]
+
+
 def test_cli_rejects_an_unknown_model_and_a_bad_shard(store_root, tmp_path):
     source = write_lines(tmp_path / "in.jsonl", encoded(GOOD))
     unknown = subprocess.run(_cli("--model", "no-such-model", "--input", str(source), "--output",
@@ -271,6 +361,171 @@ def test_cli_rejects_an_unknown_model_and_a_bad_shard(store_root, tmp_path):
     bad_env = subprocess.run(_cli("--model", "length", "--input", str(source), "--output", str(tmp_path / "o.jsonl")),
                              env=env, capture_output=True, timeout=120)
     assert bad_env.returncode == 2 and b"JOB_COMPLETION_INDEX" in bad_env.stderr and b"Traceback" not in bad_env.stderr
+
+
+def test_set_up_errors_exit_2_with_one_json_log_record(store_root, tmp_path):
+    """Exit 2 means 'found before any line was scored' (the Job fails at once); stderr stays JSON."""
+    source = write_lines(tmp_path / "in.jsonl", encoded(GOOD))
+    foreign = tmp_path / "foreign.jsonl"
+    foreign.write_text('{"line": 3, "model": "bleu4", "version": "0"}\n', encoding="utf-8")
+    cases = {
+        "no-such-model": ["--model", "no-such-model", "--input", str(source)],
+        "No such file": ["--model", "length", "--input", str(tmp_path / "missing.jsonl")],
+        "written by bleu4": ["--model", "length", "--input", str(source), "--output", str(foreign)],
+        "--batch-size": ["--model", "length", "--input", str(source), "--batch-size", "0"],
+        "not JSON (NaN": ["--model", "length", "--input", str(source), "--options", '{"x": NaN}'],
+    }
+    for expected, args in cases.items():
+        if "--output" not in args:
+            args = [*args, "--output", str(tmp_path / "o.jsonl")]
+        done = subprocess.run(_cli(*args), env=_env(store_root), capture_output=True, timeout=120)
+        assert done.returncode == 2, (expected, done.stderr.decode())
+        [record] = [r for r in json_lines(done.stderr) if r["level"] == "ERROR"]
+        assert expected in record["message"] and record["logger"] == "service.bulk", record
+        assert done.stdout == b""
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_cli_stderr_is_one_json_object_a_line_with_progress_fields(store_root, tmp_path):
+    lines = encoded([dict(GOOD[i % 3], id=i) for i in range(9)])
+    lines[4] = b"{broken"
+    source = write_lines(tmp_path / "in.jsonl", lines)
+    done = subprocess.run(_cli("--model", "length", "--input", str(source), "--output", str(tmp_path / "o.jsonl"),
+                               "--batch-size", "4", "--progress-every", "0"), env=_env(store_root),
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    records = json_lines(done.stderr)
+    progress = [r for r in records if "lines_written" in r]
+    assert [(r["lines_written"], r["errors"]) for r in progress] == [(4, 0), (8, 1)]
+    assert 0 < progress[0]["percent"] < progress[1]["percent"] < 100 and progress[0]["lines_per_second"] > 0
+    assert any(r["level"] == "WARNING" and "line 5" in r["message"] for r in records)
+    assert json.loads(done.stdout)["scored"] == 8  # the summary stays on stdout
+
+
+def test_a_failure_after_scoring_started_exits_1_and_a_retry_resumes(store_root, tmp_path):
+    """A full volume half-way (EFBIG under a file-size limit stands in for ENOSPC) is retried by the Job
+    for this index alone (exit 1), not treated as a set-up error (exit 2 fails the whole Job)."""
+    source = write_lines(tmp_path / "in.jsonl", encoded([dict(GOOD[i % 3], id=i) for i in range(40)]))
+    output = tmp_path / "out.jsonl"
+    args = _cli("--model", "length", "--input", str(source), "--output", str(output), "--batch-size", "8")
+    limit = 2_500  # a few batches of ~100-byte records, then the disk is "full"
+
+    def small_disk() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    full = subprocess.run(args, env=_env(store_root), capture_output=True, timeout=120, preexec_fn=small_disk)
+    assert full.returncode == 1, full.stderr.decode()
+    [error] = [r for r in json_lines(full.stderr) if r["level"] == "ERROR"]
+    assert "File too large" in error["message"]
+    assert 0 < output.stat().st_size <= limit
+    done = subprocess.run(args, env=_env(store_root), capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    assert 0 < json.loads(done.stdout)["already_done"] < 40
+    assert [r["line"] for r in read_output(output)] == list(range(1, 41))
+
+
+def _start_holder(store_root: Path, fifo: Path, output: Path, lines: list[bytes], first: int, batch: int):
+    """A run that was given `first` lines, has written its full batches and now waits on its FIFO for
+    more: it holds the output."""
+    proc = subprocess.Popen(_cli("--model", "length", "--input", str(fifo), "--output", str(output),
+                                 "--batch-size", str(batch)), env=_env(store_root), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    writer = open(fifo, "wb")  # noqa: SIM115 - the caller closes it, which ends the holder's input
+    writer.write(b"".join(line + b"\n" for line in lines[:first]))
+    writer.flush()
+    deadline = time.monotonic() + 60
+    written = first - first % batch
+    while time.monotonic() < deadline and (not output.exists() or output.read_bytes().count(b"\n") < written):
+        assert proc.poll() is None, proc.stderr.read().decode()
+        time.sleep(0.05)
+    _wait_blocked_on_pipe(proc.pid, deadline)
+    return proc, writer
+
+
+def test_a_second_run_on_an_output_in_use_is_refused(store, store_root, tmp_path):
+    """Two real processes: the second exits 2 naming the first and writes nothing (it used to write
+    alongside, 59,888 lines for 30,000, both exiting 0)."""
+    lines = encoded([dict(GOOD[i % 3], id=i) for i in range(12)])
+    source = write_lines(tmp_path / "in.jsonl", lines)
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    output = tmp_path / "out.jsonl"
+    holder, writer = _start_holder(store_root, fifo, output, lines, 4, 4)
+    try:
+        before = output.read_bytes()
+        with open(source, "rb") as handle, pytest.raises(bulk.BulkError, match=f"pid {holder.pid} on "):
+            bulk.run(store.get("length"), handle, output, batch_size=4)
+        second = subprocess.run(_cli("--model", "length", "--input", str(source), "--output", str(output)),
+                                env=_env(store_root), capture_output=True, timeout=120)
+        assert second.returncode == 2, second.stderr.decode()
+        [error] = [r for r in json_lines(second.stderr) if r["level"] == "ERROR"]
+        assert "another run" in error["message"] and f"pid {holder.pid}" in error["message"]
+        assert output.read_bytes() == before
+        writer.write(b"".join(line + b"\n" for line in lines[4:]))
+    finally:
+        writer.close()
+        stdout, stderr = holder.communicate(timeout=60)
+    assert holder.returncode == 0, stderr.decode()
+    assert [r["line"] for r in read_output(output)] == list(range(1, 13))
+
+
+def test_a_redeployed_run_waits_for_the_old_pod_and_resumes_after_it(store_root, tmp_path):
+    """docs/deploy.md's resume: `kubectl delete job` lets the old pod finish its batch while the new
+    one starts. With --lock-wait the new run waits for the old one, then resumes: each line once, in order."""
+    lines = encoded([dict(GOOD[i % 3], id=i) for i in range(20)])
+    source = write_lines(tmp_path / "in.jsonl", lines)
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    output = tmp_path / "out.jsonl"
+    old, writer = _start_holder(store_root, fifo, output, lines, 6, 4)  # 4 written, 2 in the batch in hand
+    log_path = tmp_path / "new.err"
+    with open(log_path, "wb") as log_file:
+        new = subprocess.Popen(_cli("--model", "length", "--input", str(source), "--output", str(output),
+                                    "--batch-size", "4", "--lock-wait", "60"), env=_env(store_root),
+                               stdout=subprocess.PIPE, stderr=log_file)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and b"waiting" not in log_path.read_bytes():
+            assert new.poll() is None, log_path.read_text()
+            time.sleep(0.05)
+        assert output.read_bytes().count(b"\n") == 4  # the new run has written nothing
+        old.send_signal(signal.SIGTERM)  # old pod: finishes the batch in hand (lines 5..8), exits 143
+        writer.write(b"".join(line + b"\n" for line in lines[6:]))
+    except BrokenPipeError:
+        pass
+    finally:
+        writer.close()
+        old.communicate(timeout=60)
+        stdout, _ = new.communicate(timeout=120)
+    assert old.returncode == 143
+    assert new.returncode == 0, log_path.read_text()
+    summary = json.loads(stdout)
+    assert summary["already_done"] == 8 and summary["scored"] == 12
+    assert [r["line"] for r in read_output(output)] == list(range(1, 21))
+    assert any("waiting" in r["message"] for r in json_lines(log_path.read_bytes()))
+
+
+def test_the_bulk_job_gives_a_worst_case_batch_time_to_finish_on_sigterm():
+    """SIGTERM lets the batch in hand finish: the grace period must cover model loading plus one batch
+    of the longest items (the encoders truncate at 256 tokens, about 2,000 characters an utterance)."""
+    import yaml
+
+    job = yaml.safe_load((REPO_K8S_BULK / "job.yaml").read_text(encoding="utf-8"))
+    config = yaml.safe_load((REPO_K8S_BULK / "kustomization.yaml").read_text(encoding="utf-8"))
+    literals = dict(item.split("=", 1) for item in config["configMapGenerator"][0]["literals"])
+    pod = job["spec"]["template"]["spec"]
+    # The slowest models on 1 thread, items of ~2,000-character utterances (/tmp/review9b/worst200.jsonl):
+    # ruber-minilm and minilm-cosine 0.239 s an item (adem-minilm 0.22, autojudge-minilm 0.15), loading < 2 s.
+    seconds_per_item = 0.239
+    load_seconds = 10.0
+    worst = load_seconds + 2 * seconds_per_item * int(literals["BULK_BATCH_SIZE"])  # x2: a slower or busier node
+    assert pod["terminationGracePeriodSeconds"] >= worst
+    # A new pod (a retry, or a redeploy's) waits for the old one's lock at least that long.
+    [container] = pod["containers"]
+    [wait] = [a.split("=", 1)[1] for a in container["args"] if a.startswith("--lock-wait=")]
+    assert float(wait) >= pod["terminationGracePeriodSeconds"]
+    [fail] = [r for r in job["spec"]["podFailurePolicy"]["rules"] if r["action"] == "FailJob"]
+    assert fail["onExitCodes"]["values"] == [2]
 
 
 def _wait_blocked_on_pipe(pid: int, deadline: float) -> None:
