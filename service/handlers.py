@@ -4,10 +4,7 @@ Kept out of the blueprints so that the bulk scorer and tests can call the same l
 """
 from __future__ import annotations
 
-import logging
-import re
 import time
-import weakref
 from typing import Any
 
 from marshmallow import ValidationError
@@ -19,65 +16,15 @@ from service.schemas import DIALOGUE, ITEM, flatten_messages
 from service.scorers.base import Dialogue, EncodeCache, Item, OptionError, Scorer, Turn
 from service.store import ModelStore
 
-log = logging.getLogger(__name__)
-
-# What a client may learn of a load failure. The store's reasons (service/store.py, manifest.py) are
-# written for the operator and hold server paths and hashes; each known shape maps to a short reason
-# built only from plain names, anything else to a pointer to the log.
-_NAME = r"[A-Za-z0-9_.-]+"
-_PUBLIC_REASONS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(pattern), reason) for pattern, reason in (
-    (r"^model store folder .* does not exist$", "model store folder missing"),
-    (r": no folder .* with a manifest\.json$", "model folder missing"),
-    (r": manifest\.json is missing$", "manifest missing"),
-    (r": manifest\.json is not valid JSON", "manifest invalid: not JSON"),
-    (r": manifest\.json must hold an object$", "manifest invalid: not an object"),
-    (r": format_version .* is not \d+$", "manifest invalid: format_version"),
-    (rf": manifest\.json lacks '(?P<field>{_NAME})'$", "manifest invalid: {field}"),
-    (r": manifest names .*, folder is ", "manifest invalid: name"),
-    (r": kind .* is not one of ", "manifest invalid: kind"),
-    (r": (file name .* must be a plain name|.* is not an allowed artifact type|.* has no sha256"
-     r"|.* is not listed in manifest\.json)$", "manifest invalid: files"),
-    (rf"^{_NAME}: (?P<file>{_NAME}) is missing$", "file missing: {file}"),
-    (rf"^{_NAME}: (?P<file>{_NAME}) has sha256 ", "hash mismatch in {file}"),
-    (rf"^{_NAME}: needs component\(s\) (?P<names>{_NAME}(, {_NAME})*) which did not load ",
-     "component not loaded: {names}"),
-    (r"^(?P<type>[A-Z][A-Za-z0-9_]*): ", "load error ({type}); see the service log"),  # store._reason
-))
-_UNKNOWN_REASON = "failed to load; see the service log"
-_reported: weakref.WeakKeyDictionary[ModelStore, set[str]] = weakref.WeakKeyDictionary()
-
-
-def public_reason(reason: str) -> str:
-    """A load failure as clients see it: what went wrong, without server paths (see _PUBLIC_REASONS)."""
-    for pattern, public in _PUBLIC_REASONS:
-        match = pattern.search(reason)
-        if match:
-            return public.format(**match.groupdict())
-    return _UNKNOWN_REASON
-
-
-def public_failures(store: ModelStore) -> dict[str, str]:
-    """The store's failures with public reasons; each full reason is logged once per store, so that
-    the operator can match what a client or probe was told (the store logs most, not all, of them)."""
-    reported = _reported.setdefault(store, set())
-    public = {}
-    for name, reason in sorted(store.failures.items()):
-        public[name] = public_reason(reason)
-        if name not in reported:
-            reported.add(name)
-            log.error("%s is not served: %s (clients are told: %s)", name, reason, public[name])
-    return public
-
 
 def get_scorer(store: ModelStore, name: str) -> Scorer:
     if not store.loaded:
         raise NotReady("Models are still loading; retry shortly.", {"loading": True})
     scorer = store.get(name)
     if scorer is None:
-        failures = public_failures(store)
-        if name in failures:
+        if name in store.public_failures:
             raise UnknownModel(f"Model {name!r} failed to load and is not served; the service log has the reason.",
-                               {"model": name, "reason": failures[name]})
+                               {"model": name, "reason": store.public_failures[name]})
         raise UnknownModel(f"No model named {name!r}; GET /models lists the served ones.",
                            {"model": name, "served": sorted(store.scorers)})
     return scorer
@@ -176,7 +123,7 @@ def readiness(store: ModelStore, settings: Settings) -> tuple[bool, dict[str, An
     if not store.loaded:
         return False, {"loading": True, "loaded": sorted(store.scorers)}
     if store.failures:
-        return False, {"failed": public_failures(store), "loaded": sorted(store.scorers)}
+        return False, {"failed": dict(sorted(store.public_failures.items())), "loaded": sorted(store.scorers)}
     pod = worker_readiness.pod_status()
     if pod is not None and pod[0] < pod[1]:
         return False, {"loading": True, "workers_ready": pod[0], "workers": pod[1]}

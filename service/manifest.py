@@ -24,7 +24,15 @@ ALLOWED_SUFFIXES = (".onnx", ".npy", ".json")
 
 
 class ManifestError(Exception):
-    """A manifest or one of its files is unusable; the message names the file and the reason."""
+    """A manifest or one of its files is unusable; the message names the file and the reason.
+
+    The message is for the operator (it may hold paths and hashes); `public` is what a client may
+    be told (/models, /readyz, a 404), built only from plain names.
+    """
+
+    def __init__(self, message: str, public: str = "manifest invalid") -> None:
+        super().__init__(message)
+        self.public = public
 
 
 @dataclass(frozen=True)
@@ -46,7 +54,7 @@ class Manifest:
 
     def path(self, filename: str) -> Path:
         if filename not in self.files:
-            raise ManifestError(f"{self.name}: {filename} is not listed in manifest.json")
+            raise ManifestError(f"{self.name}: {filename} is not listed in manifest.json", "manifest invalid: files")
         return self.folder / filename
 
     @property
@@ -70,29 +78,31 @@ def read_manifest(folder: Path) -> Manifest:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise ManifestError(f"{folder.name}: manifest.json is missing") from exc
+        raise ManifestError(f"{folder.name}: manifest.json is missing", "manifest missing") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"{folder.name}: manifest.json is not valid JSON ({exc})") from exc
+        raise ManifestError(f"{folder.name}: manifest.json is not valid JSON ({exc})",
+                            "manifest invalid: not JSON") from exc
     if not isinstance(raw, dict):
-        raise ManifestError(f"{folder.name}: manifest.json must hold an object")
+        raise ManifestError(f"{folder.name}: manifest.json must hold an object", "manifest invalid: not an object")
     if raw.get("format_version") != FORMAT_VERSION:
         raise ManifestError(
-            f"{folder.name}: format_version {raw.get('format_version')!r} is not {FORMAT_VERSION}"
-        )
+            f"{folder.name}: format_version {raw.get('format_version')!r} is not {FORMAT_VERSION}",
+            "manifest invalid: format_version")
     for key in ("name", "version", "kind", "files"):
         if key not in raw:
-            raise ManifestError(f"{folder.name}: manifest.json lacks {key!r}")
+            raise ManifestError(f"{folder.name}: manifest.json lacks {key!r}", f"manifest invalid: {key}")
     if raw["name"] != folder.name:
-        raise ManifestError(f"{folder.name}: manifest names {raw['name']!r}, folder is {folder.name!r}")
+        raise ManifestError(f"{folder.name}: manifest names {raw['name']!r}, folder is {folder.name!r}",
+                            "manifest invalid: name")
     if raw["kind"] not in KINDS:
-        raise ManifestError(f"{folder.name}: kind {raw['kind']!r} is not one of {KINDS}")
+        raise ManifestError(f"{folder.name}: kind {raw['kind']!r} is not one of {KINDS}", "manifest invalid: kind")
     for filename, entry in raw["files"].items():
         if "/" in filename or "\\" in filename or filename.startswith("."):
-            raise ManifestError(f"{folder.name}: file name {filename!r} must be a plain name")
+            raise ManifestError(f"{folder.name}: file name {filename!r} must be a plain name", "manifest invalid: files")
         if not filename.endswith(ALLOWED_SUFFIXES):
-            raise ManifestError(f"{folder.name}: {filename} is not an allowed artifact type")
+            raise ManifestError(f"{folder.name}: {filename} is not an allowed artifact type", "manifest invalid: files")
         if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
-            raise ManifestError(f"{folder.name}: {filename} has no sha256")
+            raise ManifestError(f"{folder.name}: {filename} has no sha256", "manifest invalid: files")
     score_range = raw.get("score_range") or [0.0, 1.0]
     return Manifest(
         name=raw["name"],
@@ -117,13 +127,12 @@ def verify_files(manifest: Manifest) -> None:
     for filename, entry in manifest.files.items():
         path = manifest.folder / filename
         if not path.is_file():
-            raise ManifestError(f"{manifest.name}: {filename} is missing")
+            raise ManifestError(f"{manifest.name}: {filename} is missing", f"file missing: {filename}")
         actual = sha256_file(path)
         if actual != entry["sha256"]:
             raise ManifestError(
                 f"{manifest.name}: {filename} has sha256 {actual[:12]}..., manifest says "
-                f"{entry['sha256'][:12]}... (altered or corrupt)"
-            )
+                f"{entry['sha256'][:12]}... (altered or corrupt)", f"hash mismatch in {filename}")
 
 
 def onnx_signature(path: Path) -> dict[str, list[dict[str, Any]]]:
@@ -159,7 +168,7 @@ def write_manifest(
     """
     folder = Path(folder)
     if kind not in KINDS:
-        raise ManifestError(f"kind {kind!r} is not one of {KINDS}")
+        raise ManifestError(f"kind {kind!r} is not one of {KINDS}", "manifest invalid: kind")
     files: dict[str, dict[str, Any]] = {}
     onnx: dict[str, dict[str, Any]] = {}
     for path in sorted(folder.iterdir()):

@@ -8,6 +8,7 @@ liveness answers while models load.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from pathlib import Path
@@ -30,7 +31,8 @@ class ModelStore:
         self.wanted = tuple(models)
         self.scorers: dict[str, Scorer] = {}
         self.components: dict[str, Component] = {}
-        self.failures: dict[str, str] = {}
+        self.failures: dict[str, str] = {}  # the operator's reason (paths, hashes): logged
+        self.public_failures: dict[str, str] = {}  # what clients are told (ManifestError.public)
         self.loaded = False
         self.load_seconds: float | None = None
         self._lock = threading.Lock()
@@ -55,7 +57,8 @@ class ModelStore:
                 self._load_component(manifest)
             for name in self.wanted:
                 if name not in manifests and name not in self.failures:
-                    self.failures[name] = f"{name}: no folder {self.root / name} with a manifest.json"
+                    self._fail(name, f"{name}: no folder {self.root / name} with a manifest.json",
+                               "model folder missing")
             for name in names:
                 self._load_model(manifests[name])
             self.loaded = True
@@ -67,14 +70,13 @@ class ModelStore:
     def _read_manifests(self) -> dict[str, Manifest]:
         manifests: dict[str, Manifest] = {}
         if not self.root.is_dir():
-            self.failures["model_store"] = f"model store folder {self.root} does not exist"
-            log.error(self.failures["model_store"])
+            self._fail("model_store", f"model store folder {self.root} does not exist", "model store folder missing")
             return manifests
         for folder in sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
             try:
                 manifests[folder.name] = read_manifest(folder)
             except ManifestError as exc:
-                self._fail(folder.name, str(exc))
+                self._fail(folder.name, str(exc), exc.public)
         return manifests
 
     def _load_component(self, manifest: Manifest) -> None:
@@ -82,7 +84,7 @@ class ModelStore:
             verify_files(manifest)
             self.components[manifest.name] = component_class(manifest.scorer)(manifest, self.runtime)
         except Exception as exc:  # noqa: BLE001 - any failure takes the component out, with its reason
-            self._fail(manifest.name, _reason(exc), component=True)
+            self._fail(manifest.name, _reason(exc), _public(exc), component=True)
 
     def _load_model(self, manifest: Manifest) -> None:
         name = manifest.name
@@ -91,18 +93,22 @@ class ModelStore:
             missing = [c for c in manifest.uses if c not in self.components]
             if missing:
                 why = "; ".join(self.failures.get(c, f"{c}: not in the store") for c in missing)
-                raise ManifestError(f"{name}: needs component(s) {', '.join(missing)} which did not load ({why})")
+                raise ManifestError(f"{name}: needs component(s) {', '.join(missing)} which did not load ({why})",
+                                    f"component not loaded: {', '.join(missing)}" if all(map(_PLAIN.fullmatch, missing))
+                                    else "failed to load; see the service log")
             components = {c: self.components[c] for c in manifest.uses}
             scorer = scorer_class(manifest.scorer)(manifest, components, self.runtime)
             scorer.warm_up()
             self.scorers[name] = scorer
             log.info("loaded %s %s (%s) on %s", name, manifest.version, manifest.kind, scorer.providers())
         except Exception as exc:  # noqa: BLE001
-            self._fail(name, _reason(exc))
+            self._fail(name, _reason(exc), _public(exc))
 
-    def _fail(self, name: str, reason: str, component: bool = False) -> None:
+    def _fail(self, name: str, reason: str, public: str, component: bool = False) -> None:
         self.failures[name] = reason
-        log.error("%s %s is not served: %s", "component" if component else "model", name, reason)
+        self.public_failures[name] = public
+        log.error("%s %s is not served: %s (clients are told: %s)", "component" if component else "model", name,
+                  reason, public)
 
     # --- description for /models ---------------------------------------------------------------
     def describe(self) -> list[dict[str, Any]]:
@@ -128,6 +134,15 @@ class ModelStore:
 
 def _reason(exc: Exception) -> str:
     return str(exc) if isinstance(exc, ManifestError) else f"{type(exc).__name__}: {exc}"
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.-]+")  # a name a client may see (manifest `uses` entries are not checked)
+
+
+def _public(exc: Exception) -> str:
+    """A load failure as clients see it: ManifestError's public reason, else only the exception's type
+    (an ONNX Runtime message holds the model's path)."""
+    return exc.public if isinstance(exc, ManifestError) else f"load error ({type(exc).__name__}); see the service log"
 
 
 def init_store(app: Any, background: bool) -> ModelStore:

@@ -34,7 +34,7 @@ def readyz():
 def models():
     s = store()
     return jsonify({"models": s.describe(), "limits": settings().limits(),
-                    "failed": handlers.public_failures(s), "loading": not s.loaded})
+                    "failed": dict(sorted(s.public_failures.items())), "loading": not s.loaded})
 
 
 @bp.get("/metrics")

@@ -278,14 +278,21 @@ def test_a_model_that_failed_to_load_is_named_without_server_paths(tmp_path, cap
     assert logged in caplog.text and str(tmp_path) in caplog.text
 
 
-def test_load_errors_of_unknown_shape_are_not_shown_to_clients():
-    from service.handlers import public_reason
+def test_load_errors_of_unknown_shape_are_not_shown_to_clients(tmp_path):
+    from service.runtime import Runtime
+    from service.store import ModelStore, _public
+    from tests.conftest import copy_store
 
-    reason = public_reason("RuntimeError: [ONNXRuntimeError] : 3 : NO_SUCHFILE : Load model from "
-                           "/srv/models/adem/scorer.onnx failed")
+    reason = _public(RuntimeError("[ONNXRuntimeError] : 3 : NO_SUCHFILE : Load model from "
+                                  "/srv/models/adem/scorer.onnx failed"))
     assert "/" not in reason and "RuntimeError" in reason and "log" in reason
-    assert public_reason("adem: needs component(s) ../../etc which did not load (x)") == (
-        "failed to load; see the service log")
+    store = copy_store(tmp_path / "store", ("length",))
+    manifest = json.loads((store / "length" / "manifest.json").read_text())
+    manifest["uses"] = ["../../etc"]  # a component name that is not a plain name is not echoed
+    (store / "length" / "manifest.json").write_text(json.dumps(manifest))
+    loaded = ModelStore(store, Runtime())
+    loaded.load()
+    assert loaded.public_failures["length"] == "failed to load; see the service log"
 
 
 def test_a_non_finite_number_in_a_response_is_a_logged_500_not_invalid_json(client, monkeypatch, caplog):
