@@ -57,8 +57,10 @@ class ModelStore:
                 self._load_component(manifest)
             for name in self.wanted:
                 if name not in manifests and name not in self.failures:
+                    # a configured name with no folder: whoever asked for it reports it as an error
+                    # (bulk's set-up error, /readyz); the store warns
                     self._fail(name, f"{name}: no folder {self.root / name} with a manifest.json",
-                               "model folder missing")
+                               "model folder missing", level=logging.WARNING)
             for name in names:
                 self._load_model(manifests[name])
             self.loaded = True
@@ -104,11 +106,11 @@ class ModelStore:
         except Exception as exc:  # noqa: BLE001
             self._fail(name, _reason(exc), _public(exc))
 
-    def _fail(self, name: str, reason: str, public: str, component: bool = False) -> None:
+    def _fail(self, name: str, reason: str, public: str, component: bool = False, level: int = logging.ERROR) -> None:
         self.failures[name] = reason
         self.public_failures[name] = public
-        log.error("%s %s is not served: %s (clients are told: %s)", "component" if component else "model", name,
-                  reason, public)
+        log.log(level, "%s %s is not served: %s (clients are told: %s)", "component" if component else "model",
+                name, reason, public)
 
     # --- description for /models ---------------------------------------------------------------
     def describe(self) -> list[dict[str, Any]]:
