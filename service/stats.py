@@ -1,8 +1,8 @@
 """Correlations between metric scores and human judgements, with intervals and significance tests.
 
 Pure functions (no Flask) behind `POST /correlate` and `python -m service.analysis correlate`.
-Point estimates and their p-values come from scipy, except Spearman's p for few items (exact; see
-`spearman`). The bootstrap is our own because one index matrix is shared by every metric: the
+Point estimates and their p-values come from scipy, except Spearman's p for few items and
+Kendall's for few items with ties (exact; see `spearman`, `kendall`). The bootstrap is our own because one index matrix is shared by every metric: the
 paired bootstrap between two metrics then needs no extra resampling, and the human scores are
 ranked once per resample matrix rather than once per metric (scipy.stats.bootstrap resamples each
 call independently). Undefined values are `None` with a
@@ -72,7 +72,7 @@ def correlation(x: Sequence[float], y: Sequence[float], method: str = "pearson")
     elif method == "spearman":
         statistic, pvalue = spearman(a, b)
     else:
-        statistic, pvalue = sps.kendalltau(a, b)
+        statistic, pvalue = kendall(a, b)
     r = _finite_or_none(statistic)
     p = _finite_or_none(pvalue)
     if r is None:
@@ -98,6 +98,32 @@ def spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     if n <= _SPEARMAN_EXACT_MAX:
         return float(rho), _exact_pairings_p(sps.rankdata(x), sps.rankdata(y))
     return float(rho), max(float(p_t), math.exp(math.log(2.0) - math.lgamma(n + 1)))
+
+
+def kendall(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Kendall's tau-b (scipy) and its two-sided p, exact up to `_SPEARMAN_EXACT_MAX` items with ties.
+
+    Without ties scipy's p is already exact for small samples. With ties it falls back to the normal
+    approximation, which is far off for a handful of items (5 items, one tie in x, tau-b = 0.84:
+    0.019, exact 0.033). Up to 9 items p is then the exact permutation p over all n! pairings, as
+    for Spearman: tau-b's denominator depends only on the tie counts, which every pairing keeps,
+    so the numerator sum sign(dx) sign(dy), an exact integer, is the statistic.
+    """
+    tau, p_scipy = sps.kendalltau(x, y)
+    n = x.size
+    tied = np.unique(x).size < n or np.unique(y).size < n
+    if not tied or n > _SPEARMAN_EXACT_MAX:
+        return float(tau), float(p_scipy)
+    # y's doubled ranks in every pairing, small integers: int8 keeps the n! x pairs work in cache.
+    paired = np.rint(2 * sps.rankdata(y)).astype(np.int8)[_pairings(n)]
+    null = np.zeros(paired.shape[1], dtype=np.int16)  # |S| <= n (n - 1) / 2 = 36
+    for i, j in combinations(range(n), 2):
+        sign_x = int(np.sign(x[i] - x[j]))
+        if sign_x:
+            null += sign_x * np.sign(paired[i] - paired[j])
+    observed = null[0]  # the identity pairing
+    tail = min(np.count_nonzero(null >= observed), np.count_nonzero(null <= observed))
+    return float(tau), min(1.0, 2.0 * tail / null.size)
 
 
 @lru_cache(maxsize=None)

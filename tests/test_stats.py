@@ -417,3 +417,39 @@ def test_api_example_spearman_p_is_exact_at_both_levels_and_the_rest_unchanged()
             assert entry["spearman"]["r"] == sign and entry["spearman"]["p"] == pytest.approx(1 / 3)
             assert entry["kendall"]["p"] == pytest.approx(entry["spearman"]["p"])  # n = 3: both exact
             assert entry["spearman"]["ci"] is None and "too few items" in entry["spearman"]["ci_reason"]
+
+
+@pytest.mark.parametrize(
+    ("x", "y"),
+    [
+        ([1, 2, 2, 4, 5], [1, 2, 3, 4, 5]),  # one tie: scipy's normal approximation 0.023, exact 1/30
+        ([1, 1, 2, 3, 4], [1, 1, 2, 3, 4]),
+        ([1, 1, 2, 2, 3, 3, 4], [1, 2, 1, 3, 3, 4, 4]),
+        ([3, 1, 4, 1, 5, 9, 2, 6], [2, 7, 1, 8, 2, 8, 1, 8]),
+        ([1, 1, 1, 2, 2, 3, 4, 5, 5], [5, 4, 4, 3, 2, 2, 1, 1, 1]),
+    ],
+)
+def test_kendall_p_with_ties_is_exact_up_to_nine_items(x: list[float], y: list[float]) -> None:
+    got = stats.correlation(x, y, "kendall")
+    assert got["r"] == pytest.approx(sps.kendalltau(x, y).statistic, abs=1e-12)
+    yy = np.asarray(y, float)
+    upper = np.triu_indices(len(x), 1)
+    dy = np.sign(yy[:, None] - yy[None, :])[upper]
+    ties_x = np.count_nonzero(np.sign(np.subtract.outer(x, x))[upper] == 0)
+    ties_y = np.count_nonzero(dy == 0)
+    pairs = dy.size
+
+    def tau_b(v: np.ndarray, axis: int = -1) -> np.ndarray:  # scipy's tau-b, over many pairings at once
+        dv = np.sign(v[..., :, None] - v[..., None, :])[..., upper[0], upper[1]]
+        return (dv * dy).sum(axis=-1) / np.sqrt((pairs - ties_x) * (pairs - ties_y))
+
+    exact = sps.permutation_test((np.asarray(x, float),), tau_b, permutation_type="pairings", n_resamples=np.inf,
+                                 vectorized=True).pvalue
+    assert got["p"] == pytest.approx(exact, rel=1e-9)
+
+
+def test_kendall_p_keeps_scipy_without_ties_or_past_nine_items() -> None:
+    x = [1, 3, 2, 5, 4, 6]
+    assert stats.correlation(x, [2, 1, 4, 3, 6, 5], "kendall")["p"] == sps.kendalltau(x, [2, 1, 4, 3, 6, 5]).pvalue
+    x10, y10 = [1, 1, 2, 3, 4, 5, 6, 7, 8, 9], list(range(10))
+    assert stats.correlation(x10, y10, "kendall")["p"] == pytest.approx(sps.kendalltau(x10, y10).pvalue, rel=1e-12)
