@@ -1,11 +1,11 @@
 """`python -m training pretrain`: BPE tokenizer + VHRED pre-training of ADEM's hierarchical encoder.
 
-Trains on the train splits of DailyDialog and Chit-Chat (validation and test are not read; but
-DailyDialog's validation and test repeat 122 and 149 of their 1,000 dialogues verbatim from its
-train split, and xdial_dailydialog_zhao's contexts are train dialogues: docs/evaluation.md, the
-overlap audit), with KL annealing and decoder word drop as in ADEM section 5.1, then reports
-perplexity on DailyDialog validation dialogues. Seeded; a fixed number of steps (not wall time)
-so that `make train` reproduces the artifact.
+Trains on the train splits of DailyDialog and Chit-Chat, less the dialogues that hold a development
+context or (query, reply) pair (xdial_dailydialog_zhao's contexts are DailyDialog train dialogues:
+training/data/holdout.py, docs/evaluation.md's overlap audit), with KL annealing and decoder word
+drop as in ADEM section 5.1, then reports perplexity on the DailyDialog validation dialogues that do
+not repeat a train dialogue (DailyDialog's official splits overlap). Seeded; a fixed number of
+steps (not wall time) so that `make train` reproduces the artifact.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from training import tokenizer as bpe
-from training.data import corpora
+from training.data import corpora, judgements
 from training.encoders.vhred import VHRED, VHREDConfig, save_checkpoint
 from training.progress import Progress, setup_logging
 
@@ -106,14 +106,21 @@ def main(argv: list[str]) -> int:
     started = time.time()
 
     sources = tuple(s for s in args.sources.split(",") if s)
-    train = corpora.load_dialogues("train", sources, args.data_dir)
-    valid = corpora.dailydialog("validation", args.data_dir)  # held out: DailyDialog validation
+    # Dialogues that hold a dev context or dev (query, reply) pair are left out (training/data/holdout.py).
+    train, held = judgements.dev_holdout(args.data_dir).unseen(corpora.load_dialogues("train", sources, args.data_dir))
+    # Held out: DailyDialog validation, less the dialogues it repeats verbatim from train.
+    valid = corpora.dailydialog("validation", args.data_dir)
+    seen = {tuple(d) for d in train}
+    repeats = sum(tuple(d) in seen for d in valid)
+    valid = [d for d in valid if tuple(d) not in seen]
     if args.max_dialogues:
         train = train[:args.max_dialogues]
     if args.eval_dialogues:
         valid = valid[:args.eval_dialogues]
-    log.info("corpora: %d train dialogues (%s, %s), %d validation dialogues (dailydialog)",
-             len(train), ",".join(sources), corpora.fingerprint(train), len(valid))
+    log.info("corpora: %d train dialogues (%s, %s; %d holding dev text left out), %d validation dialogues "
+             "(dailydialog; %d repeating train left out)", len(train), ",".join(sources), corpora.fingerprint(train),
+             held, len(valid), repeats)
+    args.dev_text_left_out, args.valid_repeats_left_out = held, repeats
 
     config = VHREDConfig(vocab_size=args.vocab_size, **json.loads(args.config))
     if args.finish and (args.out / "tokenizer.json").is_file():  # the one the saved model was trained with
@@ -188,7 +195,9 @@ def _finish(model: VHRED, valid_windows: list, train: list, train_windows: list,
                "batch_size": args.batch_size, "seed": args.seed, "train_dialogues": len(train),
                "train_windows": len(train_windows), "train_fingerprint": corpora.fingerprint(train),
                "sources": list(sources), "minutes": round(minutes, 1), "threads": args.threads,
-               "kl_anneal_steps": args.kl_anneal_steps, "lr": args.lr}
+               "kl_anneal_steps": args.kl_anneal_steps, "lr": args.lr,
+               "dev_text_dialogues_left_out": getattr(args, "dev_text_left_out", None),
+               "validation_repeats_left_out": getattr(args, "valid_repeats_left_out", None)}
     save_checkpoint(model, args.out / "model.pt", extra=metrics)
     (args.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     log.info("wrote %s in %.1f min", args.out, minutes)

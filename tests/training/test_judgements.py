@@ -43,7 +43,8 @@ def test_set_loads_rescaled_with_unique_ids(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(EXPECTED_SIZES))
 def test_train_and_dev_partition_the_set_by_context(name: str) -> None:
     train, dev, every = load_set(name, "train"), load_set(name, "dev"), load_set(name)
-    assert len(train) + len(dev) == len(every)
+    # "train" leaves out the few items that repeat dev text under another spelling (test_holdout.py)
+    assert 0.9 * len(every) <= len(train) + len(dev) <= len(every)
     assert 0.15 * len(every) < len(dev) < 0.45 * len(every)
     assert not {split_key(i) for i in train} & {split_key(i) for i in dev}
     assert not {i.conversation for i in train} & {i.conversation for i in dev}

@@ -14,7 +14,9 @@ Train/dev partition (fixed, seeded, by context): an item's split is decided by a
   zhao's contexts are DailyDialog *train* dialogues), and their contexts are truncated differently, so the key is the *last context
   turn* (the query), normalised with `service.text.words` (lower-case, punctuation split),
   which all of them share. It keeps spelling variants apart ("don ' t" and "don ’ t"), so a few
-  contexts straddle the partition; docs/evaluation.md (the overlap audit) counts them. ConTurE items are keyed by their dialogue, both in
+  contexts would straddle the partition: "train" leaves out every item that repeats dev text by
+  the looser `keys.match_key` (`held_out`; training/data/holdout.py), and the corpora readers'
+  callers drop dialogues that hold dev text the same way. ConTurE items are keyed by their dialogue, both in
   `conture` and in xdial's copy `xdial_conture_turn` (mapped back to the dialogue by text).
 
 `DEV_FRACTION` of keys go to "dev". Change `SPLIT_SEED` and every set's partition changes
@@ -33,6 +35,7 @@ from pathlib import Path
 
 from service.text import words
 from training.data.corpora import DEFAULT_DATA_DIR
+from training.data.holdout import DevHoldout
 
 SPLIT_SEED = "dialscore-judgements-v1"
 DEV_FRACTION = 0.3
@@ -348,8 +351,31 @@ def split_key(item: JudgedItem) -> str:
     return _KEYS[(item.set, item.item_id)]
 
 
+@lru_cache(maxsize=4)
+def dev_holdout(data_dir: Path = DEFAULT_DATA_DIR) -> DevHoldout:
+    """The dev text of every set (measured-only ones included) that no training stream may hold."""
+    dev = []
+    for name in SETS:
+        for item in _load_all(name, Path(data_dir)):
+            key = _KEYS[(item.set, item.item_id)]
+            if split_of(key) == "dev":
+                dev.append((item.context, item.response, key.startswith("q:")))
+    return DevHoldout.of(dev)
+
+
+def held_out(item: JudgedItem, holdout: DevHoldout) -> bool:
+    """Whether a train-partition item repeats dev text: a dev query under another spelling (the
+    split key keeps "don ' t" and "don ’ t" apart), or a dev context or (query, reply) pair
+    anywhere in its context and reply (a later turn of a dev dialogue; ConTurE's repeated turns)."""
+    by_query = _KEYS[(item.set, item.item_id)].startswith("q:")
+    return (by_query and holdout.holds_query(item.context)) or holdout.touches([*item.context, item.response])
+
+
 def load_set(name: str, split: str = "all", data_dir: Path = DEFAULT_DATA_DIR) -> list[JudgedItem]:
-    """Items of one set (see SETS) and split ("train", "dev" or "all"), in a fixed order."""
+    """Items of one set (see SETS) and split ("train", "dev" or "all"), in a fixed order.
+
+    "train" leaves out the few items that repeat dev text by the loose key (`held_out`), so that
+    no model fits a rating of a dev query or dev reply; "all" is every item."""
     if name not in SETS:
         raise KeyError(f"unknown judgement set {name!r}; known: {', '.join(SETS)}")
     if split not in SPLITS:
@@ -357,4 +383,8 @@ def load_set(name: str, split: str = "all", data_dir: Path = DEFAULT_DATA_DIR) -
     items = list(_load_all(name, Path(data_dir)))
     if split == "all":
         return items
-    return [item for item in items if split_of(_KEYS[(item.set, item.item_id)]) == split]
+    chosen = [item for item in items if split_of(_KEYS[(item.set, item.item_id)]) == split]
+    if split == "train":
+        holdout = dev_holdout(Path(data_dir))
+        chosen = [item for item in chosen if not held_out(item, holdout)]
+    return chosen

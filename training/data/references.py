@@ -9,11 +9,8 @@ consecutive turns equal the item's context and take the turn after it.
 `load_set` is left untouched (training reads it, and the committed models must stay
 reproducible); `training.evaluate` calls `with_recovered_references` on the items it scores.
 
-Matching compares `match_key`s: the text lower-cased with everything but letters and digits
-removed, spaces included. The sources space and tokenise differently (DailyDialog's "don ’ t",
-holistic_eval's "don't", xDial's NLTK-style "do n't"; xDial also drops some symbols, so
-DailyDialog's "dial - up", "r & b", "$ 12 , 000" are its "dial up", "r b", "12 , 000"), and
-only the letters and digits survive all of them. A reference is returned only when it is
+Matching compares `keys.match_key`s (letters and digits only: the sources spell one sentence
+differently, see training/data/keys.py). A reference is returned only when it is
 unambiguous: every place in DailyDialog (all three official splits; the corpus repeats some
 dialogues) where the context occurs is followed by the same next turn (compared by key).
 """
@@ -26,16 +23,12 @@ from pathlib import Path
 
 from training.data.corpora import DEFAULT_DATA_DIR, SPLITS, dailydialog
 from training.data.judgements import JudgedItem
+from training.data.keys import match_key
 
 SOURCE = "DailyDialog"
 # Sets built on DailyDialog dialogues without references. Other sets are never matched: short
 # chit-chat turns ("hi, how are you?") also occur in DailyDialog, and that is no reference.
 DAILYDIALOG_SETS = ("predictive_engagement", "holistic_eval", "xdial_dailydialog_zhao", "xdial_dailydialog_gupta")
-
-
-def match_key(text: str) -> str:
-    """Normalised form for matching: lower-case letters and digits only (no spaces, no punctuation)."""
-    return "".join(ch for ch in str(text).lower() if ch.isalnum())
 
 
 class DailyDialogIndex:

@@ -40,7 +40,10 @@ def _dd_plusplus(name: str) -> list[dict]:
 
 
 def in_train_partition(context: list[str]) -> bool:
-    return judgements.split_of("q:" + judgements.normalise(context[-1] if context else "")) == "train"
+    """Whether an unrated (context, reply) may be trained on: its query is in the judgement train
+    partition, and no dev query under another spelling (training/data/holdout.py)."""
+    return (judgements.split_of("q:" + judgements.normalise(context[-1] if context else "")) == "train"
+            and not judgements.dev_holdout().holds_query(context))
 
 
 # How much of each corpus the negative sampling reads. Embedding is the cost (~40 texts/s on
@@ -58,7 +61,8 @@ def ruber_pairs(include_reddit: bool = False) -> list[Pair]:
     the query is in the judgement train partition (DailyDialog sentences recur across splits).
     """
     pairs: list[Pair] = []
-    dialogues = corpora.dailydialog("train")[:DAILYDIALOG_DIALOGUES]
+    holdout = judgements.dev_holdout()
+    dialogues, _ = holdout.unseen(corpora.dailydialog("train")[:DAILYDIALOG_DIALOGUES])
     for turns in dialogues:
         for i in range(1, len(turns)):
             context = turns[max(0, i - MAX_TURNS):i]
@@ -66,7 +70,7 @@ def ruber_pairs(include_reddit: bool = False) -> list[Pair]:
                 pairs.append(Pair(context, turns[i]))
     for record in _dd_plusplus("data_positives.json")[:DD_PLUSPLUS_POSITIVE_CONTEXTS]:
         context = [" ".join(t.split()) for t in record["context"]][-MAX_TURNS:]
-        if in_train_partition(context):
+        if in_train_partition(context) and not holdout.touches(context):
             for reply in record["positive_responses"]:
                 pairs.append(Pair(context, " ".join(reply.split())))
     if include_reddit:
@@ -82,7 +86,7 @@ def ruber_pairs(include_reddit: bool = False) -> list[Pair]:
     for name in ("dev.json", "test.json"):
         for record in _dd_plusplus(name)[:DD_PLUSPLUS_ADVERSARIAL_CONTEXTS]:
             context = [" ".join(t.split()) for t in record["context"]][-MAX_TURNS:]
-            if not in_train_partition(context):
+            if not in_train_partition(context) or holdout.touches(context):
                 continue
             negatives = tuple(" ".join(n.split()) for n in record["adversarial_negative_responses"])
             for reply in record["positive_responses"]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from training.data import corpora
+from training.data import corpora, judgements
 from training.minilm import data
 from training.minilm.embed import EmbeddingCache
 from training.minilm.heads import DIM
@@ -46,15 +46,17 @@ class NextTurnConfig:
 
 
 def corpus_pairs(sources: tuple[str, ...] = SOURCES, max_pairs: int | None = None) -> tuple[list[str], list[str]]:
-    """(last turn, next turn) of every train dialogue, deduplicated, in a fixed order."""
+    """(last turn, next turn) of every train dialogue that holds no dev text, deduplicated, in a fixed order."""
     unknown = set(sources) - set(SOURCES)
     if unknown:
         raise ValueError(f"unknown next-turn source(s) {sorted(unknown)}; known: {SOURCES}")
     seen: set[tuple[str, str]] = set()
     queries: list[str] = []
     replies: list[str] = []
+    holdout = judgements.dev_holdout()
     for source in sources:
-        dialogues = corpora.dailydialog("train") if source == "dailydialog" else corpora.chitchat("train")
+        dialogues, _ = holdout.unseen(corpora.dailydialog("train") if source == "dailydialog"
+                                      else corpora.chitchat("train"))
         for turns in dialogues:
             for i in range(1, len(turns)):
                 pair = (turns[i - 1], turns[i])

@@ -29,7 +29,7 @@ from service.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Item
 from service.scorers.ruber import BLENDS, WEIGHTS_FILE, WORD_WEIGHTS, Ruber
 from training.data.corpora import fingerprint, load_dialogues
-from training.data.judgements import DEFAULT_DATA_DIR, SETS, TRAINING_SETS, load_set
+from training.data.judgements import DEFAULT_DATA_DIR, SETS, TRAINING_SETS, dev_holdout, load_set
 from training.progress import setup_logging
 from training.ruber import calibrate
 from training.ruber.data import make_pairs
@@ -213,7 +213,10 @@ def write_card(folder: Path, summary: dict) -> Path:
         "DailyDialog (CC BY-NC-SA 4.0) and the BYU Chit-Chat dataset (MIT, `chitchat-dataset` 0.9.0); "
         f"validation on {summary['data']['valid_pairs']:,} pairs of their validation splits "
         f"(fingerprints {summary['data']['train_fingerprint']}, {summary['data']['valid_fingerprint']}). "
-        "Negative replies drawn at random from the training replies."),
+        + (f"{summary['data']['dev_text_dialogues_left_out']:,} train dialogues that hold a development context or "
+           "(query, reply) pair were left out (training/data/holdout.py). "
+           if "dev_text_dialogues_left_out" in summary["data"] else "")
+        + "Negative replies drawn at random from the training replies."),
         ("- Calibration (min-max constants): DailyDialog++ dev (Sai et al. 2020), "
         f"{summary['calibration']['items']:,} candidates (good, random and adversarial) against a human "
         f"reference: s_R in {summary['normalisation']['s_ref']}"
@@ -272,13 +275,14 @@ def run(out: Path, store: Path, config: RuberConfig, train_config: TrainConfig, 
     torch.manual_seed(train_config.seed)
     glove = load_glove(store)
     started = time.monotonic()
-    train_dialogues = load_dialogues("train", sources, data_dir)
+    # Dialogues that hold a dev context or dev (query, reply) pair are left out (training/data/holdout.py).
+    train_dialogues, held = dev_holdout(data_dir).unseen(load_dialogues("train", sources, data_dir))
     valid_dialogues = load_dialogues("validation", sources, data_dir)
     train = make_pairs(train_dialogues, glove, config.query_turns, config.max_words, max_pairs)
     valid = sample_pairs(make_pairs(valid_dialogues, glove, config.query_turns, config.max_words), valid_pairs,
                          train_config.seed)
-    log.info("ruber: %d training pairs, %d validation pairs (%.0fs to prepare)", len(train), len(valid),
-             time.monotonic() - started)
+    log.info("ruber: %d training pairs (%d dialogues holding dev text left out), %d validation pairs (%.0fs to "
+             "prepare)", len(train), held, len(valid), time.monotonic() - started)
     model = build_glove_scorer(glove.vectors, config)
     history = train_unreferenced(model, train, valid, config.margin, train_config, log)
 
@@ -287,7 +291,8 @@ def run(out: Path, store: Path, config: RuberConfig, train_config: TrainConfig, 
     summary = {
         "config": config.to_dict(), "train_config": train_config.to_dict(), "train": history, "parity": parity,
         "data": {"sources": list(sources), "train_pairs": len(train), "valid_pairs": len(valid),
-                 "train_fingerprint": fingerprint(train_dialogues), "valid_fingerprint": fingerprint(valid_dialogues)},
+                 "train_fingerprint": fingerprint(train_dialogues), "valid_fingerprint": fingerprint(valid_dialogues),
+                 "dev_text_dialogues_left_out": held},
         "command": command, "machine": f"2-core {platform.machine()} CPU, no GPU", "date": str(date.today()),
         "threads": torch.get_num_threads(),
     }
