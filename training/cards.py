@@ -122,8 +122,8 @@ def _valid_text(metrics: dict) -> str:
     if repeats is None:
         return ("122 of DailyDialog's 1,000 validation dialogues are verbatim copies of train dialogues, so "
                 "part of this figure is on text the model was trained on (docs/evaluation.md, the overlap audit).")
-    return (f"The {repeats} validation dialogues that repeat a train dialogue verbatim (DailyDialog's official "
-            "splits overlap) are left out, so every dialogue measured here is unseen.")
+    return (f"The {repeats} validation dialogues that repeat a train dialogue, up to spelling and punctuation "
+            "(DailyDialog's official splits overlap), are left out, so no dialogue measured here was trained on.")
 
 
 def hred_readme(folder: Path, metrics: dict, config: dict) -> str:
