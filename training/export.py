@@ -168,7 +168,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--vhred", type=Path, help="pre-training run folder (model.pt, tokenizer.json)")
     parser.add_argument("--adem", type=Path, help="ADEM run folder (head.pt, metrics.json)")
     parser.add_argument("--autojudge", type=Path, help="AutoJudge run folder (head.pt, metrics.json)")
-    parser.add_argument("--version", default="2026.11.0")
+    parser.add_argument("--version", default="2026.11.1")  # 2026.11.1: trained with the dev hold-out
     parser.add_argument("--log", type=Path, default=None, help="also write the log here (make train: runs/export.log)")
     args = parser.parse_args(argv)
     setup_logging(args.log)

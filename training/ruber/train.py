@@ -45,7 +45,7 @@ from training.ruber.trainer import TrainConfig, train_unreferenced
 from training.ruber.word_weights import SIF_A, frequency_weights
 
 log = logging.getLogger("training.ruber")
-VERSION = "2026.11.1"  # 2026.11.1: 26,000 steps on 2 threads (was 4,360); frequency word weights for s_R
+VERSION = "2026.11.2"  # .1: 26,000 steps on 2 threads (was 4,360), frequency word weights for s_R; .2: dev hold-out
 PARITY_TOLERANCE = 1e-4
 BASELINES = ("bleu4", "rouge-l", "length")
 CITATION = ("Chongyang Tao, Lili Mou, Dongyan Zhao, Rui Yan. RUBER: An Unsupervised Method for Automatic "
