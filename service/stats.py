@@ -121,9 +121,7 @@ def kendall(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
         sign_x = int(np.sign(x[i] - x[j]))
         if sign_x:
             null += sign_x * np.sign(paired[i] - paired[j])
-    observed = null[0]  # the identity pairing
-    tail = min(np.count_nonzero(null >= observed), np.count_nonzero(null <= observed))
-    return float(tau), min(1.0, 2.0 * tail / null.size)
+    return float(tau), _two_sided_p(null)
 
 
 @lru_cache(maxsize=None)
@@ -150,7 +148,13 @@ def _exact_pairings_p(x_ranks: np.ndarray, y_ranks: np.ndarray) -> float:
     null = np.zeros(table.shape[1], dtype=np.int64)
     for i in range(n):
         null += xc[table[i]] * yc[i]
-    observed = null[0]  # the identity pairing
+    return _two_sided_p(null)
+
+
+def _two_sided_p(null: np.ndarray) -> float:
+    """Twice the smaller tail of an exact integer null over every pairing (the identity first, the
+    observed statistic), capped at 1: permutation_test's two-sided p."""
+    observed = null[0]
     tail = min(np.count_nonzero(null >= observed), np.count_nonzero(null <= observed))
     return min(1.0, 2.0 * tail / null.size)
 

@@ -113,8 +113,8 @@ def main(argv: list[str]) -> int:
     # spelling and punctuation (69 exactly, 122 by the loose key).
     valid = corpora.dailydialog("validation", args.data_dir)
     seen = {tuple(match_key(t) for t in d) for d in train}
-    repeats = sum(tuple(match_key(t) for t in d) in seen for d in valid)
-    valid = [d for d in valid if tuple(match_key(t) for t in d) not in seen]
+    unseen = [d for d in valid if tuple(match_key(t) for t in d) not in seen]
+    repeats, valid = len(valid) - len(unseen), unseen
     if args.max_dialogues:
         train = train[:args.max_dialogues]
     if args.eval_dialogues:
@@ -122,7 +122,7 @@ def main(argv: list[str]) -> int:
     log.info("corpora: %d train dialogues (%s, %s; %d holding dev text left out), %d validation dialogues "
              "(dailydialog; %d repeating train left out)", len(train), ",".join(sources), corpora.fingerprint(train),
              held, len(valid), repeats)
-    args.dev_text_left_out, args.valid_repeats_left_out = held, repeats
+    left_out = {"dev_text_dialogues_left_out": held, "validation_repeats_left_out": repeats}
 
     config = VHREDConfig(vocab_size=args.vocab_size, **json.loads(args.config))
     if args.finish and (args.out / "tokenizer.json").is_file():  # the one the saved model was trained with
@@ -152,7 +152,7 @@ def main(argv: list[str]) -> int:
         model, extra = load_checkpoint(args.out / "model.pt")
         args.steps, epoch = extra.get("steps_done", extra.get("steps")), extra.get("epoch", extra.get("epochs"))
         log.info("finishing a run stopped after step %d", args.steps)
-        return _finish(model, valid_windows, train, train_windows, sources, args, epoch, started, log,
+        return _finish(model, valid_windows, train, train_windows, sources, args, epoch, started, log, left_out,
                        minutes=extra.get("minutes"))
 
     model = VHRED(config)
@@ -184,11 +184,11 @@ def main(argv: list[str]) -> int:
         if step % args.checkpoint_every == 0 and step < args.steps:
             save_checkpoint(model, args.out / "model.pt", extra={
                 "steps_done": step, "epoch": epoch, "minutes": round((time.time() - started) / 60, 1)})
-    return _finish(model, valid_windows, train, train_windows, sources, args, epoch, started, log)
+    return _finish(model, valid_windows, train, train_windows, sources, args, epoch, started, log, left_out)
 
 
 def _finish(model: VHRED, valid_windows: list, train: list, train_windows: list, sources: tuple, args,
-            epoch: int, started: float, log, minutes: float | None = None) -> int:
+            epoch: int, started: float, log, left_out: dict, minutes: float | None = None) -> int:
     held_out = perplexity(model, valid_windows)
     minutes = minutes if minutes is not None else (time.time() - started) / 60
     log.info("held-out DailyDialog validation: perplexity bound %.2f, NLL-only %.2f, KL/token %.3f (%d tokens)",
@@ -197,9 +197,7 @@ def _finish(model: VHRED, valid_windows: list, train: list, train_windows: list,
                "batch_size": args.batch_size, "seed": args.seed, "train_dialogues": len(train),
                "train_windows": len(train_windows), "train_fingerprint": corpora.fingerprint(train),
                "sources": list(sources), "minutes": round(minutes, 1), "threads": args.threads,
-               "kl_anneal_steps": args.kl_anneal_steps, "lr": args.lr,
-               "dev_text_dialogues_left_out": getattr(args, "dev_text_left_out", None),
-               "validation_repeats_left_out": getattr(args, "valid_repeats_left_out", None)}
+               "kl_anneal_steps": args.kl_anneal_steps, "lr": args.lr, **left_out}
     save_checkpoint(model, args.out / "model.pt", extra=metrics)
     (args.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     log.info("wrote %s in %.1f min", args.out, minutes)
