@@ -100,6 +100,22 @@ def _internal(error: BaseException) -> ServiceError:
                         {"type": type(error).__name__})
 
 
+def _rule_of_wrong_method(app: Flask, response: Response) -> str:
+    """The route a 405 was sent to (matched again with a method it allows), else "unmatched".
+
+    Routing leaves `url_rule` unset when only the method is wrong, but the path did match a route,
+    so the label stays one of the app's own routes: a client cannot invent new series with it.
+    """
+    allowed = [m for m in response.allow if m not in ("HEAD", "OPTIONS")]
+    if response.status_code != 405 or not allowed:
+        return "unmatched"
+    try:
+        rule, _ = app.url_map.bind("").match(request.path, method=allowed[0], return_rule=True)
+    except HTTPException:
+        return "unmatched"
+    return rule.rule
+
+
 def _install_request_metrics(app: Flask) -> None:
     @app.before_request
     def start_timer() -> None:
@@ -107,7 +123,7 @@ def _install_request_metrics(app: Flask) -> None:
 
     @app.after_request
     def record(response: Response) -> Response:
-        endpoint = request.url_rule.rule if request.url_rule else "unmatched"
+        endpoint = request.url_rule.rule if request.url_rule else _rule_of_wrong_method(app, response)
         metrics.REQUESTS.labels(endpoint, metrics.method_label(request.method), str(response.status_code)).inc()
         started = g.get("started")
         if started is not None:
