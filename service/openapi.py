@@ -71,6 +71,9 @@ def _error(code: str) -> dict[str, Any]:
     if code == "401":
         response["headers"] = {"WWW-Authenticate": {"description": 'The scheme: `Bearer realm="dialscore"`.',
                                                     "schema": {"type": "string"}}}
+    if code == "405":
+        response["headers"] = {"Allow": {"description": "The methods this path answers, e.g. `POST, OPTIONS`.",
+                                         "schema": {"type": "string"}}}
     return response
 
 

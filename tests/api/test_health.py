@@ -137,6 +137,7 @@ def test_openapi_describes_every_endpoint_and_validates(client):
         operation = document["paths"][path]["post"]
         assert operation["requestBody"]["content"]["application/json"]["example"]
         assert {"200", "422"} <= set(operation["responses"])
+        assert "Allow" in operation["responses"]["405"]["headers"]  # what a 405 answers with (test_errors.py)
     item = document["components"]["schemas"]["Item"]
     assert set(item["required"]) == {"context", "response"}
 
