@@ -9,7 +9,8 @@ Contract of the output: exactly one line per input line of this shard, in input 
 scored, `{"line": n, "model", "version", "error": {"code", "message"}}`; nothing is dropped, and
 every line is strict JSON (no NaN or infinity). Each batch is appended and fsync'd before the
 next is read, so after a kill (OOM, eviction, node loss) a restart truncates a torn last line,
-skips every line already in the output and goes on: no line is written twice. One run writes an
+skips every line already in the output (checking that the input is the one it was scored from:
+InputCheckpoint) and goes on: no line is written twice. One run writes an
 output at a time: it holds a lock on `<output>.lock` from before it reads the resume point to its
 end (see output_lock), and a second run refuses, or waits `--lock-wait` seconds first.
 
@@ -20,7 +21,8 @@ Exit status (k8s/bulk/job.yaml's podFailurePolicy acts on it):
   2    set-up error, before any line was scored: bad arguments or environment, unknown model,
        bad --options, unreadable input, an output that cannot be created, is not this run's to
        extend (other model, version, shard split or options; not a bulk output; lines written
-       twice) or is held by another run; retrying the same command cannot help
+       twice), is held by another run, or was scored from another input (see InputCheckpoint);
+       retrying the same command cannot help
   143  stopped by SIGTERM (130: Ctrl-C) after finishing the batch in hand; a rerun resumes
 """
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import errno
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -125,11 +128,89 @@ def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
     return Item(list(data["context"]), data["response"], data.get("reference")), item_id
 
 
-def shard_lines(source: BinaryIO, index: int, count: int, after: int) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, raw line) of this shard, skipping lines up to `after` (already done)."""
-    for number, raw in enumerate(source, start=1):
-        if (number - 1) % count == index and number > after:
-            yield number, raw
+class InputCheckpoint:
+    """`<output>.input.json`: the SHA-256 of the input's first k lines, k the output's last line.
+
+    Why: a resume skips every input line up to the output's last record without reading what
+    they were scored from, so rerunning with another file (a regenerated corpus, the wrong
+    shard's input, lines re-sorted or cut) would silently extend the output with records for
+    other text under the same line numbers. Records cannot carry a digest of their own line
+    without growing every line; one small file beside the lock says what was read. It is
+    replaced after every fsync'd batch (written to a temporary file, fsync'd, renamed), so it can
+    lag the output after a kill but never runs ahead of it. A resume hashes the input as it
+    skips and stops with a set-up error (exit 2, nothing scored) where it differs. An input that
+    only grew at the end still matches. An output without a readable checkpoint (written before
+    it existed, or the file was lost) is resumed unchecked, with a warning, rather than blocking
+    every retry of a Job.
+    """
+
+    def __init__(self, output: Path) -> None:
+        self.path = Path(f"{output}.input.json")
+
+    def read(self) -> tuple[int, str, str] | None:
+        """(line, sha256 hex, input name) as last written, or None (absent or unreadable)."""
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            return int(data["line"]), str(data["sha256"]), str(data.get("input", "?"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("%s is unreadable (%s); the input cannot be checked against the output", self.path, exc)
+            return None
+
+    def write(self, line: int, digest: str, input_name: str) -> None:
+        temporary = Path(f"{self.path}.tmp")
+        with open(temporary, "wb") as handle:
+            handle.write(json.dumps({"line": line, "sha256": digest, "input": input_name}).encode("utf-8") + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, self.path)
+
+
+class HashedLines:
+    """The input's lines with a running SHA-256, checked against a checkpoint while skipping.
+
+    `written` is (line, digest) of the last line handed out, which is what the output holds once
+    that line's batch is fsync'd; taken at hand-out time because the iterator may read further
+    (other shards' lines) before the last batch is written.
+    """
+
+    def __init__(self, source: BinaryIO, output: Path, after: int, expected: tuple[int, str, str] | None) -> None:
+        self.source, self.output, self.after = source, output, after
+        self.name = str(getattr(source, "name", "<stream>"))
+        self.hash = hashlib.sha256()
+        self.written: tuple[int, str] | None = None
+        self.expected = expected
+        if expected is not None and expected[0] > after:
+            # The checkpoint runs ahead of the output only if the output was cut by hand: the lines
+            # it covers beyond `after` would be scored before they could be compared.
+            log.warning("%s: its input checkpoint is at line %d, past the output's last line %d (the output "
+                        "was cut?); the input is not checked", output, expected[0], after)
+            self.expected = None
+
+    def lines(self, index: int, count: int) -> Iterator[tuple[int, bytes]]:
+        """(1-based line number, raw line) of shard `index` of `count`, skipping lines up to `after`."""
+        number = 0
+        for number, raw in enumerate(self.source, start=1):
+            self.hash.update(raw)
+            if self.expected is not None and number == self.expected[0]:
+                self._compare(number)
+            if (number - 1) % count == index and number > self.after:
+                self.written = (number, self.hash.copy().hexdigest())
+                yield number, raw
+        if number < self.after:
+            raise BulkError(f"{self.name} has {number} lines but {self.output} already holds records up to line "
+                            f"{self.after}: it is not the input this output was scored from; resume with that "
+                            "input or use another --output")
+
+    def _compare(self, number: int) -> None:
+        line, digest, name = self.expected
+        self.expected = None
+        if self.hash.hexdigest() != digest:
+            raise BulkError(f"the first {line} lines of {self.name} differ from those {self.output} was scored "
+                            f"from ({name}, per {self.output}.input.json): it is not the same input; resume with "
+                            "that input or use another --output")
+        log.info("%s: its first %d lines are those the output was scored from", self.name, number)
 
 
 # --- output and resumption ----------------------------------------------------------------------
@@ -392,6 +473,12 @@ def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, An
         if not locked:
             return counts
         sink, after, counts.resumed_after = _open_output(output, scorer, fields, shard_index, shard_count)
+        checkpoint = InputCheckpoint(output)
+        expected = checkpoint.read() if after else None
+        if after and expected is None:
+            log.warning("%s has no input checkpoint (%s); resuming without checking that the input is the one "
+                        "it was scored from", output, checkpoint.path.name)
+        reader = HashedLines(source, output, after, expected)
         started = last_report = time.perf_counter()
         total_bytes = os.fstat(source.fileno()).st_size if hasattr(source, "fileno") else 0
         with sink:
@@ -402,10 +489,12 @@ def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, An
                 sink.write(encode_records(records))
                 sink.flush()
                 os.fsync(sink.fileno())
+                if reader.written is not None:
+                    checkpoint.write(*reader.written, reader.name)
                 _count(counts, records)
                 batch.clear()
 
-            for number, raw in shard_lines(source, shard_index, shard_count, after):
+            for number, raw in reader.lines(shard_index, shard_count):
                 batch.append((number, raw))
                 if len(batch) >= batch_size:
                     flush()

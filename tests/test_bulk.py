@@ -292,6 +292,63 @@ def test_lines_written_twice_are_refused_on_resume(store, tmp_path):
     assert counts.resumed_after == 3 and [r["line"] for r in read_output(shard)] == [2, 5, 8, 11]
 
 
+def test_a_resume_from_another_input_is_refused_and_a_grown_input_goes_on(store, tmp_path, caplog):
+    scorer = store.get("length")
+    items = [dict(GOOD[i % 3], id=i) for i in range(10)]
+    source = write_lines(tmp_path / "in.jsonl", encoded(items[:6]))
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, output, batch_size=4)
+    checkpoint = json.loads((tmp_path / "out.jsonl.input.json").read_text())
+    assert checkpoint["line"] == 6 and checkpoint["input"] == str(source)
+    done = output.read_bytes()
+
+    edited = [dict(item) for item in items]
+    edited[2]["response"] = "another reply altogether"
+    other = write_lines(tmp_path / "other.jsonl", encoded(edited))
+    with open(other, "rb") as handle, pytest.raises(bulk.BulkError, match="first 6 lines of .*differ"):
+        bulk.run(scorer, handle, output, batch_size=4)
+    short = write_lines(tmp_path / "short.jsonl", encoded(items[:4]))
+    with open(short, "rb") as handle, pytest.raises(bulk.BulkError, match="has 4 lines but .* up to line 6"):
+        bulk.run(scorer, handle, output, batch_size=4)
+    assert output.read_bytes() == done  # nothing appended by a refused run
+
+    grown = write_lines(tmp_path / "grown.jsonl", encoded(items))  # the same six lines, four more
+    with open(grown, "rb") as handle:
+        counts = bulk.run(scorer, handle, output, batch_size=4)
+    assert counts.resumed_after == 6 and counts.scored == 4
+    assert [r["line"] for r in read_output(output)] == list(range(1, 11))
+    assert json.loads((tmp_path / "out.jsonl.input.json").read_text())["line"] == 10
+
+    # An output from before checkpoints (none beside it) is resumed, with a warning, not refused.
+    (tmp_path / "out.jsonl.input.json").unlink()
+    output.write_bytes(b"".join(output.read_bytes().splitlines(keepends=True)[:8]))
+    with caplog.at_level(logging.WARNING, logger="service.bulk"), open(grown, "rb") as handle:
+        counts = bulk.run(scorer, handle, output, batch_size=4)
+    assert counts.resumed_after == 8 and counts.scored == 2
+    assert "no input checkpoint" in caplog.text
+
+
+def test_a_shard_checkpoint_covers_the_lines_of_every_shard(store, tmp_path):
+    """Line numbers are positions in the whole input, so a change anywhere before the resume
+    point moves what the shard's numbers mean: it is refused too."""
+    scorer = store.get("length")
+    items = [dict(GOOD[i % 3], id=i) for i in range(12)]
+    source = write_lines(tmp_path / "in.jsonl", encoded(items[:7]))
+    shard = bulk.shard_output(tmp_path / "s-{index}.jsonl", 1, 3)
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, shard, batch_size=1, shard_index=1, shard_count=3)
+    assert [r["line"] for r in read_output(shard)] == [2, 5]
+    assert json.loads(Path(f"{shard}.input.json").read_text())["line"] == 5  # the shard's last line, not 7
+    dropped = write_lines(tmp_path / "dropped.jsonl", encoded(items[1:]))  # line 1 (shard 0's) gone
+    with open(dropped, "rb") as handle, pytest.raises(bulk.BulkError, match="differ"):
+        bulk.run(scorer, handle, shard, batch_size=1, shard_index=1, shard_count=3)
+    whole = write_lines(tmp_path / "whole.jsonl", encoded(items))
+    with open(whole, "rb") as handle:
+        counts = bulk.run(scorer, handle, shard, batch_size=1, shard_index=1, shard_count=3)
+    assert counts.resumed_after == 2 and [r["line"] for r in read_output(shard)] == [2, 5, 8, 11]
+
+
 def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "service.bulk", *args]
 
@@ -337,6 +394,7 @@ def test_killed_process_resumes_without_scoring_a_line_twice(store_root, tmp_pat
     summary = json.loads(done.stdout.decode().strip().splitlines()[-1])
     assert summary["already_done"] == 8 and summary["scored"] == 12 and summary["errors"] == 0
     assert summary["items_per_second"] > 0
+    assert "first 8 lines are those the output was scored from" in done.stderr.decode()  # FIFO, then a file
     records = read_output(output)
     assert [r["line"] for r in records] == list(range(1, 21))
     assert records[5]["error"]["code"] == "bad_line"
