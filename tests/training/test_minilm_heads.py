@@ -9,6 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from service.scorers.minilm import context_texts  # noqa: E402
+from training.data.holdout import DevHoldout  # noqa: E402
 from training.minilm import degenerate  # noqa: E402
 from training.minilm.heads import DIM, HEADS, POOLINGS, export_head  # noqa: E402
 from training.minilm.store import _check_parity  # noqa: E402
@@ -79,8 +80,23 @@ def test_degenerate_kinds_and_disjoint_phrase_lists() -> None:
 def test_check_set_uses_only_development_contexts() -> None:
     from training.data.judgements import normalise, split_of
 
-    cases = degenerate.check_set(max_contexts=30)
-    assert len(cases) == 30 * len(degenerate.KINDS)
+    trained = degenerate.trained_text()
+    cases = degenerate.check_set(max_contexts=60, trained=trained)
+    assert len(cases) == 60 * len(degenerate.KINDS)
     assert all(split_of("q:" + normalise(c.context[-1])) == "dev" for c in cases)
+    assert not any(degenerate.seen_in_training(trained, list(c.context), [c.human, c.reference]) for c in cases)
+    # ... which leaves out cases the split key alone lets through: of the first 60 such contexts, one
+    # (the 59th) repeats a trained (query, reply) under another spelling.
+    assert cases[-1].context != degenerate.check_set(max_contexts=60, trained=DevHoldout())[-1].context
     assert all(c.human != c.reference for c in cases)
     assert np.mean([c.degenerate == "" for c in cases]) == pytest.approx(1 / len(degenerate.KINDS))
+
+
+def test_a_check_case_is_seen_when_training_held_its_answer_not_its_opening() -> None:
+    trained = DevHoldout.of([(["hello there", "Did you go to the concert last night?"], "Yes, it was loud.", True)])
+    seen = lambda context, replies: degenerate.seen_in_training(trained, context, replies)  # noqa: E731
+    assert seen(["did you go to the concert last night ?"], ["yes , it was loud ."])  # the same pair, respelled
+    assert seen(["Did you go to the concert last night?"], ["No, I was ill."])  # a specific trained query
+    assert not seen(["hello there"], ["hi!"])  # an opening read in training says nothing of this reply
+    short = DevHoldout.of([(["Yes."], "Good, then let's go to the museum.", True)])
+    assert not degenerate.seen_in_training(short, ["yes"], ["Fine."])  # "Yes." opens countless exchanges

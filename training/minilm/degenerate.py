@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 from training import docs_section
+from training.data.holdout import MIN_WINDOW_CHARS, DevHoldout
+from training.data.keys import match_key
 
 KINDS = ("empty", "near-empty", "repeated", "generic", "copy-last-turn", "other-conversation")
 
@@ -61,8 +63,35 @@ class Case:
     degenerate: str
 
 
-def check_set(max_contexts: int = 400, seed: int = 0) -> list[Case]:
-    """DailyDialog++ dev/test contexts whose query is in the judgement *dev* partition (never trained on).
+def trained_text() -> DevHoldout:
+    """Every (query, reply) and (turn, next turn) the -minilm models train on, by the loose key, as a
+    DevHoldout (training/data/holdout.py, the same matching rules read the other way round): the
+    next-turn pairs, RUBER's negative-sampling pairs (DSTC7 positives included) and the judged train
+    items. The split key keeps the check set's queries out of training, but a dialogue spelled
+    another way ("didn ’ t" / "didn't") falls on the other side of it."""
+    from training.minilm import data, next_turn
+
+    queries, replies = next_turn.corpus_pairs()
+    sequences = [([q], r) for q, r in zip(queries, replies)]
+    sequences += [(pair.context, pair.reply) for pair in data.ruber_pairs(include_reddit=True)]
+    sequences += [(item.context, item.response) for items in data.judged("train").values() for item in items]
+    return DevHoldout.of((context, reply, True) for context, reply in sequences)
+
+
+def seen_in_training(trained: DevHoldout, context: list[str], replies: list[str]) -> bool:
+    """Whether training held the answer to this check case: its query followed by one of its human
+    replies as consecutive turns, or its query as a query, where that is long enough to be specific
+    (a short "Yes." or "What about you?" opens thousands of unrelated exchanges). The context's
+    earlier turns may have been read (DailyDialog++ draws its contexts from DailyDialog, whose train
+    split repeats some of them): that says which turn follows them, which the check does not ask."""
+    query = match_key(context[-1]) if context else ""
+    return (any(trained.touches([context[-1], reply]) for reply in replies)
+            or (len(query) >= MIN_WINDOW_CHARS and query in trained.queries))
+
+
+def check_set(max_contexts: int = 400, seed: int = 0, trained: DevHoldout | None = None) -> list[Case]:
+    """DailyDialog++ dev/test contexts whose query is in the judgement *dev* partition (never trained on)
+    and not held by any -minilm training stream under another spelling (`seen_in_training`).
 
     The human reply and the reference are two of the five human-written replies; the reply from
     another conversation is DailyDialog++'s own random negative for that context.
@@ -73,11 +102,14 @@ def check_set(max_contexts: int = 400, seed: int = 0) -> list[Case]:
     rng = random.Random(seed)
     cases: list[Case] = []
     records = [r for name in ("dev.json", "test.json") for r in _dd_plusplus(name)]
+    trained = trained_text() if trained is None else trained
     contexts = 0
     for record in records:
         context = [" ".join(t.split()) for t in record["context"]]
         positives = [" ".join(p.split()) for p in record["positive_responses"] if p.strip()]
         if len(positives) < 2 or split_of("q:" + normalise(context[-1])) != "dev":
+            continue
+        if seen_in_training(trained, context, positives[:2]):
             continue
         other = " ".join(record["random_negative_responses"][0].split())
         for kind, reply in degenerate_replies(context, positives[0], other, rng).items():
@@ -113,7 +145,7 @@ def markdown(table: dict[str, dict[str, float]], n_contexts: int, command: str) 
     lines = [BEGIN,
              f"Share of cases where the degenerate reply scores **below** the human reply of the same context "
              f"(ties count as failures). {n_contexts} held-out DailyDialog++ dev/test contexts (query in the "
-             "judgement dev partition, never used in training), one degenerate reply of each kind per context; "
+             "judgement dev partition, never used in training, nor held by a training stream under another spelling), one degenerate reply of each kind per context; "
              "referenced models get another human reply as the reference. Kinds: empty (\"\"), near-empty "
              f"({', '.join(repr(x) for x in CHECK_NEAR_EMPTY)}), repeated (the human reply's first three words "
              f"five times), generic ({', '.join(repr(x) for x in CHECK_GENERIC)}), copy of the last context "
