@@ -27,10 +27,12 @@ $(VENV)/.serve: requirements.txt
 	touch $@
 
 # Tests, linters and training: torch is pinned and installed first so no later requirement pulls another
-# version. Where pip's index is plain PyPI, Linux gets the CUDA wheel; add --index-url
-# https://download.pytorch.org/whl/cpu there for the CPU one (this project's machines serve a local CPU wheel).
+# version. Where pip's index is plain PyPI, Linux gets the multi-GB CUDA wheel; training needs only the CPU
+# one: `make test TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu` takes it from PyTorch's CPU index
+# (empty by default: this project's machines serve a local CPU wheel through pip's own configuration).
+TORCH_INDEX_URL ?=
 $(VENV)/.dev: $(VENV)/.serve requirements-dev.txt training/requirements.txt
-	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q torch==2.13.0 $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
 	$(PIP) install -q -r requirements-dev.txt -r training/requirements.txt
 	touch $@
 
