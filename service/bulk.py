@@ -16,8 +16,9 @@ end (see output_lock), and a second run refuses, or waits `--lock-wait` seconds 
 
 Exit status (k8s/bulk/job.yaml's podFailurePolicy acts on it):
   0    done; lines that cannot be scored are in the output as error records
-  1    failed otherwise: an I/O error once scoring started (a full or lost volume) or an
-       unexpected error; the Job retries this shard alone, and the retry resumes
+  1    failed otherwise: an I/O error once scoring started (a full or lost volume), a transient
+       one during set-up (EIO, ESTALE, ETIMEDOUT: TransientSetUpError) or an unexpected error;
+       the Job retries this shard alone, and the retry resumes
   2    set-up error, before any line was scored: bad arguments or environment, unknown model,
        bad --options, unreadable input, an output that cannot be created, is not this run's to
        extend (other model, version, shard split or options; not a bulk output; lines written
@@ -59,6 +60,22 @@ log = logging.getLogger("service.bulk")
 class BulkError(Exception):
     """A problem with the run's set-up, found before any line is scored (unknown model, unreadable
     input, foreign or busy output): exit 2, which fails the whole Job, since a retry cannot help."""
+
+
+class TransientSetUpError(Exception):
+    """An I/O error during set-up that a retry may not meet (EIO, ESTALE, ETIMEDOUT: a network
+    volume that blinked, a server that restarted): exit 1, which the Job retries, rather than 2,
+    which would fail every shard of it for a moment's outage."""
+
+
+TRANSIENT_ERRNOS = frozenset({errno.EIO, errno.ESTALE, errno.ETIMEDOUT, errno.EINTR, errno.ENETDOWN,
+                              errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ECONNRESET, errno.ECONNABORTED})
+
+
+def set_up_error(message: str, exc: OSError) -> Exception:
+    """The exception for an OSError met during set-up: transient (exit 1) or not (exit 2)."""
+    text = f"{message}: {exc.strerror or exc}"
+    return TransientSetUpError(text) if exc.errno in TRANSIENT_ERRNOS else BulkError(text)
 
 
 class BadLine(ValueError):
@@ -154,7 +171,12 @@ class InputCheckpoint:
             return int(data["line"]), str(data["sha256"]), str(data.get("input", "?"))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except OSError as exc:
+            if exc.errno in TRANSIENT_ERRNOS:  # unchecked is for a lost file, not a volume that blinked
+                raise set_up_error(f"cannot read {self.path}", exc) from None
+            log.warning("%s is unreadable (%s); the input cannot be checked against the output", self.path, exc)
+            return None
+        except (ValueError, KeyError, TypeError) as exc:
             log.warning("%s is unreadable (%s); the input cannot be checked against the output", self.path, exc)
             return None
 
@@ -245,7 +267,7 @@ def output_lock(output: Path, wait: float = 0.0) -> Iterator[bool]:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o664)
     except OSError as exc:
-        raise BulkError(f"cannot create the lock file {path}: {exc.strerror}") from None
+        raise set_up_error(f"cannot create the lock file {path}", exc) from None
     try:
         if not _acquire(fd, path, output, wait):
             yield False
@@ -267,6 +289,8 @@ def _acquire(fd: int, path: Path, output: Path, wait: float) -> bool:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return True
         except OSError as exc:
+            if exc.errno in TRANSIENT_ERRNOS:
+                raise set_up_error(f"cannot lock {path}", exc) from None
             if exc.errno not in (errno.EACCES, errno.EAGAIN):
                 raise BulkError(f"cannot lock {path} ({exc.strerror}): the volume must support POSIX file "
                                 "locks, which keep two runs from writing one output") from None
@@ -455,8 +479,9 @@ def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, An
         progress_every: float | None = None, lock_wait: float = 0.0) -> Counts:
     """Score this shard of `source` into `output` (appending, resuming); returns the counts.
 
-    Every set-up problem raises BulkError before a line is read, so that whatever is raised
-    later (an I/O error) marks a failure a retry can get past. Progress is logged every
+    Every set-up problem raises BulkError (or TransientSetUpError, for an I/O error a retry may
+    not meet) before a line is scored, so that whatever is raised later (an I/O error) marks a
+    failure a retry can get past. Progress is logged every
     `progress_every` seconds when given.
     """
     try:
@@ -468,7 +493,7 @@ def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, An
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise BulkError(f"cannot create the folder of {output}: {exc.strerror}") from None
+        raise set_up_error(f"cannot create the folder of {output}", exc) from None
     with output_lock(output, lock_wait) as locked:
         if not locked:
             return counts
@@ -519,7 +544,7 @@ def _open_output(output: Path, scorer: Scorer, fields: dict[str, Any], shard_ind
         check_complete(output, after, written, shard_index, shard_count)
         sink = open(output, "ab")  # noqa: SIM115 - closed by run()
     except OSError as exc:
-        raise BulkError(f"cannot read or open {output}: {exc.strerror or exc}") from None
+        raise set_up_error(f"cannot read or open {output}", exc) from None
     if after:
         log.info("%s: resuming after input line %d (%d lines already written)", output, after, written)
     return sink, after, written
@@ -661,7 +686,7 @@ def _open_input(path: Path) -> BinaryIO:
     try:
         return open(path, "rb")
     except OSError as exc:
-        raise BulkError(f"cannot read the input {path}: {exc.strerror}") from None
+        raise set_up_error(f"cannot read the input {path}", exc) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -680,6 +705,10 @@ def main(argv: list[str] | None = None) -> int:
             counts = run(scorer, source, output, options=args.options, batch_size=args.batch_size,
                          shard_index=args.shard_index, shard_count=args.shard_count,
                          progress_every=args.progress_every, lock_wait=args.lock_wait)
+    except TransientSetUpError as exc:
+        log.error("set-up failed on an I/O error that a retry may get past, nothing scored: %s", exc,
+                  extra={"exit_status": 1})
+        return 1
     except BulkError as exc:
         log.error("set-up error, nothing scored: %s", exc, extra={"exit_status": 2})
         return 2

@@ -1,6 +1,7 @@
 """Bulk scoring: one output line per input line, bad lines reported, kill-and-resume without duplicates."""
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import math
@@ -442,6 +443,26 @@ def test_set_up_errors_exit_2_with_one_json_log_record(store_root, tmp_path):
         assert expected in record["message"] and record["logger"] == "service.bulk", record
         assert done.stdout == b""
     assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.parametrize(("error", "status"), [(errno.EIO, 1), (errno.ESTALE, 1), (errno.EACCES, 2)])
+def test_an_io_error_at_set_up_is_retried_only_when_it_may_pass(store_root, tmp_path, monkeypatch, error, status):
+    """A volume that blinks while the resume point is read (EIO, ESTALE) exits 1, which the Job
+    retries; one that refuses (EACCES) exits 2 like any set-up error. The volume is what is faked here."""
+    source = write_lines(tmp_path / "in.jsonl", encoded(GOOD))
+
+    def failing_volume(*args, **kwargs):
+        raise OSError(error, os.strerror(error))
+
+    monkeypatch.setattr(bulk, "resume_point", failing_volume)
+    monkeypatch.setenv("DIALSCORE_MODEL_STORE", str(store_root))
+    monkeypatch.setenv("DIALSCORE_INTRA_OP_THREADS", "1")
+    try:
+        assert bulk.main(["--model", "length", "--input", str(source), "--output", str(tmp_path / "o.jsonl")]) == status
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    assert not (tmp_path / "o.jsonl").exists() or (tmp_path / "o.jsonl").read_bytes() == b""
 
 
 def test_cli_stderr_is_one_json_object_a_line_with_progress_fields(store_root, tmp_path):
