@@ -1,7 +1,9 @@
 """`python -m training selftalk`: the pre-trained VHRED talks to itself (AutoJudge's data generation).
 
 Contexts are sampled (seeded) from a split the model was not trained on (DailyDialog test by
-default; 149 of its 1,000 dialogues also occur verbatim in train); from each, the model generates `--turns` further turns, every turn conditioned on
+default), leaving out the dialogues whose context turns occur in DailyDialog train (149 of the
+1,000 test dialogues occur there verbatim; VHRED read them, and would recite what follows rather
+than generate it); from each, the model generates `--turns` further turns, every turn conditioned on
 the whole conversation so far (its own turns included), z drawn from the prior. One JSON
 object per line: {"id", "source", "context": [...], "generated": [...]}.
 """
@@ -17,6 +19,7 @@ import torch
 
 from training import tokenizer as bpe
 from training.data import corpora
+from training.data.holdout import DevHoldout
 from training.encoders.hred_encoder import HREDTextEncoder
 from training.encoders.vhred import load_checkpoint
 from training.progress import Progress, setup_logging
@@ -40,6 +43,17 @@ def self_talk(encoder: HREDTextEncoder, contexts: list[list[str]], turns: int, t
     return generated
 
 
+def unseen_contexts(dialogues: list[list[str]], train: list[list[str]], context_turns: int
+                    ) -> tuple[list[list[str]], int]:
+    """The dialogues long enough for a context whose first `context_turns` turns do not hold two
+    consecutive turns of a train dialogue (by the loose key, training/data/holdout.py's rule, so a
+    respelled copy counts); and how many long-enough dialogues that left out."""
+    read = DevHoldout.of((d[:i], d[i], False) for d in train for i in range(1, len(d)))
+    long_enough = [d for d in dialogues if len(d) >= context_turns]
+    kept = [d for d in long_enough if not read.touches(d[:context_turns])]
+    return kept, len(long_enough) - len(kept)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m training selftalk", description=__doc__)
     parser.add_argument("--model", type=Path, default=Path("runs/vhred"), help="pre-training run folder")
@@ -59,7 +73,10 @@ def main(argv: list[str]) -> int:
     model, _ = load_checkpoint(args.model / "model.pt")
     encoder = HREDTextEncoder(model, bpe.load(args.model / "tokenizer.json"))
     rng = random.Random(args.seed)
-    pool = [d for d in corpora.dailydialog(args.split, args.data_dir) if len(d) >= args.context_turns]
+    pool, seen = unseen_contexts(corpora.dailydialog(args.split, args.data_dir),
+                                 corpora.dailydialog("train", args.data_dir), args.context_turns)
+    log.info("DailyDialog %s: %d dialogues with %d turns or more whose context was not read in training "
+             "(%d left out)", args.split, len(pool), args.context_turns, seen)
     picked = sorted(rng.sample(range(len(pool)), min(args.contexts, len(pool))))
     contexts = [pool[i][:args.context_turns] for i in picked]
     log.info("self-talk: %d contexts from DailyDialog %s, %d turns each", len(contexts), args.split, args.turns)

@@ -1,0 +1,28 @@
+"""Self-talk's contexts: never a context VHRED read in training."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+from training.selftalk import unseen_contexts  # noqa: E402
+
+TRAIN = [["Excuse me, could you tell me the way to the station?", "Sure, go straight and turn left.",
+          "Thank you very much."]]
+
+
+def test_a_context_read_in_training_is_left_out_even_respelled() -> None:
+    test = [
+        ["excuse me , could you tell me the way to the station ?", "sure , go straight and turn left ."],  # read
+        ["Did you see the match last night?", "Yes, what a game that was!", "I could not believe it."],  # new
+        ["Hi."],  # too short for a context of two turns
+    ]
+    kept, left_out = unseen_contexts(test, TRAIN, context_turns=2)
+    assert kept == [test[1]] and left_out == 1
+
+
+def test_turns_read_only_after_the_context_do_not_count() -> None:
+    test = [["What a lovely morning it is today.", "It is, shall we walk?",
+             "Excuse me, could you tell me the way to the station?", "Sure, go straight and turn left."]]
+    kept, left_out = unseen_contexts(test, TRAIN, context_turns=2)
+    assert kept == test and left_out == 0
