@@ -126,6 +126,8 @@ def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
         raise ValueError(f"not JSON ({exc})") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:  # the parser's own limit, far past MAX_LINE_DEPTH: one bad line, not a failed run
+        raise ValueError(f"nested deeper than {MAX_LINE_DEPTH} levels") from None
     if not isinstance(obj, dict):
         raise ValueError(f"a line must hold a JSON object, not {type(obj).__name__}")
     problem = find_problem(obj, raw, MAX_LINE_DEPTH)  # lone surrogates would break writing the output
@@ -176,8 +178,9 @@ class InputCheckpoint:
                 raise set_up_error(f"cannot read {self.path}", exc) from None
             log.warning("%s is unreadable (%s); the input cannot be checked against the output", self.path, exc)
             return None
-        except (ValueError, KeyError, TypeError) as exc:
-            log.warning("%s is unreadable (%s); the input cannot be checked against the output", self.path, exc)
+        except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as exc:
+            log.warning("%s is unreadable (%s); the input cannot be checked against the output", self.path,
+                        type(exc).__name__)
             return None
 
     def write(self, line: int, digest: str, input_name: str) -> None:
@@ -214,7 +217,9 @@ class HashedLines:
         """(1-based line number, raw line) of shard `index` of `count`, skipping lines up to `after`."""
         number = 0
         for number, raw in enumerate(self.source, start=1):
-            self.hash.update(raw)
+            # Each line hashed with exactly one newline: a last line without one still matches
+            # once more lines are appended after it.
+            self.hash.update(raw if raw.endswith(b"\n") else raw + b"\n")
             if self.expected is not None and number == self.expected[0]:
                 self._compare(number)
             if (number - 1) % count == index and number > self.after:
@@ -371,8 +376,9 @@ def _check_record(path: Path, raw: bytes, model: str, version: str, fields: dict
     try:
         last = json.loads(raw)
         line = int(last["line"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise BulkError(f"{path}: the last line is not a bulk output record ({exc}); refusing to extend it") from None
+    except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as exc:
+        raise BulkError(f"{path}: the last line is not a bulk output record ({type(exc).__name__}); refusing to "
+                        "extend it") from None
     if (last.get("model"), last.get("version")) != (model, version):
         raise BulkError(f"{path} was written by {last.get('model')} {last.get('version')}, not {model} {version}; "
                         "use another --output")
@@ -490,6 +496,11 @@ def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, An
         raise BulkError(f"bad --options: {exc}") from None
     fields = run_fields(scorer, options, shard_index, shard_count)
     counts = Counts()
+    # The lock and checkpoint belong to the file, not to the path that names it: a symlink (or a
+    # path through one) to an output another run is writing must meet that run's lock.
+    output = Path(os.path.realpath(output))
+    if output.exists() and not output.is_file():
+        raise BulkError(f"{output} is not a regular file; --output must name a file to append to")
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -557,13 +568,17 @@ def encode_records(records: list[dict[str, Any]]) -> bytes:
     lines = []
     for record in records:
         try:
-            lines.append(json.dumps(record, ensure_ascii=False, allow_nan=False))
+            line = json.dumps(record, ensure_ascii=False, allow_nan=False)
         except ValueError:
             record.pop("score", None)
             record.pop("details", None)
             record["error"] = {"code": "scoring_failed", "message": "the model gave a score that is not a finite number"}
-            lines.append(json.dumps(record, ensure_ascii=False, allow_nan=False))
-    return "".join(line + "\n" for line in lines).encode("utf-8")
+            line = json.dumps(record, ensure_ascii=False, allow_nan=False)
+        try:
+            lines.append(line.encode("utf-8"))
+        except UnicodeEncodeError:  # a lone surrogate that reached a message: escaped, never a failed run
+            lines.append(json.dumps(record, ensure_ascii=True, allow_nan=False).encode("ascii"))
+    return b"".join(line + b"\n" for line in lines)
 
 
 def _count(counts: Counts, records: list[dict[str, Any]]) -> None:
@@ -617,6 +632,8 @@ def _json_object(text: str) -> dict[str, Any]:
         value = loads(text, finite=True)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not JSON ({exc})") from None
+    except RecursionError:
+        raise argparse.ArgumentTypeError("nested too deeply") from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("must be a JSON object")
     return value
@@ -652,8 +669,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--batch-size must be at least 1")
     if args.shard_count < 1 or not 0 <= args.shard_index < args.shard_count:
         parser.error(f"--shard-index {args.shard_index} is not in 0..{args.shard_count - 1}")
-    if args.lock_wait < 0:
-        parser.error("--lock-wait must not be negative")
+    if not args.lock_wait >= 0:  # NaN too: it would never reach its deadline
+        parser.error("--lock-wait must be a number of seconds, not negative")
     args.providers = settings.providers
     args.cuda_options = settings.cuda_options
     args.log_level = settings.log_level
@@ -675,7 +692,10 @@ def _load_scorer(args: argparse.Namespace) -> Scorer:
     runtime = Runtime(RuntimeSettings(providers=tuple(args.providers), intra_op_threads=args.threads, workers=1,
                                       cuda_options=tuple(args.cuda_options)))
     store = ModelStore(args.model_store, runtime, (args.model,))
-    store.load()
+    try:
+        store.load()
+    except OSError as exc:
+        raise set_up_error(f"cannot read the model store {args.model_store}", exc) from None
     scorer = store.get(args.model)
     if scorer is None:
         raise BulkError(f"model {args.model} is not available: {_why_not(args.model_store, args.model, store)}")

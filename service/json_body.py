@@ -82,8 +82,8 @@ def find_problem(data: Any, raw: bytes, max_depth: int) -> tuple[str, str] | Non
             for key, child in value.items():
                 child_path = f"{path}.{key}" if path else str(key)
                 message = _surrogate_message(key) if strings else None
-                if message:
-                    return child_path, message
+                if message:  # the path names the key with its surrogate escaped, so it can be sent back
+                    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", child_path), message
                 if isinstance(child, (dict, list)) or (strings and isinstance(child, str)):
                     stack.append((child, child_path, depth + 1))
         elif isinstance(value, list):

@@ -350,6 +350,80 @@ def test_a_shard_checkpoint_covers_the_lines_of_every_shard(store, tmp_path):
     assert counts.resumed_after == 2 and [r["line"] for r in read_output(shard)] == [2, 5, 8, 11]
 
 
+def test_lines_the_parser_or_the_writer_would_choke_on_are_one_bad_line_each(store, tmp_path):
+    """Nesting past the parser's recursion limit, a lone surrogate in a key (named in the message):
+    each is one bad_line record, and the good lines around them are scored."""
+    good = encoded(GOOD[:1])[0]
+    lines = [good, b'{"context": ["hi"], "response": "yo", "x": ' + b"[" * 5000 + b"]" * 5000 + b"}", good,
+             b'{"context": ["hi"], "response": "yo", "\\ud800": 1}', b'{"id": {"\\udfff": 1}, "response": "x"}', good]
+    source = write_lines(tmp_path / "in.jsonl", lines)
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        counts = bulk.run(store.get("length"), handle, output)
+    records = read_output(output)
+    assert [r["line"] for r in records] == [1, 2, 3, 4, 5, 6] and counts.errors == 3
+    assert [("error" in r) for r in records] == [False, True, False, True, True, False]
+    assert "nested deeper than" in records[1]["error"]["message"]
+    assert "\\ud800" in records[3]["error"]["message"]  # the key, escaped
+
+
+def test_an_input_without_a_final_newline_may_grow_and_resume(store, tmp_path):
+    scorer = store.get("length")
+    items = encoded([dict(GOOD[i % 3], id=i) for i in range(8)])
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b"\n".join(items[:5]))  # no newline after line 5
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, output, batch_size=2)
+    source.write_bytes(b"".join(line + b"\n" for line in items))  # the same five lines, three more
+    with open(source, "rb") as handle:
+        counts = bulk.run(scorer, handle, output, batch_size=2)
+    assert counts.resumed_after == 5 and [r["line"] for r in read_output(output)] == list(range(1, 9))
+
+
+def test_a_symlink_to_an_output_meets_its_lock_and_only_files_are_outputs(store, tmp_path):
+    scorer = store.get("length")
+    source = write_lines(tmp_path / "in.jsonl", encoded(GOOD))
+    target = tmp_path / "out.jsonl"
+    target.touch()
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    # Another process holds the file's lock (POSIX locks belong to a process, so not this one).
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | "
+                               "os.O_CREAT); fcntl.lockf(fd, fcntl.LOCK_EX); print('locked', flush=True); "
+                               "sys.stdin.read()", f"{target}.lock"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline() == b"locked\n"
+        with open(source, "rb") as handle, pytest.raises(bulk.BulkError, match="being written by another run"):
+            bulk.run(scorer, handle, link)
+    finally:
+        holder.communicate(timeout=30)
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, link)
+    assert link.is_symlink() and len(read_output(target)) == len(GOOD)  # written through the link
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    with open(source, "rb") as handle, pytest.raises(bulk.BulkError, match="not a regular file"):
+        bulk.run(scorer, handle, fifo)
+
+
+def test_unparsable_numbers_in_an_output_or_its_checkpoint_are_refused_or_skipped(store, tmp_path, caplog):
+    scorer = store.get("length")
+    source = write_lines(tmp_path / "in.jsonl", encoded(GOOD))
+    output = tmp_path / "out.jsonl"
+    output.write_text('{"line": Infinity, "model": "length"}\n', encoding="utf-8")
+    with open(source, "rb") as handle, pytest.raises(bulk.BulkError, match="not a bulk output record"):
+        bulk.run(scorer, handle, output)
+    output.unlink()
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, output, batch_size=2)
+    output.write_bytes(b"".join(output.read_bytes().splitlines(keepends=True)[:2]))
+    Path(f"{output}.input.json").write_text('{"line": 1e999, "sha256": "x"}', encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="service.bulk"), open(source, "rb") as handle:
+        counts = bulk.run(scorer, handle, output, batch_size=2)
+    assert counts.resumed_after == 2 and counts.scored == 1 and "unreadable" in caplog.text
+
+
 def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "service.bulk", *args]
 
@@ -433,6 +507,9 @@ def test_set_up_errors_exit_2_with_one_json_log_record(store_root, tmp_path):
         "written by bleu4": ["--model", "length", "--input", str(source), "--output", str(foreign)],
         "--batch-size": ["--model", "length", "--input", str(source), "--batch-size", "0"],
         "not JSON (NaN": ["--model", "length", "--input", str(source), "--options", '{"x": NaN}'],
+        "nested too deeply": ["--model", "length", "--input", str(source), "--options",
+                              '{"x": ' + "[" * 5000 + "]" * 5000 + "}"],
+        "--lock-wait must be": ["--model", "length", "--input", str(source), "--lock-wait", "nan"],
     }
     for expected, args in cases.items():
         if "--output" not in args:
@@ -445,16 +522,22 @@ def test_set_up_errors_exit_2_with_one_json_log_record(store_root, tmp_path):
     assert not (tmp_path / "o.jsonl").exists()
 
 
+@pytest.mark.parametrize("where", ["output", "model store"])
 @pytest.mark.parametrize(("error", "status"), [(errno.EIO, 1), (errno.ESTALE, 1), (errno.EACCES, 2)])
-def test_an_io_error_at_set_up_is_retried_only_when_it_may_pass(store_root, tmp_path, monkeypatch, error, status):
-    """A volume that blinks while the resume point is read (EIO, ESTALE) exits 1, which the Job
-    retries; one that refuses (EACCES) exits 2 like any set-up error. The volume is what is faked here."""
+def test_an_io_error_at_set_up_is_retried_only_when_it_may_pass(store_root, tmp_path, monkeypatch, error, status,
+                                                                 where):
+    """A volume that blinks while the resume point or the model store is read (EIO, ESTALE) exits 1,
+    which the Job retries; one that refuses (EACCES) exits 2 like any set-up error. The volume is
+    what is faked here."""
     source = write_lines(tmp_path / "in.jsonl", encoded(GOOD))
 
     def failing_volume(*args, **kwargs):
         raise OSError(error, os.strerror(error))
 
-    monkeypatch.setattr(bulk, "resume_point", failing_volume)
+    if where == "output":
+        monkeypatch.setattr(bulk, "resume_point", failing_volume)
+    else:
+        monkeypatch.setattr(ModelStore, "load", failing_volume)
     monkeypatch.setenv("DIALSCORE_MODEL_STORE", str(store_root))
     monkeypatch.setenv("DIALSCORE_INTRA_OP_THREADS", "1")
     try:
