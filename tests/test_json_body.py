@@ -17,7 +17,7 @@ def test_lone_surrogates_are_named_by_path_in_values_and_keys() -> None:
     path, message = _check(b'{"items": [{"context": ["ok", "x \\udc00"]}]}')
     assert path == "items.0.context.1" and "\\udc00" in message
     path, _ = _check(b'{"scores": {"\\ud800": [1]}}')
-    assert path == "scores.\ud800"
+    assert path == "scores.\\ud800"  # escaped: the path is sent back in errors, and must be text
     assert _check(b'"\\ud800"')[0] == "(body)"
 
 
