@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from marshmallow import ValidationError
 
 from service.analysis import importers, report
 from service.analysis.compare import compare_with_upstream, pairwise_rater_agreement
@@ -20,6 +21,7 @@ from service import limits
 from service.config import load_settings
 from service.errors import TooLarge
 from service.human_eval import HumanEvalInputError, assess
+from service.schemas import CorrelateRequestSchema, HumanEvalRequestSchema, flatten_messages
 from service.stats import METHODS, StatsInputError, correlate
 
 
@@ -76,9 +78,13 @@ def run_correlate(args: argparse.Namespace) -> int:
     data = importers.load_correlate(args.file, args.format, args.human, args.aspect)
     chosen = {key: getattr(args, key) if getattr(args, key) is not None else data.settings.get(key, default)
               for key, default in CORRELATE_DEFAULTS.items()}
-    _check_bootstrap_budget(data.human, chosen["resamples"])
-    result = correlate(data.human, data.scores, data.systems, chosen["methods"], chosen["confidence"],
-                       chosen["resamples"], chosen["seed"])
+    # Whatever the file's format, what reaches the statistics is what the HTTP schema admits, so a
+    # word where a number goes is a message naming the field, as it is for /correlate.
+    body = _validated(CorrelateRequestSchema(), {"human": data.human, "scores": data.scores,
+                                                 "systems": data.systems, **chosen}, StatsInputError)
+    _check_bootstrap_budget(body["human"], body["resamples"])
+    result = correlate(body["human"], body["scores"], body["systems"], body["methods"], body["confidence"],
+                       body["resamples"], body["seed"])
     markdown = report.correlate_markdown(result)
     _write(args.out, "correlate", result, markdown)
     if not args.no_plots:
@@ -87,6 +93,13 @@ def run_correlate(args: argparse.Namespace) -> int:
         correlate_plots(result, args.out)
     print(markdown)
     return 0
+
+
+def _validated(schema, body: dict[str, Any], error: type[ValueError]) -> dict[str, Any]:
+    try:
+        return schema.load(body)
+    except ValidationError as exc:
+        raise error(flatten_messages(exc.messages)) from None
 
 
 def _check_bootstrap_budget(human: list[Any], resamples: Any) -> None:
@@ -146,8 +159,12 @@ def run_human_eval(args: argparse.Namespace) -> int:
     if args.qc_criteria is not None:
         data.qc_criteria = list(args.qc_criteria)
     alpha = args.alpha if args.alpha is not None else (data.alpha if data.alpha is not None else 0.05)
-    result = assess(data.ratings, data.reverse, data.scale, data.qc_system, alpha, data.qc_criteria)
-    upstream = importers.ji2022_json(args.upstream).upstream if args.upstream else data.upstream
+    body = _validated(HumanEvalRequestSchema(), {
+        "ratings": data.ratings, "reverse": data.reverse, "scale": list(data.scale), "qc_system": data.qc_system,
+        "alpha": alpha, "qc_criteria": data.qc_criteria}, HumanEvalInputError)
+    result = assess(body["ratings"], body["reverse"], tuple(body["scale"]), body["qc_system"], body["alpha"],
+                    body["qc_criteria"])
+    upstream = importers.load_upstream(args.upstream) if args.upstream else data.upstream
     if upstream:
         result["upstream"] = compare_with_upstream(data, result, upstream)
     pairs = pairwise_rater_agreement(data, result) if args.rater_pairs else None

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from service.analysis.inputs import CorrelateInput, HumanEvalInput
+from service.config import load_settings
+from service.json_body import find_problem, loads
 
 JI_CSV_ORDER = ("robotic", "interesting", "fun", "consistent", "fluent", "repetitive", "topic")
 JI_REVERSED = ("robotic", "repetitive")
@@ -53,7 +55,7 @@ def ji2022_csv(path: Path) -> HumanEvalInput:
     """
     ratings: list[dict[str, Any]] = []
     skipped: list[str] = []
-    with open(path, newline="", encoding="utf-8") as handle:
+    with open(path, newline="", encoding="utf-8-sig") as handle:
         for line, row in enumerate(csv.DictReader(handle), start=2):
             try:
                 answers = json.loads(row["Answer.taskAnswers"])[0]
@@ -127,7 +129,7 @@ def human_eval_csv(path: Path, qc_system: str | None = None, reverse: list[str] 
                    scale: tuple[float, float] = (0.0, 100.0)) -> HumanEvalInput:
     """One rating per row: columns rater, system, item, then one numeric column per criterion."""
     ratings: list[dict[str, Any]] = []
-    with open(path, newline="", encoding="utf-8") as handle:
+    with open(path, newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle, delimiter=_delimiter(path))
         missing = {"rater", "system", "item"} - set(reader.fieldnames or [])
         if missing:
@@ -152,7 +154,7 @@ def human_eval_json(path: Path) -> HumanEvalInput:
         raise ImporterError(f"{path}: 'ratings' must be a list of rating objects")
     if not isinstance(scale, list) or len(scale) != 2:
         raise ImporterError(f"{path}: 'scale' must be [low, high]")
-    return HumanEvalInput(body["ratings"], reverse=list(body.get("reverse", [])),
+    return HumanEvalInput(body["ratings"], reverse=body.get("reverse", []),  # checked by the HTTP schema, uncoerced
                           scale=(float(scale[0]), float(scale[1])), qc_system=body.get("qc_system"),
                           qc_criteria=body.get("qc_criteria"), alpha=body.get("alpha"))
 
@@ -174,7 +176,7 @@ def correlate_csv(path: Path, human: list[str] | None = None, system: str = "sys
     (several give several ratings per item; empty cells are missing ratings). An optional `system`
     column labels systems; every other column is a metric. Non-numeric metric columns are refused.
     """
-    with open(path, newline="", encoding="utf-8") as handle:
+    with open(path, newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle, delimiter=_delimiter(path))
         columns = list(reader.fieldnames or [])
         rows = list(reader)
@@ -240,10 +242,19 @@ def dstc_json(path: Path, aspect: str | None = None) -> CorrelateInput:
 
 
 def _read_json(path: Path) -> Any:
+    """The file's JSON, held to what an HTTP body is held to (json_body: each key once, no lone
+    surrogates, nesting up to DIALSCORE_MAX_JSON_DEPTH), since its values reach the same code."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        raw = Path(path).read_bytes()
+        data = loads(raw)
+    except (OSError, ValueError) as exc:  # RepeatedKey and JSONDecodeError are ValueErrors
         raise ImporterError(f"{path}: not readable JSON ({exc})") from exc
+    except RecursionError:
+        raise ImporterError(f"{path}: nested too deeply to parse") from None
+    problem = find_problem(data, raw, load_settings().max_json_depth)
+    if problem is not None:
+        raise ImporterError(f"{path}: not usable JSON at {problem[0]}: {problem[1]}")
+    return data
 
 
 def _delimiter(path: Path) -> str:
@@ -253,7 +264,8 @@ def _delimiter(path: Path) -> str:
 # --- format detection --------------------------------------------------------------------------------
 # What a reader raises on a file whose shape it did not expect (a missing column or key, a word
 # where a number goes, another encoding): reported as that file's problem, not as a traceback.
-_SHAPE_ERRORS = (KeyError, ValueError, TypeError, AttributeError, IndexError, UnicodeDecodeError)
+_SHAPE_ERRORS = (KeyError, ValueError, TypeError, AttributeError, IndexError, UnicodeDecodeError, csv.Error,
+                 RecursionError)
 
 
 def _read_as(reader, path: Path, fmt: str, *args: Any):
@@ -269,6 +281,11 @@ def load_correlate(path: Path, fmt: str = "auto", human: list[str] | None = None
                    aspect: str | None = None) -> CorrelateInput:
     """Read a correlate input; `fmt` is auto, csv, json (a /correlate body) or dstc."""
     return _read_as(_load_correlate, Path(path), fmt, path, fmt, human, aspect)
+
+
+def load_upstream(paths: list[Path]) -> dict[str, Any] | None:
+    """The per-rater results published beside a Ji et al. 2022 release (--upstream), or None."""
+    return _read_as(ji2022_json, Path(paths[0]) if paths else Path("."), "ji2022-json", paths).upstream
 
 
 def load_human_eval(paths: list[Path], fmt: str = "auto") -> HumanEvalInput:
@@ -300,7 +317,7 @@ def _load_human_eval(paths: list[Path], fmt: str) -> HumanEvalInput:
         if first.is_dir() or first.name.startswith(("pass_", "fail_")):
             fmt = "ji2022-json"
         elif first.suffix.lower() in (".csv", ".tsv"):
-            with open(first, newline="", encoding="utf-8") as handle:
+            with open(first, newline="", encoding="utf-8-sig") as handle:
                 header = next(csv.reader(handle, delimiter=_delimiter(first)), [])
             fmt = "ji2022-csv" if "Answer.taskAnswers" in header else "csv"
         else:

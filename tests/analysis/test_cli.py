@@ -105,6 +105,60 @@ def test_bad_files_and_options_are_exit_2_with_a_message(tmp_path: Path, capsys:
         assert capsys.readouterr().err.startswith("error:"), argv
 
 
+GOOD_CORRELATE = {"human": [1, 2, 3, 4, 5], "scores": {"m": [1, 3, 2, 5, 4]}}
+GOOD_RATINGS = [{"rater": f"w{r}", "system": s, "item": f"{r}{s}{i}", "scores": {"fun": 50 + i + r}}
+                for r in range(2) for s in "AB" for i in range(3)]
+
+
+@pytest.mark.parametrize("body", [
+    {**GOOD_CORRELATE, "confidence": "x"}, {**GOOD_CORRELATE, "confidence": None}, {**GOOD_CORRELATE, "seed": -1},
+    {**GOOD_CORRELATE, "seed": "x"}, {**GOOD_CORRELATE, "human": ["a", 2, 3, 4, 5]},
+    {**GOOD_CORRELATE, "human": [[1, "a"], 2, 3, 4, 5]}, {**GOOD_CORRELATE, "scores": {"m": 5}},
+    {**GOOD_CORRELATE, "scores": {"m": ["x", 1, 2, 3, 4]}}, {**GOOD_CORRELATE, "scores": {"m": [[1, 2]] * 5}},
+    {**GOOD_CORRELATE, "systems": 5}, {**GOOD_CORRELATE, "methods": [[1]]},
+    {**GOOD_CORRELATE, "scores": {"\ud800": [1, 3, 2, 5, 4]}},
+], ids=lambda body: json.dumps(body)[:60])
+def test_a_correlate_body_is_held_to_the_http_schema(tmp_path: Path, capsys: pytest.CaptureFixture, body) -> None:
+    """Each of these was a traceback (exit 1), one after a partial report; a probe found them."""
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(body), encoding="utf-8")
+    assert main(["correlate", str(path), "--out", str(tmp_path / "o"), "--no-plots"]) == 2
+    assert capsys.readouterr().err.startswith("error:")
+    assert not (tmp_path / "o" / "correlate.json").exists()
+
+
+@pytest.mark.parametrize("body", [
+    {"ratings": GOOD_RATINGS, "alpha": "x"}, {"ratings": GOOD_RATINGS, "reverse": "fun"},
+    {"ratings": [{**GOOD_RATINGS[0], "scores": [1, 2]}, *GOOD_RATINGS[1:]]},
+    {"ratings": GOOD_RATINGS, "x": 1, "scale": [0, "a"]},
+], ids=lambda body: json.dumps(body)[-60:])
+def test_a_human_eval_body_is_held_to_the_http_schema(tmp_path: Path, capsys: pytest.CaptureFixture, body) -> None:
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(body), encoding="utf-8")
+    assert main(["human-eval", str(path), "--out", str(tmp_path / "o"), "--no-plots"]) == 2
+    assert capsys.readouterr().err.startswith("error:")
+
+
+def test_odd_files_are_messages_not_tracebacks(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"human": ' + "[" * 100_000 + "]" * 100_000 + ', "scores": {}}', encoding="utf-8")
+    big = tmp_path / "big.csv"
+    big.write_text("human,m\n1," + "9" * 200_000 + "\n", encoding="utf-8")
+    (tmp_path / "ok.json").write_text(json.dumps(GOOD_CORRELATE), encoding="utf-8")
+    (tmp_path / "fail_1.json").write_text(json.dumps({"x": 1}), encoding="utf-8")
+    rows = ["rater,system,item,fun"] + [f"{r['rater']},{r['system']},{r['item']},{r['scores']['fun']}"
+                                        for r in GOOD_RATINGS]
+    (tmp_path / "ratings.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    for argv in (["correlate", str(deep)], ["correlate", str(big)], ["correlate", str(tmp_path / "ok.json"),
+                                                                      "--seed", "-1"],
+                 ["human-eval", str(tmp_path / "ratings.csv"), "--upstream", str(tmp_path / "fail_1.json")]):
+        assert main([*argv, "--out", str(tmp_path / "x"), "--no-plots"]) == 2, argv
+        assert capsys.readouterr().err.startswith("error:"), argv
+    # A spreadsheet's UTF-8 byte-order mark is not part of the first column's name.
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbfhuman,m\n1,1\n2,3\n3,2\n4,5\n")
+    assert main(["correlate", str(tmp_path / "bom.csv"), "--out", str(tmp_path / "b"), "--no-plots"]) == 0
+
+
 def test_human_eval_without_quality_control_does_not_claim_raters_passed_it(tmp_path: Path,
                                                                             capsys: pytest.CaptureFixture) -> None:
     rows = ["rater,system,item,fun"] + [f"w{r},{s},{r}{s}{i},{50 + 10 * (s == 'A') + i + r}"
