@@ -22,7 +22,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     settings = load_settings(config)
     app = Flask(__name__)
     app.config["SETTINGS"] = settings
-    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    # One byte over the limit: werkzeug stops reading a chunked body there silently, and load_body
+    # refuses what is longer than the limit (service/api/__init__.py).
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1
     app.json = StrictJSONProvider(app)
 
     from service.api import analysis, health, scoring

@@ -31,6 +31,9 @@ class HumanEvalInputError(ValueError):
         self.fields = fields
 
 
+OVERALL = "overall"  # the key of the mean over criteria in each system's `raw`
+
+
 def _check(ratings: list[dict], reverse: Sequence[str], scale: tuple[float, float],
            qc_system: str | None, alpha: float) -> list[str]:
     """Validate the request and return the criteria, in the order of the first rating."""
@@ -46,6 +49,9 @@ def _check(ratings: list[dict], reverse: Sequence[str], scale: tuple[float, floa
     criteria = list(first)
     if not criteria:
         errors["ratings.0.scores"] = "Give at least one criterion."
+    elif OVERALL in criteria and len(criteria) > 1:  # its mean would be overwritten by the mean over criteria
+        errors[f"ratings.0.scores.{OVERALL}"] = (f"'{OVERALL}' names the mean over the criteria in each system's "
+                                                 "`raw`; rename this criterion (alone, it may keep the name).")
     # A `reverse` entry the ratings do not use is harmless (API.md's own example lists "repetitive"
     # beside ratings without it): reversing nothing changes nothing, so it is not an error.
     for i, rating in enumerate(ratings):
@@ -110,10 +116,13 @@ def quality_control_p(qc_scores: np.ndarray, ordinary_scores: np.ndarray) -> flo
 
 
 def mean_interval(values: np.ndarray, confidence: float = 0.95) -> list[float] | None:
-    """Student-t interval of a mean (the ranking plot's error bars); None below two values or no spread."""
+    """Student-t interval of a mean (the ranking plot's error bars); None below two values or no spread,
+    or where it is unbounded (an alpha below 1e-16 makes the confidence 1.0 in floating point)."""
     if values.size < 2 or np.ptp(values) == 0:
         return None
     lo, hi = sps.t.interval(confidence, values.size - 1, loc=values.mean(), scale=sps.sem(values))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None
     return [float(lo), float(hi)]
 
 
@@ -190,7 +199,7 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
             "system": system,
             "n": int(rows.sum()),
             "raw": {**{c: float(raw[rows, j].mean()) for j, c in enumerate(criteria)},
-                    "overall": float(raw[rows].mean())},
+                    OVERALL: float(raw[rows].mean())},
             "z": {c: float(z[rows, j].mean()) for j, c in enumerate(criteria)},
             "overall_z": float(z[rows].mean()),
             "overall_z_ci": mean_interval(per_rating_z[rows], 1 - alpha),

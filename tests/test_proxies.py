@@ -114,3 +114,17 @@ def test_missing_proxies_are_nan_not_zero() -> None:
 def test_vector_follows_proxy_order() -> None:
     values = {name: float(i) for i, name in enumerate(proxies.PROXIES)}
     assert proxies.vector(values).tolist() == list(range(len(proxies.PROXIES)))
+
+
+def test_vader_is_vaders_own_score_up_to_the_word_cap_and_reads_the_first_words_beyond() -> None:
+    analyzer = proxies._vader()
+    for text in ("I love this! \U0001F602\U0001F602 great", "no, not good at all :(", "\U0001F600 x \U0001F621", ""):
+        own = analyzer.polarity_scores(text)
+        assert vader(text) == (own["neg"], own["neu"], own["pos"], own["compound"]), text
+    # 2,000 emoji are over 9,000 words once described (a request of such turns took 244 s): the
+    # score is that of the first MAX_SENTIMENT_WORDS of them.
+    long = "".join(list(analyzer.emojis)[:2000])
+    read = proxies._with_emoji_described(long, analyzer.emojis).split()
+    assert len(read) > proxies.MAX_SENTIMENT_WORDS
+    first = analyzer.polarity_scores(" ".join(read[:proxies.MAX_SENTIMENT_WORDS]))
+    assert vader(long) == (first["neg"], first["neu"], first["pos"], first["compound"])

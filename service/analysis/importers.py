@@ -246,7 +246,7 @@ def _read_json(path: Path) -> Any:
     surrogates, nesting up to DIALSCORE_MAX_JSON_DEPTH), since its values reach the same code."""
     try:
         raw = Path(path).read_bytes()
-        data = loads(raw)
+        data = loads(raw.decode("utf-8"))  # UTF-8 only, as bodies: UTF-16 would slip lone surrogates past
     except (OSError, ValueError) as exc:  # RepeatedKey and JSONDecodeError are ValueErrors
         raise ImporterError(f"{path}: not readable JSON ({exc})") from exc
     except RecursionError:

@@ -5,7 +5,7 @@ from typing import Any
 
 from flask import current_app, request
 from marshmallow import Schema, ValidationError
-from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from service.config import Settings
 from service.errors import BadJson, InvalidRequest
@@ -24,15 +24,25 @@ def store() -> ModelStore:
 
 def load_body(schema: Schema) -> dict[str, Any]:
     """The request's JSON object validated by `schema`: 400 if not a JSON object, 422 if invalid."""
-    raw = request.get_data(cache=True)  # over MAX_CONTENT_LENGTH raises 413 here
-    if request.content_length is None and len(raw) >= settings().max_body_bytes:
-        # A chunked body has no length to check up front, and werkzeug stops reading it at the
-        # limit without an error: what was read would be parsed as if it were the whole body.
+    try:
+        raw = request.get_data(cache=True)  # over MAX_CONTENT_LENGTH raises 413 here
+    except HTTPException:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the server's reader: bad chunk sizes, a client gone mid-body
+        raise BadJson(f"The request body could not be read ({type(exc).__name__}): send it whole, with a "
+                      "Content-Length or well-formed chunked encoding.") from None
+    limit = settings().max_body_bytes
+    if (request.content_length or 0) > limit or len(raw) > limit:
+        # MAX_CONTENT_LENGTH is the limit + 1 (service/app.py): a chunked body has no length to check
+        # up front, and werkzeug stops reading it there without an error, so a body of exactly the
+        # limit is read whole and one byte more tells that it went on.
         raise RequestEntityTooLarge()
     if not raw.strip():
         raise BadJson("The request body is empty; send a JSON object.")
     try:
-        data = loads(raw)
+        # UTF-8 only (API.md): json.loads would also take UTF-16 and UTF-32 bytes, decoded with
+        # `surrogatepass`, so lone surrogates would slip past find_problem's check of the raw bytes.
+        data = loads(raw.decode("utf-8"))
     except RepeatedKey as exc:
         raise BadJson(f"The request body is ambiguous: {exc}; send each key once.", {"key": exc.key}) from None
     except (ValueError, UnicodeDecodeError) as exc:

@@ -128,6 +128,13 @@ CASES = [
     ("human-eval missing rater", "/human-eval", json.dumps({"ratings": [{"system": "s", "item": "i",
                                                                         "scores": {"fun": 5}}]}).encode(),
      422, "invalid_request", "ratings.0.rater"),
+    # Found by a probe (2026-11-22): each of these was a 500.
+    ("a UTF-16 body carrying a lone surrogate", "/score",
+     '{"model": "length", "items": [{"context": ["a"], "response": "\\ud800"}]}'.encode("utf-16-le"),
+     400, "bad_json", None),
+    ("a criterion named like the mean over criteria", "/human-eval",
+     json.dumps({"ratings": [{"rater": "w", "system": "A", "item": "a", "scores": {"overall": 10, "fun": 20}}]}).encode(),
+     422, "invalid_request", "ratings.0.scores.overall"),
 ]
 
 
@@ -227,6 +234,38 @@ def test_chunked_body_over_the_limit_is_413_not_a_truncated_parse(baseline_app):
     status, body = _chunked(baseline_app, "/correlate", json.dumps({"human": [1, 2, 3], "scores": {"m": [1, 3, 2]}}
                                                                     ).encode())
     assert status.startswith("200"), body
+
+
+def test_a_chunked_body_of_exactly_the_limit_is_read_and_a_malformed_one_is_400(baseline_app):
+    limit = baseline_app.config["SETTINGS"].max_body_bytes
+    body = json.dumps({"human": [1, 2, 3], "scores": {"m": [1, 3, 2]}}).encode()
+    status, _ = _chunked(baseline_app, "/correlate", body + b" " * (limit - len(body)))
+    assert status.startswith("200")
+    status, reply = _chunked(baseline_app, "/correlate", body + b" " * (limit - len(body) + 1))
+    assert status.startswith("413"), reply
+
+    class BrokenChunks:  # what gunicorn's reader raises on a chunk size that is not hex
+        def read(self, *args):
+            raise ValueError("Invalid chunk size: 'zz'")
+
+        readline = read
+
+    from werkzeug.test import EnvironBuilder
+
+    environ = EnvironBuilder(path="/score", method="POST", content_type="application/json").get_environ()
+    environ.pop("CONTENT_LENGTH", None)
+    environ.update({"wsgi.input": BrokenChunks(), "wsgi.input_terminated": True, "HTTP_TRANSFER_ENCODING": "chunked"})
+    statuses: list[str] = []
+    reply = json.loads(b"".join(baseline_app(environ, lambda s, headers: statuses.append(s))))
+    assert statuses[0].startswith("400") and reply["error"]["code"] == "bad_json", reply
+
+
+def test_human_eval_with_an_alpha_too_small_for_an_interval_gives_none_not_500(client):
+    ratings = [{"rater": "w", "system": s, "item": f"{s}{i}", "scores": {"x": v + i}}
+               for s, v in (("A", 1), ("B", 9)) for i in range(3)]
+    response = client.post("/human-eval", json={"ratings": ratings, "alpha": 1e-17})
+    assert response.status_code == 200, response.get_json()
+    assert all(s["overall_z_ci"] is None for s in response.get_json()["systems"])
 
 
 def _break_missing_folder(store):
