@@ -453,3 +453,14 @@ def test_kendall_p_keeps_scipy_without_ties_or_past_nine_items() -> None:
     assert stats.correlation(x, [2, 1, 4, 3, 6, 5], "kendall")["p"] == sps.kendalltau(x, [2, 1, 4, 3, 6, 5]).pvalue
     x10, y10 = [1, 1, 2, 3, 4, 5, 6, 7, 8, 9], list(range(10))
     assert stats.correlation(x10, y10, "kendall")["p"] == pytest.approx(sps.kendalltau(x10, y10).pvalue, rel=1e-12)
+
+
+def test_correlate_is_scale_free_down_to_denormals() -> None:
+    """A power-of-two rescaling first: 5e-324 x (1..10) gave r = .988 (the unscaled data: .939), and
+    values near 1e-300 gave 'undefined' bootstrap intervals as sums of squares underflowed."""
+    human, metric = list(range(1, 11)), [2, 1, 4, 3, 6, 5, 8, 7, 10, 9]
+    plain = correlate(human, {"m": metric}, methods=["pearson"], resamples=100)["metrics"]["m"]["item"]["pearson"]
+    for scale in (5e-324, 1e-300, 1e300):
+        tiny = correlate([h * scale for h in human], {"m": [m * scale for m in metric]}, methods=["pearson"],
+                         resamples=100)["metrics"]["m"]["item"]["pearson"]
+        assert tiny["r"] == pytest.approx(plain["r"], abs=1e-12) and tiny["ci"] == pytest.approx(plain["ci"]), scale
