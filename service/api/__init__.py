@@ -39,6 +39,8 @@ def load_body(schema: Schema) -> dict[str, Any]:
         raise RequestEntityTooLarge()
     if not raw.strip():
         raise BadJson("The request body is empty; send a JSON object.")
+    if b"\x00" in raw:  # never in JSON text (a NUL in a string is written \u0000): UTF-16 or UTF-32
+        raise BadJson("The request body holds NUL bytes: it is UTF-16 or UTF-32, or not text; send UTF-8 JSON.")
     try:
         # UTF-8 only (API.md): json.loads would also take UTF-16 and UTF-32 bytes, decoded with
         # `surrogatepass`, so lone surrogates would slip past find_problem's check of the raw bytes.

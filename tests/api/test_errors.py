@@ -132,6 +132,7 @@ CASES = [
     ("a UTF-16 body carrying a lone surrogate", "/score",
      '{"model": "length", "items": [{"context": ["a"], "response": "\\ud800"}]}'.encode("utf-16-le"),
      400, "bad_json", None),
+    ("a UTF-32 body", "/score", '{"model": "length", "items": []}'.encode("utf-32"), 400, "bad_json", None),
     ("a criterion named like the mean over criteria", "/human-eval",
      json.dumps({"ratings": [{"rater": "w", "system": "A", "item": "a", "scores": {"overall": 10, "fun": 20}}]}).encode(),
      422, "invalid_request", "ratings.0.scores.overall"),
