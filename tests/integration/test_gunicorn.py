@@ -162,3 +162,37 @@ def test_altered_artifact_takes_out_only_that_model(tmp_path):
     finally:
         srv.stop()
     shutil.rmtree(store)
+
+
+def test_a_refused_body_leaves_the_connection_usable(server):
+    """A 413 says keep-alive; gunicorn drained 64 KiB of the unread body and closed, so the
+    client's next request on the connection failed (7 of 10 in a probe)."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    try:
+        big = json.dumps({"model": "length", "items": [ITEM] * 10_000}).encode()  # ~1.2 MB, over 1 MiB
+        conn.request("POST", "/score", body=big, headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        assert response.status == 413 and json.loads(response.read())["error"]["code"] == "too_large"
+        conn.request("POST", "/score", body=json.dumps({"model": "length", "items": [ITEM]}).encode(),
+                     headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        assert response.status == 200, response.read()
+        response.read()
+    finally:
+        conn.close()
+
+
+def test_replacement_workers_load_before_they_take_requests(tmp_path):
+    """With max_requests, a worker that replaces another loads first and its sibling serves: no
+    503 not_ready, where background loading answered 503 and counted those towards max_requests
+    until no worker ever finished loading (a probe, 2026-11-22)."""
+    store = copy_store(tmp_path / "model_store", ("length", "bleu4"))
+    srv = Server(store, {"DIALSCORE_MAX_REQUESTS": "15"})
+    try:
+        srv.wait()
+        statuses = [_call(srv.port, "POST", "/score", {"model": "length", "items": [ITEM]})[0] for _ in range(120)]
+        assert statuses.count(200) == 120, {s: statuses.count(s) for s in set(statuses)}
+        boots = srv.output().count("Booting worker")
+        assert boots >= 6, boots  # workers were replaced along the way
+    finally:
+        srv.stop()
