@@ -9,6 +9,8 @@ import argparse
 from pathlib import Path
 
 from service.manifest import write_manifest
+from training.cards import with_measured_fields
+from training.evaluation_cards import readme_section
 
 VERSION = "2026.11.0"
 BASELINES = {
@@ -46,11 +48,14 @@ def write_baselines(root: Path) -> None:
         folder = root / name
         folder.mkdir(parents=True, exist_ok=True)
         card = {**spec["card"], "training_data": "none (untrained baseline)"}
+        full_card = with_measured_fields(card, folder)
         write_manifest(folder, name=name, version=VERSION, kind=spec["kind"], scorer=name,
-                       score_range=spec["score_range"], uses=spec["uses"], card=card)
+                       score_range=spec["score_range"], uses=spec["uses"], card=full_card)
         lines = [f"# {name} (baseline)", ""] + [f"- **{k}**: {v}" for k, v in card.items()]
         lines += ["", "Measured correlations: see `docs/evaluation.md`.",
                   "Rebuild the manifest: `python -m training baselines`."]
+        if "evaluate" in full_card:
+            lines += ["", readme_section(full_card["evaluate"]).rstrip("\n")]
         (folder / "README.md").write_text("\n".join(lines) + "\n")
 
 

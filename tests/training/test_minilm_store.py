@@ -20,3 +20,32 @@ def test_a_card_change_keeps_the_section_evaluate_wrote(tmp_path) -> None:
     # a trained head's README has its own correlation table; evaluate's is not repeated there
     update_card(store / "autojudge-minilm", degenerate={"empty": 0.5})
     assert BEGIN not in (store / "autojudge-minilm" / "README.md").read_text(encoding="utf-8")
+
+
+def test_rewriting_an_untrained_models_folder_keeps_its_measured_figures(tmp_path) -> None:
+    """`baselines` and `minilm-cosine` dropped the figures evaluate, degenerate and minilm-report
+    had written into the committed cards (a probe): with nothing new, the folders stay byte for byte."""
+    import filecmp
+
+    from tests.conftest import MODEL_STORE
+    from training import baselines
+    from training.minilm.store import write_minilm_cosine
+
+    names = (*baselines.BASELINES, "minilm-cosine")
+    store = copy_store(tmp_path / "store", names)
+    baselines.write_baselines(store)
+    write_minilm_cosine(store / "minilm-cosine")
+    for name in names:
+        for file in ("manifest.json", "README.md"):
+            assert filecmp.cmp(store / name / file, MODEL_STORE / name / file, shallow=False), (name, file)
+    assert "degenerate" in read_manifest(store / "minilm-cosine").card
+
+
+def test_a_report_over_some_sets_writes_no_card_and_no_docs(tmp_path, capsys) -> None:
+    from training.minilm import report
+
+    store = copy_store(tmp_path / "store", ("minilm-cosine",))
+    before = (store / "minilm-cosine" / "manifest.json").read_bytes()
+    assert report.main(["--store", str(store), "--sets", "holistic_eval", "--tried"]) == 0
+    assert (store / "minilm-cosine" / "manifest.json").read_bytes() == before
+    assert "holistic_eval" in capsys.readouterr().out  # printed, not written into docs/evaluation.md

@@ -13,6 +13,7 @@ import numpy as np
 
 from service.manifest import Manifest, write_manifest
 from service.manifest import update_card as update_manifest_card
+from training.cards import with_measured_fields
 from training.evaluation_cards import OWN_README_TABLE, readme_section
 
 VERSION = "2026.11.0"
@@ -131,8 +132,10 @@ def write_minilm_cosine(folder: Path) -> Manifest:
     """The untrained baseline needs no artifact: a manifest and a card."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    card = {"summary": SUMMARIES["minilm-cosine"], "inputs": "context (last turn used), reply, reference",
-            "training_data": "none (untrained)", "licence": ENCODER_LICENCE, "citation": CITATIONS["minilm-cosine"]}
+    card = with_measured_fields({"summary": SUMMARIES["minilm-cosine"],
+                                 "inputs": "context (last turn used), reply, reference",
+                                 "training_data": "none (untrained)", "licence": ENCODER_LICENCE,
+                                 "citation": CITATIONS["minilm-cosine"]}, folder)
     manifest = write_manifest(folder, name=folder.name, version=VERSION, card=card,
                               **manifest_args("minilm-cosine", {"context_encoding": "last"}))
     write_readme(folder, manifest)
