@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(COMMANDS[argv[0]])
     try:
         return int(module.main(argv[1:]) or 0)
-    except (FileNotFoundError, PermissionError, NotADirectoryError, IsADirectoryError) as exc:
+    except (FileNotFoundError, PermissionError, NotADirectoryError, IsADirectoryError, FileExistsError) as exc:
         # A path given on the command line (or its default) that is not there or not writable:
         # a set-up error to fix, not a bug to read a traceback for.
         print(f"error: {argv[0]}: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)

@@ -39,6 +39,7 @@ from service.scorers.base import EncodeCache, Item, Scorer
 from training.data.judgements import DEFAULT_DATA_DIR, SETS, JudgedItem, load_set
 from training.data.references import dailydialog_index, is_reference_reply, with_recovered_references
 from training import docs_section
+from training.cli_types import positive_int
 
 log = logging.getLogger("training.evaluate")
 
@@ -394,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", nargs="+", default=None, help="served model names (default: all)")
     parser.add_argument("--store", type=Path, default=Path("model_store"))
     parser.add_argument("--split", default="dev", choices=["dev", "train", "all"])
-    parser.add_argument("--max-refs", type=int, default=4)
+    parser.add_argument("--max-refs", type=positive_int, default=4)
     parser.add_argument("--out", type=Path, default=None,
                         help="Markdown file whose evaluate section is rewritten (default: docs/evaluation.md for a "
                              "full run; a partial one, with --models, --sets, --split, --max-refs or "

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from service.manifest import write_manifest
+from training.cli_types import positive_int
 
 log = logging.getLogger(__name__)
 VERSION = "2026.11.0"
@@ -50,7 +51,7 @@ def export_glove(out: Path, words: int = 50_000) -> None:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m training export-glove", description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("model_store/glove-50d"))
-    parser.add_argument("--words", type=int, default=50_000)
+    parser.add_argument("--words", type=positive_int, default=50_000)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     export_glove(args.out, args.words)

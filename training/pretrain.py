@@ -23,6 +23,7 @@ from training.data import corpora, judgements
 from training.data.keys import match_key
 from training.encoders.vhred import VHRED, VHREDConfig, save_checkpoint
 from training.progress import Progress, setup_logging
+from training.cli_types import names_from, count, positive_float, positive_int
 
 
 def windows(dialogues: list[list[list[int]]], max_turns: int) -> list[list[list[int]]]:
@@ -80,20 +81,20 @@ def perplexity(model: VHRED, data: list[list[list[int]]], batch_size: int = 64) 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m training pretrain", description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("runs/vhred"))
-    parser.add_argument("--steps", type=int, default=1300)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--kl-anneal-steps", type=int, default=400,
+    parser.add_argument("--steps", type=positive_int, default=1300)
+    parser.add_argument("--batch-size", type=positive_int, default=32)
+    parser.add_argument("--lr", type=positive_float, default=1e-3)
+    parser.add_argument("--kl-anneal-steps", type=count, default=400,
                         help="KL weight rises linearly 0 -> 1 over these steps (paper: 60k batches)")
-    parser.add_argument("--vocab-size", type=int, default=5000)
-    parser.add_argument("--sources", default="dailydialog,chitchat")
-    parser.add_argument("--max-dialogues", type=int, default=0, help="cap per split (tests); 0: all")
-    parser.add_argument("--eval-dialogues", type=int, default=0, help="cap on validation dialogues; 0: all")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--vocab-size", type=positive_int, default=5000)
+    parser.add_argument("--sources", type=names_from(corpora.SOURCES), default="dailydialog,chitchat")
+    parser.add_argument("--max-dialogues", type=count, default=0, help="cap per split (tests); 0: all")
+    parser.add_argument("--eval-dialogues", type=count, default=0, help="cap on validation dialogues; 0: all")
+    parser.add_argument("--seed", type=count, default=0)
+    parser.add_argument("--threads", type=positive_int, default=1)
     parser.add_argument("--data-dir", type=Path, default=corpora.DEFAULT_DATA_DIR)
     parser.add_argument("--config", default="{}", help="JSON overrides of VHREDConfig (tests: tiny sizes)")
-    parser.add_argument("--checkpoint-every", type=int, default=50,
+    parser.add_argument("--checkpoint-every", type=positive_int, default=50,
                         help="save model.pt every N steps; the first k steps of a run equal a run with --steps k")
     parser.add_argument("--finish", action="store_true",
                         help="do not train: evaluate the saved model.pt and write metrics.json (after a stop)")

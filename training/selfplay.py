@@ -28,6 +28,7 @@ from scipy import stats
 from service.scorers.base import Dialogue, Turn
 from service.store import ModelStore
 from training.bots import Bot, BotError, make_bot
+from training.cli_types import count, positive_float, positive_int
 
 
 def openers(count: int, seed: int, data_dir: Path | None = None) -> list[str]:
@@ -102,11 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training selfplay", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bot", required=True, help="'vhred' or the URL of a bot speaking the adapter's contract")
-    parser.add_argument("--conversations", type=int, default=100)
-    parser.add_argument("--turns", type=int, default=10)
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds per reply (HTTP bots)")
-    parser.add_argument("--max-failures", type=int, default=5, help="stop after this many failed conversations")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--conversations", type=positive_int, default=100)
+    parser.add_argument("--turns", type=positive_int, default=10)
+    parser.add_argument("--timeout", type=positive_float, default=10.0, help="seconds per reply (HTTP bots)")
+    parser.add_argument("--max-failures", type=count, default=5, help="stop after this many failed conversations")
+    parser.add_argument("--seed", type=count, default=0)
     parser.add_argument("--store", type=Path, default=Path("model_store"))
     parser.add_argument("--vhred", type=Path, default=Path("runs/vhred"), help="VHRED run folder (model.pt)")
     parser.add_argument("--out", type=Path, help="write the conversations and their scores here (JSON)")

@@ -23,6 +23,7 @@ from training.data.holdout import DevHoldout
 from training.encoders.hred_encoder import HREDTextEncoder
 from training.encoders.vhred import load_checkpoint
 from training.progress import Progress, setup_logging
+from training.cli_types import count, positive_float, positive_int
 
 
 def self_talk(encoder: HREDTextEncoder, contexts: list[list[str]], turns: int, temperature: float = 1.0,
@@ -58,14 +59,14 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m training selftalk", description=__doc__)
     parser.add_argument("--model", type=Path, default=Path("runs/vhred"), help="pre-training run folder")
     parser.add_argument("--out", type=Path, default=Path("runs/selftalk.jsonl"))
-    parser.add_argument("--contexts", type=int, default=100, help="how many contexts (the paper: 100)")
-    parser.add_argument("--context-turns", type=int, default=2)
-    parser.add_argument("--turns", type=int, default=10, help="generated turns per dialogue (the paper: 10)")
+    parser.add_argument("--contexts", type=positive_int, default=100, help="how many contexts (the paper: 100)")
+    parser.add_argument("--context-turns", type=positive_int, default=2)
+    parser.add_argument("--turns", type=positive_int, default=10, help="generated turns per dialogue (the paper: 10)")
     parser.add_argument("--split", default="test", choices=["validation", "test"])
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--top-k", type=int, default=50)
-    parser.add_argument("--batch", type=int, default=25)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--temperature", type=positive_float, default=1.0)
+    parser.add_argument("--top-k", type=count, default=50)
+    parser.add_argument("--batch", type=positive_int, default=25)
+    parser.add_argument("--seed", type=count, default=0)
     parser.add_argument("--data-dir", type=Path, default=corpora.DEFAULT_DATA_DIR)
     args = parser.parse_args(argv)
     log = setup_logging(args.out.with_suffix(".log"))

@@ -1,6 +1,8 @@
 """`python -m training`: an unknown command or a missing path is exit 2 with one line, not a traceback."""
 from __future__ import annotations
 
+import pytest
+
 from training.__main__ import main
 
 
@@ -9,3 +11,27 @@ def test_unknown_command_and_missing_paths_are_set_up_errors(tmp_path, capsys) -
     assert "unknown command 'nosuch'" in capsys.readouterr().err
     assert main(["selftalk", "--model", str(tmp_path / "missing"), "--out", str(tmp_path / "o.jsonl")]) == 2
     assert str(tmp_path / "missing") in capsys.readouterr().err
+
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["pretrain", "--batch-size", "0"], "--batch-size"), (["pretrain", "--steps", "0"], "--steps"),
+    (["pretrain", "--sources", "nosuch"], "--sources"), (["train", "adem", "--sets", "nosuch"], "--sets"),
+    (["train", "adem", "--gamma", "nan"], "--gamma"), (["train", "autojudge", "--folds", "1"], "--folds"),
+    (["train", "autojudge", "--lr", "-1"], "--lr"), (["train", "ruber", "--max-steps", "0"], "--max-steps"),
+    (["selftalk", "--temperature", "nan"], "--temperature"), (["selftalk", "--contexts", "-1"], "--contexts"),
+    (["export-glove", "--words", "-5"], "--words"), (["train-mh", "--ridge", "-1"], "--ridge"),
+    (["finetune-minilm", "--max-judged", "-1"], "--max-judged"), (["train-minilm", "--epochs", "0"], "--epochs"),
+])
+def test_a_number_or_name_no_run_can_use_is_a_usage_error(argv, option, capsys) -> None:
+    """Each of these was a traceback after loading, or a run that 'succeeded' with nothing trained
+    (a probe, 2026-11-22): now argparse's exit 2, naming the option, before anything is read."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    assert f"argument {option}" in capsys.readouterr().err
+
+
+def test_an_output_path_that_is_a_file_is_a_set_up_error(tmp_path, capsys) -> None:
+    (tmp_path / "afile").write_text("x")
+    assert main(["selftalk", "--model", str(tmp_path / "missing"), "--out", str(tmp_path / "afile" / "o.jsonl")]) == 2

@@ -20,6 +20,8 @@ import torch
 from training.adem.model import ADEMHead, VARIANTS, fit_pca
 from training.heads import calibrate_head, correlations, system_correlation, train_head, validation_mask
 from training.progress import setup_logging
+from training.data.judgements import SETS
+from training.cli_types import names_from, count, nonnegative_float, positive_float, positive_int
 
 DEFAULT_SETS = ("dstc7", "dailydialog_gupta_multiref")
 
@@ -90,15 +92,15 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m training train adem", description=__doc__)
     parser.add_argument("--encoder", type=Path, default=Path("runs/vhred"), help="pre-training run folder")
     parser.add_argument("--out", type=Path, default=Path("runs/adem"))
-    parser.add_argument("--sets", default=",".join(DEFAULT_SETS))
-    parser.add_argument("--n", type=int, default=7)
-    parser.add_argument("--gamma", type=float, default=0.02)
-    parser.add_argument("--lr", type=float, default=0.01)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--epochs", type=int, default=50)
-    parser.add_argument("--patience", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-items", type=int, default=0, help="cap per split (tests); 0: all")
+    parser.add_argument("--sets", type=names_from(tuple(SETS)), default=",".join(DEFAULT_SETS))
+    parser.add_argument("--n", type=positive_int, default=7)
+    parser.add_argument("--gamma", type=nonnegative_float, default=0.02)
+    parser.add_argument("--lr", type=positive_float, default=0.01)
+    parser.add_argument("--batch-size", type=positive_int, default=16)
+    parser.add_argument("--epochs", type=positive_int, default=50)
+    parser.add_argument("--patience", type=positive_int, default=5)
+    parser.add_argument("--seed", type=count, default=0)
+    parser.add_argument("--max-items", type=count, default=0, help="cap per split (tests); 0: all")
     parser.add_argument("--store", type=Path, default=Path("model_store"), help="for the baselines")
     parser.add_argument("--data-dir", type=Path, default=None)
     args = parser.parse_args(argv)

@@ -20,6 +20,8 @@ from training.autojudge.model import AutoJudgeHead
 from training.heads import (calibrate_head, correlations, group_folds, system_correlation, train_head,
                             validation_mask)
 from training.progress import setup_logging
+from training.data.judgements import SETS
+from training.cli_types import names_from, at_least_two, count, positive_float, positive_int
 
 DEFAULT_SETS = ("xdial_dailydialog_zhao", "xdial_persona_zhao", "conture", "holistic_eval",
                 "predictive_engagement", "dailydialog_gupta_multiref")
@@ -81,15 +83,15 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m training train autojudge", description=__doc__)
     parser.add_argument("--encoder", type=Path, default=Path("runs/vhred"))
     parser.add_argument("--out", type=Path, default=Path("runs/autojudge"))
-    parser.add_argument("--sets", default=",".join(DEFAULT_SETS))
-    parser.add_argument("--system-sets", default=",".join(SYSTEM_SETS))
-    parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--batch-size", type=int, default=512)
-    parser.add_argument("--epochs", type=int, default=300)
-    parser.add_argument("--patience", type=int, default=20)
-    parser.add_argument("--folds", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-items", type=int, default=0, help="cap per split (tests); 0: all")
+    parser.add_argument("--sets", type=names_from(tuple(SETS)), default=",".join(DEFAULT_SETS))
+    parser.add_argument("--system-sets", type=names_from(tuple(SETS)), default=",".join(SYSTEM_SETS))
+    parser.add_argument("--lr", type=positive_float, default=1e-3)
+    parser.add_argument("--batch-size", type=positive_int, default=512)
+    parser.add_argument("--epochs", type=positive_int, default=300)
+    parser.add_argument("--patience", type=positive_int, default=20)
+    parser.add_argument("--folds", type=at_least_two, default=10)
+    parser.add_argument("--seed", type=count, default=0)
+    parser.add_argument("--max-items", type=count, default=0, help="cap per split (tests); 0: all")
     parser.add_argument("--data-dir", type=Path, default=None)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)

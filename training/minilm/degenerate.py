@@ -18,6 +18,7 @@ import numpy as np
 from training import docs_section
 from training.data.holdout import MIN_WINDOW_CHARS, DevHoldout
 from training.data.keys import match_key
+from training.cli_types import positive_int
 
 KINDS = ("empty", "near-empty", "repeated", "generic", "copy-last-turn", "other-conversation")
 
@@ -167,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training degenerate", description=__doc__.split("\n")[0])
     parser.add_argument("--store", type=Path, default=Path("model_store"))
     parser.add_argument("--models", nargs="+", default=None)
-    parser.add_argument("--contexts", type=int, default=400)
+    parser.add_argument("--contexts", type=positive_int, default=400)
     parser.add_argument("--out", type=Path, default=None,
                         help="Markdown file whose degenerate section is rewritten (default: docs/evaluation.md for "
                              "a full run; with --models or --contexts the table is printed instead)")

@@ -29,6 +29,7 @@ from training.minilm.export import model_path
 from training.minilm.heads import AutoJudgeHead
 from training.minilm.train import Config as HeadConfig
 from training.minilm.train import judged_rows
+from training.cli_types import count, positive_float, positive_int
 
 
 @dataclass
@@ -127,13 +128,13 @@ def fine_tune(config: FineTuneConfig, train_rows: Rows, dev_rows: Rows, log=prin
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training finetune-minilm", description=__doc__)
-    parser.add_argument("--epochs", type=int, default=FineTuneConfig.epochs)
-    parser.add_argument("--encoder-lr", type=float, default=FineTuneConfig.encoder_lr)
-    parser.add_argument("--max-judged", type=int, default=None, help="judged items per set (a quick run)")
-    parser.add_argument("--train-per-set", type=int, default=None,
+    parser.add_argument("--epochs", type=positive_int, default=FineTuneConfig.epochs)
+    parser.add_argument("--encoder-lr", type=positive_float, default=FineTuneConfig.encoder_lr)
+    parser.add_argument("--max-judged", type=positive_int, default=None, help="judged items per set (a quick run)")
+    parser.add_argument("--train-per-set", type=positive_int, default=None,
                         help="judged train items per set (dstc7 holds two thirds of them); dev sets whole")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=FineTuneConfig.seed)
+    parser.add_argument("--threads", type=positive_int, default=2)
+    parser.add_argument("--seed", type=count, default=FineTuneConfig.seed)
     parser.add_argument("--results", type=Path, default=None, help="append the dev figures here, a JSON line per epoch")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)

@@ -37,6 +37,7 @@ from training.minilm.degenerate import TRAIN_GENERIC, TRAIN_NEAR_EMPTY, degenera
 from training.minilm.embed import EmbeddingCache
 from training.minilm.heads import DIM, HEADS
 from training.minilm.next_turn import NEXT_TURN_MODELS, NextTurnConfig, pretrain_bilinear
+from training.cli_types import count, nonnegative_float, positive_int
 
 # (context encoding, pooling) pairs tried by --search.
 BLENDS = ("min", "max", "geometric", "arithmetic")  # RUBER's pooling strategies (service.scorers.minilm.blend)
@@ -302,20 +303,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", choices=sorted(HEADS), required=True)
     parser.add_argument("--encoding", default=None)
     parser.add_argument("--pooling", default=None)
-    parser.add_argument("--epochs", type=int, default=Config.epochs)
+    parser.add_argument("--epochs", type=positive_int, default=Config.epochs)
     parser.add_argument("--search", action="store_true", help="try every encoding/pooling, print dev Pearson")
     parser.add_argument("--choices", nargs="+", default=None,
                         help="with --search: encoding/pooling pairs to try (default: all of CHOICES)")
     parser.add_argument("--reddit", action="store_true", help="ruber: DSTC7 human replies as extra positives")
     parser.add_argument("--zscore", action="store_true", help="per-set standardised targets, balanced sets")
-    parser.add_argument("--rank-weight", type=float, default=Config.rank_weight)
-    parser.add_argument("--l1", type=float, default=Config.l1)
-    parser.add_argument("--next-turn-epochs", type=int, default=Config.next_turn_epochs,
+    parser.add_argument("--rank-weight", type=nonnegative_float, default=Config.rank_weight)
+    parser.add_argument("--l1", type=nonnegative_float, default=Config.l1)
+    parser.add_argument("--next-turn-epochs", type=count, default=Config.next_turn_epochs,
                         help="adem-, autojudge- and ruber-minilm: epochs of next-turn pre-training of M "
                              "(0: start at the identity)")
     parser.add_argument("--out", type=Path, default=None, help="store folder to export the model into")
     parser.add_argument("--results", type=Path, default=None, help="append JSON lines of dev results here")
-    parser.add_argument("--seed", type=int, default=Config.seed)
+    parser.add_argument("--seed", type=count, default=Config.seed)
     parser.add_argument("--note", default="", help="with --results: a note kept with the line (what was varied)")
     parser.add_argument("--no-recover-references", dest="recover_references", action="store_false",
                         help="dev figures on the sets that ship references only (the protocol before 2026-11-22)")

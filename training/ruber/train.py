@@ -28,7 +28,7 @@ from service.manifest import Manifest, read_manifest, verify_files, write_manife
 from service.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Item
 from service.scorers.ruber import BLENDS, WEIGHTS_FILE, WORD_WEIGHTS, Ruber
-from training.data.corpora import fingerprint, load_dialogues
+from training.data.corpora import SOURCES, fingerprint, load_dialogues
 from training.data.judgements import DEFAULT_DATA_DIR, SETS, TRAINING_SETS, dev_holdout, load_set
 from training.progress import setup_logging
 from training.ruber import calibrate
@@ -43,6 +43,7 @@ from training.ruber.export import (
 from training.ruber.model import RuberConfig, UnreferencedScorer, build_glove_scorer
 from training.ruber.trainer import TrainConfig, train_unreferenced
 from training.ruber.word_weights import SIF_A, frequency_weights
+from training.cli_types import count, positive_float, positive_int
 
 log = logging.getLogger("training.ruber")
 VERSION = "2026.11.2"  # .1: 26,000 steps on 2 threads (was 4,360), frequency word weights for s_R; .2: dev hold-out
@@ -359,17 +360,17 @@ def main(argv: list[str] | None = None) -> int:
     # splits sums by thread, so another count gives other (equally good) weights. The first
     # committed run stopped at 4,360 steps with validation loss still falling; this one is better
     # on every dev set for s_U (docs/evaluation.md).
-    parser.add_argument("--minutes", type=float, default=90.0, help="safety cap on training time")
-    parser.add_argument("--max-steps", type=int, default=26000)
-    parser.add_argument("--max-pairs", type=int, default=None)
-    parser.add_argument("--valid-pairs", type=int, default=4000)
-    parser.add_argument("--hidden", type=int, default=128)
-    parser.add_argument("--mlp-hidden", type=int, default=128)
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--eval-every", type=int, default=500)
-    parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--sources", nargs="+", default=["dailydialog", "chitchat"])
+    parser.add_argument("--minutes", type=positive_float, default=90.0, help="safety cap on training time")
+    parser.add_argument("--max-steps", type=positive_int, default=26000)
+    parser.add_argument("--max-pairs", type=positive_int, default=None)
+    parser.add_argument("--valid-pairs", type=positive_int, default=4000)
+    parser.add_argument("--hidden", type=positive_int, default=128)
+    parser.add_argument("--mlp-hidden", type=positive_int, default=128)
+    parser.add_argument("--batch-size", type=positive_int, default=128)
+    parser.add_argument("--eval-every", type=positive_int, default=500)
+    parser.add_argument("--seed", type=count, default=13)
+    parser.add_argument("--threads", type=positive_int, default=2)
+    parser.add_argument("--sources", nargs="+", default=["dailydialog", "chitchat"], choices=list(SOURCES))
     parser.add_argument("--choice-sets", nargs="+", default=list(TRAINING_SETS), choices=list(SETS))
     parser.add_argument("--card-sets", nargs="+", default=list(TRAINING_SETS), choices=list(SETS))
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
