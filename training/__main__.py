@@ -7,23 +7,23 @@ from __future__ import annotations
 import importlib
 import sys
 
-# command -> module with a `main(argv: list[str]) -> int`
-COMMANDS: dict[str, str] = {
-    "export-glove": "training.glove",
-    "baselines": "training.baselines",
-    "train-mh": "training.mh.train",
-    "selfplay": "training.selfplay",
-    "pretrain": "training.pretrain",
-    "selftalk": "training.selftalk",
-    "train": "training.train",
-    "export": "training.export",
-    "evaluate": "training.evaluate",
-    "export-minilm": "training.minilm.export",
-    "train-minilm": "training.minilm.train",
-    "minilm-cosine": "training.minilm.cosine",
-    "minilm-report": "training.minilm.report",
-    "degenerate": "training.minilm.degenerate",
-    "finetune-minilm": "training.minilm.finetune",
+# command -> (module with a `main(argv: list[str]) -> int`, what it does)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "export-glove": ("training.glove", "GloVe 6B 50-d from its package into the store (glove-50d)"),
+    "baselines": ("training.baselines", "manifests and cards of the untrained baselines"),
+    "train-mh": ("training.mh.train", "fit M_H's regression of conversation proxies (ConvAI2)"),
+    "selfplay": ("training.selfplay", "bots talk to themselves; M_H scores the conversations"),
+    "pretrain": ("training.pretrain", "BPE tokenizer and VHRED pre-training (ADEM's encoder)"),
+    "selftalk": ("training.selftalk", "VHRED continues sampled contexts (AutoJudge's data generation)"),
+    "train": ("training.train", "train adem | autojudge | ruber"),
+    "export": ("training.export", "ONNX export of the VHRED encoder, ADEM and AutoJudge, with parity checks"),
+    "evaluate": ("training.evaluate", "every served model on every development set: docs/evaluation.md"),
+    "export-minilm": ("training.minilm.export", "MiniLM to ONNX (int8; --fp32 for GPU images)"),
+    "train-minilm": ("training.minilm.train", "adem-minilm, ruber-minilm or autojudge-minilm"),
+    "minilm-cosine": ("training.minilm.cosine", "the store folder of the untrained minilm-cosine"),
+    "minilm-report": ("training.minilm.report", "the -minilm models against their bars: docs and cards"),
+    "degenerate": ("training.minilm.degenerate", "degenerate replies against human ones, every model"),
+    "finetune-minilm": ("training.minilm.finetune", "experiment: AutoJudge with MiniLM itself fine-tuned"),
 }
 
 
@@ -32,11 +32,14 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         if argv and argv[0] not in ("-h", "--help"):
             print(f"error: unknown command {argv[0]!r}", file=sys.stderr)
-        print("usage: python -m training <command> [options]\n\ncommands:")
-        for name, module in sorted(COMMANDS.items()):
-            print(f"  {name:16s} ({module})")
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
-    module = importlib.import_module(COMMANDS[argv[0]])
+        asked = bool(argv) and argv[0] in ("-h", "--help")
+        out = sys.stdout if asked else sys.stderr
+        print("usage: python -m training <command> [options]   (python -m training <command> --help: its "
+              "options)\n\ncommands:", file=out)
+        for name, (_, what) in sorted(COMMANDS.items()):
+            print(f"  {name:16s} {what}", file=out)
+        return 0 if asked else 2
+    module = importlib.import_module(COMMANDS[argv[0]][0])
     try:
         return int(module.main(argv[1:]) or 0)
     except (FileNotFoundError, PermissionError, NotADirectoryError, IsADirectoryError, FileExistsError) as exc:

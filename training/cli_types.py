@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+from pathlib import Path
 
 
 def _int(text: str) -> int:
@@ -52,3 +54,31 @@ def names_from(known: "tuple[str, ...] | list[str]"):
             raise argparse.ArgumentTypeError("name at least one")
         return ",".join(names)
     return parse
+
+
+def _writable_folder(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot create {folder}: {exc.strerror or exc}") from None
+    if not os.access(folder, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{folder} is not writable")
+
+
+def output_file(text: str) -> Path:
+    """A file the command will write when its work is done: its folder is made and checked now,
+    so that a typo fails in a second, not after the 90 minutes of work before the write."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} is a folder; name a file")
+    _writable_folder(path.parent if str(path.parent) else Path("."))
+    return path
+
+
+def output_dir(text: str) -> Path:
+    """A folder the command will write into; made and checked now (see output_file)."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} is a file; name a folder")
+    _writable_folder(path)
+    return path

@@ -39,7 +39,7 @@ from service.scorers.base import EncodeCache, Item, Scorer
 from training.data.judgements import DEFAULT_DATA_DIR, SETS, JudgedItem, load_set
 from training.data.references import dailydialog_index, is_reference_reply, with_recovered_references
 from training import docs_section
-from training.cli_types import positive_int
+from training.cli_types import output_dir, output_file, positive_int
 
 log = logging.getLogger("training.evaluate")
 
@@ -396,11 +396,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", type=Path, default=Path("model_store"))
     parser.add_argument("--split", default="dev", choices=["dev", "train", "all"])
     parser.add_argument("--max-refs", type=positive_int, default=4)
-    parser.add_argument("--out", type=Path, default=None,
+    parser.add_argument("--out", type=output_file, default=None,
                         help="Markdown file whose evaluate section is rewritten (default: docs/evaluation.md for a "
                              "full run; a partial one, with --models, --sets, --split, --max-refs or "
                              "--no-recover-references, prints its table instead of replacing the committed one)")
-    parser.add_argument("--plots", type=Path, default=None,
+    parser.add_argument("--plots", type=output_dir, default=None,
                         help="folder for the scatter plots (default: docs/plots for a full run, none for a partial one)")
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--log", type=Path, default=None)

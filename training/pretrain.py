@@ -23,7 +23,7 @@ from training.data import corpora, judgements
 from training.data.keys import match_key
 from training.encoders.vhred import VHRED, VHREDConfig, save_checkpoint
 from training.progress import Progress, setup_logging
-from training.cli_types import names_from, count, positive_float, positive_int
+from training.cli_types import count, names_from, positive_float, positive_int
 
 
 def windows(dialogues: list[list[list[int]]], max_turns: int) -> list[list[list[int]]]:

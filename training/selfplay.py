@@ -28,7 +28,7 @@ from scipy import stats
 from service.scorers.base import Dialogue, Turn
 from service.store import ModelStore
 from training.bots import Bot, BotError, make_bot
-from training.cli_types import count, positive_float, positive_int
+from training.cli_types import count, output_file, positive_float, positive_int
 
 
 def openers(count: int, seed: int, data_dir: Path | None = None) -> list[str]:
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=count, default=0)
     parser.add_argument("--store", type=Path, default=Path("model_store"))
     parser.add_argument("--vhred", type=Path, default=Path("runs/vhred"), help="VHRED run folder (model.pt)")
-    parser.add_argument("--out", type=Path, help="write the conversations and their scores here (JSON)")
+    parser.add_argument("--out", type=output_file, help="write the conversations and their scores here (JSON)")
     parser.add_argument("--docs", type=Path,
                         help="record the result as a row of the self-play table in this evaluation page")
     args = parser.parse_args(argv)
@@ -122,6 +122,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.docs:  # checked now: the block is filled in only after every conversation was played
+        from training.mh.export import SELFPLAY_BEGIN
+
+        if not args.docs.is_file() or SELFPLAY_BEGIN not in args.docs.read_text(encoding="utf-8"):
+            print(f"error: {args.docs} has no {SELFPLAY_BEGIN} block: run `python -m training train-mh` first",
+                  file=sys.stderr)
+            return 2
     result = selfplay(bot, scorer, openers(args.conversations, args.seed), args.turns, args.max_failures,
                       log=lambda m: print(m, file=sys.stderr, flush=True))
     if args.out:

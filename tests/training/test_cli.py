@@ -22,6 +22,8 @@ def test_unknown_command_and_missing_paths_are_set_up_errors(tmp_path, capsys) -
     (["selftalk", "--temperature", "nan"], "--temperature"), (["selftalk", "--contexts", "-1"], "--contexts"),
     (["export-glove", "--words", "-5"], "--words"), (["train-mh", "--ridge", "-1"], "--ridge"),
     (["finetune-minilm", "--max-judged", "-1"], "--max-judged"), (["train-minilm", "--epochs", "0"], "--epochs"),
+    # outputs written only at the end of long work: checked first (RUBER failed after 90 minutes)
+    (["train", "ruber", "--log", "/proc/nope/ruber.log"], "--log"), (["evaluate", "--plots", "/proc/nope"], "--plots"),
 ])
 def test_a_number_or_name_no_run_can_use_is_a_usage_error(argv, option, capsys) -> None:
     """Each of these was a traceback after loading, or a run that 'succeeded' with nothing trained

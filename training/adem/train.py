@@ -21,7 +21,7 @@ from training.adem.model import ADEMHead, VARIANTS, fit_pca
 from training.heads import calibrate_head, correlations, system_correlation, train_head, validation_mask
 from training.progress import setup_logging
 from training.data.judgements import SETS
-from training.cli_types import names_from, count, nonnegative_float, positive_float, positive_int
+from training.cli_types import count, names_from, nonnegative_float, positive_float, positive_int
 
 DEFAULT_SETS = ("dstc7", "dailydialog_gupta_multiref")
 

@@ -21,7 +21,7 @@ from training.heads import (calibrate_head, correlations, group_folds, system_co
                             validation_mask)
 from training.progress import setup_logging
 from training.data.judgements import SETS
-from training.cli_types import names_from, at_least_two, count, positive_float, positive_int
+from training.cli_types import at_least_two, count, names_from, positive_float, positive_int
 
 DEFAULT_SETS = ("xdial_dailydialog_zhao", "xdial_persona_zhao", "conture", "holistic_eval",
                 "predictive_engagement", "dailydialog_gupta_multiref")

@@ -20,7 +20,7 @@ import numpy as np
 from service import proxies, stats
 from service.manifest import read_manifest
 from training.mh import data, evaluate, features, fit, export
-from training.cli_types import nonnegative_float, positive_int
+from training.cli_types import nonnegative_float, output_dir, output_file, positive_int
 
 VERSION = "2026.11.0"
 
@@ -175,14 +175,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=data.DEFAULT_ROOT, help="the judgements folder")
     parser.add_argument("--store", type=Path, default=Path("model_store"),
                         help="model store holding glove-50d and minilm-l6")
-    parser.add_argument("--out", type=Path, default=Path("model_store/mh"), help="artifact folder to write")
+    parser.add_argument("--out", type=output_dir, default=Path("model_store/mh"), help="artifact folder to write")
     parser.add_argument("--docs", type=Path, default=Path("docs/evaluation.md"), help="evaluation page to update")
     parser.add_argument("--min-pairs", type=positive_int, default=3,
                         help="keep conversations with at least this many user-then-bot exchanges (the paper: 3 turns)")
     parser.add_argument("--ridge", type=nonnegative_float, default=0.0, help="ridge penalty (0: plain least squares)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/dialscore-mh-cache"),
                         help="folder for cached proxy matrices")
-    parser.add_argument("--results", type=Path, help="also write every figure to this JSON file")
+    parser.add_argument("--results", type=output_file, help="also write every figure to this JSON file")
     parser.add_argument("--no-write", action="store_true", help="measure only; write no artifact or docs")
     args = parser.parse_args(argv)
     args.command_line = ["python -m training train-mh", *(argv or [])]

@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--contexts", type=positive_int, default=400)
     parser.add_argument("--out", type=Path, default=None,
                         help="Markdown file whose degenerate section is rewritten (default: docs/evaluation.md for "
-                             "a full run; with --models or --contexts the table is printed instead)")
+                             "a full run; with --models or another --contexts than 400 the table is printed instead)")
     parser.add_argument("--no-cards", action="store_true", help="do not write the shares into the -minilm cards")
     args = parser.parse_args(argv)
     if args.contexts < 1:

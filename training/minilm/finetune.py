@@ -18,7 +18,6 @@ import json
 import random
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -29,7 +28,7 @@ from training.minilm.export import model_path
 from training.minilm.heads import AutoJudgeHead
 from training.minilm.train import Config as HeadConfig
 from training.minilm.train import judged_rows
-from training.cli_types import count, positive_float, positive_int
+from training.cli_types import count, output_file, positive_float, positive_int
 
 
 @dataclass
@@ -135,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="judged train items per set (dstc7 holds two thirds of them); dev sets whole")
     parser.add_argument("--threads", type=positive_int, default=2)
     parser.add_argument("--seed", type=count, default=FineTuneConfig.seed)
-    parser.add_argument("--results", type=Path, default=None, help="append the dev figures here, a JSON line per epoch")
+    parser.add_argument("--results", type=output_file, default=None, help="append the dev figures here, a JSON line per epoch")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     config = FineTuneConfig(epochs=args.epochs, encoder_lr=args.encoder_lr, seed=args.seed)

@@ -43,7 +43,7 @@ from training.ruber.export import (
 from training.ruber.model import RuberConfig, UnreferencedScorer, build_glove_scorer
 from training.ruber.trainer import TrainConfig, train_unreferenced
 from training.ruber.word_weights import SIF_A, frequency_weights
-from training.cli_types import count, positive_float, positive_int
+from training.cli_types import count, output_dir, output_file, positive_float, positive_int
 
 log = logging.getLogger("training.ruber")
 VERSION = "2026.11.2"  # .1: 26,000 steps on 2 threads (was 4,360), frequency word weights for s_R; .2: dev hold-out
@@ -353,7 +353,7 @@ def _card(summary: dict, correlations: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training train ruber", description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("model_store/ruber"))
+    parser.add_argument("--out", type=output_dir, default=Path("model_store/ruber"))
     parser.add_argument("--store", type=Path, default=Path("model_store"), help="where glove-50d and baselines are")
     # The committed model: 26,000 steps on 2 threads (50 min on the 2-core machine). A fixed step
     # count, not a time budget, makes the run reproducible, and so does the thread count: torch
@@ -374,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--choice-sets", nargs="+", default=list(TRAINING_SETS), choices=list(SETS))
     parser.add_argument("--card-sets", nargs="+", default=list(TRAINING_SETS), choices=list(SETS))
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
-    parser.add_argument("--log", type=Path, default=Path("/tmp/ruber-train.log"))
+    parser.add_argument("--log", type=output_file, default=Path("/tmp/ruber-train.log"))
     args = parser.parse_args(argv)
     setup_logging(args.log)
     torch.set_num_threads(args.threads)
