@@ -51,8 +51,8 @@ def test_shipped_manifests_validate(k8s_copy):
 def test_a_broken_manifest_fails_validation(k8s_copy):
     deployment = k8s_copy / "base" / "deployment.yaml"
     text = deployment.read_text()
-    assert "replicas: 2\n" in text
-    deployment.write_text(text.replace("replicas: 2\n", 'replicas: "two"\n'))
+    assert "  revisionHistoryLimit: 5\n" in text
+    deployment.write_text(text.replace("  revisionHistoryLimit: 5\n", '  replicas: "two"\n  revisionHistoryLimit: 5\n'))
     result = lint("k8s", str(k8s_copy / "overlays" / "cpu"))
     assert result.returncode != 0
     assert "replicas" in result.stdout + result.stderr
