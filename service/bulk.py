@@ -195,16 +195,17 @@ class InputCheckpoint:
 class HashedLines:
     """The input's lines with a running SHA-256, checked against a checkpoint while skipping.
 
-    `written` is (line, digest) of the last line handed out, which is what the output holds once
-    that line's batch is fsync'd; taken at hand-out time because the iterator may read further
-    (other shards' lines) before the last batch is written.
+    `written` is (line, hash state) of the last line handed out, which is what the output holds
+    once that line's batch is fsync'd; the state is copied at hand-out time because the iterator
+    may read further (other shards' lines) before the last batch is written, and finished into a
+    digest only when a batch is (`written_digest`), not for every line.
     """
 
     def __init__(self, source: BinaryIO, output: Path, after: int, expected: tuple[int, str, str] | None) -> None:
         self.source, self.output, self.after = source, output, after
         self.name = str(getattr(source, "name", "<stream>"))
         self.hash = hashlib.sha256()
-        self.written: tuple[int, str] | None = None
+        self.written: tuple[int, Any] | None = None
         self.expected = expected
         if expected is not None and expected[0] > after:
             # The checkpoint runs ahead of the output only if the output was cut by hand: the lines
@@ -223,12 +224,16 @@ class HashedLines:
             if self.expected is not None and number == self.expected[0]:
                 self._compare(number)
             if (number - 1) % count == index and number > self.after:
-                self.written = (number, self.hash.copy().hexdigest())
+                self.written = (number, self.hash.copy())
                 yield number, raw
         if number < self.after:
             raise BulkError(f"{self.name} has {number} lines but {self.output} already holds records up to line "
                             f"{self.after}: it is not the input this output was scored from; resume with that "
                             "input or use another --output")
+
+    def written_digest(self) -> tuple[int, str] | None:
+        """(line, SHA-256 hex) of the input up to the last line handed out, or None before any."""
+        return None if self.written is None else (self.written[0], self.written[1].hexdigest())
 
     def _compare(self, number: int) -> None:
         line, digest, name = self.expected
@@ -525,8 +530,9 @@ def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, An
                 sink.write(encode_records(records))
                 sink.flush()
                 os.fsync(sink.fileno())
-                if reader.written is not None:
-                    checkpoint.write(*reader.written, reader.name)
+                done = reader.written_digest()
+                if done is not None:
+                    checkpoint.write(*done, reader.name)
                 _count(counts, records)
                 batch.clear()
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from service.human_eval import OVERALL
+
 
 def _num(value: Any, digits: int = 3) -> str:
     if value is None:
@@ -59,7 +61,7 @@ def human_eval_markdown(result: dict[str, Any]) -> str:
                  f"{result['kept_ratings']} ratings kept."]
     criteria = result["criteria"]
     rows = [[str(i + 1), s["system"], str(s["n"]), f"{s['overall_z']:.3f}", _ci(s.get("overall_z_ci"))]
-            + [f"{s['z'][c]:.3f}" for c in criteria] + [f"{s['raw']['overall']:.2f}"]
+            + [f"{s['z'][c]:.3f}" for c in criteria] + [f"{s['raw'][OVERALL]:.2f}"]
             for i, s in enumerate(result["systems"])]
     parts.append("### Systems, best first (mean z over passed raters)\n\n"
                  + _table(["#", "system", "n", "overall z", "CI"] + criteria + ["raw overall"], rows))
