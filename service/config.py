@@ -30,6 +30,10 @@ class Settings:
     max_ratings: int = 200_000  # DIALSCORE_MAX_RATINGS: /human-eval rows
     max_systems: int = 64  # DIALSCORE_MAX_SYSTEMS: /human-eval systems (pairwise tests grow with its square)
     max_json_depth: int = 32  # DIALSCORE_MAX_JSON_DEPTH: nesting of a request body (the contract's need 5)
+    # Read by gunicorn (gunicorn.conf.py), which answers 414 / 431 `too_large` before the app sees the request.
+    max_request_line: int = 4094  # DIALSCORE_MAX_REQUEST_LINE: bytes of method, path and query (at most 8190)
+    max_headers: int = 100  # DIALSCORE_MAX_HEADERS: header fields per request
+    max_header_bytes: int = 8190  # DIALSCORE_MAX_HEADER_BYTES: bytes of one header field
     batch_size: int = 64  # DIALSCORE_BATCH_SIZE: texts per ONNX run after length bucketing (memory grows with it)
     workers: int = 2  # DIALSCORE_WORKERS: gunicorn workers (also divides the cores among sessions)
     intra_op_threads: int = 0  # DIALSCORE_INTRA_OP_THREADS: 0 = cores / workers
@@ -56,7 +60,15 @@ class Settings:
             "max_ratings": self.max_ratings,
             "max_systems": self.max_systems,
             "max_json_depth": self.max_json_depth,
+            "max_request_line": self.max_request_line,
+            "max_headers": self.max_headers,
+            "max_header_bytes": self.max_header_bytes,
         }
+
+
+# gunicorn's own ceilings (gunicorn/http/message.py): above them it uses the ceiling, which would
+# make the limit GET /models lists differ from the one enforced.
+SERVER_LIMIT_CEILINGS = {"max_request_line": 8190, "max_headers": 32768, "max_header_bytes": 1 << 20}
 
 
 def _convert(name: str, raw: Any, default: Any) -> Any:
@@ -73,7 +85,10 @@ def _convert(name: str, raw: Any, default: Any) -> Any:
     return raw
 
 
-def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, str] | None = None) -> Settings:
+def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, str] | None = None,
+                  check_providers: bool = True) -> Settings:
+    """The settings, checked; `check_providers=False` skips the CUDA options, whose parser imports
+    ONNX Runtime (gunicorn's master reads its limits here and must not load it before the fork)."""
     environ = os.environ if environ is None else environ
     base = Settings()
     values: dict[str, Any] = {}
@@ -91,8 +106,14 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
             raise KeyError(f"unknown setting {name!r}")
         values[name] = _convert(name, raw, getattr(base, name))
     settings = replace(base, **values)
+    for name, most in SERVER_LIMIT_CEILINGS.items():
+        value = getattr(settings, name)
+        if not 1 <= value <= most:  # gunicorn reads 0 as "no limit" and silently caps larger values
+            raise ValueError(f"DIALSCORE_{name.upper()}={value}: must be from 1 to {most}")
     if settings.batch_size < 1:
         raise ValueError(f"DIALSCORE_BATCH_SIZE={settings.batch_size}: must be at least 1")
+    if not check_providers:
+        return settings
     from service.runtime import cuda_provider_options  # the one parser; checked here so a typo stops start-up
 
     try:

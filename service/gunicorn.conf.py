@@ -7,11 +7,13 @@ import os
 import shutil
 import tempfile
 
+from service.config import load_settings
 from service.logging_setup import gunicorn_logconfig
 
 bind = f"{os.environ.get('DIALSCORE_HOST', '127.0.0.1')}:{os.environ.get('DIALSCORE_PORT', '8000')}"
 workers = int(os.environ.get("DIALSCORE_WORKERS", "2"))
-worker_class = "gthread"
+# gthread, with gunicorn's own 400/414/431 answers in the contract's JSON (service/http_worker.py).
+worker_class = "service.http_worker.ContractErrorThreadWorker"
 threads = int(os.environ.get("DIALSCORE_THREADS", "2"))
 # Models load in each worker after the fork (ONNX Runtime sessions must not cross a fork).
 preload_app = False
@@ -20,6 +22,12 @@ timeout = int(os.environ.get("DIALSCORE_WORKER_TIMEOUT", "120"))
 # SIGTERM: stop accepting, let in-flight requests finish for up to this long (< the pod's grace period).
 graceful_timeout = int(os.environ.get("DIALSCORE_GRACEFUL_TIMEOUT", "25"))
 keepalive = 5
+# The request line and header limits are settings (service/config.py, listed by GET /models);
+# checked here, so a bad value stops the server before any worker starts.
+_limits = load_settings(check_providers=False)
+limit_request_line = _limits.max_request_line
+limit_request_fields = _limits.max_headers
+limit_request_field_size = _limits.max_header_bytes
 max_requests = int(os.environ.get("DIALSCORE_MAX_REQUESTS", "0"))
 max_requests_jitter = max_requests // 10
 worker_tmp_dir = os.environ.get("DIALSCORE_WORKER_TMP_DIR") or None

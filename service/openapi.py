@@ -12,16 +12,21 @@ from service import middleware, schemas
 VERSION = "1.0.0"
 
 _ERRORS = {
-    "400": "The body is not JSON, not a JSON object, or repeats a key within one object (`bad_json`).",
+    "400": ("The body is not JSON, not a JSON object, or repeats a key within one object (`bad_json`); or the "
+            "HTTP request itself is malformed (`bad_request`, answered by the server before the app reads it)."),
     "401": "A token is configured and missing or wrong (`unauthorized`).",
     "404": "Unknown model (`unknown_model`).",
     "413": "Over a configured limit (`too_large`); GET /models lists the limits.",
+    "414": "The request line is over `max_request_line` bytes (`too_large`); GET /models lists the limits.",
+    "431": "Over `max_headers` header fields or `max_header_bytes` in one (`too_large`); GET /models lists the limits.",
     "422": "Schema violation (`invalid_request`); details map field paths to messages.",
     "405": "The path exists but not for this method; the `Allow` header lists the right ones.",
     "500": "A bug in the service (`internal`); never the answer to bad input.",
     "503": "Models are not loaded (`not_ready`).",
 }
-_ALWAYS = ("405", "500")  # any operation can answer these
+# Any operation can answer these; 400 (malformed HTTP), 414 and 431 come from the server itself
+# (service/http_worker.py), before the path is known.
+_ALWAYS = ("400", "405", "414", "431", "500")
 
 _SCORE_EXAMPLE = {
     "model": "adem",

@@ -31,3 +31,17 @@ def test_bad_values_say_which_variable():
         load_settings(environ={"DIALSCORE_CUDA_OPTIONS": "use_tf32"})
     with pytest.raises(ValueError, match="DIALSCORE_BATCH_SIZE"):
         load_settings(environ={"DIALSCORE_BATCH_SIZE": "0"})
+
+
+@pytest.mark.parametrize("variable, value", [("DIALSCORE_MAX_REQUEST_LINE", "0"), ("DIALSCORE_MAX_REQUEST_LINE", "8191"),
+                                             ("DIALSCORE_MAX_HEADERS", "40000"), ("DIALSCORE_MAX_HEADER_BYTES", "-1")])
+def test_server_limits_stay_where_gunicorn_enforces_them(variable, value):
+    # 0 would mean "no limit" to gunicorn, and above its ceiling it enforces the ceiling, not the
+    # value GET /models would list.
+    with pytest.raises(ValueError, match=f"{variable}={value}: must be from 1 to"):
+        load_settings(environ={variable: value}, check_providers=False)
+
+
+def test_server_limits_are_listed():
+    limits = load_settings(environ={"DIALSCORE_MAX_REQUEST_LINE": "2048"}).limits()
+    assert (limits["max_request_line"], limits["max_headers"], limits["max_header_bytes"]) == (2048, 100, 8190)

@@ -164,6 +164,33 @@ def test_altered_artifact_takes_out_only_that_model(tmp_path):
     shutil.rmtree(store)
 
 
+def _raw_exchange(port: int, request: bytes) -> tuple[str, dict]:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+        conn.sendall(request)
+        raw = conn.makefile("rb").read()
+    head, body = raw.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    assert "Content-Type: application/json" in lines, lines
+    return lines[0], json.loads(body)
+
+
+def test_requests_gunicorn_refuses_itself_get_contract_errors(server):
+    # gunicorn answers these before the app: they were HTML pages, now the contract's JSON.
+    cases = [
+        (b"GET /" + b"a" * 5000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", "414", "too_large"),
+        (b"GET /healthz HTTP/1.1\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(120)) + b"\r\n", "431", "too_large"),
+        (b"GET /healthz HTTP/1.1\r\nX-Big: " + b"y" * 9000 + b"\r\n\r\n", "431", "too_large"),
+        (b"GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n", "400", "bad_request"),
+        (b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n{}", "400", "bad_request"),
+    ]
+    for request, status, code in cases:
+        line, body = _raw_exchange(server.port, request)
+        assert line.split(" ")[1] == status, (request[:40], line)
+        assert body["error"]["code"] == code and body["error"]["message"], body
+    status, text, _ = _call(server.port, "GET", "/metrics")
+    assert 'dialscore_errors_total{code="bad_request"}' in text
+
+
 def test_a_refused_body_leaves_the_connection_usable(server):
     """A 413 says keep-alive; gunicorn drained 64 KiB of the unread body and closed, so the
     client's next request on the connection failed (7 of 10 in a probe)."""
