@@ -374,7 +374,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--choice-sets", nargs="+", default=list(TRAINING_SETS), choices=list(SETS))
     parser.add_argument("--card-sets", nargs="+", default=list(TRAINING_SETS), choices=list(SETS))
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
-    parser.add_argument("--log", type=output_file, default=Path("/tmp/ruber-train.log"))
+    # A string default goes through output_file (the folder is made and checked); runs/ is ignored by git.
+    parser.add_argument("--log", type=output_file, default="runs/ruber-train.log")
     args = parser.parse_args(argv)
     setup_logging(args.log)
     torch.set_num_threads(args.threads)
