@@ -51,6 +51,9 @@ class Manifest:
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     card: dict[str, Any] = field(default_factory=dict)
+    # Files the manifest vouches for that a folder may lack (minilm-l6's 90 MB fp32 graph, built by
+    # `make encoder-fp32` for GPU images): absent, they are left out of `files`; present, verified.
+    optional: tuple[str, ...] = ()
 
     def path(self, filename: str) -> Path:
         if filename not in self.files:
@@ -103,6 +106,10 @@ def read_manifest(folder: Path) -> Manifest:
             raise ManifestError(f"{folder.name}: {filename} is not an allowed artifact type", "manifest invalid: files")
         if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
             raise ManifestError(f"{folder.name}: {filename} has no sha256", "manifest invalid: files")
+        if not isinstance(entry.get("optional", False), bool):
+            raise ManifestError(f"{folder.name}: {filename}'s optional must be true or false", "manifest invalid: files")
+    optional = tuple(name for name, entry in raw["files"].items() if entry.get("optional"))
+    absent = {name for name in optional if not (folder / name).is_file()}
     score_range = raw.get("score_range") or [0.0, 1.0]
     return Manifest(
         name=raw["name"],
@@ -111,14 +118,15 @@ def read_manifest(folder: Path) -> Manifest:
         scorer=raw.get("scorer", raw["name"]),
         requires=list(raw.get("requires", REQUIRED_BY_KIND[raw["kind"]])),
         score_range=(float(score_range[0]), float(score_range[1])),
-        files=dict(raw["files"]),
+        files={name: entry for name, entry in raw["files"].items() if name not in absent},
         folder=folder,
-        onnx=dict(raw.get("onnx", {})),
+        onnx={name: entry for name, entry in dict(raw.get("onnx", {})).items() if name not in absent},
         tokenizer=raw.get("tokenizer"),
         uses=list(raw.get("uses", [])),
         options=dict(raw.get("options", {})),
         config=dict(raw.get("config", {})),
         card=dict(raw.get("card", {})),
+        optional=optional,
     )
 
 
@@ -161,14 +169,20 @@ def write_manifest(
     options: dict[str, dict[str, Any]] | None = None,
     config: dict[str, Any] | None = None,
     card: dict[str, Any] | None = None,
+    optional: tuple[str, ...] = (),
 ) -> Manifest:
     """Hash every artifact in `folder` and write its manifest.json; returns the manifest read back.
 
-    Every file in the folder with an allowed suffix is listed, so nothing can ship unhashed.
+    Every file in the folder with an allowed suffix is listed, so nothing can ship unhashed. A file
+    named in `optional` is marked so (the service serves without it); when it is not in the folder,
+    its entry is kept from the manifest already there, so rewriting a card where the file was never
+    built leaves the manifest as it was.
     """
     folder = Path(folder)
     if kind not in KINDS:
         raise ManifestError(f"kind {kind!r} is not one of {KINDS}", "manifest invalid: kind")
+    old_path = folder / "manifest.json"
+    old = json.loads(old_path.read_text(encoding="utf-8")) if optional and old_path.is_file() else {}
     files: dict[str, dict[str, Any]] = {}
     onnx: dict[str, dict[str, Any]] = {}
     for path in sorted(folder.iterdir()):
@@ -177,6 +191,17 @@ def write_manifest(
         files[path.name] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
         if path.suffix == ".onnx":
             onnx[path.name] = onnx_signature(path)
+    for filename in optional:
+        if filename not in files:
+            if filename not in old.get("files", {}):
+                raise ManifestError(f"{folder.name}: optional {filename} is neither in the folder nor in its "
+                                    "manifest: build it once to record its hash", "manifest invalid: files")
+            files[filename] = old["files"][filename]
+            if filename in old.get("onnx", {}):
+                onnx[filename] = old["onnx"][filename]
+        files[filename] = {**files[filename], "optional": True}
+    files = dict(sorted(files.items()))
+    onnx = dict(sorted(onnx.items()))
     manifest = {
         "format_version": FORMAT_VERSION,
         "name": name,
@@ -204,4 +229,4 @@ def update_card(folder: Path, **changes: Any) -> Manifest:
     return write_manifest(folder, name=manifest.name, version=manifest.version, kind=manifest.kind,
                           scorer=manifest.scorer, score_range=manifest.score_range, requires=manifest.requires,
                           tokenizer=manifest.tokenizer, uses=manifest.uses, options=manifest.options,
-                          config=manifest.config, card={**manifest.card, **changes})
+                          config=manifest.config, card={**manifest.card, **changes}, optional=manifest.optional)

@@ -65,3 +65,33 @@ def test_not_json_is_refused(tmp_path):
     (folder / "manifest.json").write_text("{not json")
     with pytest.raises(ManifestError, match="not valid JSON"):
         read_manifest(folder)
+
+
+def test_an_optional_file_is_vouched_for_but_may_be_absent(tmp_path):
+    # minilm-l6's fp32 graph: hashed when built, listed in the committed manifest, absent in a clone.
+    np.save(tmp_path / "weights.npy", np.ones(3))
+    np.save(tmp_path / "big.npy", np.arange(5))
+    write_manifest(tmp_path, name=tmp_path.name, version="1", kind="component", optional=("big.npy",))
+    written = (tmp_path / "manifest.json").read_text()
+    assert json.loads(written)["files"]["big.npy"]["optional"] is True
+    built = read_manifest(tmp_path)
+    assert "big.npy" in built.files and built.optional == ("big.npy",)
+    verify_files(built)
+
+    (tmp_path / "big.npy").unlink()
+    absent = read_manifest(tmp_path)
+    assert set(absent.files) == {"weights.npy"}
+    verify_files(absent)
+    # Rewriting the manifest where the file was never built keeps its entry: nothing changes.
+    write_manifest(tmp_path, name=tmp_path.name, version="1", kind="component", optional=("big.npy",))
+    assert (tmp_path / "manifest.json").read_text() == written
+
+    np.save(tmp_path / "big.npy", np.arange(6))  # built again, differently: refused, not served
+    with pytest.raises(ManifestError, match="big.npy has sha256"):
+        verify_files(read_manifest(tmp_path))
+
+
+def test_an_optional_file_never_built_cannot_be_vouched_for(tmp_path):
+    np.save(tmp_path / "weights.npy", np.ones(3))
+    with pytest.raises(ManifestError, match="optional big.npy is neither in the folder nor in its manifest"):
+        write_manifest(tmp_path, name=tmp_path.name, version="1", kind="component", optional=("big.npy",))
