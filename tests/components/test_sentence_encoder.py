@@ -76,6 +76,12 @@ def fp32_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def test_building_fp32_reproduces_the_committed_manifest(fp32_store: Path) -> None:
+    # The committed manifest vouches for the fp32 file by hash, and `make encoder-fp32` must leave
+    # it (a tracked file) as it is: both hold only if the export is byte for byte reproducible.
+    assert (fp32_store / "manifest.json").read_text() == (STORE / "manifest.json").read_text()
+
+
 def test_int8_matches_sentence_transformers(int8: SentenceEncoder, reference: np.ndarray) -> None:
     texts = TEXTS + _dialogue_turns()
     vectors = int8.encode(texts)
@@ -95,9 +101,12 @@ def test_fp32_matches_sentence_transformers(fp32_store: Path, reference: np.ndar
 
 def test_fp32_falls_back_to_int8_when_not_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 caplog: pytest.LogCaptureFixture) -> None:
-    shutil.copytree(STORE, tmp_path / "minilm-l6")
+    # A clone: the manifest lists the fp32 graph as optional, the file is not there.
+    shutil.copytree(STORE, tmp_path / "minilm-l6", ignore=shutil.ignore_patterns("encoder-fp32.onnx"))
     monkeypatch.setenv(PRECISION_ENV, "fp32")
-    encoder = SentenceEncoder(read_manifest(tmp_path / "minilm-l6"), _runtime())
+    manifest = read_manifest(tmp_path / "minilm-l6")
+    assert "encoder-fp32.onnx" in manifest.optional and "encoder-fp32.onnx" not in manifest.files
+    encoder = SentenceEncoder(manifest, _runtime())
     assert encoder.precision == "int8"
     assert "make encoder-fp32" in caplog.text
 
