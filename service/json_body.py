@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -70,20 +70,29 @@ def loads(text: str | bytes, *, finite: bool = False) -> Any:
     return json.loads(text, object_pairs_hook=_unique, parse_constant=_no_constant, parse_float=_finite_float)
 
 
-def find_problem(data: Any, raw: bytes, max_depth: int) -> tuple[str, str] | None:
-    """(field path, message) of the first problem in `data` (parsed from `raw`), or None."""
+class Problem(NamedTuple):
+    """The first problem in a body: where, what, and whether it is a limit (nesting past
+    `max_depth`: 413 too_large, as every limit GET /models lists) rather than bad JSON (400)."""
+
+    path: str
+    message: str
+    too_deep: bool = False
+
+
+def find_problem(data: Any, raw: bytes, max_depth: int) -> Problem | None:
+    """The first problem in `data` (parsed from `raw`), or None."""
     strings = _SURROGATE_ESCAPE.search(raw) is not None
     stack: list[tuple[Any, str, int]] = [(data, "", 0)]
     while stack:
         value, path, depth = stack.pop()
         if depth > max_depth:
-            return path or "(body)", f"Nested deeper than {max_depth} levels."
+            return Problem(path or "(body)", f"Nested deeper than {max_depth} levels.", too_deep=True)
         if isinstance(value, dict):
             for key, child in value.items():
                 child_path = f"{path}.{key}" if path else str(key)
                 message = _surrogate_message(key) if strings else None
                 if message:  # the path names the key with its surrogate escaped, so it can be sent back
-                    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", child_path), message
+                    return Problem(_LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", child_path), message)
                 if isinstance(child, (dict, list)) or (strings and isinstance(child, str)):
                     stack.append((child, child_path, depth + 1))
         elif isinstance(value, list):
@@ -93,7 +102,7 @@ def find_problem(data: Any, raw: bytes, max_depth: int) -> tuple[str, str] | Non
         elif isinstance(value, str):
             message = _surrogate_message(value)
             if message:
-                return path or "(body)", message
+                return Problem(path or "(body)", message)
     return None
 
 

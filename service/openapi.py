@@ -12,11 +12,13 @@ from service import middleware, schemas
 VERSION = "1.0.0"
 
 _ERRORS = {
-    "400": ("The body is not JSON, not a JSON object, or repeats a key within one object (`bad_json`); or the "
-            "HTTP request itself is malformed (`bad_request`, answered by the server before the app reads it)."),
+    "400": ("`bad_json`: the body is empty, not UTF-8, not JSON, not a JSON object, repeats a key within one "
+            "object, or holds a lone UTF-16 surrogate (`details` names where). `bad_request`: the HTTP request "
+            "itself is malformed, answered by the server before the app reads it."),
     "401": "A token is configured and missing or wrong (`unauthorized`).",
     "404": "Unknown model (`unknown_model`).",
-    "413": "Over a configured limit (`too_large`); GET /models lists the limits.",
+    "413": ("Over a configured limit (`too_large`): body bytes, items, candidates, turns, characters, JSON "
+            "nesting, and the /correlate and /human-eval sizes; GET /models lists the limits."),
     "414": "The request line is over `max_request_line` bytes (`too_large`); GET /models lists the limits.",
     "431": "Over `max_headers` header fields or `max_header_bytes` in one (`too_large`); GET /models lists the limits.",
     "422": "Schema violation (`invalid_request`); details map field paths to messages.",
@@ -155,15 +157,43 @@ def openapi_document() -> dict[str, Any]:
     # `items` holds Item or Dialogue objects depending on the model's kind: say so exactly.
     spec.components.schemas["ScoreRequest"]["properties"]["items"]["items"] = {
         "oneOf": [{"$ref": "#/components/schemas/Item"}, {"$ref": "#/components/schemas/Dialogue"}]}
+    human_score = {"type": "number", "minimum": -schemas.MAX_MAGNITUDE, "maximum": schemas.MAX_MAGNITUDE}
     spec.components.schemas["CorrelateRequest"]["properties"]["human"] = {
-        "type": "array", "minItems": 1, "description": "Human scores, or several ratings per item (averaged).",
-        "items": {"oneOf": [{"type": "number"}, {"type": "array", "minItems": 1, "items": {"type": "number"}}]}}
+        "type": "array", "minItems": 3,
+        "description": "Human scores, or several ratings per item (averaged); at least 3 items, and every list "
+                       "in `scores` (and `systems`) as long as this one.",
+        "items": {"oneOf": [human_score, {"type": "array", "minItems": 1, "items": human_score}]}}
+    _document_rules(spec.components.schemas)
     spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
     for path, operations in _operations().items():
         spec.path(path, operations=_guarded(path, operations))
     document = spec.to_dict()
     _tighten(document)
     return document
+
+
+def _document_rules(components: dict[str, Any]) -> None:
+    """What the schemas check in code (validates_schema) or default by a callable, which apispec
+    cannot see: written here so that a request the document calls valid is one the service takes."""
+    score = components["ScoreRequest"]
+    score["oneOf"] = [{"required": ["model"]}, {"required": ["models"]}]  # exactly one of the two
+    for name in ("ScoreRequest", "RerankRequest"):
+        components[name]["properties"]["options"]["default"] = {}
+    components["CorrelateRequest"]["properties"]["methods"]["default"] = ["pearson", "spearman", "kendall"]
+    human_eval = components["HumanEvalRequest"]["properties"]
+    human_eval["reverse"]["default"] = []
+    human_eval["scale"]["default"] = [0.0, 100.0]
+    human_eval["scale"]["description"] = ("[low, high], low below high; every score must lie within it. "
+                                          "Default [0, 100].")
+    human_eval["ratings"]["description"] = (
+        "One row per rater, system and item; every row scores the same criteria. With `qc_system`, some rows "
+        "must be of that system.")
+    human_eval["qc_criteria"]["description"] += " Each must be a criterion of the ratings; not empty."
+    components["Dialogue"]["properties"]["turns"]["description"] = (
+        "The whole conversation, oldest first (1..max_turns), with at least one turn by the bot (`speaker: bot`).")
+    components["ErrorBody"]["properties"]["code"]["description"] = (
+        "bad_json, bad_request (400); unauthorized (401); unknown_model, not_found (404); method_not_allowed "
+        "(405); too_large (413, 414, 431); invalid_request (422); internal (500); not_ready (503).")
 
 
 def _operations() -> dict[str, dict[str, Any]]:

@@ -14,17 +14,17 @@ def test_clean_bodies_pass_including_surrogate_pairs() -> None:
 
 
 def test_lone_surrogates_are_named_by_path_in_values_and_keys() -> None:
-    path, message = _check(b'{"items": [{"context": ["ok", "x \\udc00"]}]}')
-    assert path == "items.0.context.1" and "\\udc00" in message
-    path, _ = _check(b'{"scores": {"\\ud800": [1]}}')
-    assert path == "scores.\\ud800"  # escaped: the path is sent back in errors, and must be text
+    problem = _check(b'{"items": [{"context": ["ok", "x \\udc00"]}]}')
+    assert problem.path == "items.0.context.1" and "\\udc00" in problem.message and not problem.too_deep
+    assert _check(b'{"scores": {"\\ud800": [1]}}').path == "scores.\\ud800"  # escaped: the path is sent back in errors, and must be text
     assert _check(b'"\\ud800"')[0] == "(body)"
 
 
 def test_depth_is_counted_from_the_body() -> None:
     assert _check(b"[" * 5 + b"]" * 5, depth=5) is None
-    path, message = _check(b'{"a": ' + b"[" * 6 + b"]" * 6 + b"}", depth=5)
-    assert path == "a.0.0.0.0.0" and "5 levels" in message  # the innermost list is the sixth level
+    problem = _check(b'{"a": ' + b"[" * 6 + b"]" * 6 + b"}", depth=5)
+    assert problem.path == "a.0.0.0.0.0" and "5 levels" in problem.message  # the innermost list is the sixth level
+    assert problem.too_deep  # a limit: the service answers 413 too_large
 
 
 def test_loads_refuses_a_key_repeated_in_one_object_anywhere() -> None:

@@ -8,7 +8,7 @@ from marshmallow import Schema, ValidationError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from service.config import Settings
-from service.errors import BadJson, InvalidRequest
+from service.errors import BadJson, InvalidRequest, TooLarge
 from service.json_body import RepeatedKey, find_problem, loads
 from service.schemas import flatten_messages
 from service.store import ModelStore
@@ -50,14 +50,18 @@ def load_body(schema: Schema) -> dict[str, Any]:
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadJson(f"The request body is not valid JSON: {exc}.") from None
     except RecursionError:
-        raise BadJson("The request body is nested too deeply to parse.",
-                      {"max_json_depth": settings().max_json_depth}) from None
+        raise TooLarge(f"The request body is nested too deeply to parse (the limit is {settings().max_json_depth} "
+                       "levels); send it flatter.", {"max_json_depth": settings().max_json_depth}) from None
     if not isinstance(data, dict):
         raise BadJson(f"The request body must be a JSON object, not a {type(data).__name__}.")
     problem = find_problem(data, raw, settings().max_json_depth)
+    if problem is not None and problem.too_deep:  # a limit GET /models lists, so 413 as the others
+        raise TooLarge(f"The request body is nested deeper than {settings().max_json_depth} levels at "
+                       f"{problem.path}; send it flatter.", {problem.path: problem.message,
+                                                              "max_json_depth": settings().max_json_depth})
     if problem is not None:
-        path, message = problem
-        raise BadJson(f"The request body is not usable JSON at {path}: {message}", {path: message})
+        raise BadJson(f"The request body is not usable JSON at {problem.path}: {problem.message}",
+                      {problem.path: problem.message})
     try:
         return schema.load(data)
     except ValidationError as exc:

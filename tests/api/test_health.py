@@ -204,3 +204,32 @@ def test_every_openapi_example_gives_a_full_result(full_app):
     human_eval = client.post("/human-eval", json=posts["/human-eval"]["requestBody"]["content"]["application/json"]
                              ["example"]).get_json()
     assert human_eval["raters"]["passed"] and human_eval["significance"]
+
+
+def test_requests_the_document_calls_invalid_are_the_ones_the_service_refuses(client):
+    """Rules the schemas check in code (exactly one of model/models, three human scores at least,
+    bounded human scores) are in the document too: for each request, the document's verdict and
+    the service's agree (found by schemathesis: the document used to accept all of these)."""
+    from jsonschema.exceptions import ValidationError
+    from openapi_schema_validator import OAS30Validator
+
+    document = client.get("/openapi.json").get_json()
+    item = {"context": ["hi"], "response": "hello", "reference": "hey"}
+    cases = [
+        ("/score", "ScoreRequest", {"model": "length", "items": [item]}),
+        ("/score", "ScoreRequest", {"items": [item]}),
+        ("/score", "ScoreRequest", {"model": "length", "models": ["length"], "items": [item]}),
+        ("/correlate", "CorrelateRequest", {"human": [1, 2, 3], "scores": {"a": [1, 3, 2]}, "resamples": 0}),
+        ("/correlate", "CorrelateRequest", {"human": [1, 2], "scores": {"a": [1, 3]}, "resamples": 0}),
+        ("/correlate", "CorrelateRequest", {"human": [1e16, 2, 3], "scores": {"a": [1, 3, 2]}, "resamples": 0}),
+        ("/correlate", "CorrelateRequest", {"human": [[1e16], [2], [3]], "scores": {"a": [1, 3, 2]}, "resamples": 0}),
+    ]
+    for path, schema_name, body in cases:
+        validator = OAS30Validator({"$ref": f"#/components/schemas/{schema_name}", "components": document["components"]})
+        try:
+            validator.validate(body)
+            documented_valid = True
+        except ValidationError:
+            documented_valid = False
+        status = client.post(path, json=body).status_code
+        assert (status == 200) == documented_valid, (body, status)
