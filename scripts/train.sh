@@ -19,7 +19,7 @@ if has components; then
     $PY -m training minilm-cosine
 fi
 if has vhred; then
-    step "VHRED pre-training (ADEM section 5.1), ~30 min on one core"
+    step "VHRED pre-training (ADEM section 5.1), ~35 min on one core"
     $PY -m training pretrain --out runs/vhred --steps 1300 --kl-anneal-steps 400 --seed 0
 fi
 if has adem-autojudge; then

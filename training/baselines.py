@@ -24,10 +24,11 @@ BASELINES = {
         "licence": "Apache-2.0 (rouge-score)",
         "citation": "Lin 2004."}),
     "length": dict(kind="unreferenced", score_range=(0.0, 2000.0), uses=[], card={
-        "summary": "The reply's length in words. A trivial baseline that on several public benchmarks "
-                   "correlates with people as well as published learned metrics; every learned metric "
+        "summary": "The reply's length in words: a trivial reference point (people rate longer replies "
+                   "higher on some sets, such as dstc7 here, and lower on others); every learned metric "
                    "here must beat it.",
-        "licence": "MIT (this project)"}),
+        "licence": "MIT (this project)",
+        "citation": "None: a reference point, not a published metric."}),
     "emb-average": dict(kind="referenced", score_range=(-1.0, 1.0), uses=["glove-50d"], card={
         "summary": "Cosine of the mean GloVe-50d word vectors of reply and reference.",
         "licence": "Apache-2.0 / PDDL (GloVe)",

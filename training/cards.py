@@ -22,6 +22,14 @@ REPRODUCE_HEADS = ("python -m training train adem --encoder runs/vhred --out run
                    "--store model_store")
 
 
+# Why a card's training-run table and its `evaluate` section differ in the third decimal.
+TRAINING_TIME_TABLE = ("This table is the training run's, in torch, before the service's soft bound, "
+                       "with the first reference where one is used, and its baselines on the same "
+                       "items; the served model's figures, each set's references (the best of the "
+                       "first four) and those recovered from DailyDialog included, are in the section "
+                       "`evaluate` writes below and in docs/evaluation.md.")
+
+
 def pretrain_command(steps: int | None = None, kl_anneal_steps: int | None = None) -> str:
     """The pre-training command line of a run (defaults: the committed encoder's run)."""
     return (f"python -m training pretrain --out runs/vhred --steps {steps or 1300} "
@@ -226,7 +234,9 @@ score(c, r, r_hat) = (c^T M r_hat + r^T N r_hat - alpha) / beta, where c, r, r_h
 `hred-encoder` vectors of the context, the reference and the reply, reduced by PCA to n = {t['n']}.
 M and N start at the identity; alpha = {t['alpha']:.4g} and beta = {t['beta']:.4g} are fixed so that
 predictions at initialisation have the training ratings' mean and spread (the paper's "alpha, beta
-initialise the predictions in the score range"). Scores are on the 1-5 rating scale (not clipped).
+initialise the predictions in the score range"). Scores are on the 1-5 rating scale: the service
+keeps them inside it by compressing the outer 5% at each end, smoothly and in order (`soft_bound`,
+service/scorers/base.py), and leaves every other score as the head computes it.
 
 ## Inputs
 `context` (oldest first; the last {turns} turns are used), `response`, `reference` (required).
@@ -248,7 +258,7 @@ and holds the PCA projection, M, N, alpha and beta. ONNX vs torch max abs differ
 {_dev_table(metrics['dev'], '## Correlation with human ratings on the dev partitions (never trained on)')}
 
 "vhred (init)" is ADEM at initialisation (M = N = I), the paper's "VHRED" row. p-values are in
-the run's metrics.json.
+the run's metrics.json. {TRAINING_TIME_TABLE}
 
 ## Gap to the paper
 Paper (Twitter test set, Pearson): ADEM 0.436, C-ADEM 0.363, R-ADEM 0.360, VHRED -0.010, BLEU-4 0.073.
@@ -323,7 +333,7 @@ spread (the paper reuses ADEM's 0.01 and 32, which fit only its own encoder's sc
 
 {_dev_table(metrics['dev'], '## Correlation with human ratings on the dev partitions (never trained on)')}
 
-"init (M = I)" is the head before training: the encoder's dot product alone.
+"init (M = I)" is the head before training: the encoder's dot product alone. {TRAINING_TIME_TABLE}
 
 ## Gap to the paper
 CONVO SPLIT Pearson {_fmt(convo['pearson'])} vs the paper's 0.573 ({_diff(convo['pearson'], 0.573)}); SYSTEM

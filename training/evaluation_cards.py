@@ -59,7 +59,8 @@ def readme_section(entry: dict) -> str:
 
 
 def _round(value: float | None) -> float | None:
-    return None if value is None else round(float(value), 4)
+    # Six places: a card prints three, and rounding a 4-place value again could differ from the docs by one.
+    return None if value is None else round(float(value), 6)
 
 
 def _cell(value: float | None) -> str:

@@ -49,3 +49,15 @@ def test_a_report_over_some_sets_writes_no_card_and_no_docs(tmp_path, capsys) ->
     assert report.main(["--store", str(store), "--sets", "holistic_eval", "--tried"]) == 0
     assert (store / "minilm-cosine" / "manifest.json").read_bytes() == before
     assert "holistic_eval" in capsys.readouterr().out  # printed, not written into docs/evaluation.md
+
+
+def test_each_card_names_the_licences_of_the_data_its_model_read():
+    from training.minilm.store import data_licences
+
+    adem = data_licences("adem-minilm", reddit=False, next_turn=True)
+    assert "dstc7: O-UDA" in adem and "GPL" not in adem  # its ratings fit reads dstc7 and Gupta's set only
+    assert "GPL-3.0" in data_licences("autojudge-minilm", reddit=False, next_turn=True)
+    for model in ("adem-minilm", "ruber-minilm", "autojudge-minilm"):
+        text = data_licences(model, reddit=False, next_turn=True)
+        assert "non-commercial, share-alike" in text and "chitchat-dataset: MIT" in text
+    assert "DSTC7 replies" in data_licences("ruber-minilm", reddit=True, next_turn=False)

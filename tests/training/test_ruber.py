@@ -197,3 +197,18 @@ def test_frequency_weights_shrink_common_words_and_leave_unseen_ones():
     assert weights[0] == pytest.approx(0.1 / (0.1 + 5 / 7))
     assert weights[1] == pytest.approx(0.1 / (0.1 + 1 / 7))
     assert weights[2] == 1.0 and weights.dtype == np.float32
+
+
+def test_the_card_says_how_the_validation_loss_ended():
+    from training.ruber.train import convergence
+
+    def run(losses):
+        history = [{"step": 1000 * (i + 1), "loss": loss} for i, loss in enumerate(losses)]
+        best = min(history, key=lambda h: h["loss"])
+        return convergence({"history": history, "best": best, "steps": 1000 * len(losses)})
+
+    assert run([.5, .4, .3, .2, .1]).startswith("Validation loss was still falling")
+    # The committed run: best at 24,500 of 26,000, then rising: not "still falling".
+    assert run([.5, .4, .3, .2, .19, .18, .17, .16, .15, .14, .13, .12, .11, .10, .09, .08, .07, .06, .05, .04,
+                .03, .02, .01, .02, .03]).startswith("Validation loss levelled off near the end")
+    assert run([.5, .1, .2, .3, .4, .5]).startswith("Validation loss stopped improving")

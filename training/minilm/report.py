@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for name in (*PAIRS, "minilm-cosine"):
         if (args.store / name / "manifest.json").is_file():
-            correlations = {s: {k: (None if v is None else round(v, 4)) for k, v in rows[name].items()
+            correlations = {s: {k: (None if v is None else round(v, 6)) for k, v in rows[name].items()
                                 if k in ("pearson", "spearman", "n")}
                             for s, rows in table.items() if name in rows and not rows[name]["skipped"]}
             update_card(args.store / name, correlations=correlations,

@@ -37,8 +37,39 @@ JUDGED_LICENCES = ("dstc7: O-UDA v1.0; dailydialog_gupta_multiref, holistic_eval
                    "MIT; xdial_*: GPL-3.0; conture: CC BY 4.0; DailyDialog-derived sets: CC BY-NC-SA 4.0")
 RUBER_LICENCES = ("DailyDialog: CC BY-NC-SA 4.0; DailyDialog++: data licence not stated (repository MIT), "
                   "built on DailyDialog")
+# adem-minilm's ratings fit reads only items with their own reference (dstc7, Gupta's set).
+ADEM_LICENCES = "dstc7: O-UDA v1.0; dailydialog_gupta_multiref: not stated (DailyDialog-derived)"
+WEIGHT_TERMS = ("The weights were trained on DailyDialog and sets drawn from it, so its CC BY-NC-SA 4.0 terms "
+                "apply to them (non-commercial, share-alike){gpl}. The encoder's own pre-training data includes "
+                "non-commercial sets (minilm-l6's card).")
+
+
+def data_licences(model: str, reddit: bool, next_turn: bool) -> str:
+    """The licence line of a -minilm card: the data each model's training read, and what follows."""
+    if model == "ruber-minilm":
+        data = RUBER_LICENCES + ("; DSTC7 replies: O-UDA v1.0" if reddit else "")
+    elif model == "adem-minilm":
+        data = ADEM_LICENCES + "; " + RUBER_LICENCES
+    else:
+        data = JUDGED_LICENCES + "; " + RUBER_LICENCES
+    data += "; chitchat-dataset: MIT" if next_turn else ""
+    gpl = "; the xDial-Eval items trained on are GPL-3.0" if model == "autojudge-minilm" else ""
+    return f"{ENCODER_LICENCE}; data: {data}. " + WEIGHT_TERMS.format(gpl=gpl)
+
+
 # What a user choosing between models should know and the figures alone do not say.
 LIMITATIONS = {
+    "adem-minilm": "needs a reference. Its ratings fit reads only the two sets with their own references (dstc7's "
+                   "Reddit threads and Gupta's DailyDialog set), so other rating protocols are extrapolated. Scores "
+                   "from the CPU's int8 encoder and a GPU's fp32 one differ slightly (docs/gpu.md). Its dstc7 figure "
+                   "may be favoured by MiniLM's Reddit pre-training (minilm-l6's card).",
+    "ruber-minilm": "needs a reference. No human score is read in training: the unreferenced part learned which "
+                    "reply follows a context, not which reply people prefer. A copy of the last context turn "
+                    "is its weakest degenerate case (the degenerate-reply table below).",
+    "minilm-cosine": "untrained. It gives a reply identical to the reference the top score and rewards "
+                     "paraphrasing the reference rather than a good reply unlike it; its context part rewards "
+                     "replies that repeat the last turn (copies of the last turn score above the human reply in "
+                     "the degenerate-reply check). The bar for the trained models, not a model to optimise against.",
     "autojudge-minilm": "reference-free, so it does not see what a reference tells the referenced models: on the "
                         "development sets that have references it stays below minilm-cosine, which reads the "
                         "reference, on most of them (docs/evaluation.md, also for what was tried: encoder fine-tuning, "
@@ -135,7 +166,10 @@ def write_minilm_cosine(folder: Path) -> Manifest:
     card = with_measured_fields({"summary": SUMMARIES["minilm-cosine"],
                                  "inputs": "context (last turn used), reply, reference",
                                  "training_data": "none (untrained)", "licence": ENCODER_LICENCE,
-                                 "citation": CITATIONS["minilm-cosine"]}, folder)
+                                 "limitations": LIMITATIONS["minilm-cosine"],
+                                 "citation": CITATIONS["minilm-cosine"],
+                                 "reproduce": "python -m training minilm-cosine\npython -m training minilm-report\n"
+                                              "python -m training degenerate"}, folder)
     manifest = write_manifest(folder, name=folder.name, version=VERSION, card=card,
                               **manifest_args("minilm-cosine", {"context_encoding": "last"}))
     write_readme(folder, manifest)
@@ -168,10 +202,7 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
         "training_data": (RUBER_TRAINING if config.model == "ruber-minilm" else JUDGED_TRAINING)
                          + (NEXT_TURN_TRAINING.format(epochs=config.next_turn_epochs) if next_turn else ""),
         "negatives": NEGATIVES,
-        "licence": f"{ENCODER_LICENCE}; data: "
-                   + (RUBER_LICENCES + ("; DSTC7 replies: O-UDA v1.0" if reddit else "")
-                      if config.model == "ruber-minilm" else JUDGED_LICENCES + "; " + RUBER_LICENCES)
-                   + ("; chitchat-dataset: MIT" if next_turn else ""),
+        "licence": data_licences(config.model, bool(reddit), next_turn),
         "training_time": f"{seconds:.0f} s of head training"
                          + (" (next-turn pre-training of M included)" if next_turn else "")
                          + " on cached MiniLM vectors (embedding the ~45k training texts once: ~20 min"
@@ -197,7 +228,7 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
         from service.scorers.minilm import RuberMiniLM
 
         blend = getattr(config, "blend", "arithmetic")
-        options = {"blend": {**RuberMiniLM.default_options["blend"], "default": blend}}
+        options = {**RuberMiniLM.default_options, "blend": {**RuberMiniLM.default_options["blend"], "default": blend}}
         card["options_note"] = (f"blend: min | max | geometric | arithmetic (default {blend}, the best mean "
                                 "development-set Pearson of the four, see blend_dev_pearson); components: true "
                                 "adds s_ref, s_unref")
@@ -209,8 +240,9 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
     return manifest
 
 
-JUDGED_TRAINING = ("the train partition of every judgement set in training.data.judgements (squared error to the "
-                   "1-5 human score; adem-minilm: the items with a reference, first reference) plus a margin ranking "
+JUDGED_TRAINING = ("the train partition of every judgement set trained on (training.data.judgements.TRAINING_SETS: "
+                   "all but convai2_turn; squared error to the 1-5 human score; adem-minilm: the items with their "
+                   "own reference, dstc7 and dailydialog_gupta_multiref, first reference) plus a margin ranking "
                    "term: 3,000 DailyDialog++ train contexts, human reply above random, adversarial and degenerate "
                    "replies")
 RUBER_TRAINING = ("negative sampling only (no human score): DailyDialog train (1,200 dialogues), DailyDialog++ "

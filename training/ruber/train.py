@@ -171,9 +171,14 @@ def convergence(train: dict) -> str:
     if not history:
         return ""
     halfway = [h["loss"] for h in history if h["step"] <= train["steps"] / 2]
-    if best["step"] < history[-1]["step"] * 0.8:
+    last = history[-1]
+    if best["step"] < last["step"] * 0.8:
         return (f"Validation loss stopped improving after step {best['step']:,}; a longer run would not help "
                 "this recipe.")
+    if best["step"] < last["step"]:
+        return (f"Validation loss levelled off near the end (best {best['loss']:.4f} at step {best['step']:,}, "
+                f"{last['loss']:.4f} at the last evaluation, step {last['step']:,}): a longer run would gain "
+                "little, if anything.")
     gained = f" (it was {min(halfway):.4f} by step {train['steps'] // 2:,})" if halfway else ""
     return (f"Validation loss was still falling late in the run{gained}: a longer run might gain a little "
             "more.")
@@ -208,7 +213,8 @@ def write_card(folder: Path, summary: dict) -> Path:
         "pooling is led by common words."),
         ("- Files: `query_encoder.onnx`, `reply_encoder.onnx` (embedded words [batch, time, 50] + lengths -> "
         f"[batch, {2 * summary['config']['hidden']}]), `head.onnx` (query, reply -> s_U); word vectors from the "
-        "`glove-50d` component."), "",
+        "`glove-50d` component; `word_weights.npy` (one weight per `glove-50d` row, for "
+        "`options.word_weights: \"frequency\"`); `training.json` (this run's measurements)."), "",
         "## Training", "",
         (f"- Data: {summary['data']['train_pairs']:,} (previous turn, reply) pairs from the train splits of "
         "DailyDialog (CC BY-NC-SA 4.0) and the BYU Chit-Chat dataset (MIT, `chitchat-dataset` 0.9.0); "
@@ -242,7 +248,10 @@ def write_card(folder: Path, summary: dict) -> Path:
         + "; ".join(f"`{w}`: " + ", ".join(f"{b} {v:.3f}" for b, v in means.items())
                     for w, means in summary["blend"]["by_word_weights"].items())
         + f" -> `{summary['blend']['word_weights']}` with `{summary['blend']['chosen']}`.", "",
-        "## Correlation with human judgements (dev splits; Pearson / Spearman, item level)", "",
+        "## Correlation with human judgements at training time (dev splits; Pearson / Spearman, item level)", "",
+        ("Measured by the training run in torch, on the sets with their own references (n/a: a set without "
+         "one), with its baselines on the same items. The served model's figures, with references recovered "
+         "from DailyDialog too, are in the section `evaluate` writes below and in docs/evaluation.md."), "",
         "| set | " + " | ".join(models) + " |", "|---|" + "---|" * len(models),
     ]
     for set_name, row in corr.items():
@@ -343,7 +352,9 @@ def _card(summary: dict, correlations: dict) -> dict:
                    + ") and unreferenced (BiGRU + MLP trained by negative sampling) scores, min-max normalised.",
         "training_data": "DailyDialog train (CC BY-NC-SA 4.0) and BYU Chit-Chat train (MIT), "
                          f"{summary['data']['train_pairs']} pairs; no human labels. Calibration: DailyDialog++ dev.",
-        "licence": "weights: CC BY-NC-SA 4.0 (trained on DailyDialog); code MIT; GloVe PDDL 1.0",
+        "licence": ("weights: CC BY-NC-SA 4.0 (trained on DailyDialog, non-commercial, share-alike; also "
+                    "BYU Chit-Chat: MIT); normalisation constants from DailyDialog++ dev (licence not "
+                    "stated upstream); code MIT; GloVe PDDL 1.0"),
         "training_time": f"{summary['train']['minutes']:.1f} min, {summary['machine']}",
         "blend": summary["blend"]["chosen"], "word_weights": summary["blend"]["word_weights"],
         "query_turns": summary["query_turns"]["chosen"],
