@@ -5,6 +5,7 @@ from typing import Any
 
 from service.config import Settings
 from service.errors import TooLarge
+from service.stats import METHODS, bootstrap_work_items
 
 
 def _check_text(path: str, text: str | None, settings: Settings, over: dict[str, str]) -> None:
@@ -52,6 +53,8 @@ def check_rerank(body: dict[str, Any], settings: Settings, check_reference: bool
 def check_correlate(body: dict[str, Any], settings: Settings) -> None:
     over: dict[str, str] = {}
     items, resamples, metrics = len(body["human"]), body["resamples"], len(body.get("scores") or {})
+    systems = len(set(map(str, body["systems"]))) if body.get("systems") is not None else None
+    work_items = bootstrap_work_items(items, systems, body.get("methods") or METHODS)
     if items > settings.max_correlate_items:
         over["human"] = f"{items} items; the limit is {settings.max_correlate_items}."
     if metrics > settings.max_metrics:
@@ -64,12 +67,15 @@ def check_correlate(body: dict[str, Any], settings: Settings) -> None:
         # The resample matrix is items x resamples (memory; 30,000 items x 10,000 resamples took minutes).
         over["resamples"] = (f"{items} items x {resamples} resamples = {items * resamples}; the limit on "
                              f"their product is {settings.max_bootstrap_work} (send fewer resamples).")
-    elif items * resamples * metrics > settings.max_bootstrap_metric_work:
+    elif work_items * resamples * metrics > settings.max_bootstrap_metric_work:
         # Each resample recomputes every metric's correlations over all items (time: Kendall's tau on
         # 5,000 items x 4,000 resamples took about 4 s a metric on 2 cores), so that one request cannot
         # hold a worker past its timeout.
-        over["resamples"] = (f"{items} items x {resamples} resamples x {metrics} metrics = "
-                             f"{items * resamples * metrics}; the limit on their product is "
+        counted = (f"{items} items" if work_items == items else
+                   f"({items} items + {work_items - items} for the system-level Kendall over "
+                   f"{systems} systems)")
+        over["resamples"] = (f"{counted} x {resamples} resamples x {metrics} metrics = "
+                             f"{work_items * resamples * metrics}; the limit on their product is "
                              f"{settings.max_bootstrap_metric_work} (send fewer resamples or metrics).")
     _raise(over)
 

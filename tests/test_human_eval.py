@@ -116,6 +116,9 @@ def test_reversing_an_unused_criterion_changes_nothing() -> None:
         (lambda r: None, {"scale": (100, 0)}, "scale"),
         (lambda r: None, {"alpha": 1.5}, "alpha"),
         (lambda r: None, {"qc_criteria": ["boring"]}, "qc_criteria"),
+        # A rating sent twice would count twice: it turned a failing rater into a passing one.
+        (lambda r: r.append(dict(r[0])), {}, f"ratings.{3}.item"),
+        (lambda r: r[1].update(item=r[0]["item"]), {}, "ratings.1.item"),  # one item under two systems
     ],
 )
 def test_bad_input_names_the_field(change, kwargs, field) -> None:
@@ -155,3 +158,25 @@ def test_any_valid_ratings_give_finite_json(rows) -> None:
     for p in body["raters"]["p"].values():
         assert p is None or 0.0 <= p <= 1.0
     assert [s["overall_z"] for s in body["systems"]] == sorted((s["overall_z"] for s in body["systems"]), reverse=True)
+
+
+def test_ratings_with_equal_score_sums_tie_exactly_in_the_significance_test() -> None:
+    # A probe's case: one rater, A's three ratings all sum to 225. Averaged z-scores left the third
+    # a bit off the other two, which broke their tie and moved the rank-sum p (.082 instead of .098).
+    rows = {"A": [(51, 76, 95, 3), (3, 51, 76, 95), (95, 3, 51, 76)],
+            "B": [(14, 83, 95, 25), (31, 87, 42, 27), (76, 51, 95, 3)]}
+    ratings = [{"rater": "w1", "system": system, "item": f"{system}{i}", "scores": dict(zip("xyuv", values))}
+               for system, scores in rows.items() for i, values in enumerate(scores)]
+    result = assess(ratings)
+    means = {system: [np.mean(v) for v in scores] for system, scores in rows.items()}
+    expected = sps.mannwhitneyu(means["A"], means["B"], alternative="greater").pvalue
+    assert result["significance"]["A"]["B"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_many_raters_are_grouped_in_one_pass() -> None:
+    from service.human_eval import rows_by
+
+    labels = np.array(["b", "a", "b", "c", "a"], dtype=object)
+    groups = rows_by(labels)
+    assert list(groups) == ["b", "a", "c"]  # order of first appearance, as the response lists raters
+    assert [g.tolist() for g in groups.values()] == [[0, 2], [1, 4], [3]]

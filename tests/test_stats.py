@@ -464,3 +464,47 @@ def test_correlate_is_scale_free_down_to_denormals() -> None:
         tiny = correlate([h * scale for h in human], {"m": [m * scale for m in metric]}, methods=["pearson"],
                          resamples=100)["metrics"]["m"]["item"]["pearson"]
         assert tiny["r"] == pytest.approx(plain["r"], abs=1e-12) and tiny["ci"] == pytest.approx(plain["ci"]), scale
+
+
+def test_averages_do_not_depend_on_the_order_of_the_values() -> None:
+    # A probe's cases: items 0, 1 and 5 average to .2 however their ratings are ordered, and the
+    # systems' means to .2 whatever the order of their items; np.mean and bincount left them a
+    # bit apart, which broke the ties Spearman's and Kendall's ranks see.
+    nested = correlate([[.1, .2, .3], [.3, .2, .1], [.5, .5, .5], [.1, .1, .1], [.9, .8, .7], [.2, .1, .3]],
+                       {"a": [1, 2, 3, 4, 5, 6]}, resamples=0)
+    expected = sps.spearmanr([.2, .2, .5, .1, .8, .2], [1, 2, 3, 4, 5, 6]).statistic
+    assert nested["metrics"]["a"]["item"]["spearman"]["r"] == pytest.approx(expected, abs=1e-12)
+    metric, systems = [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4], list("AAABBBCCCDDD")
+    in_order = correlate([.1, .2, .3, .1, .2, .3, .9, .9, .9, .5, .5, .5], {"m": metric}, systems=systems, resamples=0)
+    reordered = correlate([.1, .2, .3, .3, .2, .1, .9, .9, .9, .5, .5, .5], {"m": metric}, systems=systems,
+                          resamples=0)
+    for method in ("spearman", "kendall"):
+        assert (in_order["metrics"]["m"]["system"][method] == reordered["metrics"]["m"]["system"][method])
+    assert in_order["metrics"]["m"]["system"]["spearman"]["r"] == pytest.approx(
+        sps.spearmanr([.2, .2, .9, .5], [1, 2, 3, 4]).statistic, abs=1e-12)
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e6, 1e8, 1e10, 1e14])
+def test_krippendorff_alpha_ignores_a_shared_offset(offset: float) -> None:
+    units = [[1, 2], [4, 5], [7, 9], [3, 3], [8, 6]]
+    alpha = stats.krippendorff_alpha_interval([[offset + v for v in u] for u in units])
+    assert alpha == pytest.approx(0.858490566, abs=1e-6)  # the krippendorff package's value at every offset
+
+
+def test_a_confidence_near_one_is_named_as_sent() -> None:
+    body = correlate(list(range(10)), {"m": list(range(10))}, confidence=0.999999999, resamples=100)
+    assert "0.999999999 interval" in body["metrics"]["m"]["item"]["pearson"]["ci_reason"]
+
+
+def test_row_by_row_system_kendall_counts_in_the_bootstrap_work_limit() -> None:
+    from service.config import Settings
+    from service.errors import TooLarge
+    from service.limits import check_correlate
+
+    body = {"human": [0.0] * 187, "scores": {f"m{i}": [0.0] * 187 for i in range(32)}, "resamples": 10_000,
+            "systems": [f"s{i}" for i in range(186)] + ["s185"], "methods": ["kendall"]}
+    with pytest.raises(TooLarge) as caught:  # took 108 s within the limits, 2 cores
+        check_correlate(body, Settings())
+    assert "system-level Kendall over 186 systems" in caught.value.details["resamples"]
+    check_correlate({**body, "methods": ["pearson", "spearman"]}, Settings())  # vectorised: as before
+    check_correlate({**body, "systems": [f"s{i % 64}" for i in range(187)]}, Settings())  # all pairs at once

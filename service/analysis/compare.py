@@ -6,13 +6,13 @@ from typing import Any
 import numpy as np
 
 from service.analysis.inputs import HumanEvalInput
-from service.human_eval import oriented_scores, standardise
+from service.human_eval import oriented_scores, rows_by, standardise
 
 
 def _z_scores(data: HumanEvalInput, criteria: list[str]) -> np.ndarray:
     """Each rating's per-rater z-scores, computed exactly as `assess` does."""
     raw = oriented_scores(data.ratings, criteria, data.reverse, data.scale)
-    z, _, _ = standardise(raw, np.array([r["rater"] for r in data.ratings], dtype=object))
+    z, _, _ = standardise(raw, rows_by(np.array([r["rater"] for r in data.ratings], dtype=object)))
     return z
 
 
