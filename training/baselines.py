@@ -57,6 +57,10 @@ def write_baselines(root: Path) -> None:
                   "Rebuild the manifest: `python -m training baselines`."]
         if "evaluate" in full_card:
             lines += ["", readme_section(full_card["evaluate"]).rstrip("\n")]
+        if "degenerate" in full_card:
+            from training.minilm.degenerate import card_section
+
+            lines += ["", card_section(full_card["degenerate"]).rstrip("\n")]
         (folder / "README.md").write_text("\n".join(lines) + "\n")
 
 

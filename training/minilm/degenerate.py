@@ -140,6 +140,19 @@ def shares(scorer, cases: list[Case], batch: int = 256) -> dict[str, float]:
 
 
 BEGIN, END = "<!-- degenerate:begin -->", "<!-- degenerate:end -->"
+# A card's own section (the docs' table has every model in one section with the markers above).
+CARD_BEGIN, CARD_END = "<!-- degenerate-card:begin -->", "<!-- degenerate-card:end -->"
+
+
+def card_lines(shares: dict[str, float]) -> list[str]:
+    """A model card's section on the check: the share per kind of degenerate reply."""
+    return ["## Degenerate replies (share scored below the human reply; `python -m training degenerate`)", "",
+            *(f"- {kind}: {share:.1%}" for kind, share in shares.items())]
+
+
+def card_section(shares: dict[str, float]) -> str:
+    """card_lines between markers, for READMEs their trainer writes (degenerate replaces it in place)."""
+    return "\n".join([CARD_BEGIN, "", *card_lines(shares), "", CARD_END]) + "\n"
 
 
 def markdown(table: dict[str, dict[str, float]], n_contexts: int, command: str) -> str:
@@ -172,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None,
                         help="Markdown file whose degenerate section is rewritten (default: docs/evaluation.md for "
                              "a full run; with --models or another --contexts than 400 the table is printed instead)")
-    parser.add_argument("--no-cards", action="store_true", help="do not write the shares into the -minilm cards")
+    parser.add_argument("--no-cards", action="store_true", help="do not write the shares into the models' cards")
     args = parser.parse_args(argv)
     if args.contexts < 1:
         parser.error("--contexts must be at least 1")
@@ -197,11 +210,17 @@ def main(argv: list[str] | None = None) -> int:
     else:
         write_section(out, section)
     if not args.no_cards and full_set:  # a card reports the whole check set only
+        from service.manifest import update_card as update_manifest_card
         from training.minilm.store import update_card
 
         for name, row in table.items():
-            if name.endswith("-minilm") or name == "minilm-cosine":
-                update_card(args.store / name, degenerate={k: round(v, 4) for k, v in row.items()})
+            rounded = {k: round(v, 4) for k, v in row.items()}
+            if name.endswith("-minilm") or name == "minilm-cosine":  # README written from the card
+                update_card(args.store / name, degenerate=rounded)
+            elif (args.store / name / "manifest.json").is_file():  # README written by its trainer: a section
+                update_manifest_card(args.store / name, degenerate=rounded)
+                docs_section.write_section(args.store / name / "README.md", card_section(rounded), CARD_BEGIN,
+                                           CARD_END)
     return 0
 
 

@@ -132,8 +132,9 @@ def write_readme(folder: Path, manifest: Manifest) -> None:
             lines.append(f"| {how} | " + " | ".join(f"{row[k]:.3f}" for k in sets)
                          + f" | {float(np.mean(list(row.values()))):.3f} |")
     if card.get("degenerate"):
-        lines += ["", "## Degenerate replies (share scored below the human reply; `python -m training degenerate`)", ""]
-        lines += [f"- {kind}: {share:.1%}" for kind, share in card["degenerate"].items()]
+        from training.minilm.degenerate import card_lines
+
+        lines += ["", *card_lines(card["degenerate"])]
     if card.get("reproduce"):
         lines += ["", "Reproduce:", "", "```", card["reproduce"], "```"]
     if card.get("evaluate") and manifest.name not in OWN_README_TABLE:
