@@ -4,12 +4,13 @@ Two graphs: `utterance_encoder.onnx` (BPE ids -> one vector per utterance, BiGRU
 `context_encoder.onnx` (a sequence of utterance vectors -> the context GRU's last state).
 A context's vector is the context encoder over its last `max_context_turns` utterances; a
 reply's (or reference's) vector is the context encoder over that single utterance, as in
-ADEM section 4. Utterance vectors and single-utterance states go through the request's
-EncodeCache, so a text shared by items or models is encoded once. Both graphs mask padding
+ADEM section 4. Utterance vectors, single-utterance states and context states go through the
+request's EncodeCache, so a text or context shared by items or models is encoded once. Both graphs mask padding
 exactly (see training/encoders/bigru.py), so batching by length cannot change a score.
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -55,10 +56,19 @@ class HREDEncoder(Component):
                               lambda missing: self._contexts([[t] for t in missing], cache))
 
     def encode_contexts(self, contexts: list[list[str]], cache: EncodeCache | None = None) -> np.ndarray:
-        """(len(contexts), dimension): the context encoder's last state over each context's recent turns."""
+        """(len(contexts), dimension): the context encoder's last state over each context's recent turns.
+
+        Memoised per request by the turns the encoder reads (JSON of the recent turns: unambiguous),
+        so adem and autojudge on one request, or items sharing a context, run the graph once each."""
         if not contexts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return self._contexts([list(c) for c in contexts], cache or EncodeCache())
+        cache = cache or EncodeCache()
+        keys = [json.dumps(self._recent(list(c)), ensure_ascii=False) for c in contexts]
+        return cache.get_many(self.name + ":context", keys,
+                              lambda missing: self._contexts([json.loads(k) for k in missing], cache))
+
+    def _recent(self, context: list[str]) -> list[str]:
+        return context[-self.max_context_turns:] if context else [""]
 
     # --- graphs ------------------------------------------------------------------------------------
     def _utterances(self, texts: list[str]) -> np.ndarray:
@@ -76,7 +86,7 @@ class HREDEncoder(Component):
         return out
 
     def _contexts(self, contexts: list[list[str]], cache: EncodeCache) -> np.ndarray:
-        recent = [(c[-self.max_context_turns:] if c else [""]) for c in contexts]
+        recent = [self._recent(c) for c in contexts]
         texts = list(dict.fromkeys(t for c in recent for t in c))
         vectors = dict(zip(texts, self.encode_utterances(texts, cache)))
         turns = [len(c) for c in recent]

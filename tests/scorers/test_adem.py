@@ -62,6 +62,32 @@ def test_shared_encoder_cache_encodes_each_text_once(tiny) -> None:
     assert cache.misses == misses and cache.hits > 0
 
 
+class CountingSession:
+    """An ONNX Runtime session that counts the rows it is run on (instrumentation, not a stand-in)."""
+
+    def __init__(self, session) -> None:
+        self.session, self.rows = session, 0
+
+    def run(self, *args):
+        self.rows += next(iter(args[-1].values())).shape[0]  # the feeds: {name: array}, batch first
+        return self.session.run(*args)
+
+
+def test_a_context_is_encoded_once_per_request_across_items_and_models(tiny, monkeypatch) -> None:
+    # A probe counted 11 context-graph rows for 6 distinct inputs: the context state was not cached.
+    encoder = tiny.scorers["adem"].components["hred-encoder"]
+    counting = CountingSession(encoder.context_session)
+    monkeypatch.setattr(encoder, "context_session", counting)
+    items = [ITEMS[0], ITEMS[1], ITEMS[0]]  # one exact duplicate
+    cache = EncodeCache()
+    together = tiny.scorers["adem"].score(items, cache=cache).scores
+    tiny.scorers["autojudge"].score(items, cache=cache)
+    distinct = {tuple(i.context) for i in items} | {i.response for i in items} | {i.reference for i in items}
+    assert counting.rows == len(distinct)  # 2 contexts, 2 replies, 2 references: each once
+    alone = [tiny.scorers["adem"].score([i]).scores[0] for i in items]
+    assert together == pytest.approx(alone, abs=1e-5)  # as check_batch_invariance: GEMM rows round apart
+
+
 def test_served_over_http(tiny, tmp_path) -> None:
     from service.app import create_app
 
