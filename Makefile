@@ -49,7 +49,7 @@ lint: $(VENV)/.dev
 	bash scripts/lint.sh
 
 bench: $(VENV)/.serve
-	$(PY) -m service.bench --workers $(WORKERS)
+	$(PY) -m service.bench --workers $(WORKERS) $(BENCH_ARGS)
 
 train: $(VENV)/.dev
 	bash scripts/train.sh
