@@ -56,13 +56,13 @@ def _check(ratings: list[dict], reverse: Sequence[str], scale: tuple[float, floa
     # beside ratings without it): reversing nothing changes nothing, so it is not an error.
     seen: dict[tuple[str, str], int] = {}  # (rater, item) -> first rating: a repeat would count twice
     for i, rating in enumerate(ratings):
-        key = (rating.get("rater"), rating.get("item"))
-        if all(isinstance(part, str) for part in key):
-            if key in seen:
-                errors[f"ratings.{i}.item"] = (f"Rater {key[0]!r} already rated item {key[1]!r} (ratings.{seen[key]}); "
-                                               "each rater rates an item once.")
+        pair = (rating.get("rater"), rating.get("item"))
+        if all(isinstance(part, str) for part in pair):
+            if pair in seen:
+                errors[f"ratings.{i}.item"] = (f"Rater {pair[0]!r} already rated item {pair[1]!r} "
+                                               f"(ratings.{seen[pair]}); each rater rates an item once.")
             else:
-                seen[key] = i
+                seen[pair] = i
         for key in ("rater", "system", "item"):
             if not isinstance(rating.get(key), str) or not rating.get(key):
                 errors[f"ratings.{i}.{key}"] = "Must be a non-empty string."
