@@ -45,10 +45,21 @@ def drain_unread_body(environ: dict[str, Any], budget: int) -> None:
         return
 
 
+class ServiceFlask(Flask):
+    """Flask, with OPTIONS answered 204 and no body: Flask's own answer is a 200 with an empty
+    text/html body, and every body this service sends is JSON (API.md)."""
+
+    def make_default_options_response(self) -> Response:
+        response = super().make_default_options_response()
+        response.status_code = 204
+        response.headers.pop("Content-Type", None)
+        return response
+
+
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     """Settings: defaults, then DIALSCORE_* environment variables, then `config` (tests)."""
     settings = load_settings(config)
-    app = Flask(__name__)
+    app = ServiceFlask(__name__)
     app.config["SETTINGS"] = settings
     # One byte over the limit: werkzeug stops reading a chunked body there silently, and load_body
     # refuses what is longer than the limit (service/api/__init__.py).

@@ -166,6 +166,14 @@ def test_method_not_allowed_has_allow_header(client):
     assert response.get_json()["error"]["code"] == "method_not_allowed"
 
 
+def test_options_answers_the_allowed_methods_with_no_body(client):
+    # Flask's own answer was a 200 with an empty text/html body; every body here is JSON, so none.
+    response = client.options("/score")
+    assert response.status_code == 204 and response.data == b""
+    assert "Content-Type" not in response.headers
+    assert set(response.headers["Allow"].split(", ")) >= {"POST", "OPTIONS"}
+
+
 def test_unknown_path_is_404_in_contract_format(client):
     response = client.get("/nowhere")
     assert response.status_code == 404
