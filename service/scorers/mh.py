@@ -8,7 +8,9 @@ Options:
   conversation the bot held with itself; speaker labels are ignored and turns alternate roles).
 - `proxies`: true adds every proxy value (null where it could not be computed) to `details`.
 
-The prediction is clipped to the rating scale [1, 5] so that scores stay on the humans' scale.
+Each proxy is held to its range in the fitting data before the regression (one turn of "ha" x 1000
+set the score alone), and the prediction is clipped to the rating scale [1, 5] so that scores stay
+on the humans' scale.
 """
 from __future__ import annotations
 
@@ -50,12 +52,15 @@ class HybridMetric(Scorer):
         self.coefficients = np.asarray(raw["coefficients"], dtype=np.float64)
         self.intercept = float(raw["intercept"])
         width = len(proxies.PROXIES)
-        if not (self.mean.shape == self.scale.shape == self.coefficients.shape == (width,)) or \
-                not np.all(np.isfinite(np.concatenate([self.mean, self.scale, self.coefficients]))) or \
-                not np.all(self.scale > 0):
-            raise ManifestError(f"{self.name}: {REGRESSION_FILE} needs {width} finite means, positive scales "
-                                "and coefficients")
-        self.low, self.high = self.manifest.score_range
+        # The proxies' range in the fitting data (training/mh/fit.py); a file from before it has none.
+        self.low = np.asarray(raw.get("low", [-np.inf] * width), dtype=np.float64)
+        self.high = np.asarray(raw.get("high", [np.inf] * width), dtype=np.float64)
+        if not (self.mean.shape == self.scale.shape == self.coefficients.shape == self.low.shape == self.high.shape
+                == (width,)) or not np.all(np.isfinite(np.concatenate([self.mean, self.scale, self.coefficients]))) \
+                or not np.all(self.scale > 0) or np.any(np.isnan(self.low)) or not np.all(self.low <= self.high):
+            raise ManifestError(f"{self.name}: {REGRESSION_FILE} needs {width} finite means, positive scales, "
+                                "coefficients and ordered ranges")
+        self.score_low, self.score_high = self.manifest.score_range
         fitted = self.manifest.config.get("encoder_files", {})
         served = {n: e["sha256"] for n, e in self.encoder.manifest.files.items() if n in fitted}
         if fitted and served != fitted:
@@ -64,8 +69,10 @@ class HybridMetric(Scorer):
                         sorted(fitted), {n: h[:12] for n, h in served.items()})
 
     def predict(self, values: np.ndarray) -> float:
-        """The unclipped regression output for one proxy vector (NaN proxies take the training mean)."""
-        filled = np.where(np.isnan(values), self.mean, values)
+        """The regression output for one proxy vector, before the clip to the rating scale: NaN proxies
+        take the training mean, and each proxy is held to its range in the fitting data (as
+        training/mh/fit.py's Linear, whose predictions the card reports)."""
+        filled = np.clip(np.where(np.isnan(values), self.mean, values), self.low, self.high)
         return float(((filled - self.mean) / self.scale) @ self.coefficients + self.intercept)
 
     def _score(self, items: list[Dialogue], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
@@ -84,7 +91,7 @@ class HybridMetric(Scorer):
         for conversation in conversations:
             values = proxies.compute(conversation, self.glove.embed, encode)
             raw = self.predict(proxies.vector(values))
-            scores.append(min(self.high, max(self.low, raw)))
+            scores.append(min(self.score_high, max(self.score_low, raw)))
             details.append({"unclipped": raw,
                             "proxies": {k: (None if math.isnan(v) else v) for k, v in values.items()}})
         return ScoreBatch(scores, details if options["proxies"] else None)

@@ -30,7 +30,8 @@ BAD = Dialogue([Turn("user", "hi"), Turn("bot", "i am a bot"), Turn("user", "you
 
 
 def make_store(root: Path, coefficients: dict[str, float], intercept: float = 3.0,
-               names: tuple[str, ...] = proxies.PROXIES, config: dict | None = None) -> Path:
+               names: tuple[str, ...] = proxies.PROXIES, config: dict | None = None,
+               ranges: dict[str, tuple[float, float]] | None = None) -> Path:
     """A store with the real components and an mh folder holding the given regression."""
     root.mkdir(parents=True, exist_ok=True)
     for component in COMPONENTS:
@@ -40,6 +41,9 @@ def make_store(root: Path, coefficients: dict[str, float], intercept: float = 3.
     width = len(names)
     regression = {"proxies": list(names), "mean": [0.5] * width, "scale": [0.25] * width,
                   "coefficients": [coefficients.get(n, 0.0) for n in names], "intercept": intercept}
+    if ranges is not None:
+        regression["low"] = [ranges.get(n, (-1e9, 1e9))[0] for n in names]
+        regression["high"] = [ranges.get(n, (-1e9, 1e9))[1] for n in names]
     (folder / "regression.json").write_text(json.dumps(regression))
     write_manifest(folder, name="mh", version="test", kind="dialogue", scorer="mh", score_range=(1.0, 5.0),
                    uses=list(COMPONENTS), card={"summary": "test regression"}, config=config)
@@ -64,8 +68,9 @@ def components() -> dict:
 def build(tmp_path: Path, components: dict):
     """build(coefficients, intercept) -> an mh scorer on that regression and the real components."""
 
-    def make(coefficients: dict[str, float], intercept: float = 3.0):
-        root = make_store(tmp_path / f"store{len(list(tmp_path.iterdir()))}", coefficients, intercept)
+    def make(coefficients: dict[str, float], intercept: float = 3.0, ranges: dict | None = None):
+        root = make_store(tmp_path / f"store{len(list(tmp_path.iterdir()))}", coefficients, intercept,
+                          ranges=ranges)
         manifest = read_manifest(root / "mh")
         return scorer_class("mh")(manifest, components, components[COMPONENTS[0]].runtime)
 
@@ -80,6 +85,17 @@ def test_score_is_the_regression_of_the_proxies(build) -> None:
     assert batch.details[1]["unclipped"] == pytest.approx(0.0)
     assert set(batch.details[0]["proxies"]) == set(proxies.PROXIES)
     assert mh.score([GOOD]).details is None
+
+
+def test_a_proxy_beyond_its_fitting_range_counts_at_the_edge(build) -> None:
+    # A probe: one user turn of "ha" x 1000 set the committed model's score alone (laughter z 18,000).
+    laughing = Dialogue([Turn("user", "ha" * 1000), Turn("bot", "ok"), Turn("user", "hi"), Turn("bot", "hello")])
+    unbounded = build({"laughter": 0.01}, intercept=2.0)
+    held = build({"laughter": 0.01}, intercept=2.0, ranges={"laughter": (0.0, 1.0)})
+    assert unbounded.score([laughing], {"proxies": True}).details[0]["unclipped"] > 5
+    batch = held.score([laughing], {"proxies": True})
+    assert batch.details[0]["proxies"]["laughter"] == 500  # reported as measured
+    assert batch.scores == pytest.approx([2.0 + 0.01 * (1.0 - 0.5) / 0.25])  # used at the range's edge
 
 
 def test_missing_proxies_take_the_training_mean(build) -> None:

@@ -27,18 +27,28 @@ VARIANT_TEXT = (
     "human-bot (default): the speakers as given, the setting the regression was fitted in. "
     "bot-only (the paper's -B): only the bot's turns are read; they alternate between the user and the bot "
     "role, so sentiment, transition, min-max, laughter and words (the -U proxies) describe the bot's own "
-    "every-other utterance, and sentiment coherence, semantic similarity and the word coherences (-U/B) compare "
-    "consecutive bot utterances (-B/B); question stays -B. self-play (-B/B): a conversation the bot held with "
-    "itself; speaker labels are ignored and turns alternate roles as in bot-only. The human-bot coefficients are "
-    "applied unchanged in every variant, as the paper does.")
+    "every-other utterance (the 1st, 3rd, ...), question reads the others (2nd, 4th, ...), and sentiment "
+    "coherence, semantic similarity and the word coherences (-U/B) compare the pairs (1st, 2nd), (3rd, 4th), "
+    "...: half of the consecutive pairs the paper's -B/B names, so a score can change when the same utterances "
+    "are shifted by one place. self-play (-B/B): a conversation the bot held with itself; speaker labels are "
+    "ignored and turns alternate roles as in bot-only. The human-bot coefficients are applied unchanged in "
+    "every variant, as the paper does.")
+PROXY_RULES = (
+    "question: 1 when a bot turn has '?' or one of nine question words, else 0 (the authors' reward code gives "
+    "0.5 for each); laughter: the 'ha's of words made only of 'ha's ('haha' 2; 'lol', 'hehe' and emoji 0); "
+    "VADER reads an utterance's first 512 words. Turns with empty text are scored as given (training dropped "
+    "them): sentiment 0, and two empty turns are semantically identical. Each proxy is held to its range in the "
+    "fitting data before the regression (one turn of 'ha' x 1000 had set the score alone).")
 
 
 LIMITATIONS = (
-    "M_H is a linear regression of surface proxies and can be gamed, as the paper warns: a scripted HTTP bot that "
-    "answers every turn with \"haha, why do you say '<the last turn>'? tell me more!\" scored the maximum, 5.0, in "
-    "all 20 self-play conversations of 10 turns (`python -m training selfplay --bot http://127.0.0.1:8765/chat "
-    "--conversations 20`): laughter, sentiment, question words and echo-as-coherence all push the score up. "
-    "Use it to compare real generative bots, never as a reward to optimise.")
+    "M_H is a linear regression of surface proxies and can be gamed, as the paper warns. Measured with "
+    "`python -m training selfplay --bot URL --conversations 20` (2026-11-23, proxies held to their fitting range): "
+    "a scripted bot that answers every turn with \"haha, why do you say '<the last turn>'? tell me more!\" "
+    "scores 4.05, and one that always answers \"i love it!\" 3.28, both above the trained VHRED's 3.12: "
+    "laughter, sentiment, question words and repetition-as-coherence all push the score up (before the range "
+    "was held, the first bot scored the maximum, 5.0). Use it to compare real generative bots, never as a "
+    "reward to optimise.")
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -59,6 +69,7 @@ def write_artifact(folder: Path, model: Linear, result: dict[str, Any], version:
     folder.mkdir(parents=True, exist_ok=True)
     regression = {"proxies": list(proxies.PROXIES), "mean": model.mean.tolist(), "scale": model.scale.tolist(),
                   "coefficients": model.coefficients.tolist(), "intercept": model.intercept,
+                  "low": model.low.tolist(), "high": model.high.tolist(),
                   "target": "ConvAI2 eval_score (1-5)", "standardised": True}
     (folder / REGRESSION_FILE).write_text(json.dumps(regression, indent=2) + "\n")
     lbo = result["leave_bot_out"]
@@ -69,6 +80,7 @@ def write_artifact(folder: Path, model: Linear, result: dict[str, Any], version:
         "inputs": "turns: [{speaker: user|bot, text}], oldest first; option variant human-bot|bot-only|self-play.",
         "substitutes": SUBSTITUTES,
         "variants": VARIANT_TEXT,
+        "proxy_rules": PROXY_RULES,
         "training_data": f"ConvAI2 human-bot dialogues with the partner's eval_score and a bot id: "
                          f"{result['data']['convai2_conversations']} conversations, {len(result['data']['bots'])} "
                          f"bots (data_intermediate.json and data_volunteers.json).",
@@ -191,8 +203,9 @@ def model_card(result: dict[str, Any], version: str) -> str:
         "conversation (formulas in `service/proxies.py`): user sentiment, sentiment transition, sentiment "
         "min-max slope, laughter, user-bot sentiment coherence, semantic similarity, average / extrema / greedy "
         "word coherence, the bot's question score and the user's number of words. M_H = sum_i lambda_i z_i + "
-        "lambda_0, with z_i the proxy standardised by the training mean and deviation (a proxy that cannot be "
-        "computed, e.g. no user turn before a bot turn, takes the mean); the result is clipped to [1, 5].",
+        "lambda_0, with z_i the proxy held to its range in the fitting data and standardised by the training mean "
+        "and deviation (a proxy that cannot be computed, e.g. no user turn before a bot turn, takes the mean); "
+        "the result is clipped to [1, 5].",
         "",
         f"Substitutes for the paper's models: {SUBSTITUTES}",
         "",
@@ -200,6 +213,8 @@ def model_card(result: dict[str, Any], version: str) -> str:
         "`proxies` (true: every proxy value in `details`). Uses the `glove-50d` and `minilm-l6` components.",
         "",
         f"Variants: {VARIANT_TEXT}",
+        "",
+        f"Proxy rules: {PROXY_RULES}",
         "",
         f"Training data: {d['convai2_conversations']} ConvAI2 human-bot conversations rated 1-5 by the human "
         f"partner, with at least {d['min_pairs']} user-then-bot exchange(s), from {len(d['bots'])} bots "
@@ -255,6 +270,8 @@ def write_docs(path: Path, result: dict[str, Any], command: str) -> None:
         "Coefficients and their stability across folds:",
         "",
         *_stability_table(result),
+        "",
+        f"Proxy rules: {PROXY_RULES}",
         "",
         f"Limitations: {LIMITATIONS}",
         "",

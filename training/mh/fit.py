@@ -23,9 +23,13 @@ class Linear:
     scale: np.ndarray
     coefficients: np.ndarray
     intercept: float
+    # The proxies' range in the fitting data: a proxy beyond it is taken at its edge, so that one
+    # turn ("ha" x 1000: laughter z = 18,000) cannot set the score; the fitting data is unchanged.
+    low: np.ndarray
+    high: np.ndarray
 
     def standardise(self, x: np.ndarray) -> np.ndarray:
-        x = np.where(np.isnan(x), self.mean, x)
+        x = np.clip(np.where(np.isnan(x), self.mean, x), self.low, self.high)
         return (x - self.mean) / self.scale
 
     def predict(self, x: np.ndarray) -> np.ndarray:
@@ -49,7 +53,8 @@ def fit(x: np.ndarray, y: np.ndarray, ridge: float = 0.0) -> Linear:
         design = np.vstack([design, penalty])
         target = np.concatenate([y, np.zeros(z.shape[1])])
     solution, *_ = linalg.lstsq(design, target)
-    return Linear(mean, scale, solution[:-1], float(solution[-1]))
+    low, high = filled.min(axis=0), filled.max(axis=0)
+    return Linear(mean, scale, solution[:-1], float(solution[-1]), low, high)
 
 
 @dataclass(frozen=True)
