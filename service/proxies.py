@@ -132,33 +132,43 @@ def minmax_slope(values: Sequence[float]) -> float:
 
 @dataclass(frozen=True)
 class Roles:
-    """A conversation as the proxies see it: each utterance with the role it plays."""
+    """A conversation as the proxies see it: each utterance with the role it plays.
+
+    With `every_role` (the bot's own conversation: self-play and bot-only) every utterance plays
+    both roles: it answers the one before and is answered by the one after, so the -U and -B
+    proxies read every utterance and the pair proxies every consecutive pair, the paper's -B/B
+    ("between consecutive bot utterances")."""
 
     texts: list[str]
     roles: list[str]  # USER or BOT, same length as texts
+    every_role: bool = False
 
     def of(self, role: str) -> list[str]:
-        return [t for t, r in zip(self.texts, self.roles) if r == role]
+        return list(self.texts) if self.every_role else [t for t, r in zip(self.texts, self.roles) if r == role]
+
+    def _plays(self, i: int, role: str) -> bool:
+        return self.every_role or self.roles[i] == role
 
     def pairs(self) -> list[tuple[str, str]]:
         """(user query, bot reply) for every bot turn right after a user turn."""
         return [(self.texts[i - 1], self.texts[i]) for i in range(1, len(self.texts))
-                if self.roles[i] == BOT and self.roles[i - 1] == USER]
+                if self._plays(i, BOT) and self._plays(i - 1, USER)]
 
     def transitions(self) -> list[tuple[str, str]]:
         """(user before, user after) around every bot turn that has both."""
         return [(self.texts[i - 1], self.texts[i + 1]) for i in range(1, len(self.texts) - 1)
-                if self.roles[i] == BOT and self.roles[i - 1] == USER and self.roles[i + 1] == USER]
+                if self._plays(i, BOT) and self._plays(i - 1, USER) and self._plays(i + 1, USER)]
 
 
 def assign_roles(speakers: Sequence[str], texts: Sequence[str], variant: str) -> Roles:
     """Roles for a variant of M_H.
 
     "human-bot": the speakers as given (the setting the regression was fitted in).
-    "self-play" (the paper's -B/B): every utterance is the bot's; utterances alternate between the
-    "user" and the "bot" role from the first one, whatever the speaker labels say, so the -U proxies
-    read the bot's own every-other utterances and the -U/B proxies compare consecutive bot
-    utterances.
+    "self-play" (the paper's -B/B): every utterance is the bot's, whatever the speaker labels say,
+    and plays both roles (Roles.every_role): the -U proxies read every utterance, question reads
+    every utterance, and the -U/B proxies compare every consecutive pair. (Until mh 2026.11.2 the
+    utterances alternated roles, which compared only half the pairs and made a score depend on
+    where the same utterances started.)
     "bot-only" (the paper's -B): the bot's turns of a human-bot conversation alone, then as
     "self-play"; the user's turns are not read.
     """
@@ -168,7 +178,7 @@ def assign_roles(speakers: Sequence[str], texts: Sequence[str], variant: str) ->
         texts = [t for s, t in zip(speakers, texts) if s == BOT]
         variant = "self-play"
     if variant == "self-play":
-        return Roles(list(texts), [USER if i % 2 == 0 else BOT for i in range(len(texts))])
+        return Roles(list(texts), [BOT] * len(texts), every_role=True)
     raise ValueError(f"unknown M_H variant {variant!r}")
 
 

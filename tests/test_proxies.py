@@ -68,9 +68,12 @@ def test_variants_assign_roles() -> None:
     speakers, texts = ["user", "bot", "user", "bot"], ["u1", "b1", "u2", "b2"]
     assert assign_roles(speakers, texts, "human-bot").roles == ["user", "bot", "user", "bot"]
     bot_only = assign_roles(speakers, texts, "bot-only")
-    assert bot_only.texts == ["b1", "b2"] and bot_only.roles == ["user", "bot"]
+    assert bot_only.texts == ["b1", "b2"] and bot_only.pairs() == [("b1", "b2")]
+    # The paper's -B/B: between consecutive bot utterances, every one of them (a probe found only the
+    # pairs (1st, 2nd), (3rd, 4th), ... compared, and scores moving when utterances shifted by one).
     selfplay = assign_roles(["bot"] * 3, ["a", "b", "c"], "self-play")
-    assert selfplay.roles == ["user", "bot", "user"] and selfplay.pairs() == [("a", "b")]
+    assert selfplay.pairs() == [("a", "b"), ("b", "c")] and selfplay.transitions() == [("a", "c")]
+    assert selfplay.of("user") == selfplay.of("bot") == ["a", "b", "c"]
     with pytest.raises(ValueError):
         assign_roles(speakers, texts, "nonsense")
 
@@ -128,3 +131,13 @@ def test_vader_is_vaders_own_score_up_to_the_word_cap_and_reads_the_first_words_
     assert len(read) > proxies.MAX_SENTIMENT_WORDS
     first = analyzer.polarity_scores(" ".join(read[:proxies.MAX_SENTIMENT_WORDS]))
     assert vader(long) == (first["neg"], first["neu"], first["pos"], first["compound"])
+
+
+def test_self_play_does_not_depend_on_where_the_same_utterances_start() -> None:
+    texts = ["what do you like to eat?", "i like pizza a lot", "how about movies?", "i love action movies",
+             "where do you live?", "in paris"]
+    swapped = [texts[i ^ 1] for i in range(len(texts))]  # each pair's utterances swapped
+    values = [compute(assign_roles(["bot"] * 6, t, "self-play"), embed_words, encode) for t in (texts, swapped)]
+    assert [v["question"] for v in values] == [0.5, 0.5]  # three of six ask, in either order (was 0.0 and 1.0)
+    for name in ("sentiment", "words", "laughter"):  # read over every utterance: the same set either way
+        assert values[0][name] == pytest.approx(values[1][name])

@@ -4,8 +4,9 @@ whole human-bot conversations (ConvAI2, 1-5), leave-bot-out (training/mh).
 
 Options:
 - `variant`: "human-bot" (default; the setting the regression was fitted in), "bot-only" (the
-  paper's -B: the bot's turns alone, in alternating roles) or "self-play" (the paper's -B/B: a
-  conversation the bot held with itself; speaker labels are ignored and turns alternate roles).
+  paper's -B: the bot's turns alone) or "self-play" (the paper's -B/B: a
+  conversation the bot held with itself; speaker labels are ignored). In both, every utterance plays
+  both roles, so the pair proxies compare every consecutive pair (service/proxies.py: Roles).
 - `proxies`: true adds every proxy value (null where it could not be computed) to `details`.
 
 Each proxy is held to its range in the fitting data before the regression (one turn of "ha" x 1000

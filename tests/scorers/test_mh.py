@@ -114,7 +114,7 @@ def test_variants_change_which_turns_are_read(build) -> None:
     assert human_bot < 3.0  # the user is negative
     selfplay = Dialogue([Turn("bot", t.text) for t in dialogue.turns if t.speaker == "bot"])
     assert mh.score([selfplay], {"variant": "self-play"}).scores[0] == pytest.approx(bot_only)
-    assert bot_only > human_bot  # the bot's own (first, role "user") utterance is positive
+    assert bot_only > human_bot  # the bot's own utterances, read as the "user" side too, are positive
 
 
 def test_same_score_alone_and_in_a_batch(build) -> None:

@@ -25,14 +25,14 @@ SUBSTITUTES = ("VADER (vaderSentiment 3.3.2) in place of DeepMoji, which cannot 
                "semantic similarity; GloVe 6B 50-d in place of word2vec for the word coherences.")
 VARIANT_TEXT = (
     "human-bot (default): the speakers as given, the setting the regression was fitted in. "
-    "bot-only (the paper's -B): only the bot's turns are read; they alternate between the user and the bot "
-    "role, so sentiment, transition, min-max, laughter and words (the -U proxies) describe the bot's own "
-    "every-other utterance (the 1st, 3rd, ...), question reads the others (2nd, 4th, ...), and sentiment "
-    "coherence, semantic similarity and the word coherences (-U/B) compare the pairs (1st, 2nd), (3rd, 4th), "
-    "...: half of the consecutive pairs the paper's -B/B names, so a score can change when the same utterances "
-    "are shifted by one place. self-play (-B/B): a conversation the bot held with itself; speaker labels are "
-    "ignored and turns alternate roles as in bot-only. The human-bot coefficients are applied unchanged in "
-    "every variant, as the paper does.")
+    "bot-only (the paper's -B): only the bot's turns are read. self-play (-B/B): a conversation the bot held "
+    "with itself; speaker labels are ignored. In both, every utterance plays both roles, as the paper's -B/B "
+    "(\"between consecutive bot utterances\") reads: the -U proxies (sentiment, transition, min-max, laughter, "
+    "words) and question read every utterance, and the -U/B proxies (sentiment coherence, semantic "
+    "similarity, the word coherences) compare every consecutive pair. (Until mh 2026.11.2 the utterances "
+    "alternated roles, which compared only half the pairs and moved a score when the same utterances were "
+    "shifted by one place.) The human-bot coefficients are applied unchanged in every variant, as the paper "
+    "does.")
 PROXY_RULES = (
     "question: 1 when a bot turn has '?' or one of nine question words, else 0 (the authors' reward code gives "
     "0.5 for each); laughter: the 'ha's of words made only of 'ha's ('haha' 2; 'lol', 'hehe' and emoji 0); "
@@ -45,7 +45,7 @@ LIMITATIONS = (
     "M_H is a linear regression of surface proxies and can be gamed, as the paper warns. Measured with "
     "`python -m training selfplay --bot URL --conversations 20` (2026-11-23, proxies held to their fitting range): "
     "a scripted bot that answers every turn with \"haha, why do you say '<the last turn>'? tell me more!\" "
-    "scores 4.05, and one that always answers \"i love it!\" 3.28, both above the trained VHRED's 3.12: "
+    "scores 4.00, and one that always answers \"i love it!\" 3.28, both above the trained VHRED's 3.10: "
     "laughter, sentiment, question words and repetition-as-coherence all push the score up (before the range "
     "was held, the first bot scored the maximum, 5.0). Use it to compare real generative bots, never as a "
     "reward to optimise.")

@@ -22,7 +22,7 @@ from service.manifest import read_manifest
 from training.mh import data, evaluate, features, fit, export
 from training.cli_types import nonnegative_float, output_dir, output_file, positive_int
 
-VERSION = "2026.11.1"  # .1: proxies held to their range in the fitting data
+VERSION = "2026.11.2"  # .1: proxies held to their fitting range; .2: bot-only and self-play read every consecutive pair
 
 
 CACHED_SECONDS: list[float] = []  # what the proxy matrices read from the cache took to compute
