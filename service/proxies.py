@@ -172,6 +172,10 @@ def assign_roles(speakers: Sequence[str], texts: Sequence[str], variant: str) ->
     "bot-only" (the paper's -B): the bot's turns of a human-bot conversation alone, then as
     "self-play"; the user's turns are not read.
     """
+    # Turns with no text are dropped and texts stripped, as training read its conversations
+    # (training/mh/data.py): an empty turn scored sentiment 0 and matched another empty one exactly.
+    spoken = [(s, t.strip()) for s, t in zip(speakers, texts) if t.strip()]
+    speakers, texts = [s for s, _ in spoken], [t for _, t in spoken]
     if variant == "human-bot":
         return Roles(list(texts), [USER if s == USER else BOT for s in speakers])
     if variant == "bot-only":

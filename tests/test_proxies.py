@@ -141,3 +141,9 @@ def test_self_play_does_not_depend_on_where_the_same_utterances_start() -> None:
     assert [v["question"] for v in values] == [0.5, 0.5]  # three of six ask, in either order (was 0.0 and 1.0)
     for name in ("sentiment", "words", "laughter"):  # read over every utterance: the same set either way
         assert values[0][name] == pytest.approx(values[1][name])
+
+
+def test_empty_turns_are_left_out_as_training_left_them_out() -> None:
+    with_empty = assign_roles(["user", "bot", "user", "bot"], ["hi there ", "", "  ", "hello!"], "human-bot")
+    assert with_empty.texts == ["hi there", "hello!"] and with_empty.pairs() == [("hi there", "hello!")]
+    assert assign_roles(["user", "bot"], ["", " "], "human-bot").texts == []

@@ -36,9 +36,9 @@ VARIANT_TEXT = (
 PROXY_RULES = (
     "question: 1 when a bot turn has '?' or one of nine question words, else 0 (the authors' reward code gives "
     "0.5 for each); laughter: the 'ha's of words made only of 'ha's ('haha' 2; 'lol', 'hehe' and emoji 0); "
-    "VADER reads an utterance's first 512 words. Turns with empty text are scored as given (training dropped "
-    "them): sentiment 0, and two empty turns are semantically identical. Each proxy is held to its range in the "
-    "fitting data before the regression (one turn of 'ha' x 1000 had set the score alone).")
+    "VADER reads an utterance's first 512 words. Turns with empty text are left out, as training left them "
+    "out. Each proxy is held to its range in the fitting data before the regression (one turn of 'ha' x 1000 "
+    "had set the score alone).")
 
 
 LIMITATIONS = (
