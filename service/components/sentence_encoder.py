@@ -3,7 +3,8 @@
 Every model on this encoder asks for vectors through the request's EncodeCache, so a request
 that scores with several models, or repeats an utterance across items, encodes each distinct
 utterance once. Pooling and normalisation live inside the graph and padding is masked there,
-so a text's vector does not depend on what else is in its batch.
+so a text's vector does not depend on what else is in its batch beyond float32 rounding (the
+matrix kernels sum in an order set by the batch's shape: 3e-8 per dimension at most measured).
 """
 from __future__ import annotations
 
