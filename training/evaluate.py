@@ -246,8 +246,9 @@ def beats_baselines(results: dict[str, dict[str, Result]], sets: list[str], mode
 def without_reference_replies(result: Result) -> Result | None:
     """The same model and set restricted to items that have a reference other than the judged reply.
 
-    Where the judged reply is its own recovered reference, every referenced metric scores it at its
-    maximum, and those items are the human replies of the set: they lift word overlap and cosine
+    Where the judged reply is its own recovered reference, every referenced metric's comparison with
+    the reference is at its maximum (minilm-cosine's reference part is 1; its context part still
+    varies), and those items are the human replies of the set: they lift word overlap and cosine
     alike, and a reference-free model cannot see them. Restricting every model to the same items
     shows what is left; it is reported beside the main table, which stays the bar.
     """
