@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("training.train", "train adem | autojudge | ruber"),
     "export": ("training.export", "ONNX export of the VHRED encoder, ADEM and AutoJudge, with parity checks"),
     "evaluate": ("training.evaluate", "every served model on every development set: docs/evaluation.md"),
+    "dev-items": ("training.dev_items", "the items evaluate scores (split, recovered references) as JSON lines"),
     "export-minilm": ("training.minilm.export", "MiniLM to ONNX (int8; --fp32 for GPU images)"),
     "train-minilm": ("training.minilm.train", "adem-minilm, ruber-minilm or autojudge-minilm"),
     "minilm-cosine": ("training.minilm.cosine", "the store folder of the untrained minilm-cosine"),

@@ -1,0 +1,51 @@
+"""`python -m training dev-items --out FILE.jsonl`: the exact items `evaluate` scores, one JSON line each.
+
+The split is a hash of each item's context key and the recovered references come from matching
+DailyDialog, so neither can be read off the data files: a researcher scoring the development
+sets with another metric, or through the HTTP API, needs this list to compare with
+docs/evaluation.md. Each line: set, item_id, context, response, references (in the order
+`evaluate` reads them; it keeps the best score of the first four), recovered (whether they were
+recovered from DailyDialog), reply_is_reference, score (1-5), system, conversation.
+
+The output holds text of the judgement sets, so it carries their licences (docs/evaluation.md,
+training/data/judgements.py); write it outside the repository.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from training.cli_types import output_file
+from training.data.judgements import DEFAULT_DATA_DIR, SETS, SPLITS, load_set
+from training.data.references import is_reference_reply
+
+
+def rows(set_name: str, split: str, data_dir: Path) -> list[dict]:
+    """The items of one set and split as `evaluate` scores them (references recovered where it does)."""
+    from training.evaluate import recover
+
+    items, recovery = recover(load_set(set_name, split, data_dir), data_dir)
+    return [{"set": i.set, "item_id": i.item_id, "context": i.context, "response": i.response,
+             "references": i.references, "recovered": recovery is not None and bool(i.references),
+             "reply_is_reference": is_reference_reply(i), "score": i.score, "system": i.system,
+             "conversation": i.conversation} for i in items]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training dev-items", description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=output_file, required=True, help="JSON lines file to write")
+    parser.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    parser.add_argument("--split", choices=SPLITS, default="dev")
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    args = parser.parse_args(argv)
+    written = 0
+    with open(args.out, "w", encoding="utf-8") as out:
+        for set_name in args.sets:
+            items = rows(set_name, args.split, args.data_dir)
+            for row in items:
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            written += len(items)
+            print(f"{set_name}: {len(items)} items", flush=True)
+    print(f"wrote {written} items to {args.out}")
+    return 0
