@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make train`: rebuild every artifact of model_store/ from installed packages and ../shared/data
-# (or DIALSCORE_DATA_DIR), in dependency order, seeded. About 2.5 hours on a 2-core CPU, most of it
-# VHRED pre-training and RUBER. Each step logs progress; intermediate runs go to runs/ (ignored).
+# (or DIALSCORE_DATA_DIR), in dependency order, seeded. About 3 hours on a 2-core CPU, most of it
+# RUBER (80 min), VHRED pre-training (35 min) and MiniLM embeddings (30 min). Each step logs
+# progress; intermediate runs go to runs/ (ignored).
 #   STEPS="adem autojudge" scripts/train.sh    only some steps (names below)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -146,11 +146,16 @@ def _cpu_model() -> str:
 
 
 def _commit() -> str:
+    """The checkout's commit, with "+ local changes" when tracked files differ from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10).stdout.strip()
+
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              timeout=10).stdout.strip() or "not a git checkout"
+        commit = git("rev-parse", "--short", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return "not a git checkout"
+    return (commit + (" + local changes" if changed else "")) if commit else "not a git checkout"
 
 
 def _onnxruntime() -> str:

@@ -28,7 +28,7 @@ BASELINES = {
                    "higher on some sets, such as dstc7 here, and lower on others); every learned metric "
                    "here must beat it.",
         "licence": "MIT (this project)",
-        "citation": "None: a reference point, not a published metric."}),
+        "citation": "none (a reference point, not a published metric)"}),
     "emb-average": dict(kind="referenced", score_range=(-1.0, 1.0), uses=["glove-50d"], card={
         "summary": "Cosine of the mean GloVe-50d word vectors of reply and reference.",
         "licence": "Apache-2.0 / PDDL (GloVe)",

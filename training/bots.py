@@ -133,10 +133,32 @@ class VhredBot:
         return text or "..."
 
 
+class ScriptedBot:
+    """A bot that does not converse, for measuring how M_H can be gamed (its card's limitations)."""
+
+    SCRIPTS = {
+        # laughter, a question word and the last turn echoed back as "coherence"
+        "scripted:laugh-echo": lambda history: f"haha, why do you say '{history[-1] if history else ''}'? tell me more!",
+        # one cheerful reply, whatever was said
+        "scripted:repeat": lambda history: "i love it!",
+    }
+
+    def __init__(self, spec: str) -> None:
+        self.script = self.SCRIPTS[spec]
+        self.name = spec
+
+    def reply(self, history: list[str]) -> str:
+        return self.script(history)
+
+
 def make_bot(spec: str, timeout: float = 10.0, vhred_run: Path = Path("runs/vhred"), seed: int = 0) -> Bot:
-    """`vhred` for the pre-trained VHRED, or an http(s) URL for the adapter."""
+    """`vhred` for the pre-trained VHRED, `scripted:laugh-echo` or `scripted:repeat`, or an http(s)
+    URL for the adapter."""
     if spec == "vhred":
         return VhredBot(vhred_run, seed=seed)
+    if spec in ScriptedBot.SCRIPTS:
+        return ScriptedBot(spec)
     if spec.startswith(("http://", "https://")):
         return HttpBot(spec, timeout)
-    raise ValueError(f"--bot must be 'vhred' or an http(s) URL, got {spec!r}")
+    raise ValueError(f"--bot must be 'vhred', one of {', '.join(ScriptedBot.SCRIPTS)} or an http(s) URL, "
+                     f"got {spec!r}")

@@ -102,7 +102,9 @@ def load_scorer(store: Path) -> Any:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training selfplay", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bot", required=True, help="'vhred' or the URL of a bot speaking the adapter's contract")
+    parser.add_argument("--bot", required=True,
+                        help="'vhred', 'scripted:laugh-echo' or 'scripted:repeat' (bots that game M_H, for its "
+                             "limitations), or the URL of a bot speaking the adapter's contract")
     parser.add_argument("--conversations", type=positive_int, default=100)
     parser.add_argument("--turns", type=positive_int, default=10)
     parser.add_argument("--timeout", type=positive_float, default=10.0, help="seconds per reply (HTTP bots)")

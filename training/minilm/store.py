@@ -44,6 +44,14 @@ WEIGHT_TERMS = ("The weights were trained on DailyDialog and sets drawn from it,
                 "non-commercial sets (minilm-l6's card).")
 
 
+def judged_training(model: str) -> str:
+    """What a ratings-trained -minilm head read: adem-minilm only the items with their own reference."""
+    which = ("the judgement sets with their own references, dstc7 and dailydialog_gupta_multiref (first reference)"
+             if model == "adem-minilm" else
+             "every judgement set trained on (training.data.judgements.TRAINING_SETS: all but convai2_turn)")
+    return JUDGED_TRAINING.format(which=which)
+
+
 def data_licences(model: str, reddit: bool, next_turn: bool) -> str:
     """The licence line of a -minilm card: the data each model's training read, and what follows."""
     if model == "ruber-minilm":
@@ -66,8 +74,9 @@ LIMITATIONS = {
     "ruber-minilm": "needs a reference. No human score is read in training: the unreferenced part learned which "
                     "reply follows a context, not which reply people prefer. A copy of the last context turn "
                     "is its weakest degenerate case (the degenerate-reply table below).",
-    "minilm-cosine": "untrained. It gives a reply identical to the reference the top score and rewards "
-                     "paraphrasing the reference rather than a good reply unlike it; its context part rewards "
+    "minilm-cosine": "untrained. A reply identical to the reference gets the top reference part (1; the score "
+                     "averages it with the context part) and paraphrases of the reference are rewarded over "
+                     "good replies unlike it; its context part rewards "
                      "replies that repeat the last turn (copies of the last turn score above the human reply in "
                      "the degenerate-reply check). The bar for the trained models, not a model to optimise against.",
     "autojudge-minilm": "reference-free, so it does not see what a reference tells the referenced models: on the "
@@ -200,7 +209,7 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
         "inputs": ("context vectors (batch x turns x 384, right-padded) and mask, reply vector"
                    + (", reference vector" if head.referenced else "") + "; all from minilm-l6"),
         "context_encoding": f"{config.encoding} / {config.pooling} (chosen by development-set Pearson; see below)",
-        "training_data": (RUBER_TRAINING if config.model == "ruber-minilm" else JUDGED_TRAINING)
+        "training_data": (RUBER_TRAINING if config.model == "ruber-minilm" else judged_training(config.model))
                          + (NEXT_TURN_TRAINING.format(epochs=config.next_turn_epochs) if next_turn else ""),
         "negatives": NEGATIVES,
         "licence": data_licences(config.model, bool(reddit), next_turn),
@@ -241,9 +250,7 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
     return manifest
 
 
-JUDGED_TRAINING = ("the train partition of every judgement set trained on (training.data.judgements.TRAINING_SETS: "
-                   "all but convai2_turn; squared error to the 1-5 human score; adem-minilm: the items with their "
-                   "own reference, dstc7 and dailydialog_gupta_multiref, first reference) plus a margin ranking "
+JUDGED_TRAINING = ("the train partition of {which} (squared error to the 1-5 human score) plus a margin ranking "
                    "term: 3,000 DailyDialog++ train contexts, human reply above random, adversarial and degenerate "
                    "replies")
 RUBER_TRAINING = ("negative sampling only (no human score): DailyDialog train (1,200 dialogues), DailyDialog++ "
