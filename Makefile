@@ -8,7 +8,13 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 WORKERS ?= 2
 DATA ?= ../shared/data
+# `make ... DATA=path` wins over a DIALSCORE_DATA_DIR already in the environment; without DATA= that
+# variable is kept, else ../shared/data.
+ifeq ($(origin DATA),command line)
+export DIALSCORE_DATA_DIR := $(abspath $(DATA))
+else
 export DIALSCORE_DATA_DIR ?= $(abspath $(DATA))
+endif
 
 .PHONY: help venv venv-dev run test lint bench train encoder-fp32 evaluate clean reproduce-human-eval
 
@@ -17,7 +23,12 @@ help:
 	@echo "make test     install everything and run the whole test suite"
 	@echo "make lint     hadolint, kustomize + kubernetes-validate, yamllint, ruff"
 	@echo "make bench    throughput and latency of /score through gunicorn on this machine"
-	@echo "make train    retrain every model from ../shared/data and rewrite model_store/"
+	@echo "make train    retrain every model from ../shared/data (DATA=path) and rewrite model_store/ (about 3 h)"
+	@echo "make evaluate correlations of every served model on every development set: docs/evaluation.md"
+	@echo "make encoder-fp32  the fp32 MiniLM encoder for GPU images (90 MB, not committed)"
+	@echo "make reproduce-human-eval  Ji et al. 2022 run 1 from ../shared/data into docs/human-eval-run1"
+	@echo "make venv / venv-dev       only the serving / the whole development environment"
+	@echo "make clean    remove $(VENV) and caches"
 
 # The serving environment: requirements.txt only (no torch).
 $(VENV)/.serve: requirements.txt

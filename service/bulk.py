@@ -656,7 +656,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--output", required=True, type=Path,
                         help="JSONL to append to; with several shards `{index}` in the name, or a suffix, "
                              "gives one file per shard")
-    parser.add_argument("--batch-size", type=int, default=256, help="lines scored and fsync'd together")
+    parser.add_argument("--batch-size", type=int, default=256, help="lines scored and fsync'd together (default 256)")
     parser.add_argument("--options", type=_json_object, default={}, help="model options as a JSON object")
     parser.add_argument("--shard-index", type=int, default=_env_int("JOB_COMPLETION_INDEX", 0, parser),
                         help="this worker's shard (default: $JOB_COMPLETION_INDEX, else 0)")
@@ -665,8 +665,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "$DIALSCORE_SHARD_COUNT, else 1)")
     parser.add_argument("--model-store", type=Path, default=settings.model_store)
     parser.add_argument("--threads", type=int, default=settings.intra_op_threads,
-                        help="ONNX Runtime intra-op threads (0: all cores)")
-    parser.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines")
+                        help="ONNX Runtime intra-op threads (0: all cores; default: $DIALSCORE_INTRA_OP_THREADS, else 0)")
+    parser.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines (default 10)")
     parser.add_argument("--lock-wait", type=float, default=0.0,
                         help="seconds to wait for another run writing the same output to end before refusing "
                              "(exit 2); default 0")

@@ -194,6 +194,12 @@ def run_human_eval(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if not args.no_plots:
+        from service.analysis.plots import missing
+
+        if reason := missing():
+            print(f"error: {reason}", file=sys.stderr)
+            return 2
     try:
         if args.command == "correlate":
             return run_correlate(args)

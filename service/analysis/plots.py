@@ -9,6 +9,18 @@ from pathlib import Path
 from typing import Any
 
 
+def missing() -> str | None:
+    """Why plots cannot be drawn here, or None: checked before any statistics run, so that a
+    serving venv (requirements.txt, no matplotlib) gets one clear line instead of a traceback after
+    the report was half written."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return ("plots need matplotlib, which requirements-dev.txt installs (make venv-dev); "
+                "pass --no-plots for the JSON and Markdown report alone")
+    return None
+
+
 def _pyplot():
     import matplotlib
 

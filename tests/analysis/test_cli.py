@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -175,3 +176,13 @@ def test_a_ranking_plot_draws_an_interval_that_misses_its_point(tmp_path: Path) 
     path = ranking_plot(["length", "bleu4"], [-0.947, 0.3], [[-0.942, 0.693], [0.1, 0.5]], tmp_path / "r.png",
                         "Pearson r", "system level")  # a percentile interval need not contain r
     assert path.read_bytes().startswith(PNG)
+
+
+def test_plots_without_matplotlib_fail_first_with_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The serving venv has no matplotlib: the command says so before it writes anything."""
+    (tmp_path / "body.json").write_text(json.dumps(GOOD_CORRELATE), encoding="utf-8")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import now raises ImportError
+    assert main(["correlate", str(tmp_path / "body.json"), "--out", str(tmp_path / "r")]) == 2
+    assert "--no-plots" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+    assert main(["correlate", str(tmp_path / "body.json"), "--out", str(tmp_path / "r"), "--no-plots"]) == 0

@@ -74,7 +74,7 @@ LIMITATIONS = {
     "ruber-minilm": "needs a reference. No human score is read in training: the unreferenced part learned which "
                     "reply follows a context, not which reply people prefer. A copy of the last context turn "
                     "is its weakest degenerate case (the degenerate-reply table below).",
-    "minilm-cosine": "untrained. A reply identical to the reference gets the top reference part (1; the score "
+    "minilm-cosine": "untrained. A reply identical to the reference gets the top reference part (1 up to float rounding, e.g. 0.9999997; the score "
                      "averages it with the context part) and paraphrases of the reference are rewarded over "
                      "good replies unlike it; its context part rewards "
                      "replies that repeat the last turn (copies of the last turn score above the human reply in "
