@@ -67,8 +67,12 @@ class DialogueSchema(StrictSchema):
 
     @validates_schema
     def _has_bot_turn(self, data: dict, **_: object) -> None:
-        if not any(t["speaker"] == "bot" for t in data["turns"]):
-            raise ValidationError("A dialogue needs at least one bot turn.", "turns")
+        # Turns whose text is empty or whitespace are dropped before scoring (service/proxies.py,
+        # as training read its conversations), so they cannot be the bot turn a dialogue needs: a
+        # conversation with a blank bot turn used to be scored as the all-user one that is refused.
+        if not any(t["speaker"] == "bot" and t["text"].strip() for t in data["turns"]):
+            raise ValidationError("A dialogue needs at least one bot turn with text (blank turns are dropped).",
+                                  "turns")
 
 
 class ScoreRequestSchema(StrictSchema):

@@ -5,6 +5,8 @@ the same score for an item whatever else is in the batch (bucketing, never cross
 """
 from __future__ import annotations
 
+import copy
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -140,9 +142,13 @@ class Scorer:
     def score(self, items: list[Any], options: dict[str, Any] | None = None,
               cache: EncodeCache | None = None) -> ScoreBatch:
         resolved = self.resolve_options(options)
-        batch = self._score(items, resolved, cache if cache is not None else EncodeCache())
+        # Identical items are scored once and share the result: a graph's matrix kernels may round a
+        # row by its position in the batch (adem's head differed by one float32 ulp in rows 4k and 4k+1),
+        # and /rerank's "ties keep the candidates' order" needs identical candidates to be ties.
+        distinct, where = _distinct(items)
+        batch = self._score(distinct, resolved, cache if cache is not None else EncodeCache())
         scores = np.asarray(batch.scores, dtype=np.float64)
-        if scores.shape != (len(items),) or not np.all(np.isfinite(scores)):
+        if scores.shape != (len(distinct),) or not np.all(np.isfinite(scores)):
             raise RuntimeError(f"{self.name} produced non-finite or misshapen scores")
         if self.bounded_by_squashing:
             scores = soft_bound(scores, *self.manifest.score_range)
@@ -150,7 +156,9 @@ class Scorer:
             # A cosine or an overlap ratio can pass its bound by a rounding error (BLEU-4 of a reply
             # equal to its reference was 1.0000000000000004): /models promises score_range, so clip.
             scores = np.clip(scores, *self.manifest.score_range)
-        batch.scores = [float(s) for s in scores]
+        batch.scores = [float(scores[j]) for j in where]
+        if batch.details is not None and len(distinct) < len(items):
+            batch.details = [copy.deepcopy(batch.details[j]) for j in where]
         return batch
 
     def warm_up(self) -> None:
@@ -167,6 +175,28 @@ class Scorer:
 
     def _score(self, items: list[Any], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         raise NotImplementedError
+
+
+def _item_key(item: Any) -> Hashable:
+    if isinstance(item, Item):
+        return ("item", tuple(item.context), item.response, item.reference)
+    if isinstance(item, Dialogue):
+        return ("dialogue", tuple((t.speaker, t.text) for t in item.turns))
+    return ("object", id(item))  # anything else is its own
+
+
+def _distinct(items: list[Any]) -> tuple[list[Any], list[int]]:
+    """The distinct items in first-seen order, and for each item the index of its distinct copy."""
+    first: dict[Hashable, int] = {}
+    distinct: list[Any] = []
+    where: list[int] = []
+    for item in items:
+        key = _item_key(item)
+        if key not in first:
+            first[key] = len(distinct)
+            distinct.append(item)
+        where.append(first[key])
+    return distinct, where
 
 
 def soft_bound(scores: np.ndarray, low: float, high: float, band: float = 0.05) -> np.ndarray:

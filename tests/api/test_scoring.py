@@ -77,3 +77,25 @@ def test_scores_stay_inside_the_published_range_at_the_ends(full_app):
         scores = client.post("/score", json={"model": model, "items": [same, ITEM]}).get_json()["scores"]
         assert all(low <= s <= high for s in scores), (model, scores)
     assert client.post("/score", json={"model": "bleu4", "items": [same]}).get_json()["scores"] == [1.0]
+
+
+# A probe's item: adem's head rounded rows 4k and 4k+1 of a batch one float32 ulp apart.
+PROBE_ITEM = {"context": ["game weekend...", "come friend love dinner okay you mother really", "quite?",
+                          "hiking school you i you come don't a friend hate", "or..."],
+              "response": "can't book coffee book music much today i.", "reference": "know today weekend"}
+
+
+def test_identical_items_and_candidates_are_ties_for_every_model(full_app):
+    client = full_app.test_client()
+    others = [{**PROBE_ITEM, "response": f"other reply {i}"} for i in range(3)]
+    for model in [m["name"] for m in client.get("/models").get_json()["models"] if m["kind"] != "dialogue"]:
+        body = client.post("/score", json={"model": model, "items": [PROBE_ITEM] * 8 + others}).get_json()
+        assert len(set(body["scores"][:8])) == 1, (model, body["scores"])
+        if "details" in body:
+            assert all(d == body["details"][0] for d in body["details"][:8]), model
+        candidates = ["hi there", PROBE_ITEM["response"], "no", PROBE_ITEM["response"], PROBE_ITEM["response"]]
+        ranking = client.post("/rerank", json={"model": model, "context": PROBE_ITEM["context"],
+                                               "reference": PROBE_ITEM["reference"],
+                                               "candidates": candidates}).get_json()["ranking"]
+        copies = [r["index"] for r in ranking if r["response"] == PROBE_ITEM["response"]]
+        assert copies == [1, 3, 4], (model, ranking)

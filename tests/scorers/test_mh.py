@@ -163,6 +163,13 @@ def test_http_contract_for_dialogue_items(tmp_path: Path) -> None:
     assert ok.get_json()["scores"] == pytest.approx([4.0, 1.0])
     no_bot = client.post("/score", json={"model": "mh", "items": [{"turns": [{"speaker": "user", "text": "hi"}]}]})
     assert no_bot.status_code == 422 and no_bot.get_json()["error"]["code"] == "invalid_request"
+    # blank turns are dropped before scoring, so a blank bot turn is no bot turn (a probe: it was scored)
+    for blank in ("", " \n\t"):
+        for dialogue in ([{"speaker": "user", "text": "hi"}, {"speaker": "bot", "text": blank}],
+                         [{"speaker": "bot", "text": blank}]):
+            refused = client.post("/score", json={"model": "mh", "items": [turns(GOOD), {"turns": dialogue}]})
+            assert refused.status_code == 422, (blank, dialogue)
+            assert "items.1.turns" in refused.get_json()["error"]["details"]
     empty = client.post("/score", json={"model": "mh", "items": [{"turns": []}]})
     assert empty.status_code == 422
     long = {"turns": [{"speaker": "bot", "text": "hi"}] * 7}
