@@ -22,6 +22,10 @@ class Settings:
     max_candidates: int = 64  # DIALSCORE_MAX_CANDIDATES
     max_turns: int = 50  # DIALSCORE_MAX_TURNS: context turns, and turns of a dialogue
     max_chars: int = 2000  # DIALSCORE_MAX_CHARS: characters per utterance
+    # DIALSCORE_MAX_ENCODER_TOKENS: word pieces of a request's distinct texts through the sentence encoder
+    # (time: 0.3 ms each on one CPU thread, so about 30 s at the limit; 512 items of 1,000-character texts
+    # to all models took 271 s before it)
+    max_encoder_tokens: int = 100_000
     max_correlate_items: int = 100_000  # DIALSCORE_MAX_CORRELATE_ITEMS
     max_resamples: int = 10_000  # DIALSCORE_MAX_RESAMPLES
     max_bootstrap_work: int = 20_000_000  # DIALSCORE_MAX_BOOTSTRAP_WORK: /correlate items x resamples (memory)
@@ -29,6 +33,7 @@ class Settings:
     max_metrics: int = 32  # DIALSCORE_MAX_METRICS: /correlate metrics (comparisons grow with its square)
     max_ratings: int = 200_000  # DIALSCORE_MAX_RATINGS: /human-eval rows
     max_systems: int = 64  # DIALSCORE_MAX_SYSTEMS: /human-eval systems (pairwise tests grow with its square)
+    max_criteria: int = 64  # DIALSCORE_MAX_CRITERIA: /human-eval criteria a rating scores, and entries of reverse / qc_criteria
     max_json_depth: int = 32  # DIALSCORE_MAX_JSON_DEPTH: nesting of a request body (the contract's need 5)
     # Read by gunicorn (gunicorn.conf.py), which answers 414 / 431 `too_large` before the app sees the request.
     max_request_line: int = 4094  # DIALSCORE_MAX_REQUEST_LINE: bytes of method, path and query (at most 8190)
@@ -52,6 +57,7 @@ class Settings:
             "max_candidates": self.max_candidates,
             "max_turns": self.max_turns,
             "max_chars": self.max_chars,
+            "max_encoder_tokens": self.max_encoder_tokens,
             "max_correlate_items": self.max_correlate_items,
             "max_resamples": self.max_resamples,
             "max_bootstrap_work": self.max_bootstrap_work,
@@ -59,6 +65,7 @@ class Settings:
             "max_metrics": self.max_metrics,
             "max_ratings": self.max_ratings,
             "max_systems": self.max_systems,
+            "max_criteria": self.max_criteria,
             "max_json_depth": self.max_json_depth,
             "max_request_line": self.max_request_line,
             "max_headers": self.max_headers,
@@ -106,6 +113,11 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
             raise KeyError(f"unknown setting {name!r}")
         values[name] = _convert(name, raw, getattr(base, name))
     settings = replace(base, **values)
+    # A Secret made with `--from-file` ends in a newline; the offered token is stripped, so an
+    # unstripped configured one could never match and every request would be 401 (a probe).
+    settings = replace(settings, api_token=settings.api_token.strip())
+    if any(ch.isspace() or not ch.isprintable() for ch in settings.api_token):
+        raise ValueError("DIALSCORE_API_TOKEN: must not hold spaces or control characters (a header cannot carry them)")
     for name, most in SERVER_LIMIT_CEILINGS.items():
         value = getattr(settings, name)
         if not 1 <= value <= most:  # gunicorn reads 0 as "no limit" and silently caps larger values

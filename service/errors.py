@@ -49,6 +49,16 @@ class MethodNotAllowed(ServiceError):
     status, code = 405, "method_not_allowed"
 
 
+class RequestTimeout(ServiceError):
+    """408: the request did not arrive whole within DIALSCORE_READ_TIMEOUT (service/http_worker.py)."""
+
+    status, code = 408, "request_timeout"
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"The request did not arrive whole within {seconds:g} s (the server's read timeout); "
+                         "send it without pausing.", {"read_timeout_s": seconds})
+
+
 class TooLarge(ServiceError):
     """413: body, items, candidates, turns or characters over the configured limits."""
 

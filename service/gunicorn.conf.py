@@ -28,6 +28,11 @@ _limits = load_settings(check_providers=False)
 limit_request_line = _limits.max_request_line
 limit_request_fields = _limits.max_headers
 limit_request_field_size = _limits.max_header_bytes
+# DIALSCORE_READ_TIMEOUT: seconds a request may take to arrive whole (service/http_worker.py); read
+# here too, so a bad value stops the server instead of every worker's boot.
+from service.http_worker import read_timeout  # noqa: E402
+
+read_timeout()
 max_requests = int(os.environ.get("DIALSCORE_MAX_REQUESTS", "0"))
 max_requests_jitter = max_requests // 10
 worker_tmp_dir = os.environ.get("DIALSCORE_WORKER_TMP_DIR") or None

@@ -9,7 +9,7 @@ from typing import Any
 
 from marshmallow import ValidationError
 
-from service import metrics, worker_readiness
+from service import limits, metrics, worker_readiness
 from service.config import Settings
 from service.errors import InvalidRequest, NotReady, UnknownModel
 from service.schemas import DIALOGUE, ITEM, flatten_messages
@@ -71,10 +71,11 @@ def run_scorer(scorer: Scorer, items: list[Any], options: dict[str, Any] | None,
     return batch.scores, batch.details
 
 
-def score(store: ModelStore, body: dict[str, Any]) -> dict[str, Any]:
+def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[str, Any]:
     if "model" in body:
         scorer = get_scorer(store, body["model"])
         items = parse_items(body["items"], [scorer])
+        limits.check_encoder_work([scorer], items, settings)
         scores, details = run_scorer(scorer, items, body["options"], EncodeCache())
         out: dict[str, Any] = {"model": scorer.name, "version": scorer.version, "scores": scores}
         if details is not None:
@@ -83,6 +84,7 @@ def score(store: ModelStore, body: dict[str, Any]) -> dict[str, Any]:
     names = list(dict.fromkeys(body["models"]))
     scorers = [get_scorer(store, n) for n in names]
     items = parse_items(body["items"], scorers)
+    limits.check_encoder_work(scorers, items, settings)
     options = body["options"]
     unknown = sorted(set(options) - set(names))
     if unknown:
@@ -103,7 +105,7 @@ def score(store: ModelStore, body: dict[str, Any]) -> dict[str, Any]:
             "models": names, "results": results}
 
 
-def rerank(store: ModelStore, body: dict[str, Any]) -> dict[str, Any]:
+def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[str, Any]:
     scorer = get_scorer(store, body["model"])
     if scorer.kind == "dialogue":
         raise InvalidRequest(f"{scorer.name} scores whole dialogues and cannot rerank replies.",
@@ -111,6 +113,7 @@ def rerank(store: ModelStore, body: dict[str, Any]) -> dict[str, Any]:
     if scorer.kind == "referenced" and body["reference"] is None:
         raise InvalidRequest(f"{scorer.name} needs a reference.", {"reference": "Required by this model."})
     items = [Item(list(body["context"]), candidate, body["reference"]) for candidate in body["candidates"]]
+    limits.check_encoder_work([scorer], items, settings, path="candidates")
     scores, _ = run_scorer(scorer, items, body["options"], EncodeCache())
     order = sorted(range(len(items)), key=lambda i: -scores[i])  # stable: ties keep the candidates' order
     if body["top_k"] is not None:

@@ -10,25 +10,40 @@ format, keeps gunicorn's status, reason and logging, and counts them in `dialsco
 
 The replacement is installed in the worker process only, where `gunicorn.workers.base` is the one
 caller of `write_error`.
+
+It also bounds how long a client may take to send a request. gthread reads the request line,
+headers and body in one of the worker's few threads with blocking reads and no deadline, so four
+connections that each sent one byte held every thread of a 2 x 2 pod, `/healthz` included, for
+as long as they stayed open (a probe). Each request now has `DIALSCORE_READ_TIMEOUT` seconds,
+from when a thread takes it up, to arrive whole; a client still sending then gets 408 and is
+disconnected, whichever read it was in. gunicorn has no such setting, so the worker's socket is
+wrapped (ReadDeadlineSocket). A pod reachable by untrusted clients still wants a proxy in front
+that buffers whole requests (docs/deploy.md): the deadline bounds the harm of one slow client, a
+stream of them can still keep the threads busy.
 """
 from __future__ import annotations
 
 import json
+import os
 import socket
+import time
 from typing import Any
 
 from gunicorn import util
 from gunicorn.workers.gthread import ThreadWorker
 
+from service.errors import RequestTimeout
+
 # Contract codes for the statuses gunicorn answers itself. 414 and 431 are limits (gunicorn's
 # `limit_request_*` settings), so they share the contract's limit code.
-CODES = {400: "bad_request", 403: "forbidden", 414: "too_large", 417: "expectation_failed",
+CODES = {400: "bad_request", 403: "forbidden", 408: "request_timeout", 414: "too_large", 417: "expectation_failed",
          431: "too_large", 500: "internal", 501: "not_implemented"}
 
 # What a person can do about each; gunicorn's own text goes into `details.reason`.
 MESSAGES = {
     400: "The request is not valid HTTP/1.1 (request line, header or chunked body); send a well-formed request.",
     403: "The request was refused before it reached the service.",
+    408: "The request did not arrive whole within the server's read timeout; send it without pausing.",
     414: "The request line is longer than the server accepts; send inputs in the JSON body, not the URL.",
     417: "The Expect header names an expectation the server does not meet; send the request without it.",
     431: "The request's headers are too many or too long; send fewer or shorter headers.",
@@ -58,9 +73,99 @@ def write_contract_error(sock: socket.socket, status_int: int, reason: str, mesg
     util.write_nonblock(sock, head.encode("latin-1") + payload)
 
 
+class ReadDeadlineSocket:
+    """A client socket whose reads share one deadline while armed; everything else is the socket's.
+
+    Armed by the worker for each request it takes up and disarmed when that request is done, so
+    the app's time between reads, keep-alive waits and the response's writes are not counted.
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._deadline: float | None = None
+        self._seconds = 0.0
+
+    def arm(self, seconds: float) -> None:
+        self._seconds = seconds
+        self._deadline = time.monotonic() + seconds
+
+    def disarm(self) -> None:
+        self._deadline = None
+
+    def _before_read(self) -> None:
+        if self._deadline is not None:
+            remaining = self._deadline - time.monotonic()
+            if remaining <= 0:
+                raise RequestTimeout(self._seconds)
+            self._sock.settimeout(remaining)
+
+    def _read(self, method: str, *args: Any) -> Any:
+        self._before_read()
+        try:
+            return getattr(self._sock, method)(*args)
+        except TimeoutError:
+            if self._deadline is None:
+                raise
+            raise RequestTimeout(self._seconds) from None
+        finally:
+            if self._deadline is not None:
+                self._sock.settimeout(None)  # writes in between are not held to the read deadline
+
+    def recv(self, *args: Any) -> bytes:
+        return self._read("recv", *args)
+
+    def recv_into(self, *args: Any) -> int:
+        return self._read("recv_into", *args)
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+def read_timeout() -> float:
+    """DIALSCORE_READ_TIMEOUT (seconds, default 10): 1 MiB, the body limit, in 10 s is 100 KB/s."""
+    raw = os.environ.get("DIALSCORE_READ_TIMEOUT", "10")
+    value = float(raw)
+    if not value > 0:
+        raise ValueError(f"DIALSCORE_READ_TIMEOUT={raw!r}: must be a positive number of seconds")
+    return value
+
+
 class ContractErrorThreadWorker(ThreadWorker):
-    """gunicorn's gthread worker whose pre-app error answers follow the contract (module docstring)."""
+    """gunicorn's gthread worker whose pre-app error answers follow the contract, and whose
+    requests must arrive within a read deadline (module docstring)."""
 
     def init_process(self) -> None:
         util.write_error = write_contract_error
+        self.read_timeout = read_timeout()
         super().init_process()
+
+    def handle(self, conn: Any) -> Any:
+        if not self.cfg.is_ssl and not isinstance(conn.sock, ReadDeadlineSocket):
+            conn.sock = ReadDeadlineSocket(conn.sock)  # TLS would wrap it again in conn.init(); none is served
+        armed = isinstance(conn.sock, ReadDeadlineSocket)
+        if armed:
+            conn.sock.arm(self.read_timeout)
+        try:
+            return super().handle(conn)
+        finally:
+            if armed:
+                conn.sock.disarm()
+
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        # RequestTimeout is not an OSError, which gunicorn would log as a socket failure with a traceback:
+        # it reaches here from the header read; from the body read the app answers it (service/api).
+        if isinstance(exc, RequestTimeout):
+            self.log.info("request not received within %.0f s from %s; answered 408", self.read_timeout,
+                          addr[0] if addr else "?")
+            try:
+                write_contract_error(client, 408, "Request Timeout", "")
+                # gunicorn then closes "gracefully", lingering up to 2 s in the worker's main loop for
+                # the client to close first; a client that stalled would not, so both sides end here.
+                client.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
+        super().handle_error(req, client, addr, exc)

@@ -87,8 +87,9 @@ def oriented_scores(ratings: list[dict], criteria: Sequence[str], reverse: Seque
     """Ratings x criteria matrix with negative criteria reversed (lo + hi - score): higher is better."""
     lo, hi = float(scale[0]), float(scale[1])
     raw = np.array([[float(r["scores"][c]) for c in criteria] for r in ratings], dtype=np.float64)
+    reversed_names = set(reverse)
     for j, name in enumerate(criteria):
-        if name in reverse:
+        if name in reversed_names:
             raw[:, j] = lo + hi - raw[:, j]
     return raw
 
@@ -190,8 +191,10 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
     """
     criteria = _check(ratings, list(reverse), scale, qc_system, alpha)
     if qc_criteria is None:
-        qc_criteria = [c for c in criteria if c not in reverse] or list(criteria)
-    unknown = [c for c in qc_criteria if c not in criteria]
+        reversed_names = set(reverse)
+        qc_criteria = [c for c in criteria if c not in reversed_names] or list(criteria)
+    known = set(criteria)
+    unknown = [c for c in qc_criteria if c not in known]
     if unknown or not qc_criteria:
         raise HumanEvalInputError({"qc_criteria": f"Must name criteria of the ratings ({', '.join(criteria)})."})
     qc_columns = [criteria.index(c) for c in qc_criteria]

@@ -12,6 +12,7 @@ timing does not leak how much of a guessed token was right.
 from __future__ import annotations
 
 import hmac
+import logging
 import re
 import uuid
 from typing import Any
@@ -21,6 +22,8 @@ from flask import Flask, Response, g, jsonify, request
 from service import metrics
 from service.errors import Unauthorized
 
+log = logging.getLogger(__name__)
+
 REQUEST_ID_HEADER = "X-Request-ID"
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 # What we accept from a caller: short and printable, so that it cannot forge log lines or headers.
@@ -28,7 +31,14 @@ _VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+=@-]{1,128}")
 
 
 def init_app(app: Flask) -> None:
-    """Install the hooks; call before any other `before_request` so that 401s carry a request ID."""
+    """Install the hooks; call before any other `before_request` so that 401s carry a request ID.
+
+    Says once per process whether the token is required: Kubernetes mounts the token's Secret as
+    optional, so a missing or misnamed Secret would otherwise open the service without a word."""
+    if _configured_token(app):
+        log.info("bearer token required on every endpoint but %s", ", ".join(sorted(OPEN_PATHS)))
+    else:
+        log.warning("no DIALSCORE_API_TOKEN: every endpoint is open to whoever can reach the port")
     app.before_request(_assign_request_id)
     app.before_request(_require_token)
     app.after_request(_echo_request_id)

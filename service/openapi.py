@@ -17,8 +17,11 @@ _ERRORS = {
             "itself is malformed, answered by the server before the app reads it."),
     "401": "A token is configured and missing or wrong (`unauthorized`).",
     "404": "Unknown model (`unknown_model`).",
-    "413": ("Over a configured limit (`too_large`): body bytes, items, candidates, turns, characters, JSON "
-            "nesting, and the /correlate and /human-eval sizes; GET /models lists the limits."),
+    "408": ("The request did not arrive whole within the server's read timeout (`request_timeout`, "
+            "DIALSCORE_READ_TIMEOUT); the connection is closed."),
+    "413": ("Over a configured limit (`too_large`): body bytes, items, candidates, turns, characters, word "
+            "pieces through the sentence encoder, JSON nesting, and the /correlate and /human-eval sizes "
+            "(ratings, systems, criteria); GET /models lists the limits."),
     "414": "The request line is over `max_request_line` bytes (`too_large`); GET /models lists the limits.",
     "431": "Over `max_headers` header fields or `max_header_bytes` in one (`too_large`); GET /models lists the limits.",
     "422": "Schema violation (`invalid_request`); details map field paths to messages.",
@@ -26,9 +29,9 @@ _ERRORS = {
     "500": "A bug in the service (`internal`); never the answer to bad input.",
     "503": "Models are not loaded (`not_ready`).",
 }
-# Any operation can answer these; 400 (malformed HTTP), 414 and 431 come from the server itself
+# Any operation can answer these; 400 (malformed HTTP), 408, 414 and 431 come from the server itself
 # (service/http_worker.py), before the path is known.
-_ALWAYS = ("400", "405", "414", "431", "500")
+_ALWAYS = ("400", "405", "408", "414", "431", "500")
 
 _SCORE_EXAMPLE = {
     "model": "adem",
@@ -194,7 +197,7 @@ def _document_rules(components: dict[str, Any]) -> None:
         "turns with blank text are dropped before scoring.")
     components["ErrorBody"]["properties"]["code"]["description"] = (
         "bad_json, bad_request (400); unauthorized (401); unknown_model, not_found (404); method_not_allowed "
-        "(405); too_large (413, 414, 431); invalid_request (422); internal (500); not_ready (503).")
+        "(405); request_timeout (408); too_large (413, 414, 431); invalid_request (422); internal (500); not_ready (503).")
 
 
 def _operations() -> dict[str, dict[str, Any]]:

@@ -43,7 +43,7 @@ import numpy as np
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from service.scorers.embedding import average_similarity, extrema_similarity, greedy_similarity
-from service.text import word_count, words
+from service.text import CACHE_ENTRIES, CACHED_CHARS, word_count, words
 
 PROXIES: tuple[str, ...] = (
     "sentiment",
@@ -99,15 +99,23 @@ def _with_emoji_described(text: str, emojis: dict[str, str]) -> str:
     return "".join(out).strip()
 
 
-@lru_cache(maxsize=65536)
 def vader(text: str) -> tuple[float, float, float, float]:
-    """VADER (neg, neu, pos, compound) of one utterance (its first MAX_SENTIMENT_WORDS words)."""
+    """VADER (neg, neu, pos, compound) of one utterance (its first MAX_SENTIMENT_WORDS words).
+
+    Memoised for short texts only, like service.text's word split: the cache's keys are the texts."""
+    return _vader_short(text) if len(text) <= CACHED_CHARS else _vader_scores(text)
+
+
+def _vader_scores(text: str) -> tuple[float, float, float, float]:
     analyzer = _vader()
     words_read = _with_emoji_described(text, analyzer.emojis).split()
     if len(words_read) > MAX_SENTIMENT_WORDS:
         text = " ".join(words_read[:MAX_SENTIMENT_WORDS])
     s = analyzer.polarity_scores(text)
     return s["neg"], s["neu"], s["pos"], s["compound"]
+
+
+_vader_short = lru_cache(maxsize=CACHE_ENTRIES)(_vader_scores)
 
 
 def laughter_count(text: str) -> int:

@@ -29,3 +29,47 @@ def test_the_answer_is_http_with_a_json_body():
     assert "Content-Type: application/json" in lines and "Connection: close" in lines
     assert f"Content-Length: {len(body)}" in lines
     assert json.loads(body)["error"]["code"] == "too_large"
+
+
+def test_reads_share_one_deadline_while_armed_and_writes_do_not():
+    import socket
+    import time
+
+    import pytest
+
+    from service.errors import RequestTimeout
+    from service.http_worker import ReadDeadlineSocket
+
+    ours, theirs = socket.socketpair()
+    wrapped = ReadDeadlineSocket(ours)
+    try:
+        theirs.sendall(b"ab")
+        wrapped.arm(0.3)
+        assert wrapped.recv(1) == b"a" and wrapped.recv(1) == b"b"  # data in hand is read at once
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout) as raised:
+            wrapped.recv(1)  # a stalled client: the rest of the 0.3 s, not a fresh 0.3 s per read
+        assert time.monotonic() - started < 0.5 and raised.value.status == 408
+        with pytest.raises(RequestTimeout):
+            wrapped.recv(1)  # past the deadline: at once
+        wrapped.sendall(b"x")  # writing is not held to it
+        assert theirs.recv(1) == b"x" and ours.gettimeout() is None
+        wrapped.disarm()
+        theirs.sendall(b"c")
+        assert wrapped.recv(1) == b"c" and wrapped.fileno() == ours.fileno()
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def test_the_read_timeout_setting_is_checked(monkeypatch):
+    import pytest
+
+    from service.http_worker import read_timeout
+
+    monkeypatch.delenv("DIALSCORE_READ_TIMEOUT", raising=False)
+    assert read_timeout() == 10.0
+    for bad in ("0", "-1", "nan", "soon"):
+        monkeypatch.setenv("DIALSCORE_READ_TIMEOUT", bad)
+        with pytest.raises(ValueError):
+            read_timeout()

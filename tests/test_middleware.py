@@ -131,6 +131,24 @@ def test_wrong_or_missing_token_is_401_in_the_contract_format(header):
     assert response.headers["X-Request-ID"]
 
 
+def test_a_configured_token_is_stripped_and_must_fit_a_header():
+    """A Secret made with --from-file ends in a newline, which made every request 401 (a probe)."""
+    client = make_app("s3cret\n").test_client()
+    assert client.post("/score", json={}, headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    with pytest.raises(ValueError, match="DIALSCORE_API_TOKEN"):
+        load_settings({"api_token": "two words"}, environ={})
+
+
+def test_start_up_says_whether_the_token_is_required(caplog):
+    with caplog.at_level(logging.INFO, logger="service.middleware"):
+        make_app()
+        make_app("s3cret")
+    said = [r for r in caplog.records if r.name == "service.middleware"]
+    assert said[0].levelno == logging.WARNING and "every endpoint is open" in said[0].getMessage()
+    assert said[1].levelno == logging.INFO and "bearer token required" in said[1].getMessage()
+    assert "s3cret" not in caplog.text
+
+
 def test_right_token_passes_and_probes_stay_open():
     client = make_app("s3cret").test_client()
     assert client.post("/score", json={}, headers={"Authorization": "Bearer s3cret"}).status_code == 200

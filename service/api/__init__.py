@@ -8,7 +8,7 @@ from marshmallow import Schema, ValidationError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from service.config import Settings
-from service.errors import BadJson, InvalidRequest, TooLarge
+from service.errors import BadJson, InvalidRequest, ServiceError, TooLarge
 from service.json_body import RepeatedKey, find_problem, loads
 from service.schemas import flatten_messages
 from service.store import ModelStore
@@ -26,7 +26,7 @@ def load_body(schema: Schema) -> dict[str, Any]:
     """The request's JSON object validated by `schema`: 400 if not a JSON object, 422 if invalid."""
     try:
         raw = request.get_data(cache=True)  # over MAX_CONTENT_LENGTH raises 413 here
-    except HTTPException:
+    except (HTTPException, ServiceError):  # 413, or 408 from the worker's read deadline
         raise
     except Exception as exc:  # noqa: BLE001 - the server's reader: bad chunk sizes, a client gone mid-body
         raise BadJson(f"The request body could not be read ({type(exc).__name__}): send it whole, with a "

@@ -16,7 +16,7 @@ def score():
     names = body.get("models") or [body["model"]]
     g.model = _metrics_label(names)
     limits.check_items(body["items"], settings(), check_reference=_reads_reference(names))
-    return jsonify(handlers.score(store(), body))
+    return jsonify(handlers.score(store(), body, settings()))
 
 
 @bp.post("/rerank")
@@ -24,7 +24,7 @@ def rerank():
     body = load_body(RERANK_REQUEST)
     g.model = _metrics_label([body["model"]])
     limits.check_rerank(body, settings(), check_reference=_reads_reference([body["model"]]))
-    return jsonify(handlers.rerank(store(), body))
+    return jsonify(handlers.rerank(store(), body, settings()))
 
 
 def _metrics_label(names: list[str]) -> str:

@@ -36,6 +36,11 @@ class Component:
         """Subclasses with a choice of artifact say which one they loaded."""
         return {}
 
+    def work(self, texts: list[str]) -> int | None:
+        """The units of work encoding these distinct texts costs, for the per-request limit
+        (service/limits.py check_encoder_work); None where the component is cheap enough not to meter."""
+        return None
+
 
 def register_component(key: str) -> Callable[[type[Component]], type[Component]]:
     def wrap(cls: type[Component]) -> type[Component]:

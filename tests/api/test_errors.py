@@ -208,6 +208,23 @@ def test_reference_limit_applies_only_to_models_that_read_it(baseline_store):
     assert over.status_code == 413 and "items.0.reference" in over.get_json()["error"]["details"]
 
 
+def test_human_eval_criteria_are_limited(baseline_store):
+    """A 200 KB body of 10,000 criteria and a 40,000-entry `reverse` took 12 s (a probe)."""
+    from service.app import create_app
+
+    app = create_app({"model_store": baseline_store, "load_sync": True, "models": ["length"], "max_criteria": 3})
+    client = app.test_client()
+    ratings = [{"rater": f"w{r}", "system": s, "item": f"{r}{s}{i}", "scores": {"a": 50 + i, "b": 40, "c": 30}}
+               for r in range(3) for s in "AB" for i in range(2)]
+    assert client.post("/human-eval", json={"ratings": ratings, "reverse": ["c"]}).status_code == 200
+    wide = [{**rating, "scores": {**rating["scores"], "d": 1}} for rating in ratings]
+    over = client.post("/human-eval", json={"ratings": wide})
+    assert over.status_code == 413 and "ratings.0.scores" in over.get_json()["error"]["details"]
+    over = client.post("/human-eval", json={"ratings": ratings, "reverse": ["x"] * 4})
+    assert over.status_code == 413 and "reverse" in over.get_json()["error"]["details"]
+    assert client.get("/models").get_json()["limits"]["max_criteria"] == 3
+
+
 def test_not_ready_is_503(baseline_store):
     from service.app import create_app
     from service.store import ModelStore
@@ -349,8 +366,8 @@ def test_a_non_finite_number_in_a_response_is_a_logged_500_not_invalid_json(clie
     is not JSON and which clients' parsers reject or, worse, accept."""
     from service import handlers
 
-    monkeypatch.setattr(handlers, "score", lambda store, body: {"model": "length", "version": "x",
-                                                                "scores": [float("nan")]})
+    monkeypatch.setattr(handlers, "score", lambda store, body, settings: {"model": "length", "version": "x",
+                                                                          "scores": [float("nan")]})
     response = client.post("/score", json={"model": "length", "items": [{"context": ["a"], "response": "b"}]})
     assert response.status_code == 500, response.get_data(as_text=True)
     error = json.loads(response.get_data(as_text=True))["error"]  # strict: json.loads would take NaN

@@ -99,3 +99,27 @@ def test_identical_items_and_candidates_are_ties_for_every_model(full_app):
                                                "candidates": candidates}).get_json()["ranking"]
         copies = [r["index"] for r in ranking if r["response"] == PROBE_ITEM["response"]]
         assert copies == [1, 3, 4], (model, ranking)
+
+
+def test_sentence_encoder_work_is_bounded_per_request(full_app, monkeypatch):
+    """512 items of 256-word-piece texts to every model took 271 s within every other limit (a probe)."""
+    import dataclasses
+
+    monkeypatch.setitem(full_app.config, "SETTINGS", dataclasses.replace(full_app.config["SETTINGS"],
+                                                                        max_encoder_tokens=300))
+    client = full_app.test_client()
+    assert client.get("/models").get_json()["limits"]["max_encoder_tokens"] == 300
+    items = [{"context": ["a shared first turn", f"turn {i} " + "word " * 40], "response": f"reply {i}",
+              "reference": "a shared reference"} for i in range(8)]
+    over = client.post("/score", json={"models": ["bleu4", "minilm-cosine"], "items": items})
+    assert over.status_code == 413 and over.get_json()["error"]["code"] == "too_large"
+    assert "minilm-l6" in over.get_json()["error"]["details"]["items"]
+    assert client.post("/score", json={"model": "bleu4", "items": items}).status_code == 200  # not metered
+    # a text repeated across items is encoded once, so it is counted once
+    same = [{**items[0], "response": "one reply"}] * 40
+    assert client.post("/score", json={"model": "minilm-cosine", "items": same}).status_code == 200
+    rerank = client.post("/rerank", json={"model": "autojudge-minilm", "context": ["hi"],
+                                          "candidates": [f"candidate {i} " + "word " * 30 for i in range(10)]})
+    assert rerank.status_code == 413 and "candidates" in rerank.get_json()["error"]["details"]
+    dialogue = {"turns": [{"speaker": "user", "text": "word " * 200}, {"speaker": "bot", "text": "word " * 150}]}
+    assert client.post("/score", json={"model": "mh", "items": [dialogue]}).status_code == 413

@@ -75,10 +75,13 @@ class Server:
         self.log.close()
 
 
+READ_TIMEOUT = 2.0
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     store = copy_store(tmp_path_factory.mktemp("gstore") / "model_store")
-    srv = Server(store)
+    srv = Server(store, {"DIALSCORE_READ_TIMEOUT": str(READ_TIMEOUT)})  # 10 s by default; short for the stall test
     srv.wait()
     yield srv
     srv.stop()
@@ -207,6 +210,38 @@ def test_a_refused_body_leaves_the_connection_usable(server):
         response.read()
     finally:
         conn.close()
+
+
+def _answer(conn: socket.socket) -> tuple[str, dict]:
+    raw = conn.makefile("rb").read()
+    head, body = raw.split(b"\r\n\r\n", 1)
+    return head.decode("latin-1").split("\r\n")[0], json.loads(body)
+
+
+def test_clients_that_stall_are_answered_408_and_free_the_threads(server):
+    """Four connections that each sent one byte held all four threads (2 workers x 2), so /healthz
+    went unanswered for as long as they stayed open (a probe). Each request now has
+    DIALSCORE_READ_TIMEOUT to arrive, in its headers or its body."""
+    stalled = [socket.create_connection(("127.0.0.1", server.port), timeout=30) for _ in range(4)]
+    for conn in stalled:
+        conn.sendall(b"G")
+    mid_body = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    mid_body.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 100\r\n\r\n{\"model\": ")
+    try:
+        time.sleep(0.5)  # every thread is now waiting on a stalled client
+        started = time.monotonic()
+        status, body, _ = _call(server.port, "GET", "/healthz")
+        assert status == 200 and time.monotonic() - started < READ_TIMEOUT + 5
+        for conn in [*stalled, mid_body]:
+            line, error = _answer(conn)
+            assert line.split(" ")[1] == "408", line
+            assert error["error"]["code"] == "request_timeout" and error["error"]["message"], error
+    finally:
+        for conn in [*stalled, mid_body]:
+            conn.close()
+    # a whole request on a fresh connection is served as before
+    assert _call(server.port, "POST", "/score", {"model": "length", "items": [ITEM]})[0] == 200
 
 
 def test_replacement_workers_load_before_they_take_requests(tmp_path):
