@@ -10,8 +10,8 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 RUN python -m venv /opt/venv
-COPY requirements.txt /tmp/requirements.txt
-RUN /opt/venv/bin/pip install --no-compile -r /tmp/requirements.txt \
+COPY requirements.txt constraints.txt /tmp/
+RUN /opt/venv/bin/pip install --no-compile -r /tmp/requirements.txt -c /tmp/constraints.txt \
     && /opt/venv/bin/pip check \
     && /opt/venv/bin/python -c "import onnxruntime, tokenizers, scipy, flask, gunicorn" \
     && /opt/venv/bin/python -m compileall -q /opt/venv/lib

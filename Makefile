@@ -16,7 +16,7 @@ else
 export DIALSCORE_DATA_DIR ?= $(abspath $(DATA))
 endif
 
-.PHONY: help venv venv-dev run test lint bench train encoder-fp32 evaluate clean reproduce-human-eval
+.PHONY: help venv venv-dev run test lint bench train encoder-fp32 evaluate clean reproduce-human-eval constraints
 
 help:
 	@echo "make run      serve the committed model store on $(HOST):$(PORT) (creates $(VENV))"
@@ -29,12 +29,13 @@ help:
 	@echo "make reproduce-human-eval  Ji et al. 2022 run 1 from ../shared/data into docs/human-eval-run1"
 	@echo "make venv / venv-dev       only the serving / the whole development environment"
 	@echo "make clean    remove $(VENV) and caches"
+	@echo "make constraints  rewrite constraints.txt (every package's version) from $(VENV)"
 
 # The serving environment: requirements.txt only (no torch).
-$(VENV)/.serve: requirements.txt
+$(VENV)/.serve: requirements.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -r requirements.txt
+	$(PIP) install -q -r requirements.txt -c constraints.txt
 	touch $@
 
 # Tests, linters and training: torch is pinned and installed first so no later requirement pulls another
@@ -42,10 +43,15 @@ $(VENV)/.serve: requirements.txt
 # one: `make test TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu` takes it from PyTorch's CPU index
 # (empty by default: this project's machines serve a local CPU wheel through pip's own configuration).
 TORCH_INDEX_URL ?=
-$(VENV)/.dev: $(VENV)/.serve requirements-dev.txt training/requirements.txt
+$(VENV)/.dev: $(VENV)/.serve requirements-dev.txt training/requirements.txt constraints.txt
 	$(PIP) install -q torch==2.13.0 $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
-	$(PIP) install -q -r requirements-dev.txt -r training/requirements.txt
+	$(PIP) install -q -r requirements-dev.txt -r training/requirements.txt -c constraints.txt
 	touch $@
+
+# constraints.txt from the venv as it is (after a version change there; see its header).
+constraints: $(VENV)/.dev
+	{ grep '^#' constraints.txt; $(PIP) freeze --exclude torch; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 venv: $(VENV)/.serve
 venv-dev: $(VENV)/.dev

@@ -11,12 +11,30 @@ class ServiceError(Exception):
     code = "internal"
 
     def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        message = message if len(message) <= 10 * MAX_ECHO else message[: 10 * MAX_ECHO] + "..."
         super().__init__(message)
         self.message = message
-        self.details = details or {}
+        self.details = _bounded(details or {})
 
     def body(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+MAX_DETAILS = 100  # entries of `details` an error answers with
+MAX_ECHO = 200  # characters of a client's string (a field path, a model name) echoed back
+
+
+def _clip(value: Any) -> Any:
+    return value if not isinstance(value, str) or len(value) <= MAX_ECHO else value[:MAX_ECHO] + "..."
+
+
+def _bounded(details: dict[str, Any]) -> dict[str, Any]:
+    """At most MAX_DETAILS entries, long strings cut: 90,000 unknown keys in a 1 MB body were answered
+    with a 2.3 MB error, and a 100 KB model name was echoed whole (a probe)."""
+    kept = {_clip(k): _clip(v) for k, v in list(details.items())[:MAX_DETAILS]}
+    if len(details) > MAX_DETAILS:
+        kept["more"] = f"{len(details) - MAX_DETAILS} more not shown; fix these first."
+    return kept
 
 
 class BadJson(ServiceError):

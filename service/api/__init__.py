@@ -37,6 +37,11 @@ def load_body(schema: Schema) -> dict[str, Any]:
         # up front, and werkzeug stops reading it there without an error, so a body of exactly the
         # limit is read whole and one byte more tells that it went on.
         raise RequestEntityTooLarge()
+    coding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if coding not in ("", "identity"):  # not decompressed here (no decompression bombs): say so
+        raise BadJson(f"The body is sent with Content-Encoding {coding[:40]!r}, which is not accepted; send it "
+                      "uncompressed (a request is at most max_body_bytes anyway).",
+                      {"Content-Encoding": "Only identity."})
     if not raw.strip():
         raise BadJson("The request body is empty; send a JSON object.")
     if b"\x00" in raw:  # never in JSON text (a NUL in a string is written \u0000): UTF-16 or UTF-32

@@ -387,3 +387,24 @@ def test_a_non_finite_number_returned_as_a_dict_is_a_500_in_the_contract_format(
     error = json.loads(response.get_data(as_text=True))["error"]
     assert error["code"] == "internal" and error["details"] == {"type": "ValueError"}
     assert "ValueError" in caplog.text
+
+
+def test_errors_do_not_amplify_what_the_client_sent(client):
+    """90,000 unknown keys were answered with a 2.3 MB error and a 100 KB model name echoed whole."""
+    body = {"model": "length", "items": [{"context": ["a"], "response": "b"}], **{f"k{i}": 1 for i in range(5000)}}
+    response = client.post("/score", json=body)
+    error = response.get_json()["error"]
+    assert response.status_code == 422 and len(error["details"]) == 101 and "4900 more" in error["details"]["more"]
+    name = "m" * 100_000
+    response = client.post("/score", json={"model": name, "items": [{"context": ["a"], "response": "b"}]})
+    assert response.status_code == 404 and len(response.get_data()) < 5_000
+
+
+def test_a_compressed_body_is_refused_with_a_reason(client):
+    import gzip
+
+    raw = gzip.compress(json.dumps({"model": "length", "items": [{"context": ["a"], "response": "b"}]}).encode())
+    response = client.post("/score", data=raw, headers={"Content-Type": "application/json",
+                                                        "Content-Encoding": "gzip"})
+    error = response.get_json()["error"]
+    assert response.status_code == 400 and "Content-Encoding" in error["message"] and "NUL" not in error["message"]

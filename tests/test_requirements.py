@@ -1,0 +1,37 @@
+"""The requirements files and constraints.txt agree: a pin changed in one only is caught here, not by a
+pip conflict in CI or, worse, an image built with another version than the tests ran."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FILES = ("requirements.txt", "requirements-gpu.txt", "requirements-dev.txt", "training/requirements.txt")
+
+
+def pins(path: Path) -> dict[str, str]:
+    found = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            match = re.fullmatch(r"([A-Za-z0-9._-]+)==([^\s;]+)", line)
+            assert match, f"{path.name}: {line!r} is not pinned with =="
+            found[re.sub(r"[-_.]+", "-", match.group(1)).lower()] = match.group(2)
+    return found
+
+
+def test_every_requirement_is_pinned_and_agrees_with_the_constraints() -> None:
+    constraints = pins(REPO / "constraints.txt")
+    assert "torch" not in constraints  # its local label (+cpu) differs by index
+    for name in FILES:
+        for package, version in pins(REPO / name).items():
+            if package in ("torch", "onnxruntime-gpu"):  # not in the CPU venv the constraints come from
+                continue
+            assert constraints.get(package) == version, (name, package, version, constraints.get(package))
+
+
+def test_the_images_install_with_the_constraints() -> None:
+    for dockerfile in ("Dockerfile", "Dockerfile.gpu"):
+        text = (REPO / dockerfile).read_text(encoding="utf-8")
+        assert "-c /tmp/constraints.txt" in text, dockerfile
+    assert "!constraints.txt" in (REPO / ".dockerignore").read_text(encoding="utf-8")
