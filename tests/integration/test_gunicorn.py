@@ -237,6 +237,7 @@ def test_clients_that_stall_are_answered_408_and_free_the_threads(server):
             line, error = _answer(conn)
             assert line.split(" ")[1] == "408", line
             assert error["error"]["code"] == "request_timeout" and error["error"]["message"], error
+            assert error["error"]["details"] == {"read_timeout_s": READ_TIMEOUT}, error  # headers or body alike
     finally:
         for conn in [*stalled, mid_body]:
             conn.close()
