@@ -43,7 +43,7 @@ import numpy as np
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from service.scorers.embedding import average_similarity, extrema_similarity, greedy_similarity
-from service.text import CACHE_ENTRIES, CACHED_CHARS, word_count, words
+from service.text import memoised_for_short_texts, word_count, words
 
 PROXIES: tuple[str, ...] = (
     "sentiment",
@@ -99,14 +99,9 @@ def _with_emoji_described(text: str, emojis: dict[str, str]) -> str:
     return "".join(out).strip()
 
 
+@memoised_for_short_texts  # the memo's keys are the texts: long ones are not kept
 def vader(text: str) -> tuple[float, float, float, float]:
-    """VADER (neg, neu, pos, compound) of one utterance (its first MAX_SENTIMENT_WORDS words).
-
-    Memoised for short texts only, like service.text's word split: the cache's keys are the texts."""
-    return _vader_short(text) if len(text) <= CACHED_CHARS else _vader_scores(text)
-
-
-def _vader_scores(text: str) -> tuple[float, float, float, float]:
+    """VADER (neg, neu, pos, compound) of one utterance (its first MAX_SENTIMENT_WORDS words)."""
     analyzer = _vader()
     words_read = _with_emoji_described(text, analyzer.emojis).split()
     if len(words_read) > MAX_SENTIMENT_WORDS:
@@ -115,7 +110,7 @@ def _vader_scores(text: str) -> tuple[float, float, float, float]:
     return s["neg"], s["neu"], s["pos"], s["compound"]
 
 
-_vader_short = lru_cache(maxsize=CACHE_ENTRIES)(_vader_scores)
+_vader_short = vader.short
 
 
 def laughter_count(text: str) -> int:

@@ -5,7 +5,9 @@ split on whitespace and punctuation) so that the service and training split text
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from collections.abc import Callable
+from functools import lru_cache, wraps
+from typing import TypeVar
 
 from tokenizers import normalizers, pre_tokenizers
 
@@ -20,6 +22,7 @@ _PRE_TOKENIZER = pre_tokenizers.BertPreTokenizer()
 # until the pod was killed (a probe); now the cache holds at most CACHE_ENTRIES x CACHED_CHARS.
 CACHED_CHARS = 256
 CACHE_ENTRIES = 4096
+T = TypeVar("T")
 
 
 def _split(text: str) -> tuple[str, ...]:
@@ -27,11 +30,21 @@ def _split(text: str) -> tuple[str, ...]:
     return tuple(piece for piece, _ in _PRE_TOKENIZER.pre_tokenize_str(normalised))
 
 
-_split_short = lru_cache(maxsize=CACHE_ENTRIES)(_split)
+def memoised_for_short_texts(compute: Callable[[str], T]) -> Callable[[str], T]:
+    """`compute` memoised for texts of at most CACHED_CHARS (CACHE_ENTRIES of them), called afresh
+    for longer ones; the memo is the wrapper's `short` attribute."""
+    short = lru_cache(maxsize=CACHE_ENTRIES)(compute)
+
+    @wraps(compute)
+    def call(text: str) -> T:
+        return short(text) if len(text) <= CACHED_CHARS else compute(text)
+
+    call.short = short  # type: ignore[attr-defined]
+    return call
 
 
-def _words_cached(text: str) -> tuple[str, ...]:
-    return _split_short(text) if len(text) <= CACHED_CHARS else _split(text)
+_words_cached = memoised_for_short_texts(_split)
+_split_short = _words_cached.short
 
 
 def words(text: str) -> list[str]:
