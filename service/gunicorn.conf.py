@@ -56,6 +56,7 @@ if not os.environ.get("DIALSCORE_READY_DIR"):
 # workers inherit the master's modules through the fork.
 from prometheus_client import multiprocess  # noqa: E402
 
+from service import metrics as metrics_files  # noqa: E402
 from service import worker_readiness  # noqa: E402
 
 
@@ -86,7 +87,9 @@ def post_fork(server, worker):
 
 
 def child_exit(server, worker):
-    multiprocess.mark_process_dead(worker.pid)
+    folder = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    multiprocess.mark_process_dead(worker.pid, folder)
+    metrics_files.fold_dead_worker(worker.pid, folder)
     worker_readiness.forget(worker.pid)
 
 

@@ -3,13 +3,26 @@
 With PROMETHEUS_MULTIPROC_DIR set (gunicorn.conf.py sets it before any worker imports this
 module) every worker writes its samples to that folder and /metrics aggregates them, so a
 scrape sees all workers, not whichever one answered.
+
+A worker leaves its files behind when it exits (they hold its share of every counter), and with
+DIALSCORE_MAX_REQUESTS workers are replaced all day: each replacement would add two files that
+every scrape reads again. `fold_dead_worker` (gunicorn's master calls it when a worker exits) adds
+a dead worker's samples into one archive file per type and deletes its files, so the folder holds
+two files per live worker plus two. prometheus_client has no such compaction; it keeps the files
+because deleting them would make the counters go back. A lock file keeps a scrape from reading
+halfway through a fold (the sum counted twice or not at all).
 """
 from __future__ import annotations
 
+import fcntl
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from prometheus_client import (CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram,
                                generate_latest, multiprocess)
+from prometheus_client.mmap_dict import MmapedDict
 
 # The `method` label's values: a client can send any token as the method (a 405 answers it), and
 # each distinct label value is a series kept for the life of the process, so the rest are "other".
@@ -32,10 +45,54 @@ def method_label(method: str) -> str:
     return method if method in METHODS else "other"
 
 
+# Only counters and histograms are defined above: their samples add up across files, so a dead
+# worker's can be folded into a running total. A gauge would need its own rule (and a live one is
+# deleted by mark_process_dead); a test checks that no other type is defined.
+FOLDED_TYPES = ("counter", "histogram")
+ARCHIVE_PID = "archive"  # "counter_archive.db": prometheus_client reads the type before the first "_"
+LOCK_FILE = ".fold.lock"  # not *.db, so the collector does not read it
+
+
+@contextmanager
+def _folder_lock(folder: str, exclusive: bool) -> Iterator[None]:
+    with open(os.path.join(folder, LOCK_FILE), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def fold_dead_worker(pid: int, folder: str) -> int:
+    """Add an exited worker's counter and histogram samples to the archive files; delete its files.
+
+    Returns how many files were folded. Only for a process that has exited: a live one would go
+    on writing to a deleted file.
+    """
+    folded = 0
+    with _folder_lock(folder, exclusive=True):
+        for kind in FOLDED_TYPES:
+            dead = Path(folder) / f"{kind}_{pid}.db"
+            if not dead.exists():
+                continue
+            archive = MmapedDict(str(Path(folder) / f"{kind}_{ARCHIVE_PID}.db"))
+            try:
+                for key, value, _timestamp, _pos in MmapedDict.read_all_values_from_file(str(dead)):
+                    total, _ = archive.read_value(key)
+                    archive.write_value(key, total + value, 0.0)
+            finally:
+                archive.close()
+            dead.unlink()
+            folded += 1
+    return folded
+
+
 def exposition() -> tuple[bytes, str]:
     """The text format of every worker's metrics (or this process's, outside gunicorn)."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if folder:
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)
-        return generate_latest(registry), CONTENT_TYPE_LATEST
+        multiprocess.MultiProcessCollector(registry, path=folder)
+        with _folder_lock(folder, exclusive=False):
+            return generate_latest(registry), CONTENT_TYPE_LATEST
     return generate_latest(REGISTRY), CONTENT_TYPE_LATEST

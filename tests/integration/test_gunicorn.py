@@ -37,8 +37,9 @@ def _call(port: int, method: str, path: str, body: object | None = None, raw: by
 class Server:
     def __init__(self, store: Path, env: dict[str, str] | None = None, workers: int = 2) -> None:
         self.port = _free_port()
-        environment = {**os.environ, "DIALSCORE_MODEL_STORE": str(store), **(env or {})}
+        environment = {**os.environ, "DIALSCORE_MODEL_STORE": str(store)}
         environment.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        environment.update(env or {})
         self.log = open(store.parent / f"gunicorn-{self.port}.log", "w+")
         self.process = subprocess.Popen([sys.executable, "-m", "service", "--port", str(self.port),
                                          "--workers", str(workers)], cwd=REPO, env=environment,
@@ -250,12 +251,19 @@ def test_replacement_workers_load_before_they_take_requests(tmp_path):
     503 not_ready, where background loading answered 503 and counted those towards max_requests
     until no worker ever finished loading (a probe, 2026-11-22)."""
     store = copy_store(tmp_path / "model_store", ("length", "bleu4"))
-    srv = Server(store, {"DIALSCORE_MAX_REQUESTS": "15"})
+    metrics_dir = tmp_path / "metrics"
+    srv = Server(store, {"DIALSCORE_MAX_REQUESTS": "15", "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)})
     try:
         srv.wait()
         statuses = [_call(srv.port, "POST", "/score", {"model": "length", "items": [ITEM]})[0] for _ in range(120)]
         assert statuses.count(200) == 120, {s: statuses.count(s) for s in set(statuses)}
         boots = srv.output().count("Booting worker")
         assert boots >= 6, boots  # workers were replaced along the way
+        # The replaced workers' metrics are folded into one archive per type: two files per live
+        # worker plus two, where they had accumulated two per worker ever booted; no count is lost.
+        files = sorted(p.name for p in metrics_dir.glob("*.db"))
+        assert len(files) <= 2 * 2 + 2, files
+        assert {"counter_archive.db", "histogram_archive.db"} <= set(files), files
+        assert _requests_total(srv.port) == 120
     finally:
         srv.stop()
