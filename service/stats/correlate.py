@@ -1,0 +1,239 @@
+"""The body of a /correlate answer: every metric at item and system level, comparisons, agreement.
+
+Validation the schema cannot do (lengths, NaN, too few items) raises `StatsInputError`, which the
+API answers with a 422 naming the field.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from service.stats.agreement import krippendorff_alpha_interval
+from service.stats.bootstrap import (MIN_BOOTSTRAP, stratified_indices, bootstrap_distributions,
+                                     min_resamples, paired_bootstrap_from, percentile_interval,
+                                     resample_indices, system_bootstrap_distributions)
+from service.stats.correlation import METHODS, MIN_ITEMS, correlation
+from service.stats.significance import williams_test
+
+class StatsInputError(ValueError):
+    """Input the schema cannot catch (mismatched lengths, NaN/inf, too few items): becomes a 422.
+
+    `.fields` maps field paths such as 'scores.adem' or 'human.3' to a message.
+    """
+
+    def __init__(self, fields: dict[str, str]) -> None:
+        super().__init__("; ".join(f"{k}: {v}" for k, v in fields.items()))
+        self.fields = fields
+
+
+
+def _check_inputs(human: Any, scores: dict[str, Any], systems: Any, methods: Sequence[str],
+                  confidence: float, resamples: int) -> tuple[np.ndarray, list[np.ndarray] | None]:
+    """Validate and average the human ratings; returns (per-item means, per-item ratings or None)."""
+    errors: dict[str, str] = {}
+    if not isinstance(human, (list, tuple)) or len(human) == 0:
+        raise StatsInputError({"human": "Give at least one human rating."})
+    nested = any(isinstance(h, (list, tuple)) for h in human)
+    units: list[np.ndarray] | None = None
+    if nested:
+        units = []
+        for i, item in enumerate(human):
+            values = np.asarray(item if isinstance(item, (list, tuple)) else [item], dtype=np.float64)
+            if values.size == 0:
+                errors[f"human.{i}"] = "Give at least one rating for every item."
+            elif not np.all(np.isfinite(values)):
+                errors[f"human.{i}"] = "Ratings must be finite numbers (no NaN or infinity)."
+            units.append(values)
+        # fsum: the exactly rounded sum, so one item's ratings give the same mean in any order (and
+        # items with equal ratings tie exactly, which Spearman's and Kendall's ranks depend on).
+        means = np.array([math.fsum(u.tolist()) / u.size if u.size and np.all(np.isfinite(u)) else np.nan
+                          for u in units])
+    else:
+        means = np.asarray(human, dtype=np.float64)
+        for i in np.flatnonzero(~np.isfinite(means)):
+            errors[f"human.{i}"] = "Ratings must be finite numbers (no NaN or infinity)."
+    n = len(human)
+    if not scores:
+        errors["scores"] = "Give the scores of at least one metric."
+    for name, values in (scores or {}).items():
+        if len(values) != n:
+            errors[f"scores.{name}"] = f"Has {len(values)} scores for {n} human ratings."
+            continue
+        bad = np.flatnonzero(~np.isfinite(np.asarray(values, dtype=np.float64)))
+        if bad.size:
+            errors[f"scores.{name}.{int(bad[0])}"] = "Scores must be finite numbers (no NaN or infinity)."
+    if systems is not None and len(systems) != n:
+        errors["systems"] = f"Has {len(systems)} labels for {n} human ratings."
+    if not methods or any(method not in METHODS for method in methods):
+        errors["methods"] = f"Give one or more of: {', '.join(METHODS)}."
+    if not 0 < confidence < 1:
+        errors["confidence"] = "Must lie strictly between 0 and 1."
+    if resamples < 0:
+        errors["resamples"] = "Must not be negative."
+    if errors:
+        raise StatsInputError(errors)
+    return means, units
+
+
+def _level(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[str], confidence: float,
+           no_bootstrap: str | None, indices_for: Any) -> tuple[dict[str, dict], list[dict]]:
+    """Correlations, intervals and pairwise comparisons at one level (item or system).
+
+    `indices_for(method)` returns {metric name: bootstrap distribution of its correlation}, every
+    metric on the same resamples; it is not called when `no_bootstrap` gives a reason not to.
+    """
+    n = int(human.size)
+    results: dict[str, dict[str, Any]] = {name: {} for name in metrics}
+    comparisons: list[dict[str, Any]] = []
+    for method in methods:
+        point = {name: correlation(values, human, method) for name, values in metrics.items()}
+        dist = indices_for(method) if no_bootstrap is None else None
+        for name, res in point.items():
+            if res["r"] is None:
+                results[name][method] = {**res, "ci": None}
+                continue
+            ci = percentile_interval(dist[name], confidence) if dist is not None else None
+            entry = {"r": res["r"], "p": res["p"], "ci": ci, "n": n}
+            if ci is None:
+                entry["ci_reason"] = no_bootstrap or "too many resamples with an undefined correlation"
+            results[name][method] = entry
+        for a, b in combinations(metrics, 2):
+            ra, rb = point[a]["r"], point[b]["r"]
+            base = {"a": a, "b": b, "method": method}
+            if ra is None or rb is None:
+                reason = f"r is undefined for {a if ra is None else b}"
+                if method == "pearson":
+                    comparisons.append({**base, "delta": None, "p": None, "test": "williams", "reason": reason})
+                comparisons.append({**base, "delta": None, "p": None, "ci": None, "test": "paired_bootstrap",
+                                    "reason": reason})
+                continue
+            delta = ra - rb
+            if method == "pearson":
+                r_ab = correlation(metrics[a], metrics[b], "pearson")["r"]
+                if r_ab is None:
+                    comparisons.append({**base, "delta": delta, "p": None, "test": "williams",
+                                        "reason": "one metric is constant"})
+                else:
+                    w = williams_test(ra, rb, r_ab, n)
+                    entry = {**base, "delta": delta, "p": w["p"], "t": w["t"], "df": w["df"], "test": "williams"}
+                    if "reason" in w:
+                        entry["reason"] = w["reason"]
+                    comparisons.append(entry)
+            if dist is None:
+                comparisons.append({**base, "delta": delta, "p": None, "ci": None, "test": "paired_bootstrap",
+                                    "reason": no_bootstrap})
+            else:
+                comparisons.append({**base, "delta": delta, "test": "paired_bootstrap",
+                                    **paired_bootstrap_from(delta, dist[a] - dist[b], confidence)})
+    return results, comparisons
+
+
+def _system_means(values: np.ndarray, groups: np.ndarray, count: int) -> np.ndarray:
+    """Per-system means from exactly rounded sums: the same whatever the order of a system's items
+    (bincount adds in item order, so reordering one system's .3, .2, .1 moved Spearman from .738
+    to .600 by breaking a tie between system means)."""
+    order = np.argsort(groups, kind="stable")
+    bounds = np.cumsum(np.bincount(groups, minlength=count))
+    return np.array([math.fsum(values[members].tolist()) / members.size if members.size else np.nan
+                     for members in np.split(order, bounds[:-1])])
+
+
+def binary_rescaled(values: np.ndarray) -> np.ndarray:
+    """`values` times the power of two that brings their largest magnitude into [0.5, 1).
+
+    Every statistic here is unchanged by a positive scale, and a power of two scales exactly, so on
+    ordinary data nothing moves by a bit; but sums of squares of values near 1e-300 underflow, and
+    denormals (5e-324 x 1..10) carry a few bits each, which gave r = .988 where the same data at
+    scale 1 gives .939 and bootstrap intervals "undefined" (found by a probe, 2026-11-22)."""
+    finite = values[np.isfinite(values)]
+    largest = float(np.abs(finite).max()) if finite.size else 0.0
+    if largest == 0.0:
+        return values
+    return np.ldexp(values, -int(np.frexp(largest)[1]))
+
+
+def correlate(human: list[float] | list[list[float]], scores: dict[str, list[float]],
+              systems: list[str] | None = None, methods: Sequence[str] = METHODS,
+              confidence: float = 0.95, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """The body of a /correlate 200 response: per metric, level and method {r, p, ci, n}, comparisons, agreement.
+
+    Item level uses every item; system level (when `systems` is given) correlates per-system means,
+    its bootstrap resampling items within each system so every system stays present. Every
+    comparison carries `test`: 'williams' (Pearson only) or 'paired_bootstrap' (every method).
+    """
+    methods = list(dict.fromkeys(methods))
+    means, units = _check_inputs(human, scores, systems, methods, confidence, resamples)
+    means = binary_rescaled(means)
+    metrics = {name: binary_rescaled(np.asarray(values, dtype=np.float64)) for name, values in scores.items()}
+    n = int(means.size)
+    if n < MIN_ITEMS:
+        raise StatsInputError({"human": f"Give at least {MIN_ITEMS} items (got {n})."})
+    cache: dict[str, dict[str, np.ndarray]] = {}
+    needed = min_resamples(confidence)
+    no_bootstrap = ("resampling is off (resamples = 0)" if resamples == 0 else
+                    f"too few resamples for a {confidence:.12g} interval (resamples = {resamples}, need at least "
+                    f"{needed})" if resamples < needed else
+                    f"too few items for a bootstrap (n = {n}, need at least {MIN_BOOTSTRAP})"
+                    if n < MIN_BOOTSTRAP else None)
+    indices = resample_indices(n, resamples, seed) if no_bootstrap is None else None
+
+    def item_distribution(method: str) -> dict[str, np.ndarray]:
+        if not cache:  # every method in one pass: resample counts and ranks are shared
+            cache.update(bootstrap_distributions(means, metrics, methods, indices))
+        return cache[method]
+
+    item, comparisons = _level(means, metrics, methods, confidence, no_bootstrap, item_distribution)
+    for entry in comparisons:
+        entry["level"] = "item"
+    body: dict[str, Any] = {"n": n, "metrics": {name: {"item": item[name]} for name in metrics}}
+
+    if systems is not None:
+        labels, groups = np.unique(np.asarray([str(s) for s in systems]), return_inverse=True)
+        count = labels.size
+        sys_human = _system_means(means, groups, count)
+        sys_metrics = {name: _system_means(values, groups, count) for name, values in metrics.items()}
+        # Resampling items within each system cannot move a system with one item: if none has two,
+        # every resample is the sample itself and an interval would be a zero-width [r, r].
+        sys_no_bootstrap = no_bootstrap or ("every system has a single item, so resampling within systems "
+                                            "cannot vary" if count == n else None)
+        sys_indices = stratified_indices(groups, count, resamples, seed) if sys_no_bootstrap is None else None
+        sys_cache: dict[str, dict[str, np.ndarray]] = {}
+
+        def system_distribution(method: str) -> dict[str, np.ndarray]:
+            if not sys_cache:  # every method in one pass: the resampled system means are shared
+                sys_cache.update(system_bootstrap_distributions(means, metrics, methods, groups, count, sys_indices))
+            return sys_cache[method]
+
+        system, sys_comparisons = _level(sys_human, sys_metrics, methods, confidence, sys_no_bootstrap,
+                                         system_distribution)
+        for entry in sys_comparisons:
+            entry["level"] = "system"
+            _say_systems(entry)
+        for name in metrics:
+            body["metrics"][name]["system"] = system[name]
+            for entry in system[name].values():
+                _say_systems(entry)
+        comparisons += sys_comparisons
+        body["systems"] = {"count": int(count), "labels": [str(label) for label in labels]}
+    body["comparisons"] = comparisons
+    if units is not None:
+        alpha = krippendorff_alpha_interval(units)
+        body["agreement"] = {"krippendorff_alpha": alpha,
+                             "raters_per_item": float(np.mean([u.size for u in units])),
+                             "metric": "interval"}
+        if alpha is None:
+            body["agreement"]["reason"] = "no item has two ratings, or the ratings never vary"
+    else:
+        body["agreement"] = None
+    return body
+
+
+def _say_systems(entry: dict[str, Any]) -> None:
+    """System-level reasons count systems, not items (the bootstrap's items stay items)."""
+    if entry.get("reason", "").startswith("too few items (n ="):
+        entry["reason"] = entry["reason"].replace("too few items", "too few systems", 1)
+

@@ -1,0 +1,17 @@
+"""Shared sample data: a human score and two metrics of known quality, drawn from one seeded generator."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from scipy import stats as sps
+
+RNG = np.random.default_rng(20260522)
+HUMAN = RNG.normal(size=40)
+GOOD = HUMAN + RNG.normal(scale=0.5, size=40)
+POOR = HUMAN + RNG.normal(scale=2.0, size=40)
+SCIPY = {"pearson": sps.pearsonr, "spearman": sps.spearmanr, "kendall": sps.kendalltau}
+
+
+def no_nan(body: dict) -> None:
+    json.dumps(body, allow_nan=False)  # raises on NaN or infinity anywhere

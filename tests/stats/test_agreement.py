@@ -1,0 +1,44 @@
+"""service.stats.agreement against Krippendorff's published example and the krippendorff package."""
+from __future__ import annotations
+
+
+import numpy as np
+import pytest
+
+from service import stats
+from tests.stats.samples import RNG
+
+
+def test_krippendorff_alpha_matches_krippendorffs_published_example() -> None:
+    # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", 4 coders x 12 units with
+    # missing values: alpha(interval) = 0.849.
+    coders = [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3],
+        [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None],
+    ]
+    units = [[c[u] for c in coders if c[u] is not None] for u in range(12)]
+    assert stats.krippendorff_alpha_interval(units) == pytest.approx(0.849, abs=5e-4)
+
+
+def test_krippendorff_alpha_matches_the_krippendorff_package() -> None:
+    krippendorff = pytest.importorskip("krippendorff")
+    truth = RNG.normal(size=30)
+    matrix = truth[None, :] + RNG.normal(scale=0.7, size=(4, 30))
+    matrix[RNG.random(size=matrix.shape) < 0.2] = np.nan
+    units = [col[~np.isnan(col)] for col in matrix.T]
+    expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="interval")
+    assert stats.krippendorff_alpha_interval(units) == pytest.approx(expected, abs=1e-10)
+
+
+def test_krippendorff_alpha_undefined_cases() -> None:
+    assert stats.krippendorff_alpha_interval([[1.0], [2.0]]) is None  # nothing pairable
+    assert stats.krippendorff_alpha_interval([[3.0, 3.0], [3.0, 3.0]]) is None  # no variation
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e6, 1e8, 1e10, 1e14])
+def test_krippendorff_alpha_ignores_a_shared_offset(offset: float) -> None:
+    units = [[1, 2], [4, 5], [7, 9], [3, 3], [8, 6]]
+    alpha = stats.krippendorff_alpha_interval([[offset + v for v in u] for u in units])
+    assert alpha == pytest.approx(0.858490566, abs=1e-6)  # the krippendorff package's value at every offset

@@ -1,0 +1,110 @@
+"""service.stats.correlation against scipy and exact permutation p-values."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from service import stats
+from tests.stats.samples import GOOD, HUMAN, SCIPY
+
+
+@pytest.mark.parametrize("method", stats.METHODS)
+def test_correlation_matches_scipy(method: str) -> None:
+    expected = SCIPY[method](GOOD, HUMAN)
+    got = stats.correlation(GOOD, HUMAN, method)
+    assert got["r"] == pytest.approx(expected.statistic, abs=1e-12)
+    assert got["p"] == pytest.approx(expected.pvalue, rel=1e-9)
+    assert got["n"] == 40
+
+
+@pytest.mark.parametrize("method", stats.METHODS)
+def test_constant_and_short_inputs_give_none_with_reason(method: str) -> None:
+    constant = stats.correlation([2.0] * 5, [1, 2, 3, 4, 5], method)
+    assert constant["r"] is None and constant["p"] is None and "constant" in constant["reason"]
+    short = stats.correlation([1.0, 2.0], [2.0, 1.0], method)
+    assert short["r"] is None and "too few" in short["reason"]
+
+
+# --- Spearman's p: exact for few items, never below 2/n! -------------------------------------------
+def _permutation_p(x: list[float], y: list[float]) -> float:
+    """scipy.stats.permutation_test over all n! pairings of the ranks: the exact two-sided p."""
+    ry = sps.rankdata(y) - np.mean(sps.rankdata(y))
+
+    def rho(rx: np.ndarray, axis: int = -1) -> np.ndarray:
+        rc = rx - rx.mean(axis=axis, keepdims=True)
+        return (rc * ry).sum(axis=axis) / np.sqrt((rc * rc).sum(axis=axis) * (ry * ry).sum())
+
+    return sps.permutation_test((sps.rankdata(x),), rho, permutation_type="pairings", n_resamples=np.inf,
+                                vectorized=True).pvalue
+
+
+@pytest.mark.parametrize(
+    ("x", "y"),
+    [
+        ([2.9, 4.0, 1.7], [3.0, 4.5, 1.0]),  # API.md's example: rho = 1
+        ([0.1, 0.0, 0.2], [3.0, 4.5, 1.0]),  # rho = -1
+        ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5]),
+        ([1, 1, 2, 3, 4], [1, 1, 2, 3, 4]),  # tied and perfect: more than one pairing in each tail
+        ([1, 3, 2, 5, 4, 6], [2, 1, 4, 3, 6, 5]),
+        ([1, 1, 2, 2, 3, 3, 4], [1, 2, 1, 3, 3, 4, 4]),
+        ([3, 1, 4, 1, 5, 9, 2, 6], [2, 7, 1, 8, 2, 8, 1, 8]),
+        ([1, 2, 3, 4, 5, 6, 7, 8, 9], [2, 1, 3, 5, 4, 6, 7, 9, 8]),
+        ([1, 1, 1, 2, 2, 3, 4, 5, 5], [5, 4, 4, 3, 2, 2, 1, 1, 1]),
+    ],
+)
+def test_spearman_p_is_exact_up_to_nine_items(x: list[float], y: list[float]) -> None:
+    got = stats.correlation(x, y, "spearman")
+    assert got["r"] == pytest.approx(sps.spearmanr(x, y).statistic, abs=1e-12)
+    assert got["p"] == pytest.approx(_permutation_p(x, y), rel=1e-12)
+
+
+@pytest.mark.parametrize("n", [10, 12, 25])
+def test_spearman_p_of_perfect_ranks_is_two_over_n_factorial(n: int) -> None:
+    x = np.arange(n, dtype=float)
+    for y in (x ** 3, -x):
+        got = stats.correlation(x, y, "spearman")
+        # scipy's rho may be 1 - 1e-16: t then is finite but huge, and its p far below 2/n! all the same
+        assert abs(got["r"]) == pytest.approx(1.0) and got["p"] == pytest.approx(2 / math.factorial(n), rel=1e-9, abs=0)
+    near = x.copy()
+    near[[0, 1]] = near[[1, 0]]  # the approximation applies; the floor is only a floor
+    assert stats.correlation(x, near, "spearman")["p"] == pytest.approx(
+        max(sps.spearmanr(x, near).pvalue, 2 / math.factorial(n)), rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize(
+    ("x", "y"),
+    [
+        ([1, 2, 2, 4, 5], [1, 2, 3, 4, 5]),  # one tie: scipy's normal approximation 0.023, exact 1/30
+        ([1, 1, 2, 3, 4], [1, 1, 2, 3, 4]),
+        ([1, 1, 2, 2, 3, 3, 4], [1, 2, 1, 3, 3, 4, 4]),
+        ([3, 1, 4, 1, 5, 9, 2, 6], [2, 7, 1, 8, 2, 8, 1, 8]),
+        ([1, 1, 1, 2, 2, 3, 4, 5, 5], [5, 4, 4, 3, 2, 2, 1, 1, 1]),
+    ],
+)
+def test_kendall_p_with_ties_is_exact_up_to_nine_items(x: list[float], y: list[float]) -> None:
+    got = stats.correlation(x, y, "kendall")
+    assert got["r"] == pytest.approx(sps.kendalltau(x, y).statistic, abs=1e-12)
+    yy = np.asarray(y, float)
+    upper = np.triu_indices(len(x), 1)
+    dy = np.sign(yy[:, None] - yy[None, :])[upper]
+    ties_x = np.count_nonzero(np.sign(np.subtract.outer(x, x))[upper] == 0)
+    ties_y = np.count_nonzero(dy == 0)
+    pairs = dy.size
+
+    def tau_b(v: np.ndarray, axis: int = -1) -> np.ndarray:  # scipy's tau-b, over many pairings at once
+        dv = np.sign(v[..., :, None] - v[..., None, :])[..., upper[0], upper[1]]
+        return (dv * dy).sum(axis=-1) / np.sqrt((pairs - ties_x) * (pairs - ties_y))
+
+    exact = sps.permutation_test((np.asarray(x, float),), tau_b, permutation_type="pairings", n_resamples=np.inf,
+                                 vectorized=True).pvalue
+    assert got["p"] == pytest.approx(exact, rel=1e-9)
+
+
+def test_kendall_p_keeps_scipy_without_ties_or_past_nine_items() -> None:
+    x = [1, 3, 2, 5, 4, 6]
+    assert stats.correlation(x, [2, 1, 4, 3, 6, 5], "kendall")["p"] == sps.kendalltau(x, [2, 1, 4, 3, 6, 5]).pvalue
+    x10, y10 = [1, 1, 2, 3, 4, 5, 6, 7, 8, 9], list(range(10))
+    assert stats.correlation(x10, y10, "kendall")["p"] == pytest.approx(sps.kendalltau(x10, y10).pvalue, rel=1e-12)
