@@ -535,7 +535,7 @@ def test_an_io_error_at_set_up_is_retried_only_when_it_may_pass(store_root, tmp_
         raise OSError(error, os.strerror(error))
 
     if where == "output":
-        monkeypatch.setattr(bulk, "resume_point", failing_volume)
+        monkeypatch.setattr(bulk.runner, "resume_point", failing_volume)
     else:
         monkeypatch.setattr(ModelStore, "load", failing_volume)
     monkeypatch.setenv("DIALSCORE_MODEL_STORE", str(store_root))

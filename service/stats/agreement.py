@@ -5,6 +5,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+
 def krippendorff_alpha_interval(units: Iterable[Sequence[float]]) -> float | None:
     """Krippendorff's alpha with the interval metric, from its definition (Krippendorff 2011).
 

@@ -305,7 +305,6 @@ def paired_bootstrap(human: Sequence[float], a: Sequence[float], b: Sequence[flo
     return {"delta": delta, **paired_bootstrap_from(delta, dist["a"] - dist["b"], confidence)}
 
 
-
 def stratified_indices(groups: np.ndarray, count: int, resamples: int, seed: int) -> np.ndarray:
     """(resamples, n) indices that resample items within each system, keeping every system's size.
 

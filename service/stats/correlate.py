@@ -13,11 +13,19 @@ from typing import Any
 import numpy as np
 
 from service.stats.agreement import krippendorff_alpha_interval
-from service.stats.bootstrap import (MIN_BOOTSTRAP, stratified_indices, bootstrap_distributions,
-                                     min_resamples, paired_bootstrap_from, percentile_interval,
-                                     resample_indices, system_bootstrap_distributions)
+from service.stats.bootstrap import (
+    MIN_BOOTSTRAP,
+    bootstrap_distributions,
+    min_resamples,
+    paired_bootstrap_from,
+    percentile_interval,
+    resample_indices,
+    stratified_indices,
+    system_bootstrap_distributions,
+)
 from service.stats.correlation import METHODS, MIN_ITEMS, correlation
 from service.stats.significance import williams_test
+
 
 class StatsInputError(ValueError):
     """Input the schema cannot catch (mismatched lengths, NaN/inf, too few items): becomes a 422.
@@ -28,7 +36,6 @@ class StatsInputError(ValueError):
     def __init__(self, fields: dict[str, str]) -> None:
         super().__init__("; ".join(f"{k}: {v}" for k, v in fields.items()))
         self.fields = fields
-
 
 
 def _check_inputs(human: Any, scores: dict[str, Any], systems: Any, methods: Sequence[str],

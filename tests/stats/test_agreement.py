@@ -1,7 +1,6 @@
 """service.stats.agreement against Krippendorff's published example and the krippendorff package."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 

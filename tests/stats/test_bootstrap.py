@@ -1,7 +1,6 @@
 """service.stats.bootstrap against scipy on each resample, and its seeded draws."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from scipy import stats as sps

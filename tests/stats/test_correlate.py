@@ -1,7 +1,6 @@
 """The /correlate body (service.stats.correlate): levels, comparisons, agreement and bad input."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from hypothesis import given, settings

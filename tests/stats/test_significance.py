@@ -1,7 +1,6 @@
 """service.stats.significance against a published worked example."""
 from __future__ import annotations
 
-
 import pytest
 
 from service import stats

@@ -1,0 +1,6 @@
+"""`python -m service.bulk`."""
+import sys
+
+from service.bulk.cli import main
+
+sys.exit(main())

@@ -1,0 +1,111 @@
+"""What a resumed run checks: that the input is the one the output was scored from."""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any, BinaryIO, Iterator
+
+from service.bulk.errors import TRANSIENT_ERRNOS, BulkError, set_up_error
+
+log = logging.getLogger("service.bulk")  # one logger for the whole command: its records name it
+
+
+class InputCheckpoint:
+    """`<output>.input.json`: the SHA-256 of the input's first k lines, k the output's last line.
+
+    Why: a resume skips every input line up to the output's last record without reading what
+    they were scored from, so rerunning with another file (a regenerated corpus, the wrong
+    shard's input, lines re-sorted or cut) would silently extend the output with records for
+    other text under the same line numbers. Records cannot carry a digest of their own line
+    without growing every line; one small file beside the lock says what was read. It is
+    replaced after every fsync'd batch (written to a temporary file, fsync'd, renamed), so it can
+    lag the output after a kill but never runs ahead of it. A resume hashes the input as it
+    skips and stops with a set-up error (exit 2, nothing scored) where it differs. An input that
+    only grew at the end still matches. An output without a readable checkpoint (written before
+    it existed, or the file was lost) is resumed unchecked, with a warning, rather than blocking
+    every retry of a Job.
+    """
+
+    def __init__(self, output: Path) -> None:
+        self.path = Path(f"{output}.input.json")
+
+    def read(self) -> tuple[int, str, str] | None:
+        """(line, sha256 hex, input name) as last written, or None (absent or unreadable)."""
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            return int(data["line"]), str(data["sha256"]), str(data.get("input", "?"))
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno in TRANSIENT_ERRNOS:  # unchecked is for a lost file, not a volume that blinked
+                raise set_up_error(f"cannot read {self.path}", exc) from None
+            log.warning("%s is unreadable (%s); the input cannot be checked against the output", self.path, exc)
+            return None
+        except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as exc:
+            log.warning("%s is unreadable (%s); the input cannot be checked against the output", self.path,
+                        type(exc).__name__)
+            return None
+
+    def write(self, line: int, digest: str, input_name: str) -> None:
+        temporary = Path(f"{self.path}.tmp")
+        with open(temporary, "wb") as handle:
+            handle.write(json.dumps({"line": line, "sha256": digest, "input": input_name}).encode("utf-8") + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, self.path)
+
+
+class HashedLines:
+    """The input's lines with a running SHA-256, checked against a checkpoint while skipping.
+
+    `written` is (line, hash state) of the last line handed out, which is what the output holds
+    once that line's batch is fsync'd; the state is copied at hand-out time because the iterator
+    may read further (other shards' lines) before the last batch is written, and finished into a
+    digest only when a batch is (`written_digest`), not for every line.
+    """
+
+    def __init__(self, source: BinaryIO, output: Path, after: int, expected: tuple[int, str, str] | None) -> None:
+        self.source, self.output, self.after = source, output, after
+        self.name = str(getattr(source, "name", "<stream>"))
+        self.hash = hashlib.sha256()
+        self.written: tuple[int, Any] | None = None
+        self.expected = expected
+        if expected is not None and expected[0] > after:
+            # The checkpoint runs ahead of the output only if the output was cut by hand: the lines
+            # it covers beyond `after` would be scored before they could be compared.
+            log.warning("%s: its input checkpoint is at line %d, past the output's last line %d (the output "
+                        "was cut?); the input is not checked", output, expected[0], after)
+            self.expected = None
+
+    def lines(self, index: int, count: int) -> Iterator[tuple[int, bytes]]:
+        """(1-based line number, raw line) of shard `index` of `count`, skipping lines up to `after`."""
+        number = 0
+        for number, raw in enumerate(self.source, start=1):
+            # Each line hashed with exactly one newline: a last line without one still matches
+            # once more lines are appended after it.
+            self.hash.update(raw if raw.endswith(b"\n") else raw + b"\n")
+            if self.expected is not None and number == self.expected[0]:
+                self._compare(number)
+            if (number - 1) % count == index and number > self.after:
+                self.written = (number, self.hash.copy())
+                yield number, raw
+        if number < self.after:
+            raise BulkError(f"{self.name} has {number} lines but {self.output} already holds records up to line "
+                            f"{self.after}: it is not the input this output was scored from; resume with that "
+                            "input or use another --output")
+
+    def written_digest(self) -> tuple[int, str] | None:
+        """(line, SHA-256 hex) of the input up to the last line handed out, or None before any."""
+        return None if self.written is None else (self.written[0], self.written[1].hexdigest())
+
+    def _compare(self, number: int) -> None:
+        line, digest, name = self.expected
+        self.expected = None
+        if self.hash.hexdigest() != digest:
+            raise BulkError(f"the first {line} lines of {self.name} differ from those {self.output} was scored "
+                            f"from ({name}, per {self.output}.input.json): it is not the same input; resume with "
+                            "that input or use another --output")
+        log.info("%s: its first %d lines are those the output was scored from", self.name, number)

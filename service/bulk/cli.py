@@ -1,0 +1,167 @@
+"""The command line of `python -m service.bulk`: arguments, loading the model, the summary and exit status."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, BinaryIO, NoReturn
+
+from service.bulk.errors import BulkError, TransientSetUpError, set_up_error
+from service.bulk.output import shard_output
+from service.bulk.runner import run
+from service.bulk.signals import Stop
+from service.config import load_settings
+from service.json_body import loads
+from service.runtime import Runtime, RuntimeSettings
+from service.scorers.base import Scorer
+from service.store import ModelStore
+
+DESCRIPTION = "Score a JSONL corpus offline with one model; streaming, resumable, shardable."
+log = logging.getLogger("service.bulk")  # one logger for the whole command: its records name it
+
+
+def _env_int(name: str, default: int, parser: argparse.ArgumentParser) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        parser.error(f"${name}={raw!r} is not a whole number")
+        raise  # unreachable: parser.error exits 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are one JSON log record (exit 2), like every other line on stderr."""
+
+    def error(self, message: str) -> NoReturn:
+        log.error("%s: %s (see --help)", self.prog, message, extra={"exit_status": 2})
+        sys.exit(2)
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """--options: a JSON object, strictly (options are copied into every output record)."""
+    try:
+        value = loads(text, finite=True)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc})") from None
+    except RecursionError:
+        raise argparse.ArgumentTypeError("nested too deeply") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    return value
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = _Parser(prog="python -m service.bulk", description=DESCRIPTION)
+    try:
+        settings = load_settings()
+    except (ValueError, KeyError) as exc:  # a DIALSCORE_* variable that does not parse
+        parser.error(str(exc))
+    parser.add_argument("--model", required=True, help="model name (a folder of the model store)")
+    parser.add_argument("--input", required=True, type=Path, help="JSONL, one item a line (the /score item shape)")
+    parser.add_argument("--output", required=True, type=Path,
+                        help="JSONL to append to; with several shards `{index}` in the name, or a suffix, "
+                             "gives one file per shard")
+    parser.add_argument("--batch-size", type=int, default=256, help="lines scored and fsync'd together (default 256)")
+    parser.add_argument("--options", type=_json_object, default={}, help="model options as a JSON object")
+    parser.add_argument("--shard-index", type=int, default=_env_int("JOB_COMPLETION_INDEX", 0, parser),
+                        help="this worker's shard (default: $JOB_COMPLETION_INDEX, else 0)")
+    parser.add_argument("--shard-count", type=int, default=_env_int("DIALSCORE_SHARD_COUNT", 1, parser),
+                        help="number of shards; line n goes to shard (n-1) mod count (default: "
+                             "$DIALSCORE_SHARD_COUNT, else 1)")
+    parser.add_argument("--model-store", type=Path, default=settings.model_store)
+    parser.add_argument("--threads", type=int, default=settings.intra_op_threads,
+                        help="ONNX Runtime intra-op threads (0: all cores; default: $DIALSCORE_INTRA_OP_THREADS, else 0)")
+    parser.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines (default 10)")
+    parser.add_argument("--lock-wait", type=float, default=0.0,
+                        help="seconds to wait for another run writing the same output to end before refusing "
+                             "(exit 2); default 0")
+    args = parser.parse_args(argv)
+    if args.batch_size < 1:
+        parser.error("--batch-size must be at least 1")
+    if args.shard_count < 1 or not 0 <= args.shard_index < args.shard_count:
+        parser.error(f"--shard-index {args.shard_index} is not in 0..{args.shard_count - 1}")
+    if not args.lock_wait >= 0:  # NaN too: it would never reach its deadline
+        parser.error("--lock-wait must be a number of seconds, not negative")
+    args.providers = settings.providers
+    args.cuda_options = settings.cuda_options
+    args.log_level = settings.log_level
+    return args
+
+
+def _why_not(root: Path, name: str, store: ModelStore) -> str:
+    manifest = root / name / "manifest.json"
+    try:
+        kind = json.loads(manifest.read_text(encoding="utf-8")).get("kind")
+    except (OSError, ValueError):
+        kind = None
+    if kind == "component":
+        return "it is a component that models share, not a model"
+    return store.failures.get(name, "not loaded")
+
+
+def _load_scorer(args: argparse.Namespace) -> Scorer:
+    runtime = Runtime(RuntimeSettings(providers=tuple(args.providers), intra_op_threads=args.threads, workers=1,
+                                      cuda_options=tuple(args.cuda_options)))
+    store = ModelStore(args.model_store, runtime, (args.model,))
+    try:
+        store.load()
+    except OSError as exc:
+        raise set_up_error(f"cannot read the model store {args.model_store}", exc) from None
+    scorer = store.get(args.model)
+    if scorer is None:
+        raise BulkError(f"model {args.model} is not available: {_why_not(args.model_store, args.model, store)}")
+    return scorer
+
+
+def _open_input(path: Path) -> BinaryIO:
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise set_up_error(f"cannot read the input {path}", exc) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    from service.logging_setup import configure_logging
+
+    configure_logging()  # before the arguments are checked: their errors are JSON records too
+    args = _parse_args(argv)
+    configure_logging(args.log_level)
+    Stop.install()
+    started = time.perf_counter()
+    output = shard_output(args.output, args.shard_index, args.shard_count)
+    try:
+        scorer = _load_scorer(args)
+        load_seconds = time.perf_counter() - started
+        with _open_input(args.input) as source:
+            counts = run(scorer, source, output, options=args.options, batch_size=args.batch_size,
+                         shard_index=args.shard_index, shard_count=args.shard_count,
+                         progress_every=args.progress_every, lock_wait=args.lock_wait)
+    except TransientSetUpError as exc:
+        log.error("set-up failed on an I/O error that a retry may get past, nothing scored: %s", exc,
+                  extra={"exit_status": 1})
+        return 1
+    except BulkError as exc:
+        log.error("set-up error, nothing scored: %s", exc, extra={"exit_status": 2})
+        return 2
+    except Exception as exc:  # noqa: BLE001 - exit 1: the Job retries this shard alone, and it resumes
+        log.error("failed after set-up; a rerun resumes: %s: %s", type(exc).__name__, exc,
+                  exc_info=not isinstance(exc, OSError), extra={"exit_status": 1})
+        return 1
+    counts.load_seconds = load_seconds
+    summary = {
+        "model": scorer.name, "version": scorer.version, "providers": scorer.providers(),
+        "input": str(args.input), "output": str(output), "shard": [args.shard_index, args.shard_count],
+        "already_done": counts.resumed_after, "scored": counts.scored, "errors": counts.errors,
+        "errors_by_code": counts.by_code, "load_seconds": round(load_seconds, 3),
+        "seconds": round(counts.seconds, 3),
+        "items_per_second": round(counts.written / counts.seconds, 1) if counts.seconds > 0 else None,
+        "stopped_early": Stop.requested,
+    }
+    print(json.dumps(summary), flush=True)
+    return 128 + Stop.signal_number if Stop.requested else 0

@@ -1,0 +1,146 @@
+"""Input lines to items, and scores to output records (one per input line, strict JSON)."""
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from marshmallow import EXCLUDE, ValidationError
+
+from service.json_body import NotFinite, RepeatedKey, find_problem, loads
+from service.schemas import DIALOGUE, ITEM, flatten_messages
+from service.scorers.base import Dialogue, EncodeCache, Item, Scorer, Turn
+
+log = logging.getLogger("service.bulk")  # one logger for the whole command: its records name it
+
+
+class BadLine(ValueError):
+    """One input line that cannot be scored; carries its `id` when that much could be read."""
+
+    def __init__(self, message: str, item_id: Any = None) -> None:
+        super().__init__(message)
+        self.item_id = item_id
+
+
+MAX_LINE_DEPTH = 32  # JSON nesting of one item (the item shapes need 4)
+
+
+def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
+    """(item, id) for one input line, or raise ValueError with a message a person can act on.
+
+    Items use the HTTP contract's shapes (service/schemas.py); unknown keys are ignored so that a
+    corpus may carry its own fields (ratings, systems) beside the item, and `id` is echoed back.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if not text.strip():
+        raise ValueError("empty line")
+    try:
+        obj = loads(text, finite=True)  # `id` is copied to the output, which must stay JSON
+    except RepeatedKey as exc:
+        raise ValueError(f"ambiguous JSON: {exc}") from None
+    except NotFinite as exc:
+        raise ValueError(f"not JSON ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:  # the parser's own limit, far past MAX_LINE_DEPTH: one bad line, not a failed run
+        raise ValueError(f"nested deeper than {MAX_LINE_DEPTH} levels") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"a line must hold a JSON object, not {type(obj).__name__}")
+    problem = find_problem(obj, raw, MAX_LINE_DEPTH)  # lone surrogates would break writing the output
+    if problem is not None:
+        raise ValueError(f"{problem[0]}: {problem[1]}")
+    item_id = obj.get("id")
+    try:
+        if scorer.kind == "dialogue":
+            data = DIALOGUE.load(obj, unknown=EXCLUDE)
+            return Dialogue([Turn(t["speaker"], t["text"]) for t in data["turns"]]), item_id
+        data = ITEM.load(obj, unknown=EXCLUDE)
+    except ValidationError as exc:
+        fields = flatten_messages(exc.messages)
+        raise BadLine("; ".join(f"{k}: {v}" for k, v in fields.items()), item_id) from None
+    if "reference" in scorer.manifest.requires and data.get("reference") is None:
+        raise BadLine(f"reference: {scorer.name} is a referenced model and needs a reference.", item_id)
+    return Item(list(data["context"]), data["response"], data.get("reference")), item_id
+
+
+def _record(line: int, scorer: Scorer, item_id: Any, extra: dict[str, Any]) -> dict[str, Any]:
+    record: dict[str, Any] = {"line": line, "model": scorer.name, "version": scorer.version, **extra}
+    if item_id is not None:
+        record["id"] = item_id
+    return record
+
+
+def run_fields(scorer: Scorer, options: dict[str, Any], shard_index: int, shard_count: int) -> dict[str, Any]:
+    """What else a resumed run must share with the output it extends, as fields of every record:
+    the shard when there are several (another count would give the same file other lines) and
+    the options where they differ from the model's defaults (a resume without them would score
+    the rest differently). Default runs add nothing, so their records stay as they were."""
+    fields: dict[str, Any] = {}
+    if shard_count > 1:
+        fields["shard"] = f"{shard_index}/{shard_count}"
+    defaults = scorer.resolve_options({})
+    changed = {k: v for k, v in options.items() if defaults.get(k) != v}
+    if changed:
+        fields["options"] = changed
+    return fields
+
+
+def score_batch(batch: list[tuple[int, bytes]], scorer: Scorer, options: dict[str, Any],
+                extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Output records for a batch, in input order: scores, or an error per line that cannot be scored."""
+    extra = extra or {}
+    records: list[dict[str, Any] | None] = [None] * len(batch)
+    good: list[int] = []
+    items: list[Any] = []
+    for i, (line, raw) in enumerate(batch):
+        try:
+            item, item_id = parse_line(raw, scorer)
+        except ValueError as exc:
+            records[i] = {**_record(line, scorer, getattr(exc, "item_id", None), extra),
+                          "error": {"code": "bad_line", "message": str(exc)}}
+            continue
+        records[i] = _record(line, scorer, item_id, extra)
+        good.append(i)
+        items.append(item)
+    if items:
+        try:
+            results = [scorer.score(items, options, EncodeCache())]
+            groups = [good]
+        except Exception:  # noqa: BLE001 - find the item that breaks the batch, score the rest
+            log.exception("a batch of %d failed; scoring its items one by one", len(items))
+            results, groups = [], []
+            for i, item in zip(good, items):
+                try:
+                    results.append(scorer.score([item], options, EncodeCache()))
+                    groups.append([i])
+                except Exception as exc:  # noqa: BLE001 - an item the model cannot score is reported
+                    records[i]["error"] = {"code": "scoring_failed", "message": f"{type(exc).__name__}: {exc}"}
+        for result, indices in zip(results, groups):
+            for j, i in enumerate(indices):
+                records[i]["score"] = result.scores[j]
+                if result.details:
+                    records[i]["details"] = result.details[j]
+    return [r for r in records if r is not None]
+
+
+def encode_records(records: list[dict[str, Any]]) -> bytes:
+    """The output lines of a batch, strict JSON. A record that holds NaN or infinity (a model fault;
+    input lines holding them are bad lines) becomes a `scoring_failed` error: one value must neither
+    make the output unreadable nor stop the run, since a retry would meet it again."""
+    lines = []
+    for record in records:
+        try:
+            line = json.dumps(record, ensure_ascii=False, allow_nan=False)
+        except ValueError:
+            record.pop("score", None)
+            record.pop("details", None)
+            record["error"] = {"code": "scoring_failed", "message": "the model gave a score that is not a finite number"}
+            line = json.dumps(record, ensure_ascii=False, allow_nan=False)
+        try:
+            lines.append(line.encode("utf-8"))
+        except UnicodeEncodeError:  # a lone surrogate that reached a message: escaped, never a failed run
+            lines.append(json.dumps(record, ensure_ascii=True, allow_nan=False).encode("ascii"))
+    return b"".join(line + b"\n" for line in lines)
