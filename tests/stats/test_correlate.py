@@ -9,6 +9,7 @@ from scipy import stats as sps
 
 from service import stats
 from service.stats import StatsInputError, correlate
+from service.stats.correlate import canonical_order
 from tests.stats.samples import GOOD, HUMAN, POOR, RNG, SCIPY, no_nan
 
 
@@ -47,13 +48,15 @@ def test_correlate_body_item_and_system_levels() -> None:
 def test_system_level_interval_resamples_items_within_systems(method: str) -> None:
     systems = [f"s{i % 6}" for i in range(40)]
     body = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, systems, [method], resamples=80, seed=5)
-    labels, groups = np.unique(systems, return_inverse=True)
+    order = canonical_order(HUMAN, {"good": GOOD}, np.asarray(systems))  # the order the draws are made in
+    human, good = HUMAN[order], GOOD[order]
+    labels, groups = np.unique(np.asarray(systems)[order], return_inverse=True)
     indices = stats.stratified_indices(groups, labels.size, 80, 5)
     dist = []
     for idx in indices:
         assert np.array_equal(groups[idx], groups)  # every system keeps its items' count
-        h = [HUMAN[idx][groups == g].mean() for g in range(labels.size)]
-        m = [GOOD[idx][groups == g].mean() for g in range(labels.size)]
+        h = [human[idx][groups == g].mean() for g in range(labels.size)]
+        m = [good[idx][groups == g].mean() for g in range(labels.size)]
         dist.append(SCIPY[method](m, h).statistic)
     expected = stats.percentile_interval(np.array(dist))
     assert body["metrics"]["good"]["system"][method]["ci"] == pytest.approx(expected, abs=1e-12)
@@ -163,7 +166,9 @@ def test_system_interval_keeps_tied_system_means_tied(method: str) -> None:
     good = np.clip(human + rng.integers(-1, 2, size=40), 1, 5).astype(float)
     systems = [f"s{i % 6}" for i in range(40)]
     body = correlate(human.tolist(), {"good": good.tolist()}, systems, [method], resamples=200, seed=0)
-    groups = np.unique(systems, return_inverse=True)[1]
+    order = canonical_order(human, {"good": good}, np.asarray(systems))
+    human, good = human[order], good[order]
+    groups = np.unique(np.asarray(systems)[order], return_inverse=True)[1]
     dist = []
     for idx in stats.stratified_indices(groups, 6, 200, 0):
         h = [human[idx][groups == g].mean() for g in range(6)]
@@ -245,3 +250,18 @@ def test_averages_do_not_depend_on_the_order_of_the_values() -> None:
 def test_a_confidence_near_one_is_named_as_sent() -> None:
     body = correlate(list(range(10)), {"m": list(range(10))}, confidence=0.999999999, resamples=100)
     assert "0.999999999 interval" in body["metrics"]["m"]["item"]["pearson"]["ci_reason"]
+
+
+def test_intervals_and_bootstrap_p_do_not_depend_on_the_order_of_the_rows() -> None:
+    """The same rows sorted another way give the same answer, seed for seed: the bootstrap draws
+    positions, so before canonical_order a shuffled file moved every interval."""
+    rng = np.random.default_rng(3)
+    human = rng.integers(1, 6, size=60).astype(float)  # ties in the humans, as ratings have
+    scores = {"good": (human + rng.normal(size=60)).tolist(), "poor": rng.normal(size=60).tolist()}
+    systems = [f"s{i % 5}" for i in range(60)]
+    body = correlate(human.tolist(), scores, systems, resamples=300, seed=1)
+    for permutation in (rng.permutation(60), np.arange(60)[::-1]):
+        shuffled = correlate(human[permutation].tolist(), {k: np.asarray(v)[permutation].tolist()
+                                                         for k, v in scores.items()},
+                             [systems[i] for i in permutation], resamples=300, seed=1)
+        assert shuffled == body
