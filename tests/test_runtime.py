@@ -48,6 +48,17 @@ def test_padding_does_not_change_results(tmp_path):
     np.testing.assert_allclose(a, b, atol=1e-6)
 
 
+def test_run_rows_is_each_row_run_alone(tmp_path):
+    session = Runtime(RuntimeSettings(intra_op_threads=1)).session(_masked_mean_graph(tmp_path / "g.onnx"))
+    rng = np.random.default_rng(1)
+    x, mask = rng.normal(size=(5, 4, 3)), (rng.random((5, 4)) < 0.7).astype(float)
+    mask[:, 0] = 1
+    (rows,) = session.run_rows({"x": x, "mask": mask})
+    alone = np.concatenate([session.run({"x": x[i:i + 1], "mask": mask[i:i + 1]})[0] for i in range(5)])
+    np.testing.assert_array_equal(rows, alone)
+    assert rows.shape == (5, 3)
+
+
 def test_wrong_inputs_are_named(tmp_path):
     session = Runtime().session(_masked_mean_graph(tmp_path / "g.onnx"))
     with pytest.raises(ValueError, match="missing"):

@@ -17,7 +17,7 @@ ENCODER = "hred-encoder"
 
 
 class _HREDHeadScorer(Scorer):
-    """A small ONNX head over hred-encoder vectors; rows are independent, so batching cannot matter."""
+    """A small ONNX head over hred-encoder vectors, run one row at a time (Session.run_rows)."""
 
     head_file = ""  # the head's default file name (the manifest's config.head wins)
     bounded_by_squashing = True  # (c^T M r [+ r^T N r_hat] - alpha) / beta has no bound of its own
@@ -28,7 +28,7 @@ class _HREDHeadScorer(Scorer):
         self.head = self.runtime.session(self.manifest.path(self.manifest.config.get("head", self.head_file)))
 
     def _run_head(self, feeds: dict[str, np.ndarray]) -> list[float]:
-        (scores,) = self.head.run(feeds)
+        (scores,) = self.head.run_rows(feeds)
         return [float(s) for s in np.asarray(scores).reshape(-1)]
 
 

@@ -98,12 +98,16 @@ class _HeadScorer(_MiniLMScorer):
         if uses_reference:
             texts += [item.reference or "" for item in items]
         vectors = self._vectors(texts, cache)
-        context, mask = pack_contexts(per_item, vectors, self.encoder.dim)
-        feeds = {"context": context, "context_mask": mask,
-                 "response": np.stack([vectors[item.response] for item in items])}
-        if uses_reference:
-            feeds["reference"] = np.stack([vectors[item.reference or ""] for item in items])
-        return self.session.run_dict(feeds)
+        # The head runs one item at a time, its context packed to its own turns: padded turns and a
+        # row's position in the batch changed the float32 rounding of a score (Session.run_rows).
+        rows = []
+        for texts_of_item, item in zip(per_item, items):
+            context, mask = pack_contexts([texts_of_item], vectors, self.encoder.dim)
+            feeds = {"context": context, "context_mask": mask, "response": vectors[item.response][None]}
+            if uses_reference:
+                feeds["reference"] = vectors[item.reference or ""][None]
+            rows.append(self.session.run(feeds))
+        return {name: np.concatenate([row[k] for row in rows]) for k, name in enumerate(self.session.outputs)}
 
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         return ScoreBatch([float(s) for s in self._run(items, cache)["score"]])

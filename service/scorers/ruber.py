@@ -138,7 +138,7 @@ class Ruber(Scorer):
         replies = [item.response for item in items]
         q = cache.get_many(f"{self.name}/query", queries, lambda t: self._encode(self.query_encoder, t, "last"))
         r = cache.get_many(f"{self.name}/reply", replies, lambda t: self._encode(self.reply_encoder, t, "first"))
-        (scores,) = self.head.run({"query": q, "reply": r})
+        (scores,) = self.head.run_rows({"query": q, "reply": r})  # a score must not depend on the batch
         return np.asarray(scores, dtype=np.float64).reshape(-1)
 
     def _vectors(self, text: str, word_weights: str) -> np.ndarray:

@@ -133,9 +133,14 @@ def test_unknown_precision_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_vectors_do_not_depend_on_the_batch(int8: SentenceEncoder) -> None:
+    """To the bit: alone, among the others, in reverse order, among longer texts (which once
+    widened the padding and moved the sums by 3e-8)."""
     together = int8.encode(TEXTS)
     alone = np.stack([int8.encode([text])[0] for text in TEXTS])
-    np.testing.assert_allclose(together, alone, atol=1e-5)
+    np.testing.assert_array_equal(together, alone)
+    np.testing.assert_array_equal(int8.encode(TEXTS[::-1])[::-1], together)
+    longer = _dialogue_turns(40)
+    np.testing.assert_array_equal(int8.encode(longer + TEXTS)[len(longer):], together)
     np.testing.assert_allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-4)
 
 
@@ -171,5 +176,5 @@ def test_batch_size_setting_bounds_every_onnx_run(int8: SentenceEncoder) -> None
     run = served.session.run
     served.session.run = lambda feeds: (rows.append(len(feeds["input_ids"])), run(feeds))[1]
     vectors = served.encode(texts)
-    assert max(rows) == 3 and sum(rows) == len(set(texts))
-    assert np.abs(vectors - int8.encode(texts)).max() < 1e-6  # the batch does not change an embedding
+    assert max(rows) == 3 and sum(rows) >= len(set(texts))  # a lone text runs beside a copy of itself
+    np.testing.assert_array_equal(vectors, int8.encode(texts))  # the batch does not change an embedding
