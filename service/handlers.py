@@ -23,8 +23,11 @@ def get_scorer(store: ModelStore, name: str) -> Scorer:
     scorer = store.get(name)
     if scorer is None:
         if name in store.public_failures:
-            raise UnknownModel(f"Model {name!r} failed to load and is not served; the service log has the reason.",
-                               {"model": name, "reason": store.public_failures[name]})
+            # 503, not 404: the name is right and the fault is the server's (API.md: `not_ready`, models
+            # not loaded). A 404 told a client its request was wrong; a load balancer retries a 503 on
+            # another pod, where the model may have loaded (this pod's /readyz is 503 too).
+            raise NotReady(f"Model {name!r} failed to load on this server and is not served; the service log "
+                           "has the reason.", {"model": name, "reason": store.public_failures[name]})
         raise UnknownModel(f"No model named {name!r}; GET /models lists the served ones.",
                            {"model": name, "served": sorted(store.scorers)})
     return scorer

@@ -27,7 +27,7 @@ _ERRORS = {
     "422": "Schema violation (`invalid_request`); details map field paths to messages.",
     "405": "The path exists but not for this method; the `Allow` header lists the right ones.",
     "500": "A bug in the service (`internal`); never the answer to bad input.",
-    "503": "Models are not loaded (`not_ready`).",
+    "503": "Models are not loaded yet, or the one asked for failed to load on this server (`not_ready`).",
 }
 # Any operation can answer these; 400 (malformed HTTP), 408, 414 and 431 come from the server itself
 # (service/http_worker.py), before the path is known.

@@ -334,7 +334,8 @@ def test_a_model_that_failed_to_load_is_named_without_server_paths(tmp_path, cap
             name, expected = "emb-average", "component not loaded: glove-50d"
         response = client.post("/score", json={"model": name, "items": [{"context": ["a"], "response": "b",
                                                                          "reference": "c"}]})
-        assert response.status_code == 404 and response.get_json()["error"]["details"]["reason"] == expected
+        error = response.get_json()["error"]  # 503: a configured model the server could not load is its fault
+        assert response.status_code == 503 and error["code"] == "not_ready" and error["details"]["reason"] == expected
         assert str(tmp_path) not in response.get_data(as_text=True)
     ready = client.get("/readyz")
     assert ready.status_code == 503 and ready.get_json()["error"]["details"]["failed"][failed] == reason

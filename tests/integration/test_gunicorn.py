@@ -162,6 +162,9 @@ def test_altered_artifact_takes_out_only_that_model(tmp_path):
         assert names == {"bleu4", "rouge-l", "length"}
         status, _, _ = _call(srv.port, "POST", "/score", {"model": "length", "items": [ITEM]})
         assert status == 200
+        status, body, _ = _call(srv.port, "POST", "/score", {"model": "emb-average", "items": [ITEM]})
+        assert status == 503 and body["error"]["code"] == "not_ready", body  # not loaded: the server's fault
+        assert body["error"]["details"]["model"] == "emb-average"
         assert "vectors.npy" in srv.output()
     finally:
         srv.stop()
