@@ -323,6 +323,31 @@ def stratified_indices(groups: np.ndarray, count: int, resamples: int, seed: int
     return out
 
 
+SYSTEM_MEAN_DIGITS = 12
+
+
+def decimal_ties(values: np.ndarray, digits: int = SYSTEM_MEAN_DIGITS) -> np.ndarray:
+    """System means rounded to `digits` significant digits, so means that are equal in decimal are
+    equal in binary too: (.2 + .1 + .3) / 3 and (.1 + .4 + .1) / 3 differ by one ulp as doubles,
+    and Spearman and Kendall ranked them apart (a contract probe, on the README's own /correlate
+    example: system-level rho -.211 where the tie gives -.447). Pearson moves by about 1e-12.
+    Zero, non-finite values and those whose scale would overflow are left as they are.
+    """
+    out = np.array(values, dtype=np.float64, copy=True)
+    usable = np.isfinite(out) & (out != 0)
+    if not usable.any():
+        return out
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        exponent = np.floor(np.log10(np.abs(out[usable])))
+        scale = 10.0 ** (digits - 1 - exponent)
+        rounded = np.round(out[usable] * scale) / scale
+    kept = out[usable]
+    keep = np.isfinite(rounded) & np.isfinite(scale)
+    kept[keep] = rounded[keep]
+    out[usable] = kept
+    return out
+
+
 def _system_sum_matrix(columns: Sequence[np.ndarray], groups: np.ndarray, count: int) -> sparse.csr_array:
     """(n, len(columns) x count) sparse matrix holding column k's value of item i at (i, k count + groups[i]).
 
@@ -355,7 +380,7 @@ def system_bootstrap_distributions(human: np.ndarray, metrics: dict[str, np.ndar
     for start in range(0, resamples, chunk):
         part = slice(start, start + chunk)
         weights = _counts(indices[part], n)
-        means = np.asarray(weights @ stacked).reshape(weights.shape[0], len(names) + 1, count) / sizes
+        means = decimal_ties(np.asarray(weights @ stacked).reshape(weights.shape[0], len(names) + 1, count) / sizes)
         rows = {name: means[:, k + 1] for k, name in enumerate(names)}
         for method in methods:
             for name, dist in _distribution_from_rows(means[:, 0], rows, method).items():

@@ -13,16 +13,9 @@ from typing import Any
 import numpy as np
 
 from service.stats.agreement import krippendorff_alpha_interval
-from service.stats.bootstrap import (
-    MIN_BOOTSTRAP,
-    bootstrap_distributions,
-    min_resamples,
-    paired_bootstrap_from,
-    percentile_interval,
-    resample_indices,
-    stratified_indices,
-    system_bootstrap_distributions,
-)
+from service.stats.bootstrap import (MIN_BOOTSTRAP, bootstrap_distributions, decimal_ties, min_resamples,
+                                     paired_bootstrap_from, percentile_interval, resample_indices,
+                                     stratified_indices, system_bootstrap_distributions)
 from service.stats.correlation import METHODS, MIN_ITEMS, correlation
 from service.stats.significance import williams_test
 
@@ -145,8 +138,8 @@ def _system_means(values: np.ndarray, groups: np.ndarray, count: int) -> np.ndar
     to .600 by breaking a tie between system means)."""
     order = np.argsort(groups, kind="stable")
     bounds = np.cumsum(np.bincount(groups, minlength=count))
-    return np.array([math.fsum(values[members].tolist()) / members.size if members.size else np.nan
-                     for members in np.split(order, bounds[:-1])])
+    return decimal_ties(np.array([math.fsum(values[members].tolist()) / members.size if members.size else np.nan
+                                  for members in np.split(order, bounds[:-1])]))
 
 
 def canonical_order(human: np.ndarray, metrics: dict[str, np.ndarray], systems: np.ndarray | None) -> np.ndarray:

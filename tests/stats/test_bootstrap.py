@@ -86,9 +86,9 @@ def test_system_bootstrap_is_each_resamples_system_means(method: str, monkeypatc
     indices = stats.stratified_indices(groups, 7, 50, seed=4)
     got = stats.system_bootstrap_distributions(human, metrics, [method], groups, 7, indices)[method]
     for row, idx in enumerate(indices):
-        h = [human[idx][groups == g].mean() for g in range(7)]
+        h = bootstrap.decimal_ties(np.array([human[idx][groups == g].mean() for g in range(7)]))
         for name, values in metrics.items():
-            m = [values[idx][groups == g].mean() for g in range(7)]
+            m = bootstrap.decimal_ties(np.array([values[idx][groups == g].mean() for g in range(7)]))
             if np.ptp(h) == 0 or np.ptp(m) == 0:
                 assert np.isnan(got[name][row])
             else:
@@ -107,3 +107,14 @@ def test_row_by_row_system_kendall_counts_in_the_bootstrap_work_limit() -> None:
     assert "system-level Kendall over 186 systems" in caught.value.details["resamples"]
     check_correlate({**body, "methods": ["pearson", "spearman"]}, Settings())  # vectorised: as before
     check_correlate({**body, "systems": [f"s{i % 64}" for i in range(187)]}, Settings())  # all pairs at once
+
+
+def test_system_means_that_tie_in_decimal_tie_in_binary() -> None:
+    """(.2 + .1 + .3) / 3 and (.1 + .4 + .1) / 3 are one ulp apart as doubles; ranks must see a tie."""
+    means = np.array([(.2 + .1 + .3) / 3, (.1 + .4 + .1) / 3, 1e-300, -2.5e300, 0.0, np.nan, 1 / 3])
+    assert means[0] != means[1]
+    tied = bootstrap.decimal_ties(means)
+    assert tied[0] == tied[1] == 0.2
+    assert tied[2] == 1e-300 and tied[3] == pytest.approx(-2.5e300, rel=1e-12) and tied[4] == 0.0
+    assert np.isnan(tied[5])
+    assert abs(tied[6] - 1 / 3) < 1e-12

@@ -1,6 +1,8 @@
 """The /correlate body (service.stats.correlate): levels, comparisons, agreement and bad input."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -265,3 +267,22 @@ def test_intervals_and_bootstrap_p_do_not_depend_on_the_order_of_the_rows() -> N
                                                          for k, v in scores.items()},
                              [systems[i] for i in permutation], resamples=300, seed=1)
         assert shuffled == body
+
+
+def test_the_readme_example_ranks_decimal_ties_among_system_means_as_ties() -> None:
+    """docs/examples/correlate.json: m2's system means tie in decimal (.2 and .2), which one ulp
+    once ranked apart (system-level Spearman -.211 where the tie gives -.447)."""
+    from pathlib import Path
+
+    example = json.loads((Path(__file__).resolve().parents[2] / "docs/examples/correlate.json").read_text())
+    body = correlate(example["human"], example["scores"], example.get("systems"), ["spearman"], resamples=0)
+    sums = {}
+    for label, value in zip(example["systems"], example["scores"]["m2"]):
+        sums.setdefault(label, []).append(value)
+    means = {label: round(sum(v) / len(v), 12) for label, v in sums.items()}
+    human = {}
+    for label, value in zip(example["systems"], example["human"]):
+        human.setdefault(label, []).append(value)
+    labels = sorted(means)
+    expected = sps.spearmanr([means[k] for k in labels], [np.mean(human[k]) for k in labels]).statistic
+    assert body["metrics"]["m2"]["system"]["spearman"]["r"] == pytest.approx(expected, abs=1e-12)
