@@ -85,6 +85,8 @@ def read_manifest(folder: Path) -> Manifest:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ManifestError(f"{folder.name}: manifest.json is not valid JSON ({exc})",
                             "manifest invalid: not JSON") from exc
+    except OSError as exc:  # unreadable (permissions, a volume's I/O error): this model is out, not the store
+        raise ManifestError(f"{folder.name}: manifest.json cannot be read ({exc})", "manifest unreadable") from exc
     if not isinstance(raw, dict):
         raise ManifestError(f"{folder.name}: manifest.json must hold an object", "manifest invalid: not an object")
     if raw.get("format_version") != FORMAT_VERSION:
@@ -99,6 +101,8 @@ def read_manifest(folder: Path) -> Manifest:
                             "manifest invalid: name")
     if raw["kind"] not in KINDS:
         raise ManifestError(f"{folder.name}: kind {raw['kind']!r} is not one of {KINDS}", "manifest invalid: kind")
+    if not isinstance(raw["files"], dict):
+        raise ManifestError(f"{folder.name}: files must be an object of file name to entry", "manifest invalid: files")
     for filename, entry in raw["files"].items():
         if "/" in filename or "\\" in filename or filename.startswith("."):
             raise ManifestError(f"{folder.name}: file name {filename!r} must be a plain name", "manifest invalid: files")
@@ -108,9 +112,25 @@ def read_manifest(folder: Path) -> Manifest:
             raise ManifestError(f"{folder.name}: {filename} has no sha256", "manifest invalid: files")
         if not isinstance(entry.get("optional", False), bool):
             raise ManifestError(f"{folder.name}: {filename}'s optional must be true or false", "manifest invalid: files")
+    try:
+        return _build(folder, raw)
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
+        # A field of the wrong shape (`"score_range": [1]`, `"uses": 3`) once raised out of the
+        # loading thread and left every model of the pod "still loading" (a probe).
+        raise ManifestError(f"{folder.name}: manifest.json has a field of the wrong type or shape "
+                            f"({type(exc).__name__}: {exc})", "manifest invalid: a field's type") from exc
+
+
+def _build(folder: Path, raw: dict[str, Any]) -> Manifest:
     optional = tuple(name for name, entry in raw["files"].items() if entry.get("optional"))
     absent = {name for name in optional if not (folder / name).is_file()}
     score_range = raw.get("score_range") or [0.0, 1.0]
+    if len(score_range) != 2:
+        raise ValueError(f"score_range must be [low, high], not {score_range!r}")
+    for key, kind in (("uses", list), ("requires", list), ("options", dict), ("config", dict), ("card", dict),
+                      ("onnx", dict)):
+        if key in raw and not isinstance(raw[key], kind):
+            raise TypeError(f"{key} must be a JSON {'array' if kind is list else 'object'}")
     return Manifest(
         name=raw["name"],
         version=str(raw["version"]),

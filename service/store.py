@@ -40,7 +40,7 @@ class ModelStore:
     # --- state read by the probes ------------------------------------------------------------
     @property
     def ready(self) -> bool:
-        return self.loaded and not self.failures
+        return self.loaded and not self.failures and bool(self.scorers)
 
     def get(self, name: str) -> Scorer | None:
         return self.scorers.get(name)
@@ -63,6 +63,8 @@ class ModelStore:
                                "model folder missing", level=logging.WARNING)
             for name in names:
                 self._load_model(manifests[name])
+            if not self.scorers and not self.failures:  # an empty store (or DIALSCORE_MODELS= on one) is not ready
+                self._fail("model_store", f"model store {self.root} holds no model to serve", "no model to serve")
             self.loaded = True
             self.load_seconds = time.perf_counter() - started
             log.info("model store %s: %d models served, %d failed in %.1fs", self.root, len(self.scorers),
@@ -70,15 +72,34 @@ class ModelStore:
             return self.ready
 
     def _read_manifests(self) -> dict[str, Manifest]:
+        """The manifests the configured models need: with DIALSCORE_MODELS, those models' and their
+        components' only, so a broken model left out of the list cannot hold the pod unready; without
+        it, every folder's. A folder with no manifest.json that nobody asked for (a volume's
+        lost+found) is skipped with a warning, not counted as a failed model."""
         manifests: dict[str, Manifest] = {}
-        if not self.root.is_dir():
-            self._fail("model_store", f"model store folder {self.root} does not exist", "model store folder missing")
+        try:
+            if not self.root.is_dir():
+                self._fail("model_store", f"model store folder {self.root} does not exist", "model store folder missing")
+                return manifests
+            folders = sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+        except OSError as exc:
+            self._fail("model_store", f"model store folder {self.root} cannot be read ({exc})", "model store unreadable")
             return manifests
-        for folder in sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+        pending = list(self.wanted or folders)
+        while pending:
+            name = pending.pop(0)
+            if name in manifests or name in self.failures or name not in folders:
+                continue  # a wanted name with no folder is reported by load()
+            folder = self.root / name
+            if not self.wanted and not (folder / "manifest.json").exists():
+                log.warning("%s has no manifest.json: not a model, skipped", folder)
+                continue
             try:
-                manifests[folder.name] = read_manifest(folder)
+                manifests[name] = read_manifest(folder)
             except ManifestError as exc:
-                self._fail(folder.name, str(exc), exc.public)
+                self._fail(name, str(exc), exc.public)
+                continue
+            pending.extend(c for c in manifests[name].uses if c not in manifests)
         return manifests
 
     def _load_component(self, manifest: Manifest) -> None:
@@ -159,7 +180,12 @@ def init_store(app: Any, background: bool) -> ModelStore:
     app.extensions["dialscore.store"] = store
 
     def load() -> None:
-        store.load()
+        try:
+            store.load()
+        except Exception as exc:  # noqa: BLE001 - a bug must not leave the worker "still loading" for ever
+            log.exception("loading the model store failed")
+            store._fail("model_store", _reason(exc), _public(exc))
+            store.loaded = True
         if store.ready:
             worker_readiness.mark_ready()
 

@@ -1,3 +1,4 @@
+import json
 import logging
 
 from service.runtime import Runtime
@@ -45,3 +46,80 @@ def test_configured_model_absent_is_a_failure(baseline_store):
     assert store.load() is False
     assert set(store.scorers) == {"length"}
     assert "ghost" in store.failures
+
+
+def _manifest(root, name):
+    return root / name / "manifest.json"
+
+
+def test_a_manifest_field_of_the_wrong_shape_takes_out_only_that_model(tmp_path):
+    """`"score_range": [1]` raised IndexError out of the loading thread: every model stayed
+    "still loading" for good (a configuration probe)."""
+    root = copy_store(tmp_path / "store", ("length", "bleu4"))
+    text = json.loads(_manifest(root, "bleu4").read_text())
+    text["score_range"] = [1]
+    _manifest(root, "bleu4").write_text(json.dumps(text))
+    store = ModelStore(root, Runtime())
+    assert store.load() is False and store.loaded
+    assert "score_range" in store.failures["bleu4"] and store.public_failures["bleu4"] == "manifest invalid: a field's type"
+    assert set(store.scorers) == {"length"}
+
+
+def test_an_unreadable_manifest_takes_out_only_that_model(tmp_path, monkeypatch):
+    """A PermissionError (mode 000, as the probe set it; faked, since tests may run as root) once
+    killed the loading thread."""
+    from pathlib import Path
+
+    root = copy_store(tmp_path / "store", ("length", "bleu4"))
+    unreadable = _manifest(root, "bleu4")
+    read_text = Path.read_text
+
+    def guarded(self, *args, **kwargs):
+        if self == unreadable:
+            raise PermissionError(13, "Permission denied", str(self))
+        return read_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", guarded)
+    store = ModelStore(root, Runtime())
+    assert store.load() is False
+    assert store.public_failures["bleu4"] == "manifest unreadable" and "length" in store.scorers
+
+
+def test_a_broken_model_left_out_of_the_configured_list_does_not_hold_readiness(tmp_path):
+    """With DIALSCORE_MODELS, only those models' and their components' manifests are read: an
+    operator can serve around a broken model."""
+    root = copy_store(tmp_path / "store", ("length", "bleu4", "emb-average"))
+    _manifest(root, "bleu4").write_text("{ half a manifest")
+    (root / "lost+found").mkdir()
+    store = ModelStore(root, Runtime(), models=("length", "emb-average"))
+    assert store.load() is True, store.failures
+    assert set(store.scorers) == {"length", "emb-average"} and "glove-50d" in store.components
+
+
+def test_a_folder_without_a_manifest_is_skipped_not_a_failed_model(tmp_path, caplog):
+    root = copy_store(tmp_path / "store", ("length",))
+    (root / "lost+found").mkdir()  # every ext4 volume has one
+    store = ModelStore(root, Runtime())
+    with caplog.at_level(logging.WARNING):
+        assert store.load() is True
+    assert "lost+found" in caplog.text and "lost+found" not in store.failures
+
+
+def test_a_store_with_nothing_to_serve_is_not_ready(tmp_path):
+    (tmp_path / "empty").mkdir()
+    store = ModelStore(tmp_path / "empty", Runtime())
+    assert store.load() is False
+    assert store.public_failures == {"model_store": "no model to serve"}
+
+
+def test_a_bug_while_loading_ends_the_load_with_a_failure_not_a_worker_loading_for_ever(tmp_path, monkeypatch):
+    from service.app import create_app
+
+    root = copy_store(tmp_path / "store", ("length",))
+    monkeypatch.setattr(ModelStore, "_read_manifests", lambda self: 1 / 0)
+    client = create_app({"model_store": root, "load_sync": True}).test_client()
+    ready = client.get("/readyz")
+    assert ready.status_code == 503
+    details = ready.get_json()["error"]["details"]
+    assert "loading" not in details or not details["loading"], details
+    assert "ZeroDivisionError" in details["failed"]["model_store"]
