@@ -5,6 +5,7 @@ caller passes (tests).
 """
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -78,12 +79,23 @@ class Settings:
 SERVER_LIMIT_CEILINGS = {"max_request_line": 8190, "max_headers": 32768, "max_header_bytes": 1 << 20}
 
 
+TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
 def _convert(name: str, raw: Any, default: Any) -> Any:
     if isinstance(default, bool):
-        return raw if isinstance(raw, bool) else str(raw).strip().lower() in ("1", "true", "yes", "on")
+        if isinstance(raw, bool):
+            return raw
+        word = str(raw).strip().lower()
+        if word not in TRUE + FALSE:  # "maybe" was read as false without a word
+            raise ValueError(f"must be true or false (or 1/0, yes/no, on/off), not {raw!r}")
+        return word in TRUE
     if isinstance(default, int):
         return int(raw)
     if isinstance(default, Path):
+        if not str(raw).strip():  # Path("") is the working directory: its folders were listed as failed models
+            raise ValueError("must name a folder")
         return Path(raw)
     if isinstance(default, tuple):
         if isinstance(raw, (list, tuple)):
@@ -122,8 +134,18 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
         value = getattr(settings, name)
         if not 1 <= value <= most:  # gunicorn reads 0 as "no limit" and silently caps larger values
             raise ValueError(f"DIALSCORE_{name.upper()}={value}: must be from 1 to {most}")
-    if settings.batch_size < 1:
-        raise ValueError(f"DIALSCORE_BATCH_SIZE={settings.batch_size}: must be at least 1")
+    # 0 does not mean "no limit" here (it does for DIALSCORE_MAX_REQUESTS and the thread count): a
+    # limit of 0 or below refused every request while /readyz said ready (a configuration probe).
+    for name, limit in settings.limits().items():
+        if limit < 1:
+            raise ValueError(f"DIALSCORE_{name.upper()}={limit}: must be at least 1")
+    for name, lowest in (("batch_size", 1), ("workers", 1), ("intra_op_threads", 0)):
+        if getattr(settings, name) < lowest:
+            raise ValueError(f"DIALSCORE_{name.upper()}={getattr(settings, name)}: must be at least {lowest}")
+    if settings.log_level.strip().upper() not in LOG_LEVELS:
+        raise ValueError(f"DIALSCORE_LOG_LEVEL={settings.log_level!r}: must be one of {', '.join(LOG_LEVELS)}")
+    if not settings.providers:
+        raise ValueError("DIALSCORE_PROVIDERS: name at least one ONNX Runtime execution provider")
     if not check_providers:
         return settings
     from service.runtime import cuda_provider_options  # the one parser; checked here so a typo stops start-up
@@ -132,4 +154,22 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
         cuda_provider_options(settings.cuda_options)
     except ValueError as exc:
         raise ValueError(f"DIALSCORE_CUDA_OPTIONS: {exc}") from exc
+    check_provider_names(settings.providers, explicit="DIALSCORE_PROVIDERS" in environ)
     return settings
+
+
+def check_provider_names(providers: tuple[str, ...], explicit: bool) -> None:
+    """ValueError for a name ONNX Runtime does not know (a misspelt 'CudaExecutionProvider' was dropped
+    without a word and the models ran on the CPU); a warning for a known one this build lacks, when the
+    operator asked for it (the default names CUDA first on every machine)."""
+    import onnxruntime as ort
+
+    unknown = [p for p in providers if p not in ort.get_all_providers()]
+    if unknown:
+        raise ValueError(f"DIALSCORE_PROVIDERS: {', '.join(unknown)} is not an ONNX Runtime execution provider "
+                         f"(for example CUDAExecutionProvider, CPUExecutionProvider)")
+    missing = [p for p in providers if p not in ort.get_available_providers()]
+    if explicit and missing:
+        logging.getLogger(__name__).warning("DIALSCORE_PROVIDERS asks for %s, which this onnxruntime build does "
+                                            "not have (it has %s)", ", ".join(missing),
+                                            ", ".join(ort.get_available_providers()))

@@ -3,40 +3,39 @@
 Values come from the environment that `python -m service` prepares (DIALSCORE_HOST, PORT,
 WORKERS, ...), so operators configure one set of DIALSCORE_* variables.
 """
+import atexit
 import os
 import shutil
 import tempfile
 
 from service.config import load_settings
 from service.logging_setup import gunicorn_logconfig
+from service.server_config import check_writable, load_server_settings
 
-bind = f"{os.environ.get('DIALSCORE_HOST', '127.0.0.1')}:{os.environ.get('DIALSCORE_PORT', '8000')}"
-workers = int(os.environ.get("DIALSCORE_WORKERS", "2"))
+# Every value checked in one place (service/server_config.py, service/config.py); `python -m service`
+# checks them before gunicorn starts and stops with one line naming a bad variable.
+_server = load_server_settings()
+_limits = load_settings(check_providers=False)
+bind = f"{_server.host}:{_server.port}"
+workers = _server.workers
 # gthread, with gunicorn's own 400/414/431 answers in the contract's JSON (service/http_worker.py).
 worker_class = "service.http_worker.ContractErrorThreadWorker"
-threads = int(os.environ.get("DIALSCORE_THREADS", "2"))
+threads = _server.threads
 # Models load in each worker after the fork (ONNX Runtime sessions must not cross a fork).
 preload_app = False
 wsgi_app = "service.app:create_app()"
-timeout = int(os.environ.get("DIALSCORE_WORKER_TIMEOUT", "120"))
+timeout = _server.worker_timeout
 # SIGTERM: stop accepting, let in-flight requests finish for up to this long (< the pod's grace period).
-graceful_timeout = int(os.environ.get("DIALSCORE_GRACEFUL_TIMEOUT", "25"))
+graceful_timeout = _server.graceful_timeout
 keepalive = 5
-# The request line and header limits are settings (service/config.py, listed by GET /models);
-# checked here, so a bad value stops the server before any worker starts.
-_limits = load_settings(check_providers=False)
+# The request line and header limits are settings (service/config.py, listed by GET /models).
 limit_request_line = _limits.max_request_line
 limit_request_fields = _limits.max_headers
 limit_request_field_size = _limits.max_header_bytes
-# DIALSCORE_READ_TIMEOUT: seconds a request may take to arrive whole (service/http_worker.py); read
-# here too, so a bad value stops the server instead of every worker's boot.
-from service.http_worker import read_timeout  # noqa: E402
-
-read_timeout()
-max_requests = int(os.environ.get("DIALSCORE_MAX_REQUESTS", "0"))
+max_requests = _server.max_requests
 max_requests_jitter = max_requests // 10
-worker_tmp_dir = os.environ.get("DIALSCORE_WORKER_TMP_DIR") or None
-logconfig_dict = gunicorn_logconfig(os.environ.get("DIALSCORE_LOG_LEVEL", "INFO"))
+worker_tmp_dir = _server.worker_tmp_dir or None
+logconfig_dict = gunicorn_logconfig(_limits.log_level)
 accesslog = "-"
 errorlog = "-"
 
@@ -55,6 +54,11 @@ if not os.environ.get("DIALSCORE_READY_DIR"):
 # Imported only now: prometheus_client picks its multiprocess value class at import time, and the
 # workers inherit the master's modules through the fork.
 from prometheus_client import multiprocess  # noqa: E402
+
+# Workers write both folders (metrics on every request, readiness once loaded): a read-only one
+# dropped every request without an answer, or kept /readyz at "0 of 2 loaded" for good.
+check_writable(os.environ["PROMETHEUS_MULTIPROC_DIR"], "PROMETHEUS_MULTIPROC_DIR")
+check_writable(os.environ["DIALSCORE_READY_DIR"], "DIALSCORE_READY_DIR")
 
 from service import metrics as metrics_files  # noqa: E402
 from service import worker_readiness  # noqa: E402
@@ -93,7 +97,17 @@ def child_exit(server, worker):
     worker_readiness.forget(worker.pid)
 
 
-def on_exit(server):
+def _remove_owned_folders() -> None:
     for owned in (_owned_metrics_dir, _owned_ready_dir):
         if owned:
             shutil.rmtree(owned, ignore_errors=True)
+
+
+def on_exit(server):
+    _remove_owned_folders()
+
+
+# Also when the master stops without on_exit (a worker that fails to boot halts it): the folders
+# were left in /tmp. Only in the master: a worker that exits must not remove its siblings' folders.
+_master_pid = os.getpid()
+atexit.register(lambda: os.getpid() == _master_pid and _remove_owned_folders())

@@ -24,7 +24,6 @@ stream of them can still keep the threads busy.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import time
 from typing import Any
@@ -33,6 +32,7 @@ from gunicorn import util
 from gunicorn.workers.gthread import ThreadWorker
 
 from service.errors import RequestTimeout
+from service.server_config import load_server_settings
 
 # Contract codes for the statuses gunicorn answers itself. 414 and 431 are limits (gunicorn's
 # `limit_request_*` settings), so they share the contract's limit code.
@@ -127,11 +127,7 @@ class ReadDeadlineSocket:
 
 def read_timeout() -> float:
     """DIALSCORE_READ_TIMEOUT (seconds, default 10): 1 MiB, the body limit, in 10 s is 100 KB/s."""
-    raw = os.environ.get("DIALSCORE_READ_TIMEOUT", "10")
-    value = float(raw)
-    if not value > 0:
-        raise ValueError(f"DIALSCORE_READ_TIMEOUT={raw!r}: must be a positive number of seconds")
-    return value
+    return load_server_settings().read_timeout
 
 
 class ContractErrorThreadWorker(ThreadWorker):

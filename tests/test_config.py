@@ -45,3 +45,29 @@ def test_server_limits_stay_where_gunicorn_enforces_them(variable, value):
 def test_server_limits_are_listed():
     limits = load_settings(environ={"DIALSCORE_MAX_REQUEST_LINE": "2048"}).limits()
     assert (limits["max_request_line"], limits["max_headers"], limits["max_header_bytes"]) == (2048, 100, 8190)
+
+
+# --- from a configuration probe: values that were taken and then failed far from their cause ----
+@pytest.mark.parametrize("variable, value, message", [
+    ("DIALSCORE_MAX_ITEMS", "0", "must be at least 1"),  # every /score was 413 while /readyz said ready
+    ("DIALSCORE_MAX_BODY_BYTES", "-1", "must be at least 1"),
+    ("DIALSCORE_MAX_ENCODER_TOKENS", "0", "must be at least 1"),
+    ("DIALSCORE_INTRA_OP_THREADS", "-1", "must be at least 0"),
+    ("DIALSCORE_WORKERS", "0", "must be at least 1"),
+    ("DIALSCORE_LOAD_SYNC", "maybe", "must be true or false"),  # was read as false
+    ("DIALSCORE_MODEL_STORE", "", "must name a folder"),  # was the working directory
+    ("DIALSCORE_LOG_LEVEL", "verbose", "must be one of"),
+    ("DIALSCORE_PROVIDERS", "CudaExecutionProvider,CPUExecutionProvider", "not an ONNX Runtime execution provider"),
+])
+def test_values_the_service_cannot_use_are_refused_naming_the_variable(variable, value, message):
+    with pytest.raises(ValueError, match=f"{variable}.*{message}"):
+        load_settings(environ={variable: value})
+
+
+def test_a_known_provider_this_build_lacks_is_a_warning_when_asked_for(caplog):
+    import onnxruntime as ort
+
+    lacking = next(p for p in ort.get_all_providers() if p not in ort.get_available_providers())
+    with caplog.at_level("WARNING"):
+        settings = load_settings(environ={"DIALSCORE_PROVIDERS": f"{lacking},CPUExecutionProvider"})
+    assert settings.providers[0] == lacking and lacking in caplog.text

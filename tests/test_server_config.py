@@ -1,0 +1,83 @@
+"""The server's DIALSCORE_* variables and `python -m service`'s check before gunicorn starts."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from service.__main__ import check_configuration
+from service.server_config import ServerSettings, check_writable, load_server_settings
+from tests.conftest import REPO
+
+
+def test_defaults_and_a_good_environment():
+    assert load_server_settings({}) == ServerSettings()
+    settings = load_server_settings({"DIALSCORE_PORT": "9000", "DIALSCORE_READ_TIMEOUT": "2.5",
+                                     "DIALSCORE_MAX_REQUESTS": "0", "DIALSCORE_HOST": "0.0.0.0"})
+    assert (settings.port, settings.read_timeout, settings.max_requests, settings.host) == (9000, 2.5, 0, "0.0.0.0")
+
+
+@pytest.mark.parametrize("variable, value", [
+    ("DIALSCORE_WORKERS", "0"),  # a server that accepted connections and never answered
+    ("DIALSCORE_WORKERS", ""),
+    ("DIALSCORE_THREADS", "0"),
+    ("DIALSCORE_PORT", "99999"),
+    ("DIALSCORE_PORT", "abc"),
+    ("DIALSCORE_PORT", "0"),
+    ("DIALSCORE_GRACEFUL_TIMEOUT", "90.5"),
+    ("DIALSCORE_WORKER_TIMEOUT", "0"),  # gunicorn reads 0 as "never kill a stuck worker"
+    ("DIALSCORE_READ_TIMEOUT", "inf"),  # a 500 on every request (socket timeout past time_t)
+    ("DIALSCORE_READ_TIMEOUT", "nan"),
+    ("DIALSCORE_READ_TIMEOUT", "0"),
+    ("DIALSCORE_HOST", ""),  # gunicorn binds every interface
+    ("DIALSCORE_WORKER_TMP_DIR", "/proc/no-such-folder"),
+])
+def test_bad_server_values_are_refused_naming_the_variable(variable, value):
+    with pytest.raises(ValueError, match=f"^{variable}="):
+        load_server_settings({variable: value})
+
+
+def test_a_folder_the_workers_cannot_write_is_refused(tmp_path, monkeypatch):
+    """A read-only metrics folder dropped every request without an answer (faked: tests may run as root)."""
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "NamedTemporaryFile", refuse)
+    with pytest.raises(ValueError, match="PROMETHEUS_MULTIPROC_DIR=.*not a folder the server can write in"):
+        check_writable(str(tmp_path), "PROMETHEUS_MULTIPROC_DIR")
+
+
+def test_misspelt_variables_are_named_and_known_ones_are_not():
+    unknown = check_configuration({"DIALSCORE_MAX_ITEM": "10", "DIALSCORE_GRACEFUL_TIMOUT": "90",
+                                   "DIALSCORE_MAX_ITEMS": "10", "DIALSCORE_READ_TIMEOUT": "5",
+                                   "DIALSCORE_ENCODER_PRECISION": "int8", "DIALSCORE_DATA_DIR": "/x"})
+    assert unknown == ["DIALSCORE_GRACEFUL_TIMOUT", "DIALSCORE_MAX_ITEM"]
+
+
+def test_every_dialscore_variable_in_the_code_is_known():
+    """The list of known names must follow the code, or the typo warning would fire on real settings."""
+    import re
+
+    names = set()
+    for folder in ("service", "training", "k8s"):
+        for path in (REPO / folder).rglob("*"):
+            if path.suffix in (".py", ".yaml") and path.is_file():
+                names |= set(re.findall(r"DIALSCORE_[A-Z0-9_]*[A-Z0-9](?![A-Za-z0-9_{])", path.read_text(encoding="utf-8")))
+    unknown = check_configuration({name: "1" for name in names if name not in (
+        "DIALSCORE_MODEL_STORE", "DIALSCORE_PROVIDERS", "DIALSCORE_CUDA_OPTIONS", "DIALSCORE_API_TOKEN",
+        "DIALSCORE_LOG_LEVEL", "DIALSCORE_HOST", "DIALSCORE_WORKER_TMP_DIR", "DIALSCORE_READY_DIR",
+        "DIALSCORE_READ_TIMEOUT")})
+    assert unknown == []
+
+
+def test_python_m_service_stops_with_one_line_before_gunicorn_starts():
+    env = {**os.environ, "DIALSCORE_WORKERS": "0", "DIALSCORE_PORT": "8058"}
+    done = subprocess.run([sys.executable, "-m", "service"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "DIALSCORE_WORKERS='0': must be from 1 to 64" in lines[0], done.stderr
