@@ -85,6 +85,7 @@ class ReadDeadlineSocket:
         self._sock = sock
         self._deadline: float | None = None
         self._seconds = 0.0
+        self.request: Any = None  # gunicorn's Request being read, told to close once its body stalls
 
     def arm(self, seconds: float) -> None:
         self._seconds = seconds
@@ -93,11 +94,18 @@ class ReadDeadlineSocket:
     def disarm(self) -> None:
         self._deadline = None
 
+    def _timed_out(self) -> RequestTimeout:
+        # The rest of the body is never read, so the connection cannot carry another request: the
+        # app's 408 must say `Connection: close` (it said keep-alive and the server then closed).
+        if self.request is not None:
+            self.request.must_close = True
+        return RequestTimeout(self._seconds)
+
     def _before_read(self) -> None:
         if self._deadline is not None:
             remaining = self._deadline - time.monotonic()
             if remaining <= 0:
-                raise RequestTimeout(self._seconds)
+                raise self._timed_out()
             self._sock.settimeout(remaining)
 
     def _read(self, method: str, *args: Any) -> Any:
@@ -107,7 +115,7 @@ class ReadDeadlineSocket:
         except TimeoutError:
             if self._deadline is None:
                 raise
-            raise RequestTimeout(self._seconds) from None
+            raise self._timed_out() from None
         finally:
             if self._deadline is not None:
                 self._sock.settimeout(None)  # writes in between are not held to the read deadline
@@ -150,6 +158,15 @@ class ContractErrorThreadWorker(ThreadWorker):
         finally:
             if armed:
                 conn.sock.disarm()
+
+    def handle_request(self, req: Any, conn: Any) -> Any:
+        if isinstance(conn.sock, ReadDeadlineSocket):
+            conn.sock.request = req
+        try:
+            return super().handle_request(req, conn)
+        finally:
+            if isinstance(conn.sock, ReadDeadlineSocket):
+                conn.sock.request = None
 
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         # RequestTimeout is not an OSError, which gunicorn would log as a socket failure with a traceback:

@@ -216,10 +216,11 @@ def test_a_refused_body_leaves_the_connection_usable(server):
         conn.close()
 
 
-def _answer(conn: socket.socket) -> tuple[str, dict]:
+def _answer(conn: socket.socket) -> tuple[str, dict, list[str]]:
     raw = conn.makefile("rb").read()
     head, body = raw.split(b"\r\n\r\n", 1)
-    return head.decode("latin-1").split("\r\n")[0], json.loads(body)
+    lines = head.decode("latin-1").split("\r\n")
+    return lines[0], json.loads(body), [line.lower() for line in lines[1:]]
 
 
 def test_clients_that_stall_are_answered_408_and_free_the_threads(server):
@@ -238,8 +239,9 @@ def test_clients_that_stall_are_answered_408_and_free_the_threads(server):
         status, body, _ = _call(server.port, "GET", "/healthz")
         assert status == 200 and time.monotonic() - started < READ_TIMEOUT + 5
         for conn in [*stalled, mid_body]:
-            line, error = _answer(conn)
+            line, error, headers = _answer(conn)
             assert line.split(" ")[1] == "408", line
+            assert "connection: close" in headers, headers  # the rest of the body is never read
             assert error["error"]["code"] == "request_timeout" and error["error"]["message"], error
             assert error["error"]["details"] == {"read_timeout_s": READ_TIMEOUT}, error  # headers or body alike
     finally:
