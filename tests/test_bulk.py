@@ -736,3 +736,12 @@ def test_sigterm_finishes_the_batch_in_hand_and_exits_143(store_root, tmp_path):
     assert [r["line"] for r in read_output(output)] == list(range(1, 9))
     summary = json.loads(stdout.decode().strip().splitlines()[-1])
     assert summary["stopped_early"] is True and summary["scored"] == 8
+
+
+def test_a_file_that_opens_with_a_byte_order_mark_scores_its_first_line(store, tmp_path):
+    lines = encoded(GOOD)
+    lines[0] = b"\xef\xbb\xbf" + lines[0]
+    source = write_lines(tmp_path / "in.jsonl", lines)
+    with open(source, "rb") as handle:
+        counts = bulk.run(store.get("bleu4"), handle, tmp_path / "out.jsonl")
+    assert counts.errors == 0 and "score" in read_output(tmp_path / "out.jsonl")[0]

@@ -49,7 +49,8 @@ def load_body(schema: Schema) -> dict[str, Any]:
     try:
         # UTF-8 only (API.md): json.loads would also take UTF-16 and UTF-32 bytes, decoded with
         # `surrogatepass`, so lone surrogates would slip past find_problem's check of the raw bytes.
-        data = loads(raw.decode("utf-8"))
+        # A leading byte order mark is dropped, as RFC 8259 allows (Windows tools write one).
+        data = loads(raw.decode("utf-8").removeprefix("\ufeff"))
     except RepeatedKey as exc:
         raise BadJson(f"The request body is ambiguous: {exc}; send each key once.", {"key": exc.key}) from None
     except (ValueError, UnicodeDecodeError) as exc:

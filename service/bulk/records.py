@@ -32,7 +32,7 @@ def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
     corpus may carry its own fields (ratings, systems) beside the item, and `id` is echoed back.
     """
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8").removeprefix("\ufeff")  # a BOM opens files some Windows tools write
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
     if not text.strip():

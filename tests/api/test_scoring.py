@@ -127,3 +127,12 @@ def test_sentence_encoder_work_is_bounded_per_request(full_app, monkeypatch):
     assert rerank.status_code == 413 and "candidates" in rerank.get_json()["error"]["details"]
     dialogue = {"turns": [{"speaker": "user", "text": "word " * 200}, {"speaker": "bot", "text": "word " * 150}]}
     assert client.post("/score", json={"model": "mh", "items": [dialogue]}).status_code == 413
+
+
+def test_a_body_that_opens_with_a_byte_order_mark_is_read(client):
+    """RFC 8259 lets a parser ignore a BOM; Windows tools write one (it was 400 bad_json)."""
+    import json
+
+    body = b"\xef\xbb\xbf" + json.dumps({"model": "length", "items": [ITEM]}).encode()
+    response = client.post("/score", data=body, content_type="application/json")
+    assert response.status_code == 200, response.get_json()
