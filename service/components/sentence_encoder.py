@@ -2,14 +2,14 @@
 
 Every model on this encoder asks for vectors through the request's EncodeCache, so a request
 that scores with several models, or repeats an utterance across items, encodes each distinct
-utterance once. Pooling and normalisation live inside the graph and padding is masked there,
-so a text's vector does not depend on what else is in its batch, to the bit: the contract says
-the same input gives the same score whatever else is in the batch. Masking alone gave that only
-to float32 rounding (3e-8 per dimension, 2.4e-7 in a score after a head), because ONNX
-Runtime's kernels sum in an order set by the tensor's shape: by the padded width (attention
-sums over it) and by whether the batch holds one row or more. So every text runs at a width set
-by its own length (`padded_width`) among texts of that width only, and a lone text runs beside
-a copy of itself; with these two rules the batch's other rows changed no bit in any test.
+utterance once. Padding is masked in the graph, and a text's vector does not depend on what
+else is in its batch, to the bit, as the contract asks of a score: every node of the graph before
+the pooling gives the same bits for a text whatever its batch, but ONNX Runtime's ReduceSum sums
+over the tokens in an order set by the tensor's shape (a text alone and in a batch differed by
+3e-8 per dimension, 2.4e-7 in a score after a head). So the service takes the graph's masked
+`token_embeddings` and pools them itself, one text at a time (`pool`): the mean over the
+text's own tokens and the L2 normalisation of sentence-transformers, as the graph's `embedding`
+does. A graph without that output (exported before 2026-11-23) is served by its `embedding`.
 """
 from __future__ import annotations
 
@@ -43,12 +43,20 @@ def choose_precision(requested: str, cuda: bool, fp32_built: bool) -> str:
     wanted = ("fp32" if cuda else "int8") if requested == "auto" else requested
     return wanted if wanted == "int8" or fp32_built else "int8"
 MAX_TOKENS = 8192
-WIDTH_STEP = 8  # widths are multiples of this: at most 7 padded word pieces a text (13% of a typical 20)
+COUNT_FLOOR = 1e-9  # the graph's clamp of the token count (training/minilm/export.py), as sentence-transformers
+NORM_FLOOR = 1e-12  # torch.nn.functional.normalize's eps
+TOKENS_OUTPUT = "token_embeddings"
+LENGTH_STEP = 8  # texts are batched with others within 8 word pieces of their length
 
 
-def padded_width(length: int) -> int:
-    """The width a text of `length` word pieces always runs at, whatever shares its batch."""
-    return -(-max(length, 1) // WIDTH_STEP) * WIDTH_STEP
+def pool(tokens: np.ndarray, length: int) -> np.ndarray:
+    """Mean of a text's first `length` masked token vectors, L2-normalised: sentence-transformers'
+    pooling, summed in an order that depends on the text alone (numpy adds the rows of a contiguous
+    (length, 384) block one after another), never on the batch it ran in."""
+    summed = tokens[:length].sum(axis=0, dtype=np.float32)
+    mean = summed / np.float32(max(float(length), COUNT_FLOOR))
+    norm = np.float32(np.sqrt(np.dot(mean, mean)))
+    return mean / max(norm, np.float32(NORM_FLOOR))
 
 
 @register_component("sentence-encoder")
@@ -65,6 +73,10 @@ class SentenceEncoder(Component):
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=self.max_length)
         self.session = self.runtime.session(self.manifest.path(filename))
+        self.pools_here = TOKENS_OUTPUT in self.session.outputs
+        if not self.pools_here:
+            log.warning("%s: %s has no %s output (exported before 2026-11-23); embeddings depend on the batch "
+                        "to float32 rounding", self.name, filename, TOKENS_OUTPUT)
 
     def _choose_precision(self, files: dict[str, str]) -> str:
         requested = os.environ.get(PRECISION_ENV, "auto")
@@ -95,21 +107,36 @@ class SentenceEncoder(Component):
             return np.zeros((0, self.dim), dtype=np.float32)
         return cache.get_many(self.name, list(texts), self._encode)
 
+    def _batches(self, lengths: list[int]) -> list[list[int]]:
+        """Texts grouped by length in steps of LENGTH_STEP word pieces, each group cut by the batch size:
+        less padding than cutting one sorted list (where a batch pads to its longest), which made a
+        batch of 32 distinct items 20% faster; the grouping changes no bit of a vector (`pool`)."""
+        groups: dict[int, list[int]] = {}
+        for index, length in enumerate(lengths):
+            groups.setdefault(-(-max(length, 1) // LENGTH_STEP), []).append(index)
+        batches = []
+        for _, members in sorted(groups.items()):
+            for part in length_buckets([lengths[i] for i in members], self.runtime.settings.batch_size, MAX_TOKENS):
+                batches.append([members[k] for k in part])
+        return batches
+
     def _encode(self, texts: list[str]) -> np.ndarray:
         encodings = self.tokenizer.encode_batch(list(texts))
         lengths = [len(e.ids) for e in encodings]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        widths = [padded_width(n) for n in lengths]
-        for width in sorted(set(widths)):
-            same_width = [i for i, w in enumerate(widths) if w == width]
-            for part in length_buckets([width] * len(same_width), self.runtime.settings.batch_size, MAX_TOKENS):
-                batch = [same_width[k] for k in part]
-                rows = batch if len(batch) > 1 else batch * 2  # one row takes other kernels than two
-                ids = np.zeros((len(rows), width), dtype=np.int64)
-                mask = np.zeros((len(rows), width), dtype=np.int64)
-                for row, index in enumerate(rows):
-                    ids[row, : lengths[index]] = encodings[index].ids
-                    mask[row, : lengths[index]] = 1
-                (vectors,) = self.session.run({"input_ids": ids, "attention_mask": mask})
-                out[batch] = vectors[: len(batch)].astype(np.float32)
+        for batch in self._batches(lengths):
+            width = max(lengths[i] for i in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, index in enumerate(batch):
+                ids[row, : lengths[index]] = encodings[index].ids
+                mask[row, : lengths[index]] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if self.pools_here:
+                (tokens,) = self.session.run(feeds, [TOKENS_OUTPUT])
+                for row, index in enumerate(batch):
+                    out[index] = pool(tokens[row], lengths[index])
+            else:
+                (vectors,) = self.session.run(feeds, ["embedding"])
+                out[batch] = vectors.astype(np.float32)
         return out

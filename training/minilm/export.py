@@ -3,7 +3,10 @@
 The graph takes word-piece ids and the attention mask and returns the sentence-transformers
 embedding (mean over unmasked tokens, then L2 normalisation, as the model's `1_Pooling` and
 `2_Normalize` modules do), so the service needs only `tokenizers` and ONNX Runtime. Padding is
-masked exactly, which keeps embeddings independent of how requests are batched.
+masked exactly. It also returns `token_embeddings`, the masked token vectors the mean is taken
+over: ONNX Runtime's ReduceSum sums them in an order set by the batch's shape (a text alone and
+in a batch differed by 3e-8), while every node before it gives the same bits whatever the batch,
+so the service pools these itself, row by row, and a score does not depend on its batch at all.
 
 The fp32 graph is 90 MB, too big to commit; the committed CPU artifact is an int8 copy
 (~22 MB: int8 weights; see quantise_int8 for why not dynamic quantisation). `--fp32` writes the fp32 file for GPU images (`make encoder-fp32`).
@@ -21,7 +24,7 @@ DIMENSION = 384
 FP32_FILE = "encoder-fp32.onnx"
 INT8_FILE = "encoder-int8.onnx"
 STORE_FOLDER = Path("model_store/minilm-l6")
-VERSION = "2026.11.0"
+VERSION = "2026.11.1"
 
 
 def model_path() -> Path:
@@ -63,9 +66,10 @@ def export_fp32(path: Path) -> Path:
             hidden = self.inner(input_ids=input_ids, attention_mask=attention_mask,
                                 token_type_ids=torch.zeros_like(input_ids)).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            summed = (hidden * mask).sum(dim=1)
+            tokens = hidden * mask
+            summed = tokens.sum(dim=1)
             mean = summed / mask.sum(dim=1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(mean, p=2.0, dim=1)
+            return torch.nn.functional.normalize(mean, p=2.0, dim=1), tokens
 
     wrapper = Pooled(bert).eval()
     ids = torch.tensor([[101, 7592, 2088, 102, 0], [101, 2129, 2024, 2017, 102]], dtype=torch.int64)
@@ -75,9 +79,9 @@ def export_fp32(path: Path) -> Path:
     with torch.no_grad():
         torch.onnx.export(
             wrapper, (ids, mask), str(path), dynamo=False, opset_version=17,
-            input_names=["input_ids", "attention_mask"], output_names=["embedding"],
+            input_names=["input_ids", "attention_mask"], output_names=["embedding", "token_embeddings"],
             dynamic_axes={"input_ids": {0: "batch", 1: "time"}, "attention_mask": {0: "batch", 1: "time"},
-                          "embedding": {0: "batch"}},
+                          "embedding": {0: "batch"}, "token_embeddings": {0: "batch", 1: "time"}},
         )
     return path
 
@@ -157,8 +161,9 @@ def write_component_manifest(folder: Path) -> None:
                 "files": {"int8": INT8_FILE, "fp32": FP32_FILE}},
         card={
             "summary": "all-MiniLM-L6-v2 sentence encoder (6-layer MiniLM, 384-d), mean pooling + L2 "
-                       "normalisation inside the graph; int8 weights for CPU, fp32 built by "
-                       "`make encoder-fp32` for GPU images.",
+                       "normalisation inside the graph, and the masked token vectors as a second output "
+                       "(`token_embeddings`), which the service pools itself so that a vector does not depend "
+                       "on its batch; int8 weights for CPU, fp32 built by `make encoder-fp32` for GPU images.",
             "training_data": "Not trained here: the published sentence-transformers model, fine-tuned by its "
                              "authors on over 1B sentence pairs from 32 sources (the rows of the table in the "
                              "package's model/README.md; about 20 distinct datasets): Reddit comments "
