@@ -81,3 +81,17 @@ def test_python_m_service_stops_with_one_line_before_gunicorn_starts():
     assert done.returncode == 2
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "DIALSCORE_WORKERS='0': must be from 1 to 64" in lines[0], done.stderr
+
+
+def test_every_variable_is_documented():
+    """Every name the typo check knows is in README.md or docs/deploy.md (a probe found a third of the
+    limits named only in code comments)."""
+    from dataclasses import fields
+
+    from service.config import Settings
+    from service.server_config import OTHER_NAMES, ServerSettings, env_name
+
+    known = OTHER_NAMES | {env_name(f.name) for f in fields(Settings) if f.name != "extra"} | {
+        env_name(f.name) for f in fields(ServerSettings)}
+    docs = (REPO / "README.md").read_text(encoding="utf-8") + (REPO / "docs" / "deploy.md").read_text(encoding="utf-8")
+    assert sorted(name for name in known if name not in docs) == []
