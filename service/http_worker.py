@@ -159,6 +159,24 @@ class ContractErrorThreadWorker(ThreadWorker):
             if armed:
                 conn.sock.disarm()
 
+    def load_wsgi(self) -> None:
+        super().load_wsgi()
+        app = self.wsgi
+
+        def close_if_body_unread(environ: dict[str, Any], start_response: Any) -> Any:
+            # An answer given without reading the whole body (a 404, a GET with a body) left gunicorn to
+            # drain the rest before the next request; a client that never sent it then got an unasked
+            # 408 at the read deadline, which a pipelining client takes for its next answer (a probe).
+            # Said before the headers go out, so the answer says `Connection: close` and is the last.
+            result = app(environ, start_response)
+            if getattr(getattr(environ.get("wsgi.input"), "reader", None), "length", 0) > 0:
+                request = getattr(environ.get("gunicorn.socket"), "request", None)
+                if request is not None:
+                    request.must_close = True
+            return result
+
+        self.wsgi = close_if_body_unread
+
     def handle_request(self, req: Any, conn: Any) -> Any:
         if isinstance(conn.sock, ReadDeadlineSocket):
             conn.sock.request = req

@@ -31,7 +31,7 @@ class ServerSettings:
     port: int = 8000  # DIALSCORE_PORT
     workers: int = 2  # DIALSCORE_WORKERS
     threads: int = 2  # DIALSCORE_THREADS: request threads per worker
-    worker_timeout: int = 120  # DIALSCORE_WORKER_TIMEOUT: seconds without a heartbeat before a worker is killed
+    worker_timeout: int = 120  # DIALSCORE_WORKER_TIMEOUT: seconds without a heartbeat before a worker is killed (0: never)
     graceful_timeout: int = 25  # DIALSCORE_GRACEFUL_TIMEOUT: seconds in-flight requests get after SIGTERM
     read_timeout: float = 10.0  # DIALSCORE_READ_TIMEOUT: seconds a request may take to arrive whole
     max_requests: int = 0  # DIALSCORE_MAX_REQUESTS: recycle a worker after this many (0: never)
@@ -39,7 +39,7 @@ class ServerSettings:
 
 
 # name: (lowest, highest) for the integers; read_timeout is checked on its own
-_INT_RANGES = {"port": (1, 65535), "workers": (1, MAX_WORKERS), "threads": (1, 1024), "worker_timeout": (1, 86400),
+_INT_RANGES = {"port": (1, 65535), "workers": (1, MAX_WORKERS), "threads": (1, 1024), "worker_timeout": (0, 86400),
                "graceful_timeout": (0, 86400), "max_requests": (0, 10**9)}
 
 

@@ -27,7 +27,7 @@ def test_defaults_and_a_good_environment():
     ("DIALSCORE_PORT", "abc"),
     ("DIALSCORE_PORT", "0"),
     ("DIALSCORE_GRACEFUL_TIMEOUT", "90.5"),
-    ("DIALSCORE_WORKER_TIMEOUT", "0"),  # gunicorn reads 0 as "never kill a stuck worker"
+    ("DIALSCORE_WORKER_TIMEOUT", "-1"),
     ("DIALSCORE_READ_TIMEOUT", "inf"),  # a 500 on every request (socket timeout past time_t)
     ("DIALSCORE_READ_TIMEOUT", "nan"),
     ("DIALSCORE_READ_TIMEOUT", "0"),

@@ -272,3 +272,32 @@ def test_replacement_workers_load_before_they_take_requests(tmp_path):
         assert _requests_total(srv.port) == 120
     finally:
         srv.stop()
+
+
+def test_an_answer_given_without_reading_the_body_closes_the_connection(server):
+    """GET /healthz with a body that never comes: the 200 says Connection: close and is the last thing
+    sent. gunicorn used to drain the rest and, at the read deadline, send an unasked 408, which a
+    pipelining client takes for the answer to its next request (a probe)."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as conn:
+        conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc")
+        started = time.monotonic()
+        raw = conn.makefile("rb").read()
+    assert raw.count(b"HTTP/1.1 ") == 1, raw
+    head = raw.split(b"\r\n\r\n", 1)[0].decode("latin-1").lower()
+    assert head.startswith("http/1.1 200") and "connection: close" in head, head
+    assert time.monotonic() - started < READ_TIMEOUT, "the server waited for the body before closing"
+
+
+def test_a_worker_whose_metrics_cannot_be_folded_does_not_take_the_server_down(tmp_path):
+    store = copy_store(tmp_path / "model_store", ("length",))
+    metrics_dir = tmp_path / "metrics"
+    srv = Server(store, {"DIALSCORE_MAX_REQUESTS": "10", "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)})
+    try:
+        srv.wait()
+        (metrics_dir / "counter_archive.db").mkdir()  # the fold cannot write its archive (as a full volume)
+        statuses = [_call(srv.port, "POST", "/score", {"model": "length", "items": [ITEM]})[0] for _ in range(60)]
+        assert statuses.count(200) == 60, statuses
+        assert "could not fold the metrics of worker" in srv.output()
+        assert _call(srv.port, "GET", "/healthz")[0] == 200
+    finally:
+        srv.stop()
