@@ -14,7 +14,7 @@ from service.config import Settings
 from service.errors import InvalidRequest, NotReady, UnknownModel
 from service.schemas import DIALOGUE, ITEM, flatten_messages
 from service.scorers.base import Dialogue, EncodeCache, Item, OptionError, Scorer, Turn
-from service.store import ModelStore
+from service.store import STORE_KEY, ModelStore
 
 
 def get_scorer(store: ModelStore, name: str) -> Scorer:
@@ -22,7 +22,10 @@ def get_scorer(store: ModelStore, name: str) -> Scorer:
         raise NotReady("Models are still loading; retry shortly.", {"loading": True})
     scorer = store.get(name)
     if scorer is None:
-        if name in store.public_failures:
+        if STORE_KEY in store.failures:  # nothing was read: every model is out, whatever its name
+            raise NotReady("The model store failed to load on this server; the service log has the reason.",
+                           {"model": name, "reason": store.public_failures[STORE_KEY]})
+        if name in store.public_failures and name not in store.failed_components:
             # 503, not 404: the name is right and the fault is the server's (API.md: `not_ready`, models
             # not loaded). A 404 told a client its request was wrong; a load balancer retries a 503 on
             # another pod, where the model may have loaded (this pod's /readyz is 503 too).

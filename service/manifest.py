@@ -87,6 +87,8 @@ def read_manifest(folder: Path) -> Manifest:
                             "manifest invalid: not JSON") from exc
     except OSError as exc:  # unreadable (permissions, a volume's I/O error): this model is out, not the store
         raise ManifestError(f"{folder.name}: manifest.json cannot be read ({exc})", "manifest unreadable") from exc
+    except RecursionError:
+        raise ManifestError(f"{folder.name}: manifest.json is nested too deeply to read", "manifest invalid: nesting") from None
     if not isinstance(raw, dict):
         raise ManifestError(f"{folder.name}: manifest.json must hold an object", "manifest invalid: not an object")
     if raw.get("format_version") != FORMAT_VERSION:
@@ -131,6 +133,9 @@ def _build(folder: Path, raw: dict[str, Any]) -> Manifest:
                       ("onnx", dict)):
         if key in raw and not isinstance(raw[key], kind):
             raise TypeError(f"{key} must be a JSON {'array' if kind is list else 'object'}")
+    for key in ("uses", "requires"):  # names: `uses` entries are looked up as store folders
+        if not all(isinstance(entry, str) for entry in raw.get(key, [])):
+            raise TypeError(f"{key} must hold names (strings)")
     return Manifest(
         name=raw["name"],
         version=str(raw["version"]),

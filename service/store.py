@@ -8,6 +8,7 @@ liveness answers while models load.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 import time
@@ -22,6 +23,7 @@ from service.scorers.base import Scorer
 from service.scorers.registry import scorer_class
 
 log = logging.getLogger(__name__)
+STORE_KEY = "model_store"  # the failures' key for the store as a whole (not a model's name)
 
 
 class ModelStore:
@@ -33,6 +35,7 @@ class ModelStore:
         self.components: dict[str, Component] = {}
         self.failures: dict[str, str] = {}  # the operator's reason (paths, hashes): logged
         self.public_failures: dict[str, str] = {}  # what clients are told (ManifestError.public)
+        self.failed_components: set[str] = set()  # names in the failures that are components, not models
         self.loaded = False
         self.load_seconds: float | None = None
         self._lock = threading.Lock()
@@ -56,6 +59,9 @@ class ModelStore:
             for manifest in (m for m in manifests.values() if m.kind == "component" and m.name in needed):
                 self._load_component(manifest)
             for name in self.wanted:
+                if name in manifests and manifests[name].kind == "component":
+                    self._fail(name, f"{name} is a component that models share, not a model: DIALSCORE_MODELS "
+                               "names models", "a component, not a model", level=logging.WARNING, component=True)
                 if name not in manifests and name not in self.failures:
                     # a configured name with no folder: whoever asked for it reports it as an error
                     # (bulk's set-up error, /readyz); the store warns
@@ -64,7 +70,7 @@ class ModelStore:
             for name in names:
                 self._load_model(manifests[name])
             if not self.scorers and not self.failures:  # an empty store (or DIALSCORE_MODELS= on one) is not ready
-                self._fail("model_store", f"model store {self.root} holds no model to serve", "no model to serve")
+                self._fail(STORE_KEY, f"model store {self.root} holds no model to serve", "no model to serve")
             self.loaded = True
             self.load_seconds = time.perf_counter() - started
             log.info("model store %s: %d models served, %d failed in %.1fs", self.root, len(self.scorers),
@@ -79,11 +85,11 @@ class ModelStore:
         manifests: dict[str, Manifest] = {}
         try:
             if not self.root.is_dir():
-                self._fail("model_store", f"model store folder {self.root} does not exist", "model store folder missing")
+                self._fail(STORE_KEY, f"model store folder {self.root} does not exist", "model store folder missing")
                 return manifests
             folders = sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
         except OSError as exc:
-            self._fail("model_store", f"model store folder {self.root} cannot be read ({exc})", "model store unreadable")
+            self._fail(STORE_KEY, f"model store folder {self.root} cannot be read ({exc})", "model store unreadable")
             return manifests
         pending = list(self.wanted or folders)
         while pending:
@@ -91,15 +97,15 @@ class ModelStore:
             if name in manifests or name in self.failures or name not in folders:
                 continue  # a wanted name with no folder is reported by load()
             folder = self.root / name
-            if not self.wanted and not (folder / "manifest.json").exists():
-                log.warning("%s has no manifest.json: not a model, skipped", folder)
+            if not self.wanted and not os.path.lexists(folder / "manifest.json") and _not_a_model(folder):
+                log.warning("%s has no manifest.json and no files: not a model, skipped", folder)
                 continue
             try:
                 manifests[name] = read_manifest(folder)
             except ManifestError as exc:
                 self._fail(name, str(exc), exc.public)
                 continue
-            pending.extend(c for c in manifests[name].uses if c not in manifests)
+            pending.extend(c for c in manifests[name].uses if c not in manifests)  # names: read_manifest checks
         return manifests
 
     def _load_component(self, manifest: Manifest) -> None:
@@ -130,6 +136,8 @@ class ModelStore:
     def _fail(self, name: str, reason: str, public: str, component: bool = False, level: int = logging.ERROR) -> None:
         self.failures[name] = reason
         self.public_failures[name] = public
+        if component or name == STORE_KEY:
+            self.failed_components.add(name)
         log.log(level, "%s %s is not served: %s (clients are told: %s)", "component" if component else "model",
                 name, reason, public)
 
@@ -153,6 +161,15 @@ class ModelStore:
                 "card": m.card,
             })
         return models
+
+
+def _not_a_model(folder: Path) -> bool:
+    """A folder to pass over without a manifest: a volume's lost+found, or one with no files at all. A
+    folder holding files (a model whose manifest went missing) is a failed model, not nothing."""
+    try:
+        return folder.name == "lost+found" or not any(p.is_file() for p in folder.iterdir())
+    except OSError:
+        return folder.name == "lost+found"
 
 
 def _reason(exc: Exception) -> str:
@@ -184,7 +201,7 @@ def init_store(app: Any, background: bool) -> ModelStore:
             store.load()
         except Exception as exc:  # noqa: BLE001 - a bug must not leave the worker "still loading" for ever
             log.exception("loading the model store failed")
-            store._fail("model_store", _reason(exc), _public(exc))
+            store._fail(STORE_KEY, _reason(exc), _public(exc))
             store.loaded = True
         if store.ready:
             worker_readiness.mark_ready()

@@ -123,3 +123,49 @@ def test_a_bug_while_loading_ends_the_load_with_a_failure_not_a_worker_loading_f
     details = ready.get_json()["error"]["details"]
     assert "loading" not in details or not details["loading"], details
     assert "ZeroDivisionError" in details["failed"]["model_store"]
+
+
+def test_a_uses_entry_that_is_not_a_name_takes_out_only_that_model(tmp_path):
+    """`"uses": [["x"]]` raised TypeError in the store's own bookkeeping: every model was out (a re-probe)."""
+    root = copy_store(tmp_path / "store", ("length", "bleu4"))
+    text = json.loads(_manifest(root, "bleu4").read_text())
+    text["uses"] = [["x"]]
+    _manifest(root, "bleu4").write_text(json.dumps(text))
+    store = ModelStore(root, Runtime())
+    assert store.load() is False
+    assert "bleu4" in store.failures and set(store.scorers) == {"length"}
+
+
+def test_a_model_folder_whose_manifest_is_missing_or_dangling_is_a_failed_model(tmp_path):
+    """Only an empty folder or lost+found is passed over: a folder with a model's files and no readable
+    manifest is a model that failed, so the pod is not ready without it (a re-probe)."""
+    root = copy_store(tmp_path / "store", ("length", "bleu4", "rouge-l"))
+    _manifest(root, "bleu4").unlink()
+    _manifest(root, "rouge-l").unlink()
+    _manifest(root, "rouge-l").symlink_to(tmp_path / "nowhere.json")
+    store = ModelStore(root, Runtime())
+    assert store.load() is False
+    assert store.public_failures["bleu4"] == "manifest missing"
+    assert store.public_failures["rouge-l"] == "manifest missing"
+
+
+def test_a_component_named_as_a_model_is_reported(baseline_store):
+    store = ModelStore(baseline_store, Runtime(), models=("length", "glove-50d"))
+    assert store.load() is False
+    assert store.public_failures["glove-50d"] == "a component, not a model"
+
+
+def test_clients_are_told_503_for_a_store_that_failed_and_404_for_a_component(tmp_path):
+    from service.app import create_app
+
+    item = {"context": ["a"], "response": "b", "reference": "c"}
+    (tmp_path / "empty").mkdir()
+    client = create_app({"model_store": tmp_path / "empty", "load_sync": True}).test_client()
+    answer = client.post("/score", json={"model": "adem", "items": [item]})
+    assert answer.status_code == 503 and answer.get_json()["error"]["code"] == "not_ready"
+
+    root = copy_store(tmp_path / "store", ("length", "emb-average"))
+    (root / "glove-50d" / "vectors.npy").unlink()  # the component fails, and with it emb-average
+    client = create_app({"model_store": root, "load_sync": True}).test_client()
+    assert client.post("/score", json={"model": "emb-average", "items": [item]}).status_code == 503
+    assert client.post("/score", json={"model": "glove-50d", "items": [item]}).status_code == 404
