@@ -4,9 +4,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-HOST ?= $(or $(DIALSCORE_HOST),127.0.0.1)
-PORT ?= $(or $(DIALSCORE_PORT),8000)
-WORKERS ?= $(or $(DIALSCORE_WORKERS),2)
+HOST := $(or $(DIALSCORE_HOST),127.0.0.1)
+PORT := $(or $(DIALSCORE_PORT),8000)
+WORKERS := $(or $(DIALSCORE_WORKERS),2)
 DATA ?= ../shared/data
 # `make ... DATA=path` wins over a DIALSCORE_DATA_DIR already in the environment; without DATA= that
 # variable is kept, else ../shared/data.

@@ -44,7 +44,7 @@ class Settings:
     workers: int = 2  # DIALSCORE_WORKERS: gunicorn workers (also divides the cores among sessions)
     intra_op_threads: int = 0  # DIALSCORE_INTRA_OP_THREADS: 0 = cores / workers
     providers: tuple[str, ...] = ("CUDAExecutionProvider", "CPUExecutionProvider")  # DIALSCORE_PROVIDERS
-    cuda_options: tuple[str, ...] = ()  # DIALSCORE_CUDA_OPTIONS: key=value,... for ONNX Runtime's CUDA provider (service/runtime.py CUDA_DEFAULTS)
+    cuda_options: tuple[str, ...] = ()  # DIALSCORE_CUDA_OPTIONS: key=value,... for ONNX Runtime's CUDA provider (CUDA_DEFAULTS below)
     load_sync: bool = False  # DIALSCORE_LOAD_SYNC: load models before serving instead of in the background
     api_token: str = ""  # DIALSCORE_API_TOKEN: when set, every endpoint but /healthz and /readyz needs `Authorization: Bearer <token>`
     log_level: str = "INFO"  # DIALSCORE_LOG_LEVEL
@@ -77,6 +77,38 @@ class Settings:
 # gunicorn's own ceilings (gunicorn/http/message.py): above them it uses the ceiling, which would
 # make the limit GET /models lists differ from the one enforced.
 SERVER_LIMIT_CEILINGS = {"max_request_line": 8190, "max_headers": 32768, "max_header_bytes": 1 << 20}
+
+
+# Our defaults for ONNX Runtime's CUDA provider, under what DIALSCORE_CUDA_OPTIONS sets.
+# use_tf32=0: ONNX Runtime turns TF32 on by default, which rounds fp32 matrix products to a
+# 10-bit mantissa. On an H100 that moved scores by up to 2e-4 of their range from the CPU's
+# (1e-6 without). A research tool should give the CPU's scores on every device; TF32's 15-26%
+# more items/s with 4 busy workers is one setting away (docs/gpu.md has the measurements).
+CUDA_DEFAULTS: dict[str, str] = {"use_tf32": "0"}
+
+
+def cuda_provider_options(entries: tuple[str, ...]) -> dict[str, str]:
+    """CUDA_DEFAULTS updated by "key=value" entries; ONNX Runtime itself rejects unknown keys."""
+    options = dict(CUDA_DEFAULTS)
+    for entry in entries:
+        key, sep, value = entry.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ValueError(f"CUDA provider option {entry!r} is not key=value")
+        options[key.strip()] = value.strip()
+    return options
+
+
+# Read by the sentence encoder (service/components/sentence_encoder.py), checked with the rest here.
+PRECISION_ENV = "DIALSCORE_ENCODER_PRECISION"
+PRECISIONS = ("int8", "fp32")
+
+
+def encoder_precision(environ: Any) -> str:
+    """DIALSCORE_ENCODER_PRECISION, lower-cased: int8, fp32 or auto (the default)."""
+    requested = str(environ.get(PRECISION_ENV, "auto")).strip().lower() or "auto"
+    if requested not in PRECISIONS + ("auto",):
+        raise ValueError(f"{PRECISION_ENV}={requested!r} is not one of {PRECISIONS + ('auto',)}")
+    return requested
 
 
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
@@ -146,14 +178,13 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
         raise ValueError(f"DIALSCORE_LOG_LEVEL={settings.log_level!r}: must be one of {', '.join(LOG_LEVELS)}")
     if not settings.providers:
         raise ValueError("DIALSCORE_PROVIDERS: name at least one ONNX Runtime execution provider")
-    if not check_providers:
-        return settings
-    from service.runtime import cuda_provider_options  # the one parser; checked here so a typo stops start-up
-
-    try:
+    try:  # the one parser (pure Python): checked here so that a typo stops start-up
         cuda_provider_options(settings.cuda_options)
     except ValueError as exc:
         raise ValueError(f"DIALSCORE_CUDA_OPTIONS: {exc}") from exc
+    encoder_precision(environ)
+    if not check_providers:
+        return settings
     check_provider_names(settings.providers, explicit="DIALSCORE_PROVIDERS" in environ)
     return settings
 

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
+from service.config import cuda_provider_options
+
 log = logging.getLogger(__name__)
 
 _NUMPY_TYPES = {
@@ -26,14 +28,6 @@ _NUMPY_TYPES = {
 }
 
 
-# Our defaults for ONNX Runtime's CUDA provider, under what DIALSCORE_CUDA_OPTIONS sets.
-# use_tf32=0: ONNX Runtime turns TF32 on by default, which rounds fp32 matrix products to a
-# 10-bit mantissa. On an H100 that moved scores by up to 2e-4 of their range from the CPU's
-# (1e-6 without). A research tool should give the CPU's scores on every device; TF32's 15-26%
-# more items/s with 4 busy workers is one setting away (docs/gpu.md has the measurements).
-CUDA_DEFAULTS: dict[str, str] = {"use_tf32": "0"}
-
-
 @dataclass(frozen=True)
 class RuntimeSettings:
     providers: tuple[str, ...] = ("CUDAExecutionProvider", "CPUExecutionProvider")
@@ -41,17 +35,6 @@ class RuntimeSettings:
     workers: int = 1
     cuda_options: tuple[str, ...] = ()  # "key=value" entries for the CUDA provider, over CUDA_DEFAULTS
     batch_size: int = 64  # texts per ONNX run after length bucketing (memory grows with it)
-
-
-def cuda_provider_options(entries: tuple[str, ...]) -> dict[str, str]:
-    """CUDA_DEFAULTS updated by "key=value" entries; ONNX Runtime itself rejects unknown keys."""
-    options = dict(CUDA_DEFAULTS)
-    for entry in entries:
-        key, sep, value = entry.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise ValueError(f"CUDA provider option {entry!r} is not key=value")
-        options[key.strip()] = value.strip()
-    return options
 
 
 def providers_of(sessions: list[Any]) -> list[str]:

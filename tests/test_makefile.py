@@ -37,3 +37,17 @@ def test_help_names_every_target_a_newcomer_is_told_about() -> None:
     phony = re.search(r"^\.PHONY:(.*)$", (REPO / "Makefile").read_text(encoding="utf-8"), re.M).group(1).split()
     missing = [t for t in phony if t != "help" and not re.search(rf"\b{re.escape(t)}\b", listed)]
     assert not missing, missing
+
+
+def test_make_run_binds_where_the_dialscore_variables_say_and_the_command_line_wins() -> None:
+    """`make run` passes --host/--port/--workers, which beat the environment, so it read only its own
+    defaults (a probe); a platform's bare PORT must not move it either."""
+    def run_line(*args: str, env: dict[str, str] | None = None) -> str:
+        base = {k: v for k, v in os.environ.items() if not k.startswith("DIALSCORE_") and k not in ("PORT", "HOST")}
+        return subprocess.run(["make", "-n", "-o", ".venv/.serve", "run", *args], cwd=REPO, env=base | (env or {}),
+                              capture_output=True, text=True, check=True, timeout=60).stdout.strip().splitlines()[-1]
+
+    assert run_line().endswith("--host 127.0.0.1 --port 8000 --workers 2")
+    assert run_line(env={"DIALSCORE_PORT": "8061", "DIALSCORE_WORKERS": "3", "PORT": "9999"}).endswith(
+        "--host 127.0.0.1 --port 8061 --workers 3")
+    assert run_line("PORT=7", env={"DIALSCORE_PORT": "8061"}).endswith("--port 7 --workers 2")

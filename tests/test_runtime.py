@@ -4,8 +4,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from service.runtime import (CUDA_DEFAULTS, Runtime, RuntimeSettings, cuda_provider_options, default_threads,
-                             length_buckets)
+from service.config import CUDA_DEFAULTS, cuda_provider_options
+from service.runtime import Runtime, RuntimeSettings, default_threads, length_buckets
 
 
 def _masked_mean_graph(path):

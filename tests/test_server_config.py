@@ -67,7 +67,7 @@ def test_every_dialscore_variable_in_the_code_is_known():
         for path in (REPO / folder).rglob("*"):
             if path.suffix in (".py", ".yaml") and path.is_file():
                 names |= set(re.findall(r"DIALSCORE_[A-Z0-9_]*[A-Z0-9](?![A-Za-z0-9_{])", path.read_text(encoding="utf-8")))
-    unknown = check_configuration({name: "1" for name in names if name not in (
+    unknown = check_configuration({name: "auto" if name == "DIALSCORE_ENCODER_PRECISION" else "1" for name in names if name not in (
         "DIALSCORE_MODEL_STORE", "DIALSCORE_PROVIDERS", "DIALSCORE_CUDA_OPTIONS", "DIALSCORE_API_TOKEN",
         "DIALSCORE_LOG_LEVEL", "DIALSCORE_HOST", "DIALSCORE_WORKER_TMP_DIR", "DIALSCORE_READY_DIR",
         "DIALSCORE_READ_TIMEOUT")})
@@ -95,3 +95,13 @@ def test_every_variable_is_documented():
         env_name(f.name) for f in fields(ServerSettings)}
     docs = (REPO / "README.md").read_text(encoding="utf-8") + (REPO / "docs" / "deploy.md").read_text(encoding="utf-8")
     assert sorted(name for name in known if name not in docs) == []
+
+
+@pytest.mark.parametrize("variable, value, message", [
+    ("DIALSCORE_ENCODER_PRECISION", "fp16", "is not one of"),  # every MiniLM model was out, the pod never ready
+    ("DIALSCORE_CUDA_OPTIONS", "bad", "is not key=value"),  # each worker failed to boot, exit 3
+    ("DIALSCORE_PROVIDERS", "CudaExecutionProvider", "not an ONNX Runtime execution provider"),
+])
+def test_values_read_only_by_workers_are_checked_before_gunicorn_starts_too(variable, value, message):
+    with pytest.raises(ValueError, match=f"{variable}.*{message}"):
+        check_configuration({variable: value})

@@ -21,14 +21,11 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from service.components.base import Component, register_component
+from service.config import PRECISION_ENV, encoder_precision
 from service.runtime import length_buckets
 from service.scorers.base import EncodeCache
 
 log = logging.getLogger(__name__)
-
-PRECISION_ENV = "DIALSCORE_ENCODER_PRECISION"
-PRECISIONS = ("int8", "fp32")
-
 
 def choose_precision(requested: str, cuda: bool, fp32_built: bool) -> str:
     """The encoder file to serve: `auto` (the default) is fp32 on CUDA where built, else int8.
@@ -37,9 +34,7 @@ def choose_precision(requested: str, cuda: bool, fp32_built: bool) -> str:
     CPUs); on CUDA it runs in float with one node sent back to the CPU, so a GPU worker is
     better served by the fp32 file, whose scores match the CPU's fp32 within 1e-6 (docs/gpu.md).
     """
-    requested = requested.strip().lower() or "auto"
-    if requested not in PRECISIONS + ("auto",):
-        raise ValueError(f"{PRECISION_ENV}={requested!r} is not one of {PRECISIONS + ('auto',)}")
+    requested = encoder_precision({PRECISION_ENV: requested})
     wanted = ("fp32" if cuda else "int8") if requested == "auto" else requested
     return wanted if wanted == "int8" or fp32_built else "int8"
 MAX_TOKENS = 8192
