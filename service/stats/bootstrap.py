@@ -323,28 +323,30 @@ def stratified_indices(groups: np.ndarray, count: int, resamples: int, seed: int
     return out
 
 
-SYSTEM_MEAN_DIGITS = 12
+TIE_ULPS = 8  # system means this close (in units of the last place of the larger) are one value
 
 
-def decimal_ties(values: np.ndarray, digits: int = SYSTEM_MEAN_DIGITS) -> np.ndarray:
-    """System means rounded to `digits` significant digits, so means that are equal in decimal are
-    equal in binary too: (.2 + .1 + .3) / 3 and (.1 + .4 + .1) / 3 differ by one ulp as doubles,
-    and Spearman and Kendall ranked them apart (a contract probe, on the README's own /correlate
-    example: system-level rho -.211 where the tie gives -.447). Pearson moves by about 1e-12.
-    Zero, non-finite values and those whose scale would overflow are left as they are.
+def decimal_ties(values: np.ndarray) -> np.ndarray:
+    """System means (along the last axis) that differ by at most TIE_ULPS units in the last place made
+    equal (each run of them takes its smallest), so means that are equal in decimal are equal in
+    binary too: (.2 + .1 + .3) / 3 and (.1 + .4 + .1) / 3 differ by one ulp as doubles, and Spearman
+    and Kendall ranked them apart (a contract probe, on the README's own /correlate example:
+    system-level rho -.211 where the tie gives -.447). The tolerance is relative to each pair, not a
+    grid of significant digits: that rounded away real differences under a large shared offset
+    (means 1e6 + 1e-7 k: Spearman 1.0 became .775; a re-probe). Pearson moves by about 1e-16.
     """
     out = np.array(values, dtype=np.float64, copy=True)
-    usable = np.isfinite(out) & (out != 0)
-    if not usable.any():
+    if out.ndim == 0 or out.shape[-1] < 2:
         return out
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        exponent = np.floor(np.log10(np.abs(out[usable])))
-        scale = 10.0 ** (digits - 1 - exponent)
-        rounded = np.round(out[usable] * scale) / scale
-    kept = out[usable]
-    keep = np.isfinite(rounded) & np.isfinite(scale)
-    kept[keep] = rounded[keep]
-    out[usable] = kept
+    order = np.argsort(out, axis=-1, kind="stable")
+    ranked = np.take_along_axis(out, order, axis=-1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        gap = np.diff(ranked, axis=-1)
+        scale = np.maximum(np.abs(ranked[..., 1:]), np.abs(ranked[..., :-1]))
+        tied = gap <= TIE_ULPS * np.finfo(np.float64).eps * scale  # NaN and inf never tie
+    starts = np.concatenate([np.ones(ranked.shape[:-1] + (1,), dtype=bool), ~tied], axis=-1)
+    first = np.maximum.accumulate(np.where(starts, np.arange(ranked.shape[-1]), 0), axis=-1)
+    np.put_along_axis(out, order, np.take_along_axis(ranked, first, axis=-1), axis=-1)
     return out
 
 

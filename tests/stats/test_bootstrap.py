@@ -114,7 +114,14 @@ def test_system_means_that_tie_in_decimal_tie_in_binary() -> None:
     means = np.array([(.2 + .1 + .3) / 3, (.1 + .4 + .1) / 3, 1e-300, -2.5e300, 0.0, np.nan, 1 / 3])
     assert means[0] != means[1]
     tied = bootstrap.decimal_ties(means)
-    assert tied[0] == tied[1] == 0.2
-    assert tied[2] == 1e-300 and tied[3] == pytest.approx(-2.5e300, rel=1e-12) and tied[4] == 0.0
-    assert np.isnan(tied[5])
-    assert abs(tied[6] - 1 / 3) < 1e-12
+    assert tied[0] == tied[1] == pytest.approx(0.2, abs=1e-15)
+    assert tied[2] == 1e-300 and tied[3] == -2.5e300 and tied[4] == 0.0
+    assert np.isnan(tied[5]) and tied[6] == 1 / 3
+
+
+def test_real_differences_under_a_large_shared_offset_are_kept():
+    """A grid of 12 significant digits rounded 1e6 + 1e-7 k to one value (Spearman 1.0 became .775)."""
+    means = 1e6 + 1e-7 * np.arange(4.0)
+    np.testing.assert_array_equal(bootstrap.decimal_ties(means), means)
+    rows = np.stack([means, means[::-1]])  # the bootstrap's (resamples, systems) layout
+    np.testing.assert_array_equal(bootstrap.decimal_ties(rows), rows)
