@@ -1,6 +1,7 @@
 """Agreement between human raters: Krippendorff's alpha."""
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -23,9 +24,12 @@ def krippendorff_alpha_interval(units: Iterable[Sequence[float]]) -> float | Non
     if not pairable:
         return None
     def spread(v: np.ndarray) -> float:
-        return 2 * v.size * float(np.sum((v - v.mean()) ** 2))
+        # Exactly rounded sums (math.fsum): the same alpha whatever the order of the items or of an
+        # item's ratings (a re-probe saw the 16th digit move when rows were shuffled).
+        mean = math.fsum(v.tolist()) / v.size
+        return 2 * v.size * math.fsum(((v - mean) ** 2).tolist())
 
-    observed = sum(spread(u) / (u.size - 1) for u in pairable)
+    observed = math.fsum(spread(u) / (u.size - 1) for u in pairable)
     values = np.concatenate(pairable)
     expected = spread(values) / (values.size - 1)
     if expected <= 0:

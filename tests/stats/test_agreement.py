@@ -41,3 +41,12 @@ def test_krippendorff_alpha_ignores_a_shared_offset(offset: float) -> None:
     units = [[1, 2], [4, 5], [7, 9], [3, 3], [8, 6]]
     alpha = stats.krippendorff_alpha_interval([[offset + v for v in u] for u in units])
     assert alpha == pytest.approx(0.858490566, abs=1e-6)  # the krippendorff package's value at every offset
+
+
+def test_krippendorff_alpha_does_not_depend_on_the_order_of_items_or_ratings() -> None:
+    rng = np.random.default_rng(7)
+    units = [list(rng.normal(size=rng.integers(2, 5)) * 1.7 + 3.3) for _ in range(40)]
+    alpha = stats.krippendorff_alpha_interval(units)
+    for _ in range(10):
+        shuffled = [list(rng.permutation(u)) for u in rng.permutation(np.array(units, dtype=object))]
+        assert stats.krippendorff_alpha_interval(shuffled) == alpha
