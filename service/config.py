@@ -124,7 +124,10 @@ def _convert(name: str, raw: Any, default: Any) -> Any:
             raise ValueError(f"must be true or false (or 1/0, yes/no, on/off), not {raw!r}")
         return word in TRUE
     if isinstance(default, int):
-        return int(raw)
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError(f"must be a whole number, not {raw!r}") from None
     if isinstance(default, Path):
         if not str(raw).strip():  # Path("") is the working directory: its folders were listed as failed models
             raise ValueError("must name a folder")
