@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -192,16 +193,21 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
     return settings
 
 
+def refuse_unknown_providers(providers: Sequence[str], known: Sequence[str]) -> None:
+    """ValueError naming the providers that are not in ONNX Runtime's list of all it knows."""
+    unknown = [p for p in providers if p not in known]
+    if unknown:
+        raise ValueError(f"DIALSCORE_PROVIDERS: {', '.join(unknown)} is not an ONNX Runtime execution provider "
+                         "(for example CUDAExecutionProvider, CPUExecutionProvider)")
+
+
 def check_provider_names(providers: tuple[str, ...], explicit: bool) -> None:
     """ValueError for a name ONNX Runtime does not know (a misspelt 'CudaExecutionProvider' was dropped
     without a word and the models ran on the CPU); a warning for a known one this build lacks, when the
     operator asked for it (the default names CUDA first on every machine)."""
     import onnxruntime as ort
 
-    unknown = [p for p in providers if p not in ort.get_all_providers()]
-    if unknown:
-        raise ValueError(f"DIALSCORE_PROVIDERS: {', '.join(unknown)} is not an ONNX Runtime execution provider "
-                         f"(for example CUDAExecutionProvider, CPUExecutionProvider)")
+    refuse_unknown_providers(providers, ort.get_all_providers())
     missing = [p for p in providers if p not in ort.get_available_providers()]
     if explicit and missing:
         logging.getLogger(__name__).warning("DIALSCORE_PROVIDERS asks for %s, which this onnxruntime build does "

@@ -9,11 +9,16 @@ from here, so a direct `gunicorn -c service/gunicorn.conf.py` is checked too.
 """
 from __future__ import annotations
 
+import json
 import math
 import os
+import subprocess
+import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+
+from service.config import Settings, load_settings, refuse_unknown_providers
 
 # Every DIALSCORE_* name read anywhere (service, bulk, training, the worker's own), for the warning
 # about a misspelt one; the Settings fields (service/config.py) are added where it is checked.
@@ -104,3 +109,28 @@ def check_writable(folder: str, key: str) -> None:
 def unknown_names(environ: Mapping[str, str], known: frozenset[str]) -> list[str]:
     """DIALSCORE_* variables that nothing reads: a misspelt limit is otherwise silently the default."""
     return sorted(k for k in environ if k.startswith("DIALSCORE_") and k not in known)
+
+
+def check_configuration(environ: Mapping[str, str]) -> list[str]:
+    """Every DIALSCORE_* value the server and the service read, checked before gunicorn starts;
+    ValueError naming the first bad one. Returns the DIALSCORE_* names nothing reads (typos)."""
+    load_server_settings(environ)
+    load_settings(environ=dict(environ), check_providers=False)  # ONNX Runtime is not imported before the fork
+    if environ.get("DIALSCORE_PROVIDERS"):
+        check_provider_names_apart(environ["DIALSCORE_PROVIDERS"])
+    for key in ("PROMETHEUS_MULTIPROC_DIR", "DIALSCORE_READY_DIR"):
+        if environ.get(key):
+            check_writable(environ[key], key)
+    known = OTHER_NAMES | {env_name(f.name) for f in fields(Settings) if f.name != "extra"} | {
+        env_name(f.name) for f in fields(ServerSettings)}
+    return unknown_names(environ, frozenset(known))
+
+
+def check_provider_names_apart(value: str) -> None:
+    """ValueError for a name ONNX Runtime does not know, asked of ONNX Runtime in a child process: the
+    master must not load it before it forks the workers (their sessions would share its state)."""
+    names = [part.strip() for part in value.split(",") if part.strip()]
+    known = json.loads(subprocess.run(
+        [sys.executable, "-c", "import json, onnxruntime; print(json.dumps(onnxruntime.get_all_providers()))"],
+        capture_output=True, text=True, check=True, timeout=60).stdout)
+    refuse_unknown_providers(names, known)

@@ -35,7 +35,7 @@ class ModelStore:
         self.components: dict[str, Component] = {}
         self.failures: dict[str, str] = {}  # the operator's reason (paths, hashes): logged
         self.public_failures: dict[str, str] = {}  # what clients are told (ManifestError.public)
-        self.failed_components: set[str] = set()  # names in the failures that are components, not models
+        self.failed_components: set[str] = set()  # failures that are not models: components, the store itself
         self.loaded = False
         self.load_seconds: float | None = None
         self._lock = threading.Lock()
@@ -80,8 +80,8 @@ class ModelStore:
     def _read_manifests(self) -> dict[str, Manifest]:
         """The manifests the configured models need: with DIALSCORE_MODELS, those models' and their
         components' only, so a broken model left out of the list cannot hold the pod unready; without
-        it, every folder's. A folder with no manifest.json that nobody asked for (a volume's
-        lost+found) is skipped with a warning, not counted as a failed model."""
+        it, every folder's. A folder without manifest.json that holds no files, or a volume's
+        lost+found, is skipped with a warning; one holding files is a model whose manifest is missing."""
         manifests: dict[str, Manifest] = {}
         try:
             if not self.root.is_dir():

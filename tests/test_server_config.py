@@ -7,8 +7,7 @@ import sys
 
 import pytest
 
-from service.__main__ import check_configuration
-from service.server_config import ServerSettings, check_writable, load_server_settings
+from service.server_config import ServerSettings, check_configuration, check_writable, load_server_settings
 from tests.conftest import REPO
 
 
