@@ -120,19 +120,26 @@ class Session:
         return [np.concatenate([part[k] for part in parts]) for k in range(len(self.outputs))]
 
 
-def length_buckets(lengths: list[int], max_batch: int, max_tokens: int = 8192) -> list[list[int]]:
+STEP_CUT_ROWS = 4
+
+
+def length_buckets(lengths: list[int], max_batch: int, max_tokens: int = 8192, step: int | None = None) -> list[list[int]]:
     """Indices grouped by similar length, so that padding stays small.
 
     Items are sorted by length and cut into batches of at most `max_batch` items and about
-    `max_tokens` padded tokens. Results must not depend on the grouping, which is why every
-    graph we export masks padding exactly.
+    `max_tokens` padded tokens; with `step`, also wherever the length passes a multiple of `step`
+    once a batch holds STEP_CUT_ROWS items (less padding for a mixed batch, at the cost of a run). Results must not depend on the grouping, which is
+    why every graph we export masks padding exactly (and the sentence encoder pools outside its graph).
     """
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
     batches: list[list[int]] = []
     current: list[int] = []
     for index in order:
         longest = max(lengths[index], 1)
-        if current and (len(current) >= max_batch or longest * (len(current) + 1) > max_tokens):
+        # a step is cut only under a batch of STEP_CUT_ROWS or more: a few short texts pad less than a run costs
+        past_step = (step is not None and len(current) >= STEP_CUT_ROWS
+                     and (longest - 1) // step != (max(lengths[current[0]], 1) - 1) // step)
+        if current and (len(current) >= max_batch or longest * (len(current) + 1) > max_tokens or past_step):
             batches.append(current)
             current = []
         current.append(index)

@@ -101,3 +101,11 @@ def test_length_buckets_cover_every_index_once_and_group_similar_lengths():
     assert [lengths[i] for i in flat] == sorted(lengths)
     assert length_buckets([], 4) == []
     assert length_buckets([100] * 10, max_batch=64, max_tokens=250) == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
+
+
+def test_length_buckets_with_a_step_never_mix_lengths_across_a_multiple_of_it():
+    lengths = [3, 8, 9, 16, 17, 1, 24, 12, 8, 10, 11, 18, 19]
+    batches = length_buckets(lengths, max_batch=64, step=8)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    assert [sorted(lengths[i] for i in b) for b in batches] == [[1, 3, 8, 8], [9, 10, 11, 12, 16], [17, 18, 19, 24]]
+    assert len(length_buckets([14, 15, 24], max_batch=64, step=8)) == 1  # a few texts: one run, not one per step

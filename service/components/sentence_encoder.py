@@ -102,24 +102,12 @@ class SentenceEncoder(Component):
             return np.zeros((0, self.dim), dtype=np.float32)
         return cache.get_many(self.name, list(texts), self._encode)
 
-    def _batches(self, lengths: list[int]) -> list[list[int]]:
-        """Texts grouped by length in steps of LENGTH_STEP word pieces, each group cut by the batch size:
-        less padding than cutting one sorted list (where a batch pads to its longest), which made a
-        batch of 32 distinct items 20% faster; the grouping changes no bit of a vector (`pool`)."""
-        groups: dict[int, list[int]] = {}
-        for index, length in enumerate(lengths):
-            groups.setdefault(-(-max(length, 1) // LENGTH_STEP), []).append(index)
-        batches = []
-        for _, members in sorted(groups.items()):
-            for part in length_buckets([lengths[i] for i in members], self.runtime.settings.batch_size, MAX_TOKENS):
-                batches.append([members[k] for k in part])
-        return batches
-
     def _encode(self, texts: list[str]) -> np.ndarray:
         encodings = self.tokenizer.encode_batch(list(texts))
         lengths = [len(e.ids) for e in encodings]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for batch in self._batches(lengths):
+        # Cut at every 8 word pieces of length: less padding, a batch of 32 distinct items 20% faster.
+        for batch in length_buckets(lengths, self.runtime.settings.batch_size, MAX_TOKENS, step=LENGTH_STEP):
             width = max(lengths[i] for i in batch)
             ids = np.zeros((len(batch), width), dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
