@@ -44,8 +44,9 @@ def test_make_run_binds_where_the_dialscore_variables_say_and_the_command_line_w
     defaults (a probe); a platform's bare PORT must not move it either."""
     def run_line(*args: str, env: dict[str, str] | None = None) -> str:
         base = {k: v for k, v in os.environ.items() if not k.startswith("DIALSCORE_") and k not in ("PORT", "HOST")}
-        return subprocess.run(["make", "-n", "-o", ".venv/.serve", "run", *args], cwd=REPO, env=base | (env or {}),
-                              capture_output=True, text=True, check=True, timeout=60).stdout.strip().splitlines()[-1]
+        out = subprocess.run(["make", "-n", "-o", ".venv/.serve", "run", *args], cwd=REPO, env=base | (env or {}),
+                             capture_output=True, text=True, check=True, timeout=60).stdout
+        return [line for line in out.splitlines() if " -m service " in line][-1]  # under `make test`, make[1] talks too
 
     assert run_line().endswith("--host 127.0.0.1 --port 8000 --workers 2")
     assert run_line(env={"DIALSCORE_PORT": "8061", "DIALSCORE_WORKERS": "3", "PORT": "9999"}).endswith(
