@@ -92,13 +92,16 @@ def post_fork(server, worker):
 
 def child_exit(server, worker):
     folder = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    # Anything raised here ends gunicorn's main loop, and every worker with it (a failing volume).
     try:
         multiprocess.mark_process_dead(worker.pid, folder)
         metrics_files.fold_dead_worker(worker.pid, folder)
-    except Exception:  # noqa: BLE001 - raised here it ends gunicorn's main loop, and every worker with it
-        # (a full or failing metrics volume); the dead worker's files stay, still counted as they are.
+    except Exception:  # noqa: BLE001 - the dead worker's files stay, still counted as they are
         server.log.exception("could not fold the metrics of worker %s; its files are kept", worker.pid)
-    worker_readiness.forget(worker.pid)
+    try:
+        worker_readiness.forget(worker.pid)
+    except Exception:  # noqa: BLE001 - its marker stays; /readyz counts only markers of live workers
+        server.log.exception("could not remove the readiness marker of worker %s", worker.pid)
 
 
 def _remove_owned_folders() -> None:

@@ -29,6 +29,7 @@ import time
 from typing import Any
 
 from gunicorn import util
+from gunicorn.http.body import ChunkedReader, EOFReader, LengthReader
 from gunicorn.workers.gthread import ThreadWorker
 
 from service.errors import RequestTimeout
@@ -94,6 +95,10 @@ class ReadDeadlineSocket:
     def disarm(self) -> None:
         self._deadline = None
 
+    def draining(self, seconds: float) -> "_Drain":
+        """A block under a short deadline of its own; the request's deadline is back after it."""
+        return _Drain(self, seconds)
+
     def _timed_out(self) -> RequestTimeout:
         # The rest of the body is never read, so the connection cannot carry another request: the
         # app's 408 must say `Connection: close` (it said keep-alive and the server then closed).
@@ -133,6 +138,52 @@ class ReadDeadlineSocket:
         return getattr(self._sock, name)
 
 
+class _Drain:
+    def __init__(self, sock: ReadDeadlineSocket, seconds: float) -> None:
+        self.sock, self.seconds = sock, seconds
+
+    def __enter__(self) -> None:
+        self.saved = (self.sock._deadline, self.sock._seconds)
+        self.sock.arm(self.seconds)
+
+    def __exit__(self, *exc: Any) -> None:
+        self.sock._deadline, self.sock._seconds = self.saved
+
+
+DRAIN_BYTES = 64 * 1024  # the most of an unread body read so that the connection can be kept
+DRAIN_SECONDS = 0.05  # for what the client has already sent: it is in the socket's buffer
+
+
+def body_unread(body: Any) -> bool:
+    """Whether the app left part of the request body unread (gunicorn's three body readers)."""
+    reader = getattr(body, "reader", None)
+    if isinstance(reader, LengthReader):
+        return reader.length > 0
+    if isinstance(reader, ChunkedReader):
+        return reader.parser is not None  # set to None once the last chunk was read
+    if isinstance(reader, EOFReader):
+        return not reader.finished
+    return False
+
+
+def drain(body: Any, sock: Any) -> bool:
+    """Read the rest of a small body that has already arrived; True when the body was read to its end."""
+    reader = getattr(body, "reader", None)
+    if not isinstance(sock, ReadDeadlineSocket) or (isinstance(reader, LengthReader) and reader.length > DRAIN_BYTES):
+        return False
+    try:
+        with sock.draining(DRAIN_SECONDS):
+            read = 0
+            while read <= DRAIN_BYTES:
+                chunk = body.read(8192)
+                if not chunk:
+                    return True
+                read += len(chunk)
+    except Exception:  # noqa: BLE001 - a stall (RequestTimeout), a bad chunk, a reset: the connection ends
+        return False
+    return False
+
+
 def read_timeout() -> float:
     """DIALSCORE_READ_TIMEOUT (seconds, default 10): 1 MiB, the body limit, in 10 s is 100 KB/s."""
     return load_server_settings().read_timeout
@@ -164,13 +215,15 @@ class ContractErrorThreadWorker(ThreadWorker):
         app = self.wsgi
 
         def close_if_body_unread(environ: dict[str, Any], start_response: Any) -> Any:
-            # An answer given without reading the whole body (a 404, a GET with a body) left gunicorn to
-            # drain the rest before the next request; a client that never sent it then got an unasked
-            # 408 at the read deadline, which a pipelining client takes for its next answer (a probe).
-            # Said before the headers go out, so the answer says `Connection: close` and is the last.
+            # An answer given without reading the whole body (a 401, a 404, a GET with a body) left
+            # gunicorn to drain the rest before the next request; a client that never sent it then got
+            # an unasked 408 at the read deadline, which a pipelining client takes for its next answer
+            # (a probe). A small rest that has already arrived is read here and the connection kept;
+            # otherwise the answer says `Connection: close` (before its headers go out) and is the last.
             result = app(environ, start_response)
-            if getattr(getattr(environ.get("wsgi.input"), "reader", None), "length", 0) > 0:
-                request = getattr(environ.get("gunicorn.socket"), "request", None)
+            body, sock = environ.get("wsgi.input"), environ.get("gunicorn.socket")
+            if body_unread(body) and not drain(body, sock):
+                request = getattr(sock, "request", None)
                 if request is not None:
                     request.must_close = True
             return result

@@ -57,5 +57,17 @@ def pod_status() -> tuple[int, int] | None:
     expected = os.environ.get(WORKERS_ENV)
     if folder is None or not expected:
         return None
-    ready = sum(1 for _ in folder.glob(f"{PREFIX}*")) if folder.is_dir() else 0
+    ready = sum(1 for path in folder.glob(f"{PREFIX}*") if _alive(path.name[len(PREFIX):])) if folder.is_dir() else 0
     return ready, int(expected)
+
+
+def _alive(pid: str) -> bool:
+    """Whether a marker's worker still runs: a marker the master could not remove (a failing volume)
+    must not count a dead worker as loaded."""
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:  # alive, under another user
+        return True
+    return True

@@ -1,4 +1,6 @@
 """Probes, discovery, metrics and the OpenAPI document."""
+import os
+
 from tests.conftest import BASELINES
 
 
@@ -105,7 +107,7 @@ def test_responses_match_the_schemas_the_openapi_document_declares(client, basel
     # Under gunicorn (service/gunicorn.conf.py sets these) a ready /readyz also counts the pod's workers.
     monkeypatch.setenv(worker_readiness.DIR_ENV, str(tmp_path / "ready"))
     monkeypatch.setenv(worker_readiness.WORKERS_ENV, "1")
-    worker_readiness.mark_ready(4242)
+    worker_readiness.mark_ready(os.getpid())  # a live worker's marker
     ready = client.get("/readyz")
     assert ready.status_code == 200 and ready.get_json()["workers_ready"] == ready.get_json()["workers"] == 1
     schemas.StatusSchema().load(ready.get_json())

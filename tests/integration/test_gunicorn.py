@@ -301,3 +301,23 @@ def test_a_worker_whose_metrics_cannot_be_folded_does_not_take_the_server_down(t
         assert _call(srv.port, "GET", "/healthz")[0] == 200
     finally:
         srv.stop()
+
+
+def test_a_chunked_body_left_unread_closes_the_connection_too(server):
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as conn:
+        conn.sendall(b"POST /nope HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n")
+        started = time.monotonic()
+        raw = conn.makefile("rb").read()
+    assert raw.count(b"HTTP/1.1 ") == 1 and raw.startswith(b"HTTP/1.1 404"), raw
+    assert b"connection: close" in raw.lower() and time.monotonic() - started < READ_TIMEOUT
+
+
+def test_a_whole_body_left_unread_keeps_the_connection_for_the_next_request(server):
+    """A 404 for a request whose small body has arrived reads it and keeps the connection: a
+    pipelined request behind it is answered (closing there lost it; a re-probe)."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as conn:
+        conn.sendall(b"POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nabcd"
+                     b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        raw = conn.makefile("rb").read()
+    assert raw.count(b"HTTP/1.1 ") == 2, raw
+    assert raw.startswith(b"HTTP/1.1 404") and b"HTTP/1.1 200" in raw, raw
