@@ -142,8 +142,8 @@ def _convert(name: str, raw: Any, default: Any) -> Any:
 
 def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, str] | None = None,
                   check_providers: bool = True) -> Settings:
-    """The settings, checked; `check_providers=False` skips the CUDA options, whose parser imports
-    ONNX Runtime (gunicorn's master reads its limits here and must not load it before the fork)."""
+    """The settings, checked; `check_providers=False` skips the provider names, which are asked of ONNX
+    Runtime (gunicorn's master reads its limits here and must not load it before the fork)."""
     environ = os.environ if environ is None else environ
     base = Settings()
     values: dict[str, Any] = {}

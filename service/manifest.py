@@ -91,6 +91,9 @@ def read_manifest(folder: Path) -> Manifest:
         raise ManifestError(f"{folder.name}: manifest.json is nested too deeply to read", "manifest invalid: nesting") from None
     if not isinstance(raw, dict):
         raise ManifestError(f"{folder.name}: manifest.json must hold an object", "manifest invalid: not an object")
+    if _depth_over(raw, MAX_DEPTH):  # a card nested deep enough to load, not to serialise: /models was 500
+        raise ManifestError(f"{folder.name}: manifest.json is nested deeper than {MAX_DEPTH} levels",
+                            "manifest invalid: nesting")
     if raw.get("format_version") != FORMAT_VERSION:
         raise ManifestError(
             f"{folder.name}: format_version {raw.get('format_version')!r} is not {FORMAT_VERSION}",
@@ -121,6 +124,22 @@ def read_manifest(folder: Path) -> Manifest:
         # loading thread and left every model of the pod "still loading" (a probe).
         raise ManifestError(f"{folder.name}: manifest.json has a field of the wrong type or shape "
                             f"({type(exc).__name__}: {exc})", "manifest invalid: a field's type") from exc
+
+
+MAX_DEPTH = 32  # our manifests need 6
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return False
 
 
 def _build(folder: Path, raw: dict[str, Any]) -> Manifest:

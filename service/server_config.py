@@ -130,7 +130,14 @@ def check_provider_names_apart(value: str) -> None:
     """ValueError for a name ONNX Runtime does not know, asked of ONNX Runtime in a child process: the
     master must not load it before it forks the workers (their sessions would share its state)."""
     names = [part.strip() for part in value.split(",") if part.strip()]
-    known = json.loads(subprocess.run(
-        [sys.executable, "-c", "import json, onnxruntime; print(json.dumps(onnxruntime.get_all_providers()))"],
-        capture_output=True, text=True, check=True, timeout=60).stdout)
+    try:
+        asked = subprocess.run(
+            [sys.executable, "-c", "import json, onnxruntime; print(json.dumps(onnxruntime.get_all_providers()))"],
+            capture_output=True, text=True, check=True, timeout=60)
+        known = json.loads(asked.stdout)
+    except subprocess.CalledProcessError as exc:
+        last = (exc.stderr or "").strip().splitlines()[-1:] or ["no output"]
+        raise ValueError(f"DIALSCORE_PROVIDERS: ONNX Runtime could not be asked for its providers ({last[0]})") from None
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        raise ValueError(f"DIALSCORE_PROVIDERS: ONNX Runtime could not be asked for its providers ({exc})") from None
     refuse_unknown_providers(names, known)

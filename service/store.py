@@ -97,8 +97,12 @@ class ModelStore:
             if name in manifests or name in self.failures or name not in folders:
                 continue  # a wanted name with no folder is reported by load()
             folder = self.root / name
+            if name == STORE_KEY:  # the failures' own key for the store: a model cannot have that name
+                self._fail(f"{STORE_KEY}/", f"{folder}: a model folder cannot be named {STORE_KEY}",
+                           "folder name reserved", level=logging.WARNING, component=True)
+                continue
             if not self.wanted and not os.path.lexists(folder / "manifest.json") and _not_a_model(folder):
-                log.warning("%s has no manifest.json and no files: not a model, skipped", folder)
+                log.warning("%s is empty or lost+found: not a model, skipped", folder)
                 continue
             try:
                 manifests[name] = read_manifest(folder)
@@ -164,10 +168,10 @@ class ModelStore:
 
 
 def _not_a_model(folder: Path) -> bool:
-    """A folder to pass over without a manifest: a volume's lost+found, or one with no files at all. A
-    folder holding files (a model whose manifest went missing) is a failed model, not nothing."""
+    """A folder to pass over without a manifest: a volume's lost+found, or an empty one. A folder
+    holding anything (a model whose manifest went missing) is a failed model, not nothing."""
     try:
-        return folder.name == "lost+found" or not any(p.is_file() for p in folder.iterdir())
+        return folder.name == "lost+found" or not any(folder.iterdir())
     except OSError:
         return folder.name == "lost+found"
 

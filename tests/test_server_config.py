@@ -104,3 +104,14 @@ def test_every_variable_is_documented():
 def test_values_read_only_by_workers_are_checked_before_gunicorn_starts_too(variable, value, message):
     with pytest.raises(ValueError, match=f"{variable}.*{message}"):
         check_configuration({variable: value})
+
+
+def test_an_onnx_runtime_that_cannot_be_asked_is_one_line_not_a_traceback(monkeypatch):
+    import subprocess as sp
+
+    def broken(*args, **kwargs):
+        raise sp.CalledProcessError(1, args[0], output="", stderr="Traceback ...\nImportError: no onnxruntime here")
+
+    monkeypatch.setattr(sp, "run", broken)
+    with pytest.raises(ValueError, match="DIALSCORE_PROVIDERS: ONNX Runtime could not be asked.*ImportError"):
+        check_configuration({"DIALSCORE_PROVIDERS": "CPUExecutionProvider"})

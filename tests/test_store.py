@@ -169,3 +169,33 @@ def test_clients_are_told_503_for_a_store_that_failed_and_404_for_a_component(tm
     client = create_app({"model_store": root, "load_sync": True}).test_client()
     assert client.post("/score", json={"model": "emb-average", "items": [item]}).status_code == 503
     assert client.post("/score", json={"model": "glove-50d", "items": [item]}).status_code == 404
+
+
+def test_a_card_nested_too_deeply_takes_out_its_model_not_models_listing(tmp_path):
+    """Deep enough to load, too deep to serialise: GET /models was a 500 for everyone (a re-probe)."""
+    from service.app import create_app
+
+    root = copy_store(tmp_path / "store", ("length", "bleu4"))
+    text = json.loads(_manifest(root, "bleu4").read_text())
+    deep: list = []
+    for _ in range(900):
+        deep = [deep]
+    text["card"]["x"] = deep
+    _manifest(root, "bleu4").write_text(json.dumps(text))
+    client = create_app({"model_store": root, "load_sync": True}).test_client()
+    listed = client.get("/models")
+    assert listed.status_code == 200 and [m["name"] for m in listed.get_json()["models"]] == ["length"]
+    assert listed.get_json()["failed"]["bleu4"] == "manifest invalid: nesting"
+
+
+def test_a_folder_holding_only_subfolders_is_a_model_and_model_store_is_a_reserved_name(tmp_path):
+    root = copy_store(tmp_path / "store", ("length",))
+    (root / "adem2" / "onnx").mkdir(parents=True)
+    (root / "adem2" / "onnx" / "head.onnx").write_bytes(b"x")
+    (root / "model_store").mkdir()
+    _manifest(root, "model_store").write_text("{ broken")
+    store = ModelStore(root, Runtime())
+    assert store.load() is False
+    assert store.public_failures["adem2"] == "manifest missing"
+    assert "model_store" not in store.failures and store.public_failures["model_store/"] == "folder name reserved"
+    assert "length" in store.scorers
