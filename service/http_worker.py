@@ -26,6 +26,8 @@ from __future__ import annotations
 import json
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from gunicorn import util
@@ -95,9 +97,15 @@ class ReadDeadlineSocket:
     def disarm(self) -> None:
         self._deadline = None
 
-    def draining(self, seconds: float) -> "_Drain":
+    @contextmanager
+    def draining(self, seconds: float) -> Iterator[None]:
         """A block under a short deadline of its own; the request's deadline is back after it."""
-        return _Drain(self, seconds)
+        saved = (self._deadline, self._seconds)
+        self.arm(seconds)
+        try:
+            yield
+        finally:
+            self._deadline, self._seconds = saved
 
     def _timed_out(self) -> RequestTimeout:
         # The rest of the body is never read, so the connection cannot carry another request: the
@@ -136,18 +144,6 @@ class ReadDeadlineSocket:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._sock, name)
-
-
-class _Drain:
-    def __init__(self, sock: ReadDeadlineSocket, seconds: float) -> None:
-        self.sock, self.seconds = sock, seconds
-
-    def __enter__(self) -> None:
-        self.saved = (self.sock._deadline, self.sock._seconds)
-        self.sock.arm(self.seconds)
-
-    def __exit__(self, *exc: Any) -> None:
-        self.sock._deadline, self.sock._seconds = self.saved
 
 
 DRAIN_BYTES = 64 * 1024  # the most of an unread body read so that the connection can be kept

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from service.json_body import find_problem
+
 FORMAT_VERSION = 1
 KINDS = ("referenced", "unreferenced", "dialogue", "component")
 REQUIRED_BY_KIND = {
@@ -79,7 +81,8 @@ def read_manifest(folder: Path) -> Manifest:
     folder = Path(folder)
     path = folder / "manifest.json"
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
+        raw = json.loads(data.decode("utf-8"))
     except FileNotFoundError as exc:
         raise ManifestError(f"{folder.name}: manifest.json is missing", "manifest missing") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -91,9 +94,12 @@ def read_manifest(folder: Path) -> Manifest:
         raise ManifestError(f"{folder.name}: manifest.json is nested too deeply to read", "manifest invalid: nesting") from None
     if not isinstance(raw, dict):
         raise ManifestError(f"{folder.name}: manifest.json must hold an object", "manifest invalid: not an object")
-    if _depth_over(raw, MAX_DEPTH):  # a card nested deep enough to load, not to serialise: /models was 500
-        raise ManifestError(f"{folder.name}: manifest.json is nested deeper than {MAX_DEPTH} levels",
-                            "manifest invalid: nesting")
+    # A card nested deep enough to load but not to serialise made /models a 500; a lone surrogate
+    # would break it the same way. The request bodies' own check (service/json_body.py).
+    problem = find_problem(raw, data, MAX_DEPTH)
+    if problem is not None:
+        raise ManifestError(f"{folder.name}: manifest.json at {problem.path}: {problem.message}",
+                            "manifest invalid: nesting" if problem.too_deep else "manifest invalid: text")
     if raw.get("format_version") != FORMAT_VERSION:
         raise ManifestError(
             f"{folder.name}: format_version {raw.get('format_version')!r} is not {FORMAT_VERSION}",
@@ -127,19 +133,6 @@ def read_manifest(folder: Path) -> Manifest:
 
 
 MAX_DEPTH = 32  # our manifests need 6
-
-
-def _depth_over(value: Any, limit: int) -> bool:
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        if isinstance(item, dict):
-            stack.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
-    return False
 
 
 def _build(folder: Path, raw: dict[str, Any]) -> Manifest:

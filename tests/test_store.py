@@ -72,14 +72,14 @@ def test_an_unreadable_manifest_takes_out_only_that_model(tmp_path, monkeypatch)
 
     root = copy_store(tmp_path / "store", ("length", "bleu4"))
     unreadable = _manifest(root, "bleu4")
-    read_text = Path.read_text
+    read_bytes = Path.read_bytes
 
     def guarded(self, *args, **kwargs):
         if self == unreadable:
             raise PermissionError(13, "Permission denied", str(self))
-        return read_text(self, *args, **kwargs)
+        return read_bytes(self, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_text", guarded)
+    monkeypatch.setattr(Path, "read_bytes", guarded)
     store = ModelStore(root, Runtime())
     assert store.load() is False
     assert store.public_failures["bleu4"] == "manifest unreadable" and "length" in store.scorers
