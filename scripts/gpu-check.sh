@@ -9,7 +9,7 @@
 # (default build/gpu-check). docs/gpu.md has what it measured on an H100. Knobs: TESTS=0 skips the
 # parity tests, BENCH_WORKERS="1 2 4" the GPU benchmark's worker counts, CPU_BENCH=0 the CPU one
 # (nproc/2 workers, int8), SECONDS_PER the seconds per scenario.
-set -u
+set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
 STORE=${STORE:-model_store}
@@ -34,6 +34,7 @@ print("CUDA provider options:", json.dumps(session.get_provider_options().get("C
 EOF
 
 test_rc=0
+bench_rc=0
 if [ "${TESTS:-1}" = 1 ]; then
     "$PY" -m pytest -p no:cacheprovider -s -rs tests/integration/test_cuda.py 2>&1 | tee "$OUT/test_cuda.txt"
     test_rc=${PIPESTATUS[0]}
@@ -44,7 +45,7 @@ bench() {  # label, then environment assignments and bench arguments
     local label=$1; shift
     nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 > "$OUT/mem-$label.txt" 2>/dev/null &
     local sampler=$!
-    env "$@" --json "$OUT/bench-$label.json" 2>&1 | tee "$OUT/bench-$label.txt"
+    env "$@" --json "$OUT/bench-$label.json" 2>&1 | tee "$OUT/bench-$label.txt" || bench_rc=1
     kill "$sampler" 2>/dev/null
     echo "peak GPU memory used during $label: $(sort -n "$OUT/mem-$label.txt" | tail -1) MiB" | tee -a "$OUT/bench-$label.txt"
 }
@@ -57,4 +58,4 @@ if [ "${CPU_BENCH:-1}" = 1 ]; then
     bench "cpu-int8-w$workers" DIALSCORE_PROVIDERS=CPUExecutionProvider "$PY" -m service.bench --store "$STORE" \
         --workers "$workers" --clients 16 --seconds "$SECONDS_PER"
 fi
-exit "$test_rc"
+exit $(( test_rc || bench_rc ))

@@ -86,6 +86,10 @@ class Session:
         self.name = name
         self.inputs = {i.name: i for i in session.get_inputs()}
         self.outputs = [o.name for o in session.get_outputs()]
+        # On CUDA, cuBLAS picks kernels by shape, so no way of batching makes a score bit-identical
+        # whatever shares its batch (measured within 5.4e-7 of a range, docs/gpu.md), and a run costs
+        # a launch and two copies: there, heads run a whole batch at once rather than a row at a time.
+        self.on_cuda = session.get_providers()[0] == "CUDAExecutionProvider"
 
     def get_providers(self) -> list[str]:
         return self._session.get_providers()
@@ -111,12 +115,14 @@ class Session:
         """`run` one row at a time (axis 0 of every input), outputs stacked: for a small head, whose
         kernels may round a row differently by its position in the batch (adem's head: 2.4e-7 by
         whether a row was 4k or 4k+1). The contract wants a score independent of the batch; a head
-        row costs tens of microseconds beside the encoders' milliseconds."""
+        row costs tens of microseconds beside the encoders' milliseconds on the CPU. On CUDA, where a
+        run alone is not exact either and costs a launch, the rows run as one batch (2x the items/s of
+        adem on an H100, docs/gpu.md)."""
         arrays = {key: np.asarray(value) for key, value in feeds.items()}
         count = len(next(iter(arrays.values())))
-        parts = [self.run({key: value[i:i + 1] for key, value in arrays.items()}) for i in range(count)]
-        if not parts:
+        if self.on_cuda or not count:
             return self.run(arrays)
+        parts = [self.run({key: value[i:i + 1] for key, value in arrays.items()}) for i in range(count)]
         return [np.concatenate([part[k] for part in parts]) for k in range(len(self.outputs))]
 
 

@@ -59,6 +59,42 @@ def test_run_rows_is_each_row_run_alone(tmp_path):
     assert rows.shape == (5, 3)
 
 
+class _SaysCuda:
+    """A real CPU session that reports CUDA first, as a GPU worker's does: what Session decides by."""
+
+    def __init__(self, raw) -> None:
+        self.raw, self.runs = raw, 0
+
+    def get_providers(self) -> list[str]:
+        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+    def get_inputs(self):
+        return self.raw.get_inputs()
+
+    def get_outputs(self):
+        return self.raw.get_outputs()
+
+    def run(self, outputs, feeds):
+        self.runs += 1
+        return self.raw.run(outputs, feeds)
+
+
+def test_run_rows_runs_one_batch_on_cuda(tmp_path):
+    """Row by row buys no exactness on CUDA (cuBLAS picks kernels by shape) and costs a launch a row."""
+    from service.runtime import Session
+
+    cpu = Runtime(RuntimeSettings(intra_op_threads=1)).session(_masked_mean_graph(tmp_path / "g.onnx"))
+    assert not cpu.on_cuda
+    raw = _SaysCuda(cpu._session)
+    session = Session(raw, "g.onnx")
+    assert session.on_cuda
+    rng = np.random.default_rng(2)
+    x, mask = rng.normal(size=(5, 4, 3)), np.ones((5, 4))
+    (rows,) = session.run_rows({"x": x, "mask": mask})
+    assert raw.runs == 1
+    np.testing.assert_allclose(rows, cpu.run_rows({"x": x, "mask": mask})[0], atol=1e-6)
+
+
 def test_wrong_inputs_are_named(tmp_path):
     session = Runtime().session(_masked_mean_graph(tmp_path / "g.onnx"))
     with pytest.raises(ValueError, match="missing"):

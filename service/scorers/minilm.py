@@ -98,14 +98,17 @@ class _HeadScorer(_MiniLMScorer):
         if uses_reference:
             texts += [item.reference or "" for item in items]
         vectors = self._vectors(texts, cache)
-        # The head runs one item at a time, its context packed to its own turns: padded turns and a
-        # row's position in the batch changed the float32 rounding of a score (Session.run_rows).
+        # On the CPU the head runs one item at a time, its context packed to its own turns: padded turns
+        # and a row's position in the batch changed the float32 rounding of a score (Session.run_rows).
+        # On CUDA, where that buys no exactness and each run costs a launch, the batch runs at once.
+        groups = [[i] for i in range(len(items))] if not self.session.on_cuda else [list(range(len(items)))]
         rows = []
-        for texts_of_item, item in zip(per_item, items):
-            context, mask = pack_contexts([texts_of_item], vectors, self.encoder.dim)
-            feeds = {"context": context, "context_mask": mask, "response": vectors[item.response][None]}
+        for group in groups:
+            context, mask = pack_contexts([per_item[i] for i in group], vectors, self.encoder.dim)
+            feeds = {"context": context, "context_mask": mask,
+                     "response": np.stack([vectors[items[i].response] for i in group])}
             if uses_reference:
-                feeds["reference"] = vectors[item.reference or ""][None]
+                feeds["reference"] = np.stack([vectors[items[i].reference or ""] for i in group])
             rows.append(self.session.run(feeds))
         return {name: np.concatenate([row[k] for row in rows]) for k, name in enumerate(self.session.outputs)}
 

@@ -62,6 +62,21 @@ def test_scores_do_not_depend_on_the_batch(store: ModelStore, name: str) -> None
         assert all(low - 1e-6 <= s <= high + 1e-6 for s in together)
 
 
+@pytest.mark.parametrize("name", TRAINED)
+def test_the_batched_path_cuda_takes_gives_the_per_item_scores(store: ModelStore, name: str) -> None:
+    """On CUDA a head runs the whole batch at once (Session.on_cuda); here that path runs on a CPU
+    session, so a slip in packing contexts of different lengths together would show."""
+    scorer = store.scorers[name]
+    items = [*ITEMS, Item(["one turn only"], "a reply", "a reference"), ITEMS[2]]
+    per_item = scorer.score(items, cache=EncodeCache()).scores
+    try:
+        scorer.session.on_cuda = True
+        batched = scorer.score(items, cache=EncodeCache()).scores
+    finally:
+        scorer.session.on_cuda = False
+    np.testing.assert_allclose(batched, per_item, atol=1e-5)
+
+
 def test_one_encoder_pass_for_all_models(store: ModelStore) -> None:
     """Scoring one request with every MiniLM model encodes each distinct utterance once."""
     cache = EncodeCache()
