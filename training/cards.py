@@ -160,11 +160,14 @@ def hred_readme(folder: Path, metrics: dict, config: dict) -> str:
     return f"""# hred-encoder: the VHRED-pre-trained hierarchical encoder of ADEM and AutoJudge
 
 A component (not a model you score with): the utterance-level bidirectional GRU and the
-context-level GRU of a VHRED dialogue model (Serban et al. 2017) pre-trained as ADEM's section
-5.1 describes: BPE vocabulary, layer normalisation on the encoder outputs, a Gaussian latent
-variable per turn, KL annealing (linear 0 -> 1 over the first {metrics['kl_anneal_steps']} batches;
-the paper's 60,000 scaled to this run's {metrics['steps']}) and 25% decoder word drop. Only the two
-encoders are exported; the decoder is used by `python -m training selftalk`.
+context-level GRU of a VHRED dialogue model (Serban et al. 2017), pre-trained with what ADEM's
+section 5.1 lists: BPE vocabulary, a Gaussian latent variable per turn, KL annealing (linear 0 -> 1
+over the first {metrics['kl_anneal_steps']} batches; the paper's 60,000 scaled to this run's {metrics['steps']})
+and 25% decoder word drop. Where it differs from the papers: GRUs throughout (ADEM's section 3.1
+and AutoJudge's appendix use LSTMs; GRUs export to ONNX more simply and train faster here); layer
+normalisation sits on the encoders' outputs, not inside the recurrence as in section 5.1; and the
+decoder sees [context; z] through its initial state only, where ADEM's appendix C also feeds it at
+every step. Only the two encoders are exported; the decoder is used by `python -m training selftalk`.
 
 ## Files and inputs
 {_files(folder)}
@@ -252,7 +255,8 @@ and holds the PCA projection, M, N, alpha and beta. ONNX vs torch max abs differ
 - Loss: squared error + gamma * ||{{M, N}}||_1, gamma = {t['gamma']}; Adam lr {t['lr']}, batch {t['batch_size']}
   (the paper's best); early stopping on validation Pearson r over {t['valid_items']} items whose
   contexts never occur in the {t['fit_items']} fitting items; best epoch {t['best_epoch']} of {t['epochs_run']}.
-- C-ADEM keeps only c^T M r_hat, R-ADEM only r^T N r_hat (paper Table 3), trained the same way.
+- C-ADEM keeps only c^T M r_hat, R-ADEM only r^T N r_hat (paper Table 3), trained the same way:
+  {_variant_epochs(metrics['training'])}
 - {metrics['minutes']} minutes (encoding included) on a {MACHINE}; seed {metrics['seed']}.
 
 {_dev_table(metrics['dev'], '## Correlation with human ratings on the dev partitions (never trained on)')}
@@ -277,6 +281,19 @@ than the paper's single "overall quality" score on its own model outputs.
 ## Citation
 {CITE_ADEM}
 """
+
+
+def _variant_epochs(training: dict) -> str:
+    """Best epoch of C-ADEM and R-ADEM; epoch 0 means validation never beat the identity start."""
+    parts = []
+    for variant in ("c-adem", "r-adem"):
+        t = training.get(variant)
+        if not t:
+            continue
+        note = " (validation never beat its start, M = N = I: the row below is the untrained head)" if (
+            t["best_epoch"] == 0) else ""
+        parts.append(f"{variant.upper()} best epoch {t['best_epoch']} of {t['epochs_run']}{note}")
+    return "; ".join(parts) + "."
 
 
 # --- autojudge -------------------------------------------------------------------------------------
@@ -321,19 +338,21 @@ spread (the paper reuses ADEM's 0.01 and 32, which fit only its own encoder's sc
   selftalk` produces the self-talk dialogues of the data-generation phase for a future rating round.
 - Licences: {_licences(metrics['sets'])}; encoder corpora: {CORPUS_LICENCES}.
 - Mean squared error, Adam lr {t['lr']}, batch {t['batch_size']} (the paper's appendix); early stopping on
-  validation Pearson r over {t['valid_items']} items from conversations not among the {t['fit_items']}
+  validation Pearson r over {t['valid_items']} items whose contexts are not among the {t['fit_items']}
   fitting items; best epoch {t['best_epoch']} of {t['epochs_run']}. {metrics['minutes']} minutes (both
   cross-validations included) on a {MACHINE}; seed {metrics['seed']}.
 
 ## Cross-validation as the paper's Table 1 (mean over folds)
 | split | Pearson r | Spearman rho | MAE | paper (r / rho / MAE) |
 |---|---|---|---|---|
-| CONVO SPLIT ({convo['folds']} folds by conversation, train + dev of the training sets) | {_fmt(convo['pearson'])} | {_fmt(convo['spearman'])} | {_fmt(convo['mae'])} | 0.573 / 0.577 / 0.928 |
+| CONVO SPLIT ({convo['folds']} folds by context, the paper's conversation; train + dev of the training sets) | {_fmt(convo['pearson'])} | {_fmt(convo['spearman'])} | {_fmt(convo['mae'])} | 0.573 / 0.577 / 0.928 |
 {system_row}
 
 {_dev_table(metrics['dev'], '## Correlation with human ratings on the dev partitions (never trained on)')}
 
-"init (M = I)" is the head before training: the encoder's dot product alone. {TRAINING_TIME_TABLE}
+"init (M = I)" is the head before training: the encoder's dot product alone. This table is the
+training run's, in torch, before the service's soft bound; the served model's figures are in the
+section `evaluate` writes below and in docs/evaluation.md.
 
 ## Gap to the paper
 CONVO SPLIT Pearson {_fmt(convo['pearson'])} vs the paper's 0.573 ({_diff(convo['pearson'], 0.573)}); SYSTEM

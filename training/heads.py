@@ -27,6 +27,19 @@ def validation_mask(groups: list[str], fraction: float, seed: str) -> np.ndarray
     return held
 
 
+def context_groups(items: list) -> list[str]:
+    """The group of each judged item for early stopping and cross-validation: its context.
+
+    The train/dev partition's split key (the normalised last turn; training/data/judgements.py),
+    not the conversation id: DSTC7 repeats one context under many ids and the DailyDialog-based
+    sets share contexts across sets, so grouping by id let one context into both sides (ADEM's
+    validation: 470 of 925 items, 2026-11-23).
+    """
+    from training.data.judgements import split_key
+
+    return [split_key(item) for item in items]
+
+
 def group_folds(groups: list[str], k: int, seed: str) -> np.ndarray:
     """Fold index 0..k-1 per item; all items of a group in one fold (by a seeded hash)."""
     def fold(group: str) -> int:
@@ -65,8 +78,8 @@ def system_correlation(predicted: np.ndarray, human: np.ndarray, systems: list[s
 def calibrate(raw: np.ndarray, human: np.ndarray) -> tuple[float, float]:
     """alpha, beta so that (raw - alpha) / beta has the human scores' mean and spread.
 
-    This is how ADEM's "alpha, beta ... initialize the model's predictions in the range [1, 5]"
-    is done here: at initialisation (M = N = I) predictions already sit on the rating scale.
+    This is how ADEM's "alpha, beta ... initialize the model's predictions in the range [0, 5]"
+    is done here, on our 1-5 scale: at initialisation (M = N = I) predictions already sit on it.
     """
     spread = float(np.std(raw))
     target = float(np.std(human)) or 1.0

@@ -80,3 +80,29 @@ def test_train_command_reports_every_variant_on_dev(runs) -> None:
     assert all(row["item"]["n"] == rows["adem"]["item"]["n"] > 50 for row in rows.values())
     assert rows["adem"]["system"]["systems"] == 5
     assert metrics["training"]["adem"]["n"] == 7
+
+
+def test_early_stopping_groups_are_contexts_not_conversation_ids() -> None:
+    """DSTC7 repeats one context under several conversation ids: grouped by id, 470 of ADEM's 925
+    validation items shared a context with fitting items (the paper holds out whole contexts)."""
+    from training.data.judgements import load_set
+    from training.heads import context_groups
+
+    items = load_set("dstc7", "train")
+    groups = context_groups(items)
+    by_context: dict[str, set[str]] = {}
+    for item, group in zip(items, groups):
+        by_context.setdefault(" ".join(item.context[-1].lower().split()), set()).add(group)
+    assert all(len(found) == 1 for found in by_context.values())
+    ids_per_group: dict[str, set[str]] = {}
+    for item, group in zip(items, groups):
+        ids_per_group.setdefault(group, set()).add(item.conversation)
+    assert any(len(ids) > 1 for ids in ids_per_group.values())  # what grouping by id split apart
+
+
+def test_train_refuses_sets_without_references(tmp_path) -> None:
+    from training.adem.train import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["--sets", "conture", "--out", str(tmp_path / "adem"), "--encoder", str(tmp_path / "none")])
+    assert stopped.value.code == 2

@@ -1,8 +1,9 @@
 """`python -m training train autojudge`: AutoJudge on turn-level ratings without references.
 
 Fits M on the `train` partition of the reference-free sets, early-stopping on 15% of training
-conversations, reports each set's `dev` partition, and the paper's two k-fold
-cross-validations (its Table 1): CONVO SPLIT (10 folds by conversation) and SYSTEM SPLIT
+contexts, reports each set's `dev` partition, and the paper's two k-fold
+cross-validations (its Table 1): CONVO SPLIT (10 folds by context, the paper's conversation: every
+reply to one context in one fold, also where several sets share it) and SYSTEM SPLIT
 (one fold per dialogue system, on the sets that name systems). Hyperparameters as the
 paper's appendix: Adam, lr 0.001, batch 512, mean squared error.
 """
@@ -17,7 +18,7 @@ import numpy as np
 import torch
 
 from training.autojudge.model import AutoJudgeHead
-from training.heads import (calibrate_head, correlations, group_folds, system_correlation, train_head,
+from training.heads import (calibrate_head, context_groups, correlations, group_folds, system_correlation, train_head,
                             validation_mask)
 from training.progress import setup_logging
 from training.data.judgements import SETS
@@ -110,7 +111,7 @@ def main(argv: list[str]) -> int:
     train_vectors, dev_vectors = encode_items(encoder, train_items), encode_items(encoder, dev_items)
     human = np.array([i.score for i in train_items], dtype=np.float32)
     dev_human = np.array([i.score for i in dev_items], dtype=np.float32)
-    groups = [f"{i.set}:{i.conversation}" for i in train_items]
+    groups = context_groups(train_items)  # early stopping holds out whole contexts, as CONVO SPLIT folds
 
     head, history = fit_autojudge(train_vectors, human, groups, seed=args.seed, log=log, **fit_args)
     init = AutoJudgeHead(head.M.shape[0], history["alpha"], history["beta"])
@@ -126,12 +127,12 @@ def main(argv: list[str]) -> int:
                         for label, h in (("autojudge", head), ("init (M = I)", init))}
         log.info("dev %s (%d items): pearson %s", name, len(index), report[name]["autojudge"]["item"]["pearson"])
 
-    # Table 1: k-fold cross-validation over train + dev, by conversation and by system.
+    # Table 1: k-fold cross-validation over train + dev, by context and by system.
     all_items = train_items + dev_items
     all_vectors = tuple(np.concatenate([a, b]) for a, b in zip(train_vectors, dev_vectors))
     all_human = np.concatenate([human, dev_human])
-    all_groups = [f"{i.set}:{i.conversation}" for i in all_items]
-    log.info("CONVO SPLIT: %d-fold cross-validation by conversation", args.folds)
+    all_groups = context_groups(all_items)
+    log.info("CONVO SPLIT: %d-fold cross-validation by context", args.folds)
     convo = cross_validate(all_vectors, all_human, group_folds(all_groups, args.folds, "convo"), all_groups,
                            args.seed, **fit_args)
     system_split = None
@@ -146,7 +147,7 @@ def main(argv: list[str]) -> int:
         keys = [f"{i.set}:{i.system}" for i in sys_items]
         index = {k: n for n, k in enumerate(sorted(set(keys)))}
         system_split = cross_validate(sys_vectors, sys_human, np.array([index[k] for k in keys]),
-                                      [f"{i.set}:{i.conversation}" for i in sys_items], args.seed, **fit_args)
+                                      context_groups(sys_items), args.seed, **fit_args)
         system_split["sets"] = list(system_sets)
     log.info("CONVO SPLIT pearson %s spearman %s mae %s; SYSTEM SPLIT %s", convo["pearson"], convo["spearman"],
              convo["mae"], system_split and {k: system_split[k] for k in ("pearson", "spearman", "mae")})

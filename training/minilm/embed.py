@@ -2,7 +2,11 @@
 
 Training the heads needs the same vectors the service will compute, so the encoding runs
 through `service.components.sentence_encoder` on the committed int8 graph, not torch. The
-cache (a text list plus one .npy under /tmp) makes every later training run a few seconds.
+cache (a text list plus one .npy under /tmp) makes every later training run a few seconds. It
+records which encoder made it (`encoder.json`: the component's version and the graph's sha256) and
+is discarded, with a line on stderr, when another encoder asks: a re-exported encoder gives other
+vectors (the 2026-11-23 export moved them by up to 1e-7), and heads trained on stale ones would
+not be what a fresh clone reproduces.
 """
 from __future__ import annotations
 
@@ -28,6 +32,15 @@ def load_encoder(folder: Path = DEFAULT_ENCODER, threads: int = 1) -> SentenceEn
     return SentenceEncoder(read_manifest(Path(folder)), runtime)
 
 
+def encoder_identity(folder: Path = DEFAULT_ENCODER, encoder: SentenceEncoder | None = None) -> dict[str, str]:
+    """What the cached vectors depend on: the component's name and version and the served graph's hash."""
+    manifest = encoder.manifest if encoder is not None else read_manifest(Path(folder))
+    filename = encoder.filename if encoder is not None else manifest.config.get("files", {}).get(
+        "int8", "encoder-int8.onnx")
+    return {"name": manifest.name, "version": manifest.version, "file": filename,
+            "sha256": str(manifest.files.get(filename, {}).get("sha256"))}
+
+
 class EmbeddingCache:
     """text -> 384-d vector, persisted as texts.json + vectors.npy (rows in the same order)."""
 
@@ -36,13 +49,28 @@ class EmbeddingCache:
         self._encoder = encoder
         self.index: dict[str, int] = {}
         self.rows: list[np.ndarray] = []
+        self.identity = encoder_identity(encoder=encoder)
         texts_path, vectors_path = self.folder / "texts.json", self.folder / "vectors.npy"
-        if texts_path.is_file() and vectors_path.is_file():
+        made_by = self._made_by()
+        if made_by is not None and made_by != self.identity:
+            print(f"embedding cache {self.folder}: made by {made_by}, not by {self.identity}: encoding again",
+                  file=sys.stderr, flush=True)
+        elif texts_path.is_file() and vectors_path.is_file():
             texts = json.loads(texts_path.read_text(encoding="utf-8"))
             vectors = np.load(vectors_path, allow_pickle=False)
             if len(texts) == len(vectors):
                 self.index = {t: i for i, t in enumerate(texts)}
                 self.rows = list(vectors)
+            else:
+                print(f"embedding cache {self.folder}: {len(texts)} texts but {len(vectors)} vectors (an "
+                      "interrupted save): encoding again", file=sys.stderr, flush=True)
+
+    def _made_by(self) -> dict[str, str] | None:
+        """The encoder identity the cache records; {} for a cache from before it recorded one."""
+        path = self.folder / "encoder.json"
+        if path.is_file():
+            return json.loads(path.read_text(encoding="utf-8"))
+        return {} if (self.folder / "texts.json").is_file() else None
 
     @property
     def encoder(self) -> SentenceEncoder:
@@ -83,3 +111,4 @@ class EmbeddingCache:
         np.save(tmp, np.stack(self.rows) if self.rows else np.zeros((0, 384), np.float32))
         (self.folder / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
         tmp.replace(self.folder / "vectors.npy")
+        (self.folder / "encoder.json").write_text(json.dumps(self.identity), encoding="utf-8")

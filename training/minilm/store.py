@@ -87,16 +87,26 @@ LIMITATIONS = {
                         "such as re-ranking live candidates.",
 }
 SUMMARIES = {
-    "adem-minilm": "ADEM's score alpha + beta (c^T M r_hat + r^T N r_hat) on all-MiniLM-L6-v2 vectors of the "
-                   "context, reference and reply, trained on human scores plus negative samples, M first "
-                   "pre-trained on which reply follows which context in unrated dialogue.",
-    "ruber-minilm": "RUBER on all-MiniLM-L6-v2: referenced part cos(reply, reference); unreferenced part a "
-                    "quadratic-feature MLP over the context and reply vectors trained by negative sampling only "
-                    "(its M first pre-trained on next turns, no rating either); "
-                    "both min-max normalised and blended (option `blend`, `components` for the parts).",
-    "autojudge-minilm": "AutoJudge's reference-free score alpha + beta c^T M r on all-MiniLM-L6-v2 vectors of the "
-                        "context and reply, trained on human turn scores plus negative samples, M first pre-trained "
-                        "on which reply follows which context in unrated dialogue.",
+    "adem-minilm": "ADEM's form on all-MiniLM-L6-v2 vectors of the context, reference and reply: alpha + beta "
+                   "(c^T M r_hat + r^T N r_hat - copy), c the context turns pooled by reply-aware attention, no "
+                   "PCA. Where it leaves the paper: alpha and beta are trained with M and N (ADEM fixes them), "
+                   "and copy = gamma max(0, cos(last turn, reply) - tau), gamma and tau trained, is ours (a "
+                   "bilinear form scores a copy of the context highest, the reward failure the AutoJudge paper "
+                   "reports). Trained on human scores plus negative samples, M first pre-trained on which reply "
+                   "follows which context in unrated dialogue.",
+    "ruber-minilm": "RUBER on all-MiniLM-L6-v2: referenced part cos(reply, reference); unreferenced part "
+                    "sigmoid(s c^T M r + MLP([c; c^T M r; r]) - copy), c the last turn's vector, trained by "
+                    "negative sampling only (its M first pre-trained on next turns, no rating either). Where it "
+                    "leaves the paper: the direct path s c^T M r (s trained, from 5; the MLP's output layer "
+                    "starts at zero) and copy = 40 max(0, cos(last turn, reply) - 0.75), fixed, are ours. Both "
+                    "parts min-max normalised and blended (option `blend`, `components` for the parts).",
+    "autojudge-minilm": "AutoJudge's reference-free form on all-MiniLM-L6-v2 vectors of the last turn and the "
+                        "reply: alpha + beta (c^T M r - copy). Where it leaves the paper: alpha and beta are "
+                        "trained with M (AutoJudge fixes them and trains M only), and copy = gamma max(0, "
+                        "cos(last turn, reply) - tau), gamma and tau trained, is ours (without it a copy of the "
+                        "last turn scores highest, the reward failure the paper reports). Trained on human turn "
+                        "scores plus negative samples, M first pre-trained on which reply follows which context "
+                        "in unrated dialogue.",
     "minilm-cosine": "Untrained baseline: the mean of cos(reply, reference) and cos(last context turn, reply) "
                      "on all-MiniLM-L6-v2 vectors; both parts in `details`. The bar the trained -minilm models "
                      "must clear.",

@@ -5,8 +5,10 @@ minutes on one CPU thread:
 
 * adem-minilm / autojudge-minilm: squared error to the human scores of the judgement *train*
   partition (adem-minilm: the items with a reference), L1 pull of M, N towards the identity,
-  plus a margin ranking term on negative samples (see below), as the AutoJudge paper suggests
-  for coverage of the bad replies an RL policy produces; their context-reply M first learns which
+  plus a margin ranking term on negative samples (see below), for the coverage of bad replies
+  (empty, repeated, generic) whose absence the AutoJudge paper blames for its failure as an RL
+  reward (its section 5; it reports that negatives it added lowered its Pearson to 0.50 and did
+  not help RL, which the degenerate check in docs/evaluation.md measures here); their context-reply M first learns which
   reply follows which context on unrated DailyDialog and Chit-Chat train dialogues
   (training/minilm/next_turn.py), and the ratings fit starts from it and is pulled towards it;
 * ruber-minilm: the unreferenced head by negative sampling only (no human score is ever seen):

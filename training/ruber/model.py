@@ -31,7 +31,8 @@ class GloveBiGRUEncoder(nn.Module):
     """BiGRU final states over frozen GloVe vectors: [N, L] word rows + lengths -> [N, 2H].
 
     The table's last row is a zero vector used for padding and for utterances with no known
-    word (the service feeds one zero vector then), so training sees what the service sends.
+    word (the service feeds one zero vector then). Training sees it for queries; pairs whose reply
+    has no known word are dropped (training/ruber/data.py), so the reply encoder meets it only when serving.
     """
 
     def __init__(self, vectors: np.ndarray, hidden: int) -> None:

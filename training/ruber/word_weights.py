@@ -2,7 +2,7 @@
 
 RUBER pools word vectors by max and min on the premise that embedding training pulls common
 words' vectors to the origin, so the extremes come from informative words (Tao et al. 2018,
-section 3.1). GloVe 6B does not: "the", "i" and "." have vectors as long as rare words', so
+section 2.1). GloVe 6B does not: "the", "i" and "." have vectors as long as rare words', so
 their values win the pooling. Scaling each vector by the weight of Arora et al. 2017 ("A Simple
 but Tough-to-Beat Baseline for Sentence Embeddings") restores the premise without training
 anything. The service reads the result as `word_weights.npy`, one weight per glove-50d row.
