@@ -9,6 +9,12 @@ import os
 from pathlib import Path
 
 
+class SetupError(Exception):
+    """A set-up error found while running (an input that is not what it claims to be, a store the
+    command would leave inconsistent): `python -m training` prints it as one line and exits 2, as
+    argparse does for a bad option, instead of a traceback."""
+
+
 def _int(text: str) -> int:
     try:
         return int(text)
