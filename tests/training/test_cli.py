@@ -29,6 +29,15 @@ def test_unknown_command_and_missing_paths_are_set_up_errors(tmp_path, capsys) -
     (["pretrain", "--config", "{bad json"], "--config"), (["pretrain", "--config", '{"nosuch": 3}'], "--config"),
     (["pretrain", "--config", "[1, 2]"], "--config"), (["pretrain", "--config", '{"embedding": 0}'], "--config"),
     (["pretrain", "--config", '{"word_drop": 1.5}'], "--config"), (["pretrain", "--config", '{"vocab_size": 9}'], "--config"),
+    # outputs (and an input) of the MiniLM commands, used only after minutes of work; their choices
+    (["train-minilm", "--model", "adem-minilm", "--out", "/proc/nope"], "--out"),
+    (["train-minilm", "--model", "adem-minilm", "--results", "/proc/nope/r.jsonl"], "--results"),
+    (["train-minilm", "--model", "adem-minilm", "--encoding", "bogus"], "--encoding"),
+    (["train-minilm", "--model", "adem-minilm", "--pooling", "bogus"], "--pooling"),
+    (["train-minilm", "--model", "adem-minilm", "--search", "--choices", "bogus"], "--choices"),
+    (["degenerate", "--models", "length", "--contexts", "5", "--out", "/proc/nope/x.md"], "--out"),
+    (["minilm-report", "--sets", "conture", "--out", "/proc/nope/x.md", "--no-cards"], "--out"),
+    (["minilm-report", "--sets", "conture", "--tried", "/nonexist.jsonl"], "--tried"),
 ])
 def test_a_number_or_name_no_run_can_use_is_a_usage_error(argv, option, capsys) -> None:
     """Each of these was a traceback after loading, or a run that 'succeeded' with nothing trained
