@@ -41,12 +41,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name:16s} {what}", file=out)
         return 0 if asked else 2
     module = importlib.import_module(COMMANDS[argv[0]][0])
+    from training.cli_types import SetupError
+
     try:
         return int(module.main(argv[1:]) or 0)
     except (FileNotFoundError, PermissionError, NotADirectoryError, IsADirectoryError, FileExistsError) as exc:
         # A path given on the command line (or its default) that is not there or not writable:
         # a set-up error to fix, not a bug to read a traceback for.
         print(f"error: {argv[0]}: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)
+        return 2
+    except SetupError as exc:  # a corrupt checkpoint, a run of the wrong kind, a store export would break
+        print(f"error: {argv[0]}: {exc}", file=sys.stderr)
         return 2
 
 

@@ -207,8 +207,10 @@ every step. Only the two encoders are exported; the decoder is used by `python -
 ## Reproduce
 ```
 {pretrain_command(metrics['steps'], metrics['kl_anneal_steps'])}
-python -m training export --vhred runs/vhred --store model_store
+{REPRODUCE_HEADS}
 ```
+The heads are exported with the encoder they were trained on: `export` refuses an encoder that
+would leave adem or autojudge in the store on another one.
 
 ## Citation
 {CITE_VHRED}

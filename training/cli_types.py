@@ -9,6 +9,12 @@ import os
 from pathlib import Path
 
 
+class SetupError(Exception):
+    """A set-up error found while running (an input that is not what it claims to be, a store the
+    command would leave inconsistent): `python -m training` prints it as one line and exits 2, as
+    argparse does for a bad option, instead of a traceback."""
+
+
 def _int(text: str) -> int:
     try:
         return int(text)
@@ -82,3 +88,24 @@ def output_dir(text: str) -> Path:
         raise argparse.ArgumentTypeError(f"{path} is a file; name a folder")
     _writable_folder(path)
     return path
+
+
+def input_file(text: str) -> Path:
+    """A file the command reads only after its long work (minilm-report's --tried): checked now."""
+    path = Path(text)
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"{path} is not a file" if path.exists() else f"no file {path}")
+    if not os.access(path, os.R_OK):
+        raise argparse.ArgumentTypeError(f"{path} is not readable")
+    return path
+
+
+def check_output_file(parser: argparse.ArgumentParser, option: str, path: Path | None) -> None:
+    """output_file's check for a path chosen after parsing (a default that depends on other options):
+    a usage error now rather than a failed write after the work."""
+    if path is None:
+        return
+    try:
+        output_file(str(path))
+    except argparse.ArgumentTypeError as exc:
+        parser.error(f"argument {option}: {exc}")

@@ -363,8 +363,14 @@ def run(store_root: Path, sets: list[str], models: list[str] | None, split: str,
     names = [m for m in (models or sorted(store.scorers)) if m in store.scorers]
     dialogue = [m for m in names if store.scorers[m].kind == "dialogue"]
     if dialogue:
-        log.info("not evaluated at turn level (they score whole dialogues): %s", ", ".join(dialogue))
+        asked = [m for m in dialogue if models and m in models]
+        log.log(logging.WARNING if asked else logging.INFO, "not evaluated at turn level (they score whole "
+                "dialogues; their figures are train-mh's section of docs/evaluation.md): %s", ", ".join(dialogue))
         names = [m for m in names if m not in dialogue]
+    if not names:  # `--models mh` printed an empty table and exited 0
+        print(f"error: nothing to evaluate: {', '.join(dialogue)} score(s) whole dialogues, not turn-level items "
+              "(M_H is validated by `python -m training train-mh`)", file=sys.stderr)
+        raise SystemExit(2)
     results: dict[str, dict[str, Result]] = {}
     recovered: dict[str, Recovery] = {}
     total = len(sets) * len(names)

@@ -6,17 +6,26 @@ are checked to be symbolic, and ONNX Runtime must match torch within `PARITY_ATO
 shapes (batch 1, long inputs) before anything is written to the store.
 
 Store folders written here: `hred-encoder` (tokenizer.json, utterance_encoder.onnx,
-context_encoder.onnx), `adem` (adem_head.onnx) and `autojudge` (autojudge_head.onnx).
+context_encoder.onnx), `adem` (adem_head.onnx) and `autojudge` (autojudge_head.onnx). Every input is
+checked before anything is written (training/export_checks.py): a head must have been trained on the
+encoder it will be served with, and a new encoder may not leave heads already in the store on an
+encoder they were not trained on. The folders are built in a hidden folder of the store and moved
+into place at the end, so a failure leaves the store as it was. A head's manifest records its
+encoder's file hashes (config.encoder_files), and the service refuses the head if they change.
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
+import os
 import shutil
+import tempfile
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -32,8 +41,9 @@ def export_onnx(module: nn.Module, example: tuple[torch.Tensor, ...], path: Path
                 dynamic_axes: dict[str, dict[int, str]]) -> Path:
     """Export `module` (in eval mode) to one ONNX file with symbolic axes; returns the path.
 
-    Example inputs should be at least 2 on every variable axis (NOTES.md); the saved graph is
-    checked to have symbolic names on every axis listed in `dynamic_axes`.
+    Example inputs should be at least 2 on every variable axis: the tracer may freeze an axis it
+    sees at 1 into a constant. The saved graph is checked to have symbolic names on every axis
+    listed in `dynamic_axes`.
     """
     import onnx
 
@@ -159,34 +169,119 @@ def export_head(head: nn.Module, n_inputs: int, input_names: list[str], folder: 
     return parity
 
 
+def record_encoder(folder: Path, files: dict[str, str]) -> None:
+    """Add the sha256 of the encoder files a head was exported for to its manifest
+    (config.encoder_files, as mh records minilm-l6's), which the service compares with the store's
+    encoder at load (service/manifest.py encoder_drift). Done after the trainers' export_run, which
+    write the rest of the manifest and do not take it."""
+    from service.manifest import read_manifest
+
+    path = Path(folder) / "manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest["config"]["encoder_files"] = files
+    path.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
+    read_manifest(folder)  # still a manifest the service reads
+
+
+@contextmanager
+def staging(store: Path) -> Iterator[Path]:
+    """A hidden folder in `store` (the service skips names starting with '.') to build into;
+    removed at the end, with whatever it holds."""
+    store.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=".export-", dir=store))
+    try:
+        yield stage
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def publish(stage: Path, store: Path, names: list[str]) -> None:
+    """Move the built folders from `stage` into `store`, each replacing the folder of that name."""
+    for name in names:
+        target = store / name
+        if target.exists() or target.is_symlink():
+            os.replace(target, stage / f"{name}.replaced")
+        os.replace(stage / name, target)
+
+
+def _served_encoder(store: Path, encoder_run: Any) -> tuple[dict[str, Any], int, str]:
+    """The pre-training metrics, width and description of the encoder the heads will be served on."""
+    from training import export_checks as checks
+
+    if encoder_run is not None:
+        return encoder_run.metrics, encoder_run.dimension, f"--vhred {encoder_run.folder}"
+    found = checks.store_encoder_metrics(store)
+    if found is None:
+        raise checks.ExportError(f"{store} has no {checks.ENCODER}: export the encoder the heads were trained on "
+                                 "with them (--vhred RUN)")
+    return found[0], found[1], f"the {checks.ENCODER} in {store}"
+
+
+def _write_encoder(encoder_run: Any, stage: Path, store: Path, version: str) -> None:
+    from training import cards
+    from training.export_checks import ENCODER
+
+    if encoder_run is None:  # the heads are exported for the store's encoder: their cards read it
+        shutil.copytree(store / ENCODER, stage / ENCODER)
+        return
+    folder = stage / ENCODER
+    export_hred(encoder_run.folder / "model.pt", encoder_run.folder / "tokenizer.json", folder, version,
+                card=cards.hred_card(encoder_run.metrics))
+    config = json.loads((folder / "manifest.json").read_text())["config"]["vhred"]
+    cards.write_readme(folder, cards.hred_readme(folder, encoder_run.metrics, config))
+
+
+def _refuse_orphans(store: Path, files: dict[str, str], rewritten: set[str], vhred: Path) -> None:
+    from training import export_checks as checks
+
+    orphans = checks.orphaned_heads(store, files, rewritten)
+    if orphans:
+        runs = " ".join(f"--{name} RUN" for name in orphans)
+        raise checks.ExportError(
+            f"writing --vhred {vhred} would leave {', '.join(orphans)} in {store} on an encoder they were not "
+            f"trained on; export them with it ({runs}, runs trained with --encoder {vhred}) or into another --store")
+
+
 def main(argv: list[str]) -> int:
+    from training import export_checks as checks
     from training.progress import setup_logging
 
     parser = argparse.ArgumentParser(prog="python -m training export", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--store", type=Path, default=Path("model_store"))
+    parser.add_argument("--store", type=Path, default=Path("model_store"), help="default: model_store")
     parser.add_argument("--vhred", type=Path, help="pre-training run folder (model.pt, tokenizer.json)")
     parser.add_argument("--adem", type=Path, help="ADEM run folder (head.pt, metrics.json)")
     parser.add_argument("--autojudge", type=Path, help="AutoJudge run folder (head.pt, metrics.json)")
-    parser.add_argument("--version", default="2026.11.1")  # 2026.11.1: trained with the dev hold-out
+    # Each artifact's version is its own: 2026.11.1, trained with the dev hold-out; the heads'
+    # 2026.11.2, early stopping by context (2026-11-23). Defaults are the committed ones, so that
+    # `make train` reproduces model_store/ versions included.
+    parser.add_argument("--version", default="2026.11.2", help="of the adem and autojudge heads")
+    parser.add_argument("--encoder-version", default="2026.11.1", help="of hred-encoder")
     parser.add_argument("--log", type=Path, default=None, help="also write the log here (make train: runs/export.log)")
     args = parser.parse_args(argv)
+    if not (args.vhred or args.adem or args.autojudge):
+        parser.error("name what to export: --vhred, --adem and/or --autojudge")
     setup_logging(args.log)
     torch.set_num_threads(1)
-    from training import cards
 
-    if args.vhred:
-        metrics = json.loads((args.vhred / "metrics.json").read_text())
-        export_hred(args.vhred / "model.pt", args.vhred / "tokenizer.json", args.store / "hred-encoder",
-                    args.version, card=cards.hred_card(metrics))
-        config = json.loads((args.store / "hred-encoder" / "manifest.json").read_text())["config"]["vhred"]
-        cards.write_readme(args.store / "hred-encoder", cards.hred_readme(args.store / "hred-encoder", metrics, config))
-    if args.adem:
-        from training.adem.train import export_run
-
-        export_run(args.adem, args.store / "adem", args.version)
-    if args.autojudge:
-        from training.autojudge.train import export_run
-
-        export_run(args.autojudge, args.store / "autojudge", args.version)
+    # Every input is read and checked before anything is written.
+    encoder_run = checks.read_encoder_run(args.vhred) if args.vhred else None
+    heads = [checks.read_head_run(kind, path) for kind, path in (("adem", args.adem), ("autojudge", args.autojudge))
+             if path]
+    if heads:
+        served = _served_encoder(args.store, encoder_run)
+        for head in heads:
+            checks.check_head_encoder(head, *served)
+    with staging(args.store) as stage:
+        _write_encoder(encoder_run, stage, args.store, args.encoder_version)
+        files = checks.encoder_files(stage / checks.ENCODER) if (stage / checks.ENCODER).is_dir() else {}
+        if encoder_run is not None:
+            _refuse_orphans(args.store, files, {h.kind for h in heads}, args.vhred)
+        for head in heads:
+            module = importlib.import_module(f"training.{head.kind}.train")
+            module.export_run(head.folder, stage / head.kind, args.version)
+            record_encoder(stage / head.kind, files)
+        publish(stage, args.store, ([checks.ENCODER] if encoder_run else []) + [h.kind for h in heads])
+    log.info("wrote %s into %s", ", ".join(([checks.ENCODER] if encoder_run else []) + [h.kind for h in heads]),
+             args.store)
     return 0

@@ -25,10 +25,46 @@ from training.encoders.vhred import VHRED, VHREDConfig, save_checkpoint
 from training.progress import Progress, setup_logging
 from training.cli_types import count, names_from, positive_float, positive_int
 
+# What a run writes into --out; a new run removes the last run's first (see clear_outputs).
+RUN_OUTPUTS = ("model.pt", "metrics.json", "tokenizer.json")
+
+
+def config_overrides(text: str) -> dict:
+    """argparse type of --config: a JSON object of VHREDConfig fields, checked before any data is
+    read (bad JSON, an unknown key or `max_turns` 1 was a traceback or an endless loop after the
+    corpora had loaded). `vocab_size` has its own option."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object of VHREDConfig fields")
+    known = set(VHREDConfig.__dataclass_fields__) - {"vocab_size"}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        hint = " (vocab_size: use --vocab-size)" if "vocab_size" in unknown else ""
+        raise argparse.ArgumentTypeError(f"unknown field(s) {', '.join(unknown)}{hint}; known: "
+                                         f"{', '.join(sorted(known))}")
+    try:
+        VHREDConfig(**raw)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return raw
+
+
+def clear_outputs(out: Path) -> None:
+    """Remove the previous run's outputs from `out` before a new run writes there. An interrupted
+    rerun otherwise left the new tokenizer or a new checkpoint next to the old metrics.json (and the
+    old model.pt next to a new tokenizer), a folder `export` and `train adem` took as one run."""
+    for name in RUN_OUTPUTS:
+        (out / name).unlink(missing_ok=True)
+
 
 def windows(dialogues: list[list[list[int]]], max_turns: int) -> list[list[list[int]]]:
     """Cut dialogues into consecutive windows of at most max_turns turns (>= 2), overlapping by one
     turn so that every turn after the first is predicted once, from up to max_turns - 1 turns."""
+    if max_turns < 2:  # the step below would be 0 or negative: an endless loop
+        raise ValueError(f"max_turns must be 2 or more, not {max_turns}")
     out = []
     for dialogue in dialogues:
         start = 0
@@ -93,7 +129,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=count, default=0)
     parser.add_argument("--threads", type=positive_int, default=1)
     parser.add_argument("--data-dir", type=Path, default=corpora.DEFAULT_DATA_DIR)
-    parser.add_argument("--config", default="{}", help="JSON overrides of VHREDConfig (tests: tiny sizes)")
+    parser.add_argument("--config", type=config_overrides, default="{}",
+                        help="JSON object overriding VHREDConfig fields (tests: tiny sizes)")
     parser.add_argument("--checkpoint-every", type=positive_int, default=50,
                         help="save model.pt every N steps; the first k steps of a run equal a run with --steps k")
     parser.add_argument("--finish", action="store_true",
@@ -101,6 +138,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     args.out.mkdir(parents=True, exist_ok=True)
+    if not args.finish:
+        clear_outputs(args.out)
     log = setup_logging(args.out / "pretrain.log")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -125,7 +164,7 @@ def main(argv: list[str]) -> int:
              held, len(valid), repeats)
     left_out = {"dev_text_dialogues_left_out": held, "validation_repeats_left_out": repeats}
 
-    config = VHREDConfig(vocab_size=args.vocab_size, **json.loads(args.config))
+    config = VHREDConfig(vocab_size=args.vocab_size, **args.config)
     if args.finish and (args.out / "tokenizer.json").is_file():  # the one the saved model was trained with
         tokenizer = bpe.load(args.out / "tokenizer.json")
     else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import random
 import time
 from pathlib import Path
@@ -24,6 +25,8 @@ from training.encoders.hred_encoder import HREDTextEncoder
 from training.encoders.vhred import load_checkpoint
 from training.progress import Progress, setup_logging
 from training.cli_types import count, positive_float, positive_int
+
+log = logging.getLogger("training.selftalk")
 
 
 def self_talk(encoder: HREDTextEncoder, contexts: list[list[str]], turns: int, temperature: float = 1.0,
@@ -55,6 +58,15 @@ def unseen_contexts(dialogues: list[list[str]], train: list[list[str]], context_
     return kept, len(long_enough) - len(kept)
 
 
+def pick_contexts(available: int, wanted: int, rng: random.Random, where: str) -> list[int]:
+    """Indices of `wanted` contexts out of `available`, sorted; all of them, with a warning, when
+    fewer are available (--contexts 100000 wrote 768 dialogues without a word)."""
+    if wanted > available:
+        log.warning("--contexts %d: %s has only %d unseen contexts; generating %d", wanted, where, available,
+                    available)
+    return sorted(rng.sample(range(available), min(wanted, available)))
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m training selftalk", description=__doc__)
     parser.add_argument("--model", type=Path, default=Path("runs/vhred"), help="pre-training run folder")
@@ -78,7 +90,7 @@ def main(argv: list[str]) -> int:
                                  corpora.dailydialog("train", args.data_dir), args.context_turns)
     log.info("DailyDialog %s: %d dialogues with %d turns or more whose context was not read in training "
              "(%d left out)", args.split, len(pool), args.context_turns, seen)
-    picked = sorted(rng.sample(range(len(pool)), min(args.contexts, len(pool))))
+    picked = pick_contexts(len(pool), args.contexts, rng, f"DailyDialog {args.split}")
     contexts = [pool[i][:args.context_turns] for i in picked]
     log.info("self-talk: %d contexts from DailyDialog %s, %d turns each", len(contexts), args.split, args.turns)
     args.out.parent.mkdir(parents=True, exist_ok=True)

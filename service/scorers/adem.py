@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from service.components.hred import HREDEncoder
+from service.manifest import ManifestError, encoder_drift
 from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer
 from service.scorers.registry import register
 
@@ -25,7 +26,21 @@ class _HREDHeadScorer(Scorer):
     def _load(self) -> None:
         uses = self.manifest.uses or [ENCODER]
         self.encoder: HREDEncoder = self.components[uses[0]]
+        self._check_encoder(uses[0])
         self.head = self.runtime.session(self.manifest.path(self.manifest.config.get("head", self.head_file)))
+
+    def _check_encoder(self, name: str) -> None:
+        """Refuse to serve the head on another encoder than the one it was trained on (config.encoder_files,
+        written by `python -m training export`): one of the same width loads and scores, silently wrong
+        (a probe re-exported the encoder alone and the store reported ready)."""
+        drift = encoder_drift(self.manifest, self.encoder.manifest)
+        if drift:
+            recorded = self.manifest.config["encoder_files"]
+            found = ", ".join(f"{n} {recorded[n][:12]} -> {h[:12] if h else 'missing'}" for n, h in drift.items())
+            raise ManifestError(
+                f"{self.name}: trained on other {name} files than the store has ({found}): re-export it with "
+                f"its encoder (python -m training export --vhred RUN --{self.manifest.scorer} RUN)",
+                f"trained on another {name}")
 
     def _run_head(self, feeds: dict[str, np.ndarray]) -> list[float]:
         (scores,) = self.head.run_rows(feeds)

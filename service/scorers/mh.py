@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from service import proxies
-from service.manifest import ManifestError
+from service.manifest import ManifestError, encoder_drift
 from service.scorers.base import Dialogue, EncodeCache, Scorer, ScoreBatch
 from service.scorers.registry import register
 
@@ -62,12 +62,11 @@ class HybridMetric(Scorer):
             raise ManifestError(f"{self.name}: {REGRESSION_FILE} needs {width} finite means, positive scales, "
                                 "coefficients and ordered ranges")
         self.score_low, self.score_high = self.manifest.score_range
-        fitted = self.manifest.config.get("encoder_files", {})
-        served = {n: e["sha256"] for n, e in self.encoder.manifest.files.items() if n in fitted}
-        if fitted and served != fitted:
+        drift = encoder_drift(self.manifest, self.encoder.manifest)
+        if drift:  # still served: only semantic_similarity reads the encoder
             log.warning("%s: fitted on sentence-encoder files %s, the store has %s; semantic_similarity may be "
                         "off its training scale (re-run `python -m training train-mh`)", self.name,
-                        sorted(fitted), {n: h[:12] for n, h in served.items()})
+                        sorted(drift), {n: h and h[:12] for n, h in drift.items()})
 
     def predict(self, values: np.ndarray) -> float:
         """The regression output for one proxy vector, before the clip to the rating scale: NaN proxies

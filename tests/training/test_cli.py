@@ -24,6 +24,20 @@ def test_unknown_command_and_missing_paths_are_set_up_errors(tmp_path, capsys) -
     (["finetune-minilm", "--max-judged", "-1"], "--max-judged"), (["train-minilm", "--epochs", "0"], "--epochs"),
     # outputs written only at the end of long work: checked first (RUBER failed after 90 minutes)
     (["train", "ruber", "--log", "/proc/nope/ruber.log"], "--log"), (["evaluate", "--plots", "/proc/nope"], "--plots"),
+    # pretrain --config: max_turns 1 looped forever; the others were tracebacks after the corpora loaded
+    (["pretrain", "--config", '{"max_turns": 1}'], "--config"), (["pretrain", "--config", '{"max_turns": 0}'], "--config"),
+    (["pretrain", "--config", "{bad json"], "--config"), (["pretrain", "--config", '{"nosuch": 3}'], "--config"),
+    (["pretrain", "--config", "[1, 2]"], "--config"), (["pretrain", "--config", '{"embedding": 0}'], "--config"),
+    (["pretrain", "--config", '{"word_drop": 1.5}'], "--config"), (["pretrain", "--config", '{"vocab_size": 9}'], "--config"),
+    # outputs (and an input) of the MiniLM commands, used only after minutes of work; their choices
+    (["train-minilm", "--model", "adem-minilm", "--out", "/proc/nope"], "--out"),
+    (["train-minilm", "--model", "adem-minilm", "--results", "/proc/nope/r.jsonl"], "--results"),
+    (["train-minilm", "--model", "adem-minilm", "--encoding", "bogus"], "--encoding"),
+    (["train-minilm", "--model", "adem-minilm", "--pooling", "bogus"], "--pooling"),
+    (["train-minilm", "--model", "adem-minilm", "--search", "--choices", "bogus"], "--choices"),
+    (["degenerate", "--models", "length", "--contexts", "5", "--out", "/proc/nope/x.md"], "--out"),
+    (["minilm-report", "--sets", "conture", "--out", "/proc/nope/x.md", "--no-cards"], "--out"),
+    (["minilm-report", "--sets", "conture", "--tried", "/nonexist.jsonl"], "--tried"),
 ])
 def test_a_number_or_name_no_run_can_use_is_a_usage_error(argv, option, capsys) -> None:
     """Each of these was a traceback after loading, or a run that 'succeeded' with nothing trained

@@ -8,7 +8,7 @@ from scipy import stats
 from service.text import word_count
 from training.evaluate import BEGIN, END, correlate, main, system_level, write_section
 from training.data.judgements import load_set
-from tests.conftest import copy_store
+from tests.conftest import MODEL_STORE, copy_store
 
 
 def test_correlate_matches_scipy_and_refuses_constant_input():
@@ -159,3 +159,13 @@ def test_supplementary_table_leaves_out_replies_that_are_their_own_reference():
     free = next(line for line in lines if line.startswith("| free "))
     assert "1.000" in free  # on the four distinct items the reference-free model is exact
     assert "free 1/1" in lines[-1]
+
+
+@pytest.mark.skipif(not (MODEL_STORE / "mh" / "manifest.json").is_file(), reason="mh not exported")
+def test_evaluating_only_dialogue_models_says_why_there_is_nothing(capsys):
+    """`evaluate --models mh` printed an empty table and exited 0 (a probe)."""
+    with pytest.raises(SystemExit) as exited:
+        main(["--models", "mh", "--sets", "holistic_eval", "--store", str(MODEL_STORE), "--no-cards"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "nothing to evaluate: mh score(s) whole dialogues" in err

@@ -94,7 +94,7 @@ def test_train_mh_end_to_end_on_a_slice(tmp_path: Path) -> None:
         (store / component).symlink_to(MODEL_STORE / component, target_is_directory=True)
     docs = tmp_path / "evaluation.md"
     docs.write_text("# Evaluation\n\nintro\n\n<!-- mh:begin -->\nSTALE-SECTION\n<!-- mh:end -->\n\nafter\n")
-    arguments = ["--data", str(judgements), "--store", str(store), "--out", str(store / "mh"),
+    arguments = ["--data-dir", str(tmp_path), "--store", str(store), "--out", str(store / "mh"),
                  "--docs", str(docs), "--cache", str(tmp_path / "cache"), "--min-pairs", "1"]
     assert train.main(arguments) == 0
     text = docs.read_text()
@@ -110,3 +110,22 @@ def test_train_mh_end_to_end_on_a_slice(tmp_path: Path) -> None:
     manifest = served.get("mh").manifest
     assert manifest.kind == "dialogue" and set(manifest.uses) == {"glove-50d", "minilm-l6"}
     assert set(manifest.card["coefficient_stability"]) >= {"sentiment", "words", "intercept"}
+
+
+def test_train_mh_reads_the_data_root_every_command_reads(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """It read ../shared/data whatever DIALSCORE_DATA_DIR or `make train DATA=` said (a probe): now
+    --data-dir, defaulting to DIALSCORE_DATA_DIR, as pretrain, train adem and evaluate."""
+    import os
+    import subprocess
+    import sys
+
+    from training.__main__ import main
+
+    env = {**os.environ, "DIALSCORE_DATA_DIR": str(tmp_path / "elsewhere")}
+    shown = subprocess.run([sys.executable, "-c", "from training.mh import data; print(data.DEFAULT_ROOT)"],
+                           env=env, capture_output=True, text=True, check=True, cwd=MODEL_STORE.parent)
+    assert shown.stdout.strip() == str(tmp_path / "elsewhere" / "judgements")
+    missing = tmp_path / "nonexist"
+    assert main(["train-mh", "--data-dir", str(missing), "--store", str(MODEL_STORE), "--no-write",
+                 "--cache", str(tmp_path / "cache")]) == 2
+    assert str(missing / "judgements") in capsys.readouterr().err

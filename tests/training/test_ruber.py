@@ -212,3 +212,34 @@ def test_the_card_says_how_the_validation_loss_ended():
     assert run([.5, .4, .3, .2, .19, .18, .17, .16, .15, .14, .13, .12, .11, .10, .09, .08, .07, .06, .05, .04,
                 .03, .02, .01, .02, .03]).startswith("Validation loss levelled off near the end")
     assert run([.5, .1, .2, .3, .4, .5]).startswith("Validation loss stopped improving")
+
+
+def test_a_time_cap_that_stops_training_early_is_a_warning_and_none_means_none(glove, pairs, caplog):
+    """RUBER's result depended on wall-clock time through the 90-minute default, silently (a probe)."""
+    torch.set_num_threads(1)
+    capped = build_glove_scorer(glove.vectors, RuberConfig(hidden=4, mlp_hidden=4))
+    with caplog.at_level(logging.INFO):
+        history = train_unreferenced(capped, pairs[0], pairs[1], 0.5,
+                                     TrainConfig(batch_size=16, max_steps=50, eval_every=25, max_minutes=1e-9), LOG)
+    assert history["steps"] == 1 and history["stopped_by"] == "time"
+    assert any(r.levelno == logging.WARNING and "stopping early" in r.getMessage() for r in caplog.records)
+    uncapped = build_glove_scorer(glove.vectors, RuberConfig(hidden=4, mlp_hidden=4))
+    history = train_unreferenced(uncapped, pairs[0], pairs[1], 0.5,
+                                 TrainConfig(batch_size=16, max_steps=6, eval_every=3, max_minutes=None), LOG)
+    assert history["steps"] == 6 and history["stopped_by"] == "steps"
+
+
+def test_the_command_logs_under_out_and_make_train_sets_no_time_cap(tmp_path, monkeypatch):
+    """`train ruber --out X` wrote runs/ruber-train.log into the working folder (a probe)."""
+    from training.ruber import train as ruber_train
+
+    seen = {}
+    monkeypatch.setattr(ruber_train, "run", lambda out, store, config, train_config, *rest: seen.update(
+        out=out, train_config=train_config))
+    monkeypatch.chdir(tmp_path)
+    assert ruber_train.main(["--out", str(tmp_path / "ruber"), "--minutes", "0"]) == 0
+    assert (tmp_path / "ruber" / "train.log").is_file() and not (tmp_path / "runs").exists()
+    assert seen["train_config"].max_minutes is None
+    script = (REPO / "scripts" / "train.sh").read_text()
+    ruber_line = next(line for line in script.splitlines() if "training train ruber" in line)
+    assert "--minutes 0" in ruber_line

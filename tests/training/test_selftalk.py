@@ -26,3 +26,17 @@ def test_turns_read_only_after_the_context_do_not_count() -> None:
              "Excuse me, could you tell me the way to the station?", "Sure, go straight and turn left."]]
     kept, left_out = unseen_contexts(test, TRAIN, context_turns=2)
     assert kept == test and left_out == 0
+
+
+def test_more_contexts_than_there_are_is_said(caplog: pytest.LogCaptureFixture) -> None:
+    """--contexts 100000 wrote 768 dialogues silently (a probe)."""
+    import logging
+    import random
+
+    from training.selftalk import pick_contexts
+
+    with caplog.at_level(logging.WARNING):
+        assert pick_contexts(5, 3, random.Random(0), "test") == sorted(pick_contexts(5, 3, random.Random(0), "x"))
+        assert not caplog.records
+        assert pick_contexts(4, 100000, random.Random(0), "DailyDialog test") == [0, 1, 2, 3]
+    assert "--contexts 100000: DailyDialog test has only 4 unseen contexts" in caplog.text

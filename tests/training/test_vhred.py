@@ -127,3 +127,13 @@ def test_service_component_reproduces_training_vectors(run, tmp_path) -> None:
     assert np.abs(component.encode_contexts(contexts) - ours.encode_contexts(contexts)).max() < 1e-4
     replies = ["sure .", "", "no way , really ?"]
     assert np.abs(component.encode_responses(replies) - ours.encode_responses(replies)).max() < 1e-4
+
+
+@pytest.mark.parametrize("field, value", [("max_turns", 1), ("max_turns", 0), ("context", 0), ("utterance", 2.5),
+                                          ("embedding", True), ("word_drop", 1.0), ("word_drop", -0.1)])
+def test_config_refuses_sizes_no_model_can_use(field, value) -> None:
+    """max_turns 1 made the windowing loop forever (a probe); every bad value names its field."""
+    with pytest.raises(ValueError, match=field):
+        VHREDConfig(**{field: value})
+    with pytest.raises(ValueError, match="max_turns"):
+        pretrain.windows([[[1], [2], [3]]], 1)

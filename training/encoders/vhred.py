@@ -9,7 +9,7 @@ a single utterance, for a response (ADEM section 4).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import torch
 from torch import nn
@@ -30,6 +30,22 @@ class VHREDConfig:
     max_tokens: int = 40     # per utterance, [EOS] included (also in tokenizer.json)
     max_turns: int = 8       # turns per training window; the service keeps the last max_turns - 1 as context
     word_drop: float = 0.25  # decoder inputs replaced by [UNK] (ADEM 5.1: 25%)
+
+    def __post_init__(self) -> None:
+        """Refuse sizes no model can use: `max_turns` 1 made pre-training's windowing loop forever
+        (a window must hold a context turn and the turn it predicts), and a size of 0 failed deep in
+        torch after the corpora had loaded. Raises ValueError naming the field."""
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            if spec.name == "word_drop":
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+                    raise ValueError(f"word_drop must be a number in [0, 1), not {value!r}")
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{spec.name} must be a whole number, not {value!r}")
+            low = 2 if spec.name in ("max_turns", "max_tokens") else 1
+            if value < low:
+                raise ValueError(f"{spec.name} must be {low} or more, not {value}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -179,8 +195,20 @@ def save_checkpoint(model: VHRED, path, extra: dict | None = None) -> None:
 
 
 def load_checkpoint(path) -> tuple[VHRED, dict]:
-    payload = torch.load(path, map_location="cpu", weights_only=True)
-    model = VHRED(VHREDConfig(**payload["config"]))
-    model.load_state_dict(payload["state"])
+    """The model and the `extra` it was saved with. A file that is not a VHRED checkpoint (cut
+    short, another model's, not a checkpoint at all) is a SetupError naming it: every command that
+    loads one showed a torch traceback instead. A missing file stays an OSError."""
+    from training.cli_types import SetupError
+
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+        model = VHRED(VHREDConfig(**payload["config"]))
+        model.load_state_dict(payload["state"])
+    except OSError:
+        raise
+    except Exception as exc:  # torch raises RuntimeError, UnpicklingError, EOFError... for a bad file
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SetupError(f"{path} is not a readable VHRED checkpoint ({type(exc).__name__}: {detail[:200]})") from exc
     model.eval()
-    return model, payload.get("extra", {})
+    extra = payload.get("extra", {}) if isinstance(payload, dict) else {}
+    return model, extra if isinstance(extra, dict) else {}

@@ -19,7 +19,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEFAULT_ROOT = Path(__file__).resolve().parents[3] / "shared" / "data" / "judgements"
+from training.data.corpora import DEFAULT_DATA_DIR
+
+DEFAULT_ROOT = DEFAULT_DATA_DIR / "judgements"  # follows DIALSCORE_DATA_DIR, as every other loader
 CONVAI2_FILES = ("data_intermediate.json", "data_volunteers.json")
 
 

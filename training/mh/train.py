@@ -21,6 +21,7 @@ from service import proxies, stats
 from service.manifest import read_manifest
 from training.mh import data, evaluate, features, fit, export
 from training.cli_types import nonnegative_float, output_dir, output_file, positive_int
+from training.data.corpora import DEFAULT_DATA_DIR
 
 VERSION = "2026.11.2"  # .1: proxies held to their fitting range; .2: bot-only and self-play read every consecutive pair
 
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     components = features.load_components(args.store)
     print(f"components from {args.store}: {', '.join(components)}", flush=True)
 
-    everything = data.load_convai2(args.data, 1)
+    everything = data.load_convai2(args.data_dir / "judgements", 1)
     x_all = _cached_matrix(everything, components, "human-bot", args.cache)
     x_bot_all = _cached_matrix(everything, components, "bot-only", args.cache)
     exchanges = np.array([data.exchanges(c.speakers) for c in everything])
@@ -141,7 +142,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "transfer": {},
     }
     for name, loader, extra in (("ieval", data.load_ieval, "likert_mean"), ("conture", data.load_conture, None)):
-        rated = loader(args.data, args.min_pairs)
+        rated = loader(args.data_dir / "judgements", args.min_pairs)
         m = np.clip(final.predict(_cached_matrix(rated, components, "human-bot", args.cache)), 1.0, 5.0)
         y = np.array([c.rating for c in rated])
         entry: dict[str, Any] = {"conversations": len(rated), "conversation": evaluate.correlate(m, y),
@@ -172,7 +173,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training train-mh", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=data.DEFAULT_ROOT, help="the judgements folder")
+    # The data root (judgements/ under it), as every other command: DIALSCORE_DATA_DIR or `make train DATA=`
+    # sets its default. (It was --data, the judgements folder, read from the file's place only.)
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
+                        help="data root holding judgements/ (default: DIALSCORE_DATA_DIR or ../shared/data)")
     parser.add_argument("--store", type=Path, default=Path("model_store"),
                         help="model store holding glove-50d and minilm-l6")
     parser.add_argument("--out", type=output_dir, default=Path("model_store/mh"), help="artifact folder to write")

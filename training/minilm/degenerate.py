@@ -18,7 +18,7 @@ import numpy as np
 from training import docs_section
 from training.data.holdout import MIN_WINDOW_CHARS, DevHoldout
 from training.data.keys import match_key
-from training.cli_types import positive_int
+from training.cli_types import check_output_file, positive_int
 
 KINDS = ("empty", "near-empty", "repeated", "generic", "copy-last-turn", "other-conversation")
 
@@ -191,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--contexts must be at least 1")
     full_set = args.contexts == parser.get_default("contexts")
     out = args.out or (Path("docs/evaluation.md") if full_set and args.models is None else None)
+    check_output_file(parser, "--out", out)  # written after minutes of scoring
     from training.evaluate import load_store
 
     store = load_store(args.store, args.models, strict=True)

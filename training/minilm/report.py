@@ -21,6 +21,7 @@ from service.scorers.base import EncodeCache, Item
 from training.data.judgements import SETS, load_set
 from training.evaluate import correlate, evaluate_model, load_store, recover
 from training import docs_section
+from training.cli_types import check_output_file, input_file
 
 PAIRS = {"adem-minilm": "adem", "ruber-minilm": "ruber", "autojudge-minilm": "autojudge"}
 BARS = ("length", "minilm-cosine")
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="Markdown file whose minilm section is rewritten (default: docs/evaluation.md for a "
                              "run over every set; with --sets the section is printed instead)")
     parser.add_argument("--no-cards", action="store_true", help="do not write the correlations into the cards")
-    parser.add_argument("--tried", type=Path, nargs="*", default=[TRIED],
+    parser.add_argument("--tried", type=input_file, nargs="*", default=[TRIED],
                         help="JSON-lines files written by train-minilm --results, tabled in the section")
     parser.add_argument("--no-recover-references", dest="recover_references", action="store_false",
                         help="referenced models only on the sets that ship references")
@@ -166,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     # their figures with a part (a probe's `--sets holistic_eval` left minilm-cosine's card with one set).
     full_run = set(args.sets) == set(SETS)
     out = args.out or (Path("docs/evaluation.md") if full_run else None)
+    check_output_file(parser, "--out", out)  # written after the report (minutes)
     started = time.time()
     table = run(args.store, args.sets, args.recover_references)
     command = "python -m training minilm-report " + " ".join(

@@ -27,7 +27,6 @@ import json
 import random
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -37,13 +36,14 @@ from service.scorers.minilm import context_texts
 from training.minilm import data
 from training.minilm.degenerate import TRAIN_GENERIC, TRAIN_NEAR_EMPTY, degenerate_replies
 from training.minilm.embed import EmbeddingCache
-from training.minilm.heads import DIM, HEADS
+from training.minilm.heads import DIM, HEADS, POOLINGS
 from training.minilm.next_turn import NEXT_TURN_MODELS, NextTurnConfig, pretrain_bilinear
-from training.cli_types import count, nonnegative_float, positive_int
+from training.cli_types import count, nonnegative_float, output_dir, output_file, positive_int
 
 # (context encoding, pooling) pairs tried by --search.
 BLENDS = ("min", "max", "geometric", "arithmetic")  # RUBER's pooling strategies (service.scorers.minilm.blend)
 CHOICES = (("last", "last"), ("joined2", "last"), ("joined3", "last"), ("turns", "gru"), ("turns", "attn"))
+ENCODINGS = tuple(dict.fromkeys(encoding for encoding, _ in CHOICES))  # the ones the embedding cache holds
 
 
 @dataclass
@@ -303,12 +303,16 @@ def evaluate_dev(head: torch.nn.Module, config: Config, cache: EmbeddingCache) -
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training train-minilm", description=__doc__)
     parser.add_argument("--model", choices=sorted(HEADS), required=True)
-    parser.add_argument("--encoding", default=None)
-    parser.add_argument("--pooling", default=None)
+    parser.add_argument("--encoding", default=None, choices=ENCODINGS,
+                        help="context encoding: the last turn, the last K turns joined, or each turn (default: last)")
+    parser.add_argument("--pooling", default=None, choices=POOLINGS,
+                        help="how turn vectors are pooled (default: last)")
     parser.add_argument("--epochs", type=positive_int, default=Config.epochs)
     parser.add_argument("--search", action="store_true", help="try every encoding/pooling, print dev Pearson")
-    parser.add_argument("--choices", nargs="+", default=None,
-                        help="with --search: encoding/pooling pairs to try (default: all of CHOICES)")
+    parser.add_argument("--choices", nargs="+", default=None, metavar="ENCODING/POOLING",
+                        choices=[f"{e}/{p}" for e in ENCODINGS for p in POOLINGS],
+                        help="with --search: encoding/pooling pairs to try, e.g. turns/attn (default: "
+                             + " ".join(f"{e}/{p}" for e, p in CHOICES) + ")")
     parser.add_argument("--reddit", action="store_true", help="ruber: DSTC7 human replies as extra positives")
     parser.add_argument("--zscore", action="store_true", help="per-set standardised targets, balanced sets")
     parser.add_argument("--rank-weight", type=nonnegative_float, default=Config.rank_weight)
@@ -316,8 +320,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--next-turn-epochs", type=count, default=Config.next_turn_epochs,
                         help="adem-, autojudge- and ruber-minilm: epochs of next-turn pre-training of M "
                              "(0: start at the identity)")
-    parser.add_argument("--out", type=Path, default=None, help="store folder to export the model into")
-    parser.add_argument("--results", type=Path, default=None, help="append JSON lines of dev results here")
+    # Both written after the training: made and checked now (cli_types).
+    parser.add_argument("--out", type=output_dir, default=None, help="store folder to export the model into")
+    parser.add_argument("--results", type=output_file, default=None, help="append JSON lines of dev results here")
     parser.add_argument("--seed", type=count, default=Config.seed)
     parser.add_argument("--note", default="", help="with --results: a note kept with the line (what was varied)")
     parser.add_argument("--no-recover-references", dest="recover_references", action="store_false",

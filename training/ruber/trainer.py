@@ -23,7 +23,9 @@ class TrainConfig:
     batch_size: int = 128
     learning_rate: float = 1e-3  # Adam, as the paper
     max_steps: int = 30000
-    max_minutes: float = 20.0  # wall-clock budget on one core; training stops at whichever comes first
+    # Wall-clock cap; training stops at whichever of it and max_steps comes first. None: no cap. A cap
+    # that binds makes the model depend on the machine's speed, so `make train` passes none.
+    max_minutes: float | None = 20.0
     eval_every: int = 500
     patience: int = 8  # evaluations without a better validation loss before stopping
     seed: int = 13
@@ -104,6 +106,7 @@ def train_unreferenced(model: UnreferencedScorer, train: Pairs, valid: Pairs, ma
     running = 0.0
     bad_evaluations = 0
     step = 0
+    out_of_time = False
     model.train()
     for step in range(1, config.max_steps + 1):
         if not batches:
@@ -120,7 +123,7 @@ def train_unreferenced(model: UnreferencedScorer, train: Pairs, valid: Pairs, ma
         optimiser.step()
         running = 0.98 * running + 0.02 * loss.item() if step > 1 else loss.item()
         progress.step(step, loss=running)
-        out_of_time = (time.monotonic() - started) / 60.0 > config.max_minutes
+        out_of_time = config.max_minutes is not None and (time.monotonic() - started) / 60.0 > config.max_minutes
         if step % config.eval_every == 0 or step == config.max_steps or out_of_time:
             result = evaluate_ranking(model, valid, margin)
             result.update(step=step, train_loss=running, minutes=(time.monotonic() - started) / 60.0)
@@ -136,8 +139,13 @@ def train_unreferenced(model: UnreferencedScorer, train: Pairs, valid: Pairs, ma
                 log.info("ruber: no better validation loss in %d evaluations, stopping", config.patience)
                 break
         if out_of_time:
-            log.info("ruber: time budget of %.1f minutes spent, stopping", config.max_minutes)
+            if step < config.max_steps:  # a different model from the one --max-steps alone gives
+                log.warning("ruber: time budget of %.1f minutes spent at step %d of %d: stopping early, so this "
+                            "model depends on the machine's speed (--minutes 0: no cap)", config.max_minutes, step,
+                            config.max_steps)
             break
     model.load_state_dict(best_state)
     model.eval()
-    return {"best": best, "steps": step, "minutes": (time.monotonic() - started) / 60.0, "history": history}
+    return {"best": best, "steps": step, "minutes": (time.monotonic() - started) / 60.0, "history": history,
+            "stopped_by": "time" if out_of_time and step < config.max_steps else
+            "patience" if bad_evaluations >= config.patience else "steps"}
