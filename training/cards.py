@@ -164,7 +164,7 @@ context-level GRU of a VHRED dialogue model (Serban et al. 2017), pre-trained wi
 section 5.1 lists: BPE vocabulary, a Gaussian latent variable per turn, KL annealing (linear 0 -> 1
 over the first {metrics['kl_anneal_steps']} batches; the paper's 60,000 scaled to this run's {metrics['steps']})
 and 25% decoder word drop. Where it differs from the papers: GRUs throughout (ADEM's section 3.1
-and AutoJudge's appendix use LSTMs; GRUs export to ONNX more simply and train faster here); layer
+and AutoJudge's appendix use LSTMs; a GRU has fewer weights to train on one CPU core); layer
 normalisation sits on the encoders' outputs, not inside the recurrence as in section 5.1; and the
 decoder sees [context; z] through its initial state only, where ADEM's appendix C also feeds it at
 every step. Only the two encoders are exported; the decoder is used by `python -m training selftalk`.
