@@ -745,3 +745,19 @@ def test_a_file_that_opens_with_a_byte_order_mark_scores_its_first_line(store, t
     with open(source, "rb") as handle:
         counts = bulk.run(store.get("bleu4"), handle, tmp_path / "out.jsonl")
     assert counts.errors == 0 and "score" in read_output(tmp_path / "out.jsonl")[0]
+
+
+def test_the_runtime_settings_of_the_service_reach_the_bulk_scorer(store_root, tmp_path, monkeypatch):
+    """DIALSCORE_BATCH_SIZE (and every runtime variable the server honours) holds for bulk too: bulk once
+    built its own RuntimeSettings and scored with 64-text batches whatever the variable said."""
+    from service.bulk import cli
+
+    monkeypatch.setenv("DIALSCORE_BATCH_SIZE", "8")
+    monkeypatch.setenv("DIALSCORE_PROVIDERS", "CPUExecutionProvider")
+    monkeypatch.setenv("DIALSCORE_CUDA_OPTIONS", "device_id=0")
+    args = cli._parse_args(["--model", "length", "--input", str(tmp_path / "in.jsonl"), "--output",
+                            str(tmp_path / "out.jsonl"), "--model-store", str(store_root), "--threads", "1"])
+    settings = cli._load_scorer(args).runtime.settings
+    assert (settings.batch_size, settings.providers, settings.cuda_options) == (8, ("CPUExecutionProvider",),
+                                                                                ("device_id=0",))
+    assert (settings.intra_op_threads, settings.workers) == (1, 1)  # bulk's own: one process, --threads
