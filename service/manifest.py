@@ -148,6 +148,7 @@ def _build(folder: Path, raw: dict[str, Any]) -> Manifest:
     for key in ("uses", "requires"):  # names: `uses` entries are looked up as store folders
         if not all(isinstance(entry, str) for entry in raw.get(key, [])):
             raise TypeError(f"{key} must hold names (strings)")
+    _check_requires(folder, raw)
     return Manifest(
         name=raw["name"],
         version=str(raw["version"]),
@@ -165,6 +166,15 @@ def _build(folder: Path, raw: dict[str, Any]) -> Manifest:
         card=dict(raw.get("card", {})),
         optional=optional,
     )
+
+
+def _check_requires(folder: Path, raw: dict[str, Any]) -> None:
+    """ManifestError when `requires` names other fields than the kind's: GET /models lists `requires`
+    while the scorers go by the kind (Scorer.reads_reference), so the two must not disagree."""
+    wanted = REQUIRED_BY_KIND[raw["kind"]]
+    if "requires" in raw and sorted(set(raw["requires"])) != sorted(wanted):
+        raise ManifestError(f"{folder.name}: requires {raw['requires']!r} contradicts kind {raw['kind']!r}, "
+                            f"which reads {wanted!r}", "manifest invalid: requires")
 
 
 def verify_files(manifest: Manifest) -> None:

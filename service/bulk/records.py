@@ -61,7 +61,7 @@ def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
     except ValidationError as exc:
         fields = flatten_messages(exc.messages)
         raise BadLine("; ".join(f"{k}: {v}" for k, v in fields.items()), item_id) from None
-    if "reference" in scorer.manifest.requires and data.get("reference") is None:
+    if scorer.reads_reference and data.get("reference") is None:
         raise BadLine(f"reference: {scorer.name} is a referenced model and needs a reference.", item_id)
     return Item(list(data["context"]), data["response"], data.get("reference")), item_id
 
