@@ -116,9 +116,6 @@ class Session:
             cast[key] = array
         return self._session.run(outputs, cast)
 
-    def run_dict(self, feeds: dict[str, Any]) -> dict[str, np.ndarray]:
-        return dict(zip(self.outputs, self.run(feeds)))
-
     def run_rows(self, feeds: dict[str, Any]) -> list[np.ndarray]:
         """`run` one row at a time (axis 0 of every input), outputs stacked: for a small head, whose
         kernels may round a row differently by its position in the batch (adem's head: 2.4e-7 by
