@@ -10,7 +10,7 @@
 # parity tests, BENCH_WORKERS="1 2 4" the GPU benchmark's worker counts, CPU_BENCH=0 the CPU one
 # (nproc/2 workers, int8), SECONDS_PER the seconds per scenario.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 PY=${PYTHON:-.venv/bin/python}
 STORE=${STORE:-model_store}
 OUT=${1:-build/gpu-check}
