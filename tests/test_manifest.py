@@ -110,3 +110,16 @@ def test_every_committed_manifest_loads_and_its_requires_agree_with_its_kind():
     for folder in folders:
         manifest = read_manifest(folder)
         assert sorted(manifest.requires) == sorted(REQUIRED_BY_KIND[manifest.kind]), folder.name
+
+
+def test_a_manifest_is_read_as_a_request_body(tmp_path):
+    """json_body's reader: a repeated key is refused (plain json.loads let the last one win) and a
+    byte order mark is dropped."""
+    folder = _folder(tmp_path)
+    write_manifest(folder, name="toy", version="1", kind="unreferenced")
+    text = (folder / "manifest.json").read_text()
+    (folder / "manifest.json").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert read_manifest(folder).name == "toy"
+    (folder / "manifest.json").write_text(text.replace('"version": "1",', '"version": "1", "version": "2",'))
+    with pytest.raises(ManifestError, match="'version' appears twice"):
+        read_manifest(folder)
