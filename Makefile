@@ -21,7 +21,7 @@ endif
 help:
 	@echo "make run      serve the committed model store on $(HOST):$(PORT) (creates $(VENV))"
 	@echo "make test     install everything and run the whole test suite"
-	@echo "make lint     hadolint, kustomize + kubernetes-validate, yamllint, ruff"
+	@echo "make lint     hadolint, kustomize + kubernetes-validate, yamllint, ruff, shellcheck"
 	@echo "make bench    throughput and latency of /score through gunicorn on this machine"
 	@echo "make train    retrain every model from ../shared/data (DATA=path) and rewrite model_store/ (about 3 h)"
 	@echo "make evaluate correlations of every served model on every development set: docs/evaluation.md"

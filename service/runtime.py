@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnxruntime as ort
 
-from service.config import cuda_provider_options
+from service.config import Settings, cuda_provider_options
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,14 @@ class RuntimeSettings:
     workers: int = 1
     cuda_options: tuple[str, ...] = ()  # "key=value" entries for the CUDA provider, over CUDA_DEFAULTS
     batch_size: int = 64  # texts per ONNX run after length bucketing (memory grows with it)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> "RuntimeSettings":
+        """The runtime part of the service's settings, with `overrides` on top: the one way to build it,
+        so that every entry point (the server, bulk, gpu-check.sh) honours every DIALSCORE_* runtime
+        variable (bulk once built its own and left DIALSCORE_BATCH_SIZE out)."""
+        values = {f.name: getattr(settings, f.name) for f in fields(cls)}
+        return cls(**{**values, **overrides})
 
 
 def providers_of(sessions: list[Any]) -> list[str]:
@@ -107,9 +115,6 @@ class Session:
                 raise ValueError(f"{self.name}: input {key} has rank {array.ndim}, graph wants {len(meta.shape)}")
             cast[key] = array
         return self._session.run(outputs, cast)
-
-    def run_dict(self, feeds: dict[str, Any]) -> dict[str, np.ndarray]:
-        return dict(zip(self.outputs, self.run(feeds)))
 
     def run_rows(self, feeds: dict[str, Any]) -> list[np.ndarray]:
         """`run` one row at a time (axis 0 of every input), outputs stacked: for a small head, whose

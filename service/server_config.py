@@ -121,7 +121,7 @@ def check_configuration(environ: Mapping[str, str]) -> list[str]:
     for key in ("PROMETHEUS_MULTIPROC_DIR", "DIALSCORE_READY_DIR"):
         if environ.get(key):
             check_writable(environ[key], key)
-    known = OTHER_NAMES | {env_name(f.name) for f in fields(Settings) if f.name != "extra"} | {
+    known = OTHER_NAMES | {env_name(f.name) for f in fields(Settings)} | {
         env_name(f.name) for f in fields(ServerSettings)}
     return unknown_names(environ, frozenset(known))
 

@@ -194,9 +194,7 @@ def init_store(app: Any, background: bool) -> ModelStore:
     from service.runtime import RuntimeSettings
 
     settings = app.config["SETTINGS"]
-    runtime = Runtime(RuntimeSettings(providers=settings.providers, intra_op_threads=settings.intra_op_threads,
-                                      workers=settings.workers, cuda_options=settings.cuda_options,
-                                      batch_size=settings.batch_size))
+    runtime = Runtime(RuntimeSettings.from_settings(settings))
     store = ModelStore(settings.model_store, runtime, settings.models)
     app.extensions["dialscore.store"] = store
 

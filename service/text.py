@@ -44,7 +44,6 @@ def memoised_for_short_texts(compute: Callable[[str], T]) -> Callable[[str], T]:
 
 
 _words_cached = memoised_for_short_texts(_split)
-_split_short = _words_cached.short
 
 
 def words(text: str) -> list[str]:

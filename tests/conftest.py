@@ -12,11 +12,12 @@ BASELINES = ("bleu4", "rouge-l", "length", "emb-average", "emb-extrema", "emb-gr
 
 
 def copy_store(target: Path, names: tuple[str, ...] | None = None) -> Path:
-    """Copy store folders (and the components they use) so a test may alter them."""
+    """Copy store folders (and the components they use) so a test may alter them; with no names, every
+    folder of the committed store, each of which must hold its manifest (a lost one fails, not skips)."""
     import json
 
     target.mkdir(parents=True, exist_ok=True)
-    wanted = set(names) if names else {p.name for p in MODEL_STORE.iterdir() if (p / "manifest.json").is_file()}
+    wanted = set(names) if names else {p.name for p in MODEL_STORE.iterdir() if p.is_dir()}
     for name in list(wanted):
         manifest = json.loads((MODEL_STORE / name / "manifest.json").read_text())
         wanted.update(manifest.get("uses", []))

@@ -157,6 +157,7 @@ def test_resume_must_keep_the_shard_split_and_the_options(store, tmp_path):
     # options: records say which non-default options scored them, and a resume must repeat them
     class Options:  # the committed length model has no options; one with a default stands in
         name, version, kind, manifest = scorer.name, scorer.version, scorer.kind, scorer.manifest
+        reads_reference = scorer.reads_reference
 
         def resolve_options(self, options):
             return {"unit": "words", **(options or {})}
@@ -252,6 +253,7 @@ def test_a_score_that_is_not_finite_is_a_scoring_error_not_invalid_json(store, t
 
     class Broken:  # a model fault: NaN out of the network for one item
         name, version, kind, manifest = scorer.name, scorer.version, scorer.kind, scorer.manifest
+        reads_reference = scorer.reads_reference
 
         def resolve_options(self, options):
             return scorer.resolve_options(options)
@@ -745,3 +747,34 @@ def test_a_file_that_opens_with_a_byte_order_mark_scores_its_first_line(store, t
     with open(source, "rb") as handle:
         counts = bulk.run(store.get("bleu4"), handle, tmp_path / "out.jsonl")
     assert counts.errors == 0 and "score" in read_output(tmp_path / "out.jsonl")[0]
+
+
+def test_the_runtime_settings_of_the_service_reach_the_bulk_scorer(store_root, tmp_path, monkeypatch):
+    """DIALSCORE_BATCH_SIZE (and every runtime variable the server honours) holds for bulk too: bulk once
+    built its own RuntimeSettings and scored with 64-text batches whatever the variable said."""
+    from service.bulk import cli
+
+    monkeypatch.setenv("DIALSCORE_BATCH_SIZE", "8")
+    monkeypatch.setenv("DIALSCORE_PROVIDERS", "CPUExecutionProvider")
+    monkeypatch.setenv("DIALSCORE_CUDA_OPTIONS", "device_id=0")
+    args = cli._parse_args(["--model", "length", "--input", str(tmp_path / "in.jsonl"), "--output",
+                            str(tmp_path / "out.jsonl"), "--model-store", str(store_root), "--threads", "1"])
+    settings = cli._load_scorer(args).runtime.settings
+    assert (settings.batch_size, settings.providers, settings.cuda_options) == (8, ("CPUExecutionProvider",),
+                                                                                ("device_id=0",))
+    assert (settings.intra_op_threads, settings.workers) == (1, 1)  # bulk's own: one process, --threads
+
+
+def test_bulk_refuses_a_missing_reference_exactly_where_the_api_does(store):
+    """One answer to "does this model read `reference`?" (Scorer.reads_reference), asked by the API and bulk."""
+    from service.bulk.records import BadLine, parse_line
+
+    line = json.dumps({"context": ["hi"], "response": "hello"}).encode()
+    for name in ("bleu4", "length"):
+        scorer = store.get(name)
+        assert scorer.reads_reference == (scorer.kind == "referenced") == ("reference" in scorer.manifest.requires)
+        if scorer.reads_reference:
+            with pytest.raises(BadLine, match="needs a reference"):
+                parse_line(line, scorer)
+        else:
+            assert parse_line(line, scorer)[0].reference is None

@@ -36,3 +36,27 @@ def test_loads_refuses_a_key_repeated_in_one_object_anywhere() -> None:
     for body in (b'{"a": 1, "a": 1}', b'{"x": [{"b": 1, "c": 2, "b": 3}]}'):
         with pytest.raises(RepeatedKey):
             loads(body)
+
+
+def test_parse_is_one_reader_for_bodies_lines_files_and_manifests() -> None:
+    """BOM, repeated keys, encodings, shape and nesting, answered the same by every reader (A3: the
+    manifest took a repeated key, analysis files refused a BOM)."""
+    import pytest
+
+    from service.json_body import (BadText, NotAnObject, NotFinite, NotJson, NotUtf8, RepeatedKey, TooDeep, parse,
+                                   parse_object)
+
+    assert parse_object(b'\xef\xbb\xbf{"a": 1}', max_depth=4) == {"a": 1}
+    assert parse(b"[1, 2]", max_depth=4) == [1, 2]
+    cases = [(b'{"a": 1, "a": 2}', RepeatedKey), ('{"a": 1}'.encode("utf-16"), NotUtf8), (b'{"a": ', NotJson),
+             (b"[1]", NotAnObject), (b'{"a": [[[[[1]]]]]}', TooDeep), (b'{"a": ' + b"[" * 5000 + b"]" * 5000 + b"}", TooDeep),
+             (b'{"a": "\\ud800"}', BadText)]
+    for raw, error in cases:
+        with pytest.raises(error):
+            parse_object(raw, max_depth=4)
+    with pytest.raises(TooDeep) as deep:
+        parse_object(b'{"a": [[[[[1]]]]]}', max_depth=4)
+    assert deep.value.path == "a.0.0.0.0"
+    assert parse_object(b'{"a": NaN}', max_depth=4)["a"] != 0
+    with pytest.raises(NotFinite):
+        parse_object(b'{"a": 1e999}', max_depth=4, finite=True)

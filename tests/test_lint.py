@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 BIN = REPO / ".venv" / "bin"
 LINT = REPO / "scripts" / "lint.sh"
 
-pytestmark = pytest.mark.skipif(not (BIN / "kubectl").exists() or not (BIN / "hadolint").exists(),
+pytestmark = pytest.mark.skipif(not all((BIN / tool).exists() for tool in ("kubectl", "hadolint", "shellcheck")),
                                 reason="lint tools not installed: run `make venv-dev` (requirements-dev.txt)")
 
 
@@ -72,6 +72,16 @@ def test_dockerfiles_pass_and_a_root_user_fails(tmp_path):
     broken.write_text((REPO / "Dockerfile").read_text().replace("USER 10001:10001", "USER root"))
     result = lint("docker", str(broken))
     assert result.returncode != 0 and "DL3002" in result.stdout
+
+
+def test_shell_scripts_pass_and_an_unchecked_cd_fails(tmp_path):
+    """shellcheck over scripts/*.sh and .ci/run: a failed benchmark's status once vanished in a pipe there."""
+    result = lint("shell")
+    assert result.returncode == 0, result.stdout + result.stderr
+    broken = tmp_path / "broken.sh"
+    broken.write_text('#!/usr/bin/env bash\ncd "$1"\nrm -f ./*.tmp\n')
+    result = lint("shell", str(broken))
+    assert result.returncode != 0 and "SC2164" in result.stdout
 
 
 @pytest.mark.parametrize("overlay", ["cpu", "gpu"])

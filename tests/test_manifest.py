@@ -49,6 +49,10 @@ def test_missing_file_is_named(tmp_path):
     (lambda m: m["files"].update({"model.pkl": {"sha256": "0" * 64}}), "not an allowed artifact"),
     (lambda m: m["files"].update({"../escape.json": {"sha256": "0" * 64}}), "plain name"),
     (lambda m: m.pop("version"), "lacks 'version'"),
+    # HTTP went by the kind and bulk by `requires`: the same item was scored by one and refused by the other
+    (lambda m: m.update(requires=["context", "response", "reference"]), "contradicts kind 'unreferenced'"),
+    (lambda m: m.update(kind="referenced"), "contradicts kind 'referenced'"),
+    (lambda m: m.update(requires=["turns"]), "contradicts"),
 ])
 def test_bad_manifests_are_refused(tmp_path, change, message):
     folder = _folder(tmp_path)
@@ -95,3 +99,27 @@ def test_an_optional_file_never_built_cannot_be_vouched_for(tmp_path):
     np.save(tmp_path / "weights.npy", np.ones(3))
     with pytest.raises(ManifestError, match="optional big.npy is neither in the folder nor in its manifest"):
         write_manifest(tmp_path, name=tmp_path.name, version="1", kind="component", optional=("big.npy",))
+
+
+def test_every_committed_manifest_loads_and_its_requires_agree_with_its_kind():
+    from service.config import REPO_ROOT
+    from service.manifest import REQUIRED_BY_KIND
+
+    folders = sorted(p.parent for p in (REPO_ROOT / "model_store").glob("*/manifest.json"))
+    assert len(folders) >= 17
+    for folder in folders:
+        manifest = read_manifest(folder)
+        assert sorted(manifest.requires) == sorted(REQUIRED_BY_KIND[manifest.kind]), folder.name
+
+
+def test_a_manifest_is_read_as_a_request_body(tmp_path):
+    """json_body's reader: a repeated key is refused (plain json.loads let the last one win) and a
+    byte order mark is dropped."""
+    folder = _folder(tmp_path)
+    write_manifest(folder, name="toy", version="1", kind="unreferenced")
+    text = (folder / "manifest.json").read_text()
+    (folder / "manifest.json").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert read_manifest(folder).name == "toy"
+    (folder / "manifest.json").write_text(text.replace('"version": "1",', '"version": "1", "version": "2",'))
+    with pytest.raises(ManifestError, match="'version' appears twice"):
+        read_manifest(folder)

@@ -145,3 +145,17 @@ def test_length_buckets_with_a_step_never_mix_lengths_across_a_multiple_of_it():
     assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
     assert [sorted(lengths[i] for i in b) for b in batches] == [[1, 3, 8, 8], [9, 10, 11, 12, 16], [17, 18, 19, 24]]
     assert len(length_buckets([14, 15, 24], max_batch=64, step=8)) == 1  # a few texts: one run, not one per step
+
+
+def test_runtime_settings_copy_every_runtime_field_of_the_service_settings():
+    """One constructor for the server, bulk and gpu-check.sh: a field RuntimeSettings adds must be a setting."""
+    from dataclasses import fields
+
+    from service.config import Settings
+
+    settings = Settings(providers=("CPUExecutionProvider",), intra_op_threads=3, workers=5,
+                        cuda_options=("device_id=1",), batch_size=7)
+    got = RuntimeSettings.from_settings(settings)
+    assert all(getattr(got, f.name) == getattr(settings, f.name) for f in fields(RuntimeSettings))
+    assert got.batch_size == 7 and got.workers == 5
+    assert RuntimeSettings.from_settings(settings, workers=1).workers == 1

@@ -11,16 +11,16 @@ def test_words_are_lower_cased_and_split_on_punctuation() -> None:
 
 def test_long_texts_never_enter_the_process_wide_memos() -> None:
     """A probe grew a worker by 27 MB per request with distinct 2,000-character CJK texts."""
-    text._split_short.cache_clear()
+    text._words_cached.short.cache_clear()
     proxies._vader_short.cache_clear()
     for i in range(50):
         long = f"{i} " + "字" * 1990
         assert len(text.words(long)) == 1991
         proxies.vader(long)
-    assert text._split_short.cache_info().currsize == 0
+    assert text._words_cached.short.cache_info().currsize == 0
     assert proxies._vader_short.cache_info().currsize == 0
     text.words("short and memoised")
     proxies.vader("short and memoised")
-    assert text._split_short.cache_info().currsize == 1 and proxies._vader_short.cache_info().currsize == 1
-    assert text._split_short.cache_info().maxsize == text.CACHE_ENTRIES
+    assert text._words_cached.short.cache_info().currsize == 1 and proxies._vader_short.cache_info().currsize == 1
+    assert text._words_cached.short.cache_info().maxsize == text.CACHE_ENTRIES
     assert tuple(text.words("x" * (text.CACHED_CHARS + 1))) == text._split("x" * (text.CACHED_CHARS + 1))

@@ -21,7 +21,7 @@ from typing import Any
 
 from service.analysis.inputs import CorrelateInput, HumanEvalInput
 from service.config import load_settings
-from service.json_body import find_problem, loads
+from service.json_body import BadText, JsonTextError, TooDeep, parse
 
 JI_CSV_ORDER = ("robotic", "interesting", "fun", "consistent", "fluent", "repetitive", "topic")
 JI_REVERSED = ("robotic", "repetitive")
@@ -105,10 +105,7 @@ def ji2022_json(paths: Iterable[Path]) -> HumanEvalInput:
         raise ImporterError("no JSON files given")
     for path in files:
         verdict = passed if path.name.startswith("pass") else failed if path.name.startswith("fail") else None
-        try:
-            assignments = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ImporterError(f"{path}: not readable JSON ({exc})") from exc
+        assignments = _read_json(path)
         for assignment in assignments:
             worker = assignment["WorkerId"]
             if verdict is not None:
@@ -243,18 +240,18 @@ def dstc_json(path: Path, aspect: str | None = None) -> CorrelateInput:
 
 def _read_json(path: Path) -> Any:
     """The file's JSON, held to what an HTTP body is held to (json_body: each key once, no lone
-    surrogates, nesting up to DIALSCORE_MAX_JSON_DEPTH), since its values reach the same code."""
+    surrogates, nesting up to DIALSCORE_MAX_JSON_DEPTH, a leading BOM dropped), by the same reader,
+    since its values reach the same code."""
     try:
         raw = Path(path).read_bytes()
-        data = loads(raw.decode("utf-8"))  # UTF-8 only, as bodies: UTF-16 would slip lone surrogates past
-    except (OSError, ValueError) as exc:  # RepeatedKey and JSONDecodeError are ValueErrors
-        raise ImporterError(f"{path}: not readable JSON ({exc})") from exc
-    except RecursionError:
-        raise ImporterError(f"{path}: nested too deeply to parse") from None
-    problem = find_problem(data, raw, load_settings().max_json_depth)
-    if problem is not None:
-        raise ImporterError(f"{path}: not usable JSON at {problem[0]}: {problem[1]}")
-    return data
+    except OSError as exc:
+        raise ImporterError(f"{path}: not readable ({exc})") from exc
+    try:
+        return parse(raw, max_depth=load_settings().max_json_depth)
+    except (BadText, TooDeep) as exc:
+        raise ImporterError(f"{path}: not usable JSON{f' at {exc.path}' if exc.path else ''}: {exc}") from None
+    except JsonTextError as exc:  # NotUtf8, NotJson, RepeatedKey
+        raise ImporterError(f"{path}: not readable JSON ({exc})") from None
 
 
 def _delimiter(path: Path) -> str:

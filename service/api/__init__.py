@@ -9,7 +9,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from service.config import Settings
 from service.errors import BadJson, InvalidRequest, ServiceError, TooLarge
-from service.json_body import RepeatedKey, find_problem, loads
+from service.json_body import BadText, JsonTextError, NotAnObject, RepeatedKey, TooDeep, parse_object
 from service.schemas import flatten_messages
 from service.store import ModelStore
 
@@ -20,6 +20,25 @@ def settings() -> Settings:
 
 def store() -> ModelStore:
     return current_app.extensions["dialscore.store"]
+
+
+def _parse(raw: bytes, depth: int) -> dict[str, Any]:
+    """json_body's reading (UTF-8 only, BOM dropped, each key once, no lone surrogates), its refusals
+    as the contract's answers: nesting is a limit GET /models lists, so 413 as the others; else 400."""
+    try:
+        return parse_object(raw, max_depth=depth)
+    except RepeatedKey as exc:
+        raise BadJson(f"The request body is ambiguous: {exc}; send each key once.", {"key": exc.key}) from None
+    except TooDeep as exc:
+        where = f" at {exc.path}" if exc.path else ""
+        raise TooLarge(f"The request body is nested deeper than {depth} levels{where}; send it flatter.",
+                       {**({exc.path: str(exc)} if exc.path else {}), "max_json_depth": depth}) from None
+    except BadText as exc:
+        raise BadJson(f"The request body is not usable JSON at {exc.path}: {exc}", {exc.path: str(exc)}) from None
+    except NotAnObject as exc:
+        raise BadJson(f"The request body must be a JSON object, not {exc.found}.") from None
+    except JsonTextError as exc:  # NotUtf8, NotJson
+        raise BadJson(f"The request body is not valid JSON: {exc}.") from None
 
 
 def load_body(schema: Schema) -> dict[str, Any]:
@@ -46,28 +65,7 @@ def load_body(schema: Schema) -> dict[str, Any]:
         raise BadJson("The request body is empty; send a JSON object.")
     if b"\x00" in raw:  # never in JSON text (a NUL in a string is written \u0000): UTF-16 or UTF-32
         raise BadJson("The request body holds NUL bytes: it is UTF-16 or UTF-32, or not text; send UTF-8 JSON.")
-    try:
-        # UTF-8 only (API.md): json.loads would also take UTF-16 and UTF-32 bytes, decoded with
-        # `surrogatepass`, so lone surrogates would slip past find_problem's check of the raw bytes.
-        # A leading byte order mark is dropped, as RFC 8259 allows (Windows tools write one).
-        data = loads(raw.decode("utf-8").removeprefix("\ufeff"))
-    except RepeatedKey as exc:
-        raise BadJson(f"The request body is ambiguous: {exc}; send each key once.", {"key": exc.key}) from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadJson(f"The request body is not valid JSON: {exc}.") from None
-    except RecursionError:
-        raise TooLarge(f"The request body is nested too deeply to parse (the limit is {settings().max_json_depth} "
-                       "levels); send it flatter.", {"max_json_depth": settings().max_json_depth}) from None
-    if not isinstance(data, dict):
-        raise BadJson(f"The request body must be a JSON object, not a {type(data).__name__}.")
-    problem = find_problem(data, raw, settings().max_json_depth)
-    if problem is not None and problem.too_deep:  # a limit GET /models lists, so 413 as the others
-        raise TooLarge(f"The request body is nested deeper than {settings().max_json_depth} levels at "
-                       f"{problem.path}; send it flatter.", {problem.path: problem.message,
-                                                              "max_json_depth": settings().max_json_depth})
-    if problem is not None:
-        raise BadJson(f"The request body is not usable JSON at {problem.path}: {problem.message}",
-                      {problem.path: problem.message})
+    data = _parse(raw, settings().max_json_depth)
     try:
         return schema.load(data)
     except ValidationError as exc:

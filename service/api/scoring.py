@@ -43,4 +43,4 @@ def _reads_reference(names: list[str]) -> bool:
     """Whether a requested model reads `reference`: the contract has the others ignore it, so its
     size limit does not apply to them. Names not (yet) served count as reading it; they fail later."""
     scorers = [store().get(name) for name in names]
-    return any(scorer is None or scorer.kind == "referenced" for scorer in scorers)
+    return any(scorer is None or scorer.reads_reference for scorer in scorers)

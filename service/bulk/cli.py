@@ -88,9 +88,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--shard-index {args.shard_index} is not in 0..{args.shard_count - 1}")
     if not args.lock_wait >= 0:  # NaN too: it would never reach its deadline
         parser.error("--lock-wait must be a number of seconds, not negative")
-    args.providers = settings.providers
-    args.cuda_options = settings.cuda_options
-    args.log_level = settings.log_level
+    args.settings = settings
     return args
 
 
@@ -106,8 +104,7 @@ def _why_not(root: Path, name: str, store: ModelStore) -> str:
 
 
 def _load_scorer(args: argparse.Namespace) -> Scorer:
-    runtime = Runtime(RuntimeSettings(providers=tuple(args.providers), intra_op_threads=args.threads, workers=1,
-                                      cuda_options=tuple(args.cuda_options)))
+    runtime = Runtime(RuntimeSettings.from_settings(args.settings, intra_op_threads=args.threads, workers=1))
     store = ModelStore(args.model_store, runtime, (args.model,))
     try:
         store.load()
@@ -131,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
 
     configure_logging()  # before the arguments are checked: their errors are JSON records too
     args = _parse_args(argv)
-    configure_logging(args.log_level)
+    configure_logging(args.settings.log_level)
     Stop.install()
     started = time.perf_counter()
     output = shard_output(args.output, args.shard_index, args.shard_count)

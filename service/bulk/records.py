@@ -7,7 +7,8 @@ from typing import Any
 
 from marshmallow import EXCLUDE, ValidationError
 
-from service.json_body import NotFinite, RepeatedKey, find_problem, loads
+from service.json_body import (BadText, JsonTextError, NotAnObject, NotFinite, NotJson, RepeatedKey, TooDeep,
+                               parse_object)
 from service.schemas import DIALOGUE, ITEM, flatten_messages
 from service.scorers.base import Dialogue, EncodeCache, Item, Scorer, Turn
 
@@ -25,33 +26,34 @@ class BadLine(ValueError):
 MAX_LINE_DEPTH = 32  # JSON nesting of one item (the item shapes need 4)
 
 
+def _read_object(raw: bytes) -> dict[str, Any]:
+    """json_body's reading of one line, finite numbers only (`id` is copied to the output, which must stay
+    JSON), its refusals as ValueErrors: each is one bad line, never a failed run."""
+    try:
+        return parse_object(raw, max_depth=MAX_LINE_DEPTH, finite=True)
+    except RepeatedKey as exc:
+        raise ValueError(f"ambiguous JSON: {exc}") from None
+    except (NotJson, NotFinite) as exc:
+        raise ValueError(f"not JSON ({exc})") from None
+    except TooDeep:
+        raise ValueError(f"nested deeper than {MAX_LINE_DEPTH} levels") from None
+    except NotAnObject as exc:
+        raise ValueError(f"a line must hold a JSON object, not {exc.found}") from None
+    except BadText as exc:  # a lone surrogate would break writing the output
+        raise ValueError(f"{exc.path}: {exc}") from None
+    except JsonTextError as exc:  # NotUtf8
+        raise ValueError(str(exc)) from None
+
+
 def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
     """(item, id) for one input line, or raise ValueError with a message a person can act on.
 
     Items use the HTTP contract's shapes (service/schemas.py); unknown keys are ignored so that a
     corpus may carry its own fields (ratings, systems) beside the item, and `id` is echoed back.
     """
-    try:
-        text = raw.decode("utf-8").removeprefix("\ufeff")  # a BOM opens files some Windows tools write
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    if not text.strip():
+    if not raw.removeprefix(b"\xef\xbb\xbf").strip():
         raise ValueError("empty line")
-    try:
-        obj = loads(text, finite=True)  # `id` is copied to the output, which must stay JSON
-    except RepeatedKey as exc:
-        raise ValueError(f"ambiguous JSON: {exc}") from None
-    except NotFinite as exc:
-        raise ValueError(f"not JSON ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
-    except RecursionError:  # the parser's own limit, far past MAX_LINE_DEPTH: one bad line, not a failed run
-        raise ValueError(f"nested deeper than {MAX_LINE_DEPTH} levels") from None
-    if not isinstance(obj, dict):
-        raise ValueError(f"a line must hold a JSON object, not {type(obj).__name__}")
-    problem = find_problem(obj, raw, MAX_LINE_DEPTH)  # lone surrogates would break writing the output
-    if problem is not None:
-        raise ValueError(f"{problem[0]}: {problem[1]}")
+    obj = _read_object(raw)
     item_id = obj.get("id")
     try:
         if scorer.kind == "dialogue":
@@ -61,7 +63,7 @@ def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
     except ValidationError as exc:
         fields = flatten_messages(exc.messages)
         raise BadLine("; ".join(f"{k}: {v}" for k, v in fields.items()), item_id) from None
-    if "reference" in scorer.manifest.requires and data.get("reference") is None:
+    if scorer.reads_reference and data.get("reference") is None:
         raise BadLine(f"reference: {scorer.name} is a referenced model and needs a reference.", item_id)
     return Item(list(data["context"]), data["response"], data.get("reference")), item_id
 

@@ -99,6 +99,13 @@ class Scorer:
     def kind(self) -> str:
         return self.manifest.kind
 
+    @property
+    def reads_reference(self) -> bool:
+        """Whether an item must carry a `reference`: the one answer for the API, its limits and bulk (HTTP
+        once asked the kind and bulk the manifest's `requires`, and the two disagreed on one item).
+        read_manifest refuses a `requires` that contradicts the kind, so the kind is the whole answer."""
+        return self.kind == "referenced"
+
     def providers(self) -> list[str]:
         """Execution providers the model's sessions really got (CPU only for pure-Python metrics)."""
         return providers_of(self._sessions())

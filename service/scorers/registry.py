@@ -24,11 +24,6 @@ def scorer_class(key: str) -> type[Scorer]:
         raise KeyError(f"no scorer implementation named {key!r}") from None
 
 
-def known() -> list[str]:
-    _import_all()
-    return sorted(_REGISTRY)
-
-
 def _import_all() -> None:
     """Import every module in service.scorers so their @register decorators run."""
     import importlib

@@ -9,14 +9,14 @@ Pure functions (no Flask) behind `POST /correlate` and `python -m service.analys
 * `correlate`: the /correlate body, built from the above at item and system level.
 """
 from service.stats.agreement import krippendorff_alpha_interval
-from service.stats.bootstrap import (bootstrap_ci, bootstrap_distribution, bootstrap_distributions,
+from service.stats.bootstrap import (bootstrap_distribution, bootstrap_distributions,
                                      bootstrap_work_items, min_resamples, paired_bootstrap, percentile_interval,
                                      resample_indices, stratified_indices, system_bootstrap_distributions)
 from service.stats.correlate import StatsInputError, correlate
 from service.stats.correlation import METHODS, MIN_ITEMS, correlation
 from service.stats.significance import williams_test
 
-__all__ = ["METHODS", "MIN_ITEMS", "StatsInputError", "bootstrap_ci", "bootstrap_distribution",
+__all__ = ["METHODS", "MIN_ITEMS", "StatsInputError", "bootstrap_distribution",
            "bootstrap_distributions", "bootstrap_work_items", "correlate", "correlation",
            "krippendorff_alpha_interval", "min_resamples", "paired_bootstrap", "percentile_interval",
            "resample_indices", "stratified_indices", "system_bootstrap_distributions", "williams_test"]

@@ -17,7 +17,7 @@ import numpy as np
 from scipy import sparse
 from scipy import stats as sps
 
-from service.stats.correlation import MIN_ITEMS, correlation
+from service.stats.correlation import correlation
 
 # Below this many items most resamples hold two or three distinct points, whose correlations are
 # +-1: the intervals and paired-bootstrap p-values would be artefacts, so none are given.
@@ -266,16 +266,6 @@ def percentile_interval(distribution: np.ndarray, confidence: float = 0.95) -> l
     tail = (1.0 - confidence) / 2.0 * 100.0
     lo, hi = np.percentile(finite, [tail, 100.0 - tail])
     return [float(lo), float(hi)]
-
-
-def bootstrap_ci(x: Sequence[float], y: Sequence[float], method: str = "pearson", confidence: float = 0.95,
-                 resamples: int = 1000, seed: int = 0) -> list[float] | None:
-    """Seeded percentile bootstrap interval for one correlation (items resampled with replacement)."""
-    n = len(x)
-    if n < MIN_ITEMS:
-        return None
-    dist = bootstrap_distribution(y, {"x": x}, method, resample_indices(n, resamples, seed))["x"]
-    return percentile_interval(dist, confidence)
 
 
 def paired_bootstrap_from(delta_hat: float, deltas: np.ndarray, confidence: float = 0.95) -> dict[str, Any]:

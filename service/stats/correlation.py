@@ -20,8 +20,9 @@ MIN_ITEMS = 3  # fewer points give r = +-1 or no p-value at all
 _SPEARMAN_EXACT_MAX = 9  # up to this many items Spearman's p is exact: 9! = 362,880 pairings, ~10 ms
 
 
-def _undefined(n: int, reason: str, **extra: Any) -> dict[str, Any]:
-    return {"r": None, "p": None, "ci": None, "n": n, **extra, "reason": reason}
+def _undefined(n: int, reason: str) -> dict[str, Any]:
+    """A correlation with no value, and why (callers add their own `ci`)."""
+    return {"r": None, "p": None, "n": n, "reason": reason}
 
 
 def _finite_or_none(value: float) -> float | None:
@@ -39,9 +40,9 @@ def correlation(x: Sequence[float], y: Sequence[float], method: str = "pearson")
     if a.shape != b.shape:
         raise ValueError("x and y must have the same length")
     if n < MIN_ITEMS:
-        return {"r": None, "p": None, "n": n, "reason": f"too few items (n = {n}, need at least {MIN_ITEMS})"}
+        return _undefined(n, f"too few items (n = {n}, need at least {MIN_ITEMS})")
     if np.ptp(a) == 0 or np.ptp(b) == 0:
-        return {"r": None, "p": None, "n": n, "reason": "constant input: the correlation is undefined"}
+        return _undefined(n, "constant input: the correlation is undefined")
     if method == "pearson":
         statistic, pvalue = sps.pearsonr(a, b)
     elif method == "spearman":
@@ -51,7 +52,7 @@ def correlation(x: Sequence[float], y: Sequence[float], method: str = "pearson")
     r = _finite_or_none(statistic)
     p = _finite_or_none(pvalue)
     if r is None:
-        return {"r": None, "p": None, "n": n, "reason": "the correlation is undefined for this input"}
+        return _undefined(n, "the correlation is undefined for this input")
     return {"r": r, "p": p, "n": n}
 
 

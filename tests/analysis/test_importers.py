@@ -96,3 +96,16 @@ def test_correlate_json_body_and_dstc_json(tmp_path: Path) -> None:
     (tmp_path / "uneven.json").write_text(json.dumps(dstc), encoding="utf-8")
     with pytest.raises(ImporterError, match="entry 1"):
         importers.load_correlate(tmp_path / "uneven.json")
+
+
+def test_a_json_file_is_read_as_a_request_body(tmp_path: Path) -> None:
+    """Through json_body.parse, as bodies and bulk lines: a byte order mark is dropped (it was a
+    parse error here alone), a repeated key is refused."""
+    body = {"human": [1, 2, 3, 4], "scores": {"m": [1, 3, 2, 4]}}
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + json.dumps(body).encode())
+    assert importers.correlate_json(bom).scores == body["scores"]
+    twice = tmp_path / "twice.json"
+    twice.write_bytes(b'{"human": [1, 2, 3], "scores": {"m": [1, 2, 3], "m": [3, 2, 1]}}')
+    with pytest.raises(ImporterError, match="'m' appears twice"):
+        importers.correlate_json(twice)

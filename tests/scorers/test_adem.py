@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from service.scorers.base import EncodeCache, Item
-from tests.conftest import MODEL_STORE, copy_store
+from tests.conftest import copy_store
 from tests.hred_tiny import tiny_store
 
 torch.set_num_threads(1)
@@ -104,7 +104,6 @@ def test_served_over_http(tiny, tmp_path) -> None:
     assert missing.status_code == 422
 
 
-@pytest.mark.skipif(not (MODEL_STORE / "adem" / "manifest.json").is_file(), reason="model_store/adem not built")
 def test_committed_adem(tmp_path) -> None:
     from service.store import ModelStore
 

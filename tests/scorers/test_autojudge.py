@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from service.scorers.base import Item
-from tests.conftest import MODEL_STORE, copy_store
+from tests.conftest import copy_store
 from tests.hred_tiny import tiny_store
 
 torch.set_num_threads(1)
@@ -61,8 +61,6 @@ def test_rerank_over_http(store_root) -> None:
     assert first == [0, 3]  # identical candidates tie and keep their order
 
 
-@pytest.mark.skipif(not (MODEL_STORE / "autojudge" / "manifest.json").is_file(),
-                    reason="model_store/autojudge not built")
 def test_committed_autojudge(tmp_path) -> None:
     from service.store import ModelStore
 

@@ -18,8 +18,6 @@ from service.store import ModelStore
 from tests.conftest import MODEL_STORE
 
 COMPONENTS = ("glove-50d", "minilm-l6")
-pytestmark = pytest.mark.skipif(not all((MODEL_STORE / c / "manifest.json").is_file() for c in COMPONENTS),
-                                reason="needs the committed glove-50d and minilm-l6 components")
 
 GOOD = Dialogue([Turn("user", "hi! how are you today?"),
                  Turn("bot", "great, thanks! i just came back from a hike. do you like the outdoors?"),
@@ -179,7 +177,6 @@ def test_http_contract_for_dialogue_items(tmp_path: Path) -> None:
     assert bad_option.status_code == 422
 
 
-@pytest.mark.skipif(not (MODEL_STORE / "mh" / "manifest.json").is_file(), reason="mh not exported yet")
 def test_committed_artifact_serves_with_its_card() -> None:
     store = ModelStore(MODEL_STORE, models=("mh",))
     store.load()

@@ -12,7 +12,7 @@ from service.store import ModelStore
 
 STORE = Path(__file__).resolve().parents[2] / "model_store"
 TRAINED = ("adem-minilm", "ruber-minilm", "autojudge-minilm")
-MODELS = ("minilm-cosine", *(m for m in TRAINED if (STORE / m / "manifest.json").is_file()))
+MODELS = ("minilm-cosine", *TRAINED)
 
 ITEMS = [
     Item(["hey, what do you want to do tonight?", "why don't we go see a movie?"],
@@ -93,7 +93,6 @@ def test_one_encoder_pass_for_all_models(store: ModelStore) -> None:
     assert cache.hits > 0
 
 
-@pytest.mark.skipif("ruber-minilm" not in MODELS, reason="ruber-minilm not exported yet")
 def test_ruber_minilm_blends_and_components(store: ModelStore) -> None:
     scorer = store.scorers["ruber-minilm"]
     parts = scorer.score(ITEMS, {"components": True, "blend": "min"})

@@ -6,10 +6,8 @@ import pytest
 
 from service.scorers.base import Item, OptionError
 from service.scorers.ruber import BLENDS, blend, embed_padded, normalise, pooled, query_text, referenced_score
-from tests.conftest import MODEL_STORE, copy_store
+from tests.conftest import copy_store
 
-pytestmark = pytest.mark.skipif(not (MODEL_STORE / "ruber" / "manifest.json").is_file(),
-                                reason="model_store/ruber is not built (python -m training train ruber)")
 
 ITEMS = [
     Item(["hey, what do you want to do tonight?", "why don't we go see a movie?"],

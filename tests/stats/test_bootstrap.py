@@ -39,11 +39,13 @@ def test_kendall_rows_is_scipy_on_each_row(k: int) -> None:
             assert got[row] == pytest.approx(sps.kendalltau(x[row], y[row]).statistic, abs=1e-12)
 
 
-def test_bootstrap_ci_agrees_with_scipy_bootstrap() -> None:
+def test_the_percentile_interval_agrees_with_scipy_bootstrap() -> None:
+    """The interval /correlate reports: its resamples, distribution and percentiles, as correlate builds it."""
     def pearson(x, y, axis=-1):
         return bootstrap._pearson_rows(np.atleast_2d(x), np.atleast_2d(y)).reshape(np.shape(x)[:-1])
 
-    ours = stats.bootstrap_ci(GOOD, HUMAN, "pearson", resamples=4000, seed=1)
+    draws = stats.resample_indices(len(GOOD), 4000, seed=1)
+    ours = stats.percentile_interval(stats.bootstrap_distribution(HUMAN, {"x": GOOD}, "pearson", draws)["x"])
     theirs = sps.bootstrap((GOOD, HUMAN), pearson, paired=True, vectorized=True, n_resamples=4000,
                            method="percentile", rng=np.random.default_rng(2)).confidence_interval
     assert ours[0] == pytest.approx(theirs.low, abs=0.02)

@@ -78,7 +78,6 @@ def _slice(source: Path, target: Path, count: int) -> None:
 
 
 @needs_data
-@pytest.mark.skipif(not (MODEL_STORE / "minilm-l6" / "manifest.json").is_file(), reason="needs minilm-l6")
 def test_train_mh_end_to_end_on_a_slice(tmp_path: Path) -> None:
     """A real run on the first records of each data set: artifact, card, docs section, served scorer."""
     from training.mh import export, train

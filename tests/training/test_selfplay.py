@@ -120,10 +120,9 @@ def test_vhred_bot_generates_from_a_checkpoint(tiny_vhred: Path) -> None:
 
 @pytest.fixture(scope="module")
 def mh():
-    if not (MODEL_STORE / "mh" / "manifest.json").is_file():
-        pytest.skip("mh not exported")
     store = ModelStore(MODEL_STORE, models=("mh",))
     store.load()
+    assert store.get("mh") is not None, store.failures  # committed: a lost artifact fails here
     return store.get("mh")
 
 
