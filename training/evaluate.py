@@ -36,6 +36,7 @@ import numpy as np
 from scipy import stats
 
 from service.scorers.base import EncodeCache, Item, Scorer
+from service.stats.correlation import spearman
 from training.data.judgements import DEFAULT_DATA_DIR, SETS, JudgedItem, load_set
 from training.data.references import dailydialog_index, is_reference_reply, with_recovered_references
 from training import docs_section
@@ -89,9 +90,8 @@ def correlate(human: np.ndarray, scores: np.ndarray) -> tuple[float | None, floa
     if len(human) < 3 or np.ptp(scores) == 0 or np.ptp(human) == 0:
         return None, None, None, None
     pearson = stats.pearsonr(human, scores)
-    spearman = stats.spearmanr(human, scores)
-    return (_finite(pearson.statistic), _finite(pearson.pvalue), _finite(spearman.statistic),
-            _finite(spearman.pvalue))
+    rho, rho_p = spearman(np.asarray(human, float), np.asarray(scores, float))  # /correlate's exact small-n p
+    return (_finite(pearson.statistic), _finite(pearson.pvalue), _finite(rho), _finite(rho_p))
 
 
 def system_level(human: np.ndarray, scores: np.ndarray, systems: list[str]) -> tuple[float | None, float | None, int]:

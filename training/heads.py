@@ -10,6 +10,8 @@ import math
 import numpy as np
 from scipy import stats
 
+from service.stats.correlation import spearman
+
 
 def group_split(groups: list[str], fraction: float, seed: str) -> np.ndarray:
     """Boolean mask of items whose group hashes into the held-out `fraction` (no group is split)."""
@@ -55,9 +57,9 @@ def correlations(predicted: np.ndarray, human: np.ndarray) -> dict[str, float | 
         out.update({"pearson": None, "pearson_p": None, "spearman": None, "spearman_p": None})
     else:
         pr = stats.pearsonr(predicted, human)
-        sr = stats.spearmanr(predicted, human)
+        rho, rho_p = spearman(predicted, human)  # /correlate's p: exact for the few systems of a set
         out.update({"pearson": round(float(pr.statistic), 4), "pearson_p": float(pr.pvalue),
-                    "spearman": round(float(sr.statistic), 4), "spearman_p": float(sr.pvalue)})
+                    "spearman": round(rho, 4), "spearman_p": rho_p})
     out["mae"] = round(float(np.mean(np.abs(predicted - human))), 4) if len(human) else None
     return out
 

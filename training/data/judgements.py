@@ -95,7 +95,10 @@ def _clean(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def _query_key(context: list[str]) -> str:
+def query_key(context: list[str]) -> str:
+    """The split key of a context: its last turn, normalised. Every stream that must keep to the
+    train/dev partition (the corpora, negative sampling, the degenerate check) asks this function,
+    so a change of key form cannot leak dev contexts into training."""
     return "q:" + normalise(context[-1] if context else "")
 
 
@@ -142,7 +145,7 @@ def _read_dstc7(data_dir: Path) -> list[JudgedItem]:
         context = [contexts[instance]]
         items.append(_item("dstc7", f"{instance}:{system}", context, responses[(instance, system)],
                            references, rescale(sum(values) / len(values), 1, 5), system, instance,
-                           _query_key(context)))
+                           query_key(context)))
     return items
 
 
@@ -156,7 +159,7 @@ def _read_gupta_multiref(data_dir: Path) -> list[JudgedItem]:
             references = [r for r in row["all_references"].split("\t") if r.strip()]
             items.append(_item("dailydialog_gupta_multiref", f"{row['context_id']}:{row['model']}", context,
                                row["response"], references, rescale(float(row["human_average_rating"]), 1, 5),
-                               row["model"], row["context_id"], _query_key(context)))
+                               row["model"], row["context_id"], query_key(context)))
     return items
 
 
@@ -178,7 +181,7 @@ def _read_predictive_engagement(data_dir: Path) -> list[JudgedItem]:
     items = []
     for index, ((query, response), values) in enumerate(ratings.items()):
         system = "human" if (normalise(query), normalise(response)) in truth else "generated"
-        key = _query_key([query])
+        key = query_key([query])
         items.append(_item("predictive_engagement", f"pe{index}", [query], response, [],
                            rescale(sum(values) / len(values), 1, 5), system, key[2:], key))
     return items
@@ -191,7 +194,7 @@ def _read_holistic(data_dir: Path) -> list[JudgedItem]:
     with open(path, encoding="utf-8", newline="") as handle:
         for row in csv.reader(handle):
             values = [float(v) for v in row[3:] if v.strip()]
-            key = _query_key([row[1]])
+            key = query_key([row[1]])
             items.append(_item("holistic_eval", f"h{row[0]}", [row[1]], row[2], [],
                                rescale(sum(values) / len(values), 1, 5), None, key[2:], key))
     return items
@@ -289,7 +292,7 @@ def _xdial_reader(subset: str, scale: tuple[float, float]) -> Callable[[Path], l
             for index, row in enumerate(csv.DictReader(handle)):
                 context = [t for t in row["english_ctx"].split("\n") if t.strip()]
                 response = row["english_res"]
-                key = _query_key(context)
+                key = query_key(context)
                 conversation = key[2:]
                 if lookup:
                     found = lookup.get((normalise(context[-1]), normalise(response)))

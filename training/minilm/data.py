@@ -42,7 +42,7 @@ def _dd_plusplus(name: str) -> list[dict]:
 def in_train_partition(context: list[str]) -> bool:
     """Whether an unrated (context, reply) may be trained on: its query is in the judgement train
     partition, and no dev query under another spelling (training/data/holdout.py)."""
-    return (judgements.split_of("q:" + judgements.normalise(context[-1] if context else "")) == "train"
+    return (judgements.split_of(judgements.query_key(context)) == "train"
             and not judgements.dev_holdout().holds_query(context))
 
 

@@ -97,7 +97,7 @@ def check_set(max_contexts: int = 400, seed: int = 0, trained: DevHoldout | None
     The human reply and the reference are two of the five human-written replies; the reply from
     another conversation is DailyDialog++'s own random negative for that context.
     """
-    from training.data.judgements import normalise, split_of
+    from training.data.judgements import query_key, split_of
     from training.minilm.data import _dd_plusplus
 
     rng = random.Random(seed)
@@ -108,7 +108,7 @@ def check_set(max_contexts: int = 400, seed: int = 0, trained: DevHoldout | None
     for record in records:
         context = [" ".join(t.split()) for t in record["context"]]
         positives = [" ".join(p.split()) for p in record["positive_responses"] if p.strip()]
-        if len(positives) < 2 or split_of("q:" + normalise(context[-1])) != "dev":
+        if len(positives) < 2 or split_of(query_key(context)) != "dev":
             continue
         if seen_in_training(trained, context, positives[:2]):
             continue
