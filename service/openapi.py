@@ -8,6 +8,7 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
 from service import middleware, schemas
+from service.stats.correlation import METHODS
 
 VERSION = "1.0.0"
 
@@ -182,7 +183,7 @@ def _document_rules(components: dict[str, Any]) -> None:
     score["oneOf"] = [{"required": ["model"]}, {"required": ["models"]}]  # exactly one of the two
     for name in ("ScoreRequest", "RerankRequest"):
         components[name]["properties"]["options"]["default"] = {}
-    components["CorrelateRequest"]["properties"]["methods"]["default"] = ["pearson", "spearman", "kendall"]
+    components["CorrelateRequest"]["properties"]["methods"]["default"] = list(METHODS)
     human_eval = components["HumanEvalRequest"]["properties"]
     human_eval["reverse"]["default"] = []
     human_eval["scale"]["default"] = [0.0, 100.0]

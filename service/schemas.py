@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
+from service.stats.correlation import METHODS
+
 _nonempty_list = validate.Length(min=1)
 
 
@@ -166,8 +168,8 @@ class CorrelateRequestSchema(StrictSchema):
     systems = fields.List(fields.String(), load_default=None, allow_none=True,
                           metadata={"description": "System of each item: adds system-level correlations.",
                                     "example": ["hred", "human", "tfidf"]})
-    methods = fields.List(fields.String(validate=validate.OneOf(["pearson", "spearman", "kendall"])),
-                          load_default=lambda: ["pearson", "spearman", "kendall"], validate=_nonempty_list)
+    methods = fields.List(fields.String(validate=validate.OneOf(METHODS)),
+                          load_default=lambda: list(METHODS), validate=_nonempty_list)
     confidence = Number(load_default=0.95, validate=validate.Range(min=0, max=1, min_inclusive=False,
                                                                        max_inclusive=False))
     resamples = Whole(load_default=1000, validate=validate.Range(min=0), metadata={

@@ -17,7 +17,7 @@ from service.scorers.registry import register
 ENCODER = "hred-encoder"
 
 
-class _HREDHeadScorer(Scorer):
+class HREDHeadScorer(Scorer):
     """A small ONNX head over hred-encoder vectors, run one row at a time (Session.run_rows)."""
 
     head_file = ""  # the head's default file name (the manifest's config.head wins)
@@ -48,7 +48,7 @@ class _HREDHeadScorer(Scorer):
 
 
 @register("adem")
-class ADEM(_HREDHeadScorer):
+class ADEM(HREDHeadScorer):
     head_file = "adem_head.onnx"
 
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:

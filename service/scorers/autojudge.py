@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.scorers.adem import _HREDHeadScorer
+from service.scorers.adem import HREDHeadScorer
 from service.scorers.base import EncodeCache, Item, ScoreBatch
 from service.scorers.registry import register
 
 
 @register("autojudge")
-class AutoJudge(_HREDHeadScorer):
+class AutoJudge(HREDHeadScorer):
     head_file = "autojudge_head.onnx"
 
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:

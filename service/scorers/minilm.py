@@ -142,8 +142,8 @@ class RuberMiniLM(_HeadScorer):
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         out = self._run(items, cache)
         ranges = self.manifest.config["normalise"]
-        s_ref = _minmax(out["s_ref"], *ranges["s_ref"])
-        s_unref = _minmax(out["s_unref"], *ranges["s_unref"])
+        s_ref = normalise_min_max(out["s_ref"], *ranges["s_ref"])
+        s_unref = normalise_min_max(out["s_unref"], *ranges["s_unref"])
         scores = blend(s_ref, s_unref, options["blend"])
         details = None
         if options["components"]:
@@ -151,6 +151,6 @@ class RuberMiniLM(_HeadScorer):
         return ScoreBatch([float(s) for s in scores], details)
 
 
-def _minmax(values: np.ndarray, lo: float, hi: float) -> np.ndarray:
+def normalise_min_max(values: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """RUBER's min-max normalisation, the same function the GloVe RUBER uses."""
     return normalise(values, [lo, hi])

@@ -33,7 +33,7 @@ class Pair:
     negatives: tuple[str, ...] = ()
 
 
-def _dd_plusplus(name: str) -> list[dict]:
+def dd_plusplus(name: str) -> list[dict]:
     path = corpora.DEFAULT_DATA_DIR / "corpora" / "dailydialog_plusplus" / name
     with open(path, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
@@ -68,7 +68,7 @@ def ruber_pairs(include_reddit: bool = False) -> list[Pair]:
             context = turns[max(0, i - MAX_TURNS):i]
             if in_train_partition(context):
                 pairs.append(Pair(context, turns[i]))
-    for record in _dd_plusplus("data_positives.json")[:DD_PLUSPLUS_POSITIVE_CONTEXTS]:
+    for record in dd_plusplus("data_positives.json")[:DD_PLUSPLUS_POSITIVE_CONTEXTS]:
         context = [" ".join(t.split()) for t in record["context"]][-MAX_TURNS:]
         if in_train_partition(context) and not holdout.touches(context):
             for reply in record["positive_responses"]:
@@ -84,7 +84,7 @@ def ruber_pairs(include_reddit: bool = False) -> list[Pair]:
             for reply in item.references[:DSTC7_REFERENCES]:
                 pairs.append(Pair(list(item.context)[-MAX_TURNS:], reply))
     for name in ("dev.json", "test.json"):
-        for record in _dd_plusplus(name)[:DD_PLUSPLUS_ADVERSARIAL_CONTEXTS]:
+        for record in dd_plusplus(name)[:DD_PLUSPLUS_ADVERSARIAL_CONTEXTS]:
             context = [" ".join(t.split()) for t in record["context"]][-MAX_TURNS:]
             if not in_train_partition(context) or holdout.touches(context):
                 continue

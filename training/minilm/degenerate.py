@@ -98,11 +98,11 @@ def check_set(max_contexts: int = 400, seed: int = 0, trained: DevHoldout | None
     another conversation is DailyDialog++'s own random negative for that context.
     """
     from training.data.judgements import query_key, split_of
-    from training.minilm.data import _dd_plusplus
+    from training.minilm.data import dd_plusplus
 
     rng = random.Random(seed)
     cases: list[Case] = []
-    records = [r for name in ("dev.json", "test.json") for r in _dd_plusplus(name)]
+    records = [r for name in ("dev.json", "test.json") for r in dd_plusplus(name)]
     trained = trained_text() if trained is None else trained
     contexts = 0
     for record in records:

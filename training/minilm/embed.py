@@ -84,7 +84,7 @@ class EmbeddingCache:
         started = time.time()
         for start in range(0, len(missing), chunk):
             part = missing[start:start + chunk]
-            vectors = self.encoder._encode(part)
+            vectors = self.encoder.encode(part)  # part holds distinct texts: one run each
             for text, vector in zip(part, vectors):
                 self.index[text] = len(self.rows)
                 self.rows.append(vector)

@@ -280,14 +280,14 @@ def evaluate_dev(head: torch.nn.Module, config: Config, cache: EmbeddingCache) -
     config.blend_dev) and its figures are returned."""
     rows = judged_rows("dev", head.referenced, recover_references=config.recover_references)
     if config.model == "ruber-minilm":
-        from service.scorers.minilm import _minmax, blend
+        from service.scorers.minilm import normalise_min_max, blend
         from training.minilm.store import ruber_ranges
 
         ranges = ruber_ranges(head, config, cache)
         per_blend: dict[str, dict[str, float]] = {how: {} for how in BLENDS}
         for name, (contexts, responses, references, scores) in rows.items():
             out = predict(head, cache, config.encoding, contexts, responses, references)
-            s_ref, s_unref = (_minmax(out[k], *ranges[k]) for k in ("s_ref", "s_unref"))
+            s_ref, s_unref = (normalise_min_max(out[k], *ranges[k]) for k in ("s_ref", "s_unref"))
             for how in BLENDS:
                 per_blend[how][name] = round(float(stats.pearsonr(blend(s_ref, s_unref, how), scores)[0]), 4)
         config.blend = max(BLENDS, key=lambda how: np.mean(list(per_blend[how].values())))
