@@ -51,27 +51,9 @@ class Settings:
     log_level: str = "INFO"  # DIALSCORE_LOG_LEVEL
 
     def limits(self) -> dict[str, int]:
-        """What GET /models lists as `limits`."""
-        return {
-            "max_body_bytes": self.max_body_bytes,
-            "max_items": self.max_items,
-            "max_candidates": self.max_candidates,
-            "max_turns": self.max_turns,
-            "max_chars": self.max_chars,
-            "max_encoder_tokens": self.max_encoder_tokens,
-            "max_correlate_items": self.max_correlate_items,
-            "max_resamples": self.max_resamples,
-            "max_bootstrap_work": self.max_bootstrap_work,
-            "max_bootstrap_metric_work": self.max_bootstrap_metric_work,
-            "max_metrics": self.max_metrics,
-            "max_ratings": self.max_ratings,
-            "max_systems": self.max_systems,
-            "max_criteria": self.max_criteria,
-            "max_json_depth": self.max_json_depth,
-            "max_request_line": self.max_request_line,
-            "max_headers": self.max_headers,
-            "max_header_bytes": self.max_header_bytes,
-        }
+        """What GET /models lists as `limits`: every `max_*` setting, in declaration order, so a new
+        limit is published and checked (at least 1, load_settings) without a list to keep in step."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name.startswith("max_")}
 
 
 # gunicorn's own ceilings (gunicorn/http/message.py): above them it uses the ceiling, which would
