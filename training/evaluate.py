@@ -106,14 +106,10 @@ def system_level(human: np.ndarray, scores: np.ndarray, systems: list[str]) -> t
     return r, rho, len(names)
 
 
-def needs_reference(scorer: Scorer) -> bool:
-    return scorer.kind == "referenced" or "reference" in scorer.manifest.requires
-
-
 def score_items(scorer: Scorer, items: list[JudgedItem], options: dict | None = None, max_refs: int = 4,
                 batch: int = BATCH) -> np.ndarray:
     """Scores of a served model for judged items; referenced models keep their best over the references."""
-    refs = [list(i.references[:max_refs]) if needs_reference(scorer) else [None] for i in items]
+    refs = [list(i.references[:max_refs]) if scorer.reads_reference else [None] for i in items]
     flat: list[Item] = []
     owner: list[int] = []
     for index, (item, references) in enumerate(zip(items, refs)):
@@ -135,10 +131,10 @@ def evaluate_model(scorer: Scorer, name: str, set_name: str, items: list[JudgedI
     if scorer.kind == "dialogue":
         result.skipped = "scores whole dialogues"
         return result
-    if needs_reference(scorer) and not any(i.references for i in items):
+    if scorer.reads_reference and not any(i.references for i in items):
         result.skipped = "needs a reference"
         return result
-    kept = [i for i in items if i.references] if needs_reference(scorer) else items
+    kept = [i for i in items if i.references] if scorer.reads_reference else items
     human = np.asarray([i.score for i in kept])
     scores = score_items(scorer, kept, options, max_refs)
     result.n = len(kept)
