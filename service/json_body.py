@@ -181,6 +181,10 @@ def _load(raw: bytes, max_depth: int, finite: bool) -> Any:
         raise NotJson(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:  # the parser's own limit, far past any max_depth
         raise TooDeep(f"Nested deeper than {max_depth} levels.") from None
+    except ValueError as exc:  # Python refuses an integer of more than 4,300 digits (CVE-2020-10735)
+        if "digits" not in str(exc):
+            raise
+        raise NotJson("a number has more digits than can be read (at most 4,300)") from None
     return data
 
 

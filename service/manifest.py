@@ -190,7 +190,7 @@ def _check_requires(folder: Path, raw: dict[str, Any]) -> None:
     """ManifestError when `requires` names other fields than the kind's: GET /models lists `requires`
     while the scorers go by the kind (Scorer.reads_reference), so the two must not disagree."""
     wanted = REQUIRED_BY_KIND[raw["kind"]]
-    if "requires" in raw and sorted(set(raw["requires"])) != sorted(wanted):
+    if "requires" in raw and sorted(raw["requires"]) != sorted(wanted):  # each field once, as /models lists it
         raise ManifestError(f"{folder.name}: requires {raw['requires']!r} contradicts kind {raw['kind']!r}, "
                             f"which reads {wanted!r}", "manifest invalid: requires")
 

@@ -53,6 +53,7 @@ def test_missing_file_is_named(tmp_path):
     (lambda m: m.update(requires=["context", "response", "reference"]), "contradicts kind 'unreferenced'"),
     (lambda m: m.update(kind="referenced"), "contradicts kind 'referenced'"),
     (lambda m: m.update(requires=["turns"]), "contradicts"),
+    (lambda m: m.update(requires=["context", "response", "response"]), "contradicts"),  # /models listed it twice
 ])
 def test_bad_manifests_are_refused(tmp_path, change, message):
     folder = _folder(tmp_path)

@@ -65,6 +65,32 @@ def test_a_manifest_field_of_the_wrong_shape_takes_out_only_that_model(tmp_path)
     assert set(store.scorers) == {"length"}
 
 
+def test_a_manifest_with_a_number_python_cannot_read_takes_out_only_that_model(tmp_path):
+    """An integer of more than 4,300 digits in one card raised a bare ValueError that ended the whole
+    store's load: every model out (a re-probe, 2026-11-23)."""
+    root = copy_store(tmp_path / "store", ("length", "bleu4"))
+    text = _manifest(root, "bleu4").read_text()
+    _manifest(root, "bleu4").write_text(text.replace('"card": {', '"card": {"big": ' + "1" * 5000 + ", ", 1))
+    store = ModelStore(root, Runtime())
+    assert store.load() is False and store.loaded
+    assert "digits" in store.failures["bleu4"]
+    assert set(store.scorers) == {"length"}
+
+
+def test_a_manifest_may_not_relabel_what_its_scorer_computes(tmp_path):
+    """bleu4 relabelled "unreferenced" (requires to match) loaded, was scored without a reference and
+    still read one when sent, against "unreferenced models ignore the reference" (a re-probe)."""
+    root = copy_store(tmp_path / "store", ("length", "bleu4"))
+    text = json.loads(_manifest(root, "bleu4").read_text())
+    text["kind"], text["requires"] = "unreferenced", ["context", "response"]
+    _manifest(root, "bleu4").write_text(json.dumps(text))
+    store = ModelStore(root, Runtime())
+    assert store.load() is False
+    assert "computes a referenced score" in store.failures["bleu4"]
+    assert store.public_failures["bleu4"] == "manifest invalid: kind"
+    assert set(store.scorers) == {"length"}
+
+
 def test_an_unreadable_manifest_takes_out_only_that_model(tmp_path, monkeypatch):
     """A PermissionError (mode 000, as the probe set it; faked, since tests may run as root) once
     killed the loading thread."""

@@ -14,7 +14,6 @@ in ../shared/data/human_eval/ji2022 (all 304 assignments present in both files a
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -55,12 +54,13 @@ def ji2022_csv(path: Path) -> HumanEvalInput:
     """
     ratings: list[dict[str, Any]] = []
     skipped: list[str] = []
+    depth = load_settings().max_json_depth
     with open(path, newline="", encoding="utf-8-sig") as handle:
         for line, row in enumerate(csv.DictReader(handle), start=2):
-            try:
-                answers = json.loads(row["Answer.taskAnswers"])[0]
-            except (KeyError, IndexError, json.JSONDecodeError) as exc:
-                raise ImporterError(f"{path}:{line}: no readable Answer.taskAnswers ({exc})") from exc
+            try:  # the same reader as a body: a repeated scoreK must not keep its last value silently
+                answers = parse(row["Answer.taskAnswers"].encode("utf-8"), max_depth=depth)[0]
+            except (KeyError, IndexError, TypeError, JsonTextError) as exc:
+                raise ImporterError(f"{path}:{line}: no readable Answer.taskAnswers ({exc})") from None
             if "task0" not in answers:
                 skipped.append(f"assignment {row['AssignmentId']} of worker {row['WorkerId']}: empty answer")
                 continue

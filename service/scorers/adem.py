@@ -5,6 +5,7 @@ component; the PCA projection, M, N, alpha and beta are inside `adem_head.onnx`.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,8 @@ from service.components.hred import HREDEncoder
 from service.manifest import ManifestError, encoder_drift
 from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer
 from service.scorers.registry import register
+
+log = logging.getLogger(__name__)
 
 ENCODER = "hred-encoder"
 
@@ -33,6 +36,12 @@ class HREDHeadScorer(Scorer):
         """Refuse to serve the head on another encoder than the one it was trained on (config.encoder_files,
         written by `python -m training export`): one of the same width loads and scores, silently wrong
         (a probe re-exported the encoder alone and the store reported ready)."""
+        if not self.manifest.config.get("encoder_files"):
+            # an export from before 2026-11-23 records none: served, since nothing says it is wrong,
+            # but the operator should know the check could not be made
+            log.warning("%s: its manifest records no config.encoder_files, so whether it was trained on this "
+                        "store's %s cannot be checked; re-export it to record them", self.name, name)
+            return
         drift = encoder_drift(self.manifest, self.encoder.manifest)
         if drift:
             recorded = self.manifest.config["encoder_files"]
@@ -49,6 +58,7 @@ class HREDHeadScorer(Scorer):
 
 @register("adem")
 class ADEM(HREDHeadScorer):
+    computes = "referenced"
     head_file = "adem_head.onnx"
 
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:

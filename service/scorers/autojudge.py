@@ -10,6 +10,7 @@ from service.scorers.registry import register
 
 @register("autojudge")
 class AutoJudge(HREDHeadScorer):
+    computes = "unreferenced"
     head_file = "autojudge_head.onnx"
 
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from service.manifest import Manifest
+from service.manifest import Manifest, ManifestError
 from service.runtime import providers_of
 
 
@@ -78,8 +78,15 @@ class Scorer:
     # Linear regression heads (ADEM, AutoJudge) are unbounded; True keeps their output inside the
     # manifest's score_range with soft_bound, which leaves every ranking as it was.
     bounded_by_squashing: ClassVar[bool] = False
+    # The kind this implementation computes. A manifest may not relabel it: adem declared
+    # "unreferenced" (requires to match) loaded, skipped the reference check, and still read a
+    # reference when one came, against "unreferenced models ignore the reference" (a re-probe).
+    computes: ClassVar[str] = ""
 
     def __init__(self, manifest: Manifest, components: dict[str, Any], runtime: Any) -> None:
+        if self.computes and manifest.kind != self.computes:
+            raise ManifestError(f"{manifest.name}: kind {manifest.kind!r}, but scorer {manifest.scorer!r} computes a "
+                                f"{self.computes} score", "manifest invalid: kind")
         self.manifest = manifest
         self.components = components
         self.runtime = runtime

@@ -54,6 +54,7 @@ def greedy_similarity(reply: np.ndarray, reference: np.ndarray) -> float:
 
 
 class _EmbeddingScorer(Scorer):
+    computes = "referenced"
     similarity = staticmethod(average_similarity)
 
     def _load(self) -> None:

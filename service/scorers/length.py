@@ -14,5 +14,7 @@ from service.text import word_count
 
 @register("length")
 class ReplyLength(Scorer):
+    computes = "unreferenced"
+
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         return ScoreBatch([float(word_count(item.response)) for item in items])

@@ -36,6 +36,7 @@ REGRESSION_FILE = "regression.json"
 
 @register("mh")
 class HybridMetric(Scorer):
+    computes = "dialogue"
     default_options = {
         "variant": {"type": "string", "choices": list(proxies.VARIANTS), "default": "human-bot"},
         "proxies": {"type": "boolean", "default": False},

@@ -68,6 +68,8 @@ class _MiniLMScorer(Scorer):
 class MiniLMCosine(_MiniLMScorer):
     """Zero-training baseline: mean of cos(reply, reference) and cos(last context turn, reply)."""
 
+    computes = "referenced"
+
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         texts = [t for item in items for t in (item.response, item.reference or "", context_texts(item.context, "last")[0])]
         vectors = self._vectors(texts, cache)
@@ -120,6 +122,7 @@ class _HeadScorer(_MiniLMScorer):
 class AdemMiniLM(_HeadScorer):
     """ADEM's score (c^T M r_hat + r^T N r_hat - alpha) / beta on MiniLM vectors (Lowe et al. 2017)."""
 
+    computes = "referenced"
     bounded_by_squashing = True
 
 
@@ -127,6 +130,7 @@ class AdemMiniLM(_HeadScorer):
 class AutoJudgeMiniLM(_HeadScorer):
     """AutoJudge's reference-free (c^T M r - alpha) / beta on MiniLM vectors (Deriu & Cieliebak 2019)."""
 
+    computes = "unreferenced"
     bounded_by_squashing = True
 
 
@@ -134,6 +138,7 @@ class AutoJudgeMiniLM(_HeadScorer):
 class RuberMiniLM(_HeadScorer):
     """RUBER (Tao et al. 2018): referenced cosine and an unreferenced head, min-max normalised, blended."""
 
+    computes = "referenced"
     default_options: ClassVar[dict[str, dict[str, Any]]] = {
         "blend": {"type": "string", "choices": ["min", "max", "geometric", "arithmetic"], "default": "arithmetic"},
         "components": {"type": "boolean", "default": False},

@@ -18,6 +18,8 @@ from service.scorers.registry import register
 
 @register("bleu4")
 class Bleu4(Scorer):
+    computes = "referenced"
+
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         scores = [
             sacrebleu.sentence_bleu(item.response, [item.reference or ""], smooth_method="exp",
@@ -29,6 +31,8 @@ class Bleu4(Scorer):
 
 @register("rouge-l")
 class RougeL(Scorer):
+    computes = "referenced"
+
     def _load(self) -> None:
         self._scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
 

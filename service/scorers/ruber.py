@@ -90,6 +90,7 @@ def blend(s_ref: np.ndarray, s_unref: np.ndarray, how: str) -> np.ndarray:
 
 @register("ruber")
 class Ruber(Scorer):
+    computes = "referenced"
     default_options: ClassVar[dict[str, dict[str, Any]]] = {
         "blend": {"type": "string", "choices": list(BLENDS), "default": "arithmetic"},
         "components": {"type": "boolean", "default": False},

@@ -49,6 +49,18 @@ def test_ji2022_csv_small_file(tmp_path: Path) -> None:
         "repetitive": 87.0, "topic": 70.0}}
 
 
+def test_ji2022_csv_answers_are_read_like_a_body(tmp_path: Path) -> None:
+    """The answers' embedded JSON kept the last of a repeated scoreK silently and let a 5,000-digit
+    number out as a bare ValueError; it goes through the request bodies' reader now."""
+    header = "HITId,AssignmentId,WorkerId,Answer.taskAnswers\n"
+    repeated = '[{"task0": "qc", "score0": "1#1#1#1#1#1#1#", "score0": "2#2#2#2#2#2#2#"}]'
+    for answers, said in ((repeated, "score0"), ('[{"seed0": ' + "1" * 5000 + "}]", "digits")):
+        path = tmp_path / "batch.csv"
+        path.write_text(header + 'H1,A1,W1,"' + answers.replace('"', '""') + '"\n', encoding="utf-8")
+        with pytest.raises(importers.ImporterError, match=said):
+            importers.load_human_eval([path])
+
+
 def test_generic_human_eval_csv_and_json(tmp_path: Path) -> None:
     path = tmp_path / "ratings.csv"
     path.write_text("rater,system,item,fun,dull\nw1,A,d1,70,20\nw1,B,d2,40,50\n", encoding="utf-8")

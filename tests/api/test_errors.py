@@ -15,6 +15,10 @@ CASES = [
     ("not json", "/score", b"{model: bleu4", 400, "bad_json", None),
     ("a json list", "/score", b"[1, 2]", 400, "bad_json", None),
     ("a json string", "/correlate", b'"hello"', 400, "bad_json", None),
+    # Python refuses an integer of more than 4,300 digits with a bare ValueError: it was a 500
+    ("a 5,000-digit integer", "/score", b'{"model": "bleu4", "items": [], "x": ' + b"1" * 5000 + b"}", 400,
+     "bad_json", None),
+    ("a 5,000-digit integer", "/human-eval", b'{"ratings": ' + b"9" * 5000 + b"}", 400, "bad_json", None),
     ("unknown model", "/score", _score(model="no-such-model"), 404, "unknown_model", None),
     ("unknown key", "/score", _score(colour="red"), 422, "invalid_request", "colour"),
     ("unknown item key", "/score", json.dumps({"model": "bleu4", "items": [{**ITEM, "x": 1}]}).encode(),

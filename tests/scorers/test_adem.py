@@ -116,3 +116,21 @@ def test_committed_adem(tmp_path) -> None:
     good = Item(["where is the station?"], "it is two blocks from here, turn left at the bank.",
                 "go straight and turn left at the bank.")
     assert 0.0 < scorer.score([good]).scores[0] < 6.0
+
+
+def test_a_head_without_recorded_encoder_files_is_served_with_a_warning(tmp_path, caplog) -> None:
+    """An export from before config.encoder_files: nothing says it is wrong, but the check cannot be made."""
+    import json
+    import logging
+
+    from service.runtime import Runtime, RuntimeSettings
+    from service.store import ModelStore
+
+    root = copy_store(tmp_path / "store", ("adem",))
+    manifest = json.loads((root / "adem" / "manifest.json").read_text())
+    del manifest["config"]["encoder_files"]
+    (root / "adem" / "manifest.json").write_text(json.dumps(manifest))
+    store = ModelStore(root, Runtime(RuntimeSettings(intra_op_threads=1)), ("adem",))
+    with caplog.at_level(logging.WARNING):
+        assert store.load(), store.failures
+    assert "records no config.encoder_files" in caplog.text
