@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.conftest import REPO
+from tests.server import free_port
 
 SCRIPT = r"""
 set -eu
@@ -51,12 +51,6 @@ wait "$pid"
 echo "exit $?"
 if grep -qiE "read-only file system|permission denied|Traceback" "$TMP/log"; then cat "$TMP/log" >&2; exit 4; fi
 """
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _can_unshare() -> bool:

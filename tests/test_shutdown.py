@@ -8,60 +8,25 @@ new requests are not served and the server exits cleanly.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_ready(port: int, proc: subprocess.Popen, seconds: float = 90) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else "server exited"
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(0.2)
-    raise AssertionError("the server did not become ready")
+from tests.conftest import REPO
+from tests.server import running_server
 
 
 @pytest.fixture()
 def server(tmp_path):
     store = tmp_path / "store"
     shutil.copytree(REPO / "model_store" / "length", store / "length")
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "DIALSCORE_MODEL_STORE": str(store), "DIALSCORE_MODELS": "length",
-           "DIALSCORE_GRACEFUL_TIMEOUT": "20", "DIALSCORE_INTRA_OP_THREADS": "1",
+    env = {"DIALSCORE_MODELS": "length", "DIALSCORE_GRACEFUL_TIMEOUT": "20", "DIALSCORE_INTRA_OP_THREADS": "1",
            "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
-    proc = subprocess.Popen([sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(port),
-                             "--workers", "1"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        wait_ready(port, proc)
-        yield proc, port
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+    with running_server(store, env, timeout=90, workers=1, cwd=tmp_path) as running:
+        yield running
 
 
 def _late_request(port: int) -> socket.socket | None:
@@ -75,7 +40,7 @@ def _late_request(port: int) -> socket.socket | None:
 
 
 def test_sigterm_drains_the_request_in_flight(server):
-    proc, port = server
+    proc, port = server.process, server.port
     body = json.dumps({"model": "length", "items": [
         {"context": ["hello there"], "response": "hi, nice to meet you"},
         {"context": ["how are you?"], "response": "fine"}]}).encode()
@@ -108,6 +73,6 @@ def test_sigterm_drains_the_request_in_flight(server):
     headers, _, payload = rest.partition(b"\r\n\r\n")
     assert b"x-request-id: drain-test" in headers.lower()
     assert json.loads(payload)["scores"] == [5.0, 1.0]
-    log = proc.stderr.read().decode()
+    log = server.log()
     access = [json.loads(line) for line in log.splitlines() if line.startswith("{") and '"gunicorn.access"' in line]
     assert any(r["path"] == "/score" and r["request_id"] == "drain-test" and r["status"] == 200 for r in access)

@@ -3,24 +3,14 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import shutil
-import signal
 import socket
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import BASELINES, REPO, copy_store
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.conftest import BASELINES, copy_store
+from tests.server import running_server
 
 
 def _call(port: int, method: str, path: str, body: object | None = None, raw: bytes | None = None):
@@ -34,58 +24,15 @@ def _call(port: int, method: str, path: str, body: object | None = None, raw: by
     return response.status, (json.loads(payload) if "json" in ctype else payload.decode()), response
 
 
-class Server:
-    def __init__(self, store: Path, env: dict[str, str] | None = None, workers: int = 2) -> None:
-        self.port = _free_port()
-        environment = {**os.environ, "DIALSCORE_MODEL_STORE": str(store)}
-        environment.pop("PROMETHEUS_MULTIPROC_DIR", None)
-        environment.update(env or {})
-        self.log = open(store.parent / f"gunicorn-{self.port}.log", "w+")
-        self.process = subprocess.Popen([sys.executable, "-m", "service", "--port", str(self.port),
-                                         "--workers", str(workers)], cwd=REPO, env=environment,
-                                        stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def wait(self, ready_status: int = 200, timeout: float = 180) -> dict:
-        deadline = time.time() + timeout
-        last = None
-        while time.time() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"gunicorn exited: {self.output()[-3000:]}")
-            try:
-                status, body, _ = _call(self.port, "GET", "/readyz")
-                last = (status, body)
-                if status == ready_status or (status == 503 and body["error"]["details"].get("failed")):
-                    return {"status": status, "body": body}
-            except OSError:
-                pass
-            time.sleep(0.5)
-        raise AssertionError(f"not ready in {timeout}s: {last} {self.output()[-3000:]}")
-
-    def output(self) -> str:
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-        self.log.close()
-
-
 READ_TIMEOUT = 2.0
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     store = copy_store(tmp_path_factory.mktemp("gstore") / "model_store")
-    srv = Server(store, {"DIALSCORE_READ_TIMEOUT": str(READ_TIMEOUT)})  # 10 s by default; short for the stall test
-    srv.wait()
-    yield srv
-    srv.stop()
+    # DIALSCORE_READ_TIMEOUT is 10 s by default; short for the stall test.
+    with running_server(store, {"DIALSCORE_READ_TIMEOUT": str(READ_TIMEOUT)}) as srv:
+        yield srv
 
 
 ITEM = {"context": ["hey, what do you want to do tonight?"], "response": "let's go climbing.",
@@ -151,11 +98,10 @@ def test_altered_artifact_takes_out_only_that_model(tmp_path):
     data = bytearray(vectors.read_bytes())
     data[-7] ^= 0x01
     vectors.write_bytes(bytes(data))
-    srv = Server(store, workers=1)
-    try:
-        state = srv.wait(ready_status=200)
-        assert state["status"] == 503
-        error = state["body"]["error"]
+    with running_server(store, workers=1, allow_failed_models=True) as srv:
+        status, body = srv.ready
+        assert status == 503
+        error = body["error"]
         assert error["code"] == "not_ready" and "glove-50d" in error["message"]
         assert "vectors.npy" in error["details"]["failed"]["glove-50d"]
         names = {m["name"] for m in _call(srv.port, "GET", "/models")[1]["models"]}
@@ -165,9 +111,7 @@ def test_altered_artifact_takes_out_only_that_model(tmp_path):
         status, body, _ = _call(srv.port, "POST", "/score", {"model": "emb-average", "items": [ITEM]})
         assert status == 503 and body["error"]["code"] == "not_ready", body  # not loaded: the server's fault
         assert body["error"]["details"]["model"] == "emb-average"
-        assert "vectors.npy" in srv.output()
-    finally:
-        srv.stop()
+        assert "vectors.npy" in srv.log()
     shutil.rmtree(store)
 
 
@@ -257,12 +201,11 @@ def test_replacement_workers_load_before_they_take_requests(tmp_path):
     until no worker ever finished loading (a probe, 2026-11-22)."""
     store = copy_store(tmp_path / "model_store", ("length", "bleu4"))
     metrics_dir = tmp_path / "metrics"
-    srv = Server(store, {"DIALSCORE_MAX_REQUESTS": "15", "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)})
-    try:
-        srv.wait()
+    env = {"DIALSCORE_MAX_REQUESTS": "15", "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
+    with running_server(store, env) as srv:
         statuses = [_call(srv.port, "POST", "/score", {"model": "length", "items": [ITEM]})[0] for _ in range(120)]
         assert statuses.count(200) == 120, {s: statuses.count(s) for s in set(statuses)}
-        boots = srv.output().count("Booting worker")
+        boots = srv.log().count("Booting worker")
         assert boots >= 6, boots  # workers were replaced along the way
         # The replaced workers' metrics are folded into one archive per type: two files per live
         # worker plus two, where they had accumulated two per worker ever booted; no count is lost.
@@ -270,8 +213,6 @@ def test_replacement_workers_load_before_they_take_requests(tmp_path):
         assert len(files) <= 2 * 2 + 2, files
         assert {"counter_archive.db", "histogram_archive.db"} <= set(files), files
         assert _requests_total(srv.port) == 120
-    finally:
-        srv.stop()
 
 
 def test_an_answer_given_without_reading_the_body_closes_the_connection(server):
@@ -291,16 +232,13 @@ def test_an_answer_given_without_reading_the_body_closes_the_connection(server):
 def test_a_worker_whose_metrics_cannot_be_folded_does_not_take_the_server_down(tmp_path):
     store = copy_store(tmp_path / "model_store", ("length",))
     metrics_dir = tmp_path / "metrics"
-    srv = Server(store, {"DIALSCORE_MAX_REQUESTS": "10", "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)})
-    try:
-        srv.wait()
+    env = {"DIALSCORE_MAX_REQUESTS": "10", "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
+    with running_server(store, env) as srv:
         (metrics_dir / "counter_archive.db").mkdir()  # the fold cannot write its archive (as a full volume)
         statuses = [_call(srv.port, "POST", "/score", {"model": "length", "items": [ITEM]})[0] for _ in range(60)]
         assert statuses.count(200) == 60, statuses
-        assert "could not fold the metrics of worker" in srv.output()
+        assert "could not fold the metrics of worker" in srv.log()
         assert _call(srv.port, "GET", "/healthz")[0] == 200
-    finally:
-        srv.stop()
 
 
 def test_a_chunked_body_left_unread_closes_the_connection_too(server):

@@ -1,0 +1,99 @@
+"""`service.bulk.checkpoint`: a resume checks that the input is the one the output was scored from."""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from service import bulk
+from tests.bulk.conftest import GOOD, encoded, read_output, write_lines
+
+
+def test_a_resume_from_another_input_is_refused_and_a_grown_input_goes_on(store, tmp_path, caplog):
+    scorer = store.get("length")
+    items = [dict(GOOD[i % 3], id=i) for i in range(10)]
+    source = write_lines(tmp_path / "in.jsonl", encoded(items[:6]))
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, output, batch_size=4)
+    checkpoint = json.loads((tmp_path / "out.jsonl.input.json").read_text())
+    assert checkpoint["line"] == 6 and checkpoint["input"] == str(source)
+    done = output.read_bytes()
+
+    edited = [dict(item) for item in items]
+    edited[2]["response"] = "another reply altogether"
+    other = write_lines(tmp_path / "other.jsonl", encoded(edited))
+    with open(other, "rb") as handle, pytest.raises(bulk.BulkError, match="first 6 lines of .*differ"):
+        bulk.run(scorer, handle, output, batch_size=4)
+    short = write_lines(tmp_path / "short.jsonl", encoded(items[:4]))
+    with open(short, "rb") as handle, pytest.raises(bulk.BulkError, match="has 4 lines but .* up to line 6"):
+        bulk.run(scorer, handle, output, batch_size=4)
+    assert output.read_bytes() == done  # nothing appended by a refused run
+
+    grown = write_lines(tmp_path / "grown.jsonl", encoded(items))  # the same six lines, four more
+    with open(grown, "rb") as handle:
+        counts = bulk.run(scorer, handle, output, batch_size=4)
+    assert counts.resumed_after == 6 and counts.scored == 4
+    assert [r["line"] for r in read_output(output)] == list(range(1, 11))
+    assert json.loads((tmp_path / "out.jsonl.input.json").read_text())["line"] == 10
+
+    # An output from before checkpoints (none beside it) is resumed, with a warning, not refused.
+    (tmp_path / "out.jsonl.input.json").unlink()
+    output.write_bytes(b"".join(output.read_bytes().splitlines(keepends=True)[:8]))
+    with caplog.at_level(logging.WARNING, logger="service.bulk"), open(grown, "rb") as handle:
+        counts = bulk.run(scorer, handle, output, batch_size=4)
+    assert counts.resumed_after == 8 and counts.scored == 2
+    assert "no input checkpoint" in caplog.text
+
+
+def test_a_shard_checkpoint_covers_the_lines_of_every_shard(store, tmp_path):
+    """Line numbers are positions in the whole input, so a change anywhere before the resume
+    point moves what the shard's numbers mean: it is refused too."""
+    scorer = store.get("length")
+    items = [dict(GOOD[i % 3], id=i) for i in range(12)]
+    source = write_lines(tmp_path / "in.jsonl", encoded(items[:7]))
+    shard = bulk.shard_output(tmp_path / "s-{index}.jsonl", 1, 3)
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, shard, batch_size=1, shard_index=1, shard_count=3)
+    assert [r["line"] for r in read_output(shard)] == [2, 5]
+    assert json.loads(Path(f"{shard}.input.json").read_text())["line"] == 5  # the shard's last line, not 7
+    dropped = write_lines(tmp_path / "dropped.jsonl", encoded(items[1:]))  # line 1 (shard 0's) gone
+    with open(dropped, "rb") as handle, pytest.raises(bulk.BulkError, match="differ"):
+        bulk.run(scorer, handle, shard, batch_size=1, shard_index=1, shard_count=3)
+    whole = write_lines(tmp_path / "whole.jsonl", encoded(items))
+    with open(whole, "rb") as handle:
+        counts = bulk.run(scorer, handle, shard, batch_size=1, shard_index=1, shard_count=3)
+    assert counts.resumed_after == 2 and [r["line"] for r in read_output(shard)] == [2, 5, 8, 11]
+
+
+def test_an_input_without_a_final_newline_may_grow_and_resume(store, tmp_path):
+    scorer = store.get("length")
+    items = encoded([dict(GOOD[i % 3], id=i) for i in range(8)])
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b"\n".join(items[:5]))  # no newline after line 5
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, output, batch_size=2)
+    source.write_bytes(b"".join(line + b"\n" for line in items))  # the same five lines, three more
+    with open(source, "rb") as handle:
+        counts = bulk.run(scorer, handle, output, batch_size=2)
+    assert counts.resumed_after == 5 and [r["line"] for r in read_output(output)] == list(range(1, 9))
+
+
+def test_unparsable_numbers_in_an_output_or_its_checkpoint_are_refused_or_skipped(store, tmp_path, caplog):
+    scorer = store.get("length")
+    source = write_lines(tmp_path / "in.jsonl", encoded(GOOD))
+    output = tmp_path / "out.jsonl"
+    output.write_text('{"line": Infinity, "model": "length"}\n', encoding="utf-8")
+    with open(source, "rb") as handle, pytest.raises(bulk.BulkError, match="not a bulk output record"):
+        bulk.run(scorer, handle, output)
+    output.unlink()
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, output, batch_size=2)
+    output.write_bytes(b"".join(output.read_bytes().splitlines(keepends=True)[:2]))
+    Path(f"{output}.input.json").write_text('{"line": 1e999, "sha256": "x"}', encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="service.bulk"), open(source, "rb") as handle:
+        counts = bulk.run(scorer, handle, output, batch_size=2)
+    assert counts.resumed_after == 2 and counts.scored == 1 and "unreadable" in caplog.text

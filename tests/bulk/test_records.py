@@ -1,0 +1,116 @@
+"""`service.bulk.records`: input lines to items (bad lines reported, one each) and scores to strict-JSON records."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from service import bulk
+from tests.bulk.conftest import GOOD, encoded, read_output, write_lines
+
+
+def test_bad_lines_keep_their_id_and_a_lone_surrogate_is_one_bad_line(store, tmp_path):
+    lines = encoded(GOOD) + [b'{"id": "keep-me", "context": [], "response": "x"}',
+                             b'{"id": "\\ud800", "context": ["a"], "response": "b"}'] + encoded(GOOD)
+    source = write_lines(tmp_path / "in.jsonl", lines)
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        counts = bulk.run(store.get("length"), handle, output)
+    records = read_output(output)
+    assert [r["line"] for r in records] == list(range(1, 9)) and counts.errors == 2
+    assert records[3]["id"] == "keep-me" and records[3]["error"]["code"] == "bad_line"
+    assert "surrogate" in records[4]["error"]["message"] and "score" in records[5]
+
+
+def test_a_line_that_repeats_a_key_is_one_bad_line(store, tmp_path):
+    lines = encoded(GOOD) + [b'{"context": ["a"], "response": "short", "response": "a much longer reply"}']
+    source = write_lines(tmp_path / "in.jsonl", lines)
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        counts = bulk.run(store.get("length"), handle, output)
+    records = read_output(output)
+    assert counts.errors == 1 and "'response' appears twice" in records[-1]["error"]["message"]
+    assert all("score" in r for r in records[:-1])
+
+
+def test_non_finite_numbers_in_a_line_are_bad_lines_not_copied_into_the_output(store, tmp_path):
+    """Python's json takes NaN, Infinity and 1e999 (-> inf); echoed as `id` they made the output not JSON."""
+    good = b'{"context": ["hi"], "response": "hello", "reference": "hey"'
+    lines = [good + b', "id": NaN}', good + b', "id": -Infinity}', good + b', "id": 1e999}',
+             good + b', "rating": -1e999}', good + b', "id": 1e308}']
+    source = write_lines(tmp_path / "in.jsonl", lines)
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        counts = bulk.run(store.get("length"), handle, output)
+    records = read_output(output)  # strict: the whole output is JSON
+    assert counts.errors == 4 and [r["error"]["code"] for r in records[:4]] == ["bad_line"] * 4
+    assert all(r["error"]["message"].startswith("not JSON") for r in records[:4])
+    assert "NaN" in records[0]["error"]["message"] and "1e999" in records[2]["error"]["message"]
+    assert records[4]["id"] == 1e308 and "score" in records[4]
+
+
+def test_a_score_that_is_not_finite_is_a_scoring_error_not_invalid_json(store, tmp_path):
+    scorer = store.get("length")
+
+    class Broken:  # a model fault: NaN out of the network for one item
+        name, version, kind, manifest = scorer.name, scorer.version, scorer.kind, scorer.manifest
+        reads_reference = scorer.reads_reference
+
+        def resolve_options(self, options):
+            return scorer.resolve_options(options)
+
+        def score(self, items, options, cache):
+            result = scorer.score(items, options, cache)
+            result.scores = [math.nan if item.response == "x" else s for item, s in zip(items, result.scores)]
+            return result
+
+    items = [dict(GOOD[0], id=0), dict(GOOD[0], id=1, response="x"), dict(GOOD[0], id=2)]
+    source = write_lines(tmp_path / "in.jsonl", encoded(items))
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        counts = bulk.run(Broken(), handle, output)
+    records = read_output(output)
+    assert [r["line"] for r in records] == [1, 2, 3] and counts.scored == 2 and counts.errors == 1
+    assert records[1]["id"] == 1 and records[1]["error"]["code"] == "scoring_failed" and "score" not in records[1]
+
+
+def test_lines_the_parser_or_the_writer_would_choke_on_are_one_bad_line_each(store, tmp_path):
+    """Nesting past the parser's recursion limit, a lone surrogate in a key (named in the message):
+    each is one bad_line record, and the good lines around them are scored."""
+    good = encoded(GOOD[:1])[0]
+    lines = [good, b'{"context": ["hi"], "response": "yo", "x": ' + b"[" * 5000 + b"]" * 5000 + b"}", good,
+             b'{"context": ["hi"], "response": "yo", "\\ud800": 1}', b'{"id": {"\\udfff": 1}, "response": "x"}', good]
+    source = write_lines(tmp_path / "in.jsonl", lines)
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        counts = bulk.run(store.get("length"), handle, output)
+    records = read_output(output)
+    assert [r["line"] for r in records] == [1, 2, 3, 4, 5, 6] and counts.errors == 3
+    assert [("error" in r) for r in records] == [False, True, False, True, True, False]
+    assert "nested deeper than" in records[1]["error"]["message"]
+    assert "\\ud800" in records[3]["error"]["message"]  # the key, escaped
+
+
+def test_a_file_that_opens_with_a_byte_order_mark_scores_its_first_line(store, tmp_path):
+    lines = encoded(GOOD)
+    lines[0] = b"\xef\xbb\xbf" + lines[0]
+    source = write_lines(tmp_path / "in.jsonl", lines)
+    with open(source, "rb") as handle:
+        counts = bulk.run(store.get("bleu4"), handle, tmp_path / "out.jsonl")
+    assert counts.errors == 0 and "score" in read_output(tmp_path / "out.jsonl")[0]
+
+
+def test_bulk_refuses_a_missing_reference_exactly_where_the_api_does(store):
+    """One answer to "does this model read `reference`?" (Scorer.reads_reference), asked by the API and bulk."""
+    from service.bulk.records import BadLine, parse_line
+
+    line = json.dumps({"context": ["hi"], "response": "hello"}).encode()
+    for name in ("bleu4", "length"):
+        scorer = store.get(name)
+        assert scorer.reads_reference == (scorer.kind == "referenced") == ("reference" in scorer.manifest.requires)
+        if scorer.reads_reference:
+            with pytest.raises(BadLine, match="needs a reference"):
+                parse_line(line, scorer)
+        else:
+            assert parse_line(line, scorer)[0].reference is None

@@ -1,0 +1,68 @@
+"""`service.bulk.signals`: SIGTERM finishes the batch in hand and exits 143, in time for the Job's grace period."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+from service.config import REPO_ROOT
+from tests.bulk.conftest import GOOD, _cli, _env, _wait_blocked_on_pipe, encoded, read_output
+
+REPO_K8S_BULK = REPO_ROOT / "k8s" / "bulk"
+
+
+def test_the_bulk_job_gives_a_worst_case_batch_time_to_finish_on_sigterm():
+    """SIGTERM lets the batch in hand finish: the grace period must cover model loading plus one batch
+    of the longest items (the encoders truncate at 256 tokens, about 2,000 characters an utterance)."""
+    import yaml
+
+    job = yaml.safe_load((REPO_K8S_BULK / "job.yaml").read_text(encoding="utf-8"))
+    config = yaml.safe_load((REPO_K8S_BULK / "kustomization.yaml").read_text(encoding="utf-8"))
+    literals = dict(item.split("=", 1) for item in config["configMapGenerator"][0]["literals"])
+    pod = job["spec"]["template"]["spec"]
+    # The slowest models on 1 thread, items of ~2,000-character utterances (/tmp/review9b/worst200.jsonl):
+    # ruber-minilm and minilm-cosine 0.239 s an item (adem-minilm 0.22, autojudge-minilm 0.15), loading < 2 s.
+    seconds_per_item = 0.239
+    load_seconds = 10.0
+    worst = load_seconds + 2 * seconds_per_item * int(literals["BULK_BATCH_SIZE"])  # x2: a slower or busier node
+    assert pod["terminationGracePeriodSeconds"] >= worst
+    # A new pod (a retry, or a redeploy's) waits for the old one's lock at least that long.
+    [container] = pod["containers"]
+    [wait] = [a.split("=", 1)[1] for a in container["args"] if a.startswith("--lock-wait=")]
+    assert float(wait) >= pod["terminationGracePeriodSeconds"]
+    [fail] = [r for r in job["spec"]["podFailurePolicy"]["rules"] if r["action"] == "FailJob"]
+    assert fail["onExitCodes"]["values"] == [2]
+
+
+def test_sigterm_finishes_the_batch_in_hand_and_exits_143(store_root, tmp_path):
+    """What Kubernetes sends on eviction: the batch being filled is scored and written, then exit 143."""
+    lines = encoded([dict(GOOD[i % 3], id=i) for i in range(16)])
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    output = tmp_path / "out.jsonl"
+    proc = subprocess.Popen(_cli("--model", "length", "--input", str(fifo), "--output", str(output),
+                                 "--batch-size", "4"), env=_env(store_root), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        with open(fifo, "wb") as writer:
+            writer.write(b"".join(line + b"\n" for line in lines[:6]))
+            writer.flush()
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and (not output.exists() or output.read_bytes().count(b"\n") < 4):
+                assert proc.poll() is None, proc.stderr.read().decode()
+                time.sleep(0.05)
+            # The first batch is on disk before its stop check: signal only once the tool waits for line 7.
+            _wait_blocked_on_pipe(proc.pid, deadline)
+            proc.send_signal(signal.SIGTERM)  # lines 5 and 6 wait in the batch being filled
+            time.sleep(0.5)
+            writer.write(b"".join(line + b"\n" for line in lines[6:]))
+    except BrokenPipeError:
+        pass
+    finally:
+        stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr.decode()
+    assert [r["line"] for r in read_output(output)] == list(range(1, 9))
+    summary = json.loads(stdout.decode().strip().splitlines()[-1])
+    assert summary["stopped_early"] is True and summary["scored"] == 8
