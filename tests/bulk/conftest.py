@@ -86,6 +86,13 @@ def json_lines(stderr: bytes) -> list[dict]:
     return [json.loads(line) for line in stderr.decode().splitlines()]
 
 
+def _wait_for_output_lines(proc, output: Path, count: int, deadline: float) -> None:
+    """Until `output` holds `count` lines (batches written and fsync'd), failing if the tool exits first."""
+    while time.monotonic() < deadline and (not output.exists() or output.read_bytes().count(b"\n") < count):
+        assert proc.poll() is None, proc.stderr.read().decode()
+        time.sleep(0.05)
+
+
 def _wait_blocked_on_pipe(pid: int, deadline: float) -> None:
     """Until the process sleeps in a pipe read (/proc wchan); a fixed second where wchan is hidden."""
     wchan = Path(f"/proc/{pid}/wchan")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from service import bulk
-from tests.bulk.conftest import (GOOD, _cli, _env, _wait_blocked_on_pipe, encoded, json_lines, read_output,
+from tests.bulk.conftest import (GOOD, _cli, _env, _wait_blocked_on_pipe, _wait_for_output_lines, encoded, json_lines, read_output,
                                  write_lines)
 
 
@@ -162,9 +162,7 @@ def _start_holder(store_root: Path, fifo: Path, output: Path, lines: list[bytes]
     writer.flush()
     deadline = time.monotonic() + 60
     written = first - first % batch
-    while time.monotonic() < deadline and (not output.exists() or output.read_bytes().count(b"\n") < written):
-        assert proc.poll() is None, proc.stderr.read().decode()
-        time.sleep(0.05)
+    _wait_for_output_lines(proc, output, written, deadline)
     _wait_blocked_on_pipe(proc.pid, deadline)
     return proc, writer
 

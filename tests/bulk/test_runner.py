@@ -11,7 +11,7 @@ import pytest
 
 from service import bulk
 from service.scorers.base import Item
-from tests.bulk.conftest import GOOD, _cli, _env, encoded, read_output, write_lines
+from tests.bulk.conftest import GOOD, _cli, _env, _wait_for_output_lines, encoded, read_output, write_lines
 
 
 def test_one_output_line_per_input_line_and_bad_lines_reported(store, tmp_path):
@@ -74,9 +74,7 @@ def test_killed_process_resumes_without_scoring_a_line_twice(store_root, tmp_pat
             writer.flush()
             deadline = time.monotonic() + 60
             # Two full batches (8 lines) are written and fsync'd; 2 lines wait in the third batch.
-            while time.monotonic() < deadline and (not output.exists() or output.read_bytes().count(b"\n") < 8):
-                assert proc.poll() is None, proc.stderr.read().decode()
-                time.sleep(0.05)
+            _wait_for_output_lines(proc, output, 8, deadline)
             proc.kill()
             proc.wait(timeout=30)
     except BrokenPipeError:

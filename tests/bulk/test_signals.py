@@ -8,7 +8,7 @@ import subprocess
 import time
 
 from service.config import REPO_ROOT
-from tests.bulk.conftest import GOOD, _cli, _env, _wait_blocked_on_pipe, encoded, read_output
+from tests.bulk.conftest import GOOD, _cli, _env, _wait_blocked_on_pipe, _wait_for_output_lines, encoded, read_output
 
 REPO_K8S_BULK = REPO_ROOT / "k8s" / "bulk"
 
@@ -50,9 +50,7 @@ def test_sigterm_finishes_the_batch_in_hand_and_exits_143(store_root, tmp_path):
             writer.write(b"".join(line + b"\n" for line in lines[:6]))
             writer.flush()
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and (not output.exists() or output.read_bytes().count(b"\n") < 4):
-                assert proc.poll() is None, proc.stderr.read().decode()
-                time.sleep(0.05)
+            _wait_for_output_lines(proc, output, 4, deadline)
             # The first batch is on disk before its stop check: signal only once the tool waits for line 7.
             _wait_blocked_on_pipe(proc.pid, deadline)
             proc.send_signal(signal.SIGTERM)  # lines 5 and 6 wait in the batch being filled
