@@ -44,6 +44,7 @@ from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from service.scorers.embedding import average_similarity, extrema_similarity, greedy_similarity
 from service.text import memoised_for_short_texts, word_count, words
+from service.vectors import cosine
 
 PROXIES: tuple[str, ...] = (
     "sentiment",
@@ -202,11 +203,6 @@ def _mean(values: Sequence[float]) -> float:
     return float(np.mean(values)) if len(values) else float("nan")
 
 
-def _cos(a: np.ndarray, b: np.ndarray) -> float:
-    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
-    return float(a @ b) / norm if norm > 0 else 0.0
-
-
 def _content_words(text: str) -> list[str]:
     return [w for w in words(text) if any(ch.isalnum() for ch in w)]
 
@@ -235,7 +231,7 @@ def compute(conversation: Roles, embed_words: EmbedWords, encode: EncodeTexts) -
         queries = encode([q for q, _ in pairs])
         replies = encode([r for _, r in pairs])
         semantic = _mean([float(q @ r) for q, r in zip(queries, replies)])
-        sent_coh = _mean([_cos(np.asarray(vader(q)[:3]), np.asarray(vader(r)[:3])) for q, r in pairs])
+        sent_coh = _mean([cosine(np.asarray(vader(q)[:3]), np.asarray(vader(r)[:3])) for q, r in pairs])
     else:
         semantic = sent_coh = float("nan")
     average, extrema, greedy = word_coherences(pairs, embed_words)

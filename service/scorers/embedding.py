@@ -14,18 +14,14 @@ from service.components.glove import GloveTable
 from service.scorers.base import EncodeCache, Item, Scorer, ScoreBatch
 from service.scorers.registry import register
 from service.text import words
-
-
-def _cosine(a: np.ndarray, b: np.ndarray) -> float:
-    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
-    return float(a @ b) / norm if norm > 0 else 0.0
+from service.vectors import cosine
 
 
 def average_similarity(reply: np.ndarray, reference: np.ndarray) -> float:
     """Cosine of the mean word vectors."""
     if not len(reply) or not len(reference):
         return 0.0
-    return _cosine(reply.mean(axis=0), reference.mean(axis=0))
+    return cosine(reply.mean(axis=0), reference.mean(axis=0))
 
 
 def extrema_vector(vectors: np.ndarray) -> np.ndarray:
@@ -37,7 +33,7 @@ def extrema_vector(vectors: np.ndarray) -> np.ndarray:
 def extrema_similarity(reply: np.ndarray, reference: np.ndarray) -> float:
     if not len(reply) or not len(reference):
         return 0.0
-    return _cosine(extrema_vector(reply), extrema_vector(reference))
+    return cosine(extrema_vector(reply), extrema_vector(reference))
 
 
 def greedy_similarity(reply: np.ndarray, reference: np.ndarray) -> float:

@@ -28,6 +28,7 @@ from service.runtime import length_buckets
 from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer
 from service.scorers.registry import register
 from service.text import words
+from service.vectors import cosine
 
 BLENDS = ("min", "max", "geometric", "arithmetic")
 WORD_WEIGHTS = ("none", "frequency")
@@ -43,9 +44,7 @@ def pooled(vectors: np.ndarray) -> np.ndarray:
 
 def referenced_score(reply: np.ndarray, reference: np.ndarray) -> float:
     """s_R: cosine of the pooled vectors; 0 when either side has no known word (no evidence)."""
-    a, b = pooled(reply), pooled(reference)
-    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
-    return float(a @ b) / norm if norm > 0 else 0.0
+    return cosine(pooled(reply), pooled(reference))
 
 
 def query_text(context: list[str], turns: int) -> str:
