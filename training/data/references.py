@@ -25,7 +25,6 @@ from training.data.corpora import DEFAULT_DATA_DIR, SPLITS, dailydialog
 from training.data.judgements import JudgedItem
 from training.data.keys import match_key
 
-SOURCE = "DailyDialog"
 # Sets built on DailyDialog dialogues without references. Other sets are never matched: short
 # chit-chat turns ("hi, how are you?") also occur in DailyDialog, and that is no reference.
 DAILYDIALOG_SETS = ("predictive_engagement", "holistic_eval", "xdial_dailydialog_zhao", "xdial_dailydialog_gupta")

@@ -8,21 +8,12 @@ score the same in the service. Heads only see an object with `encode_contexts` a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 import torch
 
 from training import tokenizer as bpe
 from training.encoders.vhred import VHRED, load_checkpoint
-
-
-class TextEncoder(Protocol):
-    dim: int
-
-    def encode_contexts(self, contexts: list[list[str]]) -> np.ndarray: ...
-
-    def encode_responses(self, texts: list[str]) -> np.ndarray: ...
 
 
 class HREDTextEncoder:

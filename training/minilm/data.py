@@ -16,7 +16,6 @@ from training.data import corpora, judgements
 
 # Sets used for training and development; every one has context + response, two have references.
 JUDGED_SETS = judgements.TRAINING_SETS
-REFERENCED_SETS = tuple(name for name in JUDGED_SETS if judgements.SETS[name].has_references)
 
 
 

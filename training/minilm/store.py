@@ -5,7 +5,6 @@ refreshes them (and docs/evaluation.md) from the served artifacts.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -323,7 +322,3 @@ def ruber_ranges(head, config, cache) -> dict[str, list[float]]:
     out = predict(head, cache, config.encoding, contexts * 2, [ranked.good[i] for i in keep]
                   + [ranked.bad[i] for i in keep], [ranked.references[i] for i in keep] * 2)
     return {key: [float(np.percentile(out[key], 1)), float(np.percentile(out[key], 99))] for key in ("s_ref", "s_unref")}
-
-
-def load_json(path: Path) -> Any:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
