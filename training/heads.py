@@ -5,7 +5,10 @@ Kept apart from any encoder so the same trainers run on other vectors (issue 7's
 from __future__ import annotations
 
 import hashlib
+import json
 import math
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -40,6 +43,22 @@ def context_groups(items: list) -> list[str]:
     from training.data.judgements import split_key
 
     return [split_key(item) for item in items]
+
+
+def predict(head: Any, vectors: tuple[np.ndarray, ...]) -> np.ndarray:
+    """A head's scores for arrays of encoder vectors (ADEM: c, r_hat, r; AutoJudge: c, r)."""
+    import torch
+
+    with torch.no_grad():
+        return head(*[torch.as_tensor(x) for x in vectors]).numpy()
+
+
+def encoder_record(encoder_run: Path) -> dict[str, Any]:
+    """What a head run records of the encoder it was trained on, for its card and for `export`'s check."""
+    metrics_path = Path(encoder_run) / "metrics.json"
+    metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
+    return {"encoder": str(encoder_run), "encoder_fingerprint": metrics.get("train_fingerprint"),
+            "encoder_metrics": {k: metrics.get(k) for k in ("steps", "kl_anneal_steps", "seed")}}
 
 
 def group_folds(groups: list[str], k: int, seed: str) -> np.ndarray:

@@ -9,7 +9,8 @@ import torch
 
 from tests.hred_tiny import pretrain_tiny, train_heads_tiny
 from training.adem.model import ADEMHead, fit_pca
-from training.adem.train import fit_adem, predict
+from training.adem.train import fit_adem
+from training.heads import predict
 from training.heads import correlations, group_split
 
 torch.set_num_threads(1)

@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from training.adem.model import ADEMHead, VARIANTS, fit_pca
-from training.heads import (calibrate_head, context_groups, correlations, system_correlation, train_head,
-                            validation_mask)
+from training.heads import (calibrate_head, context_groups, correlations, encoder_record, predict,
+                            system_correlation, train_head, validation_mask)
 from training.progress import setup_logging
 from training.data.judgements import SETS
 from training.cli_types import count, names_from, nonnegative_float, positive_float, positive_int
@@ -61,11 +61,6 @@ def fit_adem(train: tuple[np.ndarray, ...], human: np.ndarray, groups: list[str]
     history.update({"alpha": alpha, "beta": beta, "fit_items": int(fit.sum()), "valid_items": int(held.sum()),
                     "n": n, "gamma": gamma, "lr": lr, "batch_size": batch_size, "variant": variant})
     return head, history
-
-
-def predict(head: ADEMHead, vectors: tuple[np.ndarray, ...]) -> np.ndarray:
-    with torch.no_grad():
-        return head(*[torch.as_tensor(x) for x in vectors]).numpy()
 
 
 def baseline_scores(items: list, store: Path) -> dict[str, np.ndarray]:
@@ -163,14 +158,11 @@ def main(argv: list[str]) -> int:
 
     payload = {v: {"state": h.state_dict(), "variant": v} for v, h in heads.items()}
     torch.save(payload, args.out / "head.pt")
-    encoder_metrics = json.loads((args.encoder / "metrics.json").read_text()) if (
-        args.encoder / "metrics.json").is_file() else {}
     metrics = {"sets": list(sets), "train_items": len(train_items), "dev_items": len(dev_items),
                "training": {v: {k: x for k, x in h.items() if k != "history"} | {"epochs_run": len(h["history"]) - 1}
                             for v, h in histories.items()},
                "dev": report, "seed": args.seed, "minutes": round((time.time() - started) / 60, 1),
-               "encoder": str(args.encoder), "encoder_fingerprint": encoder_metrics.get("train_fingerprint"),
-               "encoder_metrics": {k: encoder_metrics.get(k) for k in ("steps", "kl_anneal_steps", "seed")}}
+               **encoder_record(args.encoder)}
     (args.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     log.info("wrote %s in %.1f min", args.out, metrics["minutes"])
     return 0

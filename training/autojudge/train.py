@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from training.autojudge.model import AutoJudgeHead
-from training.heads import (calibrate_head, context_groups, correlations, group_folds, system_correlation, train_head,
-                            validation_mask)
+from training.heads import (calibrate_head, context_groups, correlations, encoder_record, group_folds, predict,
+                            system_correlation, train_head, validation_mask)
 from training.progress import setup_logging
 from training.data.judgements import SETS
 from training.cli_types import at_least_two, count, names_from, positive_float, positive_int
@@ -54,11 +54,6 @@ def fit_autojudge(train: tuple[np.ndarray, np.ndarray], human: np.ndarray, group
     history.update({"alpha": alpha, "beta": beta, "fit_items": int(fit.sum()), "valid_items": int(held.sum()),
                     "lr": lr, "batch_size": batch_size})
     return head, history
-
-
-def predict(head: AutoJudgeHead, vectors: tuple[np.ndarray, ...]) -> np.ndarray:
-    with torch.no_grad():
-        return head(*[torch.as_tensor(x) for x in vectors]).numpy()
 
 
 def cross_validate(vectors: tuple[np.ndarray, np.ndarray], human: np.ndarray, folds: np.ndarray,
@@ -153,15 +148,11 @@ def main(argv: list[str]) -> int:
              convo["mae"], system_split and {k: system_split[k] for k in ("pearson", "spearman", "mae")})
 
     torch.save({"state": head.state_dict()}, args.out / "head.pt")
-    encoder_metrics = json.loads((args.encoder / "metrics.json").read_text()) if (
-        args.encoder / "metrics.json").is_file() else {}
     metrics = {"sets": list(sets), "train_items": len(train_items), "dev_items": len(dev_items),
                "training": {k: v for k, v in history.items() if k != "history"} | {
                    "epochs_run": len(history["history"]) - 1},
                "dev": report, "cross_validation": {"convo_split": convo, "system_split": system_split},
-               "seed": args.seed, "minutes": round((time.time() - started) / 60, 1), "encoder": str(args.encoder),
-               "encoder_fingerprint": encoder_metrics.get("train_fingerprint"),
-               "encoder_metrics": {k: encoder_metrics.get(k) for k in ("steps", "kl_anneal_steps", "seed")}}
+               "seed": args.seed, "minutes": round((time.time() - started) / 60, 1), **encoder_record(args.encoder)}
     (args.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     log.info("wrote %s in %.1f min", args.out, metrics["minutes"])
     return 0
