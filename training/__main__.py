@@ -45,10 +45,11 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return int(module.main(argv[1:]) or 0)
-    except (FileNotFoundError, PermissionError, NotADirectoryError, IsADirectoryError, FileExistsError) as exc:
+    except OSError as exc:  # missing, not writable, a read-only file system...
         # A path given on the command line (or its default) that is not there or not writable:
         # a set-up error to fix, not a bug to read a traceback for.
-        print(f"error: {argv[0]}: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"error: {argv[0]}: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
     except SetupError as exc:  # a corrupt checkpoint, a run of the wrong kind, a store export would break
         print(f"error: {argv[0]}: {exc}", file=sys.stderr)

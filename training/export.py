@@ -188,6 +188,9 @@ def staging(store: Path) -> Iterator[Path]:
     """A hidden folder in `store` (the service skips names starting with '.') to build into;
     removed at the end, with whatever it holds."""
     store.mkdir(parents=True, exist_ok=True)
+    for stale in store.glob(".export-*"):  # a killed export's (full copies of the old folders)
+        log.warning("removing %s, left by an export that was stopped", stale)
+        shutil.rmtree(stale, ignore_errors=True)
     stage = Path(tempfile.mkdtemp(prefix=".export-", dir=store))
     try:
         yield stage

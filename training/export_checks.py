@@ -26,7 +26,7 @@ HEADS = ("adem", "autojudge")
 LABELS = {"adem": "ADEM", "autojudge": "AutoJudge"}
 # What a head run records of the pre-training run it encoded with (training/<head>/train.py) and the
 # same fields of that run's metrics.json: together they tell two encoder runs apart.
-IDENTITY_FIELDS = ("steps", "kl_anneal_steps", "seed")
+IDENTITY_FIELDS = ("steps", "kl_anneal_steps", "seed", "weights_sha256")
 
 
 class ExportError(SetupError):
@@ -164,7 +164,9 @@ def check_head_encoder(head: HeadRun, encoder: dict[str, Any], dimension: int, w
 
 
 def _describe(identity: dict[str, Any], dimension: int) -> str:
-    return f"corpus {identity['train_fingerprint']}, {identity['steps']} steps, seed {identity['seed']}, {dimension}-d"
+    weights = identity.get("weights_sha256")
+    return (f"corpus {identity['train_fingerprint']}, {identity['steps']} steps, seed {identity['seed']}, {dimension}-d"
+            + (f", weights {weights[:12]}" if weights else ""))
 
 
 def encoder_files(encoder_folder: Path) -> dict[str, str]:

@@ -57,8 +57,10 @@ def encoder_record(encoder_run: Path) -> dict[str, Any]:
     """What a head run records of the encoder it was trained on, for its card and for `export`'s check."""
     metrics_path = Path(encoder_run) / "metrics.json"
     metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
+    from training.export_checks import IDENTITY_FIELDS
+
     return {"encoder": str(encoder_run), "encoder_fingerprint": metrics.get("train_fingerprint"),
-            "encoder_metrics": {k: metrics.get(k) for k in ("steps", "kl_anneal_steps", "seed")}}
+            "encoder_metrics": {k: metrics.get(k) for k in IDENTITY_FIELDS}}
 
 
 def group_folds(groups: list[str], k: int, seed: str) -> np.ndarray:

@@ -21,12 +21,15 @@ import torch
 from training import tokenizer as bpe
 from training.data import corpora, judgements
 from training.data.keys import match_key
-from training.encoders.vhred import VHRED, VHREDConfig, save_checkpoint
+from training.encoders.vhred import VHRED, VHREDConfig, save_checkpoint, weights_sha256
 from training.progress import Progress, setup_logging
 from training.cli_types import count, names_from, positive_float, positive_int
 
 # What a run writes into --out; a new run removes the last run's first (see clear_outputs).
 RUN_OUTPUTS = ("model.pt", "metrics.json", "tokenizer.json")
+# What a step checkpoint records of its command line, so that `--finish` writes the stopped run's
+# settings into metrics.json (seed and KL annealing are part of the identity `export` checks).
+RUN_SETTINGS = ("seed", "kl_anneal_steps", "batch_size", "lr", "threads")
 
 
 def config_overrides(text: str) -> dict:
@@ -137,9 +140,9 @@ def main(argv: list[str]) -> int:
                         help="do not train: evaluate the saved model.pt and write metrics.json (after a stop)")
     args = parser.parse_args(argv)
 
+    if args.finish and not (args.out / "model.pt").is_file():
+        parser.error(f"--finish: {args.out / 'model.pt'} does not exist (nothing to finish)")
     args.out.mkdir(parents=True, exist_ok=True)
-    if not args.finish:
-        clear_outputs(args.out)
     log = setup_logging(args.out / "pretrain.log")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -165,6 +168,8 @@ def main(argv: list[str]) -> int:
     left_out = {"dev_text_dialogues_left_out": held, "validation_repeats_left_out": repeats}
 
     config = VHREDConfig(vocab_size=args.vocab_size, **args.config)
+    if not args.finish:  # only now, with the data read and the config checked, is the previous run replaced
+        clear_outputs(args.out)
     if args.finish and (args.out / "tokenizer.json").is_file():  # the one the saved model was trained with
         tokenizer = bpe.load(args.out / "tokenizer.json")
     else:
@@ -191,6 +196,9 @@ def main(argv: list[str]) -> int:
 
         model, extra = load_checkpoint(args.out / "model.pt")
         args.steps, epoch = extra.get("steps_done", extra.get("steps")), extra.get("epoch", extra.get("epochs"))
+        for name in RUN_SETTINGS:  # the stopped run's, not this command line's defaults
+            if name in extra:
+                setattr(args, name, extra[name])
         log.info("finishing a run stopped after step %d", args.steps)
         return _finish(model, valid_windows, train, train_windows, sources, args, epoch, started, log, left_out,
                        minutes=extra.get("minutes"))
@@ -223,7 +231,8 @@ def main(argv: list[str]) -> int:
             running = {"loss": 0.0, "nll": 0.0, "kl": 0.0, "tokens": 0.0}
         if step % args.checkpoint_every == 0 and step < args.steps:
             save_checkpoint(model, args.out / "model.pt", extra={
-                "steps_done": step, "epoch": epoch, "minutes": round((time.time() - started) / 60, 1)})
+                "steps_done": step, "epoch": epoch, "minutes": round((time.time() - started) / 60, 1),
+                **{name: getattr(args, name) for name in RUN_SETTINGS}})
     return _finish(model, valid_windows, train, train_windows, sources, args, epoch, started, log, left_out)
 
 
@@ -237,7 +246,8 @@ def _finish(model: VHRED, valid_windows: list, train: list, train_windows: list,
                "batch_size": args.batch_size, "seed": args.seed, "train_dialogues": len(train),
                "train_windows": len(train_windows), "train_fingerprint": corpora.fingerprint(train),
                "sources": list(sources), "minutes": round(minutes, 1), "threads": args.threads,
-               "kl_anneal_steps": args.kl_anneal_steps, "lr": args.lr, **left_out}
+               "kl_anneal_steps": args.kl_anneal_steps, "lr": args.lr, **left_out,
+               "weights_sha256": weights_sha256(model)}
     save_checkpoint(model, args.out / "model.pt", extra=metrics)
     (args.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     log.info("wrote %s in %.1f min", args.out, minutes)

@@ -161,7 +161,8 @@ def test_an_unfinished_or_mixed_pretraining_folder_is_refused(runs, tmp_path, ca
 
 
 def test_a_new_pretraining_run_clears_the_last_runs_outputs_first(runs, tmp_path, monkeypatch) -> None:
-    """An interrupted rerun must not leave the previous model.pt and metrics.json to be taken as its own."""
+    """An interrupted rerun must not leave the previous model.pt and metrics.json to be taken as its own:
+    they go before the new run writes its tokenizer."""
     from training import pretrain
 
     folder = _copy(runs["a"], tmp_path, "rerun")
@@ -169,7 +170,74 @@ def test_a_new_pretraining_run_clears_the_last_runs_outputs_first(runs, tmp_path
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(pretrain.judgements, "dev_holdout", interrupted)
+    monkeypatch.setattr(pretrain.bpe, "train_bpe", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        pretrain.main(["--out", str(folder), "--steps", "2", "--config", json.dumps(TINY)])
+        pretrain.main(["--out", str(folder), "--steps", "2", "--max-dialogues", "50", "--eval-dialogues", "5",
+                       "--sources", "dailydialog", "--config", json.dumps(TINY)])
     assert not any((folder / name).exists() for name in pretrain.RUN_OUTPUTS)
+
+
+def test_a_rerun_that_cannot_start_keeps_the_last_run(runs, tmp_path, capsys) -> None:
+    """A re-probe: a wrong --data-dir ended with the right error line, and the finished run was gone."""
+    folder = _copy(runs["a"], tmp_path, "kept")
+    before = snapshot(folder)
+    refused(["pretrain", "--out", str(folder), "--data-dir", str(tmp_path / "nowhere")], capsys)
+    after = snapshot(folder)
+    assert {k: v for k, v in after.items() if k != "pretrain.log"} == {k: v for k, v in before.items()
+                                                                      if k != "pretrain.log"}
+
+
+def test_finish_writes_the_stopped_runs_settings_not_its_own_defaults(runs, tmp_path) -> None:
+    """metrics.json's seed and KL annealing are part of what export matches heads by."""
+    from training import pretrain
+    from training.encoders.vhred import load_checkpoint, save_checkpoint
+
+    model, _ = load_checkpoint(runs["a"] / "model.pt")
+    stopped = _copy(runs["a"], tmp_path, "stopped")
+    (stopped / "metrics.json").unlink()
+    save_checkpoint(model, stopped / "model.pt", extra={"steps_done": 9, "epoch": 1, "minutes": 0.1, "seed": 3,
+                                                          "kl_anneal_steps": 6, "batch_size": 8, "lr": 0.002,
+                                                          "threads": 1})
+    assert pretrain.main(["--out", str(stopped), "--finish", "--max-dialogues", "120", "--eval-dialogues", "10",
+                          "--sources", "dailydialog", "--config", json.dumps(TINY)]) == 0
+    metrics = json.loads((stopped / "metrics.json").read_text())
+    assert (metrics["seed"], metrics["kl_anneal_steps"], metrics["batch_size"], metrics["lr"], metrics["steps"]) == (
+        3, 6, 8, 0.002, 9)
+
+
+def test_finish_without_a_checkpoint_is_a_usage_error(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["pretrain", "--out", str(tmp_path / "empty"), "--finish"])
+    assert exited.value.code == 2 and "nothing to finish" in capsys.readouterr().err
+    assert not (tmp_path / "empty" / "tokenizer.json").exists()
+
+
+def test_a_head_on_an_encoder_run_that_differs_only_in_its_weights_is_refused(runs, tmp_path, capsys) -> None:
+    """A re-probe: a run with another lr (same corpus, steps, seed and width) passed the identity check."""
+    from training import pretrain
+
+    other = tmp_path / "vhred-lr"
+    assert pretrain.main(["--out", str(other), "--steps", "12", "--max-dialogues", "120", "--eval-dialogues", "10",
+                          "--vocab-size", "300", "--sources", "dailydialog", "--batch-size", "8",
+                          "--kl-anneal-steps", "6", "--lr", "0.003", "--config", json.dumps(TINY)]) == 0
+    err = refused(["export", "--vhred", str(other), "--adem", str(runs["adem"]), "--store", str(tmp_path / "s")],
+                  capsys)
+    assert "trained on another encoder" in err and "weights" in err
+
+
+def test_a_cut_short_checkpoint_is_one_line_not_a_traceback(runs, tmp_path, capsys) -> None:
+    """torch reads a file cut at half its length as OSError [Errno 22], which was let through."""
+    cut = _copy(runs["a"], tmp_path, "cut")
+    data = (runs["a"] / "model.pt").read_bytes()
+    (cut / "model.pt").write_bytes(data[: len(data) // 2])
+    assert "is not a readable VHRED checkpoint" in refused(
+        ["export", "--vhred", str(cut), "--store", str(tmp_path / "s4")], capsys)
+
+
+def test_an_export_removes_what_a_killed_export_left(runs, tmp_path) -> None:
+    """A kill during the final moves left a .export-* folder (full copies of the old folders) for good."""
+    store = tmp_path / "store"
+    shutil.copytree(runs["store"], store)
+    (store / ".export-killed" / "adem").mkdir(parents=True)
+    assert main(["export", "--adem", str(runs["adem"]), "--store", str(store)]) == 0
+    assert not list(store.glob(".export-*"))

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from training.adem.model import ADEMHead, VARIANTS, fit_pca
+from training.encoders.vhred import save_atomically
 from training.heads import (calibrate_head, context_groups, correlations, encoder_record, predict,
                             system_correlation, train_head, validation_mask)
 from training.progress import setup_logging
@@ -157,7 +158,7 @@ def main(argv: list[str]) -> int:
                  {k: v["item"]["pearson"] for k, v in rows.items()})
 
     payload = {v: {"state": h.state_dict(), "variant": v} for v, h in heads.items()}
-    torch.save(payload, args.out / "head.pt")
+    save_atomically(payload, args.out / "head.pt")
     metrics = {"sets": list(sets), "train_items": len(train_items), "dev_items": len(dev_items),
                "training": {v: {k: x for k, x in h.items() if k != "history"} | {"epochs_run": len(h["history"]) - 1}
                             for v, h in histories.items()},

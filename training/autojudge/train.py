@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from training.autojudge.model import AutoJudgeHead
+from training.encoders.vhred import save_atomically
 from training.heads import (calibrate_head, context_groups, correlations, encoder_record, group_folds, predict,
                             system_correlation, train_head, validation_mask)
 from training.progress import setup_logging
@@ -147,7 +148,7 @@ def main(argv: list[str]) -> int:
     log.info("CONVO SPLIT pearson %s spearman %s mae %s; SYSTEM SPLIT %s", convo["pearson"], convo["spearman"],
              convo["mae"], system_split and {k: system_split[k] for k in ("pearson", "spearman", "mae")})
 
-    torch.save({"state": head.state_dict()}, args.out / "head.pt")
+    save_atomically({"state": head.state_dict()}, args.out / "head.pt")
     metrics = {"sets": list(sets), "train_items": len(train_items), "dev_items": len(dev_items),
                "training": {k: v for k, v in history.items() if k != "history"} | {
                    "epochs_run": len(history["history"]) - 1},

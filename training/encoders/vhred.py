@@ -9,7 +9,9 @@ a single utterance, for a response (ADEM section 4).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -190,8 +192,36 @@ class VHRED(nn.Module):
 
 
 def save_checkpoint(model: VHRED, path, extra: dict | None = None) -> None:
-    """The checkpoint carries its config, so export and fine-tuning rebuild the same model."""
-    torch.save({"config": model.config.to_dict(), "state": model.state_dict(), "extra": extra or {}}, path)
+    """The checkpoint carries its config, so export and fine-tuning rebuild the same model. Written
+    beside and moved into place: a kill during the save left a cut-short file instead of the last
+    good checkpoint."""
+    save_atomically({"config": model.config.to_dict(), "state": model.state_dict(), "extra": extra or {}}, path)
+
+
+def weights_sha256(model: nn.Module) -> str:
+    """sha256 of a model's weights (names and bytes, in name order): what tells two pre-training
+    runs apart when their corpus, steps and seed agree but an lr, a batch size or a size differed."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def save_atomically(payload: dict, path) -> None:
+    """torch.save to a temporary name, then os.replace: the old file or the new one, never half of one.
+    Through a buffer: saved to a path, torch names the archive inside after the file, and the
+    temporary name (with its pid) would make every save's bytes differ."""
+    import io
+
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    partial.write_bytes(buffer.getvalue())
+    os.replace(partial, path)
 
 
 def load_checkpoint(path) -> tuple[VHRED, dict]:
@@ -204,9 +234,9 @@ def load_checkpoint(path) -> tuple[VHRED, dict]:
         payload = torch.load(path, map_location="cpu", weights_only=True)
         model = VHRED(VHREDConfig(**payload["config"]))
         model.load_state_dict(payload["state"])
-    except OSError:
+    except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError):
         raise
-    except Exception as exc:  # torch raises RuntimeError, UnpicklingError, EOFError... for a bad file
+    except Exception as exc:  # torch raises RuntimeError, UnpicklingError, EOFError, OSError (cut short)... for a bad file
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SetupError(f"{path} is not a readable VHRED checkpoint ({type(exc).__name__}: {detail[:200]})") from exc
     model.eval()

@@ -2,11 +2,10 @@
 
 Training the heads needs the same vectors the service will compute, so the encoding runs
 through `service.components.sentence_encoder` on the committed int8 graph, not torch. The
-cache (a text list plus one .npy under /tmp) makes every later training run a few seconds. It
-records which encoder made it (`encoder.json`: the component's version and the graph's sha256) and
-is discarded, with a line on stderr, when another encoder asks: a re-exported encoder gives other
-vectors (the 2026-11-23 export moved them by up to 1e-7), and heads trained on stale ones would
-not be what a fresh clone reproduces.
+cache (one `cache.npz` under /tmp) makes every later training run a few seconds. It records which
+encoder made it (the component's version and the graph's sha256) and is discarded, with a line on
+stderr, when another encoder asks: a re-exported encoder gives other vectors (the 2026-11-23 export
+moved them by up to 1e-7), and heads trained on stale ones would not be what a fresh clone reproduces.
 """
 from __future__ import annotations
 
@@ -42,7 +41,15 @@ def encoder_identity(folder: Path = DEFAULT_ENCODER, encoder: SentenceEncoder | 
 
 
 class EmbeddingCache:
-    """text -> 384-d vector, persisted as texts.json + vectors.npy (rows in the same order)."""
+    """text -> 384-d vector, persisted as one `cache.npz` (texts, vectors, the encoder's identity).
+
+    One file, written beside and moved into place: the old texts.json + vectors.npy pair could be
+    left half-written by a kill, and two processes sharing the folder interleaved their writes until
+    a text was paired with another's vector (a re-probe). Now a reader sees one complete save; two
+    writers lose each other's additions (the last save wins), never their alignment.
+    """
+
+    FILE = "cache.npz"
 
     def __init__(self, folder: Path = DEFAULT_CACHE, encoder: SentenceEncoder | None = None) -> None:
         self.folder = Path(folder)
@@ -50,27 +57,25 @@ class EmbeddingCache:
         self.index: dict[str, int] = {}
         self.rows: list[np.ndarray] = []
         self.identity = encoder_identity(encoder=encoder)
-        texts_path, vectors_path = self.folder / "texts.json", self.folder / "vectors.npy"
-        made_by = self._made_by()
-        if made_by is not None and made_by != self.identity:
-            print(f"embedding cache {self.folder}: made by {made_by}, not by {self.identity}: encoding again",
-                  file=sys.stderr, flush=True)
-        elif texts_path.is_file() and vectors_path.is_file():
-            texts = json.loads(texts_path.read_text(encoding="utf-8"))
-            vectors = np.load(vectors_path, allow_pickle=False)
-            if len(texts) == len(vectors):
-                self.index = {t: i for i, t in enumerate(texts)}
-                self.rows = list(vectors)
-            else:
-                print(f"embedding cache {self.folder}: {len(texts)} texts but {len(vectors)} vectors (an "
-                      "interrupted save): encoding again", file=sys.stderr, flush=True)
-
-    def _made_by(self) -> dict[str, str] | None:
-        """The encoder identity the cache records; {} for a cache from before it recorded one."""
-        path = self.folder / "encoder.json"
-        if path.is_file():
-            return json.loads(path.read_text(encoding="utf-8"))
-        return {} if (self.folder / "texts.json").is_file() else None
+        self.writable = True
+        path = self.folder / self.FILE
+        if not path.is_file():
+            return
+        try:
+            with np.load(path, allow_pickle=False) as saved:
+                texts = json.loads(str(saved["texts"]))
+                vectors = saved["vectors"]
+                made_by = json.loads(str(saved["encoder"]))
+        except Exception as exc:  # noqa: BLE001 - any unreadable cache is rebuilt, never trusted
+            _say(f"embedding cache {path}: unreadable ({type(exc).__name__}: {exc}): encoding again")
+            return
+        if made_by != self.identity:
+            _say(f"embedding cache {self.folder}: made by {made_by}, not by {self.identity}: encoding again")
+        elif len(texts) != len(vectors):
+            _say(f"embedding cache {self.folder}: {len(texts)} texts but {len(vectors)} vectors: encoding again")
+        else:
+            self.index = {t: i for i, t in enumerate(texts)}
+            self.rows = list(vectors)
 
     @property
     def encoder(self) -> SentenceEncoder:
@@ -103,12 +108,26 @@ class EmbeddingCache:
         return np.stack([self.rows[self.index[t]] for t in texts]).astype(np.float32)
 
     def save(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        texts = [None] * len(self.index)
+        """Write the cache in one piece; a folder that cannot be written keeps the vectors in memory."""
+        if not self.writable:
+            return
+        texts = [""] * len(self.index)
         for text, row in self.index.items():
             texts[row] = text
-        tmp = self.folder / "vectors.tmp.npy"
-        np.save(tmp, np.stack(self.rows) if self.rows else np.zeros((0, 384), np.float32))
-        (self.folder / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
-        tmp.replace(self.folder / "vectors.npy")
-        (self.folder / "encoder.json").write_text(json.dumps(self.identity), encoding="utf-8")
+        vectors = np.stack(self.rows) if self.rows else np.zeros((0, 384), np.float32)
+        path = self.folder / self.FILE
+        partial = self.folder / f".{self.FILE}.{os.getpid()}.partial"
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            with open(partial, "wb") as handle:
+                np.savez(handle, texts=np.array(json.dumps(texts)), vectors=vectors,
+                         encoder=np.array(json.dumps(self.identity)))
+            os.replace(partial, path)
+        except OSError as exc:
+            self.writable = False
+            _say(f"embedding cache {self.folder}: cannot be written ({exc.strerror or exc}): vectors are kept "
+                 "in memory for this run only")
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
