@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 from pathlib import Path
 
 
@@ -47,6 +48,13 @@ count = _bounded(_int, 0, False, "0 or more")  # 0 usually means 'all' or 'off',
 at_least_two = _bounded(_int, 2, False, "2 or more")
 positive_float = _bounded(_float, 0.0, True, "above 0")
 nonnegative_float = _bounded(_float, 0.0, False, "0 or more")
+
+
+def version(text: str) -> str:
+    """An artifact version as /models and every score's `version` show it: letters, digits and . _ + -."""
+    if not re.fullmatch(r"[0-9A-Za-z][0-9A-Za-z._+-]{0,63}", text):
+        raise argparse.ArgumentTypeError(f"{text!r}: a version is 1-64 letters, digits and . _ + - (e.g. 2026.11.2)")
+    return text
 
 
 def names_from(known: "tuple[str, ...] | list[str]"):

@@ -248,6 +248,7 @@ def _refuse_orphans(store: Path, files: dict[str, str], rewritten: set[str], vhr
 def main(argv: list[str]) -> int:
     from training import export_checks as checks
     from training.progress import setup_logging
+    from training.cli_types import version
 
     parser = argparse.ArgumentParser(prog="python -m training export", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -258,8 +259,8 @@ def main(argv: list[str]) -> int:
     # Each artifact's version is its own: 2026.11.1, trained with the dev hold-out; the heads'
     # 2026.11.2, early stopping by context (2026-11-23). Defaults are the committed ones, so that
     # `make train` reproduces model_store/ versions included.
-    parser.add_argument("--version", default="2026.11.2", help="of the adem and autojudge heads")
-    parser.add_argument("--encoder-version", default="2026.11.1", help="of hred-encoder")
+    parser.add_argument("--version", type=version, default="2026.11.2", help="of the adem and autojudge heads")
+    parser.add_argument("--encoder-version", type=version, default="2026.11.1", help="of hred-encoder")
     parser.add_argument("--log", type=Path, default=None, help="also write the log here (make train: runs/export.log)")
     args = parser.parse_args(argv)
     if not (args.vhred or args.adem or args.autojudge):

@@ -63,6 +63,13 @@ def encoder_record(encoder_run: Path) -> dict[str, Any]:
             "encoder_metrics": {k: metrics.get(k) for k in IDENTITY_FIELDS}}
 
 
+def clear_head_outputs(out: Path) -> None:
+    """A rerun's head.pt and metrics.json go before it writes its own: killed between the two, a run
+    left its new head beside the last run's metrics, a pair `export` took as one run."""
+    for name in ("head.pt", "metrics.json"):
+        (Path(out) / name).unlink(missing_ok=True)
+
+
 def group_folds(groups: list[str], k: int, seed: str) -> np.ndarray:
     """Fold index 0..k-1 per item; all items of a group in one fold (by a seeded hash)."""
     def fold(group: str) -> int:

@@ -51,3 +51,13 @@ def test_a_number_or_name_no_run_can_use_is_a_usage_error(argv, option, capsys) 
 def test_an_output_path_that_is_a_file_is_a_set_up_error(tmp_path, capsys) -> None:
     (tmp_path / "afile").write_text("x")
     assert main(["selftalk", "--model", str(tmp_path / "missing"), "--out", str(tmp_path / "afile" / "o.jsonl")]) == 2
+
+
+@pytest.mark.parametrize("bad", ["", "../x y", "a" * 65])
+def test_export_versions_are_what_models_can_show(bad, capsys) -> None:
+    """`--version ""` and `--version "../x y"` were accepted and served (a re-probe)."""
+    from training.__main__ import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["export", "--adem", "runs/adem", "--version", bad])
+    assert exited.value.code == 2 and "a version is" in capsys.readouterr().err

@@ -19,11 +19,11 @@ import torch
 
 from training.adem.model import ADEMHead, VARIANTS, fit_pca
 from training.encoders.vhred import save_atomically
-from training.heads import (calibrate_head, context_groups, correlations, encoder_record, predict,
+from training.heads import (calibrate_head, clear_head_outputs, context_groups, correlations, encoder_record, predict,
                             system_correlation, train_head, validation_mask)
 from training.progress import setup_logging
 from training.data.judgements import SETS
-from training.cli_types import count, names_from, nonnegative_float, positive_float, positive_int
+from training.cli_types import SetupError, count, names_from, nonnegative_float, positive_float, positive_int
 
 DEFAULT_SETS = ("dstc7", "dailydialog_gupta_multiref")
 
@@ -114,15 +114,16 @@ def main(argv: list[str]) -> int:
     log.info("ADEM on %s: %d train items, %d dev items (with references)", ",".join(sets),
              len(train_items), len(dev_items))
     if not train_items:
-        parser.error(f"--sets {args.sets}: no train item has a reference, which ADEM needs (sets with "
-                     "references: dstc7, dailydialog_gupta_multiref)")
+        raise SetupError(f"--sets {args.sets}: no train item has a reference, which ADEM needs (sets with "
+                         "references: dstc7, dailydialog_gupta_multiref)")
     encoder = HREDTextEncoder.from_run(args.encoder)
     t0 = time.time()
     train_vectors = encode_items(encoder, train_items)
     dev_vectors = encode_items(encoder, dev_items)
     if args.n > train_vectors[0].shape[1]:
-        parser.error(f"--n {args.n}: PCA cannot keep more dimensions than the encoder's "
-                     f"{train_vectors[0].shape[1]}")
+        raise SetupError(f"--n {args.n}: PCA cannot keep more dimensions than the encoder's "
+                         f"{train_vectors[0].shape[1]}")
+    clear_head_outputs(args.out)
     log.info("encoded %d items in %.0fs", len(train_items) + len(dev_items), time.time() - t0)
     human = np.array([i.score for i in train_items], dtype=np.float32)
     dev_human = np.array([i.score for i in dev_items], dtype=np.float32)

@@ -19,7 +19,7 @@ import torch
 
 from training.autojudge.model import AutoJudgeHead
 from training.encoders.vhred import save_atomically
-from training.heads import (calibrate_head, context_groups, correlations, encoder_record, group_folds, predict,
+from training.heads import (calibrate_head, clear_head_outputs, context_groups, correlations, encoder_record, group_folds, predict,
                             system_correlation, train_head, validation_mask)
 from training.progress import setup_logging
 from training.data.judgements import SETS
@@ -105,6 +105,7 @@ def main(argv: list[str]) -> int:
     log.info("AutoJudge on %s: %d train items, %d dev items", ",".join(sets), len(train_items), len(dev_items))
     encoder = HREDTextEncoder.from_run(args.encoder)
     train_vectors, dev_vectors = encode_items(encoder, train_items), encode_items(encoder, dev_items)
+    clear_head_outputs(args.out)
     human = np.array([i.score for i in train_items], dtype=np.float32)
     dev_human = np.array([i.score for i in dev_items], dtype=np.float32)
     groups = context_groups(train_items)  # early stopping holds out whole contexts, as CONVO SPLIT folds
@@ -128,7 +129,7 @@ def main(argv: list[str]) -> int:
     all_vectors = tuple(np.concatenate([a, b]) for a, b in zip(train_vectors, dev_vectors))
     all_human = np.concatenate([human, dev_human])
     all_groups = context_groups(all_items)
-    log.info("CONVO SPLIT: %d-fold cross-validation by context", args.folds)
+    log.info("CONVO SPLIT: up to %d-fold cross-validation by context", args.folds)
     convo = cross_validate(all_vectors, all_human, group_folds(all_groups, args.folds, "convo"), all_groups,
                            args.seed, **fit_args)
     system_split = None
