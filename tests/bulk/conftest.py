@@ -6,6 +6,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -107,3 +108,19 @@ def _wait_blocked_on_pipe(pid: int, deadline: float) -> None:
         if "pipe" in where:
             return
         time.sleep(0.02)
+
+
+def start_holder(store_root: Path, fifo: Path, output: Path, lines: list[bytes], first: int, batch: int):
+    """A run that was given `first` lines, has written its full batches and now waits on its FIFO for
+    more: it holds the output."""
+    proc = subprocess.Popen(_cli("--model", "length", "--input", str(fifo), "--output", str(output),
+                                 "--batch-size", str(batch)), env=_env(store_root), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    writer = open(fifo, "wb")  # noqa: SIM115 - the caller closes it, which ends the holder's input
+    writer.write(b"".join(line + b"\n" for line in lines[:first]))
+    writer.flush()
+    deadline = time.monotonic() + 60
+    written = first - first % batch
+    _wait_for_output_lines(proc, output, written, deadline)
+    _wait_blocked_on_pipe(proc.pid, deadline)
+    return proc, writer

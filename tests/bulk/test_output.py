@@ -8,13 +8,11 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from service import bulk
-from tests.bulk.conftest import (GOOD, _cli, _env, _wait_blocked_on_pipe, _wait_for_output_lines, encoded, json_lines, read_output,
-                                 write_lines)
+from tests.bulk.conftest import GOOD, _cli, _env, encoded, json_lines, read_output, start_holder, write_lines
 
 
 def test_torn_last_line_is_cut_and_rescored_once(store, tmp_path):
@@ -151,22 +149,6 @@ def test_a_symlink_to_an_output_meets_its_lock_and_only_files_are_outputs(store,
         bulk.run(scorer, handle, fifo)
 
 
-def _start_holder(store_root: Path, fifo: Path, output: Path, lines: list[bytes], first: int, batch: int):
-    """A run that was given `first` lines, has written its full batches and now waits on its FIFO for
-    more: it holds the output."""
-    proc = subprocess.Popen(_cli("--model", "length", "--input", str(fifo), "--output", str(output),
-                                 "--batch-size", str(batch)), env=_env(store_root), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-    writer = open(fifo, "wb")  # noqa: SIM115 - the caller closes it, which ends the holder's input
-    writer.write(b"".join(line + b"\n" for line in lines[:first]))
-    writer.flush()
-    deadline = time.monotonic() + 60
-    written = first - first % batch
-    _wait_for_output_lines(proc, output, written, deadline)
-    _wait_blocked_on_pipe(proc.pid, deadline)
-    return proc, writer
-
-
 def test_a_second_run_on_an_output_in_use_is_refused(store, store_root, tmp_path):
     """Two real processes: the second exits 2 naming the first and writes nothing (it used to write
     alongside, 59,888 lines for 30,000, both exiting 0)."""
@@ -175,7 +157,7 @@ def test_a_second_run_on_an_output_in_use_is_refused(store, store_root, tmp_path
     fifo = tmp_path / "in.fifo"
     os.mkfifo(fifo)
     output = tmp_path / "out.jsonl"
-    holder, writer = _start_holder(store_root, fifo, output, lines, 4, 4)
+    holder, writer = start_holder(store_root, fifo, output, lines, 4, 4)
     try:
         before = output.read_bytes()
         with open(source, "rb") as handle, pytest.raises(bulk.BulkError, match=f"pid {holder.pid} on "):
@@ -202,7 +184,7 @@ def test_a_redeployed_run_waits_for_the_old_pod_and_resumes_after_it(store_root,
     fifo = tmp_path / "in.fifo"
     os.mkfifo(fifo)
     output = tmp_path / "out.jsonl"
-    old, writer = _start_holder(store_root, fifo, output, lines, 6, 4)  # 4 written, 2 in the batch in hand
+    old, writer = start_holder(store_root, fifo, output, lines, 6, 4)  # 4 written, 2 in the batch in hand
     log_path = tmp_path / "new.err"
     with open(log_path, "wb") as log_file:
         new = subprocess.Popen(_cli("--model", "length", "--input", str(source), "--output", str(output),

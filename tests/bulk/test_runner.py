@@ -1,17 +1,17 @@
 """`service.bulk.runner`: one output line per input line, progress in the log, append and fsync per batch."""
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import subprocess
-import time
 
 import pytest
 
 from service import bulk
 from service.scorers.base import Item
-from tests.bulk.conftest import GOOD, _cli, _env, _wait_for_output_lines, encoded, read_output, write_lines
+from tests.bulk.conftest import GOOD, _cli, _env, encoded, read_output, start_holder, write_lines
 
 
 def test_one_output_line_per_input_line_and_bad_lines_reported(store, tmp_path):
@@ -66,22 +66,16 @@ def test_killed_process_resumes_without_scoring_a_line_twice(store_root, tmp_pat
     fifo = tmp_path / "in.fifo"
     os.mkfifo(fifo)
     output = tmp_path / "out.jsonl"
-    proc = subprocess.Popen(_cli("--model", "length", "--input", str(fifo), "--output", str(output),
-                                 "--batch-size", "4"), env=_env(store_root), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # Two full batches (8 lines) are written and fsync'd; 2 lines wait in the third batch.
+    proc, writer = start_holder(store_root, fifo, output, lines, 10, 4)
     try:
-        with open(fifo, "wb") as writer:
-            writer.write(b"".join(line + b"\n" for line in lines[:10]))
-            writer.flush()
-            deadline = time.monotonic() + 60
-            # Two full batches (8 lines) are written and fsync'd; 2 lines wait in the third batch.
-            _wait_for_output_lines(proc, output, 8, deadline)
-            proc.kill()
-            proc.wait(timeout=30)
-    except BrokenPipeError:
-        pass
+        proc.kill()
+        proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
+        with contextlib.suppress(BrokenPipeError):
+            writer.close()
     assert proc.returncode == -9
     assert [r["line"] for r in read_output(output)] == list(range(1, 9))
 

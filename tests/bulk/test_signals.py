@@ -1,14 +1,14 @@
 """`service.bulk.signals`: SIGTERM finishes the batch in hand and exits 143, in time for the Job's grace period."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
-import subprocess
 import time
 
 from service.config import REPO_ROOT
-from tests.bulk.conftest import GOOD, _cli, _env, _wait_blocked_on_pipe, _wait_for_output_lines, encoded, read_output
+from tests.bulk.conftest import GOOD, encoded, read_output, start_holder
 
 REPO_K8S_BULK = REPO_ROOT / "k8s" / "bulk"
 
@@ -42,23 +42,18 @@ def test_sigterm_finishes_the_batch_in_hand_and_exits_143(store_root, tmp_path):
     fifo = tmp_path / "in.fifo"
     os.mkfifo(fifo)
     output = tmp_path / "out.jsonl"
-    proc = subprocess.Popen(_cli("--model", "length", "--input", str(fifo), "--output", str(output),
-                                 "--batch-size", "4"), env=_env(store_root), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    # The first batch is on disk before its stop check: signal only once the tool waits for line 7.
+    proc, writer = start_holder(store_root, fifo, output, lines, 6, 4)
     try:
-        with open(fifo, "wb") as writer:
-            writer.write(b"".join(line + b"\n" for line in lines[:6]))
-            writer.flush()
-            deadline = time.monotonic() + 60
-            _wait_for_output_lines(proc, output, 4, deadline)
-            # The first batch is on disk before its stop check: signal only once the tool waits for line 7.
-            _wait_blocked_on_pipe(proc.pid, deadline)
-            proc.send_signal(signal.SIGTERM)  # lines 5 and 6 wait in the batch being filled
-            time.sleep(0.5)
-            writer.write(b"".join(line + b"\n" for line in lines[6:]))
+        proc.send_signal(signal.SIGTERM)  # lines 5 and 6 wait in the batch being filled
+        time.sleep(0.5)
+        writer.write(b"".join(line + b"\n" for line in lines[6:]))
+        writer.close()
     except BrokenPipeError:
         pass
     finally:
+        with contextlib.suppress(BrokenPipeError):
+            writer.close()
         stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143, stderr.decode()
     assert [r["line"] for r in read_output(output)] == list(range(1, 9))
