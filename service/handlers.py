@@ -13,7 +13,7 @@ from service import limits, metrics, worker_readiness
 from service.config import Settings
 from service.errors import InvalidRequest, NotReady, UnknownModel
 from service.schemas import DIALOGUE, ITEM, flatten_messages
-from service.scorers.base import Dialogue, EncodeCache, Item, OptionError, Scorer, Turn
+from service.scorers.base import Dialogue, EncodeCache, Item, OptionError, Scorer, Turn, lacks_reference
 from service.store import STORE_KEY, ModelStore
 
 
@@ -52,8 +52,9 @@ def parse_items(raw_items: list[dict[str, Any]], scorers: list[Scorer]) -> list[
                 parsed.append(Dialogue([Turn(t["speaker"], t["text"]) for t in data["turns"]]))
             else:
                 data = ITEM.load(raw)
-                if needs_reference and data["reference"] is None:
-                    errors[f"items.{i}.reference"] = f"Required by {', '.join(needs_reference)} (a referenced model)."
+                if needs_reference and lacks_reference(data["reference"]):
+                    errors[f"items.{i}.reference"] = (f"Required, and not blank, by {', '.join(needs_reference)} "
+                                                      "(a referenced model).")
                 parsed.append(Item(list(data["context"]), data["response"], data["reference"]))
         except ValidationError as exc:
             errors.update(flatten_messages(exc.messages, f"items.{i}"))
@@ -116,8 +117,8 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     if scorer.kind == "dialogue":
         raise InvalidRequest(f"{scorer.name} scores whole dialogues and cannot rerank replies.",
                              {"model": "Not a reply model."})
-    if scorer.reads_reference and body["reference"] is None:
-        raise InvalidRequest(f"{scorer.name} needs a reference.", {"reference": "Required by this model."})
+    if scorer.reads_reference and lacks_reference(body["reference"]):
+        raise InvalidRequest(f"{scorer.name} needs a reference.", {"reference": "Required, and not blank, by this model."})
     items = [Item(list(body["context"]), candidate, body["reference"]) for candidate in body["candidates"]]
     limits.check_encoder_work([scorer], items, settings, path="candidates")
     scores, _ = run_scorer(scorer, items, body["options"], EncodeCache())

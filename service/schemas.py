@@ -54,7 +54,7 @@ class ItemSchema(StrictSchema):
     response = fields.String(required=True, metadata={"description": "The reply to score.",
                                                       "example": "nah, let's do something active."})
     reference = fields.String(allow_none=True, load_default=None,
-                              metadata={"description": "A human reply; required by `referenced` models.",
+                              metadata={"description": "A human reply; required, and not blank, by `referenced` models.",
                                         "example": "yeah, the film about turing looks great!"})
 
 
@@ -106,7 +106,8 @@ class RerankRequestSchema(StrictSchema):
                           metadata={"example": ["hi! how was your weekend?"]})
     candidates = fields.List(fields.String(), required=True, validate=_nonempty_list,
                              metadata={"example": ["i don't know.", "great, i went hiking with my sister!"]})
-    reference = fields.String(allow_none=True, load_default=None)
+    reference = fields.String(allow_none=True, load_default=None,
+                              metadata={"description": "A human reply; required, and not blank, by `referenced` models."})
     top_k = Whole(allow_none=True, load_default=None, validate=validate.Range(min=1))
     options = fields.Dict(load_default=dict)
 

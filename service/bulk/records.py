@@ -10,7 +10,7 @@ from marshmallow import EXCLUDE, ValidationError
 from service.json_body import (BadText, JsonTextError, NotAnObject, NotFinite, NotJson, RepeatedKey, TooDeep,
                                parse_object)
 from service.schemas import DIALOGUE, ITEM, flatten_messages
-from service.scorers.base import Dialogue, EncodeCache, Item, Scorer, Turn
+from service.scorers.base import Dialogue, EncodeCache, Item, Scorer, Turn, lacks_reference
 
 log = logging.getLogger("service.bulk")  # one logger for the whole command: its records name it
 
@@ -63,8 +63,8 @@ def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
     except ValidationError as exc:
         fields = flatten_messages(exc.messages)
         raise BadLine("; ".join(f"{k}: {v}" for k, v in fields.items()), item_id) from None
-    if scorer.reads_reference and data.get("reference") is None:
-        raise BadLine(f"reference: {scorer.name} is a referenced model and needs a reference.", item_id)
+    if scorer.reads_reference and lacks_reference(data.get("reference")):
+        raise BadLine(f"reference: {scorer.name} is a referenced model and needs a reference (not blank).", item_id)
     return Item(list(data["context"]), data["response"], data.get("reference")), item_id
 
 

@@ -25,6 +25,13 @@ class Item:
     reference: str | None = None
 
 
+def lacks_reference(reference: str | None) -> bool:
+    """Whether a referenced model has nothing to compare the reply with: no reference, or one that is
+    empty or whitespace. A blank reference scored every reply against the embedding of nothing (BLEU 0,
+    a cosine with the empty text's vector) and came back 200; the API and bulk both refuse it instead."""
+    return reference is None or not reference.strip()
+
+
 @dataclass(frozen=True)
 class Turn:
     speaker: str  # "user" | "bot"

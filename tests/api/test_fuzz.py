@@ -107,7 +107,10 @@ def _served(app) -> list[dict]:
 
 def _valid_for(model: dict, item: dict) -> bool:
     """Whether the contract obliges a model to score a drawn item: reply items (at most 3 texts of 40
-    characters, every field present) always are; a dialogue needs a bot turn that is not blank."""
+    characters, every field present) are, but a referenced model needs a reference that is not blank;
+    a dialogue needs a bot turn that is not blank."""
+    if model["kind"] == "referenced":
+        return bool(item["reference"].strip())
     if model["kind"] != "dialogue":
         return True
     return any(turn["speaker"] == "bot" and turn["text"].strip() for turn in item["turns"])

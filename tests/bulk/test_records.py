@@ -114,3 +114,14 @@ def test_bulk_refuses_a_missing_reference_exactly_where_the_api_does(store):
                 parse_line(line, scorer)
         else:
             assert parse_line(line, scorer)[0].reference is None
+
+
+def test_bulk_refuses_a_blank_reference_as_the_api_does(store):
+    """An empty or whitespace reference leaves a referenced model nothing to compare with: one bad line."""
+    from service.bulk.records import BadLine, parse_line
+
+    for reference in ("", "  \n"):
+        line = json.dumps({"id": "x", "context": ["hi"], "response": "hello", "reference": reference}).encode()
+        with pytest.raises(BadLine, match="needs a reference"):
+            parse_line(line, store.get("bleu4"))
+        assert parse_line(line, store.get("length"))[0].reference == reference  # ignored where not read
