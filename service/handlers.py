@@ -118,7 +118,8 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
         raise InvalidRequest(f"{scorer.name} scores whole dialogues and cannot rerank replies.",
                              {"model": "Not a reply model."})
     if scorer.reads_reference and lacks_reference(body["reference"]):
-        raise InvalidRequest(f"{scorer.name} needs a reference.", {"reference": "Required, and not blank, by this model."})
+        raise InvalidRequest(f"{scorer.name} needs a reference.",
+                             {"reference": "Required, and not blank, by this model."})
     items = [Item(list(body["context"]), candidate, body["reference"]) for candidate in body["candidates"]]
     limits.check_encoder_work([scorer], items, settings, path="candidates")
     scores, _ = run_scorer(scorer, items, body["options"], EncodeCache())

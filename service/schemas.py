@@ -10,6 +10,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 from service.stats.correlation import METHODS
 
 _nonempty_list = validate.Length(min=1)
+_REFERENCE = "A human reply; required, and not blank, by `referenced` models."  # /score items, /rerank
 
 
 # Bound on every number a client sends: squares and sums of larger finite values overflow to
@@ -54,7 +55,7 @@ class ItemSchema(StrictSchema):
     response = fields.String(required=True, metadata={"description": "The reply to score.",
                                                       "example": "nah, let's do something active."})
     reference = fields.String(allow_none=True, load_default=None,
-                              metadata={"description": "A human reply; required, and not blank, by `referenced` models.",
+                              metadata={"description": _REFERENCE,
                                         "example": "yeah, the film about turing looks great!"})
 
 
@@ -107,7 +108,7 @@ class RerankRequestSchema(StrictSchema):
     candidates = fields.List(fields.String(), required=True, validate=_nonempty_list,
                              metadata={"example": ["i don't know.", "great, i went hiking with my sister!"]})
     reference = fields.String(allow_none=True, load_default=None,
-                              metadata={"description": "A human reply; required, and not blank, by `referenced` models."})
+                              metadata={"description": _REFERENCE})
     top_k = Whole(allow_none=True, load_default=None, validate=validate.Range(min=1))
     options = fields.Dict(load_default=dict)
 

@@ -64,7 +64,8 @@ def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
         fields = flatten_messages(exc.messages)
         raise BadLine("; ".join(f"{k}: {v}" for k, v in fields.items()), item_id) from None
     if scorer.reads_reference and lacks_reference(data.get("reference")):
-        raise BadLine(f"reference: {scorer.name} is a referenced model and needs a reference (not blank).", item_id)
+        raise BadLine(f"reference: {scorer.name} is a referenced model and needs a reference (not blank).",
+                      item_id)
     return Item(list(data["context"]), data["response"], data.get("reference")), item_id
 
 
