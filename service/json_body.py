@@ -161,7 +161,14 @@ def parse(raw: bytes, *, max_depth: int, finite: bool = False) -> Any:
 def parse_object(raw: bytes, *, max_depth: int, finite: bool = False) -> dict[str, Any]:
     """`parse` for readers that want an object (a body, a bulk line, a manifest); the shape is checked
     before the walk, so a deep or odd array is answered as not an object."""
-    data = _load(raw, max_depth, finite)
+    try:
+        data = _load(raw, max_depth, finite)
+    except TooDeep:
+        # Too deep for the parser to finish: an array's shape is still known from its first byte,
+        # and it is answered the same whatever its depth (50 levels or 100,000).
+        if raw.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n").startswith(b"["):
+            raise NotAnObject("an array") from None
+        raise
     if not isinstance(data, dict):
         raise NotAnObject(_json_name(data))
     _check(data, raw, max_depth)

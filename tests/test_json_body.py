@@ -50,7 +50,10 @@ def test_parse_is_one_reader_for_bodies_lines_files_and_manifests() -> None:
     assert parse(b"[1, 2]", max_depth=4) == [1, 2]
     cases = [(b'{"a": 1, "a": 2}', RepeatedKey), ('{"a": 1}'.encode("utf-16"), NotUtf8), (b'{"a": ', NotJson),
              (b"[1]", NotAnObject), (b'{"a": [[[[[1]]]]]}', TooDeep), (b'{"a": ' + b"[" * 5000 + b"]" * 5000 + b"}", TooDeep),
-             (b'{"a": "\\ud800"}', BadText)]
+             (b'{"a": "\\ud800"}', BadText),
+             # an array is not an object at any depth, the parser's recursion limit included
+             (b"[" * 50 + b"]" * 50, NotAnObject), (b"\n" + b"[" * 100_000 + b"]" * 100_000, NotAnObject),
+             (b"\xef\xbb\xbf" + b"[" * 100_000, NotAnObject)]
     for raw, error in cases:
         with pytest.raises(error):
             parse_object(raw, max_depth=4)

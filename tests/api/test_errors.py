@@ -18,6 +18,9 @@ CASES = [
     # Python refuses an integer of more than 4,300 digits with a bare ValueError: it was a 500
     ("a 5,000-digit integer", "/score", b'{"model": "bleu4", "items": [], "x": ' + b"1" * 5000 + b"}", 400,
      "bad_json", None),
+    # an array is not the object every endpoint wants, however deep (was 413 past the parser's limit)
+    ("a deep array body", "/score", b"[" * 50 + b"]" * 50, 400, "bad_json", None),
+    ("an array body past the parser's limit", "/score", b"[" * 100_000 + b"]" * 100_000, 400, "bad_json", None),
     ("a 5,000-digit integer", "/human-eval", b'{"ratings": ' + b"9" * 5000 + b"}", 400, "bad_json", None),
     ("unknown model", "/score", _score(model="no-such-model"), 404, "unknown_model", None),
     ("unknown key", "/score", _score(colour="red"), 422, "invalid_request", "colour"),

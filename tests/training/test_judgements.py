@@ -18,9 +18,10 @@ EXPECTED_SIZES = {
     "xdial_conture_turn": 1066,
     "conture": 1052,
     "convai2_turn": 1646,
+    "topicalchat_turn": 22182,
 }
 # Sets split by conversation, not by query: two conversations may both open with "hi".
-KEYED_BY_CONVERSATION = {"conture", "xdial_conture_turn", "convai2_turn"}
+KEYED_BY_CONVERSATION = {"conture", "xdial_conture_turn", "convai2_turn", "topicalchat_turn"}
 
 
 def test_every_listed_set_has_an_expected_size() -> None:
@@ -82,7 +83,19 @@ def test_convai2_turn_likes_are_bot_turns_with_their_history_and_a_development_s
     assert first.score == 1.0 and first.context[0] == "Hi man!" and len(first.context) == 7
     # sparse, self-selected likes: measured, never fitted or chosen by
     assert not SETS["convai2_turn"].for_training and "convai2_turn" not in TRAINING_SETS
-    assert set(TRAINING_SETS) == set(SETS) - {"convai2_turn"}
+    assert set(TRAINING_SETS) == set(SETS) - {"convai2_turn", "topicalchat_turn"}
+
+
+def test_topicalchat_turns_are_rated_human_turns_measured_only_and_outside_the_holdout() -> None:
+    items = load_set("topicalchat_turn")
+    assert {i.score for i in items} == {1.0, 2.0, 3.0, 4.0, 5.0}  # Poor .. Excellent
+    assert all(i.system is None and i.conversation.startswith("topicalchat:t_") for i in items)
+    first = items[0]
+    assert first.item_id.endswith(":1") and len(first.context) == 1  # a turn with no history is not an item
+    later = next(i for i in items if i.conversation == first.conversation and len(i.context) == 5)
+    assert later.context[0] == first.context[0] and later.context[1] == first.response
+    # no training stream reads Topical-Chat: measured only, and not searched for in the corpora
+    assert not SETS["topicalchat_turn"].for_training and not SETS["topicalchat_turn"].held_out
 
 
 def test_unknown_set_and_split_are_refused() -> None:

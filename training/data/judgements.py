@@ -68,9 +68,11 @@ class SetInfo:
     licence: str
     has_references: bool
     has_systems: bool
-    native_scale: tuple[float, float]
     reader: Callable[[Path], list[JudgedItem]]
     for_training: bool = True  # False: measured only; no training step fits or chooses anything by it
+    # False: its text comes from no corpus a training stream reads, so its dev text is not searched
+    # for in them (`dev_holdout`); where it was searched, only greetings matched (see the reader).
+    held_out: bool = True
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -255,18 +257,58 @@ def _read_convai2_turns(data_dir: Path) -> list[JudgedItem]:
                     if p.get("class") == "Bot"]
             if len(bots) != 1:
                 continue
-            conversation = f"convai2:{round_name}/{n}"
-            history: list[str] = []
-            for index, turn in enumerate(record["dialog"]):
-                text = _clean(turn.get("text", ""))
-                if not text:
-                    continue
-                like = turn.get("evaluation_score")
-                if turn.get("sender_class") == "Bot" and like is not None and history:
-                    items.append(_item("convai2_turn", f"{conversation}:{index}", list(history), text, [],
-                                       rescale(like, 0, 1), f"{round_name}/{bots[0]}", conversation,
-                                       conversation))
-                history.append(text)
+            turns = [(index, turn.get("text", ""),
+                      rescale(turn["evaluation_score"], 0, 1) if turn.get("sender_class") == "Bot"
+                      and turn.get("evaluation_score") is not None else None)
+                     for index, turn in enumerate(record["dialog"])]
+            items += _rated_turns("convai2_turn", f"convai2:{round_name}/{n}", turns, f"{round_name}/{bots[0]}")
+    return items
+
+
+def _rated_turns(set_name: str, conversation: str, turns: list[tuple[int, str, float | None]],
+                 system: str | None = None) -> list[JudgedItem]:
+    """One item per rated turn of a conversation ((index, text, score on 1-5 or None) in order),
+    with every non-empty turn before it as context; a turn with no history is no item."""
+    items = []
+    history: list[str] = []
+    for index, text, score in turns:
+        text = _clean(text)
+        if not text:
+            continue
+        if score is not None and history:
+            items.append(_item(set_name, f"{conversation}:{index}", list(history), text, [], score, system,
+                               conversation, conversation))
+        history.append(text)
+    return items
+
+
+TOPICALCHAT_FILES = ("valid_freq.json", "valid_rare.json")
+TOPICALCHAT_RATINGS = {"Poor": 1.0, "Not Good": 2.0, "Passable": 3.0, "Good": 4.0, "Excellent": 5.0}  # already 1-5
+
+
+def _read_topicalchat_turns(data_dir: Path) -> list[JudgedItem]:
+    """Topical-Chat human-human conversations (the two valid splits in ../shared/data): each turn's
+    five-level rating (Poor to Excellent) by the conversation partner.
+
+    The only turn-level ratings here of people, not systems, on knowledge-grounded chat about a news
+    article, a domain no training stream reads; the partner rated almost every turn, and 93% of them
+    Good or Excellent, so the signal is thin, like convai2_turn's likes: a development set, never a
+    training one (SetInfo.for_training). Context = the whole history before the turn; the first turn
+    (no history) and unrated turns are left out. Split key = conversation.
+
+    No training stream reads Topical-Chat, so the set is not in the dev hold-out (`SetInfo.held_out`):
+    searched for there, its 6,500 dev items' text touched 5 of 3,612 Chit-Chat train dialogues, each
+    by the same opening ("hi how are you" / "good how are you"), which says nothing of a dev item,
+    and holding them out would change the committed models' training data.
+    """
+    items = []
+    for filename in TOPICALCHAT_FILES:
+        with open(data_dir / "corpora" / "topicalchat" / filename, encoding="utf-8") as handle:
+            conversations = json.load(handle)
+        for conversation_id, record in conversations.items():
+            turns = [(index, turn.get("message", ""), TOPICALCHAT_RATINGS.get(turn.get("turn_rating", "")))
+                     for index, turn in enumerate(record["content"])]
+            items += _rated_turns("topicalchat_turn", f"topicalchat:{conversation_id}", turns)
     return items
 
 
@@ -310,30 +352,33 @@ SETS: dict[str, SetInfo] = {
     info.name: info
     for info in [
         SetInfo("dstc7", "DSTC7 task 2: 1,000 Reddit contexts x 10 systems, per-judge relevance and "
-                "informativeness averaged", "O-UDA v1.0", True, True, (1, 5), _read_dstc7),
+                "informativeness averaged", "O-UDA v1.0", True, True, _read_dstc7),
         SetInfo("dailydialog_gupta_multiref", "Gupta et al. 2019: 100 DailyDialog test contexts x 5 "
-                "systems, 4 references each", f"not stated; {_DD}", True, True, (1, 5), _read_gupta_multiref),
+                "systems, 4 references each", f"not stated; {_DD}", True, True, _read_gupta_multiref),
         SetInfo("predictive_engagement", "Ghazarian et al.: 600 DailyDialog query/reply pairs "
-                "(ground truth and generated), 3 ratings each", f"MIT (repo); {_DD}", False, True, (1, 5),
+                "(ground truth and generated), 3 ratings each", f"MIT (repo); {_DD}", False, True,
                 _read_predictive_engagement),
         SetInfo("holistic_eval", "Pang et al. 2020: 200 DailyDialog query/reply pairs, context "
-                "coherence, 10 raters", f"not stated; {_DD}", False, False, (1, 5), _read_holistic),
+                "coherence, 10 raters", f"not stated; {_DD}", False, False, _read_holistic),
         SetInfo("xdial_dailydialog_zhao", "xDial-Eval (English): Zhao et al. 2020 DailyDialog, 900 "
-                "replies to 100 contexts", f"GPL-3.0; {_DD}", False, False, (1, 5),
+                "replies to 100 contexts", f"GPL-3.0; {_DD}", False, False,
                 _xdial_reader("dailydialog-zhao", (1, 5))),
         SetInfo("xdial_persona_zhao", "xDial-Eval (English): Zhao et al. 2020 PersonaChat, 900 replies "
-                "to 149 contexts", "GPL-3.0", False, False, (1, 5), _xdial_reader("persona-zhao", (1, 5))),
+                "to 149 contexts", "GPL-3.0", False, False, _xdial_reader("persona-zhao", (1, 5))),
         SetInfo("xdial_dailydialog_gupta", "xDial-Eval (English): the Gupta et al. DailyDialog items "
-                "without references or systems", f"GPL-3.0; {_DD}", False, False, (1, 5),
+                "without references or systems", f"GPL-3.0; {_DD}", False, False,
                 _xdial_reader("dailydialog-gupta", (1, 5))),
         SetInfo("xdial_conture_turn", "xDial-Eval (English): ConTurE turn ratings 0-2 with a "
-                "three-turn context", "GPL-3.0; ConTurE CC BY 4.0", False, False, (0, 2),
+                "three-turn context", "GPL-3.0; ConTurE CC BY 4.0", False, False,
                 _xdial_reader("conture-turn", (0, 2))),
         SetInfo("conture", "ConTurE: 119 human-bot dialogues, every bot turn rated 0-2, full history "
-                "as context", "CC BY 4.0", False, False, (0, 2), _read_conture),
+                "as context", "CC BY 4.0", False, False, _read_conture),
         SetInfo("convai2_turn", "ConvAI2 human-bot PersonaChat chats: the partner's like (1) or dislike (0) "
-                "of a bot turn, where given; 10 bots", "not stated", False, True, (0, 1), _read_convai2_turns,
+                "of a bot turn, where given; 10 bots", "not stated", False, True, _read_convai2_turns,
                 for_training=False),
+        SetInfo("topicalchat_turn", "Topical-Chat (valid splits): human-human chats about an article, every "
+                "turn rated Poor to Excellent by the partner", "CDLA-Sharing-1.0", False, False,
+                _read_topicalchat_turns, for_training=False, held_out=False),
     ]
 }
 
@@ -356,9 +401,10 @@ def split_key(item: JudgedItem) -> str:
 
 @lru_cache(maxsize=4)
 def dev_holdout(data_dir: Path = DEFAULT_DATA_DIR) -> DevHoldout:
-    """The dev text of every set (measured-only ones included) that no training stream may hold."""
+    """The dev text of every set (measured-only ones included, unless `held_out` is False) that no
+    training stream may hold."""
     dev = []
-    for name in SETS:
+    for name in (name for name, info in SETS.items() if info.held_out):
         for item in _load_all(name, Path(data_dir)):
             key = _KEYS[(item.set, item.item_id)]
             if split_of(key) == "dev":

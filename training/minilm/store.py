@@ -13,6 +13,7 @@ import numpy as np
 from service.manifest import Manifest, write_manifest
 from service.manifest import update_card as update_manifest_card
 from training.cards import with_measured_fields
+from training.data.judgements import SETS, TRAINING_SETS
 from training.evaluation_cards import OWN_README_TABLE, readme_section
 
 VERSION = "2026.11.0"
@@ -47,7 +48,9 @@ def judged_training(model: str) -> str:
     """What a ratings-trained -minilm head read: adem-minilm only the items with their own reference."""
     which = ("the judgement sets with their own references, dstc7 and dailydialog_gupta_multiref (first reference)"
              if model == "adem-minilm" else
-             "every judgement set trained on (training.data.judgements.TRAINING_SETS: all but convai2_turn)")
+             "every judgement set trained on (training.data.judgements.TRAINING_SETS: "
+             f"{', '.join(TRAINING_SETS)}; not the measured-only "
+             f"{', '.join(name for name in SETS if name not in TRAINING_SETS)})")
     return JUDGED_TRAINING.format(which=which)
 
 
