@@ -151,6 +151,9 @@ def _surrogate_message(text: str) -> str | None:
             "which is not a Unicode character; send valid UTF-8 text.")
 
 
+_BOM = b"\xef\xbb\xbf"  # UTF-8 byte order mark
+
+
 def parse(raw: bytes, *, max_depth: int, finite: bool = False) -> Any:
     """The JSON value in `raw` held to every rule above, or a JsonTextError saying which it broke."""
     data = _load(raw, max_depth, finite)
@@ -166,7 +169,7 @@ def parse_object(raw: bytes, *, max_depth: int, finite: bool = False) -> dict[st
     except TooDeep:
         # Too deep for the parser to finish: an array's shape is still known from its first byte,
         # and it is answered the same whatever its depth (50 levels or 100,000).
-        if raw.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n").startswith(b"["):
+        if raw.removeprefix(_BOM).lstrip(b" \t\r\n").startswith(b"["):
             raise NotAnObject("an array") from None
         raise
     if not isinstance(data, dict):
@@ -177,7 +180,7 @@ def parse_object(raw: bytes, *, max_depth: int, finite: bool = False) -> dict[st
 
 def _load(raw: bytes, max_depth: int, finite: bool) -> Any:
     try:
-        text = raw.decode("utf-8").removeprefix("\ufeff")  # RFC 8259 lets a reader drop a BOM; Windows tools write one
+        text = raw.decode("utf-8").removeprefix(_BOM.decode())  # RFC 8259 lets a reader drop a BOM; Windows tools write one
     except UnicodeDecodeError as exc:
         raise NotUtf8(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
     try:

@@ -257,12 +257,15 @@ def _read_convai2_turns(data_dir: Path) -> list[JudgedItem]:
                     if p.get("class") == "Bot"]
             if len(bots) != 1:
                 continue
-            turns = [(index, turn.get("text", ""),
-                      rescale(turn["evaluation_score"], 0, 1) if turn.get("sender_class") == "Bot"
-                      and turn.get("evaluation_score") is not None else None)
-                     for index, turn in enumerate(record["dialog"])]
+            turns = [(index, turn.get("text", ""), _bot_like(turn)) for index, turn in enumerate(record["dialog"])]
             items += _rated_turns("convai2_turn", f"convai2:{round_name}/{n}", turns, f"{round_name}/{bots[0]}")
     return items
+
+
+def _bot_like(turn: dict) -> float | None:
+    """A ConvAI2 turn's like (1) or dislike (0) on 1-5, for bot turns the partner rated; else None."""
+    like = turn.get("evaluation_score")
+    return rescale(like, 0, 1) if turn.get("sender_class") == "Bot" and like is not None else None
 
 
 def _rated_turns(set_name: str, conversation: str, turns: list[tuple[int, str, float | None]],
