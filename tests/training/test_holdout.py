@@ -46,7 +46,7 @@ def test_train_partitions_repeat_no_dev_query_or_pair() -> None:
     left_out = 0
     # A set outside the hold-out (SetInfo.held_out: measured only, from a corpus no stream reads) has a
     # train partition nothing reads; two Topical-Chat conversations open with the same two turns.
-    for name in (n for n, info in judgements.SETS.items() if info.held_out):
+    for name in judgements.HELD_OUT_SETS:
         train = judgements.load_set(name, "train")
         everything = [i for i in judgements.load_set(name, "all")
                       if judgements.split_of(judgements.split_key(i)) == "train"]

@@ -388,6 +388,8 @@ SETS: dict[str, SetInfo] = {
 
 # The sets training reads (its train partitions) and chooses settings by (their dev partitions).
 TRAINING_SETS: tuple[str, ...] = tuple(name for name, info in SETS.items() if info.for_training)
+# The sets whose dev text no training stream may hold (`dev_holdout`).
+HELD_OUT_SETS: tuple[str, ...] = tuple(name for name, info in SETS.items() if info.held_out)
 
 
 @lru_cache(maxsize=32)
@@ -407,7 +409,7 @@ def dev_holdout(data_dir: Path = DEFAULT_DATA_DIR) -> DevHoldout:
     """The dev text of every set (measured-only ones included, unless `held_out` is False) that no
     training stream may hold."""
     dev = []
-    for name in (name for name, info in SETS.items() if info.held_out):
+    for name in HELD_OUT_SETS:
         for item in _load_all(name, Path(data_dir)):
             key = _KEYS[(item.set, item.item_id)]
             if split_of(key) == "dev":
