@@ -6,7 +6,8 @@ indexed Job (k8s/bulk/) can split it over pods with `JOB_COMPLETION_INDEX`.
 
 Contract of the output: exactly one line per input line of this shard, in input order,
 `{"line": n, "model", "version", "score", "details"?, "id"?}` or, for a line that cannot be
-scored, `{"line": n, "model", "version", "error": {"code", "message"}}`; nothing is dropped, and
+scored, `{"line": n, "model", "version", "error": {"code", "message"}}` (code `bad_line`, `too_large`: a
+line over --max-line-bytes, streamed past and never held whole, or `scoring_failed`); nothing is dropped, and
 every line is strict JSON (no NaN or infinity). Each batch is appended and fsync'd before the
 next is read, so after a kill (OOM, eviction, node loss) a restart truncates a torn last line,
 skips every line already in the output (checking that the input is the one it was scored from:

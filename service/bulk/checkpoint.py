@@ -5,12 +5,27 @@ import hashlib
 import json
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 from service.bulk.errors import TRANSIENT_ERRNOS, BulkError, set_up_error
 
 log = logging.getLogger("service.bulk")  # one logger for the whole command: its records name it
+
+
+_SKIP_CHUNK = 1 << 20  # bytes read at a time while an oversized line streams past
+
+
+@dataclass(frozen=True)
+class OversizedLine:
+    """Stands for an input line longer than the run's limit, which was hashed but not kept."""
+
+    size: int  # bytes, its newline not counted
+    limit: int
+
+    def describe(self) -> str:
+        return f"the line is {self.size} bytes; the limit is {self.limit} (--max-line-bytes)"
 
 
 class InputCheckpoint:
@@ -67,8 +82,10 @@ class HashedLines:
     digest only when a batch is (`written_digest`), not for every line.
     """
 
-    def __init__(self, source: BinaryIO, output: Path, after: int, expected: tuple[int, str, str] | None) -> None:
+    def __init__(self, source: BinaryIO, output: Path, after: int, expected: tuple[int, str, str] | None,
+                 max_line_bytes: int | None = None) -> None:
         self.source, self.output, self.after = source, output, after
+        self.max_line_bytes = max_line_bytes
         self.name = str(getattr(source, "name", "<stream>"))
         self.hash = hashlib.sha256()
         self.written: tuple[int, Any] | None = None
@@ -80,13 +97,16 @@ class HashedLines:
                         "was cut?); the input is not checked", output, expected[0], after)
             self.expected = None
 
-    def lines(self, index: int, count: int) -> Iterator[tuple[int, bytes]]:
-        """(1-based line number, raw line) of shard `index` of `count`, skipping lines up to `after`."""
+    def lines(self, index: int, count: int) -> Iterator[tuple[int, bytes | OversizedLine]]:
+        """(1-based line number, raw line) of shard `index` of `count`, skipping lines up to `after`.
+
+        A line longer than `max_line_bytes` (its newline not counted) is never held whole: it is
+        hashed as it streams past and handed out as an OversizedLine, which becomes one bad line.
+        Why: a single runaway line (a corpus without newlines, a binary file) would otherwise be
+        read into memory at once, and a pod killed for it would meet it again on every retry.
+        """
         number = 0
-        for number, raw in enumerate(self.source, start=1):
-            # Each line hashed with exactly one newline: a last line without one still matches
-            # once more lines are appended after it.
-            self.hash.update(raw if raw.endswith(b"\n") else raw + b"\n")
+        for number, raw in enumerate(self._raw_lines(), start=1):
             if self.expected is not None and number == self.expected[0]:
                 self._compare(number)
             if (number - 1) % count == index and number > self.after:
@@ -96,6 +116,29 @@ class HashedLines:
             raise BulkError(f"{self.name} has {number} lines but {self.output} already holds records up to line "
                             f"{self.after}: it is not the input this output was scored from; resume with that "
                             "input or use another --output")
+
+    def _raw_lines(self) -> Iterator[bytes | OversizedLine]:
+        """Each line, hashed with exactly one newline (a last line without one still matches once
+        more lines are appended after it); a line over the limit as an OversizedLine."""
+        limit = self.max_line_bytes
+        while True:
+            raw = self.source.readline() if limit is None else self.source.readline(limit + 1)
+            if not raw:
+                return
+            if limit is None or raw.endswith(b"\n") or len(raw) <= limit:
+                self.hash.update(raw if raw.endswith(b"\n") else raw + b"\n")
+                yield raw
+                continue
+            size = len(raw)
+            self.hash.update(raw)
+            while not raw.endswith(b"\n"):
+                raw = self.source.readline(_SKIP_CHUNK)
+                if not raw:
+                    self.hash.update(b"\n")
+                    break
+                self.hash.update(raw)
+                size += len(raw) - raw.endswith(b"\n")
+            yield OversizedLine(size, limit)
 
     def written_digest(self) -> tuple[int, str] | None:
         """(line, SHA-256 hex) of the input up to the last line handed out, or None before any."""

@@ -78,6 +78,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=settings.intra_op_threads,
                         help="ONNX Runtime intra-op threads (0: all cores; default: $DIALSCORE_INTRA_OP_THREADS, else 0)")
     parser.add_argument("--progress-every", type=float, default=10.0, help="seconds between progress lines (default 10)")
+    parser.add_argument("--max-line-bytes", type=int, default=settings.max_body_bytes,
+                        help="a longer input line is a too_large error record, never read whole (default: "
+                             "$DIALSCORE_MAX_BODY_BYTES, the largest request body the API takes, else 1 MiB)")
     parser.add_argument("--lock-wait", type=float, default=0.0,
                         help="seconds to wait for another run writing the same output to end before refusing "
                              "(exit 2); default 0")
@@ -86,6 +89,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--batch-size must be at least 1")
     if args.shard_count < 1 or not 0 <= args.shard_index < args.shard_count:
         parser.error(f"--shard-index {args.shard_index} is not in 0..{args.shard_count - 1}")
+    if args.max_line_bytes < 1:
+        parser.error("--max-line-bytes must be at least 1")
     if not args.lock_wait >= 0:  # NaN too: it would never reach its deadline
         parser.error("--lock-wait must be a number of seconds, not negative")
     args.settings = settings
@@ -138,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         with _open_input(args.input) as source:
             counts = run(scorer, source, output, options=args.options, batch_size=args.batch_size,
                          shard_index=args.shard_index, shard_count=args.shard_count,
-                         progress_every=args.progress_every, lock_wait=args.lock_wait)
+                         progress_every=args.progress_every, lock_wait=args.lock_wait,
+                         max_line_bytes=args.max_line_bytes)
     except TransientSetUpError as exc:
         log.error("set-up failed on an I/O error that a retry may get past, nothing scored: %s", exc,
                   extra={"exit_status": 1})

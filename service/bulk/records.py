@@ -7,6 +7,7 @@ from typing import Any
 
 from marshmallow import EXCLUDE, ValidationError
 
+from service.bulk.checkpoint import OversizedLine
 from service.json_body import (BadText, JsonTextError, NotAnObject, NotFinite, NotJson, RepeatedKey, TooDeep,
                                parse_object)
 from service.schemas import DIALOGUE, ITEM, flatten_messages
@@ -91,7 +92,7 @@ def run_fields(scorer: Scorer, options: dict[str, Any], shard_index: int, shard_
     return fields
 
 
-def score_batch(batch: list[tuple[int, bytes]], scorer: Scorer, options: dict[str, Any],
+def score_batch(batch: list[tuple[int, bytes | OversizedLine]], scorer: Scorer, options: dict[str, Any],
                 extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Output records for a batch, in input order: scores, or an error per line that cannot be scored."""
     extra = extra or {}
@@ -99,6 +100,10 @@ def score_batch(batch: list[tuple[int, bytes]], scorer: Scorer, options: dict[st
     good: list[int] = []
     items: list[Any] = []
     for i, (line, raw) in enumerate(batch):
+        if isinstance(raw, OversizedLine):  # not read, so no id to copy
+            records[i] = {**_record(line, scorer, None, extra),
+                          "error": {"code": "too_large", "message": raw.describe()}}
+            continue
         try:
             item, item_id = parse_line(raw, scorer)
         except ValueError as exc:

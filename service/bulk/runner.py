@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from service.bulk.checkpoint import HashedLines, InputCheckpoint
+from service.bulk.checkpoint import HashedLines, InputCheckpoint, OversizedLine
 from service.bulk.errors import BulkError, set_up_error
 from service.bulk.output import check_complete, output_lock, resume_point
 from service.bulk.records import encode_records, run_fields, score_batch
@@ -36,13 +36,14 @@ class Counts:
 
 def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, Any] | None = None,
         batch_size: int = 256, shard_index: int = 0, shard_count: int = 1,
-        progress_every: float | None = None, lock_wait: float = 0.0) -> Counts:
+        progress_every: float | None = None, lock_wait: float = 0.0, max_line_bytes: int | None = None) -> Counts:
     """Score this shard of `source` into `output` (appending, resuming); returns the counts.
 
     Every set-up problem raises BulkError (or TransientSetUpError, for an I/O error a retry may
     not meet) before a line is scored, so that whatever is raised later (an I/O error) marks a
     failure a retry can get past. Progress is logged every
-    `progress_every` seconds when given.
+    `progress_every` seconds when given. A line longer than `max_line_bytes` is a `too_large`
+    error record, never read into memory whole.
     """
     try:
         options = scorer.resolve_options(options)
@@ -68,11 +69,11 @@ def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, An
         if after and expected is None:
             log.warning("%s has no input checkpoint (%s); resuming without checking that the input is the one "
                         "it was scored from", output, checkpoint.path.name)
-        reader = HashedLines(source, output, after, expected)
+        reader = HashedLines(source, output, after, expected, max_line_bytes)
         started = last_report = time.perf_counter()
         total_bytes = os.fstat(source.fileno()).st_size if hasattr(source, "fileno") else 0
         with sink:
-            batch: list[tuple[int, bytes]] = []
+            batch: list[tuple[int, bytes | OversizedLine]] = []
 
             def flush() -> None:
                 records = score_batch(batch, scorer, options, fields)

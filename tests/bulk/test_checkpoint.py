@@ -1,6 +1,7 @@
 """`service.bulk.checkpoint`: a resume checks that the input is the one the output was scored from."""
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from pathlib import Path
@@ -97,3 +98,26 @@ def test_unparsable_numbers_in_an_output_or_its_checkpoint_are_refused_or_skippe
     with caplog.at_level(logging.WARNING, logger="service.bulk"), open(source, "rb") as handle:
         counts = bulk.run(scorer, handle, output, batch_size=2)
     assert counts.resumed_after == 2 and counts.scored == 1 and "unreadable" in caplog.text
+
+
+def test_an_oversized_line_is_hashed_whole_so_a_resume_across_it_checks_the_input(store, tmp_path):
+    """The checkpoint's digest is of the input's bytes, not of what the limit let through: a run
+    with another --max-line-bytes resumes the same output, and an edit inside the long line is seen."""
+    scorer = store.get("length")
+    long_item = dict(GOOD[0], response="z" * 3000)
+    items = encoded([GOOD[0], long_item, GOOD[1], GOOD[2]])
+    source = write_lines(tmp_path / "in.jsonl", items[:3])
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, output, batch_size=1, max_line_bytes=300)
+    digest = json.loads(Path(f"{output}.input.json").read_text())["sha256"]
+    assert digest == hashlib.sha256(source.read_bytes()).hexdigest()
+
+    edited = write_lines(tmp_path / "edited.jsonl", [items[0], items[1].replace(b"zzz", b"zzy", 1), items[2]])
+    with open(edited, "rb") as handle, pytest.raises(bulk.BulkError, match="differ"):
+        bulk.run(scorer, handle, output, batch_size=1, max_line_bytes=300)
+    grown = write_lines(tmp_path / "grown.jsonl", items)
+    with open(grown, "rb") as handle:
+        counts = bulk.run(scorer, handle, output, batch_size=1, max_line_bytes=10_000)
+    assert counts.resumed_after == 3 and counts.scored == 1
+    assert [r.get("error", {}).get("code") for r in read_output(output)] == [None, "too_large", None, None]

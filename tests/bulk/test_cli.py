@@ -37,6 +37,7 @@ def test_set_up_errors_exit_2_with_one_json_log_record(store_root, tmp_path):
         "nested too deeply": ["--model", "length", "--input", str(source), "--options",
                               '{"x": ' + "[" * 5000 + "]" * 5000 + "}"],
         "--lock-wait must be": ["--model", "length", "--input", str(source), "--lock-wait", "nan"],
+        "--max-line-bytes must be": ["--model", "length", "--input", str(source), "--max-line-bytes", "0"],
     }
     for expected, args in cases.items():
         if "--output" not in args:
@@ -101,3 +102,6 @@ def test_the_runtime_settings_of_the_service_reach_the_bulk_scorer(store_root, t
     assert (settings.batch_size, settings.providers, settings.cuda_options) == (8, ("CPUExecutionProvider",),
                                                                                 ("device_id=0",))
     assert (settings.intra_op_threads, settings.workers) == (1, 1)  # bulk's own: one process, --threads
+    assert args.max_line_bytes == 1 << 20  # a line may be as large as a request body
+    monkeypatch.setenv("DIALSCORE_MAX_BODY_BYTES", "4096")
+    assert cli._parse_args(["--model", "length", "--input", "i", "--output", "o"]).max_line_bytes == 4096

@@ -125,3 +125,27 @@ def test_bulk_refuses_a_blank_reference_as_the_api_does(store):
         with pytest.raises(BadLine, match="needs a reference"):
             parse_line(line, store.get("bleu4"))
         assert parse_line(line, store.get("length"))[0].reference == reference  # ignored where not read
+
+
+def test_a_line_over_the_limit_is_one_too_large_record_and_the_rest_are_scored(store, tmp_path):
+    """A runaway line (a corpus that lost its newlines) must not be read whole: a pod killed for
+    memory would meet it again on every retry. It is streamed past and reported, nothing else lost."""
+    huge = json.dumps({"id": "big", "context": ["a"], "response": "x" * 5000}).encode()
+    lines = encoded(GOOD[:1]) + [huge] + encoded(GOOD[1:2])
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(b"".join(line + b"\n" for line in lines) + huge)  # the last one without a newline too
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        counts = bulk.run(store.get("length"), handle, output, batch_size=2, max_line_bytes=1000)
+    records = read_output(output)
+    assert [r["line"] for r in records] == [1, 2, 3, 4] and counts.by_code == {"too_large": 2}
+    assert "score" in records[0] and "score" in records[2]
+    for record in (records[1], records[3]):
+        assert record["error"] == {"code": "too_large",
+                                   "message": f"the line is {len(huge)} bytes; the limit is 1000 (--max-line-bytes)"}
+        assert "id" not in record  # the line was not read, so its id is not known
+    exact = encoded([dict(GOOD[0], response="y" * 400)])[0]
+    source.write_bytes(exact + b"\n")
+    with open(source, "rb") as handle:
+        bulk.run(store.get("length"), handle, tmp_path / "exact.jsonl", max_line_bytes=len(exact))
+    assert "score" in read_output(tmp_path / "exact.jsonl")[0]  # the limit itself is allowed
