@@ -35,6 +35,20 @@ def test_rouge_l_is_rouge_score_f_measure(store, reply, reference):
     assert ours == pytest.approx(theirs, abs=1e-12)
 
 
+def test_rouge_l_equals_rouge_score_on_long_texts_of_few_distinct_words(store):
+    """The LCS is rapidfuzz's, not rouge-score's table: equal on texts where many alignments tie
+    (ten distinct words), of every length up to the 2,000-character limit, in one batch."""
+    rng = np.random.default_rng(0)
+    words = "the a cat sat on mat I'm don't Hello, World!".split()
+    pairs = [(" ".join(rng.choice(words, size=n)), " ".join(rng.choice(words, size=m)))
+             for n, m in zip(rng.integers(0, 400, 60), rng.integers(0, 400, 60))]
+    ours = store.scorers["rouge-l"].score([Item(["x"], reply, reference) for reply, reference in pairs]).scores
+    reference_impl = rouge_scorer.RougeScorer(["rougeL"])
+    theirs = [reference_impl.score(reference, reply)["rougeL"].fmeasure for reply, reference in pairs]
+    assert ours == pytest.approx(theirs, abs=1e-12)
+    assert len({round(v, 6) for v in theirs}) > 30  # the texts differ enough to test something
+
+
 @pytest.mark.parametrize("reply, words", [("", 0), ("hi", 1), ("well, i don't know...", 5), ("  a  b ", 2)])
 def test_length_counts_words_not_punctuation(store, reply, words):
     assert store.scorers["length"].score([Item(["x"], reply)]).scores == [float(words)]
