@@ -1,10 +1,11 @@
-"""Word-level tokenisation shared by the word-overlap and word-embedding metrics.
+"""Word-level tokenisation shared by the word-overlap and word-embedding metrics, and what counts as blank.
 
 Uses the `tokenizers` library's BERT normaliser and pre-tokeniser (lower-case, accents kept,
 split on whitespace and punctuation) so that the service and training split text identically.
 """
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from functools import lru_cache, wraps
 from typing import TypeVar
@@ -54,3 +55,11 @@ def words(text: str) -> list[str]:
 def word_count(text: str) -> int:
     """Words only (punctuation excluded): the `length` baseline and M_H's length proxy."""
     return sum(1 for w in _words_cached(text) if any(ch.isalnum() for ch in w))
+
+
+def is_blank(text: str) -> bool:
+    """Nothing a person could read: only whitespace and invisible format characters (Unicode
+    category Cf: zero-width space and joiners, the byte order mark, soft hyphen). str.strip() keeps
+    the latter, so a reference of "\u200b" passed as present and ADEM scored every reply against
+    an empty token list (a probe, 2026-11-25)."""
+    return all(ch.isspace() or unicodedata.category(ch) == "Cf" for ch in text)

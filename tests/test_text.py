@@ -24,3 +24,10 @@ def test_long_texts_never_enter_the_process_wide_memos() -> None:
     assert text._words_cached.short.cache_info().currsize == 1 and proxies._vader_short.cache_info().currsize == 1
     assert text._words_cached.short.cache_info().maxsize == text.CACHE_ENTRIES
     assert tuple(text.words("x" * (text.CACHED_CHARS + 1))) == text._split("x" * (text.CACHED_CHARS + 1))
+
+
+def test_blank_means_nothing_visible_not_only_whitespace() -> None:
+    for blank in ("", " \t\n", "\u3000", "\u200b", "\ufeff", "\u200c\u200d\u2060", "\u00ad "):
+        assert text.is_blank(blank), repr(blank)
+    for visible in ("a", "\u200bhi", "😀", "\u0301", "字", "."):  # a lone combining mark is visible
+        assert not text.is_blank(visible), repr(visible)

@@ -14,6 +14,7 @@ import numpy as np
 
 from service.manifest import Manifest, ManifestError
 from service.runtime import providers_of
+from service.text import is_blank
 
 
 @dataclass(frozen=True)
@@ -27,9 +28,10 @@ class Item:
 
 def lacks_reference(reference: str | None) -> bool:
     """Whether a referenced model has nothing to compare the reply with: no reference, or one that is
-    empty or whitespace. A blank reference scored every reply against the embedding of nothing (BLEU 0,
-    a cosine with the empty text's vector) and came back 200; the API and bulk both refuse it instead."""
-    return reference is None or not reference.strip()
+    blank (whitespace or invisible characters: text.is_blank). A blank reference scored every reply
+    against the embedding of nothing (BLEU 0, a cosine with the empty text's vector) and came back
+    200; the API and bulk both refuse it instead."""
+    return reference is None or is_blank(reference)
 
 
 @dataclass(frozen=True)

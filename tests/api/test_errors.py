@@ -39,6 +39,12 @@ CASES = [
     ("blank reference for referenced model", "/score",
      json.dumps({"model": "bleu4", "items": [ITEM, {**ITEM, "reference": " \t"}]}).encode(),
      422, "invalid_request", "items.1.reference"),
+    ("invisible reference for referenced model", "/score",
+     json.dumps({"model": "bleu4", "items": [ITEM, {**ITEM, "reference": "\u200b\ufeff \u2060"}]}).encode(),
+     422, "invalid_request", "items.1.reference"),
+    ("invisible reference for rerank", "/rerank",
+     json.dumps({"model": "bleu4", "context": ["hi"], "candidates": ["a", "b"], "reference": "\u200d"}).encode(), 422,
+     "invalid_request", "reference"),
     ("empty reference for rerank", "/rerank",
      json.dumps({"model": "bleu4", "context": ["hi"], "candidates": ["a", "b"], "reference": ""}).encode(), 422,
      "invalid_request", "reference"),
@@ -170,6 +176,19 @@ def test_dialogue_items_for_a_reply_model_are_422(client):
     response = client.post("/score", json=body)
     assert response.status_code == 422
     assert "items.0.turns" in response.get_json()["error"]["details"]
+
+
+def test_many_field_errors_make_one_short_message_and_every_one_is_in_details(client):
+    ratings = [{"rater": "w", "system": "A", "item": f"i{i}", "scores": {"a": 500}} for i in range(300)]
+    response = client.post("/human-eval", json={"ratings": ratings})
+    assert response.status_code == 422
+    error = response.get_json()["error"]
+    assert error["message"] == ("300 fields are invalid (see details); the first, ratings.0.scores.a: "
+                                + error["details"]["ratings.0.scores.a"])
+    assert len(error["details"]) == 101 and "200 more" in error["details"]["more"]
+    one = client.post("/correlate", json={"human": [1, 2, 3], "scores": {"m": [1, 2]}}).get_json()["error"]
+    [(path, text)] = one["details"].items()
+    assert one["message"] == f"{path}: {text}"
 
 
 def test_method_not_allowed_has_allow_header(client):
