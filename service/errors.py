@@ -37,6 +37,17 @@ def _bounded(details: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
+def field_summary(fields: dict[str, str]) -> str:
+    """One sentence for `message` when `details` holds the field errors: the field itself where there
+    is one, else their count and the first. Joining them all made 300 out-of-scale ratings one
+    2,000-character message cut off mid-word (a probe, 2026-11-25)."""
+    if len(fields) == 1:
+        [(path, text)] = fields.items()
+        return f"{_clip(path)}: {_clip(text)}"
+    path, text = next(iter(fields.items()))
+    return f"{len(fields)} fields are invalid (see details); the first, {_clip(path)}: {_clip(text)}"
+
+
 class BadJson(ServiceError):
     """400: the body is not JSON, or not a JSON object."""
 

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
+from service.errors import field_summary
+
 
 class HumanEvalInputError(ValueError):
     """Input the schema cannot catch (scores outside the scale, mixed criteria): becomes a 422.
@@ -27,7 +29,7 @@ class HumanEvalInputError(ValueError):
     """
 
     def __init__(self, fields: dict[str, str]) -> None:
-        super().__init__("; ".join(f"{k}: {v}" for k, v in fields.items()))
+        super().__init__(field_summary(fields))
         self.fields = fields
 
 

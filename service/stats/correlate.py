@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from service.errors import field_summary
 from service.stats.agreement import krippendorff_alpha_interval
 from service.stats.bootstrap import (MIN_BOOTSTRAP, bootstrap_distributions, decimal_ties, min_resamples,
                                      paired_bootstrap_from, percentile_interval, resample_indices,
@@ -27,7 +28,7 @@ class StatsInputError(ValueError):
     """
 
     def __init__(self, fields: dict[str, str]) -> None:
-        super().__init__("; ".join(f"{k}: {v}" for k, v in fields.items()))
+        super().__init__(field_summary(fields))
         self.fields = fields
 
 
