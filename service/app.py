@@ -122,7 +122,11 @@ def _install_error_handlers(app: Flask) -> None:
                                    {"Allow": allowed})
         if error.code == 413:
             limit = app.config["SETTINGS"].max_body_bytes
-            drain_unread_body(request.environ, DRAIN_FACTOR * limit)
+            if (request.content_length or 0) <= DRAIN_FACTOR * limit:
+                # A declared length past the budget is never drained to its end, so the connection
+                # closes anyway (the worker's close_if_body_unread): answer at once, where draining
+                # waited out the read timeout for bytes a lying client never sent (a probe: 10 s).
+                drain_unread_body(request.environ, DRAIN_FACTOR * limit)
             return _error_response(TooLarge(f"The body is over the {limit}-byte limit.", {"max_body_bytes": limit}))
         if error.code == 400:
             return _error_response(BadJson("The request could not be read as JSON."))

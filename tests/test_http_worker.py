@@ -31,6 +31,17 @@ def test_the_answer_is_http_with_a_json_body():
     assert json.loads(body)["error"]["code"] == "too_large"
 
 
+def test_the_status_line_carries_the_status_own_phrase():
+    """gunicorn hands an unknown Transfer-Encoding's 501 the phrase of a 400."""
+    left, right = socket.socketpair()
+    with left, right:
+        http_worker.write_contract_error(left, 501, "Bad Request", "Unsupported transfer coding: 'foo'")
+        left.close()
+        raw = right.makefile("rb").read()
+    assert raw.startswith(b"HTTP/1.1 501 Not Implemented\r\n")
+    assert json.loads(raw.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "not_implemented"
+
+
 def test_reads_share_one_deadline_while_armed_and_writes_do_not():
     import socket
     import time

@@ -229,6 +229,19 @@ def test_an_answer_given_without_reading_the_body_closes_the_connection(server):
     assert time.monotonic() - started < READ_TIMEOUT, "the server waited for the body before closing"
 
 
+def test_a_declared_length_past_what_is_ever_drained_is_413_at_once_and_closes(server):
+    """Content-Length of 10^20 with a few bytes sent: the 413 waited out the read timeout while the
+    server drained a body that could never be drained to its end (a probe, 2026-11-25)."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as conn:
+        conn.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 99999999999999999999\r\n\r\n{\"model\": \"length\"}")
+        started = time.monotonic()
+        line, error, headers = _answer(conn)
+    assert line.split(" ")[1] == "413" and error["error"]["code"] == "too_large", (line, error)
+    assert "connection: close" in headers, headers
+    assert time.monotonic() - started < READ_TIMEOUT, "the server waited for the body before answering"
+
+
 def test_a_worker_whose_metrics_cannot_be_folded_does_not_take_the_server_down(tmp_path):
     store = copy_store(tmp_path / "model_store", ("length",))
     metrics_dir = tmp_path / "metrics"
