@@ -17,12 +17,17 @@ def test_every_status_gunicorn_answers_gets_a_contract_error():
     assert http_worker.error_body(500, "")["error"]["code"] == "internal"
 
 
-def test_the_answer_is_http_with_a_json_body():
+def _written(status: int, reason: str, mesg: str) -> bytes:
+    """What write_contract_error sends, as the client reads it."""
     left, right = socket.socketpair()
     with left, right:
-        http_worker.write_contract_error(left, 431, "Request Header Fields Too Large", "too many")
+        http_worker.write_contract_error(left, status, reason, mesg)
         left.close()
-        raw = right.makefile("rb").read()
+        return right.makefile("rb").read()
+
+
+def test_the_answer_is_http_with_a_json_body():
+    raw = _written(431, "Request Header Fields Too Large", "too many")
     head, body = raw.split(b"\r\n\r\n", 1)
     lines = head.decode("latin-1").split("\r\n")
     assert lines[0] == "HTTP/1.1 431 Request Header Fields Too Large"
@@ -33,11 +38,7 @@ def test_the_answer_is_http_with_a_json_body():
 
 def test_the_status_line_carries_the_status_own_phrase():
     """gunicorn hands an unknown Transfer-Encoding's 501 the phrase of a 400."""
-    left, right = socket.socketpair()
-    with left, right:
-        http_worker.write_contract_error(left, 501, "Bad Request", "Unsupported transfer coding: 'foo'")
-        left.close()
-        raw = right.makefile("rb").read()
+    raw = _written(501, "Bad Request", "Unsupported transfer coding: 'foo'")
     assert raw.startswith(b"HTTP/1.1 501 Not Implemented\r\n")
     assert json.loads(raw.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "not_implemented"
 
