@@ -35,3 +35,10 @@ def test_the_images_install_with_the_constraints() -> None:
         text = (REPO / dockerfile).read_text(encoding="utf-8")
         assert "-c /tmp/constraints.txt" in text, dockerfile
     assert "!constraints.txt" in (REPO / ".dockerignore").read_text(encoding="utf-8")
+
+
+def test_the_gpu_service_installs_what_the_cpu_service_does_but_its_runtime() -> None:
+    """rapidfuzz went into requirements.txt alone at first: the GPU image would have served no rouge-l."""
+    cpu, gpu = pins(REPO / "requirements.txt"), pins(REPO / "requirements-gpu.txt")
+    assert cpu.pop("onnxruntime") == gpu.pop("onnxruntime-gpu")
+    assert cpu == gpu
