@@ -20,8 +20,9 @@ BASELINES = {
         "licence": "Apache-2.0 (sacrebleu)",
         "citation": "Papineni et al. 2002; Post 2018 (sacrebleu)."}),
     "rouge-l": dict(kind="referenced", score_range=(0.0, 1.0), uses=[], card={
-        "summary": "ROUGE-L F-measure of the reply against the reference (rouge-score 0.1.2, no stemming).",
-        "licence": "Apache-2.0 (rouge-score)",
+        "summary": "ROUGE-L F-measure of the reply against the reference (rouge-score 0.1.2's tokenizer and "
+                   "F-measure, no stemming; the longest common subsequence from rapidfuzz, the same scores).",
+        "licence": "Apache-2.0 (rouge-score), MIT (rapidfuzz)",
         "citation": "Lin 2004."}),
     "length": dict(kind="unreferenced", score_range=(0.0, 2000.0), uses=[], card={
         "summary": "The reply's length in words: a trivial reference point (people rate longer replies "
