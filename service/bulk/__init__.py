@@ -25,7 +25,7 @@ Exit status (k8s/bulk/job.yaml's podFailurePolicy acts on it):
        extend (other model, version, shard split or options; not a bulk output; lines written
        twice), is held by another run, or was scored from another input (see InputCheckpoint);
        retrying the same command cannot help
-  143  stopped by SIGTERM (130: Ctrl-C) after finishing the batch in hand; a rerun resumes
+  143  stopped by SIGTERM (130: Ctrl-C): reading ends, the lines in hand are written; a rerun resumes
 """
 
 from service.bulk.cli import main

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 from service.bulk.errors import TRANSIENT_ERRNOS, BulkError, set_up_error
+from service.bulk.signals import Stop
 
 log = logging.getLogger("service.bulk")  # one logger for the whole command: its records name it
 
@@ -64,6 +65,15 @@ class InputCheckpoint:
                         type(exc).__name__)
             return None
 
+    def check_writable(self) -> None:
+        """Create and remove the temporary file `write` renames, as set-up: in a folder that is not
+        writable (the output file itself being so) every retry appended one batch and then failed
+        with exit 1, 'a rerun resumes', for ever (a probe, 2026-11-25)."""
+        temporary = Path(f"{self.path}.tmp")
+        with open(temporary, "wb"):
+            pass
+        os.unlink(temporary)
+
     def write(self, line: int, digest: str, input_name: str) -> None:
         temporary = Path(f"{self.path}.tmp")
         with open(temporary, "wb") as handle:
@@ -106,39 +116,52 @@ class HashedLines:
         read into memory at once, and a pod killed for it would meet it again on every retry.
         """
         number = 0
+        self.interrupted = False
         for number, raw in enumerate(self._raw_lines(), start=1):
             if self.expected is not None and number == self.expected[0]:
                 self._compare(number)
             if (number - 1) % count == index and number > self.after:
                 self.written = (number, self.hash.copy())
                 yield number, raw
-        if number < self.after:
+        if number < self.after and not self.interrupted:
             raise BulkError(f"{self.name} has {number} lines but {self.output} already holds records up to line "
                             f"{self.after}: it is not the input this output was scored from; resume with that "
                             "input or use another --output")
 
     def _raw_lines(self) -> Iterator[bytes | OversizedLine]:
         """Each line, hashed with exactly one newline (a last line without one still matches once
-        more lines are appended after it); a line over the limit as an OversizedLine."""
+        more lines are appended after it); a line over the limit as an OversizedLine. Ends early,
+        with `interrupted` set, when SIGTERM or Ctrl-C comes (signals.Stop)."""
+        try:
+            while True:
+                with Stop.reading():
+                    line = self._read_line()
+                if line is None:
+                    return
+                yield line
+        except Stop.Interrupted:
+            self.interrupted = True
+
+    def _read_line(self) -> bytes | OversizedLine | None:
         limit = self.max_line_bytes
-        while True:
-            raw = self.source.readline() if limit is None else self.source.readline(limit + 1)
+        raw = self.source.readline() if limit is None else self.source.readline(limit + 1)
+        if not raw:
+            return None
+        if limit is not None and raw.endswith(b"\r") and len(raw) > limit:
+            raw += self.source.readline(1)  # a CRLF line of exactly the limit: its \r\n is not counted
+        if limit is None or len(raw) - raw.endswith(b"\n") - raw.endswith(b"\r\n") <= limit:
+            self.hash.update(raw if raw.endswith(b"\n") else raw + b"\n")
+            return raw
+        size = len(raw)
+        self.hash.update(raw)
+        while not raw.endswith(b"\n"):
+            raw = self.source.readline(_SKIP_CHUNK)
             if not raw:
-                return
-            if limit is None or raw.endswith(b"\n") or len(raw) <= limit:
-                self.hash.update(raw if raw.endswith(b"\n") else raw + b"\n")
-                yield raw
-                continue
-            size = len(raw)
+                self.hash.update(b"\n")
+                break
             self.hash.update(raw)
-            while not raw.endswith(b"\n"):
-                raw = self.source.readline(_SKIP_CHUNK)
-                if not raw:
-                    self.hash.update(b"\n")
-                    break
-                self.hash.update(raw)
-                size += len(raw) - raw.endswith(b"\n")
-            yield OversizedLine(size, limit)
+            size += len(raw)
+        return OversizedLine(size - raw.endswith(b"\n") - raw.endswith(b"\r\n"), limit)
 
     def written_digest(self) -> tuple[int, str] | None:
         """(line, SHA-256 hex) of the input up to the last line handed out, or None before any."""

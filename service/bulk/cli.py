@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -22,6 +23,7 @@ from service.store import ModelStore
 
 DESCRIPTION = "Score a JSONL corpus offline with one model; streaming, resumable, shardable."
 log = logging.getLogger("service.bulk")  # one logger for the whole command: its records name it
+MAX_LINE_BYTES_CEILING = 1 << 40  # readline() takes a machine-sized integer; 2**63 overflowed it
 
 
 def _env_int(name: str, default: int, parser: argparse.ArgumentParser) -> int:
@@ -89,8 +91,13 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--batch-size must be at least 1")
     if args.shard_count < 1 or not 0 <= args.shard_index < args.shard_count:
         parser.error(f"--shard-index {args.shard_index} is not in 0..{args.shard_count - 1}")
-    if args.max_line_bytes < 1:
-        parser.error("--max-line-bytes must be at least 1")
+    if not 1 <= args.max_line_bytes <= MAX_LINE_BYTES_CEILING:
+        parser.error(f"--max-line-bytes (default: $DIALSCORE_MAX_BODY_BYTES) is {args.max_line_bytes}; it must be "
+                     f"1 to {MAX_LINE_BYTES_CEILING} (1 TiB, as good as no limit)")
+    if not 0 <= args.progress_every < math.inf:  # NaN too; 0: after every batch
+        parser.error("--progress-every must be a number of seconds, 0 or more")
+    if args.threads < 0:
+        parser.error("--threads must be 0 (every core) or more")
     if not args.lock_wait >= 0:  # NaN too: it would never reach its deadline
         parser.error("--lock-wait must be a number of seconds, not negative")
     args.settings = settings

@@ -20,12 +20,13 @@ log = logging.getLogger("service.bulk")  # one logger for the whole command: its
 
 
 def shard_output(output: Path, index: int, count: int) -> Path:
-    """One output file per shard: `{index}`/`{count}` in the name are filled, else a suffix is added."""
-    name = str(output)
-    if "{index}" in name or "{count}" in name:
-        return Path(name.replace("{index}", f"{index:05d}").replace("{count}", f"{count:05d}"))
+    """One output file per shard: `{index}` (and `{count}`) in the name are filled; without `{index}`
+    a suffix is added too, since `{count}` alone named one file for every shard."""
+    name = str(output).replace("{count}", f"{count:05d}")
+    if "{index}" in name:
+        return Path(name.replace("{index}", f"{index:05d}"))
     if count == 1:
-        return output
+        return Path(name)
     return Path(f"{name}.{index:05d}-of-{count:05d}")
 
 

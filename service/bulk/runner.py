@@ -65,13 +65,21 @@ def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, An
             return counts
         sink, after, counts.resumed_after = _open_output(output, scorer, fields, shard_index, shard_count)
         checkpoint = InputCheckpoint(output)
+        try:
+            checkpoint.check_writable()
+        except OSError as exc:
+            sink.close()
+            raise set_up_error(f"cannot write {checkpoint.path} beside the output", exc) from None
         expected = checkpoint.read() if after else None
         if after and expected is None:
             log.warning("%s has no input checkpoint (%s); resuming without checking that the input is the one "
                         "it was scored from", output, checkpoint.path.name)
         reader = HashedLines(source, output, after, expected, max_line_bytes)
         started = last_report = time.perf_counter()
-        total_bytes = os.fstat(source.fileno()).st_size if hasattr(source, "fileno") else 0
+        try:
+            total_bytes = os.fstat(source.fileno()).st_size
+        except (AttributeError, OSError):  # an in-memory stream (io.UnsupportedOperation is an OSError)
+            total_bytes = 0
         with sink:
             batch: list[tuple[int, bytes | OversizedLine]] = []
 
@@ -96,7 +104,7 @@ def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, An
                         _report(counts, now - started, source, total_bytes)
                     if Stop.requested:
                         break
-            if batch and not Stop.requested:
+            if batch:  # the end of the input, or a stop that ended a read: the lines in hand are written
                 flush()
         counts.seconds = time.perf_counter() - started
     return counts

@@ -121,3 +121,14 @@ def test_an_oversized_line_is_hashed_whole_so_a_resume_across_it_checks_the_inpu
         counts = bulk.run(scorer, handle, output, batch_size=1, max_line_bytes=10_000)
     assert counts.resumed_after == 3 and counts.scored == 1
     assert [r.get("error", {}).get("code") for r in read_output(output)] == [None, "too_large", None, None]
+
+
+def test_a_checkpoint_that_cannot_be_written_is_a_set_up_error_before_any_line(store, tmp_path):
+    """Where the output could be appended to but its checkpoint not replaced (a folder that is not
+    writable), each retry appended one batch, then failed with exit 1, 'a rerun resumes', for ever."""
+    source = write_lines(tmp_path / "in.jsonl", encoded(GOOD))
+    output = tmp_path / "out.jsonl"
+    Path(f"{output}.input.json.tmp").mkdir()  # cannot be opened for writing, root or not
+    with open(source, "rb") as handle, pytest.raises(bulk.BulkError, match="cannot write .*input.json beside"):
+        bulk.run(store.get("length"), handle, output)
+    assert not output.exists() or output.read_bytes() == b""

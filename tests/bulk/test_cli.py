@@ -37,7 +37,13 @@ def test_set_up_errors_exit_2_with_one_json_log_record(store_root, tmp_path):
         "nested too deeply": ["--model", "length", "--input", str(source), "--options",
                               '{"x": ' + "[" * 5000 + "]" * 5000 + "}"],
         "--lock-wait must be": ["--model", "length", "--input", str(source), "--lock-wait", "nan"],
-        "--max-line-bytes must be": ["--model", "length", "--input", str(source), "--max-line-bytes", "0"],
+        "--max-line-bytes (default: $DIALSCORE_MAX_BODY_BYTES) is 0": ["--model", "length", "--input", str(source),
+                                                                      "--max-line-bytes", "0"],
+        # readline() overflowed on it, after set-up: exit 1, 'a rerun resumes', for ever
+        "is 9223372036854775807; it must be 1 to": ["--model", "length", "--input", str(source),
+                                                    "--max-line-bytes", str(2 ** 63 - 1)],
+        "--progress-every must be": ["--model", "length", "--input", str(source), "--progress-every", "nan"],
+        "--threads must be": ["--model", "length", "--input", str(source), "--threads", "-5"],
     }
     for expected, args in cases.items():
         if "--output" not in args:

@@ -98,6 +98,9 @@ def test_shards_cover_every_line_once(store, tmp_path):
     assert sorted(seen) == list(range(1, 12))
     assert bulk.shard_output(tmp_path / "o.jsonl", 1, 4).name == "o.jsonl.00001-of-00004"
     assert bulk.shard_output(tmp_path / "o.jsonl", 0, 1).name == "o.jsonl"
+    # {count} alone named one file for every shard, and the second shard's run was refused
+    assert bulk.shard_output(tmp_path / "o-of-{count}.jsonl", 1, 2).name == "o-of-00002.jsonl.00001-of-00002"
+    assert bulk.shard_output(tmp_path / "{index}-of-{count}.jsonl", 1, 2).name == "00001-of-00002.jsonl"
     assert bulk.shard_output(tmp_path / "o-{index}.jsonl", 0, 1).name == "o-00000.jsonl"  # no literal {index}
 
 
@@ -184,7 +187,7 @@ def test_a_redeployed_run_waits_for_the_old_pod_and_resumes_after_it(store_root,
     fifo = tmp_path / "in.fifo"
     os.mkfifo(fifo)
     output = tmp_path / "out.jsonl"
-    old, writer = start_holder(store_root, fifo, output, lines, 6, 4)  # 4 written, 2 in the batch in hand
+    old, writer = start_holder(store_root, fifo, output, lines, 6, 4)  # 4 written, 2 in hand
     log_path = tmp_path / "new.err"
     with open(log_path, "wb") as log_file:
         new = subprocess.Popen(_cli("--model", "length", "--input", str(source), "--output", str(output),
@@ -196,7 +199,7 @@ def test_a_redeployed_run_waits_for_the_old_pod_and_resumes_after_it(store_root,
             assert new.poll() is None, log_path.read_text()
             time.sleep(0.05)
         assert output.read_bytes().count(b"\n") == 4  # the new run has written nothing
-        old.send_signal(signal.SIGTERM)  # old pod: finishes the batch in hand (lines 5..8), exits 143
+        old.send_signal(signal.SIGTERM)  # old pod: stops reading, writes lines 5 and 6, exits 143
         writer.write(b"".join(line + b"\n" for line in lines[6:]))
     except BrokenPipeError:
         pass
@@ -207,6 +210,6 @@ def test_a_redeployed_run_waits_for_the_old_pod_and_resumes_after_it(store_root,
     assert old.returncode == 143
     assert new.returncode == 0, log_path.read_text()
     summary = json.loads(stdout)
-    assert summary["already_done"] == 8 and summary["scored"] == 12
+    assert summary["already_done"] == 6 and summary["scored"] == 14
     assert [r["line"] for r in read_output(output)] == list(range(1, 21))
     assert any("waiting" in r["message"] for r in json_lines(log_path.read_bytes()))

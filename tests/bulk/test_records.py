@@ -149,3 +149,15 @@ def test_a_line_over_the_limit_is_one_too_large_record_and_the_rest_are_scored(s
     with open(source, "rb") as handle:
         bulk.run(store.get("length"), handle, tmp_path / "exact.jsonl", max_line_bytes=len(exact))
     assert "score" in read_output(tmp_path / "exact.jsonl")[0]  # the limit itself is allowed
+
+
+def test_a_crlf_line_of_exactly_the_limit_is_read_and_one_byte_more_is_too_large(store, tmp_path):
+    """The limit counts the line without its newline, \\r\\n as well as \\n."""
+    line = encoded([dict(GOOD[0], response="y" * 100)])[0]
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(line + b"\r\n" + line + b" \r\n" + line + b"\r\n")
+    with open(source, "rb") as handle:
+        counts = bulk.run(store.get("length"), handle, tmp_path / "out.jsonl", max_line_bytes=len(line))
+    records = read_output(tmp_path / "out.jsonl")
+    assert counts.by_code == {"too_large": 1} and "score" in records[0] and "score" in records[2]
+    assert records[1]["error"]["message"].startswith(f"the line is {len(line) + 1} bytes")

@@ -1,11 +1,12 @@
-"""`service.bulk.signals`: SIGTERM finishes the batch in hand and exits 143, in time for the Job's grace period."""
+"""`service.bulk.signals`: SIGTERM or Ctrl-C ends reading, writes the lines in hand and exits 143 / 130, in time for the Job's grace period."""
 from __future__ import annotations
 
 import contextlib
 import json
 import os
 import signal
-import time
+
+import pytest
 
 from service.config import REPO_ROOT
 from tests.bulk.conftest import GOOD, encoded, read_output, start_holder
@@ -36,8 +37,12 @@ def test_the_bulk_job_gives_a_worst_case_batch_time_to_finish_on_sigterm():
     assert fail["onExitCodes"]["values"] == [2]
 
 
-def test_sigterm_finishes_the_batch_in_hand_and_exits_143(store_root, tmp_path):
-    """What Kubernetes sends on eviction: the batch being filled is scored and written, then exit 143."""
+@pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_stop_ends_a_read_blocked_on_a_pipe_and_writes_the_lines_in_hand(store_root, tmp_path, signum, status):
+    """What Kubernetes sends on eviction, or Ctrl-C: the read waiting on the input ends, the lines
+    already read are scored and written, then exit 143 / 130. The handler once only set a flag, so a
+    read blocked on a paused producer went on waiting until the pipe closed, and the lines in hand
+    were then dropped (a probe, 2026-11-25)."""
     lines = encoded([dict(GOOD[i % 3], id=i) for i in range(16)])
     fifo = tmp_path / "in.fifo"
     os.mkfifo(fifo)
@@ -45,17 +50,12 @@ def test_sigterm_finishes_the_batch_in_hand_and_exits_143(store_root, tmp_path):
     # The first batch is on disk before its stop check: signal only once the tool waits for line 7.
     proc, writer = start_holder(store_root, fifo, output, lines, 6, 4)
     try:
-        proc.send_signal(signal.SIGTERM)  # lines 5 and 6 wait in the batch being filled
-        time.sleep(0.5)
-        writer.write(b"".join(line + b"\n" for line in lines[6:]))
-        writer.close()
-    except BrokenPipeError:
-        pass
+        proc.send_signal(signum)  # lines 5 and 6 are in hand; no more input comes while the writer is open
+        stdout, stderr = proc.communicate(timeout=60)
     finally:
         with contextlib.suppress(BrokenPipeError):
             writer.close()
-        stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 143, stderr.decode()
-    assert [r["line"] for r in read_output(output)] == list(range(1, 9))
+    assert proc.returncode == status, stderr.decode()
+    assert [r["line"] for r in read_output(output)] == list(range(1, 7))
     summary = json.loads(stdout.decode().strip().splitlines()[-1])
-    assert summary["stopped_early"] is True and summary["scored"] == 8
+    assert summary["stopped_early"] is True and summary["scored"] == 6
