@@ -170,7 +170,9 @@ def correlate_json(path: Path) -> CorrelateInput:
 
 def correlate_csv(path: Path, human: list[str] | None = None, system: str = "system") -> CorrelateInput:
     """One item per row. Human columns: those named in `human`, else every column starting 'human'
-    (several give several ratings per item; empty cells are missing ratings). An optional `system`
+    (several give several ratings per item; empty cells are missing ratings, and a row needs one
+    at least: an empty cell of the only human column was read as NaN and refused as a 'special
+    numeric value' the file did not hold). An optional `system`
     column labels systems; every other column is a metric. Non-numeric metric columns are refused.
     """
     with open(path, newline="", encoding="utf-8-sig") as handle:
@@ -195,7 +197,10 @@ def correlate_csv(path: Path, human: list[str] | None = None, system: str = "sys
                 scores[c].append(float(row[c]))
         except (TypeError, ValueError) as exc:
             raise ImporterError(f"{path}:{line}: a value is not a number ({exc})") from exc
-        ratings.append(values if len(human_cols) > 1 else (values[0] if values else float("nan")))
+        if not values:
+            raise ImporterError(f"{path}:{line}: no human rating in {', '.join(human_cols)} (every row needs one; "
+                                "leave out the rows nobody rated)")
+        ratings.append(values if len(human_cols) > 1 else values[0])
     systems = [row[system] for row in rows] if system in columns else None
     return CorrelateInput(ratings, scores, systems)
 

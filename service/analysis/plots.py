@@ -25,6 +25,9 @@ def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
+    # Labels are the user's metric and system names, plain text: with maths parsing on, a name such
+    # as "cost $_a_b$" stopped the plots with matplotlib's ParseFatalException (a probe, 2026-11-25).
+    matplotlib.rcParams["text.parse_math"] = False
     import matplotlib.pyplot as plt
 
     return plt

@@ -155,6 +155,12 @@ def test_odd_files_are_messages_not_tracebacks(tmp_path: Path, capsys: pytest.Ca
                  ["human-eval", str(tmp_path / "ratings.csv"), "--upstream", str(tmp_path / "fail_1.json")]):
         assert main([*argv, "--out", str(tmp_path / "x"), "--no-plots"]) == 2, argv
         assert capsys.readouterr().err.startswith("error:"), argv
+    # A row nobody rated is named, not refused as NaN the file does not hold; nor is one of two columns.
+    (tmp_path / "unrated.csv").write_text("human,m\n1,1\n2,3\n,2\n4,5\n", encoding="utf-8")
+    (tmp_path / "unrated2.csv").write_text("human_a,human_b,m\n1,,1\n2,3,3\n,,2\n4,4,5\n", encoding="utf-8")
+    for name in ("unrated.csv", "unrated2.csv"):
+        assert main(["correlate", str(tmp_path / name), "--out", str(tmp_path / "u"), "--no-plots"]) == 2
+        assert f"{name}:4: no human rating in human" in capsys.readouterr().err
     # A spreadsheet's UTF-8 byte-order mark is not part of the first column's name.
     (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbfhuman,m\n1,1\n2,3\n3,2\n4,5\n")
     assert main(["correlate", str(tmp_path / "bom.csv"), "--out", str(tmp_path / "b"), "--no-plots"]) == 0
@@ -168,6 +174,15 @@ def test_human_eval_without_quality_control_does_not_claim_raters_passed_it(tmp_
     assert main(["human-eval", str(tmp_path / "ratings.csv"), "--out", str(tmp_path / "o"), "--no-plots"]) == 0
     out = capsys.readouterr().out
     assert "no quality-control system was given" in out and "passed quality control" not in out
+
+
+def test_names_are_plain_text_in_the_plots_not_maths(tmp_path: Path) -> None:
+    """A metric named "cost $_a_b$" stopped the plots with matplotlib's ParseFatalException."""
+    from service.analysis.plots import ranking_plot
+
+    path = ranking_plot(["cost $_a_b$", r"$\frac{$"], [0.2, 0.3], [[0.1, 0.3], [0.2, 0.4]], tmp_path / "r.png",
+                        "r", "$^^$")
+    assert path.read_bytes().startswith(PNG)
 
 
 def test_a_ranking_plot_draws_an_interval_that_misses_its_point(tmp_path: Path) -> None:
