@@ -72,10 +72,8 @@ def write_contract_error(sock: socket.socket, status_int: int, reason: str, mesg
     body = body or error_body(status_int, mesg)
     metrics.ERRORS.labels(body["error"]["code"]).inc()
     payload = json.dumps(body).encode("utf-8")
-    try:  # gunicorn gives 501 (an unknown Transfer-Encoding) the phrase "Bad Request"
+    if reason == "Bad Request" and status_int != 400:  # gunicorn's phrase for its 501 (unknown Transfer-Encoding)
         reason = HTTPStatus(status_int).phrase
-    except ValueError:
-        pass
     head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n")
     # gunicorn's reason phrases are ASCII; latin-1 is what it writes its own status lines in.

@@ -43,7 +43,7 @@ import numpy as np
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from service.scorers.embedding import average_similarity, extrema_similarity, greedy_similarity
-from service.text import memoised_for_short_texts, word_count, words
+from service.text import is_blank, memoised_for_short_texts, word_count, words
 from service.vectors import cosine
 
 PROXIES: tuple[str, ...] = (
@@ -178,7 +178,8 @@ def assign_roles(speakers: Sequence[str], texts: Sequence[str], variant: str) ->
     """
     # Turns with no text are dropped and texts stripped, as training read its conversations
     # (training/mh/data.py): an empty turn scored sentiment 0 and matched another empty one exactly.
-    spoken = [(s, t.strip()) for s, t in zip(speakers, texts) if t.strip()]
+    # Blank is text.is_blank (invisible characters too); no training conversation holds such a turn.
+    spoken = [(s, t.strip()) for s, t in zip(speakers, texts) if not is_blank(t)]
     speakers, texts = [s for s, _ in spoken], [t for _, t in spoken]
     if variant == "human-bot":
         return Roles(list(texts), [USER if s == USER else BOT for s in speakers])

@@ -8,6 +8,7 @@ from __future__ import annotations
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from service.stats.correlation import METHODS
+from service.text import is_blank
 
 _nonempty_list = validate.Length(min=1)
 _REFERENCE = "A human reply; required, and not blank, by `referenced` models."  # /score items, /rerank
@@ -73,7 +74,7 @@ class DialogueSchema(StrictSchema):
         # Turns whose text is empty or whitespace are dropped before scoring (service/proxies.py,
         # as training read its conversations), so they cannot be the bot turn a dialogue needs: a
         # conversation with a blank bot turn used to be scored as the all-user one that is refused.
-        if not any(t["speaker"] == "bot" and t["text"].strip() for t in data["turns"]):
+        if not any(t["speaker"] == "bot" and not is_blank(t["text"]) for t in data["turns"]):
             raise ValidationError("A dialogue needs at least one bot turn with text (blank turns are dropped).",
                                   "turns")
 

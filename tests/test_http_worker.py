@@ -41,6 +41,7 @@ def test_the_status_line_carries_the_status_own_phrase():
     raw = _written(501, "Bad Request", "Unsupported transfer coding: 'foo'")
     assert raw.startswith(b"HTTP/1.1 501 Not Implemented\r\n")
     assert json.loads(raw.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "not_implemented"
+    assert _written(414, "URI Too Long", "too long").startswith(b"HTTP/1.1 414 URI Too Long\r\n")  # gunicorn's own
 
 
 def test_reads_share_one_deadline_while_armed_and_writes_do_not():

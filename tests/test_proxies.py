@@ -147,3 +147,4 @@ def test_empty_turns_are_left_out_as_training_left_them_out() -> None:
     with_empty = assign_roles(["user", "bot", "user", "bot"], ["hi there ", "", "  ", "hello!"], "human-bot")
     assert with_empty.texts == ["hi there", "hello!"] and with_empty.pairs() == [("hi there", "hello!")]
     assert assign_roles(["user", "bot"], ["", " "], "human-bot").texts == []
+    assert assign_roles(["user", "bot", "bot"], ["hi", "\u200b", "yo"], "human-bot").texts == ["hi", "yo"]

@@ -71,6 +71,8 @@ def _write(out: Path, stem: str, result: dict, markdown: str) -> None:
     (out / f"{stem}.md").write_text(markdown, encoding="utf-8")
 
 
+MAX_FIELD_LINES = 50  # field errors printed, one a line; a count for the rest
+
 CORRELATE_DEFAULTS = {"methods": list(METHODS), "confidence": 0.95, "resamples": 1000, "seed": 0}
 
 
@@ -204,7 +206,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "correlate":
             return run_correlate(args)
         return run_human_eval(args)
-    except (importers.ImporterError, StatsInputError, HumanEvalInputError, OSError) as exc:
+    except (StatsInputError, HumanEvalInputError) as exc:  # every field, one a line: there are no details here
+        fields = list(exc.fields.items())
+        more = f"\n  ... and {len(fields) - MAX_FIELD_LINES} more" if len(fields) > MAX_FIELD_LINES else ""
+        print(f"error: {len(fields)} invalid {'field' if len(fields) == 1 else 'fields'}:" + "".join(f"\n  {path}: {text}" for path, text in fields[:MAX_FIELD_LINES]) + more,
+              file=sys.stderr)
+        return 2
+    except (importers.ImporterError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except TooLarge as exc:

@@ -154,6 +154,7 @@ class HashedLines:
             return raw
         size = len(raw)
         self.hash.update(raw)
+        tail = raw[-2:]  # the line's last two bytes, whichever reads they came in
         while not raw.endswith(b"\n"):
             raw = self.source.readline(_SKIP_CHUNK)
             if not raw:
@@ -161,7 +162,8 @@ class HashedLines:
                 break
             self.hash.update(raw)
             size += len(raw)
-        return OversizedLine(size - raw.endswith(b"\n") - raw.endswith(b"\r\n"), limit)
+            tail = (tail + raw)[-2:]
+        return OversizedLine(size - tail.endswith(b"\n") - tail.endswith(b"\r\n"), limit)
 
     def written_digest(self) -> tuple[int, str] | None:
         """(line, SHA-256 hex) of the input up to the last line handed out, or None before any."""

@@ -72,6 +72,17 @@ def test_bad_input_exits_2_with_a_message(tmp_path: Path, capsys: pytest.Capture
     assert main(["human-eval", str(tmp_path / "missing.json"), "--out", str(tmp_path / "o")]) == 2
 
 
+def test_every_field_error_is_printed_one_a_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The HTTP answer keeps one short message with the fields in `details`; the command has no
+    details to show, so it prints them all (it printed only the first, 2026-11-25)."""
+    body = {"human": [1, 2, 3, 4, 5], "scores": {"m1": [1, 2, 3], "m2": [1, 2]}, "systems": ["a", "b"]}
+    (tmp_path / "c.json").write_text(json.dumps(body), encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "c.json"), "--out", str(tmp_path / "o"), "--no-plots"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "error: 3 invalid fields:" and len(lines) == 4, lines
+    assert {line.split(":")[0].strip() for line in lines[1:]} == {"scores.m1", "scores.m2", "systems"}
+
+
 # --- found by an audit of the offline tools -------------------------------------------------------
 def test_a_correlate_body_keeps_its_own_settings_unless_the_command_line_overrides(tmp_path: Path) -> None:
     human = list(range(12))

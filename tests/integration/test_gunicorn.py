@@ -231,7 +231,8 @@ def test_an_answer_given_without_reading_the_body_closes_the_connection(server):
 
 def test_a_declared_length_past_what_is_ever_drained_is_413_at_once_and_closes(server):
     """Content-Length of 10^20 with a few bytes sent: the 413 waited out the read timeout while the
-    server drained a body that could never be drained to its end (a probe, 2026-11-25)."""
+    server drained a body that could never be drained to its end (a probe, 2026-11-25); the drain
+    now gives each read DRAIN_IDLE_SECONDS."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as conn:
         conn.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 99999999999999999999\r\n\r\n{\"model\": \"length\"}")
@@ -240,6 +241,18 @@ def test_a_declared_length_past_what_is_ever_drained_is_413_at_once_and_closes(s
     assert line.split(" ")[1] == "413" and error["error"]["code"] == "too_large", (line, error)
     assert "connection: close" in headers, headers
     assert time.monotonic() - started < READ_TIMEOUT, "the server waited for the body before answering"
+
+
+def test_a_body_past_the_drain_budget_sent_whole_still_gets_its_413(server):
+    """4.5 MiB, more than the 4 x 1 MiB a 413 drains, sent whole before the answer is read (as
+    http.client and requests do): not draining such bodies at all met this client with a reset."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        conn.request("POST", "/score", body=b"x" * (4_500 << 10), headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        assert response.status == 413 and json.loads(response.read())["error"]["code"] == "too_large"
+    finally:
+        conn.close()
 
 
 def test_a_worker_whose_metrics_cannot_be_folded_does_not_take_the_server_down(tmp_path):

@@ -162,7 +162,7 @@ def test_http_contract_for_dialogue_items(tmp_path: Path) -> None:
     no_bot = client.post("/score", json={"model": "mh", "items": [{"turns": [{"speaker": "user", "text": "hi"}]}]})
     assert no_bot.status_code == 422 and no_bot.get_json()["error"]["code"] == "invalid_request"
     # blank turns are dropped before scoring, so a blank bot turn is no bot turn (a probe: it was scored)
-    for blank in ("", " \n\t"):
+    for blank in ("", " \n\t", "\u200b\ufeff"):  # invisible characters are blank too (text.is_blank)
         for dialogue in ([{"speaker": "user", "text": "hi"}, {"speaker": "bot", "text": blank}],
                          [{"speaker": "bot", "text": blank}]):
             refused = client.post("/score", json={"model": "mh", "items": [turns(GOOD), {"turns": dialogue}]})
