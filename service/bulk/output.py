@@ -8,6 +8,7 @@ import logging
 import os
 import socket
 import time
+import contextlib
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,6 +29,26 @@ def shard_output(output: Path, index: int, count: int) -> Path:
     if count == 1:
         return Path(name)
     return Path(f"{name}.{index:05d}-of-{count:05d}")
+
+
+def append_whole(sink: BinaryIO, data: bytes) -> None:
+    """Append `data` (whole lines) to an unbuffered append-mode file and fsync it; on an I/O error
+    cut the file back to where it was before raising. Why: a full volume left the output ending in
+    half a record, not JSON, until a rerun cut it (a probe, 2026-11-25), and whoever read a failed
+    Job's output met it first; a file cut back still holds whole records only. Unbuffered, so that
+    no bytes wait in a buffer to be written after the cut when the file is closed."""
+    fd = sink.fileno()
+    start = os.fstat(fd).st_size  # append mode: this run holds the lock, so the end is ours
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[sink.write(view):]
+        os.fsync(fd)
+    except OSError:
+        with contextlib.suppress(OSError):  # a cut frees space, so it works on a full volume
+            os.ftruncate(fd, start)
+            os.fsync(fd)
+        raise
 
 
 @contextmanager

@@ -10,7 +10,7 @@ from typing import Any, BinaryIO
 
 from service.bulk.checkpoint import HashedLines, InputCheckpoint, OversizedLine
 from service.bulk.errors import BulkError, set_up_error
-from service.bulk.output import check_complete, output_lock, resume_point
+from service.bulk.output import append_whole, check_complete, output_lock, resume_point
 from service.bulk.records import encode_records, run_fields, score_batch
 from service.bulk.signals import Stop
 from service.scorers.base import Scorer
@@ -85,9 +85,7 @@ def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, An
 
             def flush() -> None:
                 records = score_batch(batch, scorer, options, fields)
-                sink.write(encode_records(records))
-                sink.flush()
-                os.fsync(sink.fileno())
+                append_whole(sink, encode_records(records))
                 done = reader.written_digest()
                 if done is not None:
                     checkpoint.write(*done, reader.name)
@@ -117,7 +115,7 @@ def _open_output(output: Path, scorer: Scorer, fields: dict[str, Any], shard_ind
     try:
         after, written = resume_point(output, scorer.name, scorer.version, fields)
         check_complete(output, after, written, shard_index, shard_count)
-        sink = open(output, "ab")  # noqa: SIM115 - closed by run()
+        sink = open(output, "ab", buffering=0)  # noqa: SIM115 - closed by run(); unbuffered: see append_whole
     except OSError as exc:
         raise set_up_error(f"cannot read or open {output}", exc) from None
     if after:

@@ -32,6 +32,47 @@ def test_torn_last_line_is_cut_and_rescored_once(store, tmp_path):
     assert output.read_bytes() == complete
 
 
+class _FillsUp:
+    """An output file on a volume that fills up during the second batch: half of it is written, then
+    ENOSPC, as a real full volume answers."""
+
+    def __init__(self, raw) -> None:
+        self.raw, self.batches = raw, 0
+
+    def write(self, data) -> int:
+        self.batches += 1
+        if self.batches == 2:
+            self.raw.write(bytes(data[: len(data) // 2]))
+            raise OSError(28, "No space left on device")
+        return self.raw.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.raw.close()
+
+
+def test_a_write_that_fails_leaves_whole_records_only_and_a_rerun_goes_on(store, tmp_path, monkeypatch):
+    """A full volume left half a record, not JSON, at the end of the output until a rerun cut it."""
+    from service.bulk import runner
+
+    source = write_lines(tmp_path / "in.jsonl", encoded([dict(GOOD[i % 3], id=i) for i in range(12)]))
+    output = tmp_path / "out.jsonl"
+    monkeypatch.setattr(runner, "open", lambda *a, **k: _FillsUp(open(*a, **k)), raising=False)
+    with open(source, "rb") as handle, pytest.raises(OSError, match="No space left"):
+        bulk.run(store.get("length"), handle, output, batch_size=4)
+    assert [r["line"] for r in read_output(output)] == [1, 2, 3, 4]  # strict JSON, the first batch whole
+    assert output.read_bytes().endswith(b"\n")
+    monkeypatch.undo()
+    with open(source, "rb") as handle:
+        counts = bulk.run(store.get("length"), handle, output, batch_size=4)
+    assert counts.resumed_after == 4 and [r["line"] for r in read_output(output)] == list(range(1, 13))
+
+
 def test_output_of_another_model_is_not_extended(store, tmp_path):
     source = write_lines(tmp_path / "in.jsonl", encoded(GOOD))
     output = tmp_path / "out.jsonl"
