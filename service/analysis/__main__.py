@@ -42,7 +42,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="default 1000; bounded like the service (DIALSCORE_MAX_RESAMPLES, "
                            "DIALSCORE_MAX_BOOTSTRAP_WORK: items x resamples), for memory")
     corr.add_argument("--seed", type=int, default=None, help="default 0")
-    corr.add_argument("--out", type=Path, default=Path("correlate-report"))
+    corr.add_argument("--out", type=Path, default=Path("correlate-report"),
+                      help="folder for correlate.json, correlate.md and the PNGs (default: ./correlate-report)")
     corr.add_argument("--no-plots", action="store_true")
 
     human = commands.add_parser("human-eval", help="Ji et al. 2022 reliable human assessment")
@@ -60,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
                             "Figure 2); item ids must be 'assignment:k' as the Ji et al. importers write them")
     human.add_argument("--anonymise", action="store_true",
                        help="write rater ids as 'r-' + 8 hex digits of their SHA-256 (e.g. MTurk worker ids in docs)")
-    human.add_argument("--out", type=Path, default=Path("human-eval-report"))
+    human.add_argument("--out", type=Path, default=Path("human-eval-report"),
+                       help="folder for the JSON and Markdown report and the PNGs (default: ./human-eval-report)")
     human.add_argument("--no-plots", action="store_true")
     return parser
 
