@@ -270,19 +270,24 @@ _SHAPE_ERRORS = (KeyError, ValueError, TypeError, AttributeError, IndexError, Un
                  RecursionError)
 
 
-def _read_as(reader, path: Path, fmt: str, *args: Any):
+def _read_as(reader, path: Path, fmt: str, *args: Any, detected: bool = False):
     try:
         return reader(*args)
     except ImporterError:
         raise
     except _SHAPE_ERRORS as exc:
-        raise ImporterError(f"{path}: cannot be read as {fmt} ({type(exc).__name__}: {exc})") from exc
+        how = " (the format its name and content suggest; --format chooses another)" if detected else ""
+        raise ImporterError(f"{path}: cannot be read as {fmt}{how} ({type(exc).__name__}: {exc})") from exc
 
 
 def load_correlate(path: Path, fmt: str = "auto", human: list[str] | None = None,
                    aspect: str | None = None) -> CorrelateInput:
     """Read a correlate input; `fmt` is auto, csv, json (a /correlate body) or dstc."""
-    return _read_as(_load_correlate, Path(path), fmt, path, fmt, human, aspect)
+    path = Path(path)
+    detected = fmt == "auto"  # a message names the format tried, never 'auto'
+    if detected:
+        fmt = _read_as(_detect_correlate, path, "a correlate input", path)
+    return _read_as(_load_correlate, path, fmt, path, fmt, human, aspect, detected=detected)
 
 
 def load_upstream(paths: list[Path]) -> dict[str, Any] | None:
@@ -292,17 +297,22 @@ def load_upstream(paths: list[Path]) -> dict[str, Any] | None:
 
 def load_human_eval(paths: list[Path], fmt: str = "auto") -> HumanEvalInput:
     """Read a human-eval input; `fmt` is auto, csv, json (a /human-eval body), ji2022-csv or ji2022-json."""
-    return _read_as(_load_human_eval, Path(paths[0]) if paths else Path("."), fmt, paths, fmt)
+    first = Path(paths[0]) if paths else Path(".")
+    detected = fmt == "auto"
+    if detected:
+        fmt = _read_as(_detect_human_eval, first, "a human-eval input", first)
+    return _read_as(_load_human_eval, first, fmt, paths, fmt, detected=detected)
+
+
+def _detect_correlate(path: Path) -> str:
+    if path.suffix.lower() in (".csv", ".tsv"):
+        return "csv"
+    body = _read_json(path)
+    return "json" if isinstance(body, dict) and "human" in body else "dstc"
 
 
 def _load_correlate(path: Path, fmt: str, human: list[str] | None, aspect: str | None) -> CorrelateInput:
     path = Path(path)
-    if fmt == "auto":
-        if path.suffix.lower() in (".csv", ".tsv"):
-            fmt = "csv"
-        else:
-            body = _read_json(path)
-            fmt = "json" if isinstance(body, dict) and "human" in body else "dstc"
     if fmt == "csv":
         return correlate_csv(path, human)
     if fmt == "json":
@@ -312,18 +322,18 @@ def _load_correlate(path: Path, fmt: str, human: list[str] | None, aspect: str |
     raise ImporterError(f"unknown correlate format {fmt!r}")
 
 
+def _detect_human_eval(first: Path) -> str:
+    if first.is_dir() or first.name.startswith(("pass_", "fail_")):
+        return "ji2022-json"
+    if first.suffix.lower() in (".csv", ".tsv"):
+        with open(first, newline="", encoding="utf-8-sig") as handle:
+            header = next(csv.reader(handle, delimiter=_delimiter(first)), [])
+        return "ji2022-csv" if "Answer.taskAnswers" in header else "csv"
+    return "json"
+
+
 def _load_human_eval(paths: list[Path], fmt: str) -> HumanEvalInput:
     paths = [Path(p) for p in paths]
-    if fmt == "auto":
-        first = paths[0]
-        if first.is_dir() or first.name.startswith(("pass_", "fail_")):
-            fmt = "ji2022-json"
-        elif first.suffix.lower() in (".csv", ".tsv"):
-            with open(first, newline="", encoding="utf-8-sig") as handle:
-                header = next(csv.reader(handle, delimiter=_delimiter(first)), [])
-            fmt = "ji2022-csv" if "Answer.taskAnswers" in header else "csv"
-        else:
-            fmt = "json"
     if fmt == "ji2022-json":
         return ji2022_json(paths)
     if len(paths) != 1:

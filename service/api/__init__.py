@@ -61,6 +61,11 @@ def load_body(schema: Schema) -> dict[str, Any]:
         raise BadJson(f"The body is sent with Content-Encoding {coding[:40]!r}, which is not accepted; send it "
                       "uncompressed (a request is at most max_body_bytes anyway).",
                       {"Content-Encoding": "Only identity."})
+    transfer = [c.strip().lower() for c in request.headers.get("Transfer-Encoding", "").split(",")]
+    compressed = [c for c in transfer if c not in ("", "chunked", "identity")]
+    if compressed:  # gunicorn undoes chunked only; a gzip body was refused as 'UTF-16 or UTF-32' (a probe)
+        raise BadJson(f"The body is sent with Transfer-Encoding {compressed[0][:40]!r}, which is not decoded; send "
+                      "it uncompressed, with Content-Length or chunked.", {"Transfer-Encoding": "Only chunked."})
     if not raw.strip():
         raise BadJson("The request body is empty; send a JSON object.")
     if b"\x00" in raw:  # never in JSON text (a NUL in a string is written \u0000): UTF-16 or UTF-32

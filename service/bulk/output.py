@@ -175,7 +175,9 @@ def _check_record(path: Path, raw: bytes, model: str, version: str, fields: dict
     """The input line number of an output record written by this very run set-up, else BulkError."""
     try:
         last = json.loads(raw)
-        line = int(last["line"])
+        line = last["line"]
+        if type(line) is not int or line < 1:  # what this tool writes; int() took "5" and 5.9 (a probe)
+            raise TypeError("line is not a positive whole number")
     except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as exc:
         raise BulkError(f"{path}: the last line is not a bulk output record ({type(exc).__name__}); refusing to "
                         "extend it") from None

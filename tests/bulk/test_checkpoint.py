@@ -87,9 +87,10 @@ def test_unparsable_numbers_in_an_output_or_its_checkpoint_are_refused_or_skippe
     scorer = store.get("length")
     source = write_lines(tmp_path / "in.jsonl", encoded(GOOD))
     output = tmp_path / "out.jsonl"
-    output.write_text('{"line": Infinity, "model": "length"}\n', encoding="utf-8")
-    with open(source, "rb") as handle, pytest.raises(bulk.BulkError, match="not a bulk output record"):
-        bulk.run(scorer, handle, output)
+    for line in ("Infinity", '"2"', "2.9", "true", "0"):  # int() took "2", 2.9 and true for line numbers
+        output.write_text(f'{{"line": {line}, "model": "length", "version": "{scorer.version}"}}\n', encoding="utf-8")
+        with open(source, "rb") as handle, pytest.raises(bulk.BulkError, match="not a bulk output record"):
+            bulk.run(scorer, handle, output)
     output.unlink()
     with open(source, "rb") as handle:
         bulk.run(scorer, handle, output, batch_size=2)

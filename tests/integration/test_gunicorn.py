@@ -1,6 +1,7 @@
 """Real gunicorn (`python -m service`) on a free loopback port, every endpoint called over HTTP."""
 from __future__ import annotations
 
+import gzip
 import http.client
 import json
 import shutil
@@ -241,6 +242,19 @@ def test_a_declared_length_past_what_is_ever_drained_is_413_at_once_and_closes(s
     assert line.split(" ")[1] == "413" and error["error"]["code"] == "too_large", (line, error)
     assert "connection: close" in headers, headers
     assert time.monotonic() - started < READ_TIMEOUT, "the server waited for the body before answering"
+
+
+def test_a_compressed_transfer_coding_is_named_not_read_as_utf16(server):
+    """gunicorn undoes `chunked` only: a gzip body under `Transfer-Encoding: gzip, chunked` was
+    refused as 'UTF-16 or UTF-32' (a probe, 2026-11-25)."""
+    body = gzip.compress(json.dumps({"model": "length", "items": [ITEM]}).encode())
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as conn:
+        conn.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                     b"Transfer-Encoding: gzip, chunked\r\n\r\n" + f"{len(body):x}\r\n".encode() + body
+                     + b"\r\n0\r\n\r\n")
+        line, error, _ = _answer(conn)
+    assert line.split(" ")[1] == "400" and error["error"]["code"] == "bad_json", (line, error)
+    assert "Transfer-Encoding 'gzip'" in error["error"]["message"], error
 
 
 def test_a_body_past_the_drain_budget_sent_whole_still_gets_its_413(server):
