@@ -121,6 +121,16 @@ def ji2022_json(paths: Iterable[Path]) -> HumanEvalInput:
                           qc_criteria=list(JI_QC_CRITERIA), upstream=upstream)
 
 
+def _unique_columns(path: Path, names: Any) -> list[str]:
+    """The header's column names, refused where one repeats: csv.DictReader keeps the last of the
+    same name, and a repeated metric column was counted twice ('Has 60 scores for 30 human ratings')."""
+    columns = list(names or [])
+    repeated = sorted({c for c in columns if columns.count(c) > 1})
+    if repeated:
+        raise ImporterError(f"{path}: column {', '.join(map(repr, repeated))} appears more than once in the header")
+    return columns
+
+
 # --- generic human-eval files ------------------------------------------------------------------------
 def human_eval_csv(path: Path, qc_system: str | None = None, reverse: list[str] | None = None,
                    scale: tuple[float, float] = (0.0, 100.0)) -> HumanEvalInput:
@@ -128,6 +138,7 @@ def human_eval_csv(path: Path, qc_system: str | None = None, reverse: list[str] 
     ratings: list[dict[str, Any]] = []
     with open(path, newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle, delimiter=_delimiter(path))
+        _unique_columns(path, reader.fieldnames)
         missing = {"rater", "system", "item"} - set(reader.fieldnames or [])
         if missing:
             raise ImporterError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
@@ -177,7 +188,7 @@ def correlate_csv(path: Path, human: list[str] | None = None, system: str = "sys
     """
     with open(path, newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle, delimiter=_delimiter(path))
-        columns = list(reader.fieldnames or [])
+        columns = _unique_columns(path, reader.fieldnames)
         rows = list(reader)
     absent = [c for c in human or [] if c not in columns]
     if absent:

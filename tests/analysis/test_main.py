@@ -172,6 +172,12 @@ def test_odd_files_are_messages_not_tracebacks(tmp_path: Path, capsys: pytest.Ca
     for name in ("unrated.csv", "unrated2.csv"):
         assert main(["correlate", str(tmp_path / name), "--out", str(tmp_path / "u"), "--no-plots"]) == 2
         assert f"{name}:4: no human rating in human" in capsys.readouterr().err
+    # A repeated column is named, in either kind of file
+    (tmp_path / "twice.csv").write_text("human,m,m\n1,1,2\n2,3,1\n3,2,2\n", encoding="utf-8")
+    (tmp_path / "twice_he.csv").write_text("rater,system,item,fun,fun\nw,a,i,1,2\n", encoding="utf-8")
+    for command, name in (("correlate", "twice.csv"), ("human-eval", "twice_he.csv")):
+        assert main([command, str(tmp_path / name), "--out", str(tmp_path / "t2"), "--no-plots"]) == 2
+        assert "appears more than once in the header" in capsys.readouterr().err
     # A detected format is named in the message, not 'auto'
     (tmp_path / "latin.csv").write_bytes(b"human,m\n1,\xe9\n")
     assert main(["correlate", str(tmp_path / "latin.csv"), "--out", str(tmp_path / "l"), "--no-plots"]) == 2
