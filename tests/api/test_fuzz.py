@@ -14,6 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from service.text import is_blank
+
 CONTRACT_ERRORS = {400: "bad_json", 404: "unknown_model", 413: "too_large", 422: "invalid_request"}
 
 ITEM = {"context": ["hi there"], "response": "hello", "reference": "hey"}
@@ -108,12 +110,13 @@ def _served(app) -> list[dict]:
 def _valid_for(model: dict, item: dict) -> bool:
     """Whether the contract obliges a model to score a drawn item: reply items (at most 3 texts of 40
     characters, every field present) are, but a referenced model needs a reference that is not blank;
-    a dialogue needs a bot turn that is not blank."""
+    a dialogue needs a bot turn that is not blank. Blank is text.is_blank (tests/test_text.py):
+    whitespace and invisible format characters, so a drawn soft hyphen is blank too."""
     if model["kind"] == "referenced":
-        return bool(item["reference"].strip())
+        return not is_blank(item["reference"])
     if model["kind"] != "dialogue":
         return True
-    return any(turn["speaker"] == "bot" and turn["text"].strip() for turn in item["turns"])
+    return any(turn["speaker"] == "bot" and not is_blank(turn["text"]) for turn in item["turns"])
 
 
 @settings(max_examples=40, deadline=None)
