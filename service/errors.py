@@ -37,6 +37,16 @@ def _bounded(details: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
+class FieldsError(ValueError):
+    """Input the schema cannot catch, by field: `.fields` maps paths such as 'human.3' or
+    'ratings.3.scores.fun' to a message; str() is field_summary. The HTTP layer turns it into a
+    422 with the fields as details; the command line prints them all."""
+
+    def __init__(self, fields: dict[str, str]) -> None:
+        super().__init__(field_summary(fields))
+        self.fields = fields
+
+
 def field_summary(fields: dict[str, str]) -> str:
     """One sentence for `message` when `details` holds the field errors: the field itself where there
     is one, else their count and the first. Joining them all made 300 out-of-scale ratings one

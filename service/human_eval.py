@@ -19,18 +19,11 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-from service.errors import field_summary
+from service.errors import FieldsError
 
 
-class HumanEvalInputError(ValueError):
-    """Input the schema cannot catch (scores outside the scale, mixed criteria): becomes a 422.
-
-    `.fields` maps field paths such as 'ratings.3.scores.fun' to a message.
-    """
-
-    def __init__(self, fields: dict[str, str]) -> None:
-        super().__init__(field_summary(fields))
-        self.fields = fields
+class HumanEvalInputError(FieldsError):
+    """Ratings the schema cannot catch (scores outside the scale, mixed criteria): becomes a 422."""
 
 
 OVERALL = "overall"  # the key of the mean over criteria in each system's `raw`

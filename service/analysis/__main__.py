@@ -19,7 +19,7 @@ from service.analysis import importers, report
 from service.analysis.compare import compare_with_upstream, pairwise_rater_agreement
 from service import limits
 from service.config import load_settings
-from service.errors import TooLarge
+from service.errors import FieldsError, TooLarge
 from service.human_eval import HumanEvalInputError, assess
 from service.schemas import CorrelateRequestSchema, HumanEvalRequestSchema, flatten_messages
 from service.stats import METHODS, StatsInputError, correlate
@@ -208,11 +208,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "correlate":
             return run_correlate(args)
         return run_human_eval(args)
-    except (StatsInputError, HumanEvalInputError) as exc:  # every field, one a line: there are no details here
+    except FieldsError as exc:  # every field, one a line: a command line has no details to show
         fields = list(exc.fields.items())
-        more = f"\n  ... and {len(fields) - MAX_FIELD_LINES} more" if len(fields) > MAX_FIELD_LINES else ""
-        print(f"error: {len(fields)} invalid {'field' if len(fields) == 1 else 'fields'}:" + "".join(f"\n  {path}: {text}" for path, text in fields[:MAX_FIELD_LINES]) + more,
-              file=sys.stderr)
+        lines = [f"  {path}: {text}" for path, text in fields[:MAX_FIELD_LINES]]
+        if len(fields) > MAX_FIELD_LINES:
+            lines.append(f"  ... and {len(fields) - MAX_FIELD_LINES} more")
+        noun = "field" if len(fields) == 1 else "fields"
+        print("\n".join([f"error: {len(fields)} invalid {noun}:", *lines]), file=sys.stderr)
         return 2
     except (importers.ImporterError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

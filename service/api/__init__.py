@@ -41,6 +41,17 @@ def _parse(raw: bytes, depth: int) -> dict[str, Any]:
         raise BadJson(f"The request body is not valid JSON: {exc}.") from None
 
 
+def _refuse_compressed(header: str, accepted: tuple[str, ...], detail: str) -> None:
+    """400 naming a coding of the body that is not undone here. Content codings are never
+    decompressed (no decompression bombs; a request is at most max_body_bytes anyway); of transfer
+    codings gunicorn undoes chunked only, and a gzip body was refused as 'UTF-16 or UTF-32' (a probe)."""
+    codings = [c.strip().lower() for c in request.headers.get(header, "").split(",")]
+    other = [c for c in codings if c and c not in accepted]
+    if other:
+        raise BadJson(f"The body is sent with {header} {other[0][:40]!r}, which is not accepted; send it "
+                      "uncompressed, with Content-Length or chunked.", {header: detail})
+
+
 def load_body(schema: Schema) -> dict[str, Any]:
     """The request's JSON object validated by `schema`: 400 if not a JSON object, 422 if invalid."""
     try:
@@ -56,16 +67,8 @@ def load_body(schema: Schema) -> dict[str, Any]:
         # up front, and werkzeug stops reading it there without an error, so a body of exactly the
         # limit is read whole and one byte more tells that it went on.
         raise RequestEntityTooLarge()
-    coding = request.headers.get("Content-Encoding", "identity").strip().lower()
-    if coding not in ("", "identity"):  # not decompressed here (no decompression bombs): say so
-        raise BadJson(f"The body is sent with Content-Encoding {coding[:40]!r}, which is not accepted; send it "
-                      "uncompressed (a request is at most max_body_bytes anyway).",
-                      {"Content-Encoding": "Only identity."})
-    transfer = [c.strip().lower() for c in request.headers.get("Transfer-Encoding", "").split(",")]
-    compressed = [c for c in transfer if c not in ("", "chunked", "identity")]
-    if compressed:  # gunicorn undoes chunked only; a gzip body was refused as 'UTF-16 or UTF-32' (a probe)
-        raise BadJson(f"The body is sent with Transfer-Encoding {compressed[0][:40]!r}, which is not decoded; send "
-                      "it uncompressed, with Content-Length or chunked.", {"Transfer-Encoding": "Only chunked."})
+    _refuse_compressed("Content-Encoding", ("identity",), "Only identity.")
+    _refuse_compressed("Transfer-Encoding", ("identity", "chunked"), "Only chunked.")
     if not raw.strip():
         raise BadJson("The request body is empty; send a JSON object.")
     if b"\x00" in raw:  # never in JSON text (a NUL in a string is written \u0000): UTF-16 or UTF-32

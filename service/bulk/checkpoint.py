@@ -47,6 +47,7 @@ class InputCheckpoint:
 
     def __init__(self, output: Path) -> None:
         self.path = Path(f"{output}.input.json")
+        self.temporary = Path(f"{self.path}.tmp")  # written, then renamed over `path`
 
     def read(self) -> tuple[int, str, str] | None:
         """(line, sha256 hex, input name) as last written, or None (absent or unreadable)."""
@@ -69,18 +70,16 @@ class InputCheckpoint:
         """Create and remove the temporary file `write` renames, as set-up: in a folder that is not
         writable (the output file itself being so) every retry appended one batch and then failed
         with exit 1, 'a rerun resumes', for ever (a probe, 2026-11-25)."""
-        temporary = Path(f"{self.path}.tmp")
-        with open(temporary, "wb"):
+        with open(self.temporary, "wb"):
             pass
-        os.unlink(temporary)
+        os.unlink(self.temporary)
 
     def write(self, line: int, digest: str, input_name: str) -> None:
-        temporary = Path(f"{self.path}.tmp")
-        with open(temporary, "wb") as handle:
+        with open(self.temporary, "wb") as handle:
             handle.write(json.dumps({"line": line, "sha256": digest, "input": input_name}).encode("utf-8") + b"\n")
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temporary, self.path)
+        os.replace(self.temporary, self.path)
 
 
 class HashedLines:
@@ -99,6 +98,7 @@ class HashedLines:
         self.name = str(getattr(source, "name", "<stream>"))
         self.hash = hashlib.sha256()
         self.written: tuple[int, Any] | None = None
+        self.interrupted = False  # set when a stop ended the reading (signals.Stop)
         self.expected = expected
         if expected is not None and expected[0] > after:
             # The checkpoint runs ahead of the output only if the output was cut by hand: the lines
@@ -116,7 +116,6 @@ class HashedLines:
         read into memory at once, and a pod killed for it would meet it again on every retry.
         """
         number = 0
-        self.interrupted = False
         for number, raw in enumerate(self._raw_lines(), start=1):
             if self.expected is not None and number == self.expected[0]:
                 self._compare(number)

@@ -8,8 +8,7 @@ import logging
 import os
 import socket
 import time
-import contextlib
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
@@ -45,7 +44,7 @@ def append_whole(sink: BinaryIO, data: bytes) -> None:
             view = view[sink.write(view):]
         os.fsync(fd)
     except OSError:
-        with contextlib.suppress(OSError):  # a cut frees space, so it works on a full volume
+        with suppress(OSError):  # a cut frees space, so it works on a full volume
             os.ftruncate(fd, start)
             os.fsync(fd)
         raise

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from service.errors import field_summary
+from service.errors import FieldsError
 from service.stats.agreement import krippendorff_alpha_interval
 from service.stats.bootstrap import (MIN_BOOTSTRAP, bootstrap_distributions, decimal_ties, min_resamples,
                                      paired_bootstrap_from, percentile_interval, resample_indices,
@@ -21,15 +21,8 @@ from service.stats.correlation import METHODS, MIN_ITEMS, correlation
 from service.stats.significance import williams_test
 
 
-class StatsInputError(ValueError):
-    """Input the schema cannot catch (mismatched lengths, NaN/inf, too few items): becomes a 422.
-
-    `.fields` maps field paths such as 'scores.adem' or 'human.3' to a message.
-    """
-
-    def __init__(self, fields: dict[str, str]) -> None:
-        super().__init__(field_summary(fields))
-        self.fields = fields
+class StatsInputError(FieldsError):
+    """Numbers the schema cannot catch (mismatched lengths, NaN/inf, too few items): becomes a 422."""
 
 
 def _check_inputs(human: Any, scores: dict[str, Any], systems: Any, methods: Sequence[str],
