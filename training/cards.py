@@ -228,7 +228,12 @@ def adem_card(metrics: dict) -> dict[str, Any]:
             "correlations": {"dev": _dev_summary(metrics["dev"], "adem"),
                              "c-adem": _dev_summary(metrics["dev"], "c-adem"),
                              "r-adem": _dev_summary(metrics["dev"], "r-adem")},
-            "citation": CITE_ADEM}
+            "details": ADEM_DETAILS, "citation": CITE_ADEM}
+
+
+ADEM_DETAILS = ("s_unref = c^T M r_hat (the context term) and s_ref = r^T N r_hat (the reference term), in the "
+                "PCA space, before alpha and beta (config.alpha, config.beta): before the soft bound, "
+                "score = (s_unref + s_ref - alpha) / beta")
 
 
 def adem_readme(folder: Path, metrics: dict, parity: dict[str, float], dim: int, turns: int) -> str:
@@ -246,7 +251,10 @@ service/scorers/base.py), and leaves every other score as the head computes it.
 ## Inputs
 `context` (oldest first; the last {turns} turns are used), `response`, `reference` (required).
 Files: {_file_names(folder)}; `adem_head.onnx` takes `c`, `r_hat`, `r` [batch, {dim}]
-and holds the PCA projection, M, N, alpha and beta. ONNX vs torch max abs difference: {parity}.
+and holds the PCA projection, M, N, alpha and beta. It returns `score` and its two terms, `s_unref`
+= c^T M r_hat and `s_ref` = r^T N r_hat (in the PCA space, before alpha and beta), which `/score`
+gives in `details`: before the soft bound, score = (s_unref + s_ref - alpha) / beta.
+ONNX vs torch max abs difference: {parity}.
 
 ## Training
 - Data: the `train` partitions (training/data/judgements.py, split by context) of

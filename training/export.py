@@ -157,12 +157,14 @@ def export_hred(checkpoint: Path, tokenizer_path: Path, folder: Path, version: s
 
 
 def export_head(head: nn.Module, n_inputs: int, input_names: list[str], folder: Path, filename: str,
-                dim: int, write: Callable[[Path, dict[str, float]], None]) -> dict[str, float]:
-    """Export a scoring head over encoder vectors (inputs [batch, dim] each, output `score` [batch])."""
+                dim: int, write: Callable[[Path, dict[str, float]], None],
+                outputs: Sequence[str] = ("score",)) -> dict[str, float]:
+    """Export a scoring head over encoder vectors (inputs [batch, dim] each; outputs [batch] each,
+    `score` first)."""
     folder = _fresh(Path(folder))
     examples = head_examples(dim, n_inputs)
-    export_onnx(head, examples[1], folder / filename, input_names, ["score"],
-                {**{n: {0: "batch"} for n in input_names}, "score": {0: "batch"}})
+    export_onnx(head, examples[1], folder / filename, input_names, list(outputs),
+                {n: {0: "batch"} for n in [*input_names, *outputs]})
     parity = {filename: check_parity(head, folder / filename, examples, input_names)}
     write(folder, parity)
     log.info("exported %s: parity %s", folder, parity)

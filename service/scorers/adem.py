@@ -1,7 +1,8 @@
 """ADEM (Lowe et al. 2017): (c^T M r_hat + r^T N r_hat - alpha) / beta on the shared VHRED encoder.
 
 c is the context's vector, r_hat the reply's, r the reference's, all from the `hred-encoder`
-component; the PCA projection, M, N, alpha and beta are inside `adem_head.onnx`.
+component; the PCA projection, M, N, alpha and beta are inside `adem_head.onnx`, which also returns
+the two terms, given per item in `details` as s_unref (c^T M r_hat) and s_ref (r^T N r_hat).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from service.components.hred import HREDEncoder
 from service.manifest import ManifestError, encoder_drift
-from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer
+from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer, term_details
 from service.scorers.registry import register
 
 log = logging.getLogger(__name__)
@@ -51,9 +52,11 @@ class HREDHeadScorer(Scorer):
                 f"its encoder (python -m training export --vhred RUN --{self.manifest.scorer} RUN)",
                 f"trained on another {name}")
 
-    def _run_head(self, feeds: dict[str, np.ndarray]) -> list[float]:
-        (scores,) = self.head.run_rows(feeds)
-        return [float(s) for s in np.asarray(scores).reshape(-1)]
+    def _run_head(self, feeds: dict[str, np.ndarray]) -> dict[str, list[float]]:
+        """Every output of the head by name (`score` always; ADEM's terms where its graph has them)."""
+        outputs = self.head.run_rows(feeds)
+        return {name: [float(v) for v in np.asarray(values).reshape(-1)]
+                for name, values in zip(self.head.outputs, outputs)}
 
 
 @register("adem")
@@ -65,4 +68,10 @@ class ADEM(HREDHeadScorer):
         c = self.encoder.encode_contexts([item.context for item in items], cache)
         r_hat = self.encoder.encode_responses([item.response for item in items], cache)
         r = self.encoder.encode_responses([item.reference or "" for item in items], cache)
-        return ScoreBatch(self._run_head({"c": c, "r_hat": r_hat, "r": r}))
+        out = self._run_head({"c": c, "r_hat": r_hat, "r": r})
+        return ScoreBatch(out["score"], term_details(out, TERMS))
+
+
+# The head's outputs besides its score that /score gives in `details` (the contract's adem example:
+# s_ref, s_unref). A head exported before 2026-11-25 returns the score alone and gives no details.
+TERMS = ("s_unref", "s_ref")

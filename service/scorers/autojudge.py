@@ -16,4 +16,4 @@ class AutoJudge(HREDHeadScorer):
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         c = self.encoder.encode_contexts([item.context for item in items], cache)
         r = self.encoder.encode_responses([item.response for item in items], cache)
-        return ScoreBatch(self._run_head({"c": c, "r": r}))
+        return ScoreBatch(self._run_head({"c": c, "r": r})["score"])

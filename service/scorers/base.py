@@ -53,6 +53,14 @@ class ScoreBatch:
     details: list[dict[str, Any]] | None = None
 
 
+def term_details(outputs: dict[str, Any], names: tuple[str, ...]) -> list[dict[str, float]] | None:
+    """Per item {name: value} of a head's score terms (graph outputs beside `score`), or None where the
+    graph does not return them all: a head exported before it had them is served without details."""
+    if not all(name in outputs for name in names):
+        return None
+    return [{name: float(outputs[name][i]) for name in names} for i in range(len(outputs["score"]))]
+
+
 class EncodeCache:
     """Per-request memo of utterance encodings, shared across items and models.
 

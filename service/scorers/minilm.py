@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from service.components.sentence_encoder import SentenceEncoder
-from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer
+from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer, term_details
 from service.scorers.registry import register
 from service.scorers.ruber import blend, normalise
 
@@ -124,6 +124,11 @@ class AdemMiniLM(_HeadScorer):
 
     computes = "referenced"
     bounded_by_squashing = True
+    terms = ("s_unref", "s_ref", "copy_penalty")  # graph outputs given in `details` (model card: details)
+
+    def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
+        out = self._run(items, cache)
+        return ScoreBatch([float(s) for s in out["score"]], term_details(out, self.terms))
 
 
 @register("autojudge-minilm")

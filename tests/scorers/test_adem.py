@@ -2,6 +2,9 @@
 over HTTP) and, where it is built, the committed model_store/adem."""
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -100,8 +103,50 @@ def test_served_over_http(tiny, tmp_path) -> None:
     response = client.post("/score", json=body)
     assert response.status_code == 200, response.get_json()
     assert np.all(np.isfinite(response.get_json()["scores"]))
+    # as the contract's example: adem answers each item's two terms
+    assert [sorted(d) for d in response.get_json()["details"]] == [["s_ref", "s_unref"]] * 3
     missing = client.post("/score", json={"model": "adem", "items": [{"context": ["hi"], "response": "yo"}]})
     assert missing.status_code == 422
+
+
+def check_terms(scorer) -> None:
+    """details hold c^T M r_hat (s_unref) and r^T N r_hat (s_ref); with config's alpha and beta they give
+    back the score wherever the soft bound leaves it alone, and only s_ref follows the reference."""
+    from service.scorers.base import soft_bound
+
+    batch = scorer.score(ITEMS)
+    alpha, beta = scorer.manifest.config["alpha"], scorer.manifest.config["beta"]
+    recomposed = np.array([(d["s_unref"] + d["s_ref"] - alpha) / beta for d in batch.details])
+    assert batch.scores == pytest.approx(list(soft_bound(recomposed, 1.0, 5.0)), abs=1e-5)
+    other = scorer.score([Item(ITEMS[0].context, ITEMS[0].response, ITEMS[1].reference)]).details[0]
+    assert other["s_unref"] == pytest.approx(batch.details[0]["s_unref"], abs=1e-5)
+    assert other["s_ref"] != pytest.approx(batch.details[0]["s_ref"], abs=1e-4)
+
+
+def test_tiny_chain_details_are_the_terms_of_the_score(tiny) -> None:
+    check_terms(tiny.scorers["adem"])
+
+
+def test_a_head_exported_without_terms_is_served_without_details(tiny, tmp_path) -> None:
+    """Heads exported before 2026-11-25 return the score alone: they still load and score."""
+    import onnx
+
+    from service.manifest import read_manifest, write_manifest
+    from service.store import ModelStore
+
+    root = Path(shutil.copytree(tiny.root, tmp_path / "store"))
+    graph = onnx.load(str(root / "adem" / "adem_head.onnx"))
+    for output in [o for o in graph.graph.output if o.name != "score"]:
+        graph.graph.output.remove(output)
+    onnx.save(graph, str(root / "adem" / "adem_head.onnx"))
+    old = read_manifest(root / "adem")
+    write_manifest(root / "adem", name="adem", version=old.version, kind=old.kind, scorer=old.scorer,
+                   score_range=tuple(old.score_range), uses=old.uses, config=old.config, card=old.card)
+    store = ModelStore(root)
+    assert store.load(), store.failures
+    batch = store.scorers["adem"].score(ITEMS)
+    assert batch.details is None
+    assert batch.scores == pytest.approx(tiny.scorers["adem"].score(ITEMS).scores, abs=1e-6)
 
 
 def test_committed_adem(tmp_path) -> None:
@@ -113,6 +158,7 @@ def test_committed_adem(tmp_path) -> None:
     check_batch_invariance(scorer)
     card = scorer.manifest.card
     assert card["correlations"]["dev"] and card["citation"].startswith("Lowe")
+    check_terms(scorer)
     good = Item(["where is the station?"], "it is two blocks from here, turn left at the bank.",
                 "go straight and turn left at the bank.")
     assert 0.0 < scorer.score([good]).scores[0] < 6.0

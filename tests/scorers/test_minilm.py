@@ -106,6 +106,24 @@ def test_ruber_minilm_blends_and_components(store: ModelStore) -> None:
         scorer.score(ITEMS, {"blend": "median"})
 
 
+def test_adem_minilm_details_are_the_terms_of_its_score(store: ModelStore) -> None:
+    """The contract's adem example answers details {s_ref, s_unref}: adem-minilm's are its graph's terms,
+    and with the copy penalty and config's alpha and beta they give back the score (inside the band
+    the soft bound leaves alone)."""
+    from service.scorers.base import soft_bound
+
+    scorer = store.scorers["adem-minilm"]
+    batch = scorer.score(ITEMS)
+    alpha, beta = scorer.manifest.config["alpha"], scorer.manifest.config["beta"]
+    recomposed = [alpha + beta * (d["s_unref"] + d["s_ref"] - d["copy_penalty"]) for d in batch.details]
+    assert batch.scores == pytest.approx(list(soft_bound(np.array(recomposed), 1.0, 5.0)), abs=1e-5)
+    copy = scorer.score([Item(ITEMS[1].context, ITEMS[1].context[-1], ITEMS[1].reference)]).details[0]
+    assert copy["copy_penalty"] > 0 and batch.details[1]["copy_penalty"] == 0  # a copy of the last turn pays
+    other_reference = scorer.score([Item(ITEMS[0].context, ITEMS[0].response, ITEMS[1].reference)]).details[0]
+    assert other_reference["s_unref"] == pytest.approx(batch.details[0]["s_unref"], abs=1e-6)
+    assert other_reference["s_ref"] != pytest.approx(batch.details[0]["s_ref"], abs=1e-3)
+
+
 @pytest.mark.parametrize("name", [m for m in MODELS if m != "minilm-cosine"])
 def test_trained_heads_prefer_the_human_reply_to_degenerate_ones(store: ModelStore, name: str) -> None:
     scorer = store.scorers[name]

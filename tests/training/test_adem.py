@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tests.hred_tiny import pretrain_tiny, train_heads_tiny
-from training.adem.model import ADEMHead, fit_pca
+from training.adem.model import ADEMHead, ServedADEM, fit_pca
 from training.adem.train import fit_adem
 from training.heads import predict
 from training.heads import correlations, group_split
@@ -46,6 +46,25 @@ def test_initial_head_is_the_dot_product_and_variants_keep_their_terms() -> None
     assert torch.allclose(full(c, r_hat, r), expected, atol=1e-6)
     assert torch.allclose(ADEMHead(zero, eye, "c-adem")(c, r_hat, r), (c * r_hat).sum(-1), atol=1e-6)
     assert torch.allclose(ADEMHead(zero, eye, "r-adem")(c, r_hat, r), (r * r_hat).sum(-1), atol=1e-6)
+
+
+def test_the_served_graph_returns_the_score_and_its_two_terms() -> None:
+    """ServedADEM is what export writes: its score is the head's, and its terms are C-ADEM's and
+    R-ADEM's raw terms, which /score gives as s_unref and s_ref."""
+    rng = np.random.default_rng(2)
+    c, r_hat, r = (torch.as_tensor(rng.normal(size=(6, 4)), dtype=torch.float32) for _ in range(3))
+    mean, components = fit_pca(rng.normal(size=(50, 4)).astype(np.float32), 3)
+    head = ADEMHead(mean, components, "adem", alpha=0.5, beta=3.0)
+    with torch.no_grad():
+        head.M.add_(torch.as_tensor(rng.normal(size=(3, 3)), dtype=torch.float32))
+        head.N.add_(torch.as_tensor(rng.normal(size=(3, 3)), dtype=torch.float32))
+        score, s_unref, s_ref = ServedADEM(head)(c, r_hat, r)
+        torch.testing.assert_close(score, head(c, r_hat, r), atol=1e-6, rtol=0)
+        c_only, r_only = ADEMHead(mean, components, "c-adem"), ADEMHead(mean, components, "r-adem")
+        c_only.M.copy_(head.M)
+        r_only.N.copy_(head.N)
+        torch.testing.assert_close(s_unref, c_only(c, r_hat, r), atol=1e-5, rtol=0)
+        torch.testing.assert_close(s_ref, r_only(c, r_hat, r), atol=1e-5, rtol=0)
 
 
 def test_training_learns_the_signal_and_validation_shares_no_context() -> None:

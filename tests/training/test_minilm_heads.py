@@ -45,6 +45,22 @@ def test_onnx_export_matches_torch(model: str, tmp_path) -> None:
     _check_parity(head, tmp_path / "head.onnx")  # raises if ONNX Runtime and torch differ
 
 
+def test_adem_head_returns_the_terms_of_its_score() -> None:
+    """/score's details for adem-minilm are these outputs: they must add up to the score."""
+    torch.manual_seed(2)
+    head = HEADS["adem-minilm"]("attn").eval()
+    with torch.no_grad():
+        for parameter in head.parameters():
+            parameter.add_(0.05 * torch.randn_like(parameter))
+        context = _unit(4, 3, DIM)
+        response = torch.cat([context[:1, -1], _unit(3, DIM)])  # the first reply copies its last turn
+        out = head(context, torch.ones(4, 3), response, _unit(4, DIM))
+    assert set(out) == {"score", "s_unref", "s_ref", "copy_penalty"}
+    recomposed = head.alpha + head.beta * (out["s_unref"] + out["s_ref"] - out["copy_penalty"])
+    torch.testing.assert_close(out["score"], recomposed.detach(), atol=1e-5, rtol=0)
+    assert out["copy_penalty"][0] > 0
+
+
 def test_identity_initialisation_ranks_like_the_cosine() -> None:
     """Before training, AutoJudge's c^T M r with M = I orders replies by cosine to the last turn."""
     head = HEADS["autojudge-minilm"]("last").eval()

@@ -44,15 +44,18 @@ class ADEMHead(nn.Module):
     def project(self, x: torch.Tensor) -> torch.Tensor:
         return (x - self.mean) @ self.components.T
 
+    def terms(self, c: torch.Tensor, r_hat: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(c^T M r_hat, r^T N r_hat) in the PCA space; a term the variant drops is zero."""
+        c, r_hat, r = self.project(c), self.project(r_hat), self.project(r)
+        zero = torch.zeros(c.shape[0], dtype=c.dtype)
+        context_term = ((c @ self.M) * r_hat).sum(-1) if self.variant in ("adem", "c-adem") else zero
+        reference_term = ((r @ self.N) * r_hat).sum(-1) if self.variant in ("adem", "r-adem") else zero
+        return context_term, reference_term
+
     def raw(self, c: torch.Tensor, r_hat: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
         """c^T M r_hat + r^T N r_hat (the terms the variant keeps), before alpha and beta."""
-        c, r_hat, r = self.project(c), self.project(r_hat), self.project(r)
-        total = torch.zeros(c.shape[0], dtype=c.dtype)
-        if self.variant in ("adem", "c-adem"):
-            total = total + ((c @ self.M) * r_hat).sum(-1)
-        if self.variant in ("adem", "r-adem"):
-            total = total + ((r @ self.N) * r_hat).sum(-1)
-        return total
+        context_term, reference_term = self.terms(c, r_hat, r)
+        return context_term + reference_term
 
     def forward(self, c: torch.Tensor, r_hat: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
         return (self.raw(c, r_hat, r) - self.alpha) / self.beta
@@ -64,3 +67,20 @@ class ADEMHead(nn.Module):
         if self.variant in ("adem", "r-adem"):
             terms.append(self.N.abs().sum())
         return sum(terms)
+
+
+class ServedADEM(nn.Module):
+    """The exported graph: the score and its two terms, so the service can answer /score's `details`
+    (the contract's adem example gives s_ref and s_unref): s_unref = c^T M r_hat, the context term,
+    and s_ref = r^T N r_hat, the reference term, both before alpha and beta."""
+
+    OUTPUTS = ("score", "s_unref", "s_ref")
+
+    def __init__(self, head: ADEMHead) -> None:
+        super().__init__()
+        self.head = head
+
+    def forward(self, c: torch.Tensor, r_hat: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        context_term, reference_term = self.head.terms(c, r_hat, r)
+        score = (context_term + reference_term - self.head.alpha) / self.head.beta
+        return score, context_term, reference_term

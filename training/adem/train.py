@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from training.adem.model import ADEMHead, VARIANTS, fit_pca
+from training.adem.model import ADEMHead, ServedADEM, VARIANTS, fit_pca
 from training.encoders.vhred import save_atomically
 from training.heads import (calibrate_head, clear_head_outputs, context_groups, correlations, encoder_record, predict,
                             system_correlation, train_head, validation_mask)
@@ -200,4 +200,5 @@ def export_run(run: Path, folder: Path, version: str, encoder_name: str = "hred-
         cards.write_readme(target, cards.adem_readme(target, metrics, parity,
                                                          dim, cards.context_turns(target.parent / encoder_name)))
 
-    return export_head(head, 3, ["c", "r_hat", "r"], folder, "adem_head.onnx", dim, write)
+    return export_head(ServedADEM(head), 3, ["c", "r_hat", "r"], folder, "adem_head.onnx", dim, write,
+                       outputs=ServedADEM.OUTPUTS)

@@ -119,10 +119,13 @@ class AdemHead(StartsFromNextTurn, nn.Module):
         self.prior = torch.eye(DIM)
 
     def forward(self, context, context_mask, response, reference):
+        """The score and its terms, which /score gives in `details` (the contract's adem example):
+        s_unref = c^T M r_hat, s_ref = r^T N r_hat, copy_penalty; score = alpha + beta (s_unref + s_ref - copy)."""
         c = self.pool(context, context_mask, response)
-        raw = _bilinear(c, self.M, response) + _bilinear(reference, self.N, response)
-        raw = raw - self.copy(context, context_mask, response)
-        return {"score": self.alpha + self.beta * raw}
+        s_unref, s_ref = _bilinear(c, self.M, response), _bilinear(reference, self.N, response)
+        copy_penalty = self.copy(context, context_mask, response)
+        raw = s_unref + s_ref - copy_penalty
+        return {"score": self.alpha + self.beta * raw, "s_unref": s_unref, "s_ref": s_ref, "copy_penalty": copy_penalty}
 
     def regulariser(self) -> torch.Tensor:
         return (self.M - self.prior).abs().mean() + (self.N - torch.eye(DIM)).abs().mean()

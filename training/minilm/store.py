@@ -115,6 +115,14 @@ SUMMARIES = {
 }
 
 
+# What /score's `details` hold for a head whose graph returns more than its score.
+DETAILS = {
+    "adem-minilm": "per item, the score's terms: s_unref = c^T M r_hat (the context term), s_ref = r^T N r_hat (the "
+                   "reference term) and copy_penalty; before the soft bound, score = alpha + beta (s_unref + s_ref "
+                   "- copy_penalty), alpha and beta in config",
+}
+
+
 def write_readme(folder: Path, manifest: Manifest) -> None:
     """README.md from the manifest's card, so the two cannot disagree."""
     card = manifest.card
@@ -123,7 +131,7 @@ def write_readme(folder: Path, manifest: Manifest) -> None:
               f"score range {list(manifest.score_range)}",
               f"- **uses**: {', '.join(manifest.uses) or 'nothing'}",
               f"- **inputs**: {card.get('inputs', '')}"]
-    for key in ("context_encoding", "training_data", "licence", "training_time", "machine", "negatives",
+    for key in ("context_encoding", "details", "training_data", "licence", "training_time", "machine", "negatives",
                 "limitations"):
         if key in card:
             lines.append(f"- **{key.replace('_', ' ')}**: {card[key]}")
@@ -216,6 +224,8 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
     model_config: dict[str, Any] = {"context_encoding": config.encoding, "pooling": config.pooling}
     if config.model == "ruber-minilm":
         model_config["normalise"] = ruber_ranges(head, config, cache)
+    if config.model == "adem-minilm":
+        model_config.update(alpha=float(head.alpha.detach()), beta=float(head.beta.detach()))
     card = {
         "summary": SUMMARIES[config.model],
         "inputs": ("context vectors (batch x turns x 384, right-padded) and mask, reply vector"
@@ -245,6 +255,8 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
         card["search"] = search
     if config.model in LIMITATIONS:
         card["limitations"] = LIMITATIONS[config.model]
+    if config.model in DETAILS:
+        card["details"] = DETAILS[config.model]
     options = {}
     if config.model == "ruber-minilm":
         from service.scorers.minilm import RuberMiniLM
