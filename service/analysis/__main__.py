@@ -94,7 +94,7 @@ def run_correlate(args: argparse.Namespace) -> int:
     if not args.no_plots:
         from service.analysis.plots import correlate_plots
 
-        correlate_plots(result, args.out)
+        _note_skipped(correlate_plots(result, args.out))
     print(markdown)
     return 0
 
@@ -187,13 +187,18 @@ def run_human_eval(args: argparse.Namespace) -> int:
     if not args.no_plots:
         from service.analysis.plots import human_eval_plots
 
-        human_eval_plots(result, args.out)
+        _note_skipped(human_eval_plots(result, args.out))
         if pairs is not None:
             from service.analysis.plots import agreement_histogram
 
             agreement_histogram(pairs, args.out / "rater_agreement.png")
     print(markdown)
     return 0
+
+
+def _note_skipped(plots) -> None:
+    for line in plots.skipped:
+        print(line, file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

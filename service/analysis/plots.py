@@ -86,31 +86,55 @@ def significance_heatmap(names: list[str], matrix: dict[str, dict[str, float | N
     return path
 
 
-def correlate_plots(result: dict[str, Any], out: Path) -> list[Path]:
+class Plots(list):
+    """The plots written, and a line for each one left out because it would show nothing; the file
+    of a left-out plot is removed, so an earlier run's picture in the same folder cannot pass for
+    this run's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.skipped: list[str] = []
+
+    def skip(self, path: Path, why: str) -> None:
+        path.unlink(missing_ok=True)
+        self.skipped.append(f"no {path.name}: {why}")
+
+
+def correlate_plots(result: dict[str, Any], out: Path) -> Plots:
     """One ranking plot per level and method: each metric's r with its bootstrap interval."""
-    paths = []
+    paths = Plots()
     levels = ["item"] + (["system"] if "systems" in result else [])
     methods = list(next(iter(result["metrics"].values()))["item"])
     for level in levels:
         for method in methods:
             entries = {name: m[level][method] for name, m in result["metrics"].items()}
+            path = out / f"correlate_{level}_{method}.png"
+            if all(entry["r"] is None for entry in entries.values()):
+                paths.skip(path, f"every {method} correlation at the {level} level is undefined (see the report)")
+                continue
             ranked = sorted(entries, key=lambda k: -(entries[k]["r"] if entries[k]["r"] is not None else -9))
             paths.append(ranking_plot(ranked, [entries[k]["r"] for k in ranked],
                                       [entries[k].get("ci") for k in ranked],
-                                      out / f"correlate_{level}_{method}.png", f"{method} r with humans",
+                                      path, f"{method} r with humans",
                                       f"{level} level, n = {next(iter(entries.values()))['n']}"))
     return paths
 
 
-def human_eval_plots(result: dict[str, Any], out: Path) -> list[Path]:
+def human_eval_plots(result: dict[str, Any], out: Path) -> Plots:
     """The system ranking by overall z with intervals, and the pairwise significance heatmap."""
-    systems = result["systems"]
+    systems = [s for s in result["systems"] if s["overall_z"] is not None]
     names = [s["system"] for s in systems]
-    return [
-        ranking_plot(names, [s["overall_z"] for s in systems], [s.get("overall_z_ci") for s in systems],
-                     out / "ranking.png", "mean standardised score (z)", "systems, best first"),
-        significance_heatmap(names, result["significance"], out / "significance.png"),
-    ]
+    paths = Plots()
+    if not systems:
+        paths.skip(out / "ranking.png", "no system has a score (no rating was kept; see the report)")
+    else:
+        paths.append(ranking_plot(names, [s["overall_z"] for s in systems], [s.get("overall_z_ci") for s in systems],
+                                  out / "ranking.png", "mean standardised score (z)", "systems, best first"))
+    if len(systems) < 2:
+        paths.skip(out / "significance.png", "fewer than two systems to compare")
+    else:
+        paths.append(significance_heatmap(names, result["significance"], out / "significance.png"))
+    return paths
 
 
 def agreement_histogram(correlations: dict[str, list[float]], path: Path) -> Path:

@@ -222,3 +222,37 @@ def test_plots_without_matplotlib_fail_first_with_one_line(tmp_path: Path, monke
     assert "--no-plots" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
     assert main(["correlate", str(tmp_path / "body.json"), "--out", str(tmp_path / "r"), "--no-plots"]) == 0
+
+
+def test_a_plot_with_nothing_to_show_is_left_out_with_a_line_and_no_stale_file(tmp_path: Path,
+                                                                                capsys: pytest.CaptureFixture) -> None:
+    """Every rater giving one score used to draw an empty heatmap (and matplotlib warnings on stderr),
+    and a constant human column three empty ranking plots; a rerun into the same folder would leave
+    the last run's pictures beside this run's report."""
+    out = tmp_path / "out"
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"human": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+                                "scores": {"a": [1, 3, 2, 4, 6, 5, 7, 9, 8, 10]}}), encoding="utf-8")
+    assert main(["correlate", str(good), "--out", str(out)]) == 0
+    assert (out / "correlate_item_pearson.png").exists()
+    constant = tmp_path / "constant.json"
+    constant.write_text(json.dumps({"human": [3] * 10, "scores": {"a": list(range(10))}}), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["correlate", str(constant), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "no correlate_item_pearson.png: every pearson correlation at the item level is undefined" in err
+    assert "Warning" not in err and not list(out.glob("*.png"))
+
+    example = json.loads((Path(__file__).resolve().parents[2] / "docs/examples/human-eval.json").read_text())
+    he_out = tmp_path / "he"
+    (tmp_path / "he.json").write_text(json.dumps(example), encoding="utf-8")
+    assert main(["human-eval", str(tmp_path / "he.json"), "--out", str(he_out)]) == 0
+    assert (he_out / "ranking.png").exists() and (he_out / "significance.png").exists()
+    for rating in example["ratings"]:
+        rating["scores"] = {criterion: 50 for criterion in rating["scores"]}
+    (tmp_path / "flat.json").write_text(json.dumps(example), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["human-eval", str(tmp_path / "flat.json"), "--out", str(he_out)]) == 0
+    err = capsys.readouterr().err
+    assert "no ranking.png" in err and "no significance.png: fewer than two systems" in err
+    assert "Warning" not in err and not list(he_out.glob("*.png"))
