@@ -48,6 +48,14 @@ def same_scores(old: Path, new: Path, feeds_list: list[dict[str, np.ndarray]]) -
     return worst
 
 
+def already_done(path: Path) -> bool:
+    """The script is run once: a graph that already returns s_ref was re-exported (or trained since)."""
+    if "s_ref" in [o.name for o in onnx.load(str(path)).graph.output]:
+        print(f"{path.parent.name}: {path.name} already returns its terms; left as it is")
+        return True
+    return False
+
+
 def manifest_fields(folder: Path) -> dict:
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     keep = ("version", "kind", "scorer", "score_range", "requires", "tokenizer", "uses", "options", "config", "card")
@@ -57,10 +65,12 @@ def manifest_fields(folder: Path) -> dict:
 def classic(folder: Path) -> None:
     from service.manifest import write_manifest
     from training.adem.model import ADEMHead, ServedADEM
-    from training.cards import ADEM_DETAILS
+    from training.cards import adem_details
     from training.export import PARITY_ATOL, export_head, head_examples
 
     path = folder / "adem_head.onnx"
+    if already_done(path):
+        return
     weights = initializers(path)
     (projection,) = [v for k, v in weights.items() if k.startswith("onnx::MatMul")]  # components.T, folded
     head = ADEMHead(weights["mean"].copy(), projection.T.copy(), "adem", float(weights["alpha"]), float(weights["beta"]))
@@ -74,13 +84,14 @@ def classic(folder: Path) -> None:
             if np.abs(torch_scores - run(path, feeds)["score"]).max() > PARITY_ATOL:
                 raise SystemExit("adem: the head rebuilt from the graph does not reproduce its scores")
     with tempfile.TemporaryDirectory() as stage:
-        parity = export_head(ServedADEM(head), 3, ["c", "r_hat", "r"], Path(stage), path.name, head.mean.shape[0],
-                             lambda *_: None, outputs=ServedADEM.OUTPUTS)
+        served = ServedADEM(head)
+        parity = export_head(served, 3, ["c", "r_hat", "r"], Path(stage), path.name, head.mean.shape[0],
+                             lambda *_: None, outputs=ServedADEM.OUTPUTS, scales=served.scales())
         worst = same_scores(path, Path(stage) / path.name, feeds_list)
         shutil.copyfile(Path(stage) / path.name, path)
     fields = manifest_fields(folder)
     fields["config"]["parity_max_abs_diff"] = parity
-    fields["card"]["details"] = ADEM_DETAILS
+    fields["card"]["details"] = adem_details(float(head.alpha), float(head.beta))
     write_manifest(folder, name=folder.name, **fields)
     readme = (folder / "README.md").read_text(encoding="utf-8")
     readme, count = re.subn(
@@ -88,7 +99,7 @@ def classic(folder: Path) -> None:
         "and holds the PCA projection, M, N, alpha and beta. It returns `score` and its two terms, `s_unref`\n"
         "= c^T M r_hat and `s_ref` = r^T N r_hat (in the PCA space, before alpha and beta), which `/score`\n"
         "gives in `details`: before the soft bound, score = (s_unref + s_ref - alpha) / beta.\n"
-        f"ONNX vs torch max abs difference: {parity}.", readme)
+        f"ONNX vs torch max abs difference, in score units (the terms divided by beta): {parity}.", readme)
     if count != 1:
         raise SystemExit("adem/README.md: its Inputs paragraph is not the one training/cards.py writes")
     (folder / "README.md").write_text(readme, encoding="utf-8")
@@ -101,6 +112,8 @@ def minilm(folder: Path) -> None:
     from training.minilm.store import DETAILS, _check_parity, write_readme
 
     path = folder / "head.onnx"
+    if already_done(path):
+        return
     fields = manifest_fields(folder)
     head = AdemHead(pooling=fields["config"]["pooling"])
     weights = initializers(path)
@@ -126,7 +139,7 @@ def minilm(folder: Path) -> None:
         worst = same_scores(path, new, feeds_list)
         shutil.copyfile(new, path)
     fields["config"].update(alpha=float(head.alpha.detach()), beta=float(head.beta.detach()))
-    fields["card"]["details"] = DETAILS["adem-minilm"]
+    fields["card"]["details"] = DETAILS["adem-minilm"].format(**fields["config"])
     write_readme(folder, write_manifest(folder, name=folder.name, **fields))
     print(f"adem-minilm: re-exported, scores within {worst:.1e} of the committed graph's")
 

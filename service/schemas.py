@@ -99,7 +99,11 @@ class ScoreResponseSchema(StrictSchema):
     model = fields.String(required=True)
     version = fields.String(required=True)
     scores = fields.List(fields.Float(), required=True)
-    details = fields.List(fields.Dict())
+    details = fields.List(fields.Dict(keys=fields.String()), metadata={"description": (
+        "Per item, parallel to `scores`, where the model or its options give components: adem and adem-minilm "
+        "s_unref and s_ref "
+        "(adem-minilm also copy_penalty), minilm-cosine s_ref and s_context, ruber and ruber-minilm s_ref and "
+        "s_unref with options.components, mh unclipped and proxies with options.proxies.")})
 
 
 class RerankRequestSchema(StrictSchema):

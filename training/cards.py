@@ -228,12 +228,16 @@ def adem_card(metrics: dict) -> dict[str, Any]:
             "correlations": {"dev": _dev_summary(metrics["dev"], "adem"),
                              "c-adem": _dev_summary(metrics["dev"], "c-adem"),
                              "r-adem": _dev_summary(metrics["dev"], "r-adem")},
-            "details": ADEM_DETAILS, "citation": CITE_ADEM}
+            "details": adem_details(metrics["training"]["adem"]["alpha"], metrics["training"]["adem"]["beta"]),
+            "citation": CITE_ADEM}
 
 
-ADEM_DETAILS = ("s_unref = c^T M r_hat (the context term) and s_ref = r^T N r_hat (the reference term), in the "
-                "PCA space, before alpha and beta (config.alpha, config.beta): before the soft bound, "
-                "score = (s_unref + s_ref - alpha) / beta")
+def adem_details(alpha: float, beta: float) -> str:
+    """What /score's details hold, with the constants to rebuild the score from them: /models serves
+    the card, not the manifest's config."""
+    return ("s_unref = c^T M r_hat (the context term) and s_ref = r^T N r_hat (the reference term), in the PCA "
+            f"space, before alpha and beta: before the soft bound, score = (s_unref + s_ref - alpha) / beta, "
+            f"alpha = {float(alpha)!r}, beta = {float(beta)!r}")
 
 
 def adem_readme(folder: Path, metrics: dict, parity: dict[str, float], dim: int, turns: int) -> str:
@@ -254,7 +258,7 @@ Files: {_file_names(folder)}; `adem_head.onnx` takes `c`, `r_hat`, `r` [batch, {
 and holds the PCA projection, M, N, alpha and beta. It returns `score` and its two terms, `s_unref`
 = c^T M r_hat and `s_ref` = r^T N r_hat (in the PCA space, before alpha and beta), which `/score`
 gives in `details`: before the soft bound, score = (s_unref + s_ref - alpha) / beta.
-ONNX vs torch max abs difference: {parity}.
+ONNX vs torch max abs difference, in score units (the terms divided by beta): {parity}.
 
 ## Training
 - Data: the `train` partitions (training/data/judgements.py, split by context) of

@@ -64,8 +64,11 @@ def export_onnx(module: nn.Module, example: tuple[torch.Tensor, ...], path: Path
 
 
 def check_parity(module: nn.Module, path: Path, examples: Sequence[tuple[torch.Tensor, ...]],
-                 input_names: list[str], atol: float = PARITY_ATOL) -> float:
-    """Largest |ONNX Runtime - torch| over every output of every example; raises above `atol`."""
+                 input_names: list[str], atol: float = PARITY_ATOL, scales: Sequence[float] | None = None) -> float:
+    """Largest |ONNX Runtime - torch| over every output of every example; raises above `atol`.
+
+    `scales` divides each output's difference first: ADEM's terms are its score times beta (17 for the
+    committed head), so their float32 rounding is measured in score units, as the score's is."""
     import onnxruntime as ort
 
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
@@ -76,8 +79,9 @@ def check_parity(module: nn.Module, path: Path, examples: Sequence[tuple[torch.T
             expected = module(*example)
         expected = expected if isinstance(expected, (tuple, list)) else (expected,)
         got = session.run(None, {name: t.numpy() for name, t in zip(input_names, example)})
-        for e, g in zip(expected, got):
-            worst = max(worst, float(np.max(np.abs(e.numpy() - g))) if e.numel() else 0.0)
+        for k, (e, g) in enumerate(zip(expected, got)):
+            scale = abs(scales[k]) if scales else 1.0
+            worst = max(worst, float(np.max(np.abs(e.numpy() - g))) / scale if e.numel() else 0.0)
     if worst > atol:
         raise RuntimeError(f"{Path(path).name}: ONNX Runtime differs from torch by {worst:.2e} (> {atol:.0e})")
     return worst
@@ -158,14 +162,14 @@ def export_hred(checkpoint: Path, tokenizer_path: Path, folder: Path, version: s
 
 def export_head(head: nn.Module, n_inputs: int, input_names: list[str], folder: Path, filename: str,
                 dim: int, write: Callable[[Path, dict[str, float]], None],
-                outputs: Sequence[str] = ("score",)) -> dict[str, float]:
+                outputs: Sequence[str] = ("score",), scales: Sequence[float] | None = None) -> dict[str, float]:
     """Export a scoring head over encoder vectors (inputs [batch, dim] each; outputs [batch] each,
-    `score` first)."""
+    `score` first; `scales` as check_parity's)."""
     folder = _fresh(Path(folder))
     examples = head_examples(dim, n_inputs)
     export_onnx(head, examples[1], folder / filename, input_names, list(outputs),
                 {n: {0: "batch"} for n in [*input_names, *outputs]})
-    parity = {filename: check_parity(head, folder / filename, examples, input_names)}
+    parity = {filename: check_parity(head, folder / filename, examples, input_names, scales=scales)}
     write(folder, parity)
     log.info("exported %s: parity %s", folder, parity)
     return parity

@@ -94,7 +94,7 @@ def run_correlate(args: argparse.Namespace) -> int:
     if not args.no_plots:
         from service.analysis.plots import correlate_plots
 
-        _note_skipped(correlate_plots(result, args.out))
+        _finish_plots(correlate_plots(result, args.out), args.out.glob("correlate_*.png"))
     print(markdown)
     return 0
 
@@ -187,18 +187,29 @@ def run_human_eval(args: argparse.Namespace) -> int:
     if not args.no_plots:
         from service.analysis.plots import human_eval_plots
 
-        _note_skipped(human_eval_plots(result, args.out))
-        if pairs is not None:
+        plots = human_eval_plots(result, args.out)
+        histogram = args.out / "rater_agreement.png"
+        if pairs is not None and not any(pairs.get(label) for label in ("passed", "failed")):
+            plots.skip(histogram, "no pair of raters of the same systems, both passed or both failed, has a defined r")
+        elif pairs is not None:
             from service.analysis.plots import agreement_histogram
 
-            agreement_histogram(pairs, args.out / "rater_agreement.png")
+            plots.append(agreement_histogram(pairs, histogram))
+        _finish_plots(plots, [args.out / name for name in ("ranking.png", "significance.png", histogram.name)])
     print(markdown)
     return 0
 
 
-def _note_skipped(plots) -> None:
+def _finish_plots(plots, ours) -> None:
+    """Say which plots were left out, and remove the pictures of ours that this run did not draw (an
+    earlier run's into the same --out, of a level, method or option this run has not), so that every
+    picture beside the report is this run's."""
     for line in plots.skipped:
         print(line, file=sys.stderr)
+    drawn = {Path(p).resolve() for p in plots}
+    for path in list(ours):
+        if path.resolve() not in drawn:
+            path.unlink(missing_ok=True)
 
 
 def main(argv: list[str] | None = None) -> int:

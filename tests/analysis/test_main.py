@@ -256,3 +256,35 @@ def test_a_plot_with_nothing_to_show_is_left_out_with_a_line_and_no_stale_file(t
     err = capsys.readouterr().err
     assert "no ranking.png" in err and "no significance.png: fewer than two systems" in err
     assert "Warning" not in err and not list(he_out.glob("*.png"))
+
+
+def test_every_picture_beside_the_report_is_this_runs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A rerun drawing fewer plots (another method, no systems, no --rater-pairs) removes the last run's."""
+    out = tmp_path / "out"
+    body = {"human": [1, 2, 3, 4, 5, 6, 7, 8], "scores": {"a": [1, 3, 2, 4, 6, 5, 8, 7]},
+            "systems": ["x", "x", "y", "y", "z", "z", "w", "w"]}
+    (tmp_path / "full.json").write_text(json.dumps(body), encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "full.json"), "--out", str(out)]) == 0
+    assert (out / "correlate_system_kendall.png").exists()
+    del body["systems"]
+    (tmp_path / "less.json").write_text(json.dumps({**body, "methods": ["pearson"]}), encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "less.json"), "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.glob("*.png")) == ["correlate_item_pearson.png"]
+
+    example = json.loads((Path(__file__).resolve().parents[2] / "docs/examples/human-eval.json").read_text())
+    for rating in example["ratings"]:
+        rating["item"] = f"{rating['rater']}:{rating['item'][-1]}"  # Ji et al.'s assignment:k, for --rater-pairs
+    (tmp_path / "he.json").write_text(json.dumps(example), encoding="utf-8")
+    he_out = tmp_path / "he"
+    assert main(["human-eval", str(tmp_path / "he.json"), "--rater-pairs", "--out", str(he_out)]) == 0
+    assert (he_out / "rater_agreement.png").exists()
+    assert main(["human-eval", str(tmp_path / "he.json"), "--out", str(he_out)]) == 0
+    assert not (he_out / "rater_agreement.png").exists()
+    for rating in example["ratings"]:
+        rating["scores"] = {criterion: 50 for criterion in rating["scores"]}
+    (tmp_path / "flat.json").write_text(json.dumps(example), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["human-eval", str(tmp_path / "flat.json"), "--rater-pairs", "--out", str(he_out)]) == 0
+    err = capsys.readouterr().err
+    assert "no rater_agreement.png: no pair of raters of the same systems" in err
+    assert "Warning" not in err and not list(he_out.glob("*.png"))

@@ -80,6 +80,11 @@ class ServedADEM(nn.Module):
         super().__init__()
         self.head = head
 
+    def scales(self) -> tuple[float, ...]:
+        """Each output's size in score units (the terms are divided by beta), for the parity check."""
+        beta = max(1.0, abs(float(self.head.beta)))
+        return (1.0, beta, beta)
+
     def forward(self, c: torch.Tensor, r_hat: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, ...]:
         context_term, reference_term = self.head.terms(c, r_hat, r)
         score = (context_term + reference_term - self.head.alpha) / self.head.beta

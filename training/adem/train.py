@@ -200,5 +200,6 @@ def export_run(run: Path, folder: Path, version: str, encoder_name: str = "hred-
         cards.write_readme(target, cards.adem_readme(target, metrics, parity,
                                                          dim, cards.context_turns(target.parent / encoder_name)))
 
-    return export_head(ServedADEM(head), 3, ["c", "r_hat", "r"], folder, "adem_head.onnx", dim, write,
-                       outputs=ServedADEM.OUTPUTS)
+    served = ServedADEM(head)
+    return export_head(served, 3, ["c", "r_hat", "r"], folder, "adem_head.onnx", dim, write,
+                       outputs=ServedADEM.OUTPUTS, scales=served.scales())

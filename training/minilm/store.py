@@ -115,11 +115,12 @@ SUMMARIES = {
 }
 
 
-# What /score's `details` hold for a head whose graph returns more than its score.
+# What /score's `details` hold for a head whose graph returns more than its score, with the constants
+# to rebuild the score from them (/models serves the card, not the manifest's config).
 DETAILS = {
     "adem-minilm": "per item, the score's terms: s_unref = c^T M r_hat (the context term), s_ref = r^T N r_hat (the "
                    "reference term) and copy_penalty; before the soft bound, score = alpha + beta (s_unref + s_ref "
-                   "- copy_penalty), alpha and beta in config",
+                   "- copy_penalty), alpha = {alpha!r}, beta = {beta!r}",
 }
 
 
@@ -256,7 +257,7 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
     if config.model in LIMITATIONS:
         card["limitations"] = LIMITATIONS[config.model]
     if config.model in DETAILS:
-        card["details"] = DETAILS[config.model]
+        card["details"] = DETAILS[config.model].format(**model_config)
     options = {}
     if config.model == "ruber-minilm":
         from service.scorers.minilm import RuberMiniLM
