@@ -265,8 +265,12 @@ class ModelsResponseSchema(StrictSchema):
 
 class CorrelationSchema(StrictSchema):
     r = fields.Float(required=True, allow_none=True)
-    p = fields.Float(required=True, allow_none=True)
-    ci = fields.List(fields.Float(), required=True, allow_none=True)
+    p = fields.Float(required=True, allow_none=True, metadata={"description": (
+        "Two-sided p of r = 0: scipy's, except exact permutation p-values for few items (Spearman; Kendall "
+        "with ties) and Monte Carlo permutation p-values for tied ranks on a few dozen items.")})
+    ci = fields.List(fields.Float(), required=True, allow_none=True, metadata={"description": (
+        "Percentile bootstrap interval at `confidence`: items resampled with replacement; at system level, "
+        "items resampled within each system (the systems themselves are fixed, not resampled).")})
     n = fields.Integer(required=True)
     reason = fields.String(metadata={"description": "Why r is null."})
     ci_reason = fields.String(metadata={"description": "Why ci is null."})
@@ -277,8 +281,13 @@ class ComparisonSchema(StrictSchema):
     b = fields.String(required=True)
     method = fields.String(required=True)
     level = fields.String(required=True, validate=validate.OneOf(["item", "system"]))
-    test = fields.String(required=True, validate=validate.OneOf(["williams", "paired_bootstrap"]))
-    delta = fields.Float(required=True, allow_none=True)
+    test = fields.String(required=True, validate=validate.OneOf(["williams", "paired_bootstrap"]), metadata={
+        "description": "williams: Williams' t for two dependent correlations sharing the human side (Steiger 1980 "
+                       "eq. 7, as Graham & Baldwin 2014), two-sided. paired_bootstrap: the same resamples for both "
+                       "metrics; p from the deltas shifted to the null (Efron & Tibshirani 1993, 16.4), two-sided; "
+                       "ci the deltas' percentile interval (a different construction, which near the threshold "
+                       "can disagree with p)."})
+    delta = fields.Float(required=True, allow_none=True, metadata={"description": "r(a) - r(b)."})
     p = fields.Float(required=True, allow_none=True)
     ci = fields.List(fields.Float(), allow_none=True)
     t = fields.Float(allow_none=True)

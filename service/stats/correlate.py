@@ -14,7 +14,7 @@ import numpy as np
 
 from service.errors import FieldsError
 from service.stats.agreement import krippendorff_alpha_interval
-from service.stats.bootstrap import (MIN_BOOTSTRAP, bootstrap_distributions, decimal_ties, min_resamples,
+from service.stats.bootstrap import (MIN_BOOTSTRAP, UNDEFINED_REASON, bootstrap_distributions, decimal_ties, min_resamples,
                                      paired_bootstrap_from, percentile_interval, resample_indices,
                                      stratified_indices, system_bootstrap_distributions)
 from service.stats.correlation import METHODS, MIN_ITEMS, correlation
@@ -93,7 +93,7 @@ def _level(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[
             ci = percentile_interval(dist[name], confidence) if dist is not None else None
             entry = {"r": res["r"], "p": res["p"], "ci": ci, "n": n}
             if ci is None:
-                entry["ci_reason"] = no_bootstrap or "too many resamples with an undefined correlation"
+                entry["ci_reason"] = no_bootstrap or UNDEFINED_REASON
             results[name][method] = entry
         for a, b in combinations(metrics, 2):
             ra, rb = point[a]["r"], point[b]["r"]

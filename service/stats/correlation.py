@@ -1,7 +1,8 @@
 """One correlation between metric scores and human ratings, with its p-value.
 
 r and p come from scipy, except Spearman's p for few items and Kendall's for few items with ties,
-which are exact permutation p-values (see `spearman`, `kendall`). An undefined correlation is
+which are exact permutation p-values, and both rank correlations' p for tied inputs on up to 50
+items, which are Monte Carlo permutation p-values (see `spearman`, `kendall`). An undefined correlation is
 `None` with a `reason`, never NaN: bare NaN is not valid JSON.
 """
 from __future__ import annotations
@@ -18,6 +19,12 @@ from scipy import stats as sps
 METHODS = ("pearson", "spearman", "kendall")
 MIN_ITEMS = 3  # fewer points give r = +-1 or no p-value at all
 _SPEARMAN_EXACT_MAX = 9  # up to this many items Spearman's p is exact: 9! = 362,880 pairings, ~10 ms
+# Above that and up to this many items, a rank correlation with ties takes a Monte Carlo permutation p
+# over MC_PERMUTATIONS fixed pairings: scipy's approximations assume few ties, and with many (a metric
+# at 0 on all items but one) they were off by .08 at 10 items (p .122, exact .200; a statistics audit,
+# 2026-11-25). The permutations are seeded by n alone, so a p never depends on the request's seed.
+_PERMUTATION_MAX = 50
+MC_PERMUTATIONS = 9_999
 
 
 def _undefined(n: int, reason: str) -> dict[str, Any]:
@@ -64,16 +71,21 @@ def spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     p = 0, whenever |rho| = 1 however few the items (three items ranked alike: p = 0, exact 1/3),
     and too small in the tails of small samples (n = 9, rho = 0.667: 0.050, exact 0.059). Up to 9
     items, which covers most system-level correlations, p is therefore the exact permutation p over
-    all n! pairings, ties included (R's cor.test is exact up to 9 too). Above, the approximation
-    errs by less and the cost of enumerating grows n-fold per item, so it is kept, floored at 2/n!:
-    the exact p of |rho| = 1 for untied ranks and the least any n items can attain (one pairing in
-    each tail). The floor underflows to 0 past 170 items, as the exact value does.
+    all n! pairings, ties included (R's cor.test is exact up to 9 too). Above, the cost of
+    enumerating grows n-fold per item. Without ties the approximation errs by less there, so it is
+    kept, floored at 2/n!: the exact p of |rho| = 1 for untied ranks and the least any n items can
+    attain (one pairing in each tail; it underflows to 0 past 170 items, as the exact value does).
+    With ties it can err by much more (a metric at 0 on all items but one: p .122 at 10 items, exact
+    .200), so up to `_PERMUTATION_MAX` items tied inputs get a Monte Carlo permutation p instead.
     """
     rho, p_t = sps.spearmanr(x, y)
     n = x.size
     if n <= _SPEARMAN_EXACT_MAX:
         return float(rho), _exact_pairings_p(sps.rankdata(x), sps.rankdata(y))
-    return float(rho), max(float(p_t), math.exp(math.log(2.0) - math.lgamma(n + 1)))
+    if n <= _PERMUTATION_MAX and _tied(x, y):
+        xc, yc = _centred_ranks(x), _centred_ranks(y)
+        return float(rho), _sampled_pairings_p(xc[_sampled_pairings(n)] @ yc, int(xc @ yc), float(p_t), n)
+    return float(rho), max(float(p_t), _least_p(n))
 
 
 def kendall(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -83,11 +95,14 @@ def kendall(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     approximation, which is far off for a handful of items (5 items, one tie in x, tau-b = 0.84:
     0.019, exact 0.033). Up to 9 items p is then the exact permutation p over all n! pairings, as
     for Spearman: tau-b's denominator depends only on the tie counts, which every pairing keeps,
-    so the numerator sum sign(dx) sign(dy), an exact integer, is the statistic.
+    so the numerator sum sign(dx) sign(dy), an exact integer, is the statistic. From 10 to
+    `_PERMUTATION_MAX` items with ties, p is a Monte Carlo permutation p of the same statistic.
     """
     tau, p_scipy = sps.kendalltau(x, y)
     n = x.size
-    tied = np.unique(x).size < n or np.unique(y).size < n
+    tied = _tied(x, y)
+    if tied and _SPEARMAN_EXACT_MAX < n <= _PERMUTATION_MAX:
+        return float(tau), _sampled_pairings_p(*_kendall_sampled_null(x, y), float(p_scipy), n)
     if not tied or n > _SPEARMAN_EXACT_MAX:
         return float(tau), float(p_scipy)
     # y's doubled ranks in every pairing, small integers: int8 keeps the n! x pairs work in cache.
@@ -125,6 +140,57 @@ def _exact_pairings_p(x_ranks: np.ndarray, y_ranks: np.ndarray) -> float:
     for i in range(n):
         null += xc[table[i]] * yc[i]
     return _two_sided_p(null)
+
+
+def _tied(x: np.ndarray, y: np.ndarray) -> bool:
+    return bool(np.unique(x).size < x.size or np.unique(y).size < y.size)
+
+
+def _centred_ranks(values: np.ndarray) -> np.ndarray:
+    """2 rank - n - 1: average ranks are multiples of 1/2, so these are exact integers."""
+    return np.rint(2 * sps.rankdata(values) - values.size - 1).astype(np.int64)
+
+
+@lru_cache(maxsize=8)
+def _sampled_pairings(n: int) -> np.ndarray:
+    """(MC_PERMUTATIONS, n) random permutations of range(n), seeded by n (the same on every call)."""
+    rng = np.random.default_rng(n)
+    return rng.permuted(np.tile(np.arange(n, dtype=np.int16), (MC_PERMUTATIONS, 1)), axis=1)
+
+
+def _kendall_sampled_null(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, int]:
+    """Kendall's S = sum_{i<j} sign(x_i - x_j) sign(y_i - y_j) on every sampled pairing of x with y, and
+    the observed S (exact integers; tau-b's denominator is the same in every pairing)."""
+    first, second = np.triu_indices(x.size, k=1)
+    ranks = np.rint(2 * sps.rankdata(x)).astype(np.int16)  # ties compare exactly; small ints are fast
+    sign_y = np.sign(y[first] - y[second]).astype(np.int8)
+    observed = int(np.sign(ranks[first] - ranks[second]).astype(np.int64) @ sign_y)
+    null = np.empty(MC_PERMUTATIONS, dtype=np.int64)
+    pairings = _sampled_pairings(x.size)
+    for start in range(0, MC_PERMUTATIONS, 1024):
+        paired = ranks[pairings[start:start + 1024]]
+        null[start:start + 1024] = np.sign(paired[:, first] - paired[:, second]).astype(np.int8) @ sign_y.astype(np.int64)
+    return null, observed
+
+
+def _least_p(n: int) -> float:
+    """2 / n!: the exact p of a perfect untied rank correlation, the least any n items can attain."""
+    return math.exp(math.log(2.0) - math.lgamma(n + 1))
+
+
+def _sampled_pairings_p(null: np.ndarray, observed: int, approximate: float, n: int) -> float:
+    """Two-sided Monte Carlo permutation p, as scipy.stats.permutation_test's: twice the smaller tail,
+    each counted with the observed pairing ((k + 1) / (B + 1)), capped at 1.
+
+    Where no sampled pairing is as extreme as the observed one, the sample only bounds p by
+    2 / (B + 1) (.0002): then scipy's `approximate` p where it is smaller (a strong correlation on
+    50 items has p near 1e-6, which 9,999 pairings cannot resolve), never below 2 / n!.
+    """
+    tail = min(np.count_nonzero(null >= observed), np.count_nonzero(null <= observed))
+    sampled = min(1.0, 2.0 * (tail + 1) / (null.size + 1))
+    if tail == 0 and math.isfinite(approximate):
+        return max(min(sampled, approximate), _least_p(n))
+    return sampled
 
 
 def _two_sided_p(null: np.ndarray) -> float:

@@ -286,3 +286,31 @@ def test_the_readme_example_ranks_decimal_ties_among_system_means_as_ties() -> N
     labels = sorted(means)
     expected = sps.spearmanr([means[k] for k in labels], [np.mean(human[k]) for k in labels]).statistic
     assert body["metrics"]["m2"]["system"]["spearman"]["r"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_an_interval_from_a_few_defined_resamples_is_refused_not_given() -> None:
+    """BLEU-4 at 0 on 9 of 10 items: a third of the resamples miss the one item that varies, so their
+    correlation is undefined. Dropping them gave Spearman r .522 with the interval [.525, .880], which
+    leaves out r (a statistics audit, 2026-11-25). Now no interval, and the reason."""
+    human = list(range(1, 11))
+    body = correlate(human, {"bleu": [0.0] * 9 + [0.3], "length": [3, 1, 4, 1, 5, 9, 2, 6, 5, 3]}, seed=0)
+    for method in ("pearson", "spearman", "kendall"):
+        entry = body["metrics"]["bleu"]["item"][method]
+        assert entry["r"] is not None and entry["ci"] is None
+        assert "undefined in more than 5% of the bootstrap resamples" in entry["ci_reason"]
+        assert body["metrics"]["length"]["item"][method]["ci"] is not None  # the other metric keeps its own
+    paired = [c for c in body["comparisons"] if c["test"] == "paired_bootstrap"]
+    assert paired and all(c["p"] is None and c["ci"] is None and "5%" in c["reason"] for c in paired)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=0, max_value=10_000))
+def test_a_given_interval_holds_its_estimate_on_mostly_zero_metrics(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(10, 21))
+    metric = np.where(rng.random(n) < 0.9, 0.0, rng.random(n)).tolist()
+    human = (rng.permutation(n) + 1.0).tolist()
+    body = correlate(human, {"m": metric}, methods=["spearman", "kendall"], resamples=400, seed=seed)
+    for entry in body["metrics"]["m"]["item"].values():
+        if entry["ci"] is not None:
+            assert entry["ci"][0] - 1e-9 <= entry["r"] <= entry["ci"][1] + 1e-9
