@@ -41,10 +41,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name:16s} {what}", file=out)
         return 0 if asked else 2
     module = importlib.import_module(COMMANDS[argv[0]][0])
+    from service.manifest import ManifestError
     from training.cli_types import SetupError
 
     try:
         return int(module.main(argv[1:]) or 0)
+    except KeyboardInterrupt:  # Ctrl-C: one line and the shell's 128 + SIGINT, not a traceback
+        print(f"\n{argv[0]}: interrupted", file=sys.stderr)
+        return 130
+    except ManifestError as exc:  # a store folder the command reads (glove-50d, hred-encoder) is missing or bad
+        print(f"error: {argv[0]}: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:  # missing, not writable, a read-only file system...
         # A path given on the command line (or its default) that is not there or not writable:
         # a set-up error to fix, not a bug to read a traceback for.

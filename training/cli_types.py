@@ -47,6 +47,15 @@ positive_int = _bounded(_int, 1, False, "1 or more")
 count = _bounded(_int, 0, False, "0 or more")  # 0 usually means 'all' or 'off', as each option's help says
 at_least_two = _bounded(_int, 2, False, "2 or more")
 positive_float = _bounded(_float, 0.0, True, "above 0")
+MAX_THREADS = 256  # torch's intra-op pool: 100,000 crashed pretrain (SIGSEGV) and 10,000 took 87 s a step
+
+
+def threads(text: str) -> int:
+    """--threads: torch intra-op threads, 1 to MAX_THREADS."""
+    value = positive_int(text)
+    if value > MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_THREADS}, not {value}")
+    return value
 nonnegative_float = _bounded(_float, 0.0, False, "0 or more")
 
 

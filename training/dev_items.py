@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 from training.cli_types import output_file
@@ -39,13 +40,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=SPLITS, default="dev")
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     args = parser.parse_args(argv)
-    written = 0
-    with open(args.out, "w", encoding="utf-8") as out:
-        for set_name in args.sets:
-            items = rows(set_name, args.split, args.data_dir)
-            for row in items:
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-            written += len(items)
-            print(f"{set_name}: {len(items)} items", flush=True)
-    print(f"wrote {written} items to {args.out}")
+    # Every set is read before the file is opened: a set that fails to load left a 13 MB file from an
+    # earlier run at 0 bytes, or a partial one (a probe, 2026-11-25).
+    found = []
+    for set_name in args.sets:
+        items = rows(set_name, args.split, args.data_dir)
+        found.extend(items)
+        print(f"{set_name}: {len(items)} items", flush=True)
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in found)
+    if args.out.exists() and not args.out.is_file():  # /dev/stdout, a pipe: written as it is
+        args.out.write_text(text, encoding="utf-8")
+    else:  # a whole file or the old one, never a cut one
+        partial = args.out.with_name(f".{args.out.name}.partial")
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, args.out)
+    print(f"wrote {len(found)} items to {args.out}")
     return 0

@@ -79,6 +79,10 @@ def check_parity(module: nn.Module, path: Path, examples: Sequence[tuple[torch.T
             expected = module(*example)
         expected = expected if isinstance(expected, (tuple, list)) else (expected,)
         got = session.run(None, {name: t.numpy() for name, t in zip(input_names, example)})
+        if not all(np.all(np.isfinite(g)) for g in got):  # max() below would pass NaN over silently
+            from training.cli_types import SetupError
+
+            raise SetupError(f"{Path(path).name}: the graph gives non-finite outputs (a run with NaN weights?)")
         for k, (e, g) in enumerate(zip(expected, got)):
             scale = abs(scales[k]) if scales else 1.0
             worst = max(worst, float(np.max(np.abs(e.numpy() - g))) / scale if e.numel() else 0.0)

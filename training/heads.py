@@ -119,8 +119,16 @@ def calibrate(raw: np.ndarray, human: np.ndarray) -> tuple[float, float]:
 
 
 def calibrate_head(head, inputs: tuple, human: np.ndarray) -> tuple[float, float]:
-    """Set the head's alpha and beta (see `calibrate`) from its raw outputs at initialisation."""
+    """Set the head's alpha and beta (see `calibrate`) from its raw outputs at initialisation.
+
+    With no item to fit (a probe's `--max-items 1`: the one item held out for validation), alpha
+    came out NaN, training ran on nothing and exit 0 left a head whose every score is NaN."""
     import torch
+
+    from training.cli_types import SetupError
+
+    if len(human) < 2:
+        raise SetupError(f"{len(human)} item(s) left to fit after the validation split: give more items (--max-items)")
 
     with torch.no_grad():
         raw = head.raw(*[torch.as_tensor(x) for x in inputs]).numpy()

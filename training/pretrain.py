@@ -23,7 +23,7 @@ from training.data import corpora, judgements
 from training.data.keys import match_key
 from training.encoders.vhred import VHRED, VHREDConfig, save_checkpoint, weights_sha256
 from training.progress import Progress, setup_logging
-from training.cli_types import count, names_from, positive_float, positive_int
+from training.cli_types import count, names_from, positive_float, positive_int, threads
 
 # What a run writes into --out; a new run removes the last run's first (see clear_outputs).
 RUN_OUTPUTS = ("model.pt", "metrics.json", "tokenizer.json")
@@ -130,7 +130,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--max-dialogues", type=count, default=0, help="cap per split (tests); 0: all")
     parser.add_argument("--eval-dialogues", type=count, default=0, help="cap on validation dialogues; 0: all")
     parser.add_argument("--seed", type=count, default=0)
-    parser.add_argument("--threads", type=positive_int, default=1)
+    parser.add_argument("--threads", type=threads, default=1)
     parser.add_argument("--data-dir", type=Path, default=corpora.DEFAULT_DATA_DIR)
     parser.add_argument("--config", type=config_overrides, default="{}",
                         help="JSON object overriding VHREDConfig fields (tests: tiny sizes)")

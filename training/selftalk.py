@@ -22,7 +22,7 @@ from training import tokenizer as bpe
 from training.data import corpora
 from training.data.holdout import DevHoldout
 from training.encoders.hred_encoder import HREDTextEncoder
-from training.encoders.vhred import load_checkpoint
+from training.encoders.vhred import load_finished
 from training.progress import Progress, setup_logging
 from training.cli_types import count, positive_float, positive_int
 
@@ -83,7 +83,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     log = setup_logging(args.out.with_suffix(".log"))
     torch.set_num_threads(1)
-    model, _ = load_checkpoint(args.model / "model.pt")
+    model, _ = load_finished(args.model)
     encoder = HREDTextEncoder(model, bpe.load(args.model / "tokenizer.json"))
     rng = random.Random(args.seed)
     pool, seen = unseen_contexts(corpora.dailydialog(args.split, args.data_dir),

@@ -54,4 +54,14 @@ def save(tokenizer: Tokenizer, path: Path) -> None:
 
 
 def load(path: Path) -> Tokenizer:
-    return Tokenizer.from_file(str(path))
+    """The run's tokenizer.json; a missing one is an OSError and an unreadable one a SetupError naming it
+    (tokenizers raises a bare Exception for both, which reached users as a traceback)."""
+    from training.cli_types import SetupError
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as exc:  # tokenizers' own errors are plain Exception
+        raise SetupError(f"{path} is not a readable tokenizer ({str(exc).strip()[:200]})") from exc

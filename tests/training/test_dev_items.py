@@ -17,3 +17,15 @@ def test_the_written_items_are_the_ones_evaluate_scores(tmp_path, capsys):
     assert (len(rows), sum(bool(r["references"]) for r in rows), sum(r["reply_is_reference"] for r in rows)) == (72, 68, 8)
     assert all(r["recovered"] == bool(r["references"]) for r in rows) and all(1 <= r["score"] <= 5 for r in rows)
     assert "holistic_eval: 72 items" in capsys.readouterr().out
+
+
+def test_a_set_that_fails_to_load_leaves_the_last_file_whole(tmp_path):
+    """A probe: a data folder missing the second set emptied the 13 MB file of an earlier run."""
+    import pytest
+
+    out = tmp_path / "dev.jsonl"
+    assert dev_items.main(["--sets", "holistic_eval", "--out", str(out)]) == 0
+    before = out.read_bytes()
+    with pytest.raises(OSError):
+        dev_items.main(["--sets", "holistic_eval", "dstc7", "--out", str(out), "--data-dir", str(tmp_path / "none")])
+    assert out.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["dev.jsonl"]

@@ -158,6 +158,20 @@ def test_an_unfinished_or_mixed_pretraining_folder_is_refused(runs, tmp_path, ca
     assert "is not a readable VHRED checkpoint" in err
     err = refused(["selftalk", "--model", str(corrupt), "--out", str(tmp_path / "talk.jsonl")], capsys)
     assert "is not a readable VHRED checkpoint" in err
+    # The trainers and self-talk refuse an unfinished run too: they trained or generated on it to the
+    # end, and only export refused the result (a probe, 2026-11-25).
+    for argv in (["train", "adem", "--encoder", str(unfinished), "--out", str(tmp_path / "adem-run")],
+                 ["train", "autojudge", "--encoder", str(unfinished), "--out", str(tmp_path / "aj-run")],
+                 ["selftalk", "--model", str(unfinished), "--out", str(tmp_path / "talk.jsonl")]):
+        assert "checkpoint of an unfinished pre-training run (stopped after step 40)" in refused(argv, capsys)
+    # A missing or unreadable tokenizer.json: one line, not tokenizers' bare Exception
+    no_tokenizer = _copy(runs["a"], tmp_path, "no-tokenizer")
+    (no_tokenizer / "tokenizer.json").unlink()
+    assert "tokenizer.json" in refused(["export", "--vhred", str(no_tokenizer), "--store", str(tmp_path / "s4")],
+                                       capsys)
+    (no_tokenizer / "tokenizer.json").write_text("{not json")
+    err = refused(["selftalk", "--model", str(no_tokenizer), "--out", str(tmp_path / "talk.jsonl")], capsys)
+    assert "is not a readable tokenizer" in err
 
 
 def test_a_new_pretraining_run_clears_the_last_runs_outputs_first(runs, tmp_path, monkeypatch) -> None:
@@ -241,3 +255,31 @@ def test_an_export_removes_what_a_killed_export_left(runs, tmp_path) -> None:
     (store / ".export-killed" / "adem").mkdir(parents=True)
     assert main(["export", "--adem", str(runs["adem"]), "--store", str(store)]) == 0
     assert not list(store.glob(".export-*"))
+
+
+def test_a_graph_with_nan_weights_fails_the_parity_check(tmp_path) -> None:
+    """A probe exported an AutoJudge run with alpha NaN: max() over NaN differences passed the check
+    (parity 0.0), and the store's working autojudge was replaced by one that scores NaN."""
+    import torch
+
+    from training.cli_types import SetupError
+    from training.export import check_parity, export_onnx
+
+    module = torch.nn.Linear(3, 1)
+    with torch.no_grad():
+        module.bias.fill_(float("nan"))
+    example = (torch.randn(2, 3),)
+    export_onnx(module, example, tmp_path / "nan.onnx", ["x"], ["y"], {"x": {0: "batch"}, "y": {0: "batch"}})
+    with pytest.raises(SetupError, match="non-finite"):
+        check_parity(module, tmp_path / "nan.onnx", [example], ["x"])
+
+
+def test_a_head_with_nothing_left_to_fit_is_refused() -> None:
+    import numpy as np
+
+    from training.autojudge.train import fit_autojudge
+    from training.cli_types import SetupError
+
+    vectors = (np.ones((1, 4), np.float32), np.ones((1, 4), np.float32))
+    with pytest.raises(SetupError, match="left to fit"):
+        fit_autojudge(vectors, np.array([3.0]), ["only context"])

@@ -38,6 +38,9 @@ def test_unknown_command_and_missing_paths_are_set_up_errors(tmp_path, capsys) -
     (["degenerate", "--models", "length", "--contexts", "5", "--out", "/proc/nope/x.md"], "--out"),
     (["minilm-report", "--sets", "conture", "--out", "/proc/nope/x.md", "--no-cards"], "--out"),
     (["minilm-report", "--sets", "conture", "--tried", "/nonexist.jsonl"], "--tried"),
+    # --threads 100000 crashed pretrain with SIGSEGV; --batch-size 1 left RUBER no negatives (a traceback)
+    (["pretrain", "--threads", "100000"], "--threads"), (["train", "ruber", "--threads", "257"], "--threads"),
+    (["train", "ruber", "--batch-size", "1"], "--batch-size"),
 ])
 def test_a_number_or_name_no_run_can_use_is_a_usage_error(argv, option, capsys) -> None:
     """Each of these was a traceback after loading, or a run that 'succeeded' with nothing trained
@@ -61,3 +64,31 @@ def test_export_versions_are_what_models_can_show(bad, capsys) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["export", "--adem", "runs/adem", "--version", bad])
     assert exited.value.code == 2 and "a version is" in capsys.readouterr().err
+
+
+def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, capsys) -> None:
+    from training import dev_items
+
+    def interrupted(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(dev_items, "main", interrupted)
+    assert main(["dev-items", "--out", "x.jsonl"]) == 130
+    assert capsys.readouterr().err.strip() == "dev-items: interrupted"
+
+
+def test_a_store_without_the_folder_a_command_reads_is_one_line(tmp_path, capsys) -> None:
+    """`train ruber --store` without glove-50d was a ManifestError traceback; its --out is left alone."""
+    out = tmp_path / "ruber"
+    assert main(["train", "ruber", "--store", str(tmp_path / "empty"), "--out", str(out), "--minutes", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "glove-50d" in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ruber"] and not any(out.iterdir())
+
+
+def test_minilm_report_reads_its_tried_file_before_the_report(tmp_path, capsys) -> None:
+    bad = tmp_path / "tried.jsonl"
+    bad.write_text('{"dev_pearson": {"a": 0.1}}\nnot json\n')
+    assert main(["minilm-report", "--sets", "conture", "--tried", str(bad), "--no-cards",
+                 "--store", str(tmp_path / "nostore")]) == 2
+    assert f"{bad}:2: not JSON" in capsys.readouterr().err

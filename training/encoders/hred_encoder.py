@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from training import tokenizer as bpe
-from training.encoders.vhred import VHRED, load_checkpoint
+from training.encoders.vhred import VHRED, load_finished
 
 
 class HREDTextEncoder:
@@ -29,7 +29,7 @@ class HREDTextEncoder:
 
     @classmethod
     def from_run(cls, folder: Path) -> "HREDTextEncoder":
-        model, _ = load_checkpoint(Path(folder) / "model.pt")
+        model, _ = load_finished(Path(folder))
         return cls(model, bpe.load(Path(folder) / "tokenizer.json"))
 
     @torch.no_grad()

@@ -224,6 +224,19 @@ def save_atomically(payload: dict, path) -> None:
     os.replace(partial, path)
 
 
+def load_finished(folder: Path) -> tuple[VHRED, dict]:
+    """A run's model.pt, refused while it is a step checkpoint of an unfinished run: heads trained,
+    and self-talk generated, on it trained to the end and were refused only at export (a probe)."""
+    from training.cli_types import SetupError
+
+    model, extra = load_checkpoint(Path(folder) / "model.pt")
+    if "steps_done" in extra:
+        raise SetupError(f"{folder}: model.pt is a checkpoint of an unfinished pre-training run (stopped after step "
+                         f"{extra['steps_done']}); finish it with `python -m training pretrain --finish` and the "
+                         "run's own options, or run it again")
+    return model, extra
+
+
 def load_checkpoint(path) -> tuple[VHRED, dict]:
     """The model and the `extra` it was saved with. A file that is not a VHRED checkpoint (cut
     short, another model's, not a checkpoint at all) is a SetupError naming it: every command that

@@ -28,7 +28,7 @@ from training.minilm.export import model_path
 from training.minilm.heads import AutoJudgeHead
 from training.minilm.train import Config as HeadConfig
 from training.minilm.train import judged_rows
-from training.cli_types import count, output_file, positive_float, positive_int
+from training.cli_types import count, output_file, positive_float, positive_int, threads
 
 
 @dataclass
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-judged", type=positive_int, default=None, help="judged items per set (a quick run)")
     parser.add_argument("--train-per-set", type=positive_int, default=None,
                         help="judged train items per set (dstc7 holds two thirds of them); dev sets whole")
-    parser.add_argument("--threads", type=positive_int, default=2)
+    parser.add_argument("--threads", type=threads, default=2)
     parser.add_argument("--seed", type=count, default=FineTuneConfig.seed)
     parser.add_argument("--results", type=output_file, default=None, help="append the dev figures here, a JSON line per epoch")
     args = parser.parse_args(argv)

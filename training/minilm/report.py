@@ -120,11 +120,20 @@ def tried_table(paths: list[Path]) -> str:
     and the loss weights were chosen (dev Pearson with the first reference, train-minilm's measure)."""
     import json
 
+    from training.cli_types import SetupError
+
     rows = []
     for path in paths:
-        for line in Path(path).read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                rows.append(json.loads(line))
+        for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SetupError(f"{path}:{number}: not JSON ({exc.msg})") from None
+            if not isinstance(row, dict) or not isinstance(row.get("dev_pearson"), dict):
+                raise SetupError(f"{path}:{number}: not a train-minilm --results line (no dev_pearson object)")
+            rows.append(row)
     if not rows:
         return ""
     sets = list(dict.fromkeys(k for row in rows for k in row["dev_pearson"]))
@@ -168,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     full_run = set(args.sets) == set(SETS)
     out = args.out or (Path("docs/evaluation.md") if full_run else None)
     check_output_file(parser, "--out", out)  # written after the report (minutes)
+    tried = tried_table(args.tried)  # read now: a bad line was found only after the report's minutes
     started = time.time()
     table = run(args.store, args.sets, args.recover_references)
     command = "python -m training minilm-report " + " ".join(
@@ -184,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
                           "(highest mean dev Pearson of its search)")
     if chosen:
         section = section.replace(END, "\nServed configurations:\n\n" + "\n".join(chosen) + "\n" + END)
-    section = section.replace(END, tried_table(args.tried) + "\n" + END)
+    section = section.replace(END, tried + "\n" + END)
     if out is None:
         print(section)
     else:

@@ -36,6 +36,7 @@ from service.scorers.minilm import context_texts
 from training.minilm import data
 from training.minilm.degenerate import TRAIN_GENERIC, TRAIN_NEAR_EMPTY, degenerate_replies
 from training.minilm.embed import EmbeddingCache
+from training.staging import check_replaceable, staged_folder
 from training.minilm.heads import DIM, HEADS, POOLINGS
 from training.minilm.next_turn import NEXT_TURN_MODELS, NextTurnConfig, pretrain_bilinear
 from training.cli_types import count, nonnegative_float, output_dir, output_file, positive_int
@@ -328,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-recover-references", dest="recover_references", action="store_false",
                         help="dev figures on the sets that ship references only (the protocol before 2026-11-22)")
     args = parser.parse_args(argv)
+    if args.out:
+        check_replaceable(args.out)  # before the training, not after it
     torch.set_num_threads(1)
     cache = EmbeddingCache()
     choices = CHOICES if args.search else [(args.encoding or "last", args.pooling or "last")]
@@ -370,7 +373,9 @@ def main(argv: list[str] | None = None) -> int:
         from training.minilm.store import export_model
 
         line, head, config, dev, seconds = best
-        export_model(head, config, cache, args.out, dev, seconds, search=tried if args.search else None)
+        # built beside --out and swapped in whole (training/staging.py): stopped, it leaves the old folder
+        with staged_folder(args.out) as stage:
+            export_model(head, config, cache, stage, dev, seconds, search=tried if args.search else None)
         print(f"exported {config.encoding}/{config.pooling} to {args.out}", flush=True)
     return 0
 

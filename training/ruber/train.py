@@ -31,6 +31,7 @@ from service.scorers.ruber import BLENDS, WEIGHTS_FILE, WORD_WEIGHTS, Ruber
 from training.data.corpora import SOURCES, fingerprint, load_dialogues
 from training.data.judgements import DEFAULT_DATA_DIR, SETS, TRAINING_SETS, dev_holdout, load_set
 from training.progress import setup_logging
+from training.staging import staged_folder
 from training.ruber import calibrate
 from training.ruber.data import make_pairs
 from training.ruber.export import (
@@ -43,7 +44,7 @@ from training.ruber.export import (
 from training.ruber.model import RuberConfig, UnreferencedScorer, build_glove_scorer
 from training.ruber.trainer import TrainConfig, train_unreferenced
 from training.ruber.word_weights import SIF_A, frequency_weights
-from training.cli_types import count, nonnegative_float, output_dir, output_file, positive_int
+from training.cli_types import at_least_two, count, nonnegative_float, output_dir, output_file, positive_int, threads
 
 log = logging.getLogger("training.ruber")
 VERSION = "2026.11.2"  # .1: 26,000 steps on 2 threads (was 4,360), frequency word weights for s_R; .2: dev hold-out
@@ -392,10 +393,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--valid-pairs", type=positive_int, default=4000)
     parser.add_argument("--hidden", type=positive_int, default=128)
     parser.add_argument("--mlp-hidden", type=positive_int, default=128)
-    parser.add_argument("--batch-size", type=positive_int, default=128)
+    parser.add_argument("--batch-size", type=at_least_two, default=128, help="2 or more: the negatives are the "
+                        "batch's other replies")
     parser.add_argument("--eval-every", type=positive_int, default=500)
     parser.add_argument("--seed", type=count, default=13)
-    parser.add_argument("--threads", type=positive_int, default=2)
+    parser.add_argument("--threads", type=threads, default=2)
     parser.add_argument("--sources", nargs="+", default=["dailydialog", "chitchat"], choices=list(SOURCES))
     parser.add_argument("--choice-sets", nargs="+", default=list(TRAINING_SETS), choices=list(SETS))
     parser.add_argument("--card-sets", nargs="+", default=list(TRAINING_SETS), choices=list(SETS))
@@ -403,16 +405,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", type=output_file, default=None,
                         help="log file (default: train.log in --out; make train: runs/ruber-train.log)")
     args = parser.parse_args(argv)
-    # Under --out, not the working folder: runs/ruber-train.log landed in whatever folder it ran from.
-    args.log = args.log or args.out / "train.log"
-    setup_logging(args.log)
     torch.set_num_threads(args.threads)
     config = RuberConfig(hidden=args.hidden, mlp_hidden=args.mlp_hidden)
     train_config = TrainConfig(batch_size=args.batch_size, max_steps=args.max_steps, max_minutes=args.minutes or None,
                                eval_every=args.eval_every, seed=args.seed)
     command = "python -m training train ruber " + " ".join(argv if argv is not None else [])
-    run(args.out, args.store, config, train_config, args.max_pairs, args.valid_pairs, args.choice_sets,
-        args.card_sets, command.strip(), tuple(args.sources), args.data_dir)
+    # Built beside --out and swapped in at the end (training/staging.py): a run that fails or is
+    # stopped leaves the store folder as it was.
+    with staged_folder(args.out) as stage:
+        # Under --out, not the working folder: runs/ruber-train.log landed in whatever folder it ran
+        # from. In the building folder, so that it is published with the model.
+        setup_logging(args.log or stage / "train.log")
+        run(stage, args.store, config, train_config, args.max_pairs, args.valid_pairs, args.choice_sets,
+            args.card_sets, command.strip(), tuple(args.sources), args.data_dir)
     return 0
 
 

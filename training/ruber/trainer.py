@@ -111,6 +111,11 @@ def train_unreferenced(model: UnreferencedScorer, train: Pairs, valid: Pairs, ma
     for step in range(1, config.max_steps + 1):
         if not batches:
             batches = length_sorted_batches(train, config.batch_size, rng)
+            if not batches:  # the negatives come from the batch: a pair alone has none
+                from training.cli_types import SetupError
+
+                raise SetupError(f"{len(train.queries)} training pair(s) make no batch of two or more: RUBER's "
+                                 "negatives are the other replies of a batch (give more pairs, --batch-size 2 or more)")
         batch = batches.pop()
         # The negative for each query is another pair's reply from the same (random) batch:
         # a random training reply, and its encoding is already computed.
