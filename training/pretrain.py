@@ -30,6 +30,10 @@ RUN_OUTPUTS = ("model.pt", "metrics.json", "tokenizer.json")
 # What a step checkpoint records of its command line, so that `--finish` writes the stopped run's
 # settings into metrics.json (seed and KL annealing are part of the identity `export` checks).
 RUN_SETTINGS = ("seed", "kl_anneal_steps", "batch_size", "lr", "threads")
+# ... and of the data it read, applied before `--finish` reads the data: finishing a run trained on
+# `--max-dialogues 120 --sources dailydialog` with the defaults wrote metrics.json with the full
+# corpora's dialogue count and fingerprint, which export then took as the run's (a probe, 2026-11-25).
+DATA_SETTINGS = ("sources", "max_dialogues", "eval_dialogues")
 
 
 def config_overrides(text: str) -> dict:
@@ -142,6 +146,17 @@ def main(argv: list[str]) -> int:
 
     if args.finish and not (args.out / "model.pt").is_file():
         parser.error(f"--finish: {args.out / 'model.pt'} does not exist (nothing to finish)")
+    if args.finish and not (args.out / "tokenizer.json").is_file():
+        # a new tokenizer would not be the one the saved model was trained on (perplexity 183 -> 335)
+        parser.error(f"--finish: {args.out / 'tokenizer.json'} does not exist; the saved model cannot be evaluated "
+                     "without the tokenizer it was trained with: run it again")
+    if args.finish:
+        from training.encoders.vhred import load_checkpoint
+
+        saved = load_checkpoint(args.out / "model.pt")[1]
+        for name in DATA_SETTINGS:  # the stopped run's data, read as it read it
+            if name in saved:
+                setattr(args, name, saved[name])
     args.out.mkdir(parents=True, exist_ok=True)
     log = setup_logging(args.out / "pretrain.log")
     torch.set_num_threads(args.threads)
@@ -170,7 +185,7 @@ def main(argv: list[str]) -> int:
     config = VHREDConfig(vocab_size=args.vocab_size, **args.config)
     if not args.finish:  # only now, with the data read and the config checked, is the previous run replaced
         clear_outputs(args.out)
-    if args.finish and (args.out / "tokenizer.json").is_file():  # the one the saved model was trained with
+    if args.finish:  # the one the saved model was trained with (checked above)
         tokenizer = bpe.load(args.out / "tokenizer.json")
     else:
         tokenizer = bpe.train_bpe((t for d in train for t in d), vocab_size=config.vocab_size,
@@ -232,7 +247,7 @@ def main(argv: list[str]) -> int:
         if step % args.checkpoint_every == 0 and step < args.steps:
             save_checkpoint(model, args.out / "model.pt", extra={
                 "steps_done": step, "epoch": epoch, "minutes": round((time.time() - started) / 60, 1),
-                **{name: getattr(args, name) for name in RUN_SETTINGS}})
+                **{name: getattr(args, name) for name in RUN_SETTINGS + DATA_SETTINGS}})
     return _finish(model, valid_windows, train, train_windows, sources, args, epoch, started, log, left_out)
 
 

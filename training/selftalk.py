@@ -60,7 +60,12 @@ def unseen_contexts(dialogues: list[list[str]], train: list[list[str]], context_
 
 def pick_contexts(available: int, wanted: int, rng: random.Random, where: str) -> list[int]:
     """Indices of `wanted` contexts out of `available`, sorted; all of them, with a warning, when
-    fewer are available (--contexts 100000 wrote 768 dialogues without a word)."""
+    fewer are available (--contexts 100000 wrote 768 dialogues without a word); none is a set-up
+    error (--context-turns 1000 wrote an empty file and exit 0)."""
+    if not available:
+        from training.cli_types import SetupError
+
+        raise SetupError(f"{where} has no unseen context of that many turns (--context-turns): nothing to generate")
     if wanted > available:
         log.warning("--contexts %d: %s has only %d unseen contexts; generating %d", wanted, where, available,
                     available)
@@ -81,7 +86,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=count, default=0)
     parser.add_argument("--data-dir", type=Path, default=corpora.DEFAULT_DATA_DIR)
     args = parser.parse_args(argv)
-    log = setup_logging(args.out.with_suffix(".log"))
+    log_path = args.out.with_suffix(".log")
+    if log_path == args.out:  # --out x.log: the log lines went into the JSONL
+        log_path = args.out.with_name(args.out.name + ".log")
+    log = setup_logging(log_path)
     torch.set_num_threads(1)
     model, _ = load_finished(args.model)
     encoder = HREDTextEncoder(model, bpe.load(args.model / "tokenizer.json"))

@@ -217,6 +217,28 @@ def test_finish_writes_the_stopped_runs_settings_not_its_own_defaults(runs, tmp_
     metrics = json.loads((stopped / "metrics.json").read_text())
     assert (metrics["seed"], metrics["kl_anneal_steps"], metrics["batch_size"], metrics["lr"], metrics["steps"]) == (
         3, 6, 8, 0.002, 9)
+    # The data options are the stopped run's too: finishing with the defaults recorded the full corpora's
+    # dialogue count and fingerprint for a model trained on 120 DailyDialog dialogues (a probe).
+    first = metrics
+    (stopped / "metrics.json").unlink()
+    save_checkpoint(model, stopped / "model.pt", extra={"steps_done": 9, "epoch": 1, "minutes": 0.1, "seed": 3,
+                                                          "kl_anneal_steps": 6, "batch_size": 8, "lr": 0.002,
+                                                          "threads": 1, "sources": "dailydialog",
+                                                          "max_dialogues": 120, "eval_dialogues": 10})
+    assert pretrain.main(["--out", str(stopped), "--finish", "--config", json.dumps(TINY)]) == 0
+    metrics = json.loads((stopped / "metrics.json").read_text())
+    assert (metrics["train_dialogues"], metrics["train_fingerprint"]) == (first["train_dialogues"],
+                                                                          first["train_fingerprint"])
+
+
+def test_finish_without_the_runs_tokenizer_is_refused(runs, tmp_path, capsys) -> None:
+    """It trained a new tokenizer, unlike the saved model's (perplexity 183 -> 335), and export took it."""
+    stopped = _copy(runs["a"], tmp_path, "no-tokenizer")
+    (stopped / "tokenizer.json").unlink()
+    with pytest.raises(SystemExit) as exited:
+        main(["pretrain", "--out", str(stopped), "--finish"])
+    assert exited.value.code == 2 and "tokenizer.json does not exist" in capsys.readouterr().err
+    assert not (stopped / "tokenizer.json").exists()
 
 
 def test_finish_without_a_checkpoint_is_a_usage_error(tmp_path, capsys) -> None:

@@ -92,3 +92,21 @@ def test_minilm_report_reads_its_tried_file_before_the_report(tmp_path, capsys) 
     assert main(["minilm-report", "--sets", "conture", "--tried", str(bad), "--no-cards",
                  "--store", str(tmp_path / "nostore")]) == 2
     assert f"{bad}:2: not JSON" in capsys.readouterr().err
+
+
+def test_export_glove_will_not_resize_a_table_store_models_use(tmp_path, capsys) -> None:
+    """`export-glove --words 1000` into a store took ruber out of service (its word weights have a row per
+    word) and changed mh's and the emb-* baselines' scores."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    store = Path(__file__).resolve().parents[2] / "model_store"
+    for name in ("glove-50d", "ruber"):
+        shutil.copytree(store / name, tmp_path / name)
+    before = (tmp_path / "glove-50d" / "vectors.npy").read_bytes()
+    assert main(["export-glove", "--out", str(tmp_path / "glove-50d"), "--words", "1000"]) == 2
+    err = capsys.readouterr().err
+    assert "holds 50000 words and ruber use it" in err
+    assert (tmp_path / "glove-50d" / "vectors.npy").read_bytes() == before
+    assert json.loads((tmp_path / "glove-50d" / "manifest.json").read_text())["config"]["words"] == 50000

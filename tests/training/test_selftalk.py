@@ -40,3 +40,14 @@ def test_more_contexts_than_there_are_is_said(caplog: pytest.LogCaptureFixture) 
         assert not caplog.records
         assert pick_contexts(4, 100000, random.Random(0), "DailyDialog test") == [0, 1, 2, 3]
     assert "--contexts 100000: DailyDialog test has only 4 unseen contexts" in caplog.text
+
+
+def test_no_context_to_continue_is_a_set_up_error() -> None:
+    """--context-turns 1000 wrote an empty file and exited 0 (a probe, 2026-11-25)."""
+    import random
+
+    from training.cli_types import SetupError
+    from training.selftalk import pick_contexts
+
+    with pytest.raises(SetupError, match="no unseen context"):
+        pick_contexts(0, 100, random.Random(0), "DailyDialog test")

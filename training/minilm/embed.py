@@ -83,9 +83,15 @@ class EmbeddingCache:
             self._encoder = load_encoder()
         return self._encoder
 
-    def add(self, texts: list[str], chunk: int = 2048, log: bool = False) -> None:
-        """Encode the texts not yet cached, saving after every chunk (a long run can be resumed)."""
+    def add(self, texts: list[str], chunk: int = 2048, log: bool | None = None) -> None:
+        """Encode the texts not yet cached, saving after every chunk (a long run can be resumed).
+
+        Progress goes to stderr where there is more than one chunk to encode (`log` None), so a
+        fresh cache is not minutes of silence (train-minilm and minilm-report were, a probe)."""
         missing = [t for t in dict.fromkeys(texts) if t not in self.index]
+        log = len(missing) > chunk if log is None else log
+        if log and missing:
+            print(f"encoding {len(missing)} texts not in the MiniLM cache {self.folder}", file=sys.stderr, flush=True)
         started = time.time()
         for start in range(0, len(missing), chunk):
             part = missing[start:start + chunk]

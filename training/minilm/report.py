@@ -54,6 +54,8 @@ def run(store_root: Path, sets: list[str], recover_references: bool = True) -> d
         for name in models:
             if name not in store.scorers:
                 continue
+            # dstc7 alone is minutes for the classic models: a line per model, not silence until the set ends
+            print(f"{set_name}: scoring {len(items)} items with {name}", file=sys.stderr, flush=True)
             result = evaluate_model(store.scorers[name], name, set_name, items)
             table[set_name][name] = {"pearson": result.pearson, "spearman": result.spearman, "n": result.n,
                                      "skipped": result.skipped}
