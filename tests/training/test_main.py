@@ -110,3 +110,9 @@ def test_export_glove_will_not_resize_a_table_store_models_use(tmp_path, capsys)
     assert "holds 50000 words and ruber use it" in err
     assert (tmp_path / "glove-50d" / "vectors.npy").read_bytes() == before
     assert json.loads((tmp_path / "glove-50d" / "manifest.json").read_text())["config"]["words"] == 50000
+
+
+def test_minilm_report_on_a_store_without_the_models_is_a_set_up_error(tmp_path, capsys) -> None:
+    (tmp_path / "store").mkdir()
+    assert main(["minilm-report", "--sets", "conture", "--no-cards", "--store", str(tmp_path / "store")]) == 2
+    assert "nothing to report" in capsys.readouterr().err
