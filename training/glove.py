@@ -29,6 +29,16 @@ CARD = {
 }
 
 
+def _uses(manifest: Path) -> list[str]:
+    """A store folder's `uses`; none for a manifest that cannot be read (the service refuses that folder)."""
+    try:
+        uses = json.loads(manifest.read_text(encoding="utf-8")).get("uses") or []
+    except (OSError, ValueError, AttributeError):
+        log.warning("%s cannot be read; not counted as a user of the table", manifest)
+        return []
+    return uses if isinstance(uses, list) else []
+
+
 def check_users(out: Path, words: int) -> None:
     """Refuse to replace a store's table by one of another size while store models use it: ruber's
     word_weights.npy has a row per word, so 1,000 words took ruber out of service, and mh and the
@@ -41,8 +51,7 @@ def check_users(out: Path, words: int) -> None:
     had = json.loads(manifest.read_text(encoding="utf-8")).get("config", {}).get("words")
     if had == words:
         return
-    users = sorted(p.parent.name for p in out.parent.glob("*/manifest.json")
-                   if out.name in (json.loads(p.read_text(encoding="utf-8")).get("uses") or []))
+    users = sorted(p.parent.name for p in out.parent.glob("*/manifest.json") if out.name in _uses(p))
     if users:
         raise SetupError(f"{out} holds {had} words and {', '.join(users)} use it; {words} words would change their "
                          "scores (ruber's word weights have a row per word): write the table into a folder of "

@@ -104,6 +104,8 @@ def test_export_glove_will_not_resize_a_table_store_models_use(tmp_path, capsys)
     store = Path(__file__).resolve().parents[2] / "model_store"
     for name in ("glove-50d", "ruber"):
         shutil.copytree(store / name, tmp_path / name)
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "manifest.json").write_text("{broken")  # was a JSONDecodeError traceback
     before = (tmp_path / "glove-50d" / "vectors.npy").read_bytes()
     assert main(["export-glove", "--out", str(tmp_path / "glove-50d"), "--words", "1000"]) == 2
     err = capsys.readouterr().err

@@ -1,25 +1,28 @@
 """training/staging.py: a store folder is built beside its place and swapped in whole."""
 from __future__ import annotations
 
+import os
+import signal
 import stat
 
 import pytest
 
+from training import staging
 from training.cli_types import SetupError
 from training.staging import staged_folder
 
 
-def store_folder(root, name="ruber"):
+def store_folder(root, name="ruber", scorer="ruber"):
     folder = root / name
     folder.mkdir(parents=True)
-    (folder / "manifest.json").write_text('{"old": true}')
+    (folder / "manifest.json").write_text(f'{{"scorer": "{scorer}"}}')
     (folder / "head.onnx").write_bytes(b"old graph")
     return folder
 
 
 def test_a_failed_build_leaves_the_folder_as_it_was(tmp_path) -> None:
     folder = store_folder(tmp_path)
-    with pytest.raises(FileNotFoundError), staged_folder(folder) as stage:
+    with pytest.raises(FileNotFoundError), staged_folder(folder, "ruber") as stage:
         (stage / "head.onnx").write_bytes(b"new graph")  # a trainer's first writes, then a missing data file
         raise FileNotFoundError("dev.json")
     assert (folder / "head.onnx").read_bytes() == b"old graph" and (folder / "manifest.json").is_file()
@@ -29,36 +32,94 @@ def test_a_failed_build_leaves_the_folder_as_it_was(tmp_path) -> None:
 def test_a_finished_build_replaces_the_folder_whole(tmp_path) -> None:
     folder = store_folder(tmp_path)
     (folder / "stale.npy").write_bytes(b"from the old model")
-    with staged_folder(folder) as stage:
+    folder.chmod(0o2755)
+    with staged_folder(folder, "ruber") as stage:
         assert stage.name == "ruber" and stage != folder  # manifests take their folder's name
         (stage / "manifest.json").write_text('{"new": true}')
     assert sorted(p.name for p in folder.iterdir()) == ["manifest.json"]
     assert (folder / "manifest.json").read_text() == '{"new": true}'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ruber"]
-    assert stat.S_IMODE(folder.stat().st_mode) & 0o055  # not mkdtemp's 0700
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o2755  # the old folder's mode, not mkdtemp's 0700
 
 
 def test_a_new_folder_is_made(tmp_path) -> None:
-    with staged_folder(tmp_path / "store" / "ruber-minilm") as stage:
+    with staged_folder(tmp_path / "store" / "ruber-minilm", "ruber-minilm") as stage:
         (stage / "manifest.json").write_text("{}")
     assert (tmp_path / "store" / "ruber-minilm" / "manifest.json").is_file()
+    assert stat.S_IMODE((tmp_path / "store" / "ruber-minilm").stat().st_mode) & 0o055
 
 
-def test_a_folder_of_other_files_is_refused_not_replaced(tmp_path) -> None:
-    mine = tmp_path / "experiments"
-    mine.mkdir()
-    (mine / "notes.txt").write_text("keep me")
-    with pytest.raises(SetupError, match="no manifest.json"), staged_folder(mine):
+@pytest.mark.parametrize("make", ["user files", "another model", "store root"])
+def test_a_folder_that_is_not_this_models_is_refused_not_replaced(tmp_path, make: str) -> None:
+    """A re-probe: `train ruber --out model_store/glove-50d` replaced the GloVe table and exited 0."""
+    if make == "user files":
+        target = tmp_path / "experiments"
+        target.mkdir()
+        (target / "notes.txt").write_text("keep me")
+    elif make == "another model":
+        target = store_folder(tmp_path, "glove-50d", "glove")
+    else:
+        store_folder(tmp_path / "store")
+        target = tmp_path / "store"
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    with pytest.raises(SetupError), staged_folder(target, "ruber"):
         pass
-    assert (mine / "notes.txt").read_text() == "keep me"
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
 
 
-def test_a_killed_runs_building_folder_is_removed(tmp_path) -> None:
+def test_a_symlinked_store_folder_is_replaced_where_it_points(tmp_path) -> None:
+    real = store_folder(tmp_path / "real")
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "ruber").symlink_to(real)
+    with staged_folder(tmp_path / "store" / "ruber", "ruber") as stage:
+        (stage / "manifest.json").write_text('{"new": true}')
+    assert (tmp_path / "store" / "ruber").is_symlink() and (real / "manifest.json").read_text() == '{"new": true}'
+
+
+def test_only_the_building_folders_of_runs_that_are_gone_are_removed(tmp_path) -> None:
     folder = store_folder(tmp_path)
-    (tmp_path / ".ruber.building-abc123" / "ruber").mkdir(parents=True)
-    with staged_folder(folder) as stage:
-        (stage / "manifest.json").write_text("{}")
+    dead = tmp_path / ".ruber.building-dead"
+    (dead / "ruber").mkdir(parents=True)
+    (dead / ".pid").write_text("999999999")  # no such process
+    with staged_folder(folder, "ruber") as stage:
+        (stage / "manifest.json").write_text('{"scorer": "ruber"}')
+    assert not dead.exists()
+    live = tmp_path / ".ruber.building-live"
+    (live / "ruber").mkdir(parents=True)
+    (live / ".pid").write_text(str(os.getppid()))  # a process that is running
+    with pytest.raises(SetupError, match="being built by another run"), staged_folder(folder, "ruber"):
+        pass
+    assert live.exists()
+
+
+def test_ctrl_c_between_the_two_renames_puts_the_old_folder_back(tmp_path, monkeypatch) -> None:
+    folder = store_folder(tmp_path)
+    real_replace, calls = os.replace, []
+
+    def replace(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        real_replace(src, dst)
+
+    monkeypatch.setattr(staging.os, "replace", replace)
+    with pytest.raises(KeyboardInterrupt), staged_folder(folder, "ruber") as stage:
+        (stage / "manifest.json").write_text('{"new": true}')
+    monkeypatch.setattr(staging.os, "replace", real_replace)
+    assert (folder / "head.onnx").read_bytes() == b"old graph"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ruber"]
+
+
+def test_sigterm_cleans_up_as_ctrl_c_does(tmp_path) -> None:
+    """SIGTERM (timeout, Kubernetes) left the building folder behind, as SIGKILL does (a re-probe)."""
+    folder = store_folder(tmp_path)
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), staged_folder(folder, "ruber") as stage:
+        (stage / "head.onnx").write_bytes(b"half")
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert (folder / "head.onnx").read_bytes() == b"old graph"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ruber"]
+    assert signal.getsignal(signal.SIGTERM) == before
 
 
 def test_train_ruber_that_fails_leaves_the_store_folder(tmp_path, monkeypatch) -> None:
@@ -77,3 +138,12 @@ def test_train_ruber_that_fails_leaves_the_store_folder(tmp_path, monkeypatch) -
         ruber_train.main(["--out", str(folder), "--minutes", "0"])
     assert (folder / "head.onnx").read_bytes() == b"old graph"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ruber"]
+
+
+def test_train_ruber_log_inside_out_is_a_usage_error(tmp_path, capsys) -> None:
+    from training.ruber import train as ruber_train
+
+    folder = store_folder(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        ruber_train.main(["--out", str(folder), "--log", str(folder / "mine.log")])
+    assert exited.value.code == 2 and "replaced whole" in capsys.readouterr().err

@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="dev figures on the sets that ship references only (the protocol before 2026-11-22)")
     args = parser.parse_args(argv)
     if args.out:
-        check_replaceable(args.out)  # before the training, not after it
+        check_replaceable(args.out, args.model)  # before the training, not after it
     torch.set_num_threads(1)
     cache = EmbeddingCache()
     choices = CHOICES if args.search else [(args.encoding or "last", args.pooling or "last")]
@@ -374,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
 
         line, head, config, dev, seconds = best
         # built beside --out and swapped in whole (training/staging.py): stopped, it leaves the old folder
-        with staged_folder(args.out) as stage:
+        with staged_folder(args.out, config.model) as stage:
             export_model(head, config, cache, stage, dev, seconds, search=tried if args.search else None)
         print(f"exported {config.encoding}/{config.pooling} to {args.out}", flush=True)
     return 0

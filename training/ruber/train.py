@@ -412,12 +412,16 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m training train ruber " + " ".join(argv if argv is not None else [])
     # Built beside --out and swapped in at the end (training/staging.py): a run that fails or is
     # stopped leaves the store folder as it was.
-    with staged_folder(args.out) as stage:
+    if args.log and args.out.resolve() in args.log.resolve().parents:
+        parser.error(f"--log {args.log}: inside --out, which is replaced whole at the end; put it elsewhere or "
+                     "leave it out (the log then goes into --out with the model)")
+    with staged_folder(args.out, "ruber") as stage:
         # Under --out, not the working folder: runs/ruber-train.log landed in whatever folder it ran
         # from. In the building folder, so that it is published with the model.
         setup_logging(args.log or stage / "train.log")
         run(stage, args.store, config, train_config, args.max_pairs, args.valid_pairs, args.choice_sets,
             args.card_sets, command.strip(), tuple(args.sources), args.data_dir)
+    log.info("ruber: published %s", args.out)
     return 0
 
 
