@@ -7,6 +7,7 @@ import argparse
 import math
 import os
 import re
+import tempfile
 from pathlib import Path
 
 
@@ -84,8 +85,13 @@ def _writable_folder(folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise argparse.ArgumentTypeError(f"cannot create {folder}: {exc.strerror or exc}") from None
-    if not os.access(folder, os.W_OK):
-        raise argparse.ArgumentTypeError(f"{folder} is not writable")
+    # A file really made and dropped, not os.access: root passes that check everywhere, and
+    # `selfplay --out /proc/x` failed only after all its conversations (a probe, 2026-11-25).
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"{folder} is not writable: {exc.strerror or exc}") from None
 
 
 def output_file(text: str) -> Path:

@@ -191,6 +191,12 @@ def main(argv: list[str]) -> int:
         tokenizer = bpe.train_bpe((t for d in train for t in d), vocab_size=config.vocab_size,
                                   max_tokens=config.max_tokens)
         bpe.save(tokenizer, args.out / "tokenizer.json")
+    if not args.finish and tokenizer.get_vocab_size() != config.vocab_size:
+        # --vocab-size 1 gave 47 pieces without a word (a probe): below the alphabet BPE cannot go, and a
+        # small corpus may run out of merges before the size asked for
+        log.warning("--vocab-size %d: the tokenizer has %d pieces (%s)", config.vocab_size,
+                    tokenizer.get_vocab_size(), "its alphabet and special tokens are the least it can have"
+                    if tokenizer.get_vocab_size() > config.vocab_size else "the corpus has no more merges")
     config.vocab_size = tokenizer.get_vocab_size()
     log.info("tokenizer: %d BPE pieces, at most %d tokens per utterance", config.vocab_size, config.max_tokens)
 

@@ -41,6 +41,9 @@ def test_unknown_command_and_missing_paths_are_set_up_errors(tmp_path, capsys) -
     # --threads 100000 crashed pretrain with SIGSEGV; --batch-size 1 left RUBER no negatives (a traceback)
     (["pretrain", "--threads", "100000"], "--threads"), (["train", "ruber", "--threads", "257"], "--threads"),
     (["train", "ruber", "--batch-size", "1"], "--batch-size"),
+    (["train", "adem", "--store", "/etc/passwd"], "--store"),  # a file: the card's baselines were dropped
+    # root passed os.access for /proc: the write failed after every conversation
+    (["selfplay", "--out", "/proc/selfplay.jsonl"], "--out"),
 ])
 def test_a_number_or_name_no_run_can_use_is_a_usage_error(argv, option, capsys) -> None:
     """Each of these was a traceback after loading, or a run that 'succeeded' with nothing trained

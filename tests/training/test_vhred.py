@@ -137,3 +137,16 @@ def test_config_refuses_sizes_no_model_can_use(field, value) -> None:
         VHREDConfig(**{field: value})
     with pytest.raises(ValueError, match="max_turns"):
         pretrain.windows([[[1], [2], [3]]], 1)
+
+
+def test_a_vocabulary_size_the_tokenizer_cannot_have_is_said(tmp_path) -> None:
+    """--vocab-size 1 gave 47 pieces without a word (a probe, 2026-11-25)."""
+    import json
+
+    from training import pretrain
+
+    out = tmp_path / "small-vocab"
+    assert pretrain.main(["--out", str(out), "--steps", "1", "--max-dialogues", "20", "--eval-dialogues", "3",
+                          "--vocab-size", "1", "--sources", "dailydialog", "--batch-size", "4",
+                          "--config", json.dumps(TINY)]) == 0
+    assert "--vocab-size 1: the tokenizer has" in (out / "pretrain.log").read_text()

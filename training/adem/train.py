@@ -101,6 +101,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--store", type=Path, default=Path("model_store"), help="for the baselines")
     parser.add_argument("--data-dir", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.store.exists() and not args.store.is_dir():  # it dropped the card's baselines without a word
+        parser.error(f"argument --store: {args.store} is a file; name the model store whose baselines the card "
+                     "compares with")
     args.out.mkdir(parents=True, exist_ok=True)
     log = setup_logging(args.out / "train.log")
     torch.set_num_threads(1)
@@ -140,6 +143,8 @@ def main(argv: list[str]) -> int:
     init = ADEMHead(heads["adem"].mean.numpy(), heads["adem"].components.numpy(), "adem",
                     histories["adem"]["alpha"], histories["adem"]["beta"])
     baselines = baseline_scores(dev_items, args.store)
+    if not baselines:
+        log.warning("no bleu4, rouge-l or length in %s: the card compares with no baseline", args.store)
     for name in sets:
         index = [k for k, i in enumerate(dev_items) if i.set == name]
         if not index:
