@@ -46,9 +46,11 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return int(module.main(argv[1:]) or 0)
-    except KeyboardInterrupt:  # Ctrl-C: one line and the shell's 128 + SIGINT, not a traceback
-        print(f"\n{argv[0]}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C (or SIGTERM while a store folder is built): one line
+        from training.staging import Terminated
+
+        print(f"\n{argv[0]}: {'terminated' if isinstance(exc, Terminated) else 'interrupted'}", file=sys.stderr)
+        return 143 if isinstance(exc, Terminated) else 130  # the shell's 128 + the signal
     except ManifestError as exc:  # a store folder the command reads (glove-50d, hred-encoder) is missing or bad
         print(f"error: {argv[0]}: {exc}", file=sys.stderr)
         return 2

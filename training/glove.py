@@ -48,7 +48,10 @@ def check_users(out: Path, words: int) -> None:
     manifest = out / "manifest.json"
     if not manifest.is_file():
         return
-    had = json.loads(manifest.read_text(encoding="utf-8")).get("config", {}).get("words")
+    try:
+        had = (json.loads(manifest.read_text(encoding="utf-8")).get("config") or {}).get("words")
+    except (OSError, ValueError, AttributeError):  # a broken table: this command is how it is repaired
+        return
     if had == words:
         return
     users = sorted(p.parent.name for p in out.parent.glob("*/manifest.json") if out.name in _uses(p))

@@ -154,9 +154,10 @@ def main(argv: list[str]) -> int:
         from training.encoders.vhred import load_checkpoint
 
         saved = load_checkpoint(args.out / "model.pt")[1]
-        for name in DATA_SETTINGS:  # the stopped run's data, read as it read it
+        for name in DATA_SETTINGS if "steps_done" in saved else ():  # the stopped run's data, read as it read it
             if name in saved:
-                setattr(args, name, saved[name])
+                value = saved[name]
+                setattr(args, name, ",".join(value) if isinstance(value, list) else value)
     args.out.mkdir(parents=True, exist_ok=True)
     log = setup_logging(args.out / "pretrain.log")
     torch.set_num_threads(args.threads)

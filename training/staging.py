@@ -5,11 +5,12 @@ committed `model_store/ruber`): a run that failed on a missing data file, or was
 graphs beside the old manifest, which the service then refused (hash mismatch), or a placeholder
 manifest and empty card it served (a probe of the training commands, 2026-11-25). `export` has
 built in a hidden staging folder since 2026-11-23; this is the same for one folder. The building
-folder's name starts with '.', which the service's store skips, and holds the pid of its run, so
+folder's name starts with '.', which the service's store skips, and its run holds a lock in it, so
 that a second run removes only the folders of runs that are gone.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -17,6 +18,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -24,32 +26,36 @@ from typing import Iterator
 from training.cli_types import SetupError
 
 log = logging.getLogger("training.staging")
-OWNER = ".pid"  # in the building folder, beside the folder being built
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
+LOCK = ".lock"  # in the building folder, beside the folder being built; locked while its run lives
 
 
 def _left_by_stopped_runs(target: Path) -> list[Path]:
-    """Building folders of `target` whose run is gone (SIGKILL runs no clean-up); a live run's stay."""
+    """Building folders of `target` whose run is gone; a live run holds an exclusive lock on its
+    folder's LOCK file for as long as it runs (a pid could be reused: in a container every run is
+    pid 1). A folder too new to hold its lock yet is left alone."""
     stale = []
     for folder in sorted(target.parent.glob(f".{target.name}.building-*")):
         try:
-            pid = int((folder / OWNER).read_text())
-        except (OSError, ValueError):
-            pid = None
-        if pid is None or not _alive(pid):
-            stale.append(folder)
-        else:
-            raise SetupError(f"{target} is being built by another run (pid {pid}, in {folder}); wait for it or stop it")
+            descriptor = os.open(folder / LOCK, os.O_RDWR)  # not created: a missing one is not a free one
+        except OSError:
+            if time.time() - _mtime(folder) >= 60:  # older than any run takes to lock its folder
+                stale.append(folder)
+            continue
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SetupError(f"{target} is being built by another run (in {folder}); wait for it") from None
+        finally:
+            os.close(descriptor)
+        stale.append(folder)
     return stale
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def check_replaceable(target: Path, scorer: str) -> Path:
@@ -57,6 +63,12 @@ def check_replaceable(target: Path, scorer: str) -> Path:
     that same scorer. A folder of user files, the store root, and another model's or component's folder
     (`train ruber --out model_store/glove-50d` replaced the GloVe table, a re-probe) are refused."""
     real = Path(target).resolve()  # a symlinked store folder: its target is replaced, the link kept
+    try:  # the folder is built in its parent: found now, not after the training
+        real.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=real.parent):
+            pass
+    except OSError as exc:
+        raise SetupError(f"{real.parent} is not writable ({exc.strerror or exc}): {target} is built there") from None
     if not real.is_dir() or not any(real.iterdir()):
         return real
     manifest = real / "manifest.json"
@@ -73,6 +85,10 @@ def check_replaceable(target: Path, scorer: str) -> Path:
     return real
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the run is, so the clean-up runs (python -m training exits 143 for it)."""
+
+
 @contextmanager
 def _terminated_as_interrupt() -> Iterator[None]:
     """SIGTERM (timeout, systemd, Kubernetes) runs the clean-up as Ctrl-C does, instead of none."""
@@ -81,7 +97,7 @@ def _terminated_as_interrupt() -> Iterator[None]:
         return
 
     def stop(signum, frame):  # noqa: ARG001
-        raise KeyboardInterrupt
+        raise Terminated
 
     before = signal.signal(signal.SIGTERM, stop)
     try:
@@ -95,30 +111,37 @@ def staged_folder(target: Path, scorer: str) -> Iterator[Path]:
     """Yield an empty folder of `target`'s name inside a hidden folder beside it; when the block ends
     without an exception it replaces `target` (the old folder is removed), and otherwise it is removed
     and `target` is as it was. The name is kept because manifests are written with their folder's."""
-    target = check_replaceable(target, scorer)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    for stale in _left_by_stopped_runs(target):
+    name = Path(target).name  # a link's name, not its target's: manifests take their folder's name
+    real = check_replaceable(target, scorer)
+    for stale in _left_by_stopped_runs(real):
         log.warning("removing %s, left by a run that was stopped", stale)
         shutil.rmtree(stale, ignore_errors=True)
-    building = Path(tempfile.mkdtemp(prefix=f".{target.name}.building-", dir=target.parent))
-    (building / OWNER).write_text(str(os.getpid()))
-    stage = building / target.name
-    umask = os.umask(0)
-    os.umask(umask)
-    stage.mkdir()
-    # the old folder's mode (setgid included), else mkdtemp's 0700 would become the store folder's
-    stage.chmod(target.stat().st_mode & 0o7777 if target.is_dir() else 0o777 & ~umask)
-    old = building / ".replaced"
-    with _terminated_as_interrupt():
-        try:
+    building = Path(tempfile.mkdtemp(prefix=f".{real.name}.building-", dir=real.parent))
+    lock = open(building / LOCK, "w")  # held until the end: a live run's folder is never removed
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    keep = False
+    try:
+        stage = building / name
+        umask = os.umask(0)
+        os.umask(umask)
+        stage.mkdir()
+        # the old folder's mode (setgid included); a new one gets the umask's
+        stage.chmod(real.stat().st_mode & 0o7777 if real.is_dir() else 0o777 & ~umask)
+        old = building / ".replaced"
+        with _terminated_as_interrupt():
             yield stage
             try:
-                if target.exists():
-                    os.replace(target, old)
-                os.replace(stage, target)
+                if real.exists():
+                    os.replace(real, old)
+                os.replace(stage, real)
             except BaseException:  # Ctrl-C between the two renames too: the old folder goes back
-                if old.exists() and not target.exists():
-                    os.replace(old, target)
+                if old.exists() and not real.exists():
+                    os.replace(old, real)
+                keep = stage.exists()
+                if keep:  # a finished build is not thrown away because the swap failed
+                    log.error("the new %s was not swapped in; it is kept in %s", name, stage)
                 raise
-        finally:
+    finally:
+        lock.close()
+        if not keep:
             shutil.rmtree(building, ignore_errors=True)

@@ -305,3 +305,19 @@ def test_a_head_with_nothing_left_to_fit_is_refused() -> None:
     vectors = (np.ones((1, 4), np.float32), np.ones((1, 4), np.float32))
     with pytest.raises(SetupError, match="left to fit"):
         fit_autojudge(vectors, np.array([3.0]), ["only context"])
+
+
+def test_finish_of_a_finished_run_still_works(runs, tmp_path) -> None:
+    """A finished model.pt holds `sources` as a list (its metrics): applying it as the command line's
+    comma-separated text was an AttributeError (a review of the --finish data settings)."""
+    import json as json_module
+
+    from training import pretrain
+
+    finished = _copy(runs["a"], tmp_path, "finished")
+    before = json_module.loads((finished / "metrics.json").read_text())
+    (finished / "metrics.json").unlink()  # a --finish killed between checkpoint and metrics
+    assert pretrain.main(["--out", str(finished), "--finish", "--max-dialogues", "120", "--eval-dialogues", "10",
+                          "--sources", "dailydialog", "--config", json.dumps(TINY)]) == 0
+    after = json_module.loads((finished / "metrics.json").read_text())
+    assert after["train_fingerprint"] == before["train_fingerprint"]

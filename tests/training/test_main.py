@@ -69,15 +69,18 @@ def test_export_versions_are_what_models_can_show(bad, capsys) -> None:
     assert exited.value.code == 2 and "a version is" in capsys.readouterr().err
 
 
-def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, capsys) -> None:
-    from training import dev_items
+@pytest.mark.parametrize("raised, code, said", [("KeyboardInterrupt", 130, "interrupted"),
+                                                 ("Terminated", 143, "terminated")])
+def test_ctrl_c_and_sigterm_are_one_line_and_the_shells_exit_status(raised, code, said, monkeypatch, capsys) -> None:
+    """A traceback and exit 1 before; SIGTERM is raised as Terminated while a store folder is built."""
+    from training import dev_items, staging
 
-    def interrupted(argv):
-        raise KeyboardInterrupt
+    def stopped(argv):
+        raise getattr(staging, raised, KeyboardInterrupt)
 
-    monkeypatch.setattr(dev_items, "main", interrupted)
-    assert main(["dev-items", "--out", "x.jsonl"]) == 130
-    assert capsys.readouterr().err.strip() == "dev-items: interrupted"
+    monkeypatch.setattr(dev_items, "main", stopped)
+    assert main(["dev-items", "--out", "x.jsonl"]) == code
+    assert capsys.readouterr().err.strip() == f"dev-items: {said}"
 
 
 def test_a_store_without_the_folder_a_command_reads_is_one_line(tmp_path, capsys) -> None:
@@ -121,3 +124,12 @@ def test_minilm_report_on_a_store_without_the_models_is_a_set_up_error(tmp_path,
     (tmp_path / "store").mkdir()
     assert main(["minilm-report", "--sets", "conture", "--no-cards", "--store", str(tmp_path / "store")]) == 2
     assert "nothing to report" in capsys.readouterr().err
+
+
+def test_export_glove_repairs_a_table_whose_manifest_is_broken(tmp_path) -> None:
+    (tmp_path / "glove-50d").mkdir()
+    (tmp_path / "glove-50d" / "manifest.json").write_text("{broken")
+    assert main(["export-glove", "--out", str(tmp_path / "glove-50d"), "--words", "1000"]) == 0
+    from service.manifest import read_manifest
+
+    assert read_manifest(tmp_path / "glove-50d").config["words"] == 1000

@@ -39,14 +39,13 @@ def test_a_finished_build_replaces_the_folder_whole(tmp_path) -> None:
     assert sorted(p.name for p in folder.iterdir()) == ["manifest.json"]
     assert (folder / "manifest.json").read_text() == '{"new": true}'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ruber"]
-    assert stat.S_IMODE(folder.stat().st_mode) == 0o2755  # the old folder's mode, not mkdtemp's 0700
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o2755  # the old folder's mode, setgid included
 
 
 def test_a_new_folder_is_made(tmp_path) -> None:
     with staged_folder(tmp_path / "store" / "ruber-minilm", "ruber-minilm") as stage:
         (stage / "manifest.json").write_text("{}")
     assert (tmp_path / "store" / "ruber-minilm" / "manifest.json").is_file()
-    assert stat.S_IMODE((tmp_path / "store" / "ruber-minilm").stat().st_mode) & 0o055
 
 
 @pytest.mark.parametrize("make", ["user files", "another model", "store root"])
@@ -77,19 +76,55 @@ def test_a_symlinked_store_folder_is_replaced_where_it_points(tmp_path) -> None:
 
 
 def test_only_the_building_folders_of_runs_that_are_gone_are_removed(tmp_path) -> None:
+    """A live run holds a lock in its folder; pids are no test (in a container every run is pid 1)."""
+    import fcntl
+
     folder = store_folder(tmp_path)
-    dead = tmp_path / ".ruber.building-dead"
+    dead = tmp_path / ".ruber.building-dead"  # a run killed before 2026-11-25's locks, long ago
     (dead / "ruber").mkdir(parents=True)
-    (dead / ".pid").write_text("999999999")  # no such process
+    (dead / ".pid").write_text(str(os.getpid()))
+    os.utime(dead, (0, 0))
+    unlocked = tmp_path / ".ruber.building-unlocked"  # SIGKILL: its lock went with the process
+    (unlocked / "ruber").mkdir(parents=True)
+    (unlocked / ".lock").write_text("")
     with staged_folder(folder, "ruber") as stage:
         (stage / "manifest.json").write_text('{"scorer": "ruber"}')
-    assert not dead.exists()
+    assert not dead.exists() and not unlocked.exists()
     live = tmp_path / ".ruber.building-live"
     (live / "ruber").mkdir(parents=True)
-    (live / ".pid").write_text(str(os.getppid()))  # a process that is running
-    with pytest.raises(SetupError, match="being built by another run"), staged_folder(folder, "ruber"):
-        pass
+    with open(live / ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(SetupError, match="being built by another run"), staged_folder(folder, "ruber"):
+            pass
     assert live.exists()
+
+
+def test_a_store_folder_linked_under_another_name_keeps_the_links_name(tmp_path) -> None:
+    """model_store/ruber -> versions/ruber-2026.11.2: the build was named after the target, and the
+    service refused 'manifest names ruber-2026.11.2, folder is ruber' (a review)."""
+    real = store_folder(tmp_path / "versions", "ruber-2026.11.2")
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "ruber").symlink_to(real)
+    with staged_folder(tmp_path / "store" / "ruber", "ruber") as stage:
+        assert stage.name == "ruber"
+        (stage / "manifest.json").write_text('{"scorer": "ruber"}')
+    assert (tmp_path / "store" / "ruber").is_symlink() and (real / "manifest.json").read_text() == '{"scorer": "ruber"}'
+
+
+def test_a_failed_swap_keeps_the_finished_build(tmp_path, monkeypatch) -> None:
+    folder = store_folder(tmp_path)
+    real_replace = os.replace
+
+    def busy(src, dst):
+        raise OSError(16, "Device or resource busy")
+
+    monkeypatch.setattr(staging.os, "replace", busy)
+    with pytest.raises(OSError), staged_folder(folder, "ruber") as stage:
+        (stage / "manifest.json").write_text('{"new": true}')
+    monkeypatch.setattr(staging.os, "replace", real_replace)
+    assert (folder / "head.onnx").read_bytes() == b"old graph"
+    kept = list(tmp_path.glob(".ruber.building-*/ruber/manifest.json"))
+    assert len(kept) == 1 and kept[0].read_text() == '{"new": true}'
 
 
 def test_ctrl_c_between_the_two_renames_puts_the_old_folder_back(tmp_path, monkeypatch) -> None:
@@ -107,7 +142,7 @@ def test_ctrl_c_between_the_two_renames_puts_the_old_folder_back(tmp_path, monke
         (stage / "manifest.json").write_text('{"new": true}')
     monkeypatch.setattr(staging.os, "replace", real_replace)
     assert (folder / "head.onnx").read_bytes() == b"old graph"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ruber"]
+    assert len(list(tmp_path.glob(".ruber.building-*/ruber/manifest.json"))) == 1  # the finished build, kept
 
 
 def test_sigterm_cleans_up_as_ctrl_c_does(tmp_path) -> None:
