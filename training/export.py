@@ -79,16 +79,21 @@ def check_parity(module: nn.Module, path: Path, examples: Sequence[tuple[torch.T
             expected = module(*example)
         expected = expected if isinstance(expected, (tuple, list)) else (expected,)
         got = session.run(None, {name: t.numpy() for name, t in zip(input_names, example)})
-        if not all(np.all(np.isfinite(g)) for g in got):  # max() below would pass NaN over silently
-            from training.cli_types import SetupError
-
-            raise SetupError(f"{Path(path).name}: the graph gives non-finite outputs (a run with NaN weights?)")
+        refuse_non_finite(got, path)  # max() below would pass NaN over silently
         for k, (e, g) in enumerate(zip(expected, got)):
             scale = abs(scales[k]) if scales else 1.0
             worst = max(worst, float(np.max(np.abs(e.numpy() - g))) / scale if e.numel() else 0.0)
     if worst > atol:
         raise RuntimeError(f"{Path(path).name}: ONNX Runtime differs from torch by {worst:.2e} (> {atol:.0e})")
     return worst
+
+
+def refuse_non_finite(outputs: Sequence[np.ndarray], path: Path) -> None:
+    """A parity check's ONNX outputs must be finite: an AutoJudge run with alpha NaN passed one (a probe)."""
+    if not all(np.all(np.isfinite(output)) for output in outputs):
+        from training.cli_types import SetupError
+
+        raise SetupError(f"{Path(path).name}: the graph gives non-finite outputs (a run with NaN weights?)")
 
 
 # --- example inputs for the hierarchical encoder's graphs -----------------------------------------

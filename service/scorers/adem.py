@@ -63,15 +63,13 @@ class HREDHeadScorer(Scorer):
 class ADEM(HREDHeadScorer):
     computes = "referenced"
     head_file = "adem_head.onnx"
+    # graph outputs given in `details` (the contract's adem example); a head exported before
+    # 2026-11-25 returns the score alone and gives none
+    terms = ("s_unref", "s_ref")
 
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         c = self.encoder.encode_contexts([item.context for item in items], cache)
         r_hat = self.encoder.encode_responses([item.response for item in items], cache)
         r = self.encoder.encode_responses([item.reference or "" for item in items], cache)
         out = self._run_head({"c": c, "r_hat": r_hat, "r": r})
-        return ScoreBatch(out["score"], term_details(out, TERMS))
-
-
-# The head's outputs besides its score that /score gives in `details` (the contract's adem example:
-# s_ref, s_unref). A head exported before 2026-11-25 returns the score alone and gives no details.
-TERMS = ("s_unref", "s_ref")
+        return ScoreBatch(out["score"], term_details(out, self.terms))

@@ -163,13 +163,13 @@ def _kendall_sampled_null(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, int
     the observed S (exact integers; tau-b's denominator is the same in every pairing)."""
     first, second = np.triu_indices(x.size, k=1)
     ranks = np.rint(2 * sps.rankdata(x)).astype(np.int16)  # ties compare exactly; small ints are fast
-    sign_y = np.sign(y[first] - y[second]).astype(np.int8)
+    sign_y = np.sign(y[first] - y[second]).astype(np.int64)
     observed = int(np.sign(ranks[first] - ranks[second]).astype(np.int64) @ sign_y)
     null = np.empty(MC_PERMUTATIONS, dtype=np.int64)
     pairings = _sampled_pairings(x.size)
     for start in range(0, MC_PERMUTATIONS, 1024):
         paired = ranks[pairings[start:start + 1024]]
-        null[start:start + 1024] = np.sign(paired[:, first] - paired[:, second]).astype(np.int8) @ sign_y.astype(np.int64)
+        null[start:start + 1024] = np.sign(paired[:, first] - paired[:, second]) @ sign_y
     return null, observed
 
 

@@ -57,8 +57,12 @@ class ADEMHead(nn.Module):
         context_term, reference_term = self.terms(c, r_hat, r)
         return context_term + reference_term
 
+    def scale(self, raw: torch.Tensor) -> torch.Tensor:
+        """(raw - alpha) / beta: raw onto the rating scale."""
+        return (raw - self.alpha) / self.beta
+
     def forward(self, c: torch.Tensor, r_hat: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
-        return (self.raw(c, r_hat, r) - self.alpha) / self.beta
+        return self.scale(self.raw(c, r_hat, r))
 
     def l1(self) -> torch.Tensor:
         terms = []
@@ -87,5 +91,4 @@ class ServedADEM(nn.Module):
 
     def forward(self, c: torch.Tensor, r_hat: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, ...]:
         context_term, reference_term = self.head.terms(c, r_hat, r)
-        score = (context_term + reference_term - self.head.alpha) / self.head.beta
-        return score, context_term, reference_term
+        return self.head.scale(context_term + reference_term), context_term, reference_term

@@ -298,6 +298,8 @@ def _check_parity(head, path: Path) -> None:
     import onnxruntime as ort
     import torch
 
+    from training.export import refuse_non_finite
+
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
     rng = np.random.default_rng(0)
@@ -311,10 +313,7 @@ def _check_parity(head, path: Path) -> None:
             vector = rng.standard_normal((batch, 384)).astype(np.float32)
             feeds[name] = vector / np.linalg.norm(vector, axis=-1, keepdims=True)
         got = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
-        if not all(np.all(np.isfinite(value)) for value in got.values()):
-            from training.cli_types import SetupError
-
-            raise SetupError(f"{path.name}: the graph gives non-finite outputs (a run with NaN weights?)")
+        refuse_non_finite(list(got.values()), path)
         with torch.no_grad():
             want = head(*[torch.from_numpy(feeds[n]) for n in names])
         for key, value in want.items():
