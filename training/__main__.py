@@ -42,10 +42,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if asked else 2
     module = importlib.import_module(COMMANDS[argv[0]][0])
     from service.manifest import ManifestError
-    from training.cli_types import SetupError
+    from training.cli_types import SetupError, settle_made_folders
 
+    status = 1
     try:
-        return int(module.main(argv[1:]) or 0)
+        status = int(module.main(argv[1:]) or 0)
+        return status
     except KeyboardInterrupt as exc:  # Ctrl-C (or SIGTERM while a store folder is built): one line
         from training.staging import Terminated
 
@@ -63,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     except SetupError as exc:  # a corrupt checkpoint, a run of the wrong kind, a store export would break
         print(f"error: {argv[0]}: {exc}", file=sys.stderr)
         return 2
+    finally:
+        settle_made_folders(failed=status != 0)  # a failed or stopped run leaves no empty --out behind
 
 
 if __name__ == "__main__":

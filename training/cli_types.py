@@ -80,9 +80,28 @@ def names_from(known: "tuple[str, ...] | list[str]"):
     return parse
 
 
+# Folders the options' checks made, top first: a run that fails takes them back if they are still
+# empty (remove_unused_folders), so that a typo'd or failed run leaves no empty --out behind.
+_made_folders: list[Path] = []
+
+
+def settle_made_folders(failed: bool) -> None:
+    """After a run: if it failed, remove the folders its option checks made that are still empty,
+    deepest first; either way forget them (a later command in the same process starts afresh)."""
+    while _made_folders:
+        folder = _made_folders.pop()
+        if failed:
+            try:
+                folder.rmdir()
+            except OSError:  # something was written there, or it is gone: kept as it is
+                pass
+
+
 def _writable_folder(folder: Path) -> None:
+    missing = [f for f in (folder, *folder.parents) if not f.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        _made_folders.extend(reversed(missing))
     except OSError as exc:
         raise argparse.ArgumentTypeError(f"cannot create {folder}: {exc.strerror or exc}") from None
     # A file really made and dropped, not os.access: root passes that check everywhere, and

@@ -51,8 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.out.exists() and not args.out.is_file():  # /dev/stdout, a pipe: written as it is
         args.out.write_text(text, encoding="utf-8")
     else:  # a whole file or the old one, never a cut one
-        partial = args.out.with_name(f".{args.out.name}.partial")
+        # Through a symlink: the file it names is replaced, and the link stays a link (os.replace on
+        # the link's own path had put a plain file where the link was).
+        target = Path(os.path.realpath(args.out))
+        partial = target.with_name(f".{target.name}.partial")
         partial.write_text(text, encoding="utf-8")
-        os.replace(partial, args.out)
+        os.replace(partial, target)
     print(f"wrote {len(found)} items to {args.out}")
     return 0

@@ -29,3 +29,15 @@ def test_a_set_that_fails_to_load_leaves_the_last_file_whole(tmp_path):
     with pytest.raises(OSError):
         dev_items.main(["--sets", "holistic_eval", "dstc7", "--out", str(out), "--data-dir", str(tmp_path / "none")])
     assert out.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["dev.jsonl"]
+
+
+def test_a_symlinked_out_stays_a_link_and_its_target_gets_the_items(tmp_path):
+    """A probe: --out naming a symlink replaced the link with a plain file, and its target kept the old items."""
+    target = tmp_path / "data" / "dev.jsonl"
+    target.parent.mkdir()
+    target.write_text("old\n", encoding="utf-8")
+    link = tmp_path / "dev.jsonl"
+    link.symlink_to(target)
+    assert dev_items.main(["--sets", "holistic_eval", "--out", str(link)]) == 0
+    assert link.is_symlink() and len(target.read_text(encoding="utf-8").splitlines()) == 72
+    assert sorted(p.name for p in target.parent.iterdir()) == ["dev.jsonl"]

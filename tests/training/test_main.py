@@ -54,6 +54,22 @@ def test_a_number_or_name_no_run_can_use_is_a_usage_error(argv, option, capsys) 
     assert f"argument {option}" in capsys.readouterr().err
 
 
+def test_a_failed_run_takes_back_the_empty_folders_its_options_made(tmp_path, capsys) -> None:
+    """A probe: a run that failed after --out was checked left that folder (and its parents) empty."""
+    out = tmp_path / "new" / "deeper" / "o.jsonl"
+    missing = ["--data-dir", str(tmp_path / "nodata"), "--sets", "conture"]
+    assert main(["dev-items", "--out", str(out), *missing]) == 2
+    assert not (tmp_path / "new").exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    assert main(["dev-items", "--out", str(kept / "o.jsonl"), *missing]) == 2
+    assert kept.is_dir()  # it was there before the run
+    with pytest.raises(SystemExit):  # a bad option after --out: argparse exits, the folder goes too
+        main(["dev-items", "--out", str(out), "--split", "nosuch"])
+    assert not (tmp_path / "new").exists()
+    capsys.readouterr()
+
+
 def test_an_output_path_that_is_a_file_is_a_set_up_error(tmp_path, capsys) -> None:
     (tmp_path / "afile").write_text("x")
     assert main(["selftalk", "--model", str(tmp_path / "missing"), "--out", str(tmp_path / "afile" / "o.jsonl")]) == 2
@@ -89,7 +105,7 @@ def test_a_store_without_the_folder_a_command_reads_is_one_line(tmp_path, capsys
     assert main(["train", "ruber", "--store", str(tmp_path / "empty"), "--out", str(out), "--minutes", "0"]) == 2
     err = capsys.readouterr().err
     assert "glove-50d" in err and "Traceback" not in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ruber"] and not any(out.iterdir())
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # the --out it made, still empty, taken back
 
 
 def test_minilm_report_reads_its_tried_file_before_the_report(tmp_path, capsys) -> None:

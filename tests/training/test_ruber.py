@@ -243,3 +243,23 @@ def test_the_command_logs_under_out_and_make_train_sets_no_time_cap(tmp_path, mo
     script = (REPO / "scripts" / "train.sh").read_text()
     ruber_line = next(line for line in script.splitlines() if "training train ruber" in line)
     assert "--minutes 0" in ruber_line
+
+
+def test_a_failed_run_without_log_keeps_its_log_out_of_the_removed_build(tmp_path, monkeypatch):
+    """Without --log the log lives in the build, which a failed run removes: it went with it (a probe)."""
+    import tempfile
+
+    from training.ruber import train as ruber_train
+
+    def fail(out, *rest):
+        ruber_train.log.info("ruber: step 1 of many")
+        raise RuntimeError("out of memory, say")
+
+    monkeypatch.setattr(ruber_train, "run", fail)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    with pytest.raises(RuntimeError):
+        ruber_train.main(["--out", str(tmp_path / "ruber"), "--minutes", "0"])
+    kept = list((tmp_path / "tmp").glob("ruber-train-failed-*.log"))
+    assert len(kept) == 1 and "step 1 of many" in kept[0].read_text() and "is kept in" in kept[0].read_text()
+    assert not (tmp_path / "ruber").exists() or not any((tmp_path / "ruber").iterdir())

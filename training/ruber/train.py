@@ -14,8 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import platform
 import random
+import shutil
+import tempfile
 import time
 from datetime import date
 from pathlib import Path
@@ -375,6 +378,24 @@ def _card(summary: dict, correlations: dict) -> dict:
     }
 
 
+def keep_failed_log(log_path: Path) -> Path | None:
+    """Copy a failed run's log out of its build folder, which staging removes, into the temporary
+    folder: without --log, the only copy of why a long run failed went with it (the console had it,
+    if anyone kept the console)."""
+    if not log_path.is_file():
+        return None
+    kept = Path(tempfile.gettempdir()) / f"ruber-train-failed-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    log.error("ruber: the run failed; its log is kept in %s", kept)
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    try:
+        shutil.copyfile(log_path, kept)
+    except OSError as exc:
+        log.error("ruber: could not keep the log (%s)", exc.strerror or exc)
+        return None
+    return kept
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training train ruber", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=output_dir, default=Path("model_store/ruber"))
@@ -403,7 +424,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--card-sets", nargs="+", default=list(TRAINING_SETS), choices=list(SETS))
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--log", type=output_file, default=None,
-                        help="log file (default: train.log in --out; make train: runs/ruber-train.log)")
+                        help="log file (default: train.log in --out, and a failed run's copy in the temporary folder; "
+                             "make train: runs/ruber-train.log)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     config = RuberConfig(hidden=args.hidden, mlp_hidden=args.mlp_hidden)
@@ -418,9 +440,15 @@ def main(argv: list[str] | None = None) -> int:
     with staged_folder(args.out, "ruber") as stage:
         # Under --out, not the working folder: runs/ruber-train.log landed in whatever folder it ran
         # from. In the building folder, so that it is published with the model.
-        setup_logging(args.log or stage / "train.log")
-        run(stage, args.store, config, train_config, args.max_pairs, args.valid_pairs, args.choice_sets,
-            args.card_sets, command.strip(), tuple(args.sources), args.data_dir)
+        log_path = args.log or stage / "train.log"
+        setup_logging(log_path)
+        try:
+            run(stage, args.store, config, train_config, args.max_pairs, args.valid_pairs, args.choice_sets,
+                args.card_sets, command.strip(), tuple(args.sources), args.data_dir)
+        except BaseException:
+            if args.log is None:  # the build, log and all, is about to be removed
+                keep_failed_log(log_path)
+            raise
     log.info("ruber: published %s", args.out)
     return 0
 
