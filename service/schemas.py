@@ -185,10 +185,13 @@ class CorrelateRequestSchema(StrictSchema):
     seed = Whole(load_default=0, validate=validate.Range(min=0))
 
 
+_label = validate.Length(min=1, error="Must be a non-empty string.")  # also in the document: minLength 1
+
+
 class RatingSchema(StrictSchema):
-    rater = fields.String(required=True)
-    system = fields.String(required=True)
-    item = fields.String(required=True)
+    rater = fields.String(required=True, validate=_label)
+    system = fields.String(required=True, validate=_label)
+    item = fields.String(required=True, validate=_label)
     scores = fields.Dict(keys=fields.String(), values=Number(), required=True,
                          validate=_nonempty_list)
 

@@ -180,3 +180,25 @@ def test_many_raters_are_grouped_in_one_pass() -> None:
     groups = rows_by(labels)
     assert list(groups) == ["b", "a", "c"]  # order of first appearance, as the response lists raters
     assert [g.tolist() for g in groups.values()] == [[0, 2], [1, 4], [3]]
+
+
+def test_labels_that_differ_only_by_a_trailing_nul_are_different_systems_and_raters() -> None:
+    """A probe: system "T\\u0000" took the rows of "T" (numpy's fixed-width strings drop trailing NULs):
+    its own rating was lost, and a system with no other match was a 500 from the mean of no rows."""
+    ratings = [{"rater": "w1", "system": "T\u0000", "item": "1", "scores": {"x": 10}},
+               {"rater": "w1", "system": "T", "item": "2", "scores": {"x": 90}},
+               {"rater": "w1", "system": "U", "item": "3", "scores": {"x": 50}}]
+    body = assess(ratings)
+    json.dumps(body, allow_nan=False)
+    by_name = {s["system"]: s for s in body["systems"]}
+    assert by_name["T\u0000"]["raw"]["x"] == 10.0 and by_name["T"]["raw"]["x"] == 90.0
+    assert [by_name[s]["n"] for s in ("T\u0000", "T", "U")] == [1, 1, 1]
+    alone = assess([{"rater": "w1", "system": "S\u0000", "item": "1", "scores": {"x": 10}},
+                    {"rater": "w1", "system": "T", "item": "2", "scores": {"x": 90}}])
+    assert {s["system"]: s["n"] for s in alone["systems"]} == {"S\u0000": 1, "T": 1}
+    # the quality-control system and rater names are compared the same way
+    qc = synthetic(careful=2, careless=0)
+    qc += [dict(r, rater=r["rater"] + "\u0000", item=r["item"] + "b") for r in qc if r["rater"] == "careful0"]
+    qc += [dict(r, system="degraded\u0000", item=r["item"] + "q") for r in qc if r["system"] == "degraded"][:2]
+    body = assess(qc, reverse=["robotic"], qc_system="degraded")
+    assert "careful0\u0000" in body["raters"]["p"] and "degraded\u0000" in {s["system"] for s in body["systems"]}

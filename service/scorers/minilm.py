@@ -120,7 +120,8 @@ class _HeadScorer(_MiniLMScorer):
 
 @register("adem-minilm")
 class AdemMiniLM(_HeadScorer):
-    """ADEM's score (c^T M r_hat + r^T N r_hat - alpha) / beta on MiniLM vectors (Lowe et al. 2017)."""
+    """ADEM's terms c^T M r_hat + r^T N r_hat on MiniLM vectors (Lowe et al. 2017), scored as
+    alpha + beta (terms - copy penalty) with alpha and beta trained (the card says where it leaves the paper)."""
 
     computes = "referenced"
     bounded_by_squashing = True
@@ -133,7 +134,8 @@ class AdemMiniLM(_HeadScorer):
 
 @register("autojudge-minilm")
 class AutoJudgeMiniLM(_HeadScorer):
-    """AutoJudge's reference-free (c^T M r - alpha) / beta on MiniLM vectors (Deriu & Cieliebak 2019)."""
+    """AutoJudge's reference-free c^T M r on MiniLM vectors (Deriu & Cieliebak 2019), scored as
+    alpha + beta (c^T M r - copy penalty) with alpha and beta trained (its card says why)."""
 
     computes = "unreferenced"
     bounded_by_squashing = True

@@ -180,7 +180,8 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
     n = int(means.size)
     if n < MIN_ITEMS:
         raise StatsInputError({"human": f"Give at least {MIN_ITEMS} items (got {n})."})
-    labels_given = None if systems is None else np.asarray([str(s) for s in systems])
+    # object, not a numpy string array: that drops trailing NUL characters, and merged "c\u0000" into "c"
+    labels_given = None if systems is None else np.asarray([str(s) for s in systems], dtype=object)
     order = canonical_order(means, metrics, labels_given)
     means = means[order]
     metrics = {name: values[order] for name, values in metrics.items()}

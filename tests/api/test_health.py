@@ -142,6 +142,9 @@ def test_openapi_describes_every_endpoint_and_validates(client):
         assert "Allow" in operation["responses"]["405"]["headers"]  # what a 405 answers with (test_errors.py)
     item = document["components"]["schemas"]["Item"]
     assert set(item["required"]) == {"context", "response"}
+    # an empty rater, system or item is refused (422), so the document says so (a probe found it did not)
+    rating = document["components"]["schemas"]["Rating"]["properties"]
+    assert all(rating[key]["minLength"] == 1 for key in ("rater", "system", "item"))
 
 
 def test_the_readme_example_bodies_give_full_results(client):

@@ -23,6 +23,14 @@ def test_bootstrap_is_seeded() -> None:
     assert first["metrics"]["good"]["item"]["pearson"]["ci"] != other["metrics"]["good"]["item"]["pearson"]["ci"]
 
 
+def test_systems_that_differ_only_by_a_trailing_nul_are_not_merged() -> None:
+    """A probe: "c\\u0000" was grouped with "c" (numpy's fixed-width strings drop trailing NULs)."""
+    systems = ["a", "a", "b", "b", "c", "c", "c\u0000", "c\u0000"] * 5
+    body = correlate(HUMAN[:40].tolist(), {"good": GOOD[:40].tolist()}, systems, resamples=0)
+    assert body["metrics"]["good"]["system"]["pearson"]["n"] == 4
+    assert sorted(body["systems"]["labels"]) == ["a", "b", "c", "c\u0000"]
+
+
 def test_correlate_body_item_and_system_levels() -> None:
     systems = [f"s{i % 5}" for i in range(40)]
     body = correlate(HUMAN.tolist(), {"good": GOOD.tolist(), "poor": POOR.tolist()}, systems, resamples=200)
