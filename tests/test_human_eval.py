@@ -202,3 +202,30 @@ def test_labels_that_differ_only_by_a_trailing_nul_are_different_systems_and_rat
     qc += [dict(r, system="degraded\u0000", item=r["item"] + "q") for r in qc if r["system"] == "degraded"][:2]
     body = assess(qc, reverse=["robotic"], qc_system="degraded")
     assert "careful0\u0000" in body["raters"]["p"] and "degraded\u0000" in {s["system"] for s in body["systems"]}
+
+
+def test_the_exact_rank_sum_null_is_used_only_where_it_is_cheap() -> None:
+    """scipy's exact null for 8 values against 16,300 cost 3 s a test: a /human-eval request within
+    the limits took 406 s (a probe). Small against small stays exact (scipy's auto); beyond
+    EXACT_MAX_PAIRS pairs it is the normal approximation, close to the exact p there."""
+    from service.human_eval import EXACT_MAX_PAIRS, rank_sum_p
+
+    rng = np.random.default_rng(3)
+    small, mid, big = rng.normal(size=8), rng.normal(size=EXACT_MAX_PAIRS // 8), rng.normal(size=4000)
+    assert rank_sum_p(small, mid, "greater") == sps.mannwhitneyu(small, mid, alternative="greater",
+                                                                 method="exact").pvalue
+    asymptotic = sps.mannwhitneyu(small, big, alternative="greater", method="asymptotic").pvalue
+    assert rank_sum_p(small, big, "greater") == asymptotic
+    assert asymptotic == pytest.approx(sps.mannwhitneyu(small, big, alternative="greater", method="exact").pvalue,
+                                       abs=0.01)
+
+
+def test_the_significance_matrix_keeps_the_systems_order_whatever_order_it_tests_in() -> None:
+    samples = {"b": np.arange(5.0), "a": np.arange(3.0, 40.0), "c": np.arange(2.0, 9.0) + 0.5}
+    from service.human_eval import significance_matrix
+
+    matrix = significance_matrix(samples)
+    assert list(matrix) == ["b", "a", "c"] and list(matrix["a"]) == ["b", "c"]
+    for a, row in matrix.items():
+        for b, p in row.items():
+            assert p == sps.mannwhitneyu(samples[a], samples[b], alternative="greater").pvalue
