@@ -221,25 +221,33 @@ def word_coherences(pairs: list[tuple[str, str]], embed_words: EmbedWords) -> tu
     return float(avg), float(ext), float(grd)
 
 
-def compute(conversation: Roles, embed_words: EmbedWords, encode: EncodeTexts) -> dict[str, float]:
-    """Every proxy of one conversation, keyed as in PROXIES (NaN where there is nothing to compute)."""
+Sentiment = Callable[[str], tuple[float, float, float, float]]
+
+
+def compute(conversation: Roles, embed_words: EmbedWords, encode: EncodeTexts,
+            sentiment: Sentiment = vader) -> dict[str, float]:
+    """Every proxy of one conversation, keyed as in PROXIES (NaN where there is nothing to compute).
+
+    `sentiment`: VADER of one utterance; the scorer passes one memoised for its request, since a
+    turn is read up to five times here and `vader`'s own memo keeps short texts only.
+    """
     user = conversation.of(USER)
     bot = conversation.of(BOT)
     pairs = conversation.pairs()
-    user_sentiment = [vader(t)[3] for t in user]
+    user_sentiment = [sentiment(t)[3] for t in user]
 
     if pairs:
         queries = encode([q for q, _ in pairs])
         replies = encode([r for _, r in pairs])
         semantic = _mean([float(q @ r) for q, r in zip(queries, replies)])
-        sent_coh = _mean([cosine(np.asarray(vader(q)[:3]), np.asarray(vader(r)[:3])) for q, r in pairs])
+        sent_coh = _mean([cosine(np.asarray(sentiment(q)[:3]), np.asarray(sentiment(r)[:3])) for q, r in pairs])
     else:
         semantic = sent_coh = float("nan")
     average, extrema, greedy = word_coherences(pairs, embed_words)
 
     return {
         "sentiment": _mean(user_sentiment),
-        "sentiment_transition": _mean([vader(after)[3] - vader(before)[3]
+        "sentiment_transition": _mean([sentiment(after)[3] - sentiment(before)[3]
                                        for before, after in conversation.transitions()]),
         "sentiment_minmax": minmax_slope(user_sentiment) if user else float("nan"),
         "laughter": _mean([laughter_count(t) for t in user]),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -87,10 +88,14 @@ class HybridMetric(Scorer):
         def encode(batch: list[str]) -> np.ndarray:
             return self.encoder.encode(batch, cache)
 
+        # VADER of each distinct utterance once per request: in self-play a turn is read up to five
+        # times, and 26 dialogues of 50 long emoji turns took 81 s (a probe, 2026-11-25). The memo
+        # lives as long as the request, so it holds at most the request's own texts.
+        sentiment = lru_cache(maxsize=None)(proxies.vader)
         scores: list[float] = []
         details: list[dict[str, Any]] = []
         for conversation in conversations:
-            values = proxies.compute(conversation, self.glove.embed, encode)
+            values = proxies.compute(conversation, self.glove.embed, encode, sentiment)
             raw = self.predict(proxies.vector(values))
             scores.append(min(self.score_high, max(self.score_low, raw)))
             details.append({"unclipped": raw,
