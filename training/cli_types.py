@@ -81,7 +81,10 @@ def names_from(known: "tuple[str, ...] | list[str]"):
 
 
 # Folders the options' checks made, top first: a run that fails takes them back if they are still
-# empty (remove_unused_folders), so that a typo'd or failed run leaves no empty --out behind.
+# empty (settle_made_folders), so that a typo'd or failed run leaves no empty --out behind. Two runs
+# started at once into one new folder can race: the first to fail removes it while the second, whose
+# check found it there, still means to write into it (and then fails naming it). Runs that share a
+# new output folder should make it first.
 _made_folders: list[Path] = []
 
 

@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-from training.cli_types import output_file
+from training.cli_types import check_output_file, output_file
 from training.data.judgements import DEFAULT_DATA_DIR, SETS, SPLITS, load_set
 from training.data.references import is_reference_reply
 
@@ -40,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=SPLITS, default="dev")
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     args = parser.parse_args(argv)
+    # A symlinked --out is written where it points: that folder is checked now, not after the sets load.
+    if args.out.is_symlink():
+        check_output_file(parser, "--out", Path(os.path.realpath(args.out)))
     # Every set is read before the file is opened: a set that fails to load left a 13 MB file from an
     # earlier run at 0 bytes, or a partial one (a probe, 2026-11-25).
     found = []

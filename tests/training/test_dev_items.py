@@ -41,3 +41,18 @@ def test_a_symlinked_out_stays_a_link_and_its_target_gets_the_items(tmp_path):
     assert dev_items.main(["--sets", "holistic_eval", "--out", str(link)]) == 0
     assert link.is_symlink() and len(target.read_text(encoding="utf-8").splitlines()) == 72
     assert sorted(p.name for p in target.parent.iterdir()) == ["dev.jsonl"]
+
+
+def test_a_link_to_a_folder_that_cannot_be_written_is_a_usage_error_before_the_sets_load(tmp_path, capsys):
+    """A review: the link's own folder was checked, and the write into its target failed after every set."""
+    import pytest
+
+    link = tmp_path / "dev.jsonl"
+    link.symlink_to("/proc/nope/dev.jsonl")
+    with pytest.raises(SystemExit) as exited:
+        dev_items.main(["--sets", "holistic_eval", "--out", str(link)])
+    assert exited.value.code == 2 and "argument --out" in capsys.readouterr().err
+    dangling = tmp_path / "new.jsonl"
+    dangling.symlink_to(tmp_path / "made" / "dev.jsonl")  # a missing folder is made, as for a plain --out
+    assert dev_items.main(["--sets", "holistic_eval", "--out", str(dangling)]) == 0
+    assert dangling.is_symlink() and (tmp_path / "made" / "dev.jsonl").is_file()

@@ -99,13 +99,19 @@ def test_ctrl_c_and_sigterm_are_one_line_and_the_shells_exit_status(raised, code
     assert capsys.readouterr().err.strip() == f"dev-items: {said}"
 
 
-def test_a_store_without_the_folder_a_command_reads_is_one_line(tmp_path, capsys) -> None:
-    """`train ruber --store` without glove-50d was a ManifestError traceback; its --out is left alone."""
+def test_a_store_without_the_folder_a_command_reads_is_one_line(tmp_path, capsys, monkeypatch) -> None:
+    """`train ruber --store` without glove-50d was a ManifestError traceback; the --out it made goes."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))  # where the failed run's log is kept
+    (tmp_path / "tmp").mkdir()
     out = tmp_path / "ruber"
     assert main(["train", "ruber", "--store", str(tmp_path / "empty"), "--out", str(out), "--minutes", "0"]) == 2
     err = capsys.readouterr().err
     assert "glove-50d" in err and "Traceback" not in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == []  # the --out it made, still empty, taken back
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]  # the --out it made, still empty, taken back
+    kept = [p.read_text() for p in (tmp_path / "tmp").iterdir()]
+    assert len(kept) == 1 and "glove-50d" in kept[0]  # the kept log says why
 
 
 def test_minilm_report_reads_its_tried_file_before_the_report(tmp_path, capsys) -> None:

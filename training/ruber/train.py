@@ -378,14 +378,14 @@ def _card(summary: dict, correlations: dict) -> dict:
     }
 
 
-def keep_failed_log(log_path: Path) -> Path | None:
+def keep_failed_log(log_path: Path, error: BaseException) -> Path | None:
     """Copy a failed run's log out of its build folder, which staging removes, into the temporary
     folder: without --log, the only copy of why a long run failed went with it (the console had it,
     if anyone kept the console)."""
     if not log_path.is_file():
         return None
     kept = Path(tempfile.gettempdir()) / f"ruber-train-failed-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
-    log.error("ruber: the run failed; its log is kept in %s", kept)
+    log.error("ruber: the run failed (%s: %s); its log is kept in %s", type(error).__name__, error, kept)
     for handler in logging.getLogger().handlers:
         handler.flush()
     try:
@@ -445,9 +445,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             run(stage, args.store, config, train_config, args.max_pairs, args.valid_pairs, args.choice_sets,
                 args.card_sets, command.strip(), tuple(args.sources), args.data_dir)
-        except BaseException:
+        except BaseException as exc:
             if args.log is None:  # the build, log and all, is about to be removed
-                keep_failed_log(log_path)
+                keep_failed_log(log_path, exc)
             raise
     log.info("ruber: published %s", args.out)
     return 0
