@@ -76,11 +76,14 @@ def _vader() -> SentimentIntensityAnalyzer:
     return SentimentIntensityAnalyzer()
 
 
-# VADER's time grows faster than the words it reads once an utterance is long (its emoji become
-# their descriptions, "face with tears of joy": 2,000 emoji are 9,310 words and 0.8 s, and a request
-# within every limit took 244 s); an utterance is read up to this many words, a length no chat turn
-# nears, and scored exactly as VADER would below it.
-MAX_SENTIMENT_WORDS = 512
+# VADER's time grows with the square of the words it reads (its negation checks re-read the whole
+# utterance for each sentiment word, and emoji become their descriptions, "cat face with tears of
+# joy"): 2,000 emoji are 9,310 words and 0.8 s, and a request within every limit took 244 s. So an
+# utterance is read up to this many words, scored exactly as VADER would below it. 512 still let 54
+# dialogues of 50 distinct turns of 87 emoji (348 words) take 56 s; at 128 they take 6.5 s (probes,
+# 2026-11-25). The longest turn of M_H's fitting and transfer data (ConvAI2, iEval, ConTurE) has
+# 100 words, so no fitted or reported figure changes.
+MAX_SENTIMENT_WORDS = 128
 
 
 def _with_emoji_described(text: str, emojis: dict[str, str]) -> str:

@@ -128,3 +128,16 @@ def test_train_mh_reads_the_data_root_every_command_reads(tmp_path: Path, capsys
     assert main(["train-mh", "--data-dir", str(missing), "--store", str(MODEL_STORE), "--no-write",
                  "--cache", str(tmp_path / "cache")]) == 2
     assert str(missing / "judgements") in capsys.readouterr().err
+
+
+@needs_data
+def test_vader_reads_every_turn_of_the_fitting_and_transfer_data_whole() -> None:
+    """MAX_SENTIMENT_WORDS was cut from 512 to 128 for the service's worst case (service/proxies.py):
+    that changes no fitted or reported figure only while no turn of these sets is longer."""
+    from service import proxies
+
+    emojis = proxies._vader().emojis
+    longest = max(len(proxies._with_emoji_described(text, emojis).split())
+                  for load in (data.load_convai2, data.load_ieval, data.load_conture)
+                  for dialogue in load(min_pairs=1) for text in dialogue.texts)
+    assert longest <= proxies.MAX_SENTIMENT_WORDS

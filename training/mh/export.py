@@ -36,7 +36,8 @@ VARIANT_TEXT = (
 PROXY_RULES = (
     "question: 1 when a bot turn has '?' or one of nine question words, else 0 (the authors' reward code gives "
     "0.5 for each); laughter: the 'ha's of words made only of 'ha's ('haha' 2; 'lol', 'hehe' and emoji 0); "
-    "VADER reads an utterance's first 512 words. Turns with empty text are left out, as training left them "
+    f"VADER reads an utterance's first {proxies.MAX_SENTIMENT_WORDS} words (the longest turn of the fitting and transfer "
+    "data has 100). Turns with empty text are left out, as training left them "
     "out. Each proxy is held to its range in the fitting data before the regression (one turn of 'ha' x 1000 "
     "had set the score alone).")
 
