@@ -157,10 +157,15 @@ def test_sigterm_cleans_up_as_ctrl_c_does(tmp_path) -> None:
     assert signal.getsignal(signal.SIGTERM) == before
 
 
-def test_train_ruber_that_fails_leaves_the_store_folder(tmp_path, monkeypatch) -> None:
+def test_train_ruber_that_fails_leaves_the_store_folder(tmp_path, tmp_path_factory, monkeypatch) -> None:
     """A probe: `train ruber` without DailyDialog++'s dev.json exited 2 and left the store's ruber with a
     placeholder manifest and an empty card, which the service served."""
+    import tempfile
+
     from training.ruber import train as ruber_train
+
+    kept = tmp_path_factory.mktemp("kept")  # the failed run's log is copied there, not into /tmp
+    monkeypatch.setattr(tempfile, "tempdir", str(kept))
 
     folder = store_folder(tmp_path)
 
@@ -173,6 +178,7 @@ def test_train_ruber_that_fails_leaves_the_store_folder(tmp_path, monkeypatch) -
         ruber_train.main(["--out", str(folder), "--minutes", "0"])
     assert (folder / "head.onnx").read_bytes() == b"old graph"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ruber"]
+    assert "dev.json" in next(kept.iterdir()).read_text()
 
 
 def test_train_ruber_log_inside_out_is_a_usage_error(tmp_path, capsys) -> None:
