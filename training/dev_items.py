@@ -40,9 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=SPLITS, default="dev")
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     args = parser.parse_args(argv)
-    # A symlinked --out is written where it points: that folder is checked now, not after the sets load.
+    # A symlinked --out is written where it points (the link stays a link; os.replace on the link's own
+    # path had put a plain file where it was): that folder is checked now, not after the sets load.
+    target = Path(os.path.realpath(args.out))
     if args.out.is_symlink():
-        check_output_file(parser, "--out", Path(os.path.realpath(args.out)))
+        check_output_file(parser, "--out", target)
     # Every set is read before the file is opened: a set that fails to load left a 13 MB file from an
     # earlier run at 0 bytes, or a partial one (a probe, 2026-11-25).
     found = []
@@ -54,9 +56,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.out.exists() and not args.out.is_file():  # /dev/stdout, a pipe: written as it is
         args.out.write_text(text, encoding="utf-8")
     else:  # a whole file or the old one, never a cut one
-        # Through a symlink: the file it names is replaced, and the link stays a link (os.replace on
-        # the link's own path had put a plain file where the link was).
-        target = Path(os.path.realpath(args.out))
         partial = target.with_name(f".{target.name}.partial")
         partial.write_text(text, encoding="utf-8")
         os.replace(partial, target)
