@@ -48,7 +48,8 @@ def _check(ratings: list[dict], reverse: Sequence[str], scale: tuple[float, floa
         errors[f"ratings.0.scores.{OVERALL}"] = (f"'{OVERALL}' names the mean over the criteria in each system's "
                                                  "`raw`; rename this criterion (alone, it may keep the name).")
     # A `reverse` entry the ratings do not use is harmless (API.md's own example lists "repetitive"
-    # beside ratings without it): reversing nothing changes nothing, so it is not an error.
+    # beside ratings without it): reversing nothing changes nothing, so it is not an error. The
+    # response's `reversed` names the criteria that were reversed, so a misspelling is visible.
     seen: dict[tuple[str, str], int] = {}  # (rater, item) -> first rating: a repeat would count twice
     for i, rating in enumerate(ratings):
         pair = (rating.get("rater"), rating.get("item"))
@@ -265,6 +266,7 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
         "systems": summary,
         "significance": significance_matrix(ordered),
         "criteria": criteria,
+        "reversed": [c for c in criteria if c in set(reverse)],  # a misspelt `reverse` entry shows as missing here
         "qc_criteria": list(qc_criteria),
         "kept_ratings": int(kept.sum()),
     }

@@ -346,6 +346,10 @@ class HumanEvalResponseSchema(StrictSchema):
                                values=fields.Dict(keys=fields.String(), values=fields.Float(allow_none=True)),
                                metadata={"description": "p of the one-sided rank-sum test that row beats column."})
     criteria = fields.List(fields.String(), required=True)
+    reversed = fields.List(fields.String(), required=True,
+                           metadata={"description": "The criteria reversed: those of `criteria` named in the request's "
+                                                    "`reverse` (an entry no rating uses is ignored, so a misspelt one "
+                                                    "is missing here)."})
     qc_criteria = fields.List(fields.String(), required=True)
     kept_ratings = fields.Integer(required=True)
 

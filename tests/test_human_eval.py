@@ -105,6 +105,13 @@ def test_reversing_an_unused_criterion_changes_nothing() -> None:
     assert assess(ratings, reverse=["robotic"]) == assess(ratings, reverse=["robotic", "repetitive"])
 
 
+def test_the_response_names_the_criteria_it_reversed() -> None:
+    """A misspelt `reverse` entry is not an error (above), so the response shows what was reversed."""
+    ratings = synthetic(careful=2, careless=0, items=2)
+    assert assess(ratings, reverse=["robotic", "repetitive"])["reversed"] == ["robotic"]
+    assert assess(ratings, reverse=["robotc"])["reversed"] == []
+
+
 @pytest.mark.parametrize(
     ("change", "kwargs", "field"),
     [
