@@ -11,7 +11,7 @@ from marshmallow import ValidationError
 
 from service import limits, metrics, worker_readiness
 from service.config import Settings
-from service.errors import InvalidRequest, NotReady, UnknownModel
+from service.errors import InvalidRequest, NotReady, TooLarge, UnknownModel
 from service.schemas import DIALOGUE, ITEM, flatten_messages
 from service.scorers.base import Dialogue, EncodeCache, Item, OptionError, Scorer, Turn, lacks_reference
 from service.store import STORE_KEY, ModelStore
@@ -38,6 +38,14 @@ def get_scorer(store: ModelStore, name: str) -> Scorer:
 
 def parse_items(raw_items: list[dict[str, Any]], scorers: list[Scorer]) -> list[Item] | list[Dialogue]:
     """Validate each item against the kind of model asked for; errors keyed `items.<i>.<field>`."""
+    parsed, errors = _parse_each(raw_items, scorers)
+    if errors:
+        raise InvalidRequest("Some items are invalid; see details for each field.", errors)
+    return parsed
+
+
+def _parse_each(raw_items: list[dict[str, Any]], scorers: list[Scorer]) -> tuple[list[Any], dict[str, str]]:
+    """Every item parsed (None where invalid) and every invalid item's errors, keyed `items.<i>.<field>`."""
     kinds = {s.kind for s in scorers}
     if "dialogue" in kinds and len(kinds) > 1:
         raise InvalidRequest("Dialogue models and reply models cannot score the same items.",
@@ -55,12 +63,45 @@ def parse_items(raw_items: list[dict[str, Any]], scorers: list[Scorer]) -> list[
                 if needs_reference and lacks_reference(data["reference"]):
                     errors[f"items.{i}.reference"] = (f"Required, and not blank, by {', '.join(needs_reference)} "
                                                       "(a referenced model).")
-                parsed.append(Item(list(data["context"]), data["response"], data["reference"]))
+                    parsed.append(None)
+                else:
+                    parsed.append(Item(list(data["context"]), data["response"], data["reference"]))
         except ValidationError as exc:
             errors.update(flatten_messages(exc.messages, f"items.{i}"))
-    if errors:
+            parsed.append(None)
+    return parsed, errors
+
+
+def _item_index(path: str) -> int:
+    """`items.3.context.0` (or `candidates.3`) -> 3."""
+    return int(path.split(".")[1])
+
+
+def _kept_items(raw_items: list[dict[str, Any]], scorers: list[Scorer], over_limits: dict[str, str],
+                ) -> tuple[list[Any], list[int], dict[str, str]]:
+    """`on_invalid: "skip"`: the items that can be scored, their indices, and the others' errors.
+
+    With nothing left to score the request fails as it would without "skip" (413 for an item over
+    the limits, else 422), so "skip" changes an answer only where something is scored."""
+    parsed, errors = _parse_each(raw_items, scorers)
+    errors = {**over_limits, **errors}
+    left_out = {_item_index(path) for path in errors}
+    kept = [i for i in range(len(raw_items)) if i not in left_out]
+    if not kept:
+        if over_limits:
+            raise TooLarge("The request is over the configured limits; see GET /models for them.", errors)
         raise InvalidRequest("Some items are invalid; see details for each field.", errors)
-    return parsed
+    return [parsed[i] for i in kept], kept, dict(sorted(errors.items(), key=lambda kv: _item_index(kv[0])))
+
+
+def _spread(values: list[Any] | None, kept: list[int], total: int) -> list[Any] | None:
+    """Scores (or details) of the kept items put back at their request positions, null elsewhere."""
+    if values is None:
+        return None
+    out: list[Any] = [None] * total
+    for position, value in zip(kept, values):
+        out[position] = value
+    return out
 
 
 def run_scorer(scorer: Scorer, items: list[Any], options: dict[str, Any] | None, cache: EncodeCache,
@@ -78,20 +119,27 @@ def run_scorer(scorer: Scorer, items: list[Any], options: dict[str, Any] | None,
     return batch.scores, batch.details
 
 
-def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[str, Any]:
-    if "model" in body:
-        scorer = get_scorer(store, body["model"])
-        items = parse_items(body["items"], [scorer])
-        limits.check_encoder_work([scorer], items, settings)
-        scores, details = run_scorer(scorer, items, body["options"], EncodeCache())
-        out: dict[str, Any] = {"model": scorer.name, "version": scorer.version, "scores": scores}
-        if details is not None:
-            out["details"] = details
-        return out
-    names = list(dict.fromkeys(body["models"]))
+def score(store: ModelStore, body: dict[str, Any], settings: Settings,
+          over_limits: dict[str, str] | None = None) -> dict[str, Any]:
+    """/score. `over_limits`: the items' own excess that `limits.check_items` returned under
+    `on_invalid: "skip"`; those items are left out with the invalid ones, their scores null."""
+    skip = body.get("on_invalid") == "skip"
+    names = [body["model"]] if "model" in body else list(dict.fromkeys(body["models"]))
     scorers = [get_scorer(store, n) for n in names]
-    items = parse_items(body["items"], scorers)
+    total = len(body["items"])
+    if skip:
+        items, kept, errors = _kept_items(body["items"], scorers, over_limits or {})
+    else:
+        items, kept, errors = parse_items(body["items"], scorers), list(range(total)), {}
     limits.check_encoder_work(scorers, items, settings)
+    if "model" in body:
+        scorer = scorers[0]
+        scores, details = run_scorer(scorer, items, body["options"], EncodeCache())
+        out: dict[str, Any] = {"model": scorer.name, "version": scorer.version,
+                               "scores": _spread(scores, kept, total)}
+        if details is not None:
+            out["details"] = _spread(details, kept, total)
+        return _with_skipped(out, errors, "/score")
     options = body["options"]
     unknown = sorted(set(options) - set(names))
     if unknown:
@@ -103,16 +151,29 @@ def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[s
         if not isinstance(options.get(scorer.name, {}), dict):
             raise InvalidRequest("Options must be objects.", {f"options.{scorer.name}": "Must be an object."})
         scores, details = run_scorer(scorer, items, options.get(scorer.name), cache, f"options.{scorer.name}")
-        results[scorer.name] = {"model": scorer.name, "version": scorer.version, "scores": scores}
+        results[scorer.name] = {"model": scorer.name, "version": scorer.version,
+                                "scores": _spread(scores, kept, total)}
         if details is not None:
-            results[scorer.name]["details"] = details
+            results[scorer.name]["details"] = _spread(details, kept, total)
     # The contract's `model` and `version` on every scoring response, for all the models at once;
     # each result below carries its own as well.
-    return {"model": ",".join(names), "version": ",".join(f"{s.name}={s.version}" for s in scorers),
-            "models": names, "results": results}
+    return _with_skipped({"model": ",".join(names), "version": ",".join(f"{s.name}={s.version}" for s in scorers),
+                          "models": names, "results": results}, errors, "/score")
 
 
-def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[str, Any]:
+def _with_skipped(out: dict[str, Any], errors: dict[str, str], endpoint: str) -> dict[str, Any]:
+    """Under `on_invalid: "skip"` the answer says which items were left out and why."""
+    if errors:
+        out["skipped"] = sorted({_item_index(path) for path in errors})
+        out["errors"] = errors
+        metrics.SKIPPED.labels(endpoint).inc(len(out["skipped"]))
+    return out
+
+
+def rerank(store: ModelStore, body: dict[str, Any], settings: Settings,
+           over_limits: dict[str, str] | None = None) -> dict[str, Any]:
+    """/rerank. `over_limits`: the over-long candidates `limits.check_rerank` returned under
+    `on_invalid: "skip"`; they are left out of the ranking and named in `skipped` and `errors`."""
     scorer = get_scorer(store, body["model"])
     if scorer.kind == "dialogue":
         raise InvalidRequest(f"{scorer.name} scores whole dialogues and cannot rerank replies.",
@@ -120,14 +181,20 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     if scorer.reads_reference and lacks_reference(body["reference"]):
         raise InvalidRequest(f"{scorer.name} needs a reference.",
                              {"reference": "Required, and not blank, by this model."})
-    items = [Item(list(body["context"]), candidate, body["reference"]) for candidate in body["candidates"]]
+    errors = over_limits or {}
+    if errors and len(errors) == len(body["candidates"]):  # nothing left: as without "skip"
+        raise TooLarge("The request is over the configured limits; see GET /models for them.", errors)
+    kept = [j for j in range(len(body["candidates"])) if f"candidates.{j}" not in errors]
+    items = [Item(list(body["context"]), body["candidates"][j], body["reference"]) for j in kept]
     limits.check_encoder_work([scorer], items, settings, path="candidates")
     scores, _ = run_scorer(scorer, items, body["options"], EncodeCache())
     order = sorted(range(len(items)), key=lambda i: -scores[i])  # stable: ties keep the candidates' order
     if body["top_k"] is not None:
         order = order[: body["top_k"]]
-    return {"model": scorer.name, "version": scorer.version,
-            "ranking": [{"index": i, "response": body["candidates"][i], "score": scores[i]} for i in order]}
+    out = {"model": scorer.name, "version": scorer.version,
+           "ranking": [{"index": kept[i], "response": body["candidates"][kept[i]], "score": scores[i]}
+                       for i in order]}
+    return _with_skipped(out, errors, "/rerank")
 
 
 def readiness(store: ModelStore, settings: Settings) -> tuple[bool, dict[str, Any]]:

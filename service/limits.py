@@ -13,10 +13,24 @@ def _check_text(path: str, text: str | None, settings: Settings, over: dict[str,
         over[path] = f"{len(text)} characters; the limit is {settings.max_chars}."
 
 
-def check_items(items: list[dict[str, Any]], settings: Settings, check_reference: bool = True) -> None:
+def check_items(items: list[dict[str, Any]], settings: Settings, check_reference: bool = True,
+                *, skip_items: bool = False) -> dict[str, str]:
+    """413 for a request over the limits. With `skip_items` (the request's `on_invalid: "skip"`) an
+    item's own excess (its turns, its texts) does not fail the request: those are returned, keyed
+    `items.<i>.<field>`, for the caller to leave the item out; the number of items still fails it."""
     over: dict[str, str] = {}
     if len(items) > settings.max_items:
         over["items"] = f"{len(items)} items; the limit is {settings.max_items}."
+        _raise({**over, **_item_excess(items, settings, check_reference)})
+    over = _item_excess(items, settings, check_reference)
+    if skip_items:
+        return over
+    _raise(over)
+    return {}
+
+
+def _item_excess(items: list[dict[str, Any]], settings: Settings, check_reference: bool) -> dict[str, str]:
+    over: dict[str, str] = {}
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             continue
@@ -32,10 +46,14 @@ def check_items(items: list[dict[str, Any]], settings: Settings, check_reference
         for key in ("response", "reference") if check_reference else ("response",):
             if isinstance(item.get(key), str):
                 _check_text(f"items.{i}.{key}", item[key], settings, over)
-    _raise(over)
+    return over
 
 
-def check_rerank(body: dict[str, Any], settings: Settings, check_reference: bool = True) -> None:
+def check_rerank(body: dict[str, Any], settings: Settings, check_reference: bool = True,
+                 *, skip_candidates: bool = False) -> dict[str, str]:
+    """413 for a request over the limits; with `skip_candidates`, over-long candidates are returned
+    (keyed `candidates.<j>`) for the caller to leave out, as `check_items` does for items. The
+    context and the reference belong to every candidate, so their excess still fails the request."""
     over: dict[str, str] = {}
     if len(body["candidates"]) > settings.max_candidates:
         over["candidates"] = f"{len(body['candidates'])} candidates; the limit is {settings.max_candidates}."
@@ -43,11 +61,14 @@ def check_rerank(body: dict[str, Any], settings: Settings, check_reference: bool
         over["context"] = f"{len(body['context'])} turns; the limit is {settings.max_turns}."
     for j, text in enumerate(body["context"]):
         _check_text(f"context.{j}", text, settings, over)
-    for j, text in enumerate(body["candidates"]):
-        _check_text(f"candidates.{j}", text, settings, over)
     if check_reference:
         _check_text("reference", body.get("reference"), settings, over)
-    _raise(over)
+    candidates: dict[str, str] = {}
+    for j, text in enumerate(body["candidates"]):
+        _check_text(f"candidates.{j}", text, settings, candidates)
+    if over or not skip_candidates:
+        _raise({**over, **candidates})
+    return candidates
 
 
 def check_encoder_work(scorers: list[Any], items: list[Any], settings: Settings, path: str = "items") -> None:

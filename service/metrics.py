@@ -34,6 +34,8 @@ LATENCY = Histogram("dialscore_request_seconds", "Request latency by endpoint an
                     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
 ERRORS = Counter("dialscore_errors_total", "Error responses by contract code.", ["code"])
 ITEMS = Counter("dialscore_items_scored_total", "Items scored by model.", ["model"])
+SKIPPED = Counter("dialscore_items_skipped_total",
+                  "Invalid items (/score) and candidates (/rerank) left out under on_invalid skip.", ["endpoint"])
 BATCH = Histogram("dialscore_batch_items", "Items per scoring request by model.", ["model"],
                   buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024))
 MODEL_SECONDS = Histogram("dialscore_model_seconds", "Time inside a model's score() by model.", ["model"],

@@ -12,6 +12,24 @@ from service.text import is_blank
 
 _nonempty_list = validate.Length(min=1)
 _REFERENCE = "A human reply; required, and not blank, by `referenced` models."  # /score items, /rerank
+ON_INVALID = ("reject", "skip")
+_ON_INVALID = ("Extension. `reject` (the default): an invalid {what} fails the whole request (422, or 413 for one "
+               "over a per-utterance limit), every problem listed in `details`. `skip`: invalid {what}s are left "
+               "out and the rest is scored; the response names them in `skipped` (indices) and `errors` (field "
+               "paths to messages, as an error's `details`){null}. A request that leaves nothing to score fails as "
+               "with `reject`, as does one whose problem is not one {what}'s own content (the number of {what}s, "
+               "the model, the options{shared}, a {what} that is not a JSON {json}).")
+
+
+def _on_invalid(what: str, null: str, shared: str, json: str) -> fields.String:
+    return fields.String(load_default="reject", validate=validate.OneOf(ON_INVALID), metadata={
+        "description": _ON_INVALID.format(what=what, null=null, shared=shared, json=json), "example": "skip"})
+
+
+_SKIPPED = fields.List(fields.Integer(), metadata={
+    "description": "Only under `on_invalid: \"skip\"`, when something was left out: the indices left out."})
+_SKIP_ERRORS = fields.Dict(keys=fields.String(), values=fields.String(), metadata={
+    "description": "Only with `skipped`: why each was left out, by field path (e.g. `items.3.reference`)."})
 
 
 # Bound on every number a client sends: squares and sums of larger finite values overflow to
@@ -88,6 +106,8 @@ class ScoreRequestSchema(StrictSchema):
                         metadata={"description": "Item objects ({context, response, reference?}) or, for "
                                                  "`dialogue` models, {turns}."})
     options = fields.Dict(load_default=dict, metadata={"description": "Model-specific options; unknown keys are 422."})
+    on_invalid = _on_invalid("item", "; their `scores` (and `details`) are null", ", the encoder's word-piece cap",
+                             "object")
 
     @validates_schema
     def _one_model(self, data: dict, **_: object) -> None:
@@ -98,8 +118,11 @@ class ScoreRequestSchema(StrictSchema):
 class ScoreResponseSchema(StrictSchema):
     model = fields.String(required=True)
     version = fields.String(required=True)
-    scores = fields.List(fields.Float(), required=True)
-    details = fields.List(fields.Dict(keys=fields.String()), metadata={"description": (
+    scores = fields.List(fields.Float(allow_none=True), required=True, metadata={
+        "description": "Per item; null only for an item left out under `on_invalid: \"skip\"`."})
+    skipped = _SKIPPED
+    errors = _SKIP_ERRORS
+    details = fields.List(fields.Dict(keys=fields.String(), allow_none=True), metadata={"description": (
         "Per item, parallel to `scores`, where the model or its options give components: adem and adem-minilm "
         "s_unref and s_ref "
         "(adem-minilm also copy_penalty), minilm-cosine s_ref and s_context, ruber and ruber-minilm s_ref and "
@@ -116,6 +139,8 @@ class RerankRequestSchema(StrictSchema):
                               metadata={"description": _REFERENCE})
     top_k = Whole(allow_none=True, load_default=None, validate=validate.Range(min=1))
     options = fields.Dict(load_default=dict)
+    on_invalid = _on_invalid("candidate", "; they are not in `ranking`",
+                             ", the context, the reference, the encoder's word-piece cap", "string")
 
 
 class MultiScoreResponseSchema(StrictSchema):
@@ -127,6 +152,8 @@ class MultiScoreResponseSchema(StrictSchema):
                                                      "example": "adem=2026.11.0,ruber=2026.11.0"})
     models = fields.List(fields.String(), required=True)
     results = fields.Dict(keys=fields.String(), values=fields.Nested(ScoreResponseSchema), required=True)
+    skipped = _SKIPPED
+    errors = _SKIP_ERRORS
 
 
 class RankedSchema(StrictSchema):
@@ -139,6 +166,8 @@ class RerankResponseSchema(StrictSchema):
     model = fields.String(required=True)
     version = fields.String(required=True)
     ranking = fields.List(fields.Nested(RankedSchema), required=True)
+    skipped = _SKIPPED
+    errors = _SKIP_ERRORS
 
 
 # --- analysis ----------------------------------------------------------------------------------

@@ -15,16 +15,18 @@ def score():
     body = load_body(SCORE_REQUEST)
     names = body.get("models") or [body["model"]]
     g.model = _metrics_label(names)
-    limits.check_items(body["items"], settings(), check_reference=_reads_reference(names))
-    return jsonify(handlers.score(store(), body, settings()))
+    over = limits.check_items(body["items"], settings(), check_reference=_reads_reference(names),
+                              skip_items=body["on_invalid"] == "skip")
+    return jsonify(handlers.score(store(), body, settings(), over))
 
 
 @bp.post("/rerank")
 def rerank():
     body = load_body(RERANK_REQUEST)
     g.model = _metrics_label([body["model"]])
-    limits.check_rerank(body, settings(), check_reference=_reads_reference([body["model"]]))
-    return jsonify(handlers.rerank(store(), body, settings()))
+    over = limits.check_rerank(body, settings(), check_reference=_reads_reference([body["model"]]),
+                               skip_candidates=body["on_invalid"] == "skip")
+    return jsonify(handlers.rerank(store(), body, settings(), over))
 
 
 def _metrics_label(names: list[str]) -> str:

@@ -399,8 +399,8 @@ def test_a_non_finite_number_in_a_response_is_a_logged_500_not_invalid_json(clie
     is not JSON and which clients' parsers reject or, worse, accept."""
     from service import handlers
 
-    monkeypatch.setattr(handlers, "score", lambda store, body, settings: {"model": "length", "version": "x",
-                                                                          "scores": [float("nan")]})
+    monkeypatch.setattr(handlers, "score", lambda store, body, settings, *_: {"model": "length", "version": "x",
+                                                                             "scores": [float("nan")]})
     response = client.post("/score", json={"model": "length", "items": [{"context": ["a"], "response": "b"}]})
     assert response.status_code == 500, response.get_data(as_text=True)
     error = json.loads(response.get_data(as_text=True))["error"]  # strict: json.loads would take NaN
