@@ -66,6 +66,11 @@ def test_every_endpoint_over_http(server):
                                                               "candidates": ["sure.", "let's go climbing!"],
                                                               "reference": ITEM["reference"]})
             assert status == 200 and len(body["ranking"]) == 2
+    bad = {**ITEM, "response": "x" * 3000}  # over the default 2,000 characters
+    status, body, _ = _call(port, "POST", "/score", {"model": "length", "items": [ITEM, bad]})
+    assert status == 413 and set(body["error"]["details"]) == {"items.1.response"}
+    status, body, _ = _call(port, "POST", "/score", {"model": "length", "items": [ITEM, bad], "on_invalid": "skip"})
+    assert status == 200 and body["scores"][1] is None and body["skipped"] == [1], body
     status, body, _ = _call(port, "POST", "/correlate", {"human": [1, 2, 3, 4, 5], "scores": {"m": [2, 1, 4, 3, 5]},
                                                          "resamples": 200})
     assert status == 200, body
