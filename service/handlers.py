@@ -81,17 +81,18 @@ def _kept_items(raw_items: list[dict[str, Any]], scorers: list[Scorer], over_lim
                 ) -> tuple[list[Any], list[int], dict[str, str]]:
     """`on_invalid: "skip"`: the items that can be scored, their indices, and the others' errors.
 
-    With nothing left to score the request fails as it would without "skip" (413 for an item over
-    the limits, else 422), so "skip" changes an answer only where something is scored."""
+    With nothing left to score the request fails with the status it would have without "skip" (413
+    where an item is over the limits, else 422), its details naming every item's problems, so
+    "skip" changes the status only where something is scored."""
     parsed, errors = _parse_each(raw_items, scorers)
-    errors = {**over_limits, **errors}
+    errors = dict(sorted({**over_limits, **errors}.items(), key=lambda kv: _item_index(kv[0])))
     left_out = {_item_index(path) for path in errors}
     kept = [i for i in range(len(raw_items)) if i not in left_out]
     if not kept:
         if over_limits:
             raise TooLarge("The request is over the configured limits; see GET /models for them.", errors)
         raise InvalidRequest("Some items are invalid; see details for each field.", errors)
-    return [parsed[i] for i in kept], kept, dict(sorted(errors.items(), key=lambda kv: _item_index(kv[0])))
+    return [parsed[i] for i in kept], kept, errors
 
 
 def _spread(values: list[Any] | None, kept: list[int], total: int) -> list[Any] | None:

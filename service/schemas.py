@@ -13,23 +13,27 @@ from service.text import is_blank
 _nonempty_list = validate.Length(min=1)
 _REFERENCE = "A human reply; required, and not blank, by `referenced` models."  # /score items, /rerank
 ON_INVALID = ("reject", "skip")
-_ON_INVALID = ("Extension. `reject` (the default): an invalid {what} fails the whole request (422, or 413 for one "
-               "over a per-utterance limit), every problem listed in `details`. `skip`: invalid {what}s are left "
-               "out and the rest is scored; the response names them in `skipped` (indices) and `errors` (field "
-               "paths to messages, as an error's `details`){null}. A request that leaves nothing to score fails as "
-               "with `reject`, as does one whose problem is not one {what}'s own content (the number of {what}s, "
-               "the model, the options{shared}, a {what} that is not a JSON {json}).")
+_ON_INVALID = ("Extension. `reject` (the default): an invalid {what} fails the whole request (413 where one is over "
+               "a per-utterance limit, those named in `details`; else 422 naming every invalid {what}). `skip`: "
+               "invalid {what}s are left out and the rest is scored; the response names them in `skipped` "
+               "(indices) and `errors` (field paths to messages, as an error's `details`){null}. A request that "
+               "leaves nothing to score still fails (413 if one was over a limit, else 422, `details` naming every "
+               "problem), as does one whose problem is not one {what}'s own content (the number of {what}s, the "
+               "model, the options{shared}, {article} {what} that is not a JSON {json}).")
 
 
 def _on_invalid(what: str, null: str, shared: str, json: str) -> fields.String:
+    article = "an" if what[0] in "aeiou" else "a"
     return fields.String(load_default="reject", validate=validate.OneOf(ON_INVALID), metadata={
-        "description": _ON_INVALID.format(what=what, null=null, shared=shared, json=json), "example": "skip"})
+        "description": _ON_INVALID.format(what=what, null=null, shared=shared, json=json, article=article),
+        "example": "skip"})
 
 
 _SKIPPED = fields.List(fields.Integer(), metadata={
     "description": "Only under `on_invalid: \"skip\"`, when something was left out: the indices left out."})
 _SKIP_ERRORS = fields.Dict(keys=fields.String(), values=fields.String(), metadata={
-    "description": "Only with `skipped`: why each was left out, by field path (e.g. `items.3.reference`)."})
+    "description": "Only with `skipped`: why each was left out, by field path (`items.3.reference` for /score, "
+                   "`candidates.3` for /rerank)."})
 
 
 # Bound on every number a client sends: squares and sums of larger finite values overflow to
@@ -115,18 +119,23 @@ class ScoreRequestSchema(StrictSchema):
             raise ValidationError("Give exactly one of `model` or `models`.", "model")
 
 
-class ScoreResponseSchema(StrictSchema):
+class ModelScoresSchema(StrictSchema):
+    """One model's scores: the /score response for `model`, and each entry of `results` for `models`."""
+
     model = fields.String(required=True)
     version = fields.String(required=True)
     scores = fields.List(fields.Float(allow_none=True), required=True, metadata={
         "description": "Per item; null only for an item left out under `on_invalid: \"skip\"`."})
-    skipped = _SKIPPED
-    errors = _SKIP_ERRORS
     details = fields.List(fields.Dict(keys=fields.String(), allow_none=True), metadata={"description": (
         "Per item, parallel to `scores`, where the model or its options give components: adem and adem-minilm "
         "s_unref and s_ref "
         "(adem-minilm also copy_penalty), minilm-cosine s_ref and s_context, ruber and ruber-minilm s_ref and "
         "s_unref with options.components, mh unclipped and proxies with options.proxies.")})
+
+
+class ScoreResponseSchema(ModelScoresSchema):
+    skipped = _SKIPPED
+    errors = _SKIP_ERRORS
 
 
 class RerankRequestSchema(StrictSchema):
@@ -151,7 +160,7 @@ class MultiScoreResponseSchema(StrictSchema):
     version = fields.String(required=True, metadata={"description": "name=version of each model, comma-separated.",
                                                      "example": "adem=2026.11.0,ruber=2026.11.0"})
     models = fields.List(fields.String(), required=True)
-    results = fields.Dict(keys=fields.String(), values=fields.Nested(ScoreResponseSchema), required=True)
+    results = fields.Dict(keys=fields.String(), values=fields.Nested(ModelScoresSchema), required=True)
     skipped = _SKIPPED
     errors = _SKIP_ERRORS
 
