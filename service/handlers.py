@@ -11,7 +11,7 @@ from marshmallow import ValidationError
 
 from service import limits, metrics, worker_readiness
 from service.config import Settings
-from service.errors import InvalidRequest, NotReady, TooLarge, UnknownModel
+from service.errors import InvalidRequest, NotReady, UnknownModel
 from service.schemas import DIALOGUE, ITEM, flatten_messages
 from service.scorers.base import Dialogue, EncodeCache, Item, OptionError, Scorer, Turn, lacks_reference
 from service.store import STORE_KEY, ModelStore
@@ -90,7 +90,7 @@ def _kept_items(raw_items: list[dict[str, Any]], scorers: list[Scorer], over_lim
     kept = [i for i in range(len(raw_items)) if i not in left_out]
     if not kept:
         if over_limits:
-            raise TooLarge("The request is over the configured limits; see GET /models for them.", errors)
+            limits.refuse(errors)
         raise InvalidRequest("Some items are invalid; see details for each field.", errors)
     return [parsed[i] for i in kept], kept, errors
 
@@ -184,7 +184,7 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings,
                              {"reference": "Required, and not blank, by this model."})
     errors = over_limits or {}
     if errors and len(errors) == len(body["candidates"]):  # nothing left: as without "skip"
-        raise TooLarge("The request is over the configured limits; see GET /models for them.", errors)
+        limits.refuse(errors)
     kept = [j for j in range(len(body["candidates"])) if f"candidates.{j}" not in errors]
     items = [Item(list(body["context"]), body["candidates"][j], body["reference"]) for j in kept]
     limits.check_encoder_work([scorer], items, settings, path="candidates")

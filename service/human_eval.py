@@ -205,8 +205,8 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
     criteria only 199.
     """
     criteria = _check(ratings, list(reverse), scale, qc_system, alpha)
+    reversed_names = set(reverse)
     if qc_criteria is None:
-        reversed_names = set(reverse)
         qc_criteria = [c for c in criteria if c not in reversed_names] or list(criteria)
     known = set(criteria)
     unknown = [c for c in qc_criteria if c not in known]
@@ -266,7 +266,7 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
         "systems": summary,
         "significance": significance_matrix(ordered),
         "criteria": criteria,
-        "reversed": [c for c in criteria if c in set(reverse)],  # a misspelt `reverse` entry shows as missing here
+        "reversed": [c for c in criteria if c in reversed_names],  # a misspelt `reverse` entry shows as missing here
         "qc_criteria": list(qc_criteria),
         "kept_ratings": int(kept.sum()),
     }

@@ -21,11 +21,11 @@ def check_items(items: list[dict[str, Any]], settings: Settings, check_reference
     over: dict[str, str] = {}
     if len(items) > settings.max_items:
         over["items"] = f"{len(items)} items; the limit is {settings.max_items}."
-        _raise({**over, **_item_excess(items, settings, check_reference)})
+        refuse({**over, **_item_excess(items, settings, check_reference)})
     over = _item_excess(items, settings, check_reference)
     if skip_items:
         return over
-    _raise(over)
+    refuse(over)
     return {}
 
 
@@ -67,7 +67,7 @@ def check_rerank(body: dict[str, Any], settings: Settings, check_reference: bool
     for j, text in enumerate(body["candidates"]):
         _check_text(f"candidates.{j}", text, settings, candidates)
     if over or not skip_candidates:
-        _raise({**over, **candidates})
+        refuse({**over, **candidates})
     return candidates
 
 
@@ -94,7 +94,7 @@ def check_encoder_work(scorers: list[Any], items: list[Any], settings: Settings,
         if work > settings.max_encoder_tokens:
             over[path] = (f"{work} word pieces in {len(distinct)} distinct texts for the {component.name} encoder; "
                           f"the limit is {settings.max_encoder_tokens} (send fewer or shorter texts).")
-    _raise(over)
+    refuse(over)
 
 
 def _texts_read(item: Any, referenced: bool) -> list[str]:
@@ -133,7 +133,7 @@ def check_correlate(body: dict[str, Any], settings: Settings) -> None:
         over["resamples"] = (f"{counted} x {resamples} resamples x {metrics} metrics = "
                              f"{work_items * resamples * metrics}; the limit on their product is "
                              f"{settings.max_bootstrap_metric_work} (send fewer resamples or metrics).")
-    _raise(over)
+    refuse(over)
 
 
 def check_human_eval(body: dict[str, Any], settings: Settings) -> None:
@@ -152,9 +152,10 @@ def check_human_eval(body: dict[str, Any], settings: Settings) -> None:
     for key in ("reverse", "qc_criteria"):
         if len(body.get(key) or ()) > settings.max_criteria:
             over[key] = f"{len(body[key])} entries; the limit is {settings.max_criteria}."
-    _raise(over)
+    refuse(over)
 
 
-def _raise(over: dict[str, str]) -> None:
+def refuse(over: dict[str, str]) -> None:
+    """413 `too_large` naming each field over its limit; nothing when `over` is empty."""
     if over:
         raise TooLarge("The request is over the configured limits; see GET /models for them.", over)
