@@ -129,8 +129,9 @@ def hred_card(metrics: dict) -> dict[str, Any]:
     return {"summary": "ADEM's hierarchical encoder (utterance BiGRU + context GRU), pre-trained as VHRED; "
                        "shared by adem and autojudge.",
             "training_data": f"train splits of {', '.join(metrics['sources'])} ({metrics['train_dialogues']} "
-                             "dialogues, less those holding development text: training/data/holdout.py); "
-                             "validation and test splits held out",
+                             "dialogues, after leaving out "
+                             f"{metrics.get('dev_text_dialogues_left_out', 'those')} that hold development text: "
+                             "training/data/holdout.py); validation and test splits held out",
             "licence": CORPUS_LICENCES, "training_time_minutes": metrics["minutes"], "machine": MACHINE,
             "held_out_perplexity": {"dailydialog_validation_bound": round(held["ppl_bound"], 2),
                                     "dailydialog_validation_nll_only": round(held["ppl_nll"], 2)},
