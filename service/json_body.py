@@ -14,10 +14,13 @@ only when the raw body holds a surrogate escape at all (UTF-8 bytes cannot encod
 large ordinary body costs a pass over its containers and nothing more.
 
 It also accepts `NaN`, `Infinity` and `-Infinity`, which are not JSON, and turns a number too
-large for a double (`1e999`) into infinity. HTTP bodies keep that: the schemas refuse a
-non-finite number with a 422 that names the field. `loads(..., finite=True)` refuses them at
-parse time instead, for readers that copy values into their output unchecked (the bulk scorer
-echoes `id`), whose output would otherwise not be JSON.
+large for a double (`1e999`) into infinity. `parse_object(..., constants=False)` (HTTP bodies)
+refuses the three words as text that is not JSON, naming where they stand (API.md: 400 `bad_json`
+for a body that is not JSON; a 422 had named the field, but the body is not JSON whatever the
+field); `1e999` is JSON, and the schemas refuse its infinity with a 422 that names the field.
+Analysis files keep the words (Python's own `json.dump` writes them for a missing value).
+`loads(..., finite=True)` refuses both at parse time, for readers that copy values into their
+output unchecked (the bulk scorer echoes `id`), whose output would otherwise not be JSON.
 
 `parse` and `parse_object` are the one reader of JSON text for bodies, bulk lines, analysis files and
 manifests: UTF-8 only, a leading byte order mark dropped, each key once, the checks above. Each
@@ -64,7 +67,8 @@ class NotAnObject(JsonTextError):
 
 
 class BadText(JsonTextError):
-    """A string or key holding a lone UTF-16 surrogate, which is no Unicode character."""
+    """A string or key holding a lone UTF-16 surrogate, which is no Unicode character, or (where the
+    reader refuses them) `NaN`, `Infinity` or `-Infinity`, which are no JSON number."""
 
 
 class RepeatedKey(JsonTextError):
@@ -90,6 +94,23 @@ class NotFinite(JsonTextError):
 
 def _no_constant(name: str) -> Any:
     raise NotFinite(f"{name} is not a JSON number")
+
+
+class _Constant:
+    """What the parser makes of `NaN`, `Infinity` or `-Infinity` for a reader that refuses them: a
+    marker the walk finds with its path (parse_constant is not told where it is)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+_CONSTANT_WORD = re.compile(rb"NaN|Infinity")
+
+
+def _constant_message(value: _Constant) -> str:
+    return f"{value.name} is not a JSON number; send a finite number (or null where the field allows none)."
 
 
 def _finite_float(text: str) -> float:
@@ -119,6 +140,9 @@ class Problem(NamedTuple):
 def find_problem(data: Any, raw: bytes, max_depth: int) -> Problem | None:
     """The first problem in `data` (parsed from `raw`), or None."""
     strings = _SURROGATE_ESCAPE.search(raw) is not None
+    constants = _CONSTANT_WORD.search(raw) is not None  # the words may stand only where a number can
+    if isinstance(data, _Constant):
+        return Problem("(body)", _constant_message(data))
     stack: list[tuple[Any, str, int]] = [(data, "", 0)]
     while stack:
         value, path, depth = stack.pop()
@@ -130,10 +154,14 @@ def find_problem(data: Any, raw: bytes, max_depth: int) -> Problem | None:
                 message = _surrogate_message(key) if strings else None
                 if message:  # the path names the key with its surrogate escaped, so it can be sent back
                     return Problem(_LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", child_path), message)
+                if constants and isinstance(child, _Constant):
+                    return Problem(child_path, _constant_message(child))
                 if isinstance(child, (dict, list)) or (strings and isinstance(child, str)):
                     stack.append((child, child_path, depth + 1))
         elif isinstance(value, list):
             for index, child in enumerate(value):
+                if constants and isinstance(child, _Constant):
+                    return Problem(f"{path}.{index}" if path else str(index), _constant_message(child))
                 if isinstance(child, (dict, list)) or (strings and isinstance(child, str)):
                     stack.append((child, f"{path}.{index}" if path else str(index), depth + 1))
         elif isinstance(value, str):
@@ -156,35 +184,41 @@ _BOM = b"\xef\xbb\xbf"  # UTF-8 byte order mark
 
 def parse(raw: bytes, *, max_depth: int, finite: bool = False) -> Any:
     """The JSON value in `raw` held to every rule above, or a JsonTextError saying which it broke."""
-    data = _load(raw, max_depth, finite)
+    data = _load(raw, max_depth, finite, constants=True)
     _check(data, raw, max_depth)
     return data
 
 
-def parse_object(raw: bytes, *, max_depth: int, finite: bool = False) -> dict[str, Any]:
+def parse_object(raw: bytes, *, max_depth: int, finite: bool = False, constants: bool = True) -> dict[str, Any]:
     """`parse` for readers that want an object (a body, a bulk line, a manifest); the shape is checked
-    before the walk, so a deep or odd array is answered as not an object."""
+    before the walk, so a deep or odd array is answered as not an object. `constants=False` refuses
+    `NaN`, `Infinity` and `-Infinity` as BadText naming their path."""
     try:
-        data = _load(raw, max_depth, finite)
+        data = _load(raw, max_depth, finite, constants)
     except TooDeep:
         # Too deep for the parser to finish: an array's shape is still known from its first byte,
         # and it is answered the same whatever its depth (50 levels or 100,000).
         if raw.removeprefix(_BOM).lstrip(b" \t\r\n").startswith(b"["):
             raise NotAnObject("an array") from None
         raise
+    if isinstance(data, _Constant):
+        raise BadText(_constant_message(data), "(body)")
     if not isinstance(data, dict):
         raise NotAnObject(_json_name(data))
     _check(data, raw, max_depth)
     return data
 
 
-def _load(raw: bytes, max_depth: int, finite: bool) -> Any:
+def _load(raw: bytes, max_depth: int, finite: bool, constants: bool) -> Any:
     try:
         text = raw.decode("utf-8").removeprefix(_BOM.decode())  # RFC 8259 lets a reader drop a BOM; Windows tools write one
     except UnicodeDecodeError as exc:
         raise NotUtf8(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
     try:
-        data = loads(text, finite=finite)
+        if constants or finite:
+            data = loads(text, finite=finite)
+        else:  # each word becomes a marker that _check finds, with its path
+            data = json.loads(text, object_pairs_hook=_unique, parse_constant=_Constant)
     except JsonTextError:  # RepeatedKey, NotFinite: raised from inside the parser
         raise
     except json.JSONDecodeError as exc:

@@ -14,7 +14,8 @@ VERSION = "1.0.0"
 
 _ERRORS = {
     "400": ("`bad_json`: the body is empty, not UTF-8, not JSON, not a JSON object, repeats a key within one "
-            "object, or holds a lone UTF-16 surrogate (`details` names where). `bad_request`: the HTTP request "
+            "object, or holds a lone UTF-16 surrogate or `NaN`, `Infinity` or `-Infinity`, which are not JSON "
+            "(`details` names where; a number too large for a double is JSON, and a 422). `bad_request`: the HTTP request "
             "itself is malformed, answered by the server before the app reads it."),
     "401": "A token is configured and missing or wrong (`unauthorized`).",
     "404": "Unknown model (`unknown_model`).",

@@ -58,8 +58,10 @@ def word_count(text: str) -> int:
 
 
 def is_blank(text: str) -> bool:
-    """Nothing a person could read: only whitespace and invisible format characters (Unicode
-    category Cf: zero-width space and joiners, the byte order mark, soft hyphen). str.strip() keeps
-    the latter, so a reference of "\u200b" passed as present and ADEM scored every reply against
-    an empty token list (a probe, 2026-11-25)."""
-    return all(ch.isspace() or unicodedata.category(ch) == "Cf" for ch in text)
+    """Nothing a person could read: only whitespace, invisible format characters (Unicode
+    category Cf: zero-width space and joiners, the byte order mark, soft hyphen) and control
+    characters (Cc: NUL, BEL, escape). str.strip() keeps both, so a reference of "\u200b" passed as
+    present and ADEM scored every reply against an empty token list (a probe, 2026-11-25), and one
+    of "\u0000" scored a reply of "\u0000" as a perfect match (BLEU-4 and minilm-cosine 1.0; an
+    audit, 2026-11-26)."""
+    return all(ch.isspace() or unicodedata.category(ch) in ("Cf", "Cc") for ch in text)

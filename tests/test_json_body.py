@@ -63,3 +63,23 @@ def test_parse_is_one_reader_for_bodies_lines_files_and_manifests() -> None:
     assert parse_object(b'{"a": NaN}', max_depth=4)["a"] != 0
     with pytest.raises(NotFinite):
         parse_object(b'{"a": 1e999}', max_depth=4, finite=True)
+
+
+def test_a_reader_that_refuses_nan_names_where_it_stands() -> None:
+    """HTTP bodies (constants=False): NaN, Infinity and -Infinity are not JSON, so they are refused as
+    text with their path, wherever they stand; 1e999 is JSON (the schemas refuse its value), and a NaN
+    inside a string is text. Analysis files still read the words (Python's json.dump writes them)."""
+    import math
+
+    import pytest
+
+    from service.json_body import BadText, parse, parse_object
+
+    for raw, path in [(b'{"a": NaN}', "a"), (b'{"a": [1, {"b": [Infinity]}]}', "a.1.b.0"),
+                      (b'{"a": -Infinity}', "a"), (b"NaN", "(body)")]:
+        with pytest.raises(BadText) as refused:
+            parse_object(raw, max_depth=8, constants=False)
+        assert refused.value.path == path and "not a JSON number" in str(refused.value)
+    assert math.isinf(parse_object(b'{"a": 1e999}', max_depth=8, constants=False)["a"])
+    assert parse_object(b'{"a": "NaN Infinity"}', max_depth=8, constants=False) == {"a": "NaN Infinity"}
+    assert math.isnan(parse(b'{"a": NaN}', max_depth=8)["a"])

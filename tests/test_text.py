@@ -27,7 +27,8 @@ def test_long_texts_never_enter_the_process_wide_memos() -> None:
 
 
 def test_blank_means_nothing_visible_not_only_whitespace() -> None:
-    for blank in ("", " \t\n", "\u3000", "\u200b", "\ufeff", "\u200c\u200d\u2060", "\u00ad "):
+    for blank in ("", " \t\n", "\u3000", "\u200b", "\ufeff", "\u200c\u200d\u2060", "\u00ad ",
+                  "\u0000", "\u0007\u001b ", "\u007f"):  # control characters too (an audit: "\u0000" matched itself)
         assert text.is_blank(blank), repr(blank)
     for visible in ("a", "\u200bhi", "😀", "\u0301", "字", "."):  # a lone combining mark is visible
         assert not text.is_blank(visible), repr(visible)

@@ -26,7 +26,7 @@ def _parse(raw: bytes, depth: int) -> dict[str, Any]:
     """json_body's reading (UTF-8 only, BOM dropped, each key once, no lone surrogates), its refusals
     as the contract's answers: nesting is a limit GET /models lists, so 413 as the others; else 400."""
     try:
-        return parse_object(raw, max_depth=depth)
+        return parse_object(raw, max_depth=depth, constants=False)  # NaN is not JSON: 400, with its path
     except RepeatedKey as exc:
         raise BadJson(f"The request body is ambiguous: {exc}; send each key once.", {"key": exc.key}) from None
     except TooDeep as exc:

@@ -137,16 +137,20 @@ def _system_means(values: np.ndarray, groups: np.ndarray, count: int) -> np.ndar
 
 
 def canonical_order(human: np.ndarray, metrics: dict[str, np.ndarray], systems: np.ndarray | None) -> np.ndarray:
-    """The item order the bootstrap draws in: sorted by system, human score, then each metric by name.
+    """The item order the bootstrap draws in: sorted by human score, then each metric by name.
 
     A resample is a row of item positions, so with one seed the intervals and paired-bootstrap
     p-values moved when a researcher sorted the same rows differently (an item-level Pearson
     interval of .8 moved by .01 to .02 between orders). In this order they depend on the data alone:
     items that tie on every key are interchangeable, so their order among themselves changes nothing.
+    `systems` is not a key: the item level reads no system, and sorting by it first moved every
+    item-level interval when a researcher added `systems` to the same request (an audit, 2026-11-26);
+    the system level draws within each system, its members in this order. The metrics are keys
+    because the item-level draws are shared by every metric (the paired bootstrap needs that), so
+    adding a metric to a request does move the others' intervals, within their resampling noise.
     """
+    del systems  # kept in the signature: callers pass what the request holds
     keys = [metrics[name] for name in sorted(metrics, reverse=True)] + [human]
-    if systems is not None:
-        keys.append(np.unique(systems, return_inverse=True)[1])
     return np.lexsort(keys)
 
 

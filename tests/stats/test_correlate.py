@@ -322,3 +322,14 @@ def test_a_given_interval_holds_its_estimate_on_mostly_zero_metrics(seed: int) -
     for entry in body["metrics"]["m"]["item"].values():
         if entry["ci"] is not None:
             assert entry["ci"][0] - 1e-9 <= entry["r"] <= entry["ci"][1] + 1e-9
+
+
+def test_adding_systems_leaves_the_item_level_as_it_was() -> None:
+    """An audit (2026-11-26): the same human scores and metric gave another item-level interval once
+    `systems` was added, because the draws were made in an order sorted by system first."""
+    systems = [f"s{i % 5}" for i in range(40)]
+    alone = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, None, list(stats.METHODS), resamples=200, seed=3)
+    with_systems = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, systems, list(stats.METHODS), resamples=200,
+                             seed=3)
+    assert with_systems["metrics"]["good"]["item"] == alone["metrics"]["good"]["item"]
+    assert "system" in with_systems["metrics"]["good"]
