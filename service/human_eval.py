@@ -71,8 +71,9 @@ def _check(ratings: list[dict], reverse: Sequence[str], scale: tuple[float, floa
                 errors[f"ratings.{i}.scores.{name}"] = "Must be a finite number."
             elif not lo <= value <= hi:
                 errors[f"ratings.{i}.scores.{name}"] = f"Must lie within the scale [{lo:g}, {hi:g}]."
-    if qc_system is not None and not any(r.get("system") == qc_system for r in ratings):
-        errors["qc_system"] = f"No rating is of the quality-control system {qc_system!r}."
+    # A `qc_system` no rating holds is not refused either (API.md's example names "degraded" beside a
+    # single rating of system A): every rater then fails quality control, having rated no
+    # quality-control dialogue, and the response's `warnings` says why nothing is ranked.
     if errors:
         raise HumanEvalInputError(errors)
     return criteria
@@ -270,6 +271,10 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
         "qc_criteria": list(qc_criteria),
         "kept_ratings": int(kept.sum()),
     }
+    if qc_system is not None and not is_qc.any():
+        body["warnings"] = [f"No rating is of the quality-control system {qc_system!r}, so no rater could pass "
+                            "quality control and no system is ranked; name the system that holds the degraded "
+                            "dialogues, or leave qc_system out to keep every rater untested."]
     if reasons:
         body["raters"]["reasons"] = reasons
     if constant:

@@ -191,8 +191,9 @@ def _document_rules(components: dict[str, Any]) -> None:
     human_eval["scale"]["description"] = ("[low, high], low below high; every score must lie within it. "
                                           "Default [0, 100].")
     human_eval["ratings"]["description"] = (
-        "One row per rater, system and item; every row scores the same criteria. With `qc_system`, some rows "
-        "must be of that system.")
+        "One row per rater, system and item; every row scores the same criteria. With `qc_system`, the rows of "
+        "that system are the quality-control dialogues; where none are, every rater fails quality control and "
+        "the response's `warnings` says so.")
     human_eval["qc_criteria"]["description"] += " Each must be a criterion of the ratings; not empty."
     components["Dialogue"]["properties"]["turns"]["description"] = (
         "The whole conversation, oldest first (1..max_turns), with at least one turn by the bot (`speaker: bot`) whose text is not blank; "

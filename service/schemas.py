@@ -390,6 +390,9 @@ class HumanEvalResponseSchema(StrictSchema):
                                                     "is missing here)."})
     qc_criteria = fields.List(fields.String(), required=True)
     kept_ratings = fields.Integer(required=True)
+    warnings = fields.List(fields.String(), metadata={
+        "description": "Present when the request could not be assessed as asked: a `qc_system` that no rating "
+                       "holds (every rater then fails quality control, and no system is ranked)."})
 
 
 class ErrorBodySchema(StrictSchema):

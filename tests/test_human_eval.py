@@ -119,7 +119,6 @@ def test_the_response_names_the_criteria_it_reversed() -> None:
         (lambda r: r[1]["scores"].pop("robotic"), {}, "ratings.1.scores"),
         (lambda r: r[2]["scores"].update(fun=float("nan")), {}, "ratings.2.scores.fun"),
         (lambda r: r[2].update(rater=""), {}, "ratings.2.rater"),
-        (lambda r: None, {"qc_system": "missing"}, "qc_system"),
         (lambda r: None, {"scale": (100, 0)}, "scale"),
         (lambda r: None, {"alpha": 1.5}, "alpha"),
         (lambda r: None, {"qc_criteria": ["boring"]}, "qc_criteria"),
@@ -236,3 +235,16 @@ def test_the_significance_matrix_keeps_the_systems_order_whatever_order_it_tests
     for a, row in matrix.items():
         for b, p in row.items():
             assert p == sps.mannwhitneyu(samples[a], samples[b], alternative="greater").pvalue
+
+
+def test_a_quality_control_system_no_rating_holds_fails_every_rater_with_a_warning() -> None:
+    """API.md's own example names qc_system "degraded" beside one rating of system A: it is answered
+    (was a 422), every rater failing quality control for having rated no quality-control dialogue,
+    and `warnings` says why no system is ranked, so a misspelt name is not silently ignored."""
+    ratings = synthetic(careful=2, careless=0, items=2)
+    body = assess(ratings, reverse=["robotic"], qc_system="degradd")
+    assert body["raters"]["passed"] == [] and sorted(body["raters"]["failed"]) == sorted(body["raters"]["p"])
+    assert set(body["raters"]["reasons"].values()) == {"rated no quality-control dialogue"}
+    assert body["systems"] == [] and body["significance"] == {} and body["kept_ratings"] == 0
+    assert len(body["warnings"]) == 1 and "'degradd'" in body["warnings"][0]
+    assert "warnings" not in assess(ratings, reverse=["robotic"], qc_system="degraded")

@@ -59,6 +59,7 @@ def human_eval_markdown(result: dict[str, Any]) -> str:
     else:  # no quality-control system: every rater is kept, none was tested
         parts = [f"Raters: {raters['total']}, all kept: no quality-control system was given, so none was tested; "
                  f"{result['kept_ratings']} ratings kept."]
+    parts += [f"**Warning:** {warning}" for warning in result.get("warnings", [])]
     criteria = result["criteria"]
     rows = [[str(i + 1), s["system"], str(s["n"]), f"{s['overall_z']:.3f}", _ci(s.get("overall_z_ci"))]
             + [f"{s['z'][c]:.3f}" for c in criteria] + [f"{s['raw'][OVERALL]:.2f}"]

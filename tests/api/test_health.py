@@ -97,6 +97,11 @@ def test_responses_match_the_schemas_the_openapi_document_declares(client, basel
                                 "resamples": 0}, schemas.CorrelateResponseSchema),
         ("POST", "/human-eval", {"ratings": ratings, "reverse": ["robotic"], "qc_system": "degraded"},
          schemas.HumanEvalResponseSchema),
+        # API.md's example, verbatim: its qc_system has no rating, which `warnings` says (was a 422)
+        ("POST", "/human-eval", {"ratings": [{"rater": "w1", "system": "A", "item": "d17",
+                                              "scores": {"interesting": 73, "fun": 60, "robotic": 20}}],
+                                 "reverse": ["robotic", "repetitive"], "scale": [0, 100], "qc_system": "degraded",
+                                 "alpha": 0.05}, schemas.HumanEvalResponseSchema),
     ]
     for method, path, body, schema in cases:
         response = client.open(path, method=method, json=body)
