@@ -13,6 +13,11 @@ from training.cards import with_measured_fields
 from training.evaluation_cards import readme_section
 
 VERSION = "2026.11.0"
+_GLOVE_LIMITATIONS = ("Words are lower-cased BERT-style tokens, punctuation included (GloVe has vectors for it); "
+                      "tokens outside GloVe's 400,000 words (emoji, most non-English words) are dropped, so two "
+                      "texts whose only known tokens are the same punctuation compare as equal (\"ужасно!\" "
+                      "against \"прекрасно!\": 1.0), and a text with no known token scores 0 (an audit, "
+                      "2026-11-26).")
 BASELINES = {
     "bleu4": dict(kind="referenced", score_range=(0.0, 1.0), uses=[], card={
         "summary": "Sentence BLEU-4 of the reply against the reference (sacrebleu 2.6, exponential "
@@ -29,19 +34,25 @@ BASELINES = {
                    "higher on some sets, such as dstc7 here, and lower on others); every learned metric "
                    "here must beat it.",
         "licence": "MIT (this project)",
-        "citation": "none (a reference point, not a published metric)"}),
+        "citation": "none (a reference point, not a published metric)",
+        "limitations": "Counts the tokens that hold a letter or digit after BERT's pre-tokenisation, so each "
+                       "CJK character is a word and a sentence of a script written without spaces (Thai) one "
+                       "word."}),
     "emb-average": dict(kind="referenced", score_range=(-1.0, 1.0), uses=["glove-50d"], card={
         "summary": "Cosine of the mean GloVe-50d word vectors of reply and reference.",
         "licence": "Apache-2.0 / PDDL (GloVe)",
-        "citation": "Liu et al. 2016, How NOT To Evaluate Your Dialogue System."}),
+        "citation": "Liu et al. 2016, How NOT To Evaluate Your Dialogue System.",
+        "limitations": _GLOVE_LIMITATIONS}),
     "emb-extrema": dict(kind="referenced", score_range=(-1.0, 1.0), uses=["glove-50d"], card={
         "summary": "Cosine of the vector-extrema GloVe-50d embeddings of reply and reference.",
         "licence": "Apache-2.0 / PDDL (GloVe)",
-        "citation": "Forgues et al. 2014; Liu et al. 2016."}),
+        "citation": "Forgues et al. 2014; Liu et al. 2016.",
+        "limitations": _GLOVE_LIMITATIONS}),
     "emb-greedy": dict(kind="referenced", score_range=(-1.0, 1.0), uses=["glove-50d"], card={
         "summary": "Greedy matching of GloVe-50d word vectors between reply and reference, both directions.",
         "licence": "Apache-2.0 / PDDL (GloVe)",
-        "citation": "Rus & Lintean 2012; Liu et al. 2016."}),
+        "citation": "Rus & Lintean 2012; Liu et al. 2016.",
+        "limitations": _GLOVE_LIMITATIONS}),
 }
 
 

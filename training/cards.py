@@ -123,6 +123,34 @@ def _files(folder: Path) -> str:
                      if p.suffix in (".onnx", ".json", ".npy") and p.name != "manifest.json")
 
 
+# Limits an audit of the served models found (2026-11-26): what a user of the classic heads must know.
+ADEM_LIMITATIONS = """## Limitations
+- Reads the first 39 BPE pieces of each utterance (40 ids with the end marker) and the last
+  context turns given above: text past that changes no score.
+- English, on a tokenizer learned from DailyDialog and Chit-Chat: emoji and scripts it never saw
+  become [UNK], so replies that differ only in them tie. Typography it saw in few contexts moves
+  scores, if less than AutoJudge's on the same encoder: curly apostrophes (’) in the context in place
+  of straight ones moved nine replies by up to 0.3 points (an audit of the served model, 2026-11-26).
+- The reference term r^T N r_hat is learned, not a similarity: a reply identical to its reference
+  is not rewarded (2.86 of 5 on average over ten hand-written contexts, same audit), and empty or
+  copied replies score above the human one more often than not (the degenerate-reply table
+  below). Served as the paper's baseline; to rank candidates use adem-minilm.
+"""
+AUTOJUDGE_LIMITATIONS = """## Limitations
+- Reads the first 39 BPE pieces of each utterance (40 ids with the end marker) and the last
+  context turns given above: text past that changes no score.
+- English, on a tokenizer learned from DailyDialog and Chit-Chat: emoji and scripts it never saw
+  become [UNK], so replies that differ only in them tie. Typography it saw in few contexts moves
+  scores a lot: curly apostrophes (’) in the context in place of straight ones moved the same
+  reply from 3.26 to 1.05, and nine replies down by 1.68 points on average (0.80 to 2.35); dropping
+  a reply's final full stop moved it by 0.52 at the median (an audit of the served model, 2026-11-26).
+- It rewards replies people do not: an empty reply to a blank context scores 4.99, and empty,
+  generic and copied replies often score above the human one (the degenerate-reply table below),
+  the reward failure the paper itself reports. Served as the paper's baseline; to re-rank live
+  candidates use autojudge-minilm.
+"""
+
+
 # --- hred-encoder ------------------------------------------------------------------------------------
 def hred_card(metrics: dict) -> dict[str, Any]:
     held = metrics["held_out_dailydialog_validation"]
@@ -288,6 +316,7 @@ pre-trained on (DSTC7: Reddit threads with grounding passages, cut to 40 BPE tok
 utterance); and the ratings come from other protocols (relevance/informativeness, rescaled)
 than the paper's single "overall quality" score on its own model outputs.
 
+{ADEM_LIMITATIONS}
 ## Reproduce
 ```
 {reproduce(metrics.get('encoder_metrics'))}
@@ -377,6 +406,7 @@ one protocol, MACE-aggregated), while ours pool six sets with different protocol
 scales; the system split here leaves out DSTC7/Gupta systems whose replies differ in domain
 from the rest; and the encoder is small and briefly pre-trained (see hred-encoder's card).
 
+{AUTOJUDGE_LIMITATIONS}
 ## Reproduce
 ```
 {reproduce(metrics.get('encoder_metrics'))}

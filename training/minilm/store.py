@@ -68,6 +68,11 @@ def data_licences(model: str, reddit: bool, next_turn: bool) -> str:
 
 
 # What a user choosing between models should know and the figures alone do not say.
+# Every model on the shared encoder reads what it reads (an audit of the served models, 2026-11-26).
+ENCODER_LIMITATION = (" English only: all-MiniLM-L6-v2's WordPiece vocabulary reads most emoji, characters "
+                      "of scripts it lacks and any word over 100 characters as one [UNK], so replies that "
+                      "differ only in them tie exactly, and an emoji-only reply to an emoji-only turn counts "
+                      "as a copy of it (an audit, 2026-11-26).")
 LIMITATIONS = {
     "adem-minilm": "needs a reference. Its ratings fit reads only the two sets with their own references (dstc7's "
                    "Reddit threads and Gupta's DailyDialog set), so other rating protocols are extrapolated. Scores "
@@ -197,7 +202,7 @@ def write_minilm_cosine(folder: Path) -> Manifest:
     card = with_measured_fields({"summary": SUMMARIES["minilm-cosine"],
                                  "inputs": "context (last turn used), reply, reference",
                                  "training_data": "none (untrained)", "licence": ENCODER_LICENCE,
-                                 "limitations": LIMITATIONS["minilm-cosine"],
+                                 "limitations": LIMITATIONS["minilm-cosine"] + ENCODER_LIMITATION,
                                  "citation": CITATIONS["minilm-cosine"],
                                  "reproduce": "python -m training minilm-cosine\npython -m training minilm-report\n"
                                               "python -m training degenerate"}, folder)
@@ -255,7 +260,7 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
     if search:
         card["search"] = search
     if config.model in LIMITATIONS:
-        card["limitations"] = LIMITATIONS[config.model]
+        card["limitations"] = LIMITATIONS[config.model] + ENCODER_LIMITATION
     if config.model in DETAILS:
         card["details"] = DETAILS[config.model].format(**model_config)
     options = {}

@@ -173,6 +173,18 @@ def _max_note(summary: dict) -> str:
             "(pooled GloVe), taking the higher of the two scores lets s_U decide most items.")
 
 
+# What an audit of the served model found (2026-11-26) that a user ranking candidates must know.
+LIMITATIONS = (
+    "## Limitations\n\n"
+    "- s_U reads the first 128 known words of a reply and the last 128 of a query; words outside GloVe's "
+    "400,000 are dropped before both parts, so emoji and most non-English words count for nothing. Two texts "
+    "whose only known tokens are the same punctuation have s_R = 1 (\"ужасно!\" against \"прекрасно!\"), and "
+    "the default `max` blend then gives 1.0; a text with no known token has s_R = 0 (an audit of the served "
+    "model, 2026-11-26).\n"
+    "- Punctuation counts as words (GloVe has vectors for it), and curly apostrophes are other tokens than "
+    "straight ones: both can change the ranking of close candidates (same audit).")
+
+
 def _reproduce_line(command: str) -> str:
     """The card's reproduce command is `make train`'s, which lifts the wall-clock cap.
 
@@ -289,7 +301,7 @@ def write_card(folder: Path, summary: dict) -> Path:
         lines.append(f"| {set_name} | " + " | ".join(cells) + " |")
     lines += ["", paper_comparison(corr, summary)]
     lines += ["", ("Sets and splits: `training/data/judgements.py`; the full table of every served model is in "
-              "`docs/evaluation.md`."), "", "## Citation", "", CITATION, ""]
+              "`docs/evaluation.md`."), "", LIMITATIONS, "", "## Citation", "", CITATION, ""]
     path = folder / "README.md"
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
