@@ -91,11 +91,17 @@ def selfplay(bot: Bot, scorer: Any, seeds: list[str], turns: int, max_failures: 
 
 
 def load_scorer(store: Path) -> Any:
+    """The store's mh scorer; a store without one is a set-up error (exit 2) named before the store
+    loads, whose log lines speak to a server's operator ("clients are told ...")."""
+    from training.cli_types import SetupError
+
+    if not (Path(store) / "mh" / "manifest.json").is_file():
+        raise SetupError(f"--store {store}: no mh model there ({Path(store) / 'mh' / 'manifest.json'} is missing)")
     models = ModelStore(store, models=("mh",))
     models.load()
     scorer = models.get("mh")
     if scorer is None:
-        raise SystemExit(f"mh is not servable from {store}: {models.failures.get('mh', models.failures)}")
+        raise SetupError(f"mh is not servable from {store}: {models.failures.get('mh', models.failures)}")
     return scorer
 
 

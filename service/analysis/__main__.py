@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -34,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
     corr.add_argument("--format", default="auto", choices=["auto", "csv", "json", "dstc"],
                       help="csv: one item per row; json: a /correlate request body; dstc: DSTC-style evaluation JSON")
     corr.add_argument("--human", nargs="+", help="CSV column(s) holding human ratings (default: columns named human*)")
+    corr.add_argument("--system", default="system",
+                      help="CSV column labelling each row's system, for system-level results (default: system); "
+                           "every other column but the human ones is read as a metric")
     corr.add_argument("--aspect", help="DSTC annotation to use (default: overall, else the first)")
     # Defaults are None so that a /correlate body's own settings apply unless the command line says otherwise.
     corr.add_argument("--methods", nargs="+", default=None, choices=METHODS, help="default: all three")
@@ -79,7 +83,7 @@ CORRELATE_DEFAULTS = {"methods": list(METHODS), "confidence": 0.95, "resamples":
 
 
 def run_correlate(args: argparse.Namespace) -> int:
-    data = importers.load_correlate(args.file, args.format, args.human, args.aspect)
+    data = importers.load_correlate(args.file, args.format, args.human, args.aspect, args.system)
     chosen = {key: getattr(args, key) if getattr(args, key) is not None else data.settings.get(key, default)
               for key, default in CORRELATE_DEFAULTS.items()}
     # Whatever the file's format, what reaches the statistics is what the HTTP schema admits, so a
@@ -91,7 +95,9 @@ def run_correlate(args: argparse.Namespace) -> int:
                        body["resamples"], body["seed"])
     markdown = report.correlate_markdown(result)
     _write(args.out, "correlate", result, markdown)
-    if not args.no_plots:
+    if args.no_plots:
+        _remove_not_drawn(args.out.glob("correlate_*.png"), drawn=())
+    else:
         from service.analysis.plots import correlate_plots
 
         _finish_plots(correlate_plots(result, args.out), args.out.glob("correlate_*.png"))
@@ -188,32 +194,46 @@ def run_human_eval(args: argparse.Namespace) -> int:
         from service.analysis.plots import human_eval_plots
 
         plots = human_eval_plots(result, args.out)
-        histogram = args.out / "rater_agreement.png"
+        histogram = args.out / HUMAN_EVAL_PICTURES[2]
         if pairs is not None and not any(pairs.get(label) for label in ("passed", "failed")):
             plots.skip(histogram, "no pair of raters of the same systems, both passed or both failed, has a defined r")
         elif pairs is not None:
             from service.analysis.plots import agreement_histogram
 
             plots.append(agreement_histogram(pairs, histogram))
-        _finish_plots(plots, [args.out / name for name in ("ranking.png", "significance.png", histogram.name)])
+        _finish_plots(plots, [args.out / name for name in HUMAN_EVAL_PICTURES])
+    else:
+        _remove_not_drawn([args.out / name for name in HUMAN_EVAL_PICTURES], drawn=())
     print(markdown)
     return 0
 
 
+HUMAN_EVAL_PICTURES = ("ranking.png", "significance.png", "rater_agreement.png")
+
+
 def _finish_plots(plots, ours) -> None:
-    """Say which plots were left out, and remove the pictures of ours that this run did not draw (an
-    earlier run's into the same --out, of a level, method or option this run has not), so that every
-    picture beside the report is this run's."""
+    """Say which plots were left out, and remove the pictures of ours that this run did not draw."""
     for line in plots.skipped:
         print(line, file=sys.stderr)
-    drawn = {Path(p).resolve() for p in plots}
+    _remove_not_drawn(ours, plots)
+
+
+def _remove_not_drawn(ours, drawn) -> None:
+    """Remove the pictures of ours that this run did not draw (an earlier run's into the same --out,
+    of a level, method or option this run has not, or any with --no-plots), so that every picture
+    beside the report is this run's."""
+    kept = {Path(p).resolve() for p in drawn}
     for path in list(ours):
-        if path.resolve() not in drawn:
+        if path.resolve() not in kept:
             path.unlink(missing_ok=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.out.exists() and not args.out.is_dir():
+        print(f"error: --out {args.out} is a file; name a folder for the report (it is made if missing)",
+              file=sys.stderr)
+        return 2
     if not args.no_plots:
         from service.analysis.plots import missing
 
@@ -232,12 +252,15 @@ def main(argv: list[str] | None = None) -> int:
         noun = "field" if len(fields) == 1 else "fields"
         print("\n".join([f"error: {len(fields)} invalid {noun}:", *lines]), file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `... | head`: the report files are written; the reader wanted no more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's flush is quiet
+        return 0
     except (importers.ImporterError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except TooLarge as exc:
-        print(f"error: {exc.message} {'; '.join(exc.details.values())} (DIALSCORE_MAX_* settings raise the limits)",
-              file=sys.stderr)
+    except TooLarge as exc:  # the service's message points at GET /models, which a command line has not
+        print(f"error: over the configured limits: {'; '.join(exc.details.values())} (DIALSCORE_MAX_* settings "
+              "raise them)", file=sys.stderr)
         return 2
 
 

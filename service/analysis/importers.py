@@ -14,6 +14,7 @@ in ../shared/data/human_eval/ji2022 (all 304 assignments present in both files a
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -131,24 +132,48 @@ def _unique_columns(path: Path, names: Any) -> list[str]:
     return columns
 
 
+_EXTRA = "\x00extra"  # DictReader's key for the fields a row has past the header's
+
+
+def read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    """The header and (line, row) pairs of a CSV or TSV file, every row as wide as the header.
+
+    csv.DictReader drops a row's extra fields silently and fills missing ones with None, which
+    surfaced as 'float() argument must be ... not NoneType'; an empty file, or one separated by
+    semicolons (a spreadsheet's CSV where the decimal mark is a comma), surfaced as 'no human
+    column' (an audit, 2026-11-26).
+    """
+    with open(path, newline="", encoding="utf-8-sig") as handle:
+        text = handle.read()
+    if not text.strip():
+        raise ImporterError(f"{path}: the file is empty")
+    lines = text.splitlines(keepends=True)
+    reader = csv.DictReader(lines, delimiter=_delimiter(path, lines[0]), restkey=_EXTRA)
+    columns = _unique_columns(path, reader.fieldnames)
+    rows = []
+    for row in reader:
+        extra = row.pop(_EXTRA, None) or []
+        short = sum(value is None for value in row.values())
+        if extra or short:
+            raise ImporterError(f"{path}:{reader.line_num}: {len(columns) + len(extra) - short} field(s), "
+                                f"the header has {len(columns)}")
+        rows.append((reader.line_num, row))
+    return columns, rows
+
+
 # --- generic human-eval files ------------------------------------------------------------------------
 def human_eval_csv(path: Path, qc_system: str | None = None, reverse: list[str] | None = None,
                    scale: tuple[float, float] = (0.0, 100.0)) -> HumanEvalInput:
     """One rating per row: columns rater, system, item, then one numeric column per criterion."""
     ratings: list[dict[str, Any]] = []
-    with open(path, newline="", encoding="utf-8-sig") as handle:
-        reader = csv.DictReader(handle, delimiter=_delimiter(path))
-        _unique_columns(path, reader.fieldnames)
-        missing = {"rater", "system", "item"} - set(reader.fieldnames or [])
-        if missing:
-            raise ImporterError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
-        criteria = [c for c in reader.fieldnames or [] if c not in ("rater", "system", "item")]
-        for line, row in enumerate(reader, start=2):
-            try:
-                scores = {c: float(row[c]) for c in criteria}
-            except (TypeError, ValueError) as exc:
-                raise ImporterError(f"{path}:{line}: a score is not a number ({exc})") from exc
-            ratings.append({"rater": row["rater"], "system": row["system"], "item": row["item"], "scores": scores})
+    columns, rows = read_csv_rows(path)
+    missing = {"rater", "system", "item"} - set(columns)
+    if missing:
+        raise ImporterError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+    criteria = [c for c in columns if c not in ("rater", "system", "item")]
+    for line, row in rows:
+        scores = {c: _number(path, line, c, row[c], "a criterion's score") for c in criteria}
+        ratings.append({"rater": row["rater"], "system": row["system"], "item": row["item"], "scores": scores})
     return HumanEvalInput(ratings, reverse=list(reverse or []), scale=scale, qc_system=qc_system)
 
 
@@ -179,6 +204,18 @@ def correlate_json(path: Path) -> CorrelateInput:
     return CorrelateInput(body["human"], body["scores"], body.get("systems"), settings)
 
 
+def _number(path: Path, line: int, column: str, value: str, what: str) -> float:
+    """A cell's finite number, or an error naming the line, the column and the rule."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ImporterError(f"{path}:{line}: column {column!r} holds {value[:40]!r}, not a number "
+                            f"(it is read as {what})") from None
+    if not math.isfinite(number):
+        raise ImporterError(f"{path}:{line}: column {column!r} holds {value[:40]!r}: give a finite number")
+    return number
+
+
 def correlate_csv(path: Path, human: list[str] | None = None, system: str = "system") -> CorrelateInput:
     """One item per row. Human columns: those named in `human`, else every column starting 'human'
     (several give several ratings per item; empty cells are missing ratings, and a row needs one
@@ -186,10 +223,7 @@ def correlate_csv(path: Path, human: list[str] | None = None, system: str = "sys
     numeric value' the file did not hold). An optional `system`
     column labels systems; every other column is a metric. Non-numeric metric columns are refused.
     """
-    with open(path, newline="", encoding="utf-8-sig") as handle:
-        reader = csv.DictReader(handle, delimiter=_delimiter(path))
-        columns = _unique_columns(path, reader.fieldnames)
-        rows = list(reader)
+    columns, rows = read_csv_rows(path)
     absent = [c for c in human or [] if c not in columns]
     if absent:
         raise ImporterError(f"{path}: no column {', '.join(absent)} (columns: {', '.join(columns)})")
@@ -199,20 +233,23 @@ def correlate_csv(path: Path, human: list[str] | None = None, system: str = "sys
     metric_cols = [c for c in columns if c not in human_cols and c != system]
     if not metric_cols:
         raise ImporterError(f"{path}: no metric columns")
+    as_metric = (f"a metric's score: every column but the human ones ({', '.join(human_cols)}) and the system "
+                 f"column ({system!r}{'' if system in columns else ', absent here'}) is; --human and --system "
+                 "name those columns")
     ratings: list[Any] = []
     scores: dict[str, list[float]] = {c: [] for c in metric_cols}
-    for line, row in enumerate(rows, start=2):
-        try:
-            values = [float(row[c]) for c in human_cols if row[c] not in ("", None)]
-            for c in metric_cols:
-                scores[c].append(float(row[c]))
-        except (TypeError, ValueError) as exc:
-            raise ImporterError(f"{path}:{line}: a value is not a number ({exc})") from exc
+    for line, row in rows:
+        values = [_number(path, line, c, row[c], "a human rating") for c in human_cols if row[c] != ""]
+        for c in metric_cols:
+            scores[c].append(_number(path, line, c, row[c], as_metric))
+        if system in columns and not row[system].strip():
+            raise ImporterError(f"{path}:{line}: no system in column {system!r} (label every row, or leave the "
+                                "column out)")
         if not values:
             raise ImporterError(f"{path}:{line}: no human rating in {', '.join(human_cols)} (every row needs one; "
                                 "leave out the rows nobody rated)")
         ratings.append(values if len(human_cols) > 1 else values[0])
-    systems = [row[system] for row in rows] if system in columns else None
+    systems = [row[system] for _, row in rows] if system in columns else None
     return CorrelateInput(ratings, scores, systems)
 
 
@@ -270,8 +307,12 @@ def _read_json(path: Path) -> Any:
         raise ImporterError(f"{path}: not readable JSON ({exc})") from None
 
 
-def _delimiter(path: Path) -> str:
-    return "\t" if Path(path).suffix.lower() == ".tsv" else ","
+def _delimiter(path: Path, header: str = "") -> str:
+    """Tab for a .tsv name; else the header's first separator of comma, tab and semicolon (a
+    spreadsheet writes semicolons where the decimal mark is a comma), comma where it has none."""
+    if Path(path).suffix.lower() == ".tsv":
+        return "\t"
+    return next((ch for ch in (",", "\t", ";") if ch in header), ",")
 
 
 # --- format detection --------------------------------------------------------------------------------
@@ -292,13 +333,13 @@ def _read_as(reader, path: Path, fmt: str, *args: Any, detected: bool = False):
 
 
 def load_correlate(path: Path, fmt: str = "auto", human: list[str] | None = None,
-                   aspect: str | None = None) -> CorrelateInput:
+                   aspect: str | None = None, system: str = "system") -> CorrelateInput:
     """Read a correlate input; `fmt` is auto, csv, json (a /correlate body) or dstc."""
     path = Path(path)
     detected = fmt == "auto"  # a message names the format tried, never 'auto'
     if detected:
         fmt = _read_as(_detect_correlate, path, "a correlate input", path)
-    return _read_as(_load_correlate, path, fmt, path, fmt, human, aspect, detected=detected)
+    return _read_as(_load_correlate, path, fmt, path, fmt, human, aspect, system, detected=detected)
 
 
 def load_upstream(paths: list[Path]) -> dict[str, Any] | None:
@@ -322,10 +363,11 @@ def _detect_correlate(path: Path) -> str:
     return "json" if isinstance(body, dict) and "human" in body else "dstc"
 
 
-def _load_correlate(path: Path, fmt: str, human: list[str] | None, aspect: str | None) -> CorrelateInput:
+def _load_correlate(path: Path, fmt: str, human: list[str] | None, aspect: str | None,
+                    system: str = "system") -> CorrelateInput:
     path = Path(path)
     if fmt == "csv":
-        return correlate_csv(path, human)
+        return correlate_csv(path, human, system)
     if fmt == "json":
         return correlate_json(path)
     if fmt == "dstc":
@@ -338,7 +380,8 @@ def _detect_human_eval(first: Path) -> str:
         return "ji2022-json"
     if first.suffix.lower() in (".csv", ".tsv"):
         with open(first, newline="", encoding="utf-8-sig") as handle:
-            header = next(csv.reader(handle, delimiter=_delimiter(first)), [])
+            line = handle.readline()
+        header = next(csv.reader([line], delimiter=_delimiter(first, line)), [])
         return "ji2022-csv" if "Answer.taskAnswers" in header else "csv"
     return "json"
 

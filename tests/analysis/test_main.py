@@ -288,3 +288,51 @@ def test_every_picture_beside_the_report_is_this_runs(tmp_path: Path, capsys: py
     err = capsys.readouterr().err
     assert "no rater_agreement.png: no pair of raters of the same systems" in err
     assert "Warning" not in err and not list(he_out.glob("*.png"))
+
+
+def test_no_plots_leaves_no_picture_of_an_earlier_run(tmp_path: Path) -> None:
+    """An audit (2026-11-26): --no-plots skipped the clean-up, so the last run's pictures stayed beside a
+    report of other data."""
+    out = tmp_path / "out"
+    (tmp_path / "c.json").write_text(json.dumps(GOOD_CORRELATE), encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "c.json"), "--out", str(out)]) == 0
+    assert list(out.glob("correlate_*.png"))
+    assert main(["correlate", str(tmp_path / "c.json"), "--out", str(out), "--no-plots"]) == 0
+    assert not list(out.glob("*.png"))
+    example = Path(__file__).resolve().parents[2] / "docs/examples/human-eval.json"
+    assert main(["human-eval", str(example), "--out", str(out)]) == 0
+    assert (out / "ranking.png").exists()
+    assert main(["human-eval", str(example), "--out", str(out), "--no-plots"]) == 0
+    assert not list(out.glob("*.png"))
+
+
+def test_csv_mistakes_are_named_by_line_and_column(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """What an audit (2026-11-26) found reported as another problem, or not at all."""
+    cases = {
+        "empty.csv": ("", "the file is empty"),
+        "extra.csv": ("system,human,m\na,1,2\nb,2,3,9\na,3,1\n", "extra.csv:3: 4 field(s), the header has 3"),
+        "short.csv": ("system,human,m\na,1,2\nb,4\n", "short.csv:3: 2 field(s), the header has 3"),
+        "idcol.csv": ("id,human,m\nx1,1,2\nx2,2,3\n",
+                      "idcol.csv:2: column 'id' holds 'x1', not a number (it is read as a metric's score"),
+        "nan.csv": ("human,m\n1,2\n2,NaN\n", "nan.csv:3: column 'm' holds 'NaN': give a finite number"),
+        "blanksys.csv": ("system,human,m\na,1,2\n,2,3\nb,3,1\n", "blanksys.csv:3: no system in column 'system'"),
+    }
+    for name, (text, message) in cases.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        assert main(["correlate", str(tmp_path / name), "--out", str(tmp_path / "x"), "--no-plots"]) == 2, name
+        assert message in capsys.readouterr().err, name
+    # A spreadsheet's semicolons are read, and --system names another column.
+    rows = ["sys;rating;m1"] + [f"s{i % 3};{i};{i * 2 % 7}" for i in range(12)]
+    (tmp_path / "semi.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp_path / "semi"
+    assert main(["correlate", str(tmp_path / "semi.csv"), "--human", "rating", "--system", "sys", "--out", str(out),
+                 "--no-plots"]) == 0
+    result = json.loads((out / "correlate.json").read_text())
+    assert list(result["metrics"]) == ["m1"] and result["systems"]["labels"] == ["s0", "s1", "s2"]
+
+
+def test_an_out_that_is_a_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    (tmp_path / "c.json").write_text(json.dumps(GOOD_CORRELATE), encoding="utf-8")
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "c.json"), "--out", str(tmp_path / "afile")]) == 2
+    assert "is a file; name a folder" in capsys.readouterr().err

@@ -200,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.models or sorted(store.scorers):
         scorer = store.scorers.get(name)
         if scorer is None or scorer.kind == "dialogue":
+            if args.models is not None:  # named, so say why it has no row (an empty table read as a pass)
+                print(f"{name}: left out: the check scores replies, and {name} is a dialogue model", file=sys.stderr)
             continue
         started = time.time()
         table[name] = shares(scorer, cases)
