@@ -23,7 +23,8 @@ REPRODUCE_HEADS = ("python -m training train adem --encoder runs/vhred --out run
 
 
 # Why a card's training-run table and its `evaluate` section differ in the third decimal.
-TRAINING_TIME_TABLE = ("This table is the training run's, in torch, before the service's soft bound, "
+TRAINING_TIME_TABLE = ("This table is the training run's, in torch, on the run's own tokenizer (curly "
+                       "quotes not mapped), before the service's soft bound, "
                        "with the first reference where one is used, and its baselines on the same "
                        "items; the served model's figures, each set's references (the best of the "
                        "first four) and those recovered from DailyDialog included, are in the section "
@@ -128,9 +129,10 @@ ADEM_LIMITATIONS = """## Limitations
 - Reads the first 39 BPE pieces of each utterance (40 ids with the end marker) and the last
   context turns given above: text past that changes no score.
 - English, on a tokenizer learned from DailyDialog and Chit-Chat: emoji and scripts it never saw
-  become [UNK], so replies that differ only in them tie. Typography it saw in few contexts moves
-  scores, if less than AutoJudge's on the same encoder: curly apostrophes (’) in the context in place
-  of straight ones moved nine replies by up to 0.3 points (an audit of the served model, 2026-11-26).
+  become [UNK], so replies that differ only in them tie. Curly quotes (’ ‘ “ ”) are read as straight
+  ones since adem 2026.11.3 (hred-encoder 2026.11.2's tokenizer.json maps them): before, curly
+  apostrophes in the context in place of straight ones moved nine replies by up to 0.3 points (an
+  audit of the served model, 2026-11-26). Other punctuation is read as typed.
 - The reference term r^T N r_hat is learned, not a similarity: a reply identical to its reference
   is not rewarded (2.86 of 5 on average over ten hand-written contexts, same audit), and empty or
   copied replies score above the human one more often than not (the degenerate-reply table
@@ -140,10 +142,12 @@ AUTOJUDGE_LIMITATIONS = """## Limitations
 - Reads the first 39 BPE pieces of each utterance (40 ids with the end marker) and the last
   context turns given above: text past that changes no score.
 - English, on a tokenizer learned from DailyDialog and Chit-Chat: emoji and scripts it never saw
-  become [UNK], so replies that differ only in them tie. Typography it saw in few contexts moves
-  scores a lot: curly apostrophes (’) in the context in place of straight ones moved the same
-  reply from 3.26 to 1.05, and nine replies down by 1.68 points on average (0.80 to 2.35); dropping
-  a reply's final full stop moved it by 0.52 at the median (an audit of the served model, 2026-11-26).
+  become [UNK], so replies that differ only in them tie. Curly quotes (’ ‘ “ ”) are read as straight
+  ones since autojudge 2026.11.3 (hred-encoder 2026.11.2's tokenizer.json maps them): before, curly
+  apostrophes in the context in place of straight ones moved the same reply from 3.26 to 1.05, and
+  nine replies down by 1.68 points on average (0.80 to 2.35; an audit of the served model,
+  2026-11-26). Other punctuation still moves scores a lot: dropping a reply's final full stop moved
+  it by 0.52 at the median (same audit).
 - It rewards replies people do not: an empty reply to a blank context scores 4.99, and empty,
   generic and copied replies often score above the human one (the degenerate-reply table below),
   the reward failure the paper itself reports. Served as the paper's baseline; to re-rank live
@@ -201,6 +205,11 @@ every step. Only the two encoders are exported; the decoder is used by `python -
 ## Files and inputs
 {_files(folder)}
 
+- `tokenizer.json`: the pre-training run's BPE tokenizer (BERT normaliser: lower case, accents
+  kept) with ’ ‘ mapped to ' and “ ” to " in front of it, since hred-encoder 2026.11.2. The encoder
+  was trained without that mapping: DailyDialog spells apostrophes both ways, ’ is a token of its
+  own, and a curly apostrophe moved the heads' scores (AutoJudge's by 1.68 points on average in an
+  audit); mapped at export, the run, the encoder and the heads are unchanged (training/tokenizer.py).
 - `utterance_encoder.onnx`: `tokens` int64 [batch, time] (BPE ids of `tokenizer.json`, 0-padded,
   each utterance ends in [EOS], at most {config['max_tokens']} ids), `lengths` int64 [batch] -> `vectors` [batch, {u}].
 - `context_encoder.onnx`: `vectors` float [batch, turns, {u}] (padded turns last), `turns` int64
@@ -395,8 +404,9 @@ spread (the paper reuses ADEM's 0.01 and 32, which fit only its own encoder's sc
 {_dev_table(metrics['dev'], '## Correlation with human ratings on the dev partitions (never trained on)')}
 
 "init (M = I)" is the head before training: the encoder's dot product alone. This table is the
-training run's, in torch, before the service's soft bound; the served model's figures are in the
-section `evaluate` writes below and in docs/evaluation.md.
+training run's, in torch, on the run's own tokenizer (curly quotes not mapped), before the service's
+soft bound; the served model's figures are in the section `evaluate` writes below and in
+docs/evaluation.md.
 
 ## Gap to the paper
 CONVO SPLIT Pearson {_fmt(convo['pearson'])} vs the paper's 0.573 ({_diff(convo['pearson'], 0.573)}); SYSTEM

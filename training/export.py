@@ -6,7 +6,10 @@ are checked to be symbolic, and ONNX Runtime must match torch within `PARITY_ATO
 shapes (batch 1, long inputs) before anything is written to the store.
 
 Store folders written here: `hred-encoder` (tokenizer.json, utterance_encoder.onnx,
-context_encoder.onnx), `adem` (adem_head.onnx) and `autojudge` (autojudge_head.onnx). Every input is
+context_encoder.onnx), `adem` (adem_head.onnx) and `autojudge` (autojudge_head.onnx). The served
+tokenizer.json is the run's with ’ ‘ “ ” mapped to ' and " in front of its BERT normaliser
+(training/tokenizer.py `served`: the encoder and the heads were trained on the run's own, so the
+mapping is added here and `make train` still reproduces them). Every input is
 checked before anything is written (training/export_checks.py): a head must have been trained on the
 encoder it will be served with, and a new encoder may not leave heads already in the store on an
 encoder they were not trained on. The folders are built in a hidden folder of the store and moved
@@ -139,14 +142,19 @@ def _fresh(folder: Path) -> Path:
 
 def export_hred(checkpoint: Path, tokenizer_path: Path, folder: Path, version: str,
                 card: dict[str, Any] | None = None) -> dict[str, float]:
-    """The `hred-encoder` component: tokenizer.json + utterance_encoder.onnx + context_encoder.onnx."""
+    """The `hred-encoder` component: tokenizer.json + utterance_encoder.onnx + context_encoder.onnx.
+
+    tokenizer.json is the run's with typographic quotes mapped to ASCII (`training.tokenizer.served`)."""
     from service.manifest import write_manifest
+    from training import tokenizer as bpe
     from training.encoders.vhred import load_checkpoint
 
     model, extra = load_checkpoint(checkpoint)
     cfg = model.config
     folder = _fresh(Path(folder))
-    shutil.copyfile(tokenizer_path, folder / "tokenizer.json")
+    # The served tokenizer reads ’ ‘ “ ” as ' and " (training/tokenizer.py `served` says why the run's
+    # own tokenizer, which the encoder and heads were trained on, does not).
+    bpe.save_served(tokenizer_path, folder / "tokenizer.json")
     parity: dict[str, float] = {}
     utt_examples = utterance_examples(cfg.vocab_size, cfg.max_tokens)
     export_onnx(model.utterance_encoder, utt_examples[3], folder / "utterance_encoder.onnx",
@@ -271,11 +279,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--vhred", type=Path, help="pre-training run folder (model.pt, tokenizer.json)")
     parser.add_argument("--adem", type=Path, help="ADEM run folder (head.pt, metrics.json)")
     parser.add_argument("--autojudge", type=Path, help="AutoJudge run folder (head.pt, metrics.json)")
-    # Each artifact's version is its own: 2026.11.1, trained with the dev hold-out; the heads'
-    # 2026.11.2, early stopping by context (2026-11-23). Defaults are the committed ones, so that
-    # `make train` reproduces model_store/ versions included.
-    parser.add_argument("--version", type=version, default="2026.11.2", help="of the adem and autojudge heads")
-    parser.add_argument("--encoder-version", type=version, default="2026.11.1", help="of hred-encoder")
+    # Each artifact's version is its own: the encoder's 2026.11.1, trained with the dev hold-out, and
+    # 2026.11.2, its tokenizer.json reading curly quotes as straight ones (2026-11-26); the heads'
+    # 2026.11.2, early stopping by context (2026-11-23), and 2026.11.3, served on that tokenizer.
+    # Defaults are the committed ones, so that `make train` reproduces model_store/ versions included.
+    parser.add_argument("--version", type=version, default="2026.11.3", help="of the adem and autojudge heads")
+    parser.add_argument("--encoder-version", type=version, default="2026.11.2", help="of hred-encoder")
     parser.add_argument("--log", type=Path, default=None, help="also write the log here (make train: runs/export.log)")
     args = parser.parse_args(argv)
     if not (args.vhred or args.adem or args.autojudge):

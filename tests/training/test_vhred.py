@@ -129,6 +129,26 @@ def test_service_component_reproduces_training_vectors(run, tmp_path) -> None:
     assert np.abs(component.encode_responses(replies) - ours.encode_responses(replies)).max() < 1e-4
 
 
+def test_export_serves_the_runs_tokenizer_with_curly_quotes_mapped(run, tmp_path) -> None:
+    """The run keeps its tokenizer (the encoder and heads were trained on it); the store's reads ’ as '."""
+    from service.components.base import component_class
+    from service.manifest import read_manifest
+    from service.runtime import Runtime
+    from training.encoders.hred_encoder import HREDTextEncoder
+
+    folder = tmp_path / "hred-encoder"
+    export_hred(run / "model.pt", run / "tokenizer.json", folder, "2026.11.0")
+    assert (folder / "tokenizer.json").read_text() == bpe.served(bpe.load(run / "tokenizer.json")).to_str(pretty=True)
+    run_tokenizer = bpe.load(run / "tokenizer.json")
+    assert run_tokenizer.encode("it’s").ids != run_tokenizer.encode("it's").ids
+    component = component_class("hred-encoder")(read_manifest(folder), Runtime())
+    ours = HREDTextEncoder.from_run(run)
+    curly = [["i think it’s going to rain today.", "she said “no”."]]
+    straight = [["i think it's going to rain today.", 'she said "no".']]
+    assert np.abs(component.encode_contexts(curly) - ours.encode_contexts(straight)).max() < 1e-4
+    assert np.abs(component.encode_contexts(curly) - component.encode_contexts(straight)).max() == 0
+
+
 @pytest.mark.parametrize("field, value", [("max_turns", 1), ("max_turns", 0), ("context", 0), ("utterance", 2.5),
                                           ("embedding", True), ("word_drop", 1.0), ("word_drop", -0.1)])
 def test_config_refuses_sizes_no_model_can_use(field, value) -> None:
