@@ -148,9 +148,9 @@ AUTOJUDGE_LIMITATIONS = """## Limitations
   nine replies down by 1.68 points on average (0.80 to 2.35; an audit of the served model,
   2026-11-26). Other punctuation still moves scores a lot: dropping a reply's final full stop moved
   it by 0.52 at the median (same audit).
-- It rewards replies people do not: an empty reply to a blank context scores 4.99, and empty,
-  generic and copied replies often score above the human one (the degenerate-reply table below),
-  the reward failure the paper itself reports. Served as the paper's baseline; to re-rank live
+- It rewards replies people do not: an empty reply to a blank context scores 4.99, and copies of
+  the last turn, generic and empty replies score above the human one in many cases (the
+  degenerate-reply table below), the reward failure the paper itself reports. Served as the paper's baseline; to re-rank live
   candidates use autojudge-minilm.
 """
 
