@@ -1,8 +1,8 @@
 # syntax=docker/dockerfile:1
 # dialscore on CPU: `docker build -t dialscore:2026.11.0 .` (docs/deploy.md).
 # Two stages: dependencies are installed in a virtual environment in the first, and only that
-# environment, the service code and the committed model store reach the final image (no pip
-# cache, no compilers, no torch, no training code).
+# environment (pip removed from it), the service code and the committed model store reach the final
+# image (no pip, no compilers, no torch, no training code).
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
@@ -14,6 +14,7 @@ COPY requirements.txt constraints.txt /tmp/
 RUN /opt/venv/bin/pip install --no-compile -r /tmp/requirements.txt -c /tmp/constraints.txt \
     && /opt/venv/bin/pip check \
     && /opt/venv/bin/python -c "import onnxruntime, tokenizers, scipy, flask, gunicorn" \
+    && /opt/venv/bin/python -m pip uninstall -q -y pip \
     && /opt/venv/bin/python -m compileall -q /opt/venv/lib
 
 FROM ${PYTHON_IMAGE} AS runtime
@@ -40,7 +41,8 @@ ENV PATH=/opt/venv/bin:$PATH \
     DIALSCORE_PROVIDERS=CPUExecutionProvider
 USER 10001:10001
 EXPOSE 8000
+# Ready, not only alive: a store that failed to load answers /healthz but can score nothing.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=120s --retries=3 \
-    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ.get('DIALSCORE_PORT', '8000') + '/healthz', timeout=4)"]
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ.get('DIALSCORE_PORT', '8000') + '/readyz', timeout=4)"]
 STOPSIGNAL SIGTERM
 CMD ["python", "-m", "service"]

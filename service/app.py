@@ -175,6 +175,14 @@ def _install_request_metrics(app: Flask) -> None:
         g.started = time.perf_counter()
 
     @app.after_request
+    def no_sniffing_no_caching(response: Response) -> Response:
+        """Every answer is JSON (or the metrics text) about one request: no browser may read it as
+        another type, and no cache between client and service may keep a score or an error."""
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Cache-Control", "no-store")
+        return response
+
+    @app.after_request
     def record(response: Response) -> Response:
         endpoint = request.url_rule.rule if request.url_rule else _rule_of_wrong_method(app, response)
         metrics.REQUESTS.labels(endpoint, metrics.method_label(request.method), str(response.status_code)).inc()

@@ -145,6 +145,16 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
     settings = replace(settings, api_token=settings.api_token.strip())
     if any(ch.isspace() or not ch.isprintable() for ch in settings.api_token):
         raise ValueError("DIALSCORE_API_TOKEN: must not hold spaces or control characters (a header cannot carry them)")
+    # Set but blank (a Secret with an empty value) served every endpoint open, with only the warning
+    # meant for "no token configured" (an ops review, 2026-11-26): a token that was meant fails closed.
+    if not settings.api_token and str(environ.get("DIALSCORE_API_TOKEN", "")) != "":
+        raise ValueError("DIALSCORE_API_TOKEN: set but blank; give the token, or unset the variable to serve "
+                         "without one")
+    # HTTP headers are read as latin-1 and compared as UTF-8 here, so a non-ASCII token matched no client
+    # that sent it as UTF-8 (curl does): every request was 401.
+    if not settings.api_token.isascii():
+        raise ValueError("DIALSCORE_API_TOKEN: must be ASCII (letters, digits and punctuation; RFC 6750's "
+                         "token characters are safest)")
     for name, most in SERVER_LIMIT_CEILINGS.items():
         value = getattr(settings, name)
         if not 1 <= value <= most:  # gunicorn reads 0 as "no limit" and silently caps larger values

@@ -40,12 +40,14 @@ class ServerSettings:
     graceful_timeout: int = 25  # DIALSCORE_GRACEFUL_TIMEOUT: seconds in-flight requests get after SIGTERM
     read_timeout: float = 10.0  # DIALSCORE_READ_TIMEOUT: seconds a request may take to arrive whole
     max_requests: int = 0  # DIALSCORE_MAX_REQUESTS: recycle a worker after this many (0: never)
+    # DIALSCORE_MAX_WORKER_MEMORY_MIB: recycle a worker whose resident memory passed this after a request (0: never)
+    max_worker_memory_mib: int = 0
     worker_tmp_dir: str = ""  # DIALSCORE_WORKER_TMP_DIR: gunicorn's heartbeat files ("": the system's)
 
 
 # name: (lowest, highest) for the integers; read_timeout is checked on its own
 _INT_RANGES = {"port": (1, 65535), "workers": (1, MAX_WORKERS), "threads": (1, 1024), "worker_timeout": (0, 86400),
-               "graceful_timeout": (0, 86400), "max_requests": (0, 10**9)}
+               "graceful_timeout": (0, 86400), "max_requests": (0, 10**9), "max_worker_memory_mib": (0, 10**7)}
 
 
 def env_name(field: str) -> str:

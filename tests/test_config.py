@@ -58,6 +58,9 @@ def test_server_limits_are_listed():
     ("DIALSCORE_MODEL_STORE", "", "must name a folder"),  # was the working directory
     ("DIALSCORE_LOG_LEVEL", "verbose", "must be one of"),
     ("DIALSCORE_PROVIDERS", "CudaExecutionProvider,CPUExecutionProvider", "not an ONNX Runtime execution provider"),
+    # an ops review (2026-11-26): a blank Secret served every endpoint open; a non-ASCII token matched no client
+    ("DIALSCORE_API_TOKEN", "  \n", "set but blank"),
+    ("DIALSCORE_API_TOKEN", "tökén", "must be ASCII"),
 ])
 def test_values_the_service_cannot_use_are_refused_naming_the_variable(variable, value, message):
     with pytest.raises(ValueError, match=f"{variable}.*{message}"):

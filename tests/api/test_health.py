@@ -243,3 +243,12 @@ def test_requests_the_document_calls_invalid_are_the_ones_the_service_refuses(cl
             documented_valid = False
         status = client.post(path, json=body).status_code
         assert (status == 200) == documented_valid, (body, status)
+
+
+def test_answers_say_nosniff_and_no_store(client):
+    """JSON about one request (an ops review, 2026-11-26): no browser may sniff it as another type,
+    and no cache between a client and the service may keep a score or an error."""
+    for response in (client.get("/healthz"), client.get("/nope"), client.post("/score", data=b"{"),
+                     client.post("/score", json={"model": "length", "items": [{"context": ["a"], "response": "b"}]})):
+        assert response.headers["X-Content-Type-Options"] == "nosniff", response.status
+        assert response.headers["Cache-Control"] == "no-store", response.status

@@ -221,6 +221,20 @@ def test_replacement_workers_load_before_they_take_requests(tmp_path):
         assert _requests_total(srv.port) == 120
 
 
+def test_a_worker_past_its_memory_limit_is_replaced_and_no_request_fails(tmp_path):
+    """DIALSCORE_MAX_WORKER_MEMORY_MIB=1: every worker is over it after its first request, so each
+    request recycles one (as max_requests does: requests in flight finish, the replacement loads
+    before it serves), and every request is still answered."""
+    store = copy_store(tmp_path / "model_store", ("length",))
+    env = {"DIALSCORE_MAX_WORKER_MEMORY_MIB": "1", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
+    with running_server(store, env) as srv:
+        statuses = [_call(srv.port, "POST", "/score", {"model": "length", "items": [ITEM]})[0] for _ in range(12)]
+        assert statuses.count(200) == 12, {s: statuses.count(s) for s in set(statuses)}
+        log = srv.log()
+        assert "over DIALSCORE_MAX_WORKER_MEMORY_MIB=1: restarting it" in log
+        assert log.count("Booting worker") >= 4, log.count("Booting worker")
+
+
 def test_an_answer_given_without_reading_the_body_closes_the_connection(server):
     """GET /healthz with a body that never comes: the 200 says Connection: close and is the last thing
     sent. gunicorn used to drain the rest and, at the read deadline, send an unasked 408, which a
