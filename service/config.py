@@ -147,7 +147,7 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
         raise ValueError("DIALSCORE_API_TOKEN: must not hold spaces or control characters (a header cannot carry them)")
     # Set but blank (a Secret with an empty value) served every endpoint open, with only the warning
     # meant for "no token configured" (an ops review, 2026-11-26): a token that was meant fails closed.
-    if not settings.api_token and str(environ.get("DIALSCORE_API_TOKEN", "")) != "":
+    if not settings.api_token and "DIALSCORE_API_TOKEN" in environ:
         raise ValueError("DIALSCORE_API_TOKEN: set but blank; give the token, or unset the variable to serve "
                          "without one")
     # HTTP headers are read as latin-1 and compared as UTF-8 here, so a non-ASCII token matched no client

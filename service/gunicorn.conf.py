@@ -106,14 +106,18 @@ def resident_mib() -> float:
         return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
 
 
-def post_request(worker, req, environ, resp):
+def pre_request(worker, req):
     """Recycle a worker whose memory passed DIALSCORE_MAX_WORKER_MEMORY_MIB, as max_requests does.
 
     ONNX Runtime's arenas grow with the variety of input shapes a worker has seen and keep their
     peak (docs/deploy.md, "Memory"): recycling by a count of requests restarted workers every few
     seconds under cheap traffic and too late under heavy traffic, where memory is what runs out.
-    The worker finishes its requests in flight, and its replacement loads before it serves.
+    The worker finishes its requests in flight, and its replacement loads before it serves. Checked
+    before a request, not after: gunicorn reads `alive` when it writes the answer, which then says
+    `Connection: close`; set after, the answer had promised keep-alive on a connection the stopping
+    worker dropped 2 s later (a review, 2026-11-26). So it reads what the earlier requests left.
     """
+    worker.log.debug("%s %s", req.method, req.path)  # gunicorn's own pre_request, which this replaces
     limit = _server.max_worker_memory_mib
     if limit and worker.alive:
         held = resident_mib()

@@ -75,7 +75,8 @@ def write_contract_error(sock: socket.socket, status_int: int, reason: str, mesg
     if reason == "Bad Request" and status_int != 400:  # gunicorn's phrase for its 501 (unknown Transfer-Encoding)
         reason = HTTPStatus(status_int).phrase
     head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n")
+            f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
+            "X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n\r\n")  # as the app's answers
     # gunicorn's reason phrases are ASCII; latin-1 is what it writes its own status lines in.
     util.write_nonblock(sock, head.encode("latin-1") + payload)
 

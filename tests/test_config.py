@@ -60,6 +60,7 @@ def test_server_limits_are_listed():
     ("DIALSCORE_PROVIDERS", "CudaExecutionProvider,CPUExecutionProvider", "not an ONNX Runtime execution provider"),
     # an ops review (2026-11-26): a blank Secret served every endpoint open; a non-ASCII token matched no client
     ("DIALSCORE_API_TOKEN", "  \n", "set but blank"),
+    ("DIALSCORE_API_TOKEN", "", "set but blank"),  # an empty Secret key sets the variable to ''
     ("DIALSCORE_API_TOKEN", "tökén", "must be ASCII"),
 ])
 def test_values_the_service_cannot_use_are_refused_naming_the_variable(variable, value, message):

@@ -14,6 +14,7 @@ in ../shared/data/human_eval/ji2022 (all 304 assignments present in both files a
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections.abc import Iterable
 from pathlib import Path
@@ -135,7 +136,7 @@ def _unique_columns(path: Path, names: Any) -> list[str]:
 _EXTRA = "\x00extra"  # DictReader's key for the fields a row has past the header's
 
 
-def read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+def read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]], str]:
     """The header and (line, row) pairs of a CSV or TSV file, every row as wide as the header.
 
     csv.DictReader drops a row's extra fields silently and fills missing ones with None, which
@@ -147,8 +148,10 @@ def read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]
         text = handle.read()
     if not text.strip():
         raise ImporterError(f"{path}: the file is empty")
-    lines = text.splitlines(keepends=True)
-    reader = csv.DictReader(lines, delimiter=_delimiter(path, lines[0]), restkey=_EXTRA)
+    delimiter = _delimiter(path, text)
+    # A StringIO with newline="": rows end at \r and \n only, as the file read; str.splitlines also
+    # split cells holding U+2028 or NEL, which csv.writer leaves unquoted (a review, 2026-11-26).
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter, restkey=_EXTRA)
     columns = _unique_columns(path, reader.fieldnames)
     rows = []
     for row in reader:
@@ -158,7 +161,7 @@ def read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]
             raise ImporterError(f"{path}:{reader.line_num}: {len(columns) + len(extra) - short} field(s), "
                                 f"the header has {len(columns)}")
         rows.append((reader.line_num, row))
-    return columns, rows
+    return columns, rows, delimiter
 
 
 # --- generic human-eval files ------------------------------------------------------------------------
@@ -166,13 +169,14 @@ def human_eval_csv(path: Path, qc_system: str | None = None, reverse: list[str] 
                    scale: tuple[float, float] = (0.0, 100.0)) -> HumanEvalInput:
     """One rating per row: columns rater, system, item, then one numeric column per criterion."""
     ratings: list[dict[str, Any]] = []
-    columns, rows = read_csv_rows(path)
+    columns, rows, delimiter = read_csv_rows(path)
+    comma = decimal_comma(delimiter)
     missing = {"rater", "system", "item"} - set(columns)
     if missing:
         raise ImporterError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
     criteria = [c for c in columns if c not in ("rater", "system", "item")]
     for line, row in rows:
-        scores = {c: _number(path, line, c, row[c], "a criterion's score") for c in criteria}
+        scores = {c: _number(path, line, c, row[c], "a criterion's score", comma) for c in criteria}
         ratings.append({"rater": row["rater"], "system": row["system"], "item": row["item"], "scores": scores})
     return HumanEvalInput(ratings, reverse=list(reverse or []), scale=scale, qc_system=qc_system)
 
@@ -204,10 +208,11 @@ def correlate_json(path: Path) -> CorrelateInput:
     return CorrelateInput(body["human"], body["scores"], body.get("systems"), settings)
 
 
-def _number(path: Path, line: int, column: str, value: str, what: str) -> float:
-    """A cell's finite number, or an error naming the line, the column and the rule."""
+def _number(path: Path, line: int, column: str, value: str, what: str, comma: bool = False) -> float:
+    """A cell's finite number, or an error naming the line, the column and the rule; with `comma`, a
+    decimal comma is read as a point (decimal_comma)."""
     try:
-        number = float(value)
+        number = float(value.replace(",", ".") if comma and "." not in value else value)
     except (TypeError, ValueError):
         raise ImporterError(f"{path}:{line}: column {column!r} holds {value[:40]!r}, not a number "
                             f"(it is read as {what})") from None
@@ -223,7 +228,8 @@ def correlate_csv(path: Path, human: list[str] | None = None, system: str = "sys
     numeric value' the file did not hold). An optional `system`
     column labels systems; every other column is a metric. Non-numeric metric columns are refused.
     """
-    columns, rows = read_csv_rows(path)
+    columns, rows, delimiter = read_csv_rows(path)
+    comma = decimal_comma(delimiter)
     absent = [c for c in human or [] if c not in columns]
     if absent:
         raise ImporterError(f"{path}: no column {', '.join(absent)} (columns: {', '.join(columns)})")
@@ -239,9 +245,9 @@ def correlate_csv(path: Path, human: list[str] | None = None, system: str = "sys
     ratings: list[Any] = []
     scores: dict[str, list[float]] = {c: [] for c in metric_cols}
     for line, row in rows:
-        values = [_number(path, line, c, row[c], "a human rating") for c in human_cols if row[c] != ""]
+        values = [_number(path, line, c, row[c], "a human rating", comma) for c in human_cols if row[c] != ""]
         for c in metric_cols:
-            scores[c].append(_number(path, line, c, row[c], as_metric))
+            scores[c].append(_number(path, line, c, row[c], as_metric, comma))
         if system in columns and not row[system].strip():
             raise ImporterError(f"{path}:{line}: no system in column {system!r} (label every row, or leave the "
                                 "column out)")
@@ -307,12 +313,31 @@ def _read_json(path: Path) -> Any:
         raise ImporterError(f"{path}: not readable JSON ({exc})") from None
 
 
-def _delimiter(path: Path, header: str = "") -> str:
-    """Tab for a .tsv name; else the header's first separator of comma, tab and semicolon (a
-    spreadsheet writes semicolons where the decimal mark is a comma), comma where it has none."""
+SNIFFED_LINES = 20
+
+
+def _delimiter(path: Path, text: str = "") -> str:
+    """Tab for a .tsv name; else whichever of comma, tab and semicolon splits the first lines of
+    `text` into the most columns, the same number on every line (a spreadsheet writes semicolons
+    where the decimal mark is a comma, and then commas inside its cells: the first separator seen
+    was the wrong one, a review found); comma where none splits them."""
     if Path(path).suffix.lower() == ".tsv":
         return "\t"
-    return next((ch for ch in (",", "\t", ";") if ch in header), ",")
+    head = io.StringIO(text, newline="")
+    sample = "".join(head.readline() for _ in range(SNIFFED_LINES))
+    best, widest = ",", 1
+    for candidate in (",", "\t", ";"):
+        rows = [row for row in csv.reader(io.StringIO(sample, newline=""), delimiter=candidate) if row]
+        widths = {len(row) for row in (rows[:-1] if len(rows) > 1 else rows)}  # the last may be cut short
+        # the widest consistent split: one decimal comma a row splits a semicolon file evenly too
+        if len(widths) == 1 and (width := widths.pop()) > widest:
+            best, widest = candidate, width
+    return best
+
+
+def decimal_comma(delimiter: str) -> bool:
+    """Numbers of a semicolon-separated file may use a decimal comma (the spreadsheets that write one)."""
+    return delimiter == ";"
 
 
 # --- format detection --------------------------------------------------------------------------------
@@ -380,8 +405,8 @@ def _detect_human_eval(first: Path) -> str:
         return "ji2022-json"
     if first.suffix.lower() in (".csv", ".tsv"):
         with open(first, newline="", encoding="utf-8-sig") as handle:
-            line = handle.readline()
-        header = next(csv.reader([line], delimiter=_delimiter(first, line)), [])
+            sample = "".join(handle.readline() for _ in range(SNIFFED_LINES))
+        header = next(csv.reader(io.StringIO(sample, newline=""), delimiter=_delimiter(first, sample)), [])
         return "ji2022-csv" if "Answer.taskAnswers" in header else "csv"
     return "json"
 

@@ -336,3 +336,25 @@ def test_an_out_that_is_a_file_is_named(tmp_path: Path, capsys: pytest.CaptureFi
     (tmp_path / "afile").write_text("x", encoding="utf-8")
     assert main(["correlate", str(tmp_path / "c.json"), "--out", str(tmp_path / "afile")]) == 2
     assert "is a file; name a folder" in capsys.readouterr().err
+
+
+def test_spreadsheet_csvs_with_decimal_commas_and_odd_characters_are_read(tmp_path: Path) -> None:
+    """A review (2026-11-26): a semicolon file whose header holds a comma was split on commas, its
+    decimal commas were refused, and cells holding U+2028 or NEL (csv.writer leaves them unquoted)
+    were split into rows."""
+    rows = ['human;"bleu (0,1)";system'] + [f"{i};0,{i:02d};s{i % 3}" for i in range(1, 11)]
+    (tmp_path / "decimal.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp_path / "d"
+    assert main(["correlate", str(tmp_path / "decimal.csv"), "--out", str(out), "--no-plots"]) == 0
+    result = json.loads((out / "correlate.json").read_text())
+    assert list(result["metrics"]) == ["bleu (0,1)"] and result["metrics"]["bleu (0,1)"]["item"]["pearson"]["r"] == 1.0
+    import csv
+
+    with open(tmp_path / "odd.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["system", "human", "m"])
+        for i in range(10):
+            writer.writerow([f"sys\u2028{i % 2}" if i % 2 else "plain\x85", i, i % 4])
+    assert main(["correlate", str(tmp_path / "odd.csv"), "--out", str(tmp_path / "o"), "--no-plots"]) == 0
+    result = json.loads((tmp_path / "o" / "correlate.json").read_text())
+    assert result["n"] == 10 and sorted(result["systems"]["labels"]) == ["plain\x85", "sys\u20281"]

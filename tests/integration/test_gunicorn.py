@@ -233,6 +233,15 @@ def test_a_worker_past_its_memory_limit_is_replaced_and_no_request_fails(tmp_pat
         log = srv.log()
         assert "over DIALSCORE_MAX_WORKER_MEMORY_MIB=1: restarting it" in log
         assert log.count("Booting worker") >= 4, log.count("Booting worker")
+        # The answer a recycle follows says so: no keep-alive promised on a connection about to drop.
+        conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
+        try:
+            conn.request("POST", "/score", body=json.dumps({"model": "length", "items": [ITEM]}),
+                         headers={"Content-Type": "application/json"})
+            response = conn.getresponse()
+            assert response.status == 200 and response.getheader("Connection", "").lower() == "close"
+        finally:
+            conn.close()
 
 
 def test_an_answer_given_without_reading_the_body_closes_the_connection(server):
