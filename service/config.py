@@ -47,7 +47,7 @@ class Settings:
     providers: tuple[str, ...] = ("CUDAExecutionProvider", "CPUExecutionProvider")  # DIALSCORE_PROVIDERS
     cuda_options: tuple[str, ...] = ()  # DIALSCORE_CUDA_OPTIONS: key=value,... for ONNX Runtime's CUDA provider (CUDA_DEFAULTS below)
     load_sync: bool = False  # DIALSCORE_LOAD_SYNC: load models before serving instead of in the background
-    api_token: str = ""  # DIALSCORE_API_TOKEN: when set, every endpoint but /healthz and /readyz needs `Authorization: Bearer <token>`
+    api_token: str = ""  # DIALSCORE_API_TOKEN: when set, every endpoint but /healthz and /readyz needs `Authorization: Bearer <token>` (several, comma-separated: any passes)
     log_level: str = "INFO"  # DIALSCORE_LOG_LEVEL
 
     def limits(self) -> dict[str, int]:
@@ -152,6 +152,9 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
                          "without one")
     # HTTP headers are read as latin-1 and compared as UTF-8 here, so a non-ASCII token matched no client
     # that sent it as UTF-8 (curl does): every request was 401.
+    if settings.api_token and not all(settings.api_token.split(",")):
+        raise ValueError("DIALSCORE_API_TOKEN: an empty token between commas (several tokens are separated by "
+                         "single commas, for a rotation)")
     if not settings.api_token.isascii():
         raise ValueError("DIALSCORE_API_TOKEN: must be ASCII (letters, digits and punctuation; RFC 6750's "
                          "token characters are safest)")

@@ -7,7 +7,9 @@ stamped on every log record (service/logging_setup.py), gunicorn's access log in
 Bearer token: when `DIALSCORE_API_TOKEN` is set every endpoint but the probes needs
 `Authorization: Bearer <token>`; the kubelet's probes carry no credentials, so `/healthz` and
 `/readyz` stay open. The comparison is constant-time (hmac.compare_digest) so that response
-timing does not leak how much of a guessed token was right.
+timing does not leak how much of a guessed token was right. The variable may hold several tokens
+separated by commas (no token character is a comma: RFC 6750), so that a rotation can give the new
+one to the pods first and to the clients after: a request offering any of them passes.
 """
 from __future__ import annotations
 
@@ -62,6 +64,15 @@ def _configured_token(app: Flask) -> str:
     return token if token is not None else str(app.config.get("API_TOKEN", ""))
 
 
+def _matches(offered: bytes, configured: str) -> bool:
+    """Whether `offered` is one of the comma-separated configured tokens; every one is compared,
+    each in constant time, so the timing says nothing about which one came close."""
+    matched = False
+    for token in configured.split(","):
+        matched |= bool(token) and hmac.compare_digest(offered, token.encode())
+    return matched
+
+
 def _require_token() -> Any:
     from flask import current_app
 
@@ -69,7 +80,7 @@ def _require_token() -> Any:
     if not token or request.path in OPEN_PATHS:
         return None
     scheme, _, offered = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and hmac.compare_digest(offered.strip().encode(), token.encode()):
+    if scheme.lower() == "bearer" and _matches(offered.strip().encode(), token):
         return None
     error = Unauthorized("This endpoint needs the header `Authorization: Bearer <token>` with the configured token.")
     metrics.ERRORS.labels(error.code).inc()  # answered here, not by the app's error handler

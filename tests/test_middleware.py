@@ -157,6 +157,17 @@ def test_right_token_passes_and_probes_stay_open():
     assert client.get("/readyz").status_code == 200
 
 
+def test_several_tokens_let_a_rotation_pass_either():
+    """old,new during a rotation (an ops review, 2026-11-26): either passes, neither half of one, nor
+    the comma-joined string; a blank token between commas is refused at start."""
+    client = make_app("old-t0ken,new-t0ken").test_client()
+    for offered, status in (("old-t0ken", 200), ("new-t0ken", 200), ("old-t0ken,new-t0ken", 401), ("old", 401),
+                            ("", 401)):
+        assert client.post("/score", json={}, headers={"Authorization": f"Bearer {offered}"}).status_code == status
+    with pytest.raises(ValueError, match="an empty token between commas"):
+        load_settings(environ={"DIALSCORE_API_TOKEN": "a,,b"})
+
+
 def test_the_real_app_has_the_hooks(tmp_path):
     """create_app installs the middleware: token on /score and /models, probes open, IDs echoed."""
     from service.app import create_app
