@@ -12,7 +12,7 @@ from werkzeug.exceptions import HTTPException
 
 from service import metrics, middleware
 from service.config import load_settings
-from service.errors import BadJson, MethodNotAllowed, NotFound, ServiceError, TooLarge
+from service.errors import ANSWER_HEADERS, BadJson, MethodNotAllowed, NotFound, ServiceError, TooLarge
 from service.store import init_store
 
 log = logging.getLogger(__name__)
@@ -176,10 +176,8 @@ def _install_request_metrics(app: Flask) -> None:
 
     @app.after_request
     def no_sniffing_no_caching(response: Response) -> Response:
-        """Every answer is JSON (or the metrics text) about one request: no browser may read it as
-        another type, and no cache between client and service may keep a score or an error."""
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("Cache-Control", "no-store")
+        for name, value in ANSWER_HEADERS.items():  # errors.ANSWER_HEADERS says why
+            response.headers.setdefault(name, value)
         return response
 
     @app.after_request

@@ -20,6 +20,10 @@ class ServiceError(Exception):
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
 
 
+# Every answer, the app's and gunicorn's own errors (service/http_worker.py) alike, is JSON (or the
+# metrics text) about one request: no browser may read it as another type, no cache may keep it.
+ANSWER_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
+
 MAX_DETAILS = 100  # entries of `details` an error answers with
 MAX_ECHO = 200  # characters of a client's string (a field path, a model name) echoed back
 

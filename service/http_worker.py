@@ -35,7 +35,7 @@ from gunicorn import util
 from gunicorn.http.body import ChunkedReader, EOFReader, LengthReader
 from gunicorn.workers.gthread import ThreadWorker
 
-from service.errors import RequestTimeout
+from service.errors import ANSWER_HEADERS, RequestTimeout
 from service.server_config import load_server_settings
 
 # Contract codes for the statuses gunicorn answers itself. 414 and 431 are limits (gunicorn's
@@ -76,7 +76,7 @@ def write_contract_error(sock: socket.socket, status_int: int, reason: str, mesg
         reason = HTTPStatus(status_int).phrase
     head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
-            "X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n\r\n")  # as the app's answers
+            + "".join(f"{name}: {value}\r\n" for name, value in ANSWER_HEADERS.items()) + "\r\n")
     # gunicorn's reason phrases are ASCII; latin-1 is what it writes its own status lines in.
     util.write_nonblock(sock, head.encode("latin-1") + payload)
 

@@ -141,8 +141,6 @@ def find_problem(data: Any, raw: bytes, max_depth: int) -> Problem | None:
     """The first problem in `data` (parsed from `raw`), or None."""
     strings = _SURROGATE_ESCAPE.search(raw) is not None
     constants = _CONSTANT_WORD.search(raw) is not None  # the words may stand only where a number can
-    if isinstance(data, _Constant):
-        return Problem("(body)", _constant_message(data))
     stack: list[tuple[Any, str, int]] = [(data, "", 0)]
     while stack:
         value, path, depth = stack.pop()

@@ -125,26 +125,25 @@ def _files(folder: Path) -> str:
 
 
 # Limits an audit of the served models found (2026-11-26): what a user of the classic heads must know.
-ADEM_LIMITATIONS = """## Limitations
+def _hred_reads(model: str) -> str:
+    """What both classic heads read through hred-encoder: the opening of their Limitations sections."""
+    return f"""## Limitations
 - Reads the first 39 BPE pieces of each utterance (40 ids with the end marker) and the last
   context turns given above: text past that changes no score.
 - English, on a tokenizer learned from DailyDialog and Chit-Chat: emoji and scripts it never saw
   become [UNK], so replies that differ only in them tie. Curly quotes (’ ‘ “ ”) are read as straight
-  ones since adem 2026.11.3 (hred-encoder 2026.11.2's tokenizer.json maps them): before, curly
-  apostrophes in the context in place of straight ones moved nine replies by up to 0.3 points (an
+  ones since {model} 2026.11.3 (hred-encoder 2026.11.2's tokenizer.json maps them): before, curly
+"""
+
+
+ADEM_LIMITATIONS = _hred_reads("adem") + """  apostrophes in the context in place of straight ones moved nine replies by up to 0.3 points (an
   audit of the served model, 2026-11-26). Other punctuation is read as typed.
 - The reference term r^T N r_hat is learned, not a similarity: a reply identical to its reference
   is not rewarded (2.86 of 5 on average over ten hand-written contexts, same audit), and empty or
   copied replies score above the human one more often than not (the degenerate-reply table
   below). Served as the paper's baseline; to rank candidates use adem-minilm.
 """
-AUTOJUDGE_LIMITATIONS = """## Limitations
-- Reads the first 39 BPE pieces of each utterance (40 ids with the end marker) and the last
-  context turns given above: text past that changes no score.
-- English, on a tokenizer learned from DailyDialog and Chit-Chat: emoji and scripts it never saw
-  become [UNK], so replies that differ only in them tie. Curly quotes (’ ‘ “ ”) are read as straight
-  ones since autojudge 2026.11.3 (hred-encoder 2026.11.2's tokenizer.json maps them): before, curly
-  apostrophes in the context in place of straight ones moved the same reply from 3.26 to 1.05, and
+AUTOJUDGE_LIMITATIONS = _hred_reads("autojudge") + """  apostrophes in the context in place of straight ones moved the same reply from 3.26 to 1.05, and
   nine replies down by 1.68 points on average (0.80 to 2.35; an audit of the served model,
   2026-11-26). Other punctuation still moves scores a lot: dropping a reply's final full stop moved
   it by 0.52 at the median (same audit).

@@ -70,8 +70,9 @@ def served(tokenizer: Tokenizer) -> Tokenizer:
     most .004 except on holistic_eval (adem .218 -> .200, autojudge .333 -> .385; docs/evaluation.md,
     2026-11-26).
     Idempotent: a tokenizer that already maps them is returned as it is."""
-    mapped = Tokenizer.from_str(tokenizer.to_str())
-    current = json.loads(mapped.to_str())["normalizer"]
+    state = tokenizer.to_str()
+    mapped = Tokenizer.from_str(state)
+    current = json.loads(state)["normalizer"]
     if _maps_quotes(current):
         return mapped
     steps = [normalizers.Replace(curly, ascii_) for curly, ascii_ in QUOTES.items()]
