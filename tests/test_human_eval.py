@@ -248,3 +248,41 @@ def test_a_quality_control_system_no_rating_holds_fails_every_rater_with_a_warni
     assert body["systems"] == [] and body["significance"] == {} and body["kept_ratings"] == 0
     assert len(body["warnings"]) == 1 and "'degradd'" in body["warnings"][0]
     assert "warnings" not in assess(ratings, reverse=["robotic"], qc_system="degraded")
+
+
+def _ratings_on_1_to_5() -> list[dict]:
+    rng = np.random.default_rng(3)
+    out = []
+    for rater in ("r1", "r2", "r3"):
+        for system, level in (("A", 4.0), ("B", 2.5)):
+            for i in range(4):
+                out.append({"rater": rater, "system": system, "item": f"{system}{i}",
+                            "scores": {"fluent": float(np.clip(round(level + rng.normal(0, .7)), 1, 5)),
+                                       "repetitive": float(np.clip(round(6 - level + rng.normal(0, .7)), 1, 5))}})
+    return out
+
+
+def test_reversal_on_a_scale_that_does_not_start_at_zero() -> None:
+    """A reversed criterion is lo + hi - x (Ji et al.); hi - x agrees with it only on [0, hi]."""
+    ratings = _ratings_on_1_to_5()
+    body = assess(ratings, reverse=["repetitive"], scale=(1, 5))
+    for entry in body["systems"]:
+        raw = [r["scores"]["repetitive"] for r in ratings if r["system"] == entry["system"]]
+        assert entry["raw"]["repetitive"] == pytest.approx(np.mean([6 - v for v in raw]))
+
+
+def test_overall_z_interval_is_students_t_on_n_minus_one_df() -> None:
+    """Each rater's z uses their mean and sample sd over all their oriented scores; a system's
+    interval is Student's t on its per-rating mean z with n - 1 degrees of freedom."""
+    ratings = _ratings_on_1_to_5()
+    body = assess(ratings, reverse=["repetitive"], scale=(1, 5))
+    z = {}
+    for rater in {r["rater"] for r in ratings}:
+        mine = [r for r in ratings if r["rater"] == rater]
+        values = np.array([[r["scores"]["fluent"], 6 - r["scores"]["repetitive"]] for r in mine])
+        z.update({(rater, r["item"]): (row.mean() - values.mean()) / values.std(ddof=1)
+                  for r, row in zip(mine, values)})
+    for entry in body["systems"]:
+        sample = np.array([z[r["rater"], r["item"]] for r in ratings if r["system"] == entry["system"]])
+        expected = sps.t.interval(0.95, sample.size - 1, loc=sample.mean(), scale=sps.sem(sample))
+        assert entry["overall_z_ci"] == pytest.approx(list(expected), rel=1e-9)

@@ -193,3 +193,10 @@ def test_the_real_app_has_the_hooks(tmp_path):
     before = unauthorized_count()
     client.post("/score", json={"model": "length", "items": [item]}, headers={"Authorization": "Bearer nope"})
     assert unauthorized_count() == before + 1
+
+
+def test_an_empty_token_never_matches() -> None:
+    """An empty entry in a configured list (``tok,``) must not let an empty bearer through."""
+    assert not middleware._matches(b"", "a,,b")
+    assert not middleware._matches(b"", "tok,")
+    assert middleware._matches(b"b", "a,,b")

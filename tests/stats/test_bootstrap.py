@@ -127,3 +127,11 @@ def test_real_differences_under_a_large_shared_offset_are_kept():
     np.testing.assert_array_equal(bootstrap.decimal_ties(means), means)
     rows = np.stack([means, means[::-1]])  # the bootstrap's (resamples, systems) layout
     np.testing.assert_array_equal(bootstrap.decimal_ties(rows), rows)
+
+
+def test_percentile_interval_cuts_half_the_leftover_mass_from_each_tail() -> None:
+    """A 95% interval is the 2.5th to 97.5th percentile; numpy's linear percentiles of this grid
+    fall on its points, so the ends are exact (a 90% interval reported as 95% is .05 / .95)."""
+    grid = np.arange(1001) / 1000.0
+    assert bootstrap.percentile_interval(grid, 0.95) == pytest.approx([0.025, 0.975], abs=1e-12)
+    assert bootstrap.percentile_interval(grid, 0.90) == pytest.approx([0.05, 0.95], abs=1e-12)

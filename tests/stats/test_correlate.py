@@ -13,6 +13,8 @@ from service import stats
 from service.stats import StatsInputError, correlate
 from service.stats.correlate import canonical_order
 from tests.stats.samples import GOOD, HUMAN, POOR, RNG, SCIPY, no_nan
+from service.stats.correlation import correlation
+from service.stats.significance import williams_test
 
 
 def test_bootstrap_is_seeded() -> None:
@@ -333,3 +335,27 @@ def test_adding_systems_leaves_the_item_level_as_it_was() -> None:
                              seed=3)
     assert with_systems["metrics"]["good"]["item"] == alone["metrics"]["good"]["item"]
     assert "system" in with_systems["metrics"]["good"]
+
+
+def test_the_interval_follows_the_requested_confidence() -> None:
+    """Same seed and resamples: the 50% interval sits inside the 95% one, at well under half its width."""
+    wide = correlate(list(HUMAN), {"good": list(GOOD)}, methods=["pearson"], confidence=0.95, resamples=2000)
+    narrow = correlate(list(HUMAN), {"good": list(GOOD)}, methods=["pearson"], confidence=0.5, resamples=2000)
+    lo95, hi95 = wide["metrics"]["good"]["item"]["pearson"]["ci"]
+    lo50, hi50 = narrow["metrics"]["good"]["item"]["pearson"]["ci"]
+    assert lo95 < lo50 and hi50 < hi95
+    assert hi50 - lo50 < 0.5 * (hi95 - lo95)
+
+
+def test_williams_t_has_the_sign_of_delta_and_matches_the_formula() -> None:
+    """p is symmetric in the two metrics, t is not: a swapped call would keep p and flip t."""
+    n = len(HUMAN)
+    body = correlate(list(HUMAN), {"good": list(GOOD), "poor": list(POOR)}, methods=["pearson"], resamples=0)
+    (entry,) = [c for c in body["comparisons"] if c["test"] == "williams" and c["level"] == "item"]
+    assert (entry["a"], entry["b"]) == ("good", "poor") and entry["delta"] > 0
+    r12 = correlation(GOOD, HUMAN)["r"]
+    r13 = correlation(POOR, HUMAN)["r"]
+    r23 = correlation(GOOD, POOR)["r"]
+    expected = williams_test(r12, r13, r23, n)
+    assert entry["t"] > 0
+    assert entry["t"] == pytest.approx(expected["t"], rel=1e-9) and entry["df"] == n - 3

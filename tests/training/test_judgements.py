@@ -5,7 +5,7 @@ from collections import defaultdict
 
 import pytest
 
-from training.data.judgements import SETS, TRAINING_SETS, load_set, split_key, split_of
+from training.data.judgements import SETS, TRAINING_SETS, load_set, rescale, split_key, split_of
 
 EXPECTED_SIZES = {
     "dstc7": 10000,
@@ -103,3 +103,8 @@ def test_unknown_set_and_split_are_refused() -> None:
         load_set("nope")
     with pytest.raises(ValueError):
         load_set("conture", "test")
+
+
+def test_rescale_maps_the_ends_of_the_source_scale_to_1_and_5() -> None:
+    assert rescale(1, 1, 5) == 1.0 and rescale(5, 1, 5) == 5.0 and rescale(3, 1, 5) == 3.0
+    assert rescale(0, 0, 2) == 1.0 and rescale(2, 0, 2) == 5.0
