@@ -159,3 +159,14 @@ def test_runtime_settings_copy_every_runtime_field_of_the_service_settings():
     assert all(getattr(got, f.name) == getattr(settings, f.name) for f in fields(RuntimeSettings))
     assert got.batch_size == 7 and got.workers == 5
     assert RuntimeSettings.from_settings(settings, workers=1).workers == 1
+
+
+def test_the_cuda_provider_is_given_our_defaults_and_the_operators_options():
+    """On a GPU machine InferenceSession must get CUDA's options (use_tf32=0 by default: TF32 moved
+    scores by up to 2e-4 of their range, service/config.py). Faked here: the provider list a machine
+    with CUDA would have, so the check runs on a CPU-only machine too."""
+    runtime = Runtime(RuntimeSettings(cuda_options=("device_id=0",)))
+    runtime.providers = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert CUDA_DEFAULTS["use_tf32"] == "0"
+    assert runtime.provider_list() == [("CUDAExecutionProvider", {"use_tf32": "0", "device_id": "0"}),
+                                       "CPUExecutionProvider"]

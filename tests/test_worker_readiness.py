@@ -74,3 +74,20 @@ def test_readyz_names_how_many_workers_are_ready(pod: Path, client) -> None:
     error = response.get_json()["error"]
     assert error["code"] == "not_ready" and "1 of 2 workers" in error["message"]
     assert error["details"]["workers_ready"] == 1
+
+
+def test_a_worker_running_under_another_user_counts_as_alive(pod: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """os.kill(pid, 0) raises PermissionError for a live process of another user (EPERM), and
+    ProcessLookupError only for one that is gone: the first is a loaded worker, or the pod never
+    reports ready."""
+    worker_readiness.mark_ready(4242)
+    worker_readiness.mark_ready(4343)
+
+    def kill(pid: int, signal: int) -> None:
+        assert signal == 0
+        if pid == 4242:
+            raise PermissionError(1, "Operation not permitted")
+        raise ProcessLookupError(3, "No such process")
+
+    monkeypatch.setattr(os, "kill", kill)
+    assert worker_readiness.pod_status() == (1, 2)

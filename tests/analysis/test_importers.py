@@ -121,3 +121,17 @@ def test_a_json_file_is_read_as_a_request_body(tmp_path: Path) -> None:
     twice.write_bytes(b'{"human": [1, 2, 3], "scores": {"m": [1, 2, 3], "m": [3, 2, 1]}}')
     with pytest.raises(ImporterError, match="'m' appears twice"):
         importers.correlate_json(twice)
+
+
+def test_dstc_json_picks_overall_in_any_case_even_when_it_is_not_first(tmp_path: Path) -> None:
+    """dstc_json's default aspect is 'overall' in any case where present, else the first one: DSTC
+    files spell it 'Overall' and list other aspects first, and the first one (here 'relevance') would
+    silently be correlated instead."""
+    entries = [{"model": "hred", "annotations": {"relevance": [1], "Overall": [3, 5]}, "scores": {"adem": 3.1}},
+               {"model": "tfidf", "annotations": {"relevance": [2], "Overall": 2}, "scores": {"adem": 2.0}}]
+    path = tmp_path / "dstc.json"
+    path.write_text(json.dumps(entries), encoding="utf-8")
+    assert importers.load_correlate(path).human == [[3.0, 5.0], [2.0]]
+    no_overall = [{**e, "annotations": {"relevance": e["annotations"]["relevance"]}} for e in entries]
+    path.write_text(json.dumps(no_overall), encoding="utf-8")
+    assert importers.load_correlate(path).human == [[1.0], [2.0]]  # no overall: the first aspect

@@ -252,3 +252,21 @@ def test_answers_say_nosniff_and_no_store(client):
                      client.post("/score", json={"model": "length", "items": [{"context": ["a"], "response": "b"}]})):
         assert response.headers["X-Content-Type-Options"] == "nosniff", response.status
         assert response.headers["Cache-Control"] == "no-store", response.status
+
+
+def _items_scored(client, model: str) -> float:
+    text = client.get("/metrics").get_data(as_text=True)
+    prefix = f'dialscore_items_scored_total{{model="{model}"}}'
+    lines = [line for line in text.splitlines() if line.startswith(prefix)]
+    return float(lines[0].split()[-1]) if lines else 0.0
+
+
+def test_items_scored_counts_every_item_of_a_request_not_the_request(client):
+    """dialscore_items_scored_total is 'Items scored by model': a request of three items adds 3
+    (a counter that added 1 per request read as a third of the real throughput)."""
+    before = _items_scored(client, "length")
+    items = [{"context": ["a"], "response": "b"}, {"context": ["a"], "response": "b c"},
+             {"context": ["a"], "response": "b c d"}]
+    response = client.post("/score", json={"model": "length", "items": items})
+    assert response.status_code == 200
+    assert _items_scored(client, "length") == before + 3

@@ -136,3 +136,26 @@ def test_a_body_that_opens_with_a_byte_order_mark_is_read(client):
     body = b"\xef\xbb\xbf" + json.dumps({"model": "length", "items": [ITEM]}).encode()
     response = client.post("/score", data=body, content_type="application/json")
     assert response.status_code == 200, response.get_json()
+
+
+def test_texts_shared_across_items_roles_and_models_do_not_change_a_score(full_app):
+    """The per-request EncodeCache is keyed by (component, text): the same text is an utterance, a
+    one-turn context state, a RUBER query and a MiniLM vector, each its own vector. Here one item's
+    reply is another's context turn and reference, and several models share the request: every
+    score must equal the one of the item scored alone by that model alone (to the bit, API.md)."""
+    client = full_app.test_client()
+    served = {m["name"] for m in client.get("/models").get_json()["models"]}
+    names = [n for n in ("adem", "autojudge", "ruber", "minilm-cosine", "adem-minilm") if n in served]
+    assert {"adem", "minilm-cosine"} <= set(names)
+    x, y, z = "where did you go on holiday?", "we went to spain for two weeks.", "how was the weather?"
+    items = [{"context": [x], "response": y, "reference": z},
+             {"context": [y], "response": z, "reference": x},
+             {"context": [x, z], "response": x, "reference": y}]
+    alone = {name: [client.post("/score", json={"model": name, "items": [item]}).get_json()["scores"][0]
+                    for item in items] for name in names}
+    for name in names:  # one model, the texts shared between the items' roles
+        assert client.post("/score", json={"model": name, "items": items}).get_json()["scores"] == alone[name], name
+    together = client.post("/score", json={"models": names, "items": items})  # and between models
+    assert together.status_code == 200, together.get_json()
+    for name in names:
+        assert together.get_json()["results"][name]["scores"] == alone[name], name

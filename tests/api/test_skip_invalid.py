@@ -107,3 +107,19 @@ def test_skipped_items_are_counted_in_metrics(small_limits_client):
     before = skipped()
     small_limits_client.post("/score", json={"model": "length", "items": _bad_items(), "on_invalid": "skip"})
     assert skipped() == before + 2  # length reads no reference: only items 1 and 2 are invalid for it
+
+
+LONG_REFERENCE_ITEM = {"context": ["hey, what do you want to do tonight?"], "response": "nah.", "reference": "x" * 61}
+
+
+def test_a_model_that_is_not_served_counts_as_reading_the_reference(small_limits_client):
+    """service/api/scoring.py `_reads_reference`: a name not (yet) served counts as reading
+    `reference`, so an over-long reference is refused by the size limit (413) before the model is
+    looked up, alone or beside a reference-free model."""
+    alone = small_limits_client.post("/score", json={"model": "adem", "items": [LONG_REFERENCE_ITEM]})
+    assert alone.status_code == 413, alone.get_json()
+    assert set(alone.get_json()["error"]["details"]) == {"items.0.reference"}
+    beside = small_limits_client.post("/score", json={"models": ["length", "adem"], "items": [LONG_REFERENCE_ITEM]})
+    assert beside.status_code == 413, beside.get_json()
+    # length alone ignores the reference, so its size is not checked
+    assert small_limits_client.post("/score", json={"model": "length", "items": [LONG_REFERENCE_ITEM]}).status_code == 200

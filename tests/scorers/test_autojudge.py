@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from service.scorers.base import Item
+from service.scorers.base import EncodeCache, Item, soft_bound
 from tests.conftest import copy_store
 from tests.hred_tiny import tiny_store
 
@@ -73,3 +73,35 @@ def test_committed_autojudge(tmp_path) -> None:
     low, high = scorer.manifest.score_range
     scores = scorer.score([Item(["שלום"], "مرحبا كيف حالك"), Item(["hi, how are you?"], "fine thanks")]).scores
     assert all(low < s < high for s in scores), scores
+
+
+COMMITTED_ITEMS = [
+    Item(["hey, what do you want to do tonight?", "why don't we go see a movie?"], "nah, let's do something active."),
+    Item(["where is the station?"], "go straight and turn left at the bank."),
+    Item(["do you like cats?"], "the stock market fell by two percent today."),
+    Item(["what time is it?"] * 3, "it is late."),
+]
+
+
+def test_committed_autojudge_scores_c_transpose_m_r_with_the_context_as_c(tmp_path) -> None:
+    """Deriu & Cieliebak's score (c^T M r - alpha) / beta, recomputed in numpy from the weights in the
+    committed graph and the encoder's context and reply vectors. M is not symmetric, so feeding the
+    reply as c and the context as r (r^T M c) gives other scores."""
+    import onnx
+    from onnx import numpy_helper
+
+    from service.store import ModelStore
+
+    store = ModelStore(copy_store(tmp_path, ("autojudge",)))
+    assert store.load(), store.failures
+    scorer = store.scorers["autojudge"]
+    head = scorer.manifest.path(scorer.manifest.config.get("head", scorer.head_file))
+    weights = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in onnx.load(str(head)).graph.initializer}
+    m, alpha, beta = weights["M"], float(weights["alpha"]), float(weights["beta"])
+    assert not np.allclose(m, m.T, atol=1e-3)  # the premise: c and r are not interchangeable
+
+    cache = EncodeCache()
+    c = scorer.encoder.encode_contexts([item.context for item in COMMITTED_ITEMS], cache).astype(np.float64)
+    r = scorer.encoder.encode_responses([item.response for item in COMMITTED_ITEMS], cache).astype(np.float64)
+    expected = soft_bound((np.einsum("bi,ij,bj->b", c, m, r) - alpha) / beta, *scorer.manifest.score_range)
+    assert scorer.score(COMMITTED_ITEMS).scores == pytest.approx(list(expected), abs=1e-4)

@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from service.scorers.base import ScoreBatch
 from service.text import word_count
-from training.evaluate import BEGIN, END, correlate, main, system_level, write_section
-from training.data.judgements import load_set
 from tests.conftest import MODEL_STORE, copy_store
+from training.data.judgements import JudgedItem, load_set
+from training.evaluate import BEGIN, END, correlate, main, score_items, system_level, write_section
 
 
 def test_correlate_matches_scipy_and_refuses_constant_input():
@@ -182,3 +183,29 @@ def test_training_reports_the_services_spearman_p() -> None:
     assert correlate(x, y)[3] == pytest.approx(1 / 12)
     assert correlations(y, x)["spearman_p"] == pytest.approx(1 / 12)
     assert mh_correlate(x, y)["spearman_p"] == pytest.approx(1 / 12)
+
+
+class _ReferenceLength:
+    """A referenced stand-in model: the score is the reference's length (so which reference was kept shows)."""
+
+    kind = "referenced"
+    reads_reference = True
+
+    def score(self, items, options=None, cache=None):
+        return ScoreBatch([float(len(item.reference)) for item in items])
+
+
+def _item(references: list[str]) -> JudgedItem:
+    return JudgedItem("s", "i", ["hi"], "hello", references, 3.0, None, None)
+
+
+def test_a_referenced_model_keeps_its_best_score_over_the_first_max_refs_references():
+    """Gupta et al. 2019's multi-reference protocol (evaluate's docstring): the best over the first
+    `max_refs` references, not the last one scored, and never one past `max_refs`; also across a
+    batch boundary."""
+    items = [_item(["a", "a" * 8, "aa", "aaaa", "a" * 16]),  # first four: 1, 8, 2, 4 -> 8 (16 is the 5th)
+             _item(["aaa"]),                                 # one reference -> 3
+             _item(["a" * 5, "a"])]                          # 5, 1 -> 5
+    for batch in (256, 3):
+        np.testing.assert_array_equal(score_items(_ReferenceLength(), items, None, max_refs=4, batch=batch),
+                                      [8.0, 3.0, 5.0])

@@ -12,6 +12,8 @@ import torch
 from service.manifest import read_manifest, verify_files
 from service.scorers.base import EncodeCache, Item
 from training.data.corpora import dailydialog
+from training.data.judgements import JudgedItem
+from training.ruber.calibrate import dev_reference
 from training.ruber.data import collate, make_pairs
 from training.ruber.export import encoder_parity, export_encoder, export_head, head_parity, symbolic_inputs
 from training.ruber.model import RuberConfig, build_glove_scorer, margin_loss
@@ -263,3 +265,24 @@ def test_a_failed_run_without_log_keeps_its_log_out_of_the_removed_build(tmp_pat
     kept = list((tmp_path / "tmp").glob("ruber-train-failed-*.log"))
     assert len(kept) == 1 and "step 1 of many" in kept[0].read_text() and "is kept in" in kept[0].read_text()
     assert not (tmp_path / "ruber").exists() or not any((tmp_path / "ruber").iterdir())
+
+
+class _ReferenceLengthRuber:
+    """A stand-in for the served Ruber: raw s_R is the reference's length; calibration bounds [0, 10]."""
+
+    def referenced(self, items, word_weights="none"):
+        return np.asarray([float(len(item.reference)) for item in items])
+
+    def reference_bounds(self, word_weights):
+        return [0.0, 10.0]
+
+
+def test_dev_reference_keeps_the_best_of_the_first_max_refs_references_normalised():
+    """The best raw s_R over each item's first `max_refs` references, then min-max normalised with
+    the calibration bounds ((v - 0) / 10, clipped to [0, 1]); NaN for an item without references."""
+    items = [JudgedItem("s", "a", ["hi"], "yo", ["a" * 2, "a" * 6, "a" * 3, "a", "a" * 9], 3.0, None, None),
+             JudgedItem("s", "b", ["hi"], "yo", [], 3.0, None, None),
+             JudgedItem("s", "c", ["hi"], "yo", ["a" * 4], 3.0, None, None),
+             JudgedItem("s", "d", ["hi"], "yo", ["a" * 30, "a"], 3.0, None, None)]
+    got = dev_reference(_ReferenceLengthRuber(), items, max_refs=4)
+    np.testing.assert_allclose(got, [0.6, np.nan, 0.4, 1.0])  # 6 of the first four; 9 is the fifth; 30 clips

@@ -1,0 +1,23 @@
+"""service/analysis/report.py: the markdown report of a correlate run."""
+from __future__ import annotations
+
+from scipy import stats as sps
+
+from service import stats
+from service.analysis.report import correlate_markdown
+
+
+def test_correlate_markdown_has_a_system_level_table_when_systems_are_given():
+    """With `systems`, /correlate answers system-level correlations over per-system means, and the
+    report shows them in their own table (the item table alone hid them)."""
+    human = [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    metric = [1, 3, 2, 5, 4, 9, 8, 7, 3]
+    systems = list("aaabbbccc")
+    text = correlate_markdown(stats.correlate(human, {"m": metric}, systems=systems, resamples=0))
+    assert "### Item level" in text and "### System level" in text
+    item, system = text.split("### System level")
+    r_system = sps.pearsonr([2, 5, 8], [2, 6, 6]).statistic  # per-system means
+    r_item = sps.pearsonr(human, metric).statistic
+    assert f"| m | pearson | {r_item:.3f} |" in item
+    assert f"| m | pearson | {r_system:.3f} |" in system
+    assert "### System level" not in correlate_markdown(stats.correlate(human, {"m": metric}, resamples=0))

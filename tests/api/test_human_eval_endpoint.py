@@ -1,0 +1,29 @@
+"""POST /human-eval: what the endpoint passes on to service/human_eval.py."""
+from __future__ import annotations
+
+import pytest
+from scipy import stats as sps
+
+
+def _ratings() -> list[dict]:
+    """Two raters; on `fun` the quality-control system is clearly worse, on `robotic` (reversed:
+    100 - score) clearly better, so which criteria the test pools decides every rater's p."""
+    fun = {"good": [60.0, 70.0, 80.0], "degraded": [10.0, 20.0, 30.0]}
+    robotic = {"good": [60.0, 70.0, 80.0], "degraded": [10.0, 20.0, 30.0]}  # reversed: 40..20 and 90..70
+    return [{"rater": rater, "system": system, "item": f"{rater}-{system}-{i}",
+             "scores": {"fun": fun[system][i], "robotic": robotic[system][i]}}
+            for rater in ("r1", "r2") for system in ("good", "degraded") for i in range(3)]
+
+
+def test_human_eval_pools_the_qc_criteria_the_body_names(client):
+    """POST /human-eval passes `qc_criteria` on: the quality-control test of each rater is the one-sided
+    rank-sum test (Ji et al. 2022) of the QC system's against the other systems' scores on the named
+    criteria (here the reversed `robotic` alone); by default, on those not reversed (`fun`)."""
+    body = {"ratings": _ratings(), "reverse": ["robotic"], "qc_system": "degraded", "scale": [0, 100]}
+    named = client.post("/human-eval", json={**body, "qc_criteria": ["robotic"]})
+    assert named.status_code == 200, named.get_json()
+    expected = sps.mannwhitneyu([90.0, 80.0, 70.0], [40.0, 30.0, 20.0], alternative="less").pvalue
+    assert named.get_json()["raters"]["p"] == {"r1": pytest.approx(expected), "r2": pytest.approx(expected)}
+    default = client.post("/human-eval", json=body).get_json()
+    expected = sps.mannwhitneyu([10.0, 20.0, 30.0], [60.0, 70.0, 80.0], alternative="less").pvalue
+    assert default["raters"]["p"] == {"r1": pytest.approx(expected), "r2": pytest.approx(expected)}
