@@ -75,3 +75,16 @@ def test_a_known_provider_this_build_lacks_is_a_warning_when_asked_for(caplog):
     with caplog.at_level("WARNING"):
         settings = load_settings(environ={"DIALSCORE_PROVIDERS": f"{lacking},CPUExecutionProvider"})
     assert settings.providers[0] == lacking and lacking in caplog.text
+
+
+@pytest.mark.parametrize("word, expected", [("on", True), ("ON", True), ("yes", True), ("1", True),
+                                            ("off", False), ("no", False), ("0", False), ("", False)])
+def test_every_documented_boolean_word_reads_as_documented(word, expected):
+    """TRUE is 1/true/yes/on and FALSE 0/false/no/off/'' (the error message names them)."""
+    assert load_settings(environ={"DIALSCORE_LOAD_SYNC": word}).load_sync is expected
+
+
+def test_empty_list_entries_are_dropped_and_an_empty_list_means_every_model():
+    """DIALSCORE_MODELS: "comma list; empty = every model in the store" (a trailing comma is no model '')."""
+    assert load_settings(environ={"DIALSCORE_MODELS": ""}).models == ()
+    assert load_settings(environ={"DIALSCORE_MODELS": " bleu4,, length ,"}).models == ("bleu4", "length")

@@ -115,3 +115,11 @@ def test_an_onnx_runtime_that_cannot_be_asked_is_one_line_not_a_traceback(monkey
     monkeypatch.setattr(sp, "run", broken)
     with pytest.raises(ValueError, match="DIALSCORE_PROVIDERS: ONNX Runtime could not be asked.*ImportError"):
         check_configuration({"DIALSCORE_PROVIDERS": "CPUExecutionProvider"})
+
+
+def test_memory_recycling_can_be_turned_off_with_zero():
+    """DIALSCORE_MAX_WORKER_MEMORY_MIB=0 is the documented 'never' (as for DIALSCORE_MAX_REQUESTS)."""
+    assert load_server_settings({"DIALSCORE_MAX_WORKER_MEMORY_MIB": "0"}).max_worker_memory_mib == 0
+    assert load_server_settings({"DIALSCORE_MAX_WORKER_MEMORY_MIB": "512"}).max_worker_memory_mib == 512
+    with pytest.raises(ValueError, match="^DIALSCORE_MAX_WORKER_MEMORY_MIB="):
+        load_server_settings({"DIALSCORE_MAX_WORKER_MEMORY_MIB": "-1"})

@@ -455,3 +455,23 @@ def test_a_compressed_body_is_refused_with_a_reason(client):
                                                         "Content-Encoding": "gzip"})
     error = response.get_json()["error"]
     assert response.status_code == 400 and "Content-Encoding" in error["message"] and "NUL" not in error["message"]
+
+
+# --- open intervals: a bound is a schema violation, named beside the request's other ones ------------
+# (stats/correlate.py and human_eval.py check the same ranges again, but only once the schema passed,
+# so a request with a second problem must learn of both from the schema: "details" names every one.)
+def test_confidence_of_one_is_named_with_the_other_schema_errors(client):
+    """`confidence` is in (0, 1), open at 1."""
+    body = {"human": [1, 2, 3, 4], "scores": {"m": [1, 3, 2, 4]}, "resamples": 0}
+    assert client.post("/correlate", json={**body, "confidence": 0.99}).status_code == 200
+    refused = client.post("/correlate", json={**body, "confidence": 1.0, "seed": -1})
+    assert refused.status_code == 422
+    assert {"confidence", "seed"} <= set(refused.get_json()["error"]["details"])
+
+
+def test_human_eval_alpha_of_zero_is_named_with_the_other_schema_errors(client):
+    """`alpha` is in (0, 1), open at 0."""
+    rating = {"rater": "a", "system": "s", "item": "i", "scores": {"fun": 5}}
+    refused = client.post("/human-eval", json={"ratings": [rating], "alpha": 0, "qc_system": 5})
+    assert refused.status_code == 422
+    assert {"alpha", "qc_system"} <= set(refused.get_json()["error"]["details"])

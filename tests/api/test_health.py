@@ -270,3 +270,39 @@ def test_items_scored_counts_every_item_of_a_request_not_the_request(client):
     response = client.post("/score", json={"model": "length", "items": items})
     assert response.status_code == 200
     assert _items_scored(client, "length") == before + 3
+
+
+def test_the_document_declares_the_open_intervals_the_service_enforces(client):
+    """`confidence` and `alpha` are in (0, 1): apispec writes closed bounds, so the document adds
+    exclusiveMinimum/Maximum; a bound is invalid by the document and refused by the service, a value
+    inside is valid by both."""
+    from jsonschema.exceptions import ValidationError
+    from openapi_schema_validator import OAS30Validator
+
+    document = client.get("/openapi.json").get_json()
+    rating = {"rater": "a", "system": "s", "item": "i", "scores": {"fun": 5}}
+    cases = [("/correlate", "CorrelateRequest", {"human": [1, 2, 3], "scores": {"a": [1, 3, 2]}, "resamples": 0},
+              "confidence"),
+             ("/human-eval", "HumanEvalRequest", {"ratings": [rating]}, "alpha")]
+    for path, schema_name, body, field in cases:
+        validator = OAS30Validator({"$ref": f"#/components/schemas/{schema_name}", "components": document["components"]})
+        validator.validate({**body, field: 0.5})
+        for bound in (0, 1):
+            try:
+                validator.validate({**body, field: bound})
+            except ValidationError:
+                pass
+            else:
+                raise AssertionError(f"the document accepts {field} = {bound}")
+            assert client.post(path, json={**body, field: bound}).status_code == 422, (field, bound)
+
+
+def test_models_says_whether_the_store_is_still_loading(client, baseline_store):
+    """`loading` is true before the models have loaded and false after (a client polls it)."""
+    from service.app import create_app
+    from service.store import ModelStore
+
+    assert client.get("/models").get_json()["loading"] is False
+    app = create_app({"model_store": baseline_store, "load_sync": True, "models": ["length"]})
+    app.extensions["dialscore.store"] = ModelStore(baseline_store)  # a store that has not loaded yet
+    assert app.test_client().get("/models").get_json()["loading"] is True

@@ -194,3 +194,23 @@ def test_batch_size_setting_bounds_every_onnx_run(int8: SentenceEncoder) -> None
     vectors = served.encode(texts)
     assert max(rows) == 3 and sum(rows) == len(set(texts))
     np.testing.assert_array_equal(vectors, int8.encode(texts))  # the batch does not change an embedding
+
+
+def test_text_past_the_manifests_max_length_is_not_read(tmp_path: Path) -> None:
+    """The encoder truncates at the manifest's max_length (256 word pieces, [CLS] and [SEP] included) itself,
+    not only where tokenizer.json happens to carry a truncation: with one exported without it, `work`
+    still counts at most 256 and words after them change no vector (the same ids go in)."""
+    import json
+
+    folder = tmp_path / "minilm-l6"
+    shutil.copytree(STORE, folder, ignore=shutil.ignore_patterns("encoder-fp32.onnx"))
+    tokenizer = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    tokenizer["truncation"] = None
+    (folder / "tokenizer.json").write_text(json.dumps(tokenizer), encoding="utf-8")
+    encoder = SentenceEncoder(read_manifest(folder), _runtime())
+    assert encoder.max_length == 256
+    long = "so anyway " * 200  # 400 word pieces before truncation
+    assert encoder.work(["ok"]) == 3  # [CLS] ok [SEP]
+    assert encoder.work([long]) == 256
+    np.testing.assert_array_equal(encoder.encode([long + "but then the storm came and the whole town flooded"]),
+                                  encoder.encode([long]))

@@ -132,3 +132,17 @@ def test_trained_heads_prefer_the_human_reply_to_degenerate_ones(store: ModelSto
     bad = [Item(context, text, human.reference) for text in ("", "what kind of dog?", "i don't know.")]
     scores = scorer.score([human, *bad]).scores
     assert scores[0] > max(scores[1:])
+
+
+def test_ruber_minilm_normalises_each_part_with_its_own_calibrated_range(store: ModelStore) -> None:
+    """RUBER's eq. 8 by hand: (x - lo) / (hi - lo) clipped to [0, 1], with s_ref's range for s_ref and
+    s_unref's for s_unref (manifest config `normalise`)."""
+    scorer = store.scorers["ruber-minilm"]
+    raw = scorer._run(ITEMS, EncodeCache())
+    ranges = scorer.manifest.config["normalise"]
+    assert ranges["s_ref"] != ranges["s_unref"]  # otherwise the test could not tell them apart
+    details = scorer.score(ITEMS, {"components": True}).details
+    for part in ("s_ref", "s_unref"):
+        lo, hi = ranges[part]
+        expected = np.clip((raw[part].astype(np.float64) - lo) / (hi - lo), 0.0, 1.0)
+        assert [d[part] for d in details] == pytest.approx(list(expected), abs=1e-9), part

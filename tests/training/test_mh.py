@@ -141,3 +141,17 @@ def test_vader_reads_every_turn_of_the_fitting_and_transfer_data_whole() -> None
                   for load in (data.load_convai2, data.load_ieval, data.load_conture)
                   for dialogue in load(min_pairs=1) for text in dialogue.texts)
     assert longest <= proxies.MAX_SENTIMENT_WORDS
+
+
+def test_ridge_shrinks_the_coefficients_but_never_the_intercept() -> None:
+    """z's columns are centred, so least squares with ridge * ||lambda||^2 (intercept not penalised) has
+    intercept mean(y) for every ridge and lambda = (Z^T Z + ridge I)^-1 Z^T (y - mean(y))."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(50, 2)) * [1.0, 3.0] + [2.0, -1.0]
+    y = 3.0 + x @ np.array([1.0, -0.5]) + rng.normal(scale=0.1, size=50)
+    z = (x - x.mean(axis=0)) / x.std(axis=0)
+    for ridge in (0.0, 10.0, 1e4):
+        model = fit.fit(x, y, ridge=ridge)
+        assert model.intercept == pytest.approx(y.mean(), abs=1e-9)
+        expected = np.linalg.solve(z.T @ z + ridge * np.eye(2), z.T @ (y - y.mean()))
+        assert model.coefficients == pytest.approx(expected, abs=1e-9)

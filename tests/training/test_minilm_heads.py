@@ -116,3 +116,29 @@ def test_a_check_case_is_seen_when_training_held_its_answer_not_its_opening() ->
     assert not seen(["hello there"], ["hi!"])  # an opening read in training says nothing of this reply
     short = DevHoldout.of([(["Yes."], "Good, then let's go to the museum.", True)])
     assert not degenerate.seen_in_training(short, ["yes"], ["Fine."])  # "Yes." opens countless exchanges
+
+
+def test_autojudge_head_subtracts_the_copy_penalty_from_a_copy_of_the_last_turn() -> None:
+    """score = alpha + beta (c^T M r - gamma' max(0, cos(last, r) - tau')), at the initial values alpha 3,
+    beta 1, M = I, gamma' = softplus(5), tau' = sigmoid(1.1): a reply that copies the last turn (cos 1)
+    scores 3 + (1 - penalty), below the 4 the bare c^T M r would give."""
+    import math
+
+    head = HEADS["autojudge-minilm"]("last").eval()
+    context = _unit(1, 2, DIM)
+    with torch.no_grad():
+        copy = head(context, torch.ones(1, 2), context[:, -1])["score"].item()
+    penalty = math.log1p(math.exp(5.0)) * (1.0 - 1.0 / (1.0 + math.exp(-1.1)))
+    assert penalty > 1.0
+    assert copy == pytest.approx(3.0 + 1.0 - penalty, abs=1e-5)
+
+
+def test_ruber_head_copy_penalty_is_fixed_at_gamma_40_and_not_trained() -> None:
+    """RuberHead's copy penalty is a constant (gamma 40): trained, negative sampling moved it out of the way."""
+    head = HEADS["ruber-minilm"]("last")
+    assert torch.nn.functional.softplus(head.copy.gamma).item() == pytest.approx(40.0, abs=1e-6)
+    context = _unit(1, 1, DIM)
+    out = head(context, torch.ones(1, 1), context[:, -1], _unit(1, DIM))
+    out["score"].sum().backward()
+    assert head.copy.gamma.grad is None and head.copy.tau.grad is None
+    assert head.M.grad is not None  # the rest does learn from the same backward pass

@@ -87,3 +87,22 @@ def test_exported_graph_has_no_trace_of_the_prior(cache: EmbeddingCache, tmp_pat
     graph = onnx.load(str(tmp_path / "head.onnx")).graph
     assert [i.name for i in graph.input] == ["context", "context_mask", "response"]
     assert sum(1 for t in graph.initializer if list(t.dims) == [DIM, DIM]) == 1
+
+
+def test_the_objective_is_the_symmetric_in_batch_softmax(cache: EmbeddingCache) -> None:
+    """CLIP's loss, by hand: logits L = e^3 C A^T (the learned scale starts at e^3, M at I), and the loss
+    is the mean of the cross-entropy of each context over the replies (rows) and of each reply over the
+    contexts (columns). With lr 0 nothing moves, so the first epoch's logged loss is that number."""
+    import numpy as np
+    from scipy.special import logsumexp
+
+    config = NextTurnConfig(epochs=1, batch=8, lr=0.0, max_pairs=8, sources=("dailydialog",))
+    lines: list[str] = []
+    pretrain_bilinear(cache, config, seed=7, log=lines.append)
+    queries, replies = corpus_pairs(config.sources, config.max_pairs)
+    logits = np.exp(3.0) * cache.get(queries).astype(np.float64) @ cache.get(replies).astype(np.float64).T
+    rows = float(np.mean(logsumexp(logits, axis=1) - np.diag(logits)))
+    columns = float(np.mean(logsumexp(logits, axis=0) - np.diag(logits)))
+    assert abs(rows - columns) > 0.01  # the two directions differ on these pairs, so the test can tell
+    logged = float(lines[0].split(" loss ")[1].split()[0])
+    assert logged == pytest.approx((rows + columns) / 2, abs=2e-4)

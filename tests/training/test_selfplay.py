@@ -181,3 +181,16 @@ def test_the_scripted_bots_of_the_card_limitations_are_built_in():
     assert make_bot("scripted:repeat").reply(["anything"]) == "i love it!"
     with pytest.raises(ValueError, match="scripted:laugh-echo"):
         make_bot("scripted:nonsense")
+
+
+def test_every_reply_answers_the_whole_conversation_so_far() -> None:
+    """Section 4.3 of the paper: each reply is fed back, so the bot sees the opener and all its replies."""
+    seen: list[list[str]] = []
+
+    class Recording:
+        def reply(self, history: list[str]) -> str:
+            seen.append(list(history))
+            return f"r{len(history)}"
+
+    assert selfplay.converse(Recording(), "hello", 3) == ["r1", "r2", "r3"]
+    assert seen == [["hello"], ["hello", "r1"], ["hello", "r1", "r2"]]

@@ -51,3 +51,36 @@ def test_no_context_to_continue_is_a_set_up_error() -> None:
 
     with pytest.raises(SetupError, match="no unseen context"):
         pick_contexts(0, 100, random.Random(0), "DailyDialog test")
+
+
+def test_each_generated_turn_is_conditioned_on_the_whole_conversation_so_far() -> None:
+    """A fake VHRED: the contexts handed to the encoder grow by each generated turn; the inputs stay as given."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from training.selftalk import self_talk
+
+    seen: list[list[list[str]]] = []
+
+    class Encoder:
+        def __init__(self) -> None:
+            self.calls = 0
+            self.model = SimpleNamespace(config=SimpleNamespace(max_tokens=4), generate=self.generate)
+            self.tokenizer = SimpleNamespace(decode=lambda seq: f" t{seq[0]} ")
+
+        def encode_contexts(self, dialogues: list[list[str]]) -> torch.Tensor:
+            seen.append([list(d) for d in dialogues])
+            return torch.zeros(len(dialogues), 2)
+
+        def generate(self, states, max_tokens, temperature, top_k, generator):
+            self.calls += 1
+            return [[self.calls * 10 + row] for row in range(len(states))]
+
+    contexts = [["a"], ["b", "c"]]
+    generated = self_talk(Encoder(), contexts, turns=3)
+    assert generated == [["t10", "t20", "t30"], ["t11", "t21", "t31"]]
+    assert seen == [[["a"], ["b", "c"]],
+                    [["a", "t10"], ["b", "c", "t11"]],
+                    [["a", "t10", "t20"], ["b", "c", "t11", "t21"]]]
+    assert contexts == [["a"], ["b", "c"]]
