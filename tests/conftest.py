@@ -26,6 +26,13 @@ def copy_store(target: Path, names: tuple[str, ...] | None = None) -> Path:
     return target
 
 
+def metric_sample(client, sample: str) -> float:
+    """The value of one Prometheus sample (name and labels, as /metrics writes them); 0 before it exists."""
+    text = client.get("/metrics").get_data(as_text=True)
+    lines = [line for line in text.splitlines() if line.startswith(sample + " ")]
+    return float(lines[0].split()[-1]) if lines else 0.0
+
+
 @pytest.fixture(scope="session")
 def baseline_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy_store(tmp_path_factory.mktemp("store"), BASELINES)

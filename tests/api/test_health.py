@@ -1,7 +1,7 @@
 """Probes, discovery, metrics and the OpenAPI document."""
 import os
 
-from tests.conftest import BASELINES
+from tests.conftest import BASELINES, metric_sample
 
 
 def test_healthz_and_readyz(client):
@@ -255,10 +255,7 @@ def test_answers_say_nosniff_and_no_store(client):
 
 
 def _items_scored(client, model: str) -> float:
-    text = client.get("/metrics").get_data(as_text=True)
-    prefix = f'dialscore_items_scored_total{{model="{model}"}}'
-    lines = [line for line in text.splitlines() if line.startswith(prefix)]
-    return float(lines[0].split()[-1]) if lines else 0.0
+    return metric_sample(client, f'dialscore_items_scored_total{{model="{model}"}}')
 
 
 def test_items_scored_counts_every_item_of_a_request_not_the_request(client):

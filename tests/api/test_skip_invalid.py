@@ -1,6 +1,8 @@
 """`on_invalid: "skip"`: a bad item or candidate is left out and named, the rest of the batch scored."""
 import pytest
 
+from tests.conftest import metric_sample
+
 ITEM = {"context": ["hey, what do you want to do tonight?", "why don't we go see a movie?"],
         "response": "nah, let's do something active.", "reference": "yeah, the film about turing looks great!"}
 OTHER = {"context": ["how was your weekend?"], "response": "great, i went hiking!", "reference": "fine, and yours?"}
@@ -99,10 +101,7 @@ def test_rerank_skip_leaves_over_long_candidates_out_of_the_ranking(small_limits
 
 def test_skipped_items_are_counted_in_metrics(small_limits_client):
     def skipped() -> float:
-        text = small_limits_client.get("/metrics").get_data(as_text=True)
-        lines = [line for line in text.splitlines()
-                 if line.startswith('dialscore_items_skipped_total{endpoint="/score"}')]
-        return float(lines[0].split()[-1]) if lines else 0.0
+        return metric_sample(small_limits_client, 'dialscore_items_skipped_total{endpoint="/score"}')
 
     before = skipped()
     small_limits_client.post("/score", json={"model": "length", "items": _bad_items(), "on_invalid": "skip"})

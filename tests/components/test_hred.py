@@ -1,15 +1,14 @@
 """service/components/hred.py: the VHRED encoder component ADEM and AutoJudge share."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from service.components.base import component_class
 from service.manifest import read_manifest
 from service.runtime import Runtime, RuntimeSettings
+from tests.conftest import MODEL_STORE
 
-ENCODER = Path(__file__).resolve().parents[2] / "model_store" / "hred-encoder"
+ENCODER = MODEL_STORE / "hred-encoder"
 
 
 def test_a_long_context_is_encoded_from_its_most_recent_turns():
