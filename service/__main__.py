@@ -7,12 +7,12 @@ import os
 import sys
 from pathlib import Path
 
-CONFIG = Path(__file__).with_name("gunicorn.conf.py")
+CONFIG = Path(__file__).parent / "server" / "gunicorn.conf.py"
 log = logging.getLogger("service")
 
 
 def main(argv: list[str] | None = None) -> int:
-    from service.logging_setup import configure_logging
+    from service.server.logs import configure_logging
 
     configure_logging()  # these messages are JSON lines like everything else the server logs
     parser = argparse.ArgumentParser(prog="python -m service", description=__doc__)
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("host", "port", "workers"):
         if getattr(args, name) is not None:
             os.environ[f"DIALSCORE_{name.upper()}"] = getattr(args, name)
-    from service.server_config import check_configuration
+    from service.server.checks import check_configuration
 
     try:
         unknown = check_configuration(os.environ)

@@ -20,7 +20,7 @@ class ServiceError(Exception):
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
 
 
-# Every answer, the app's and gunicorn's own errors (service/http_worker.py) alike, is JSON (or the
+# Every answer, the app's and gunicorn's own errors (service/server/worker.py) alike, is JSON (or the
 # metrics text) about one request: no browser may read it as another type, no cache may keep it.
 ANSWER_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 
@@ -93,7 +93,7 @@ class MethodNotAllowed(ServiceError):
 
 
 class RequestTimeout(ServiceError):
-    """408: the request did not arrive whole within DIALSCORE_READ_TIMEOUT (service/http_worker.py)."""
+    """408: the request did not arrive whole within DIALSCORE_READ_TIMEOUT (service/server/worker.py)."""
 
     status, code = 408, "request_timeout"
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from marshmallow import ValidationError
 
-from service import limits, metrics, worker_readiness
+from service import limits, metrics
+from service.server.readiness import pod_status
 from service.config import Settings
 from service.errors import InvalidRequest, NotReady, UnknownModel
 from service.schemas import DIALOGUE, ITEM, flatten_messages
@@ -203,7 +204,7 @@ def readiness(store: ModelStore, settings: Settings) -> tuple[bool, dict[str, An
         return False, {"loading": True, "loaded": sorted(store.scorers)}
     if store.failures:
         return False, {"failed": dict(sorted(store.public_failures.items())), "loaded": sorted(store.scorers)}
-    pod = worker_readiness.pod_status()
+    pod = pod_status()
     if pod is not None and pod[0] < pod[1]:
         return False, {"loading": True, "workers_ready": pod[0], "workers": pod[1]}
     details: dict[str, Any] = {"models": sorted(store.scorers)}

@@ -2,7 +2,7 @@
 
 Request IDs: a caller's `X-Request-ID` is kept (so one ID follows a request through a chatbot,
 an ingress and this service); otherwise one is made. It is echoed in the response header and
-stamped on every log record (service/logging_setup.py), gunicorn's access log included.
+stamped on every log record (service/server/logs.py), gunicorn's access log included.
 
 Bearer token: when `DIALSCORE_API_TOKEN` is set every endpoint but the probes needs
 `Authorization: Bearer <token>`; the kubelet's probes carry no credentials, so `/healthz` and

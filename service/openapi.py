@@ -32,7 +32,7 @@ _ERRORS = {
     "503": "Models are not loaded yet, or the one asked for failed to load on this server (`not_ready`).",
 }
 # Any operation can answer these; 400 (malformed HTTP), 408, 414 and 431 come from the server itself
-# (service/http_worker.py), before the path is known.
+# (service/server/worker.py), before the path is known.
 _ALWAYS = ("400", "405", "408", "414", "431", "500")
 
 _SCORE_EXAMPLE = {

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from service import worker_readiness
+from service.server.readiness import mark_ready
 from service.components.base import Component, component_class
 from service.manifest import Manifest, ManifestError, read_manifest, verify_files
 from service.runtime import Runtime
@@ -206,7 +206,7 @@ def init_store(app: Any, background: bool) -> ModelStore:
             store._fail(STORE_KEY, _reason(exc), _public(exc))
             store.loaded = True
         if store.ready:
-            worker_readiness.mark_ready()
+            mark_ready()
 
     if background:
         threading.Thread(target=load, name="model-store-load", daemon=True).start()

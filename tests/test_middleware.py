@@ -8,7 +8,8 @@ import logging
 import pytest
 from flask import Flask
 
-from service import logging_setup, middleware
+from service.server import logs as logging_setup
+from service import middleware
 from service.config import load_settings
 
 log = logging.getLogger("tests.middleware")

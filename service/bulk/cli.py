@@ -136,7 +136,7 @@ def _open_input(path: Path) -> BinaryIO:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from service.logging_setup import configure_logging
+    from service.server.logs import configure_logging
 
     configure_logging()  # before the arguments are checked: their errors are JSON records too
     args = _parse_args(argv)

@@ -72,7 +72,8 @@ def test_responses_match_the_schemas_the_openapi_document_declares(client, basel
     """Every 200 body loads through its documented schema, which refuses unknown fields: the
     document describes what the service sends, field for field. So do the body /readyz gives under
     gunicorn (with the pod's worker counts) and the 401 of every GET the token guards."""
-    from service import schemas, worker_readiness
+    from service import schemas
+    from service.server import readiness as worker_readiness
     from service.app import create_app
 
     document = client.get("/openapi.json").get_json()
@@ -109,7 +110,7 @@ def test_responses_match_the_schemas_the_openapi_document_declares(client, basel
         schema().load(response.get_json())  # raises on a missing, extra or mistyped field
         _assert_documented(document, method, path, response)
 
-    # Under gunicorn (service/gunicorn.conf.py sets these) a ready /readyz also counts the pod's workers.
+    # Under gunicorn (service/server/gunicorn.conf.py sets these) a ready /readyz also counts the pod's workers.
     monkeypatch.setenv(worker_readiness.DIR_ENV, str(tmp_path / "ready"))
     monkeypatch.setenv(worker_readiness.WORKERS_ENV, "1")
     worker_readiness.mark_ready(os.getpid())  # a live worker's marker

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from tests.conftest import BASELINES, copy_store
-from tests.server import running_server
+from tests.live_server import running_server
 
 
 def _call(port: int, method: str, path: str, body: object | None = None, raw: bytes | None = None):

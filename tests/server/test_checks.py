@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from service.server_config import ServerSettings, check_configuration, check_writable, load_server_settings
+from service.server.checks import ServerSettings, check_configuration, check_writable, load_server_settings
 from tests.conftest import REPO
 
 
@@ -88,7 +88,7 @@ def test_every_variable_is_documented():
     from dataclasses import fields
 
     from service.config import Settings
-    from service.server_config import OTHER_NAMES, ServerSettings, env_name
+    from service.server.checks import OTHER_NAMES, ServerSettings, env_name
 
     known = OTHER_NAMES | {env_name(f.name) for f in fields(Settings)} | {
         env_name(f.name) for f in fields(ServerSettings)}

@@ -9,17 +9,17 @@ import shutil
 import tempfile
 
 from service.config import load_settings
-from service.logging_setup import gunicorn_logconfig
-from service.server_config import check_writable, load_server_settings
+from service.server.logs import gunicorn_logconfig
+from service.server.checks import check_writable, load_server_settings
 
-# Every value checked in one place (service/server_config.py, service/config.py); `python -m service`
+# Every value checked in one place (service/server/checks.py, service/config.py); `python -m service`
 # checks them before gunicorn starts and stops with one line naming a bad variable.
 _server = load_server_settings()
 _limits = load_settings(check_providers=False)
 bind = f"{_server.host}:{_server.port}"
 workers = _server.workers
-# gthread, with gunicorn's own 400/414/431 answers in the contract's JSON (service/http_worker.py).
-worker_class = "service.http_worker.ContractErrorThreadWorker"
+# gthread, with gunicorn's own 400/414/431 answers in the contract's JSON (service/server/worker.py).
+worker_class = "service.server.worker.ContractErrorThreadWorker"
 threads = _server.threads
 # Models load in each worker after the fork (ONNX Runtime sessions must not cross a fork).
 preload_app = False
@@ -47,7 +47,7 @@ if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     _owned_metrics_dir = tempfile.mkdtemp(prefix="dialscore-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = _owned_metrics_dir
 
-# Pod-level readiness (service/worker_readiness.py): workers mark "models loaded" in a shared folder.
+# Pod-level readiness (service/server/readiness.py): workers mark "models loaded" in a shared folder.
 _owned_ready_dir = None
 if not os.environ.get("DIALSCORE_READY_DIR"):
     _owned_ready_dir = tempfile.mkdtemp(prefix="dialscore-ready-")
@@ -63,7 +63,7 @@ check_writable(os.environ["PROMETHEUS_MULTIPROC_DIR"], "PROMETHEUS_MULTIPROC_DIR
 check_writable(os.environ["DIALSCORE_READY_DIR"], "DIALSCORE_READY_DIR")
 
 from service import metrics as metrics_files  # noqa: E402
-from service import worker_readiness  # noqa: E402
+from service.server import readiness  # noqa: E402
 
 
 def on_starting(server):
@@ -73,7 +73,7 @@ def on_starting(server):
     for name in os.listdir(folder):
         if name.endswith(".db"):
             os.remove(os.path.join(folder, name))
-    worker_readiness.clear(worker_readiness.marker_dir())
+    readiness.clear(readiness.marker_dir())
 
 
 def post_fork(server, worker):
@@ -87,7 +87,7 @@ def post_fork(server, worker):
     ONNX Runtime's loading thread). The first workers still load in the background, so that
     /healthz answers while a pod starts and /readyz says why it is not ready yet.
     """
-    os.environ[worker_readiness.WORKERS_ENV] = str(server.num_workers)
+    os.environ[readiness.WORKERS_ENV] = str(server.num_workers)
     if worker.age > server.num_workers:
         os.environ["DIALSCORE_LOAD_SYNC"] = "true"
 
@@ -136,7 +136,7 @@ def child_exit(server, worker):
     except Exception:  # noqa: BLE001 - the dead worker's files stay, still counted as they are
         server.log.exception("could not fold the metrics of worker %s; its files are kept", worker.pid)
     try:
-        worker_readiness.forget(worker.pid)
+        readiness.forget(worker.pid)
     except Exception:  # noqa: BLE001 - its marker stays; /readyz counts only markers of live workers
         server.log.exception("could not remove the readiness marker of worker %s", worker.pid)
 

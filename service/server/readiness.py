@@ -4,7 +4,7 @@ Each worker loads its models after the fork, in the background. A Kubernetes pro
 whichever worker accepts the connection, so without this a pod could be marked ready by a
 worker that has finished while another is still loading and would answer traffic with 503s.
 
-Under gunicorn (service/gunicorn.conf.py) every worker drops a marker file named after its pid
+Under gunicorn (service/server/gunicorn.conf.py) every worker drops a marker file named after its pid
 into a folder shared by the pod once its store has loaded cleanly; the master removes a dead
 worker's marker. A worker reports ready only when markers exist for as many workers as the
 master runs. Without the folder (tests, `flask run`) readiness stays per process.

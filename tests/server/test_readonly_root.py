@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.server import free_port
+from tests.live_server import free_port
 
 SCRIPT = r"""
 set -eu

@@ -5,7 +5,7 @@ starts, and stops with one line naming the variable: a configuration probe found
 gunicorn took and then failed on far from their cause (DIALSCORE_WORKERS=0: a server that accepts
 connections and never answers; DIALSCORE_READ_TIMEOUT=inf: a 500 on every request; a read-only
 metrics folder: every request dropped without an answer). gunicorn.conf.py reads the same values
-from here, so a direct `gunicorn -c service/gunicorn.conf.py` is checked too.
+from here, so a direct `gunicorn -c service/server/gunicorn.conf.py` is checked too.
 """
 from __future__ import annotations
 

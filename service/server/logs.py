@@ -116,8 +116,8 @@ def gunicorn_logconfig(level: str = "INFO") -> dict[str, Any]:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"json": {"()": "service.logging_setup.JsonFormatter"}},
-        "filters": {"request_id": {"()": "service.logging_setup.RequestIdFilter"}},
+        "formatters": {"json": {"()": "service.server.logs.JsonFormatter"}},
+        "filters": {"request_id": {"()": "service.server.logs.RequestIdFilter"}},
         "handlers": {"console": handler, "error_console": dict(handler)},
         "root": {"level": level, "handlers": ["console"]},
         "loggers": {

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from service import worker_readiness
+from service.server import readiness as worker_readiness
 from service.handlers import readiness
 from service.store import ModelStore
 

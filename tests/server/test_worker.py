@@ -2,7 +2,7 @@
 import json
 import socket
 
-from service import http_worker
+from service.server import worker as http_worker
 
 
 def test_every_status_gunicorn_answers_gets_a_contract_error():
@@ -51,7 +51,7 @@ def test_reads_share_one_deadline_while_armed_and_writes_do_not():
     import pytest
 
     from service.errors import RequestTimeout
-    from service.http_worker import ReadDeadlineSocket
+    from service.server.worker import ReadDeadlineSocket
 
     ours, theirs = socket.socketpair()
     wrapped = ReadDeadlineSocket(ours)
@@ -78,7 +78,7 @@ def test_reads_share_one_deadline_while_armed_and_writes_do_not():
 def test_the_read_timeout_setting_is_checked(monkeypatch):
     import pytest
 
-    from service.http_worker import read_timeout
+    from service.server.worker import read_timeout
 
     monkeypatch.delenv("DIALSCORE_READ_TIMEOUT", raising=False)
     assert read_timeout() == 10.0

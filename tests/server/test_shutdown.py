@@ -16,7 +16,7 @@ import time
 import pytest
 
 from tests.conftest import REPO
-from tests.server import running_server
+from tests.live_server import running_server
 
 
 @pytest.fixture()

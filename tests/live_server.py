@@ -1,9 +1,9 @@
 """The real server for tests: `python -m service` (gunicorn) on a free loopback port, stopped afterwards.
 
-One copy of what tests/integration/test_gunicorn.py and tests/test_shutdown.py each did by hand:
+One copy of what tests/integration/test_gunicorn.py and tests/server/test_shutdown.py each did by hand:
 pick a free port, start the server in its own session, wait for /readyz, and on the way out stop
 the master and every worker (the whole process group), printing the end of the server's log
-when the server or the test failed. tests/test_readonly_root.py takes only free_port (its server
+when the server or the test failed. tests/server/test_readonly_root.py takes only free_port (its server
 starts inside a mount namespace, from a script). service/bench.py has its own, as product code.
 """
 from __future__ import annotations
