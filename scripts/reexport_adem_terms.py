@@ -63,7 +63,7 @@ def manifest_fields(folder: Path) -> dict:
 
 
 def classic(folder: Path) -> None:
-    from service.manifest import write_manifest
+    from service.store.manifest import write_manifest
     from training.adem.model import ADEMHead, ServedADEM
     from training.cards import adem_details
     from training.export import PARITY_ATOL, export_head, head_examples
@@ -107,7 +107,7 @@ def classic(folder: Path) -> None:
 
 
 def minilm(folder: Path) -> None:
-    from service.manifest import write_manifest
+    from service.store.manifest import write_manifest
     from training.minilm.heads import AdemHead, export_head
     from training.minilm.store import DETAILS, _check_parity, write_readme
 

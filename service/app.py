@@ -13,7 +13,7 @@ from werkzeug.exceptions import HTTPException
 from service import metrics, middleware
 from service.config import load_settings
 from service.errors import ANSWER_HEADERS, BadJson, MethodNotAllowed, NotFound, ServiceError, TooLarge
-from service.store import init_store
+from service.store.model_store import init_store
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from service.config import Settings
 from service.errors import InvalidRequest, NotReady, UnknownModel
 from service.schemas import DIALOGUE, ITEM, flatten_messages
 from service.scorers.base import Dialogue, EncodeCache, Item, OptionError, Scorer, Turn, lacks_reference
-from service.store import STORE_KEY, ModelStore
+from service.store.model_store import STORE_KEY, ModelStore
 
 
 def get_scorer(store: ModelStore, name: str) -> Scorer:

@@ -11,7 +11,7 @@ from service.config import Settings
 from service.errors import BadJson, InvalidRequest, ServiceError, TooLarge
 from service.json_body import BadText, JsonTextError, NotAnObject, RepeatedKey, TooDeep, parse_object
 from service.schemas import flatten_messages
-from service.store import ModelStore
+from service.store.model_store import ModelStore
 
 
 def settings() -> Settings:

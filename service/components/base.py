@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from service.manifest import Manifest
-from service.runtime import providers_of
+from service.store.manifest import Manifest
+from service.store.runtime import providers_of
 
 _COMPONENTS: dict[str, type["Component"]] = {}
 

@@ -22,7 +22,7 @@ from tokenizers import Tokenizer
 
 from service.components.base import Component, register_component
 from service.config import PRECISION_ENV, encoder_precision
-from service.runtime import length_buckets
+from service.store.runtime import length_buckets
 from service.scorers.base import EncodeCache
 
 log = logging.getLogger(__name__)

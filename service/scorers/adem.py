@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from service.components.hred import HREDEncoder
-from service.manifest import ManifestError, encoder_drift
+from service.store.manifest import ManifestError, encoder_drift
 from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer, term_details
 from service.scorers.registry import register
 

@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from service.manifest import Manifest, ManifestError
-from service.runtime import providers_of
+from service.store.manifest import Manifest, ManifestError
+from service.store.runtime import providers_of
 from service.text import is_blank
 
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from service import proxies
-from service.manifest import ManifestError, encoder_drift
+from service.store.manifest import ManifestError, encoder_drift
 from service.scorers.base import Dialogue, EncodeCache, Scorer, ScoreBatch
 from service.scorers.registry import register
 

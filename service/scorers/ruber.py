@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from service.components.glove import GloveTable
-from service.runtime import length_buckets
+from service.store.runtime import length_buckets
 from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer
 from service.scorers.registry import register
 from service.text import words

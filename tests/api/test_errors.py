@@ -273,7 +273,7 @@ def test_human_eval_criteria_are_limited(baseline_store):
 
 def test_not_ready_is_503(baseline_store):
     from service.app import create_app
-    from service.store import ModelStore
+    from service.store.model_store import ModelStore
 
     app = create_app({"model_store": baseline_store, "load_sync": True, "models": ["length"]})
     app.extensions["dialscore.store"] = ModelStore(baseline_store)  # a store that has not loaded yet
@@ -392,8 +392,8 @@ def test_a_model_that_failed_to_load_is_named_without_server_paths(tmp_path, cap
 
 
 def test_load_errors_of_unknown_shape_are_not_shown_to_clients(tmp_path):
-    from service.runtime import Runtime
-    from service.store import ModelStore, _public
+    from service.store.runtime import Runtime
+    from service.store.model_store import ModelStore, _public
     from tests.conftest import copy_store
 
     reason = _public(RuntimeError("[ONNXRuntimeError] : 3 : NO_SUCHFILE : Load model from "

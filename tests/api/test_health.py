@@ -298,7 +298,7 @@ def test_the_document_declares_the_open_intervals_the_service_enforces(client):
 def test_models_says_whether_the_store_is_still_loading(client, baseline_store):
     """`loading` is true before the models have loaded and false after (a client polls it)."""
     from service.app import create_app
-    from service.store import ModelStore
+    from service.store.model_store import ModelStore
 
     assert client.get("/models").get_json()["loading"] is False
     app = create_app({"model_store": baseline_store, "load_sync": True, "models": ["length"]})

@@ -27,7 +27,7 @@ ITEMS = [
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from service.store import ModelStore
+    from service.store.model_store import ModelStore
 
     store = ModelStore(tiny_store(tmp_path_factory.mktemp("chain")))
     assert store.load(), store.failures
@@ -131,8 +131,8 @@ def test_a_head_exported_without_terms_is_served_without_details(tiny, tmp_path)
     """Heads exported before 2026-11-25 return the score alone: they still load and score."""
     import onnx
 
-    from service.manifest import read_manifest, write_manifest
-    from service.store import ModelStore
+    from service.store.manifest import read_manifest, write_manifest
+    from service.store.model_store import ModelStore
 
     root = Path(shutil.copytree(tiny.root, tmp_path / "store"))
     graph = onnx.load(str(root / "adem" / "adem_head.onnx"))
@@ -150,7 +150,7 @@ def test_a_head_exported_without_terms_is_served_without_details(tiny, tmp_path)
 
 
 def test_committed_adem(tmp_path) -> None:
-    from service.store import ModelStore
+    from service.store.model_store import ModelStore
 
     store = ModelStore(copy_store(tmp_path, ("adem",)))
     assert store.load(), store.failures
@@ -169,8 +169,8 @@ def test_a_head_without_recorded_encoder_files_is_served_with_a_warning(tmp_path
     import json
     import logging
 
-    from service.runtime import Runtime, RuntimeSettings
-    from service.store import ModelStore
+    from service.store.runtime import Runtime, RuntimeSettings
+    from service.store.model_store import ModelStore
 
     root = copy_store(tmp_path / "store", ("adem",))
     manifest = json.loads((root / "adem" / "manifest.json").read_text())

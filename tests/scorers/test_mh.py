@@ -10,11 +10,11 @@ import pytest
 
 from service import proxies
 from service.components.base import component_class
-from service.manifest import read_manifest, write_manifest
-from service.runtime import Runtime, RuntimeSettings
+from service.store.manifest import read_manifest, write_manifest
+from service.store.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Dialogue, OptionError, Turn
 from service.scorers.registry import scorer_class
-from service.store import ModelStore
+from service.store.model_store import ModelStore
 from tests.conftest import MODEL_STORE
 
 COMPONENTS = ("glove-50d", "minilm-l6")

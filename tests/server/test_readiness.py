@@ -10,7 +10,7 @@ import pytest
 
 from service.server import readiness as worker_readiness
 from service.handlers import readiness
-from service.store import ModelStore
+from service.store.model_store import ModelStore
 
 
 @pytest.fixture()

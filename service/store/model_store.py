@@ -17,8 +17,8 @@ from typing import Any
 
 from service.server.readiness import mark_ready
 from service.components.base import Component, component_class
-from service.manifest import Manifest, ManifestError, read_manifest, verify_files
-from service.runtime import Runtime
+from service.store.manifest import Manifest, ManifestError, read_manifest, verify_files
+from service.store.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Scorer
 from service.scorers.registry import scorer_class
 
@@ -191,8 +191,6 @@ def _public(exc: Exception) -> str:
 
 def init_store(app: Any, background: bool) -> ModelStore:
     """Attach a ModelStore to the app (flaskr-style init_app) and load it, in a thread if `background`."""
-    from service.runtime import RuntimeSettings
-
     settings = app.config["SETTINGS"]
     runtime = Runtime(RuntimeSettings.from_settings(settings))
     store = ModelStore(settings.model_store, runtime, settings.models)

@@ -1,8 +1,8 @@
 import json
 import logging
 
-from service.runtime import Runtime
-from service.store import ModelStore
+from service.store.runtime import Runtime
+from service.store.model_store import ModelStore
 from tests.conftest import BASELINES, copy_store
 
 
