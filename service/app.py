@@ -10,7 +10,8 @@ from flask import Flask, Response, g, jsonify, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
 
-from service import metrics, middleware
+from service import metrics
+from service.api import analysis, health, middleware, scoring
 from service.config import load_settings
 from service.errors import ANSWER_HEADERS, BadJson, MethodNotAllowed, NotFound, ServiceError, TooLarge
 from service.store.model_store import init_store
@@ -73,12 +74,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = ServiceFlask(__name__)
     app.config["SETTINGS"] = settings
     # One byte over the limit: werkzeug stops reading a chunked body there silently, and load_body
-    # refuses what is longer than the limit (service/api/__init__.py).
+    # refuses what is longer than the limit (service/api/body.py).
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1
     app.json = StrictJSONProvider(app)
-
-    from service.api import analysis, health, scoring
-
     for blueprint in (health.bp, scoring.bp, analysis.bp):
         app.register_blueprint(blueprint)
     middleware.init_app(app)  # first: request IDs and the token check precede everything else

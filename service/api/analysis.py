@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify
 
-from service import human_eval, limits, stats
-from service.api import load_body, settings
+from service import human_eval, stats
+from service.api import limits, settings
+from service.api.body import load_body
+from service.api.schemas import CORRELATE_REQUEST, HUMAN_EVAL_REQUEST
 from service.errors import InvalidRequest
-from service.schemas import CORRELATE_REQUEST, HUMAN_EVAL_REQUEST
 
 bp = Blueprint("analysis", __name__)
 

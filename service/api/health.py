@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from service import handlers, metrics
-from service.api import settings, store
+from service import metrics
+from service.api import dataplane, settings, store
+from service.api.openapi import openapi_document
 from service.errors import NotReady
-from service.openapi import openapi_document
 
 bp = Blueprint("health", __name__)
 
@@ -18,7 +18,7 @@ def healthz():
 
 @bp.get("/readyz")
 def readyz():
-    ready, details = handlers.readiness(store(), settings())
+    ready, details = dataplane.readiness(store(), settings())
     if not ready:
         if "failed" in details:
             names = ", ".join(details["failed"])

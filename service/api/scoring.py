@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from flask import Blueprint, g, jsonify
 
-from service import handlers, limits
-from service.api import load_body, settings, store
-from service.schemas import RERANK_REQUEST, SCORE_REQUEST
+from service.api import dataplane, limits, settings, store
+from service.api.body import load_body
+from service.api.schemas import RERANK_REQUEST, SCORE_REQUEST
 
 bp = Blueprint("scoring", __name__)
 
@@ -17,7 +17,7 @@ def score():
     g.model = _metrics_label(names)
     over = limits.check_items(body["items"], settings(), check_reference=_reads_reference(names),
                               skip_items=body["on_invalid"] == "skip")
-    return jsonify(handlers.score(store(), body, settings(), over))
+    return jsonify(dataplane.score(store(), body, settings(), over))
 
 
 @bp.post("/rerank")
@@ -26,7 +26,7 @@ def rerank():
     g.model = _metrics_label([body["model"]])
     over = limits.check_rerank(body, settings(), check_reference=_reads_reference([body["model"]]),
                                skip_candidates=body["on_invalid"] == "skip")
-    return jsonify(handlers.rerank(store(), body, settings(), over))
+    return jsonify(dataplane.rerank(store(), body, settings(), over))
 
 
 def _metrics_label(names: list[str]) -> str:

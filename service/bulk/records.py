@@ -10,7 +10,7 @@ from marshmallow import EXCLUDE, ValidationError
 from service.bulk.checkpoint import OversizedLine
 from service.json_body import (BadText, JsonTextError, NotAnObject, NotFinite, NotJson, RepeatedKey, TooDeep,
                                parse_object)
-from service.schemas import DIALOGUE, ITEM, flatten_messages
+from service.api.schemas import DIALOGUE, ITEM, flatten_messages
 from service.scorers.base import Dialogue, EncodeCache, Item, Scorer, Turn, lacks_reference
 
 log = logging.getLogger("service.bulk")  # one logger for the whole command: its records name it
@@ -49,7 +49,7 @@ def _read_object(raw: bytes) -> dict[str, Any]:
 def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
     """(item, id) for one input line, or raise ValueError with a message a person can act on.
 
-    Items use the HTTP contract's shapes (service/schemas.py); unknown keys are ignored so that a
+    Items use the HTTP contract's shapes (service/api/schemas.py); unknown keys are ignored so that a
     corpus may carry its own fields (ratings, systems) beside the item, and `id` is echoed back.
     """
     if not raw.removeprefix(b"\xef\xbb\xbf").strip():

@@ -38,7 +38,7 @@ class Component:
 
     def work(self, texts: list[str]) -> int | None:
         """The units of work encoding these distinct texts costs, for the per-request limit
-        (service/limits.py check_encoder_work); None where the component is cheap enough not to meter."""
+        (service/api/limits.py check_encoder_work); None where the component is cheap enough not to meter."""
         return None
 
 

@@ -108,7 +108,7 @@ def gunicorn_logconfig(level: str = "INFO") -> dict[str, Any]:
     """A `logconfig_dict` for gunicorn.conf.py: gunicorn's error and access logs and the app's, as JSON.
 
     The access log is emitted after the response, outside the app context, so its request ID is
-    read from the response's X-Request-ID header (which service/middleware.py always sets).
+    read from the response's X-Request-ID header (which service/api/middleware.py always sets).
     """
     level = level.upper()
     handler = {"class": "logging.StreamHandler", "formatter": "json", "filters": ["request_id"],

@@ -411,7 +411,7 @@ def test_load_errors_of_unknown_shape_are_not_shown_to_clients(tmp_path):
 def test_a_non_finite_number_in_a_response_is_a_logged_500_not_invalid_json(client, monkeypatch, caplog):
     """Scores are finite floats (API.md); a NaN that slips through must not go out as `NaN`, which
     is not JSON and which clients' parsers reject or, worse, accept."""
-    from service import handlers
+    from service.api import dataplane as handlers
 
     monkeypatch.setattr(handlers, "score", lambda store, body, settings, *_: {"model": "length", "version": "x",
                                                                              "scores": [float("nan")]})

@@ -72,7 +72,7 @@ def test_responses_match_the_schemas_the_openapi_document_declares(client, basel
     """Every 200 body loads through its documented schema, which refuses unknown fields: the
     document describes what the service sends, field for field. So do the body /readyz gives under
     gunicorn (with the pod's worker counts) and the 401 of every GET the token guards."""
-    from service import schemas
+    from service.api import schemas
     from service.server import readiness as worker_readiness
     from service.app import create_app
 
@@ -191,7 +191,7 @@ def test_the_openapi_human_eval_example_is_the_readme_one():
     import json
     from pathlib import Path
 
-    from service.openapi import openapi_document
+    from service.api.openapi import openapi_document
 
     examples = Path(__file__).resolve().parents[2] / "docs" / "examples"
     example = openapi_document()["paths"]["/human-eval"]["post"]["requestBody"]["content"]["application/json"]

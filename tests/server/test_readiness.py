@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from service.server import readiness as worker_readiness
-from service.handlers import readiness
+from service.api.dataplane import readiness
 from service.store.model_store import ModelStore
 
 

@@ -9,11 +9,12 @@ from typing import Any
 
 from marshmallow import ValidationError
 
-from service import limits, metrics
+from service.api import limits
+from service import metrics
 from service.server.readiness import pod_status
 from service.config import Settings
 from service.errors import InvalidRequest, NotReady, UnknownModel
-from service.schemas import DIALOGUE, ITEM, flatten_messages
+from service.api.schemas import DIALOGUE, ITEM, flatten_messages
 from service.scorers.base import Dialogue, EncodeCache, Item, OptionError, Scorer, Turn, lacks_reference
 from service.store.model_store import STORE_KEY, ModelStore
 

@@ -1,9 +1,9 @@
-"""service/limits.py: the per-request limits that answer 413 before any model runs."""
+"""service/api/limits.py: the per-request limits that answer 413 before any model runs."""
 from __future__ import annotations
 
 import pytest
 
-from service import limits
+from service.api import limits
 from service.config import load_settings
 from service.errors import TooLarge
 

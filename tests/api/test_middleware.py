@@ -9,7 +9,7 @@ import pytest
 from flask import Flask
 
 from service.server import logs as logging_setup
-from service import middleware
+from service.api import middleware
 from service.config import load_settings
 
 log = logging.getLogger("tests.middleware")
@@ -141,10 +141,10 @@ def test_a_configured_token_is_stripped_and_must_fit_a_header():
 
 
 def test_start_up_says_whether_the_token_is_required(caplog):
-    with caplog.at_level(logging.INFO, logger="service.middleware"):
+    with caplog.at_level(logging.INFO, logger="service.api.middleware"):
         make_app()
         make_app("s3cret")
-    said = [r for r in caplog.records if r.name == "service.middleware"]
+    said = [r for r in caplog.records if r.name == "service.api.middleware"]
     assert said[0].levelno == logging.WARNING and "every endpoint is open" in said[0].getMessage()
     assert said[1].levelno == logging.INFO and "bearer token required" in said[1].getMessage()
     assert "s3cret" not in caplog.text

@@ -7,7 +7,7 @@ from typing import Any
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
-from service import middleware, schemas
+from service.api import middleware, schemas
 from service.stats.correlation import METHODS
 
 VERSION = "1.0.0"
@@ -106,7 +106,7 @@ def _get(summary: str, content: dict[str, Any], codes: tuple[str, ...] = ()) -> 
 
 
 def _guarded(path: str, operations: dict[str, Any]) -> dict[str, Any]:
-    """Security and the 401 as service/middleware.py applies them: with a token configured every
+    """Security and the 401 as service/api/middleware.py applies them: with a token configured every
     path but the probes needs it. `{}` beside the bearer scheme: without one, nothing is needed."""
     for operation in operations.values():
         if path in middleware.OPEN_PATHS:

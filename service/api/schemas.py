@@ -1,7 +1,7 @@
 """Request and response schemas: the same objects validate requests and write /openapi.json.
 
 Structure and types are checked here (422); size limits are configuration and are checked in
-service/limits.py (413), because they are not part of a payload's validity.
+service/api/limits.py (413), because they are not part of a payload's validity.
 """
 from __future__ import annotations
 
