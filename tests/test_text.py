@@ -1,7 +1,8 @@
 """service.text: the word split the overlap and embedding metrics share, and its memo's bound."""
 from __future__ import annotations
 
-from service import proxies, text
+from service.scorers.mh import proxies
+from service import text
 
 
 def test_words_are_lower_cased_and_split_on_punctuation() -> None:

@@ -19,11 +19,11 @@ from marshmallow import ValidationError
 from service.analysis import importers, report
 from service.analysis.compare import compare_with_upstream, pairwise_rater_agreement
 from service.api import limits
+from service.api.schemas import CorrelateRequestSchema, HumanEvalRequestSchema, flatten_messages
 from service.config import load_settings
 from service.errors import FieldsError, TooLarge
-from service.human_eval import HumanEvalInputError, assess
-from service.api.schemas import CorrelateRequestSchema, HumanEvalRequestSchema, flatten_messages
 from service.stats import METHODS, StatsInputError, correlate
+from service.stats.human_eval import HumanEvalInputError, assess
 
 
 def _parser() -> argparse.ArgumentParser:

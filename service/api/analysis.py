@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify
 
-from service import human_eval, stats
+from service import stats
 from service.api import limits, settings
 from service.api.body import load_body
 from service.api.schemas import CORRELATE_REQUEST, HUMAN_EVAL_REQUEST
 from service.errors import InvalidRequest
+from service.stats import human_eval
 
 bp = Blueprint("analysis", __name__)
 

@@ -9,13 +9,14 @@ from typing import Any
 
 from marshmallow import ValidationError
 
-from service.api import limits
 from service import metrics
-from service.server.readiness import pod_status
+from service.api import limits
+from service.api.schemas import DIALOGUE, ITEM, flatten_messages
+from service.components.cache import EncodeCache
 from service.config import Settings
 from service.errors import InvalidRequest, NotReady, UnknownModel
-from service.api.schemas import DIALOGUE, ITEM, flatten_messages
-from service.scorers.base import Dialogue, EncodeCache, Item, OptionError, Scorer, Turn, lacks_reference
+from service.scorers.base import Dialogue, Item, OptionError, Scorer, Turn, lacks_reference
+from service.server.readiness import pod_status
 from service.store.model_store import STORE_KEY, ModelStore
 
 

@@ -17,9 +17,9 @@ from service.bulk.runner import run
 from service.bulk.signals import Stop
 from service.config import load_settings
 from service.json_body import loads
-from service.store.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Scorer
 from service.store.model_store import ModelStore
+from service.store.runtime import Runtime, RuntimeSettings
 
 DESCRIPTION = "Score a JSONL corpus offline with one model; streaming, resumable, shardable."
 log = logging.getLogger("service.bulk")  # one logger for the whole command: its records name it

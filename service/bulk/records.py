@@ -11,7 +11,8 @@ from service.bulk.checkpoint import OversizedLine
 from service.json_body import (BadText, JsonTextError, NotAnObject, NotFinite, NotJson, RepeatedKey, TooDeep,
                                parse_object)
 from service.api.schemas import DIALOGUE, ITEM, flatten_messages
-from service.scorers.base import Dialogue, EncodeCache, Item, Scorer, Turn, lacks_reference
+from service.components.cache import EncodeCache
+from service.scorers.base import Dialogue, Item, Scorer, Turn, lacks_reference
 
 log = logging.getLogger("service.bulk")  # one logger for the whole command: its records name it
 

@@ -17,8 +17,8 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from service.components.base import Component, register_component
+from service.components.cache import EncodeCache
 from service.store.runtime import length_buckets
-from service.scorers.base import EncodeCache
 
 MAX_TOKENS = 8192
 

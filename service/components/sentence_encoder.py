@@ -21,9 +21,9 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from service.components.base import Component, register_component
+from service.components.cache import EncodeCache
 from service.config import PRECISION_ENV, encoder_precision
 from service.store.runtime import length_buckets
-from service.scorers.base import EncodeCache
 
 log = logging.getLogger(__name__)
 

@@ -11,10 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from service.components.cache import EncodeCache
 from service.components.hred import HREDEncoder
-from service.store.manifest import ManifestError, encoder_drift
-from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer, term_details
+from service.scorers.base import Item, ScoreBatch, Scorer, term_details
 from service.scorers.registry import register
+from service.store.manifest import ManifestError, encoder_drift
 
 log = logging.getLogger(__name__)
 

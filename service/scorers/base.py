@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from service.components.cache import EncodeCache
 from service.store.manifest import Manifest, ManifestError
 from service.store.runtime import providers_of
 from service.text import is_blank
@@ -59,31 +60,6 @@ def term_details(outputs: dict[str, Any], names: tuple[str, ...]) -> list[dict[s
     if not all(name in outputs for name in names):
         return None
     return [{name: float(outputs[name][i]) for name in names} for i in range(len(outputs["score"]))]
-
-
-class EncodeCache:
-    """Per-request memo of utterance encodings, shared across items and models.
-
-    Keyed by (component name, text): a request scoring with several models on one encoder
-    encodes each distinct utterance once.
-    """
-
-    def __init__(self) -> None:
-        self._vectors: dict[tuple[str, str], np.ndarray] = {}
-        self.hits = 0
-        self.misses = 0
-
-    def get_many(self, component: str, texts: list[str], encode) -> np.ndarray:
-        """Vectors for `texts` (rows in order); `encode(list[str]) -> ndarray` runs only on unseen ones."""
-        missing = list(dict.fromkeys(t for t in texts if (component, t) not in self._vectors))
-        self.misses += len(missing)
-        self.hits += len(texts) - len(missing)
-        if missing:
-            for text, vector in zip(missing, encode(missing)):
-                self._vectors[(component, text)] = vector
-        if not texts:
-            return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([self._vectors[(component, t)] for t in texts])
 
 
 class Scorer:

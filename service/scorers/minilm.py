@@ -14,8 +14,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from service.components.cache import EncodeCache
 from service.components.sentence_encoder import SentenceEncoder
-from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer, term_details
+from service.scorers.base import Item, ScoreBatch, Scorer, term_details
 from service.scorers.registry import register
 from service.scorers.ruber import blend, normalise
 

@@ -17,7 +17,8 @@ import sacrebleu
 from rapidfuzz.distance import LCSseq
 from rouge_score import scoring, tokenizers
 
-from service.scorers.base import EncodeCache, Item, Scorer, ScoreBatch
+from service.components.cache import EncodeCache
+from service.scorers.base import Item, Scorer, ScoreBatch
 from service.scorers.registry import register
 
 

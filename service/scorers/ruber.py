@@ -23,12 +23,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from service.components.cache import EncodeCache
 from service.components.glove import GloveTable
-from service.store.runtime import length_buckets
-from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer
+from service.scorers.base import Item, ScoreBatch, Scorer
+from service.scorers.embedding import cosine
 from service.scorers.registry import register
+from service.store.runtime import length_buckets
 from service.text import words
-from service.vectors import cosine
 
 BLENDS = ("min", "max", "geometric", "arithmetic")
 WORD_WEIGHTS = ("none", "frequency")

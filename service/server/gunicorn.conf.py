@@ -9,8 +9,8 @@ import shutil
 import tempfile
 
 from service.config import load_settings
-from service.server.logs import gunicorn_logconfig
 from service.server.checks import check_writable, load_server_settings
+from service.server.logs import gunicorn_logconfig
 
 # Every value checked in one place (service/server/checks.py, service/config.py); `python -m service`
 # checks them before gunicorn starts and stops with one line naming a bad variable.

@@ -15,12 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from service.server.readiness import mark_ready
 from service.components.base import Component, component_class
-from service.store.manifest import Manifest, ManifestError, read_manifest, verify_files
-from service.store.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Scorer
 from service.scorers.registry import scorer_class
+from service.server.readiness import mark_ready
+from service.store.manifest import Manifest, ManifestError, read_manifest, verify_files
+from service.store.runtime import Runtime, RuntimeSettings
 
 log = logging.getLogger(__name__)
 STORE_KEY = "model_store"  # the failures' key for the store as a whole (not a model's name)

@@ -11,7 +11,7 @@ import pytest
 from service.components.sentence_encoder import PRECISION_ENV, SentenceEncoder, choose_precision, pool
 from service.store.manifest import read_manifest
 from service.store.runtime import Runtime, RuntimeSettings
-from service.scorers.base import EncodeCache
+from service.components.cache import EncodeCache
 
 STORE = Path(__file__).resolve().parents[2] / "model_store" / "minilm-l6"
 TEXTS = [

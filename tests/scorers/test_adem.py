@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from service.scorers.base import EncodeCache, Item
+from service.components.cache import EncodeCache
+from service.scorers.base import Item
 from tests.conftest import copy_store
 from tests.hred_tiny import tiny_store
 

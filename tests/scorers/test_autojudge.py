@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from service.scorers.base import EncodeCache, Item, soft_bound
+from service.components.cache import EncodeCache
+from service.scorers.base import Item, soft_bound
 from tests.conftest import copy_store
 from tests.hred_tiny import tiny_store
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from service.store.runtime import Runtime, RuntimeSettings
-from service.scorers.base import EncodeCache, Item
+from service.components.cache import EncodeCache
+from service.scorers.base import Item
 from service.store.model_store import ModelStore
 
 STORE = Path(__file__).resolve().parents[2] / "model_store"

@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from service import proxies
-from service.proxies import Roles, assign_roles, compute, is_question, laughter_count, minmax_slope, vader
+from service.scorers.mh import proxies
+from service.scorers.mh.proxies import Roles, assign_roles, compute, is_question, laughter_count, minmax_slope, vader
 
 # A tiny, real embedding table: words map to fixed vectors; unknown words are dropped like GloVe's.
 TABLE = {

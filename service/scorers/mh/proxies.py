@@ -42,9 +42,8 @@ from functools import lru_cache
 import numpy as np
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
-from service.scorers.embedding import average_similarity, extrema_similarity, greedy_similarity
+from service.scorers.embedding import average_similarity, cosine, extrema_similarity, greedy_similarity
 from service.text import is_blank, memoised_for_short_texts, word_count, words
-from service.vectors import cosine
 
 PROXIES: tuple[str, ...] = (
     "sentiment",

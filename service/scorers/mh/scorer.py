@@ -1,12 +1,12 @@
 """M_H, the hybrid conversation metric of Ghandeharioun et al. 2019: a linear regression of
-sentiment, semantic and engagement proxies (service/proxies.py) fitted to human ratings of
+sentiment, semantic and engagement proxies (service/scorers/mh/proxies.py) fitted to human ratings of
 whole human-bot conversations (ConvAI2, 1-5), leave-bot-out (training/mh).
 
 Options:
 - `variant`: "human-bot" (default; the setting the regression was fitted in), "bot-only" (the
   paper's -B: the bot's turns alone) or "self-play" (the paper's -B/B: a
   conversation the bot held with itself; speaker labels are ignored). In both, every utterance plays
-  both roles, so the pair proxies compare every consecutive pair (service/proxies.py: Roles).
+  both roles, so the pair proxies compare every consecutive pair (service/scorers/mh/proxies.py: Roles).
 - `proxies`: true adds every proxy value (null where it could not be computed) to `details`.
 
 Each proxy is held to its range in the fitting data before the regression (one turn of "ha" x 1000
@@ -23,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from service import proxies
-from service.store.manifest import ManifestError, encoder_drift
-from service.scorers.base import Dialogue, EncodeCache, Scorer, ScoreBatch
+from service.components.cache import EncodeCache
+from service.scorers.base import Dialogue, Scorer, ScoreBatch
+from service.scorers.mh import proxies
 from service.scorers.registry import register
+from service.store.manifest import ManifestError, encoder_drift
 
 log = logging.getLogger(__name__)
 

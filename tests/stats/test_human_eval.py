@@ -1,4 +1,4 @@
-"""service.human_eval: Ji et al. 2022's procedure, checked against scipy and against the paper's data."""
+"""service.stats.human_eval: Ji et al. 2022's procedure, checked against scipy and against the paper's data."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from service.human_eval import HumanEvalInputError, assess
+from service.stats.human_eval import HumanEvalInputError, assess
 
 JI = Path(__file__).resolve().parents[2] / "shared" / "data" / "human_eval" / "ji2022"
 RNG = np.random.default_rng(7)
@@ -180,7 +180,7 @@ def test_ratings_with_equal_score_sums_tie_exactly_in_the_significance_test() ->
 
 
 def test_many_raters_are_grouped_in_one_pass() -> None:
-    from service.human_eval import rows_by
+    from service.stats.human_eval import rows_by
 
     labels = np.array(["b", "a", "b", "c", "a"], dtype=object)
     groups = rows_by(labels)
@@ -214,7 +214,7 @@ def test_the_exact_rank_sum_null_is_used_only_where_it_is_cheap() -> None:
     """scipy's exact null for 8 values against 16,300 cost 3 s a test: a /human-eval request within
     the limits took 406 s (a probe). Small against small stays exact (scipy's auto); beyond
     EXACT_MAX_PAIRS pairs it is the normal approximation, close to the exact p there."""
-    from service.human_eval import EXACT_MAX_PAIRS, rank_sum_p
+    from service.stats.human_eval import EXACT_MAX_PAIRS, rank_sum_p
 
     rng = np.random.default_rng(3)
     small, mid, big = rng.normal(size=8), rng.normal(size=EXACT_MAX_PAIRS // 8), rng.normal(size=4000)
@@ -228,7 +228,7 @@ def test_the_exact_rank_sum_null_is_used_only_where_it_is_cheap() -> None:
 
 def test_the_significance_matrix_keeps_the_systems_order_whatever_order_it_tests_in() -> None:
     samples = {"b": np.arange(5.0), "a": np.arange(3.0, 40.0), "c": np.arange(2.0, 9.0) + 0.5}
-    from service.human_eval import significance_matrix
+    from service.stats.human_eval import significance_matrix
 
     matrix = significance_matrix(samples)
     assert list(matrix) == ["b", "a", "c"] and list(matrix["a"]) == ["b", "c"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service import proxies
+from service.scorers.mh import proxies
 from service.components.base import component_class
 from service.store.manifest import read_manifest, write_manifest
 from service.store.runtime import Runtime, RuntimeSettings
