@@ -5,8 +5,11 @@ service/api/limits.py (413), because they are not part of a payload's validity.
 """
 from __future__ import annotations
 
-from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+from typing import Any
 
+from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates_schema
+
+from service.scorers.base import Dialogue, Item, Turn
 from service.stats.correlation import METHODS
 from service.text import is_blank
 
@@ -81,6 +84,10 @@ class ItemSchema(StrictSchema):
                               metadata={"description": _REFERENCE,
                                         "example": "yeah, the film about turing looks great!"})
 
+    @post_load
+    def _item(self, data: dict, **_: object) -> Item:
+        return Item(list(data["context"]), data["response"], data["reference"])
+
 
 class TurnSchema(StrictSchema):
     speaker = fields.String(required=True, validate=validate.OneOf(["user", "bot"]))
@@ -99,6 +106,10 @@ class DialogueSchema(StrictSchema):
         if not any(t["speaker"] == "bot" and not is_blank(t["text"]) for t in data["turns"]):
             raise ValidationError("A dialogue needs at least one bot turn with text (blank turns are dropped).",
                                   "turns")
+
+    @post_load
+    def _dialogue(self, data: dict, **_: object) -> Dialogue:
+        return Dialogue([Turn(t["speaker"], t["text"]) for t in data["turns"]])
 
 
 class ScoreRequestSchema(StrictSchema):
@@ -411,6 +422,13 @@ SCORE_REQUEST = ScoreRequestSchema()
 RERANK_REQUEST = RerankRequestSchema()
 CORRELATE_REQUEST = CorrelateRequestSchema()
 HUMAN_EVAL_REQUEST = HumanEvalRequestSchema()
+
+
+def parse_item(raw: dict[str, Any], kind: str, *, unknown: str = RAISE) -> Item | Dialogue:
+    """One /score item (a bulk line too) as the typed value a model of `kind` scores: a Dialogue for
+    `dialogue` models, else an Item; marshmallow's ValidationError where it breaks the schema.
+    `unknown=EXCLUDE` ignores keys the schema does not know (a corpus line's own fields)."""
+    return (DIALOGUE if kind == "dialogue" else ITEM).load(raw, unknown=unknown)
 
 
 def flatten_messages(messages: object, prefix: str = "") -> dict[str, str]:

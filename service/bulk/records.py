@@ -7,12 +7,12 @@ from typing import Any
 
 from marshmallow import EXCLUDE, ValidationError
 
+from service.api.schemas import flatten_messages, parse_item
 from service.bulk.checkpoint import OversizedLine
+from service.components.cache import EncodeCache
 from service.json_body import (BadText, JsonTextError, NotAnObject, NotFinite, NotJson, RepeatedKey, TooDeep,
                                parse_object)
-from service.api.schemas import DIALOGUE, ITEM, flatten_messages
-from service.components.cache import EncodeCache
-from service.scorers.base import Dialogue, Item, Scorer, Turn, lacks_reference
+from service.scorers.base import Item, Scorer, lacks_reference
 
 log = logging.getLogger("service.bulk")  # one logger for the whole command: its records name it
 
@@ -58,17 +58,14 @@ def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
     obj = _read_object(raw)
     item_id = obj.get("id")
     try:
-        if scorer.kind == "dialogue":
-            data = DIALOGUE.load(obj, unknown=EXCLUDE)
-            return Dialogue([Turn(t["speaker"], t["text"]) for t in data["turns"]]), item_id
-        data = ITEM.load(obj, unknown=EXCLUDE)
+        item = parse_item(obj, scorer.kind, unknown=EXCLUDE)
     except ValidationError as exc:
         fields = flatten_messages(exc.messages)
         raise BadLine("; ".join(f"{k}: {v}" for k, v in fields.items()), item_id) from None
-    if scorer.reads_reference and lacks_reference(data.get("reference")):
+    if scorer.reads_reference and isinstance(item, Item) and lacks_reference(item.reference):
         raise BadLine(f"reference: {scorer.name} is a referenced model and needs a reference (not blank).",
                       item_id)
-    return Item(list(data["context"]), data["response"], data.get("reference")), item_id
+    return item, item_id
 
 
 def _record(line: int, scorer: Scorer, item_id: Any, extra: dict[str, Any]) -> dict[str, Any]:

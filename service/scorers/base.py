@@ -148,7 +148,12 @@ class Scorer:
 
     def score(self, items: list[Any], options: dict[str, Any] | None = None,
               cache: EncodeCache | None = None) -> ScoreBatch:
-        resolved = self.resolve_options(options)
+        """Scores (and details, where the model gives them) for `items`; OptionError for bad `options`."""
+        return self.score_resolved(items, self.resolve_options(options), cache)
+
+    def score_resolved(self, items: list[Any], resolved: dict[str, Any],
+                       cache: EncodeCache | None = None) -> ScoreBatch:
+        """`score` with options that resolve_options returned (the data plane and bulk resolve them once)."""
         # Identical items are scored once and share the result: a graph's matrix kernels may round a
         # row by its position in the batch (adem's head differed by one float32 ulp in rows 4k and 4k+1),
         # and /rerank's "ties keep the candidates' order" needs identical candidates to be ties.

@@ -101,19 +101,18 @@ class _HeadScorer(_MiniLMScorer):
         if uses_reference:
             texts += [item.reference or "" for item in items]
         vectors = self._vectors(texts, cache)
-        # On the CPU the head runs one item at a time, its context packed to its own turns: padded turns
-        # and a row's position in the batch changed the float32 rounding of a score (Session.run_rows).
-        # On CUDA, where that buys no exactness and each run costs a launch, the batch runs at once.
-        groups = [[i] for i in range(len(items))] if not self.session.on_cuda else [list(range(len(items)))]
-        rows = []
-        for group in groups:
-            context, mask = pack_contexts([per_item[i] for i in group], vectors, self.encoder.dim)
+
+        def pack(rows: range) -> dict[str, np.ndarray]:
+            # A row run alone has its context packed to its own turns: padded turns changed the float32
+            # rounding of a score (Session.run_rows_packed).
+            context, mask = pack_contexts([per_item[i] for i in rows], vectors, self.encoder.dim)
             feeds = {"context": context, "context_mask": mask,
-                     "response": np.stack([vectors[items[i].response] for i in group])}
+                     "response": np.stack([vectors[items[i].response] for i in rows])}
             if uses_reference:
-                feeds["reference"] = np.stack([vectors[items[i].reference or ""] for i in group])
-            rows.append(self.session.run(feeds))
-        return {name: np.concatenate([row[k] for row in rows]) for k, name in enumerate(self.session.outputs)}
+                feeds["reference"] = np.stack([vectors[items[i].reference or ""] for i in rows])
+            return feeds
+
+        return dict(zip(self.session.outputs, self.session.run_rows_packed(len(items), pack)))
 
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         return ScoreBatch([float(s) for s in self._run(items, cache)["score"]])

@@ -9,7 +9,7 @@ import logging
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import onnxruntime as ort
@@ -125,9 +125,15 @@ class Session:
         adem on an H100, docs/gpu.md)."""
         arrays = {key: np.asarray(value) for key, value in feeds.items()}
         count = len(next(iter(arrays.values())))
+        return self.run_rows_packed(count, lambda rows: {key: value[rows.start:rows.stop] for key, value in arrays.items()})
+
+    def run_rows_packed(self, count: int, pack: Callable[[range], dict[str, Any]]) -> list[np.ndarray]:
+        """`run_rows` for inputs that `pack(rows)` builds for a range of rows, so that a row run alone
+        is packed to its own width (a context of its own turns, no padding): each row alone on the
+        CPU, all `count` at once on CUDA (or when there are none); outputs stacked in row order."""
         if self.on_cuda or not count:
-            return self.run(arrays)
-        parts = [self.run({key: value[i:i + 1] for key, value in arrays.items()}) for i in range(count)]
+            return self.run(pack(range(count)))
+        parts = [self.run(pack(range(i, i + 1))) for i in range(count)]
         return [np.concatenate([part[k] for part in parts]) for k in range(len(self.outputs))]
 
 
