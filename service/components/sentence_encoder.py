@@ -14,7 +14,6 @@ does. A graph without that output (exported before 2026-11-23) is served by its 
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 import numpy as np
@@ -22,7 +21,7 @@ from tokenizers import Tokenizer
 
 from service.components.base import Component, register_component
 from service.components.cache import EncodeCache
-from service.config import PRECISION_ENV, encoder_precision
+from service.config import encoder_precision
 from service.store.runtime import length_buckets
 
 log = logging.getLogger(__name__)
@@ -34,7 +33,7 @@ def choose_precision(requested: str, cuda: bool, fp32_built: bool) -> str:
     CPUs); on CUDA it runs in float with one node sent back to the CPU, so a GPU worker is
     better served by the fp32 file, whose scores match the CPU's fp32 within 1e-6 (docs/gpu.md).
     """
-    requested = encoder_precision({PRECISION_ENV: requested})
+    requested = encoder_precision(requested)
     wanted = ("fp32" if cuda else "int8") if requested == "auto" else requested
     return wanted if wanted == "int8" or fp32_built else "int8"
 MAX_TOKENS = 8192
@@ -74,7 +73,7 @@ class SentenceEncoder(Component):
                         "to float32 rounding", self.name, filename, TOKENS_OUTPUT)
 
     def _choose_precision(self, files: dict[str, str]) -> str:
-        requested = os.environ.get(PRECISION_ENV, "auto")
+        requested = self.runtime.settings.encoder_precision
         cuda = "CUDAExecutionProvider" in self.runtime.providers
         fp32_built = files.get("fp32") in self.manifest.files
         chosen = choose_precision(requested, cuda, fp32_built)

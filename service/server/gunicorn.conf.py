@@ -8,36 +8,34 @@ import os
 import shutil
 import tempfile
 
-from service.config import load_settings
-from service.server.checks import check_writable, load_server_settings
+from service.config import check_writable, load_server_settings
 from service.server.logs import gunicorn_logconfig
 
-# Every value checked in one place (service/server/checks.py, service/config.py); `python -m service`
-# checks them before gunicorn starts and stops with one line naming a bad variable.
-_server = load_server_settings()
-_limits = load_settings(check_providers=False)
-bind = f"{_server.host}:{_server.port}"
-workers = _server.workers
+# One settings object (service/config.py); `python -m service` checks it before gunicorn starts
+# (server/checks.py) and stops with one line naming a bad variable.
+_settings = load_server_settings()
+bind = f"{_settings.host}:{_settings.port}"
+workers = _settings.workers
 # gthread, with gunicorn's own 400/414/431 answers in the contract's JSON (service/server/worker.py).
 worker_class = "service.server.worker.ContractErrorThreadWorker"
-threads = _server.threads
+threads = _settings.threads
 # Models load in each worker after the fork (ONNX Runtime sessions must not cross a fork).
 preload_app = False
 wsgi_app = "service.app:create_app()"
-timeout = _server.worker_timeout
+timeout = _settings.worker_timeout
 # SIGTERM: stop accepting, let in-flight requests finish for up to this long (< the pod's grace period).
-graceful_timeout = _server.graceful_timeout
+graceful_timeout = _settings.graceful_timeout
 keepalive = 5
 # The request line and header limits are settings (service/config.py, listed by GET /models).
-limit_request_line = _limits.max_request_line
-limit_request_fields = _limits.max_headers
-limit_request_field_size = _limits.max_header_bytes
-max_requests = _server.max_requests
+limit_request_line = _settings.max_request_line
+limit_request_fields = _settings.max_headers
+limit_request_field_size = _settings.max_header_bytes
+max_requests = _settings.max_requests
 # Half, not a tenth: workers that see the same traffic reached the count within a second of each
 # other and reloaded together, leaving the pod without a serving worker (an ops review, 2026-11-26).
 max_requests_jitter = max_requests // 2
-worker_tmp_dir = _server.worker_tmp_dir or None
-logconfig_dict = gunicorn_logconfig(_limits.log_level)
+worker_tmp_dir = _settings.worker_tmp_dir or None
+logconfig_dict = gunicorn_logconfig(_settings.log_level)
 accesslog = "-"
 errorlog = "-"
 
@@ -118,7 +116,7 @@ def pre_request(worker, req):
     worker dropped 2 s later (a review, 2026-11-26). So it reads what the earlier requests left.
     """
     worker.log.debug("%s %s", req.method, req.path)  # gunicorn's own pre_request, which this replaces
-    limit = _server.max_worker_memory_mib
+    limit = _settings.max_worker_memory_mib
     if limit and worker.alive:
         held = resident_mib()
         if held > limit:

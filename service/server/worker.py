@@ -35,8 +35,8 @@ from gunicorn import util
 from gunicorn.http.body import ChunkedReader, EOFReader, LengthReader
 from gunicorn.workers.gthread import ThreadWorker
 
+from service.config import load_server_settings
 from service.errors import ANSWER_HEADERS, RequestTimeout
-from service.server.checks import load_server_settings
 
 # Contract codes for the statuses gunicorn answers itself. 414 and 431 are limits (gunicorn's
 # `limit_request_*` settings), so they share the contract's limit code.

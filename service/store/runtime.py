@@ -35,6 +35,7 @@ class RuntimeSettings:
     workers: int = 1
     cuda_options: tuple[str, ...] = ()  # "key=value" entries for the CUDA provider, over CUDA_DEFAULTS
     batch_size: int = 64  # texts per ONNX run after length bucketing (memory grows with it)
+    encoder_precision: str = "auto"  # the sentence encoder's file: int8, fp32, or auto (choose_precision)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> "RuntimeSettings":

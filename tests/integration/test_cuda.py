@@ -15,7 +15,6 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from service.components.sentence_encoder import PRECISION_ENV
 from service.store.manifest import read_manifest
 from service.store.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Dialogue, Item, Turn
@@ -55,10 +54,9 @@ DIALOGUES = [
 
 
 def _load(providers: tuple[str, ...], precision: str) -> ModelStore:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(PRECISION_ENV, precision)
-        store = ModelStore(STORE, Runtime(RuntimeSettings(providers=providers, intra_op_threads=1)))
-        store.load()
+    store = ModelStore(STORE, Runtime(RuntimeSettings(providers=providers, intra_op_threads=1,
+                                                      encoder_precision=precision)))
+    store.load()
     assert not store.failures, store.failures
     return store
 

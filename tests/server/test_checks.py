@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-from service.server.checks import ServerSettings, check_configuration, check_writable, load_server_settings
+from service.config import Settings as ServerSettings  # one settings object for the server and the service
+from service.config import check_writable, load_server_settings
+from service.server.checks import check_configuration
 from tests.conftest import REPO
 
 
@@ -87,8 +89,8 @@ def test_every_variable_is_documented():
     limits named only in code comments)."""
     from dataclasses import fields
 
-    from service.config import Settings
-    from service.server.checks import OTHER_NAMES, ServerSettings, env_name
+    from service.config import Settings, env_name
+    from service.server.checks import OTHER_NAMES
 
     known = OTHER_NAMES | {env_name(f.name) for f in fields(Settings)} | {
         env_name(f.name) for f in fields(ServerSettings)}
