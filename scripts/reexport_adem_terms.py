@@ -1,6 +1,6 @@
 """Re-export the committed `adem` and `adem-minilm` heads so their graphs also return the score's terms.
 
-Why this exists: since 2026-11-25 the exporters (`python -m training export`, `train-minilm`) write
+Why this exists: the exporters (`python -m training export`, `train-minilm`) write
 ADEM heads whose graphs return `s_unref` (c^T M r_hat) and `s_ref` (r^T N r_hat) beside `score`, which
 /score gives in `details` as the contract's adem example does. The committed heads were trained
 before that and their run folders are not in the repository (`make train` rebuilds them in about

@@ -35,7 +35,7 @@ def _parse(raw: bytes, depth: int) -> dict[str, Any]:
 def _refuse_compressed(header: str, accepted: tuple[str, ...], detail: str) -> None:
     """400 naming a coding of the body that is not undone here. Content codings are never
     decompressed (no decompression bombs; a request is at most max_body_bytes anyway); of transfer
-    codings gunicorn undoes chunked only, and a gzip body was refused as 'UTF-16 or UTF-32' (a probe)."""
+    codings gunicorn undoes chunked only, so a gzip body would otherwise be refused as 'UTF-16 or UTF-32'."""
     codings = [c.strip().lower() for c in request.headers.get(header, "").split(",")]
     other = [c for c in codings if c and c not in accepted]
     if other:

@@ -145,7 +145,7 @@ def check_human_eval(body: dict[str, Any], settings: Settings) -> None:
         # every pair of systems gets a rank-sum test (300 systems took 41 s)
         over["ratings"] = f"{systems} distinct systems; the limit is {settings.max_systems}."
     # Each rating's criteria are checked against the first's and every criterion against `reverse`:
-    # 10,000 criteria with a 40,000-entry `reverse` took 12 s in 200 KB (a probe).
+    # 10,000 criteria with a 40,000-entry `reverse` take 12 s, in 200 KB.
     criteria = len(body["ratings"][0].get("scores") or {}) if body["ratings"] else 0
     if criteria > settings.max_criteria:
         over["ratings.0.scores"] = f"{criteria} criteria; the limit is {settings.max_criteria}."

@@ -1,15 +1,10 @@
 """Per-request plumbing: request IDs and the optional bearer token (API.md, Conventions).
 
-Request IDs: a caller's `X-Request-ID` is kept (so one ID follows a request through a chatbot,
-an ingress and this service); otherwise one is made. It is echoed in the response header and
-stamped on every log record (service/server/logs.py), gunicorn's access log included.
-
-Bearer token: when `DIALSCORE_API_TOKEN` is set every endpoint but the probes needs
-`Authorization: Bearer <token>`; the kubelet's probes carry no credentials, so `/healthz` and
-`/readyz` stay open. The comparison is constant-time (hmac.compare_digest) so that response
-timing does not leak how much of a guessed token was right. The variable may hold several tokens
-separated by commas (no token character is a comma: RFC 6750), so that a rotation can give the new
-one to the pods first and to the clients after: a request offering any of them passes.
+A caller's `X-Request-ID` is kept (one ID follows a request through a chatbot, an ingress and this
+service), else one is made; it is echoed in the response and stamped on every log record. With
+DIALSCORE_API_TOKEN set, every endpoint but the kubelet's probes (/healthz, /readyz, which carry no
+credentials) needs `Authorization: Bearer <token>`, compared in constant time; the variable may hold
+several comma-separated tokens, so that a rotation reaches the pods before the clients.
 """
 from __future__ import annotations
 

@@ -102,7 +102,7 @@ class DialogueSchema(StrictSchema):
     def _has_bot_turn(self, data: dict, **_: object) -> None:
         # Turns whose text is empty or whitespace are dropped before scoring (service/scorers/mh/proxies.py,
         # as training read its conversations), so they cannot be the bot turn a dialogue needs: a
-        # conversation with a blank bot turn used to be scored as the all-user one that is refused.
+        # conversation whose only bot turn is blank would be scored as an all-user one, which is refused.
         if not any(t["speaker"] == "bot" and not is_blank(t["text"]) for t in data["turns"]):
             raise ValidationError("A dialogue needs at least one bot turn with text (blank turns are dropped).",
                                   "turns")

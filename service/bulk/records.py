@@ -1,4 +1,12 @@
-"""Input lines to items, and scores to output records (one per input line, strict JSON)."""
+"""Input lines to items, and scores to output records.
+
+The output holds exactly one line per input line of the shard, in input order: `{"line": n, "model",
+"version", "score", "details"?, "id"?}`, or for a line that cannot be scored `{"line": n, "model",
+"version", "error": {"code", "message"}}` (`bad_line`; `too_large`, a line over --max-line-bytes,
+streamed past and never held whole; `scoring_failed`). Nothing is dropped and every line is strict
+JSON (no NaN or infinity). Batches are appended and fsync'd one at a time, so a restart after a kill
+truncates a torn last line and resumes after the lines written (output.py, checkpoint.py).
+"""
 from __future__ import annotations
 
 import json

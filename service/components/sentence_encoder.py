@@ -1,15 +1,10 @@
 """The shared sentence encoder (all-MiniLM-L6-v2 in ONNX): one 384-d unit vector per utterance.
 
-Every model on this encoder asks for vectors through the request's EncodeCache, so a request
-that scores with several models, or repeats an utterance across items, encodes each distinct
-utterance once. Padding is masked in the graph, and a text's vector does not depend on what
-else is in its batch, to the bit, as the contract asks of a score: every node of the graph before
-the pooling gives the same bits for a text whatever its batch, but ONNX Runtime's ReduceSum sums
-over the tokens in an order set by the tensor's shape (a text alone and in a batch differed by
-3e-8 per dimension, 2.4e-7 in a score after a head). So the service takes the graph's masked
-`token_embeddings` and pools them itself, one text at a time (`pool`): the mean over the
-text's own tokens and the L2 normalisation of sentence-transformers, as the graph's `embedding`
-does. A graph without that output (exported before 2026-11-23) is served by its `embedding`.
+Models ask for vectors through the request's EncodeCache, so each distinct utterance is encoded
+once a request. A text's vector does not depend on its batch, to the bit, as the contract asks of a
+score: the graph masks padding, but ONNX Runtime's ReduceSum sums in an order set by the tensor's
+shape, so the graph's masked `token_embeddings` are pooled here, one text at a time (`pool`). A graph
+without that output (an older export) is served by its `embedding`.
 """
 from __future__ import annotations
 
@@ -69,7 +64,7 @@ class SentenceEncoder(Component):
         self.session = self.runtime.session(self.manifest.path(filename))
         self.pools_here = TOKENS_OUTPUT in self.session.outputs
         if not self.pools_here:
-            log.warning("%s: %s has no %s output (exported before 2026-11-23); embeddings depend on the batch "
+            log.warning("%s: %s has no %s output (an older export); embeddings depend on the batch "
                         "to float32 rounding", self.name, filename, TOKENS_OUTPUT)
 
     def _choose_precision(self, files: dict[str, str]) -> str:

@@ -72,8 +72,8 @@ class Scorer:
     # manifest's score_range with soft_bound, which leaves every ranking as it was.
     bounded_by_squashing: ClassVar[bool] = False
     # The kind this implementation computes. A manifest may not relabel it: adem declared
-    # "unreferenced" (requires to match) loaded, skipped the reference check, and still read a
-    # reference when one came, against "unreferenced models ignore the reference" (a re-probe).
+    # "unreferenced" would skip the reference check and still read a reference when one came,
+    # against "unreferenced models ignore the reference".
     computes: ClassVar[str] = ""
 
     def __init__(self, manifest: Manifest, components: dict[str, Any], runtime: Any) -> None:
@@ -101,8 +101,7 @@ class Scorer:
 
     @property
     def reads_reference(self) -> bool:
-        """Whether an item must carry a `reference`: the one answer for the API, its limits and bulk (HTTP
-        once asked the kind and bulk the manifest's `requires`, and the two disagreed on one item).
+        """Whether an item must carry a `reference`: the one answer for the API, its limits and bulk.
         read_manifest refuses a `requires` that contradicts the kind, so the kind is the whole answer."""
         return self.kind == "referenced"
 

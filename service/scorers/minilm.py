@@ -1,12 +1,7 @@
 """Models on the shared MiniLM sentence encoder: the untrained `minilm-cosine` baseline and the
-trained heads `adem-minilm`, `ruber-minilm` and `autojudge-minilm`.
-
-Every utterance goes through `SentenceEncoder.encode` with the request's EncodeCache, so a
-request scoring one item with all of these models runs the encoder once per distinct text.
-The trained heads are small ONNX graphs over the 384-d vectors; how a context becomes vectors
-("last" turn, the last K turns "joinedK" into one text, or the recent "turns" one vector each
-for a GRU or attention head) is part of each model's manifest config, chosen on development
-data (see model_store/*-minilm/README.md).
+trained heads `adem-minilm`, `ruber-minilm` and `autojudge-minilm`, small ONNX graphs over its
+384-d vectors. How a context becomes vectors ("last" turn, the last K turns "joinedK" into one text,
+or the recent "turns" one vector each) is each model's manifest config, chosen on development data.
 """
 from __future__ import annotations
 

@@ -31,8 +31,8 @@ limit_request_line = _settings.max_request_line
 limit_request_fields = _settings.max_headers
 limit_request_field_size = _settings.max_header_bytes
 max_requests = _settings.max_requests
-# Half, not a tenth: workers that see the same traffic reached the count within a second of each
-# other and reloaded together, leaving the pod without a serving worker (an ops review, 2026-11-26).
+# Half, not a tenth: workers that see the same traffic reach the count together, and reloading
+# together would leave the pod without a serving worker.
 max_requests_jitter = max_requests // 2
 worker_tmp_dir = _settings.worker_tmp_dir or None
 logconfig_dict = gunicorn_logconfig(_settings.log_level)
@@ -80,10 +80,9 @@ def post_fork(server, worker):
     A worker that replaces another (max_requests, a crash, a reload: its age is past the first
     `num_workers`) loads its models before it takes a request, while its siblings serve. Loading in
     the background, it would accept requests only to answer 503 not_ready, and those count towards
-    max_requests: with DIALSCORE_MAX_REQUESTS=50 under load, a probe saw 77 workers boot and 4 finish
-    loading, 3,111 of 4,505 requests answered 503, and workers recycled mid-load abort (SIGABRT from
-    ONNX Runtime's loading thread). The first workers still load in the background, so that
-    /healthz answers while a pod starts and /readyz says why it is not ready yet.
+    max_requests, so under load workers would be recycled before they finish loading. The first
+    workers still load in the background, so that /healthz answers while a pod starts and /readyz
+    says why it is not ready yet.
     """
     os.environ[readiness.WORKERS_ENV] = str(server.num_workers)
     if worker.age > server.num_workers:
@@ -111,9 +110,9 @@ def pre_request(worker, req):
     peak (docs/deploy.md, "Memory"): recycling by a count of requests restarted workers every few
     seconds under cheap traffic and too late under heavy traffic, where memory is what runs out.
     The worker finishes its requests in flight, and its replacement loads before it serves. Checked
-    before a request, not after: gunicorn reads `alive` when it writes the answer, which then says
-    `Connection: close`; set after, the answer had promised keep-alive on a connection the stopping
-    worker dropped 2 s later (a review, 2026-11-26). So it reads what the earlier requests left.
+    before a request, not after: gunicorn reads `alive` when it writes the answer, which must then
+    say `Connection: close` rather than promise keep-alive on a connection the stopping worker drops.
+    So it reads what the earlier requests left.
     """
     worker.log.debug("%s %s", req.method, req.path)  # gunicorn's own pre_request, which this replaces
     limit = _settings.max_worker_memory_mib

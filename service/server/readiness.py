@@ -1,13 +1,9 @@
 """Readiness of the whole pod, not of the one gunicorn worker that answers /readyz.
 
-Each worker loads its models after the fork, in the background. A Kubernetes probe reaches
-whichever worker accepts the connection, so without this a pod could be marked ready by a
-worker that has finished while another is still loading and would answer traffic with 503s.
-
-Under gunicorn (service/server/gunicorn.conf.py) every worker drops a marker file named after its pid
-into a folder shared by the pod once its store has loaded cleanly; the master removes a dead
-worker's marker. A worker reports ready only when markers exist for as many workers as the
-master runs. Without the folder (tests, `flask run`) readiness stays per process.
+A probe reaches whichever worker accepts the connection, so each worker, once its store has loaded
+cleanly, drops a marker named after its pid into a folder the pod shares (server/gunicorn.conf.py
+sets it; the master removes a dead worker's marker), and a worker reports ready only when there are
+markers for as many workers as the master runs. Without the folder (tests) readiness is per process.
 """
 from __future__ import annotations
 

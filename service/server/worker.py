@@ -1,26 +1,5 @@
-"""The gunicorn worker: gthread, with gunicorn's own error answers in the contract's JSON.
-
-gunicorn answers some requests before the app sees them: a malformed request line or header,
-a request line over `limit_request_line` (414), headers over `limit_request_fields` or
-`limit_request_field_size` (431), an unsupported transfer coding (501). Its answer is an HTML page
-(`gunicorn.util.write_error`), and gunicorn has no setting for it (benoitc/gunicorn#993), so a
-client that parses every error as `{"error": {...}}` (API.md, Conventions) broke on exactly the
-requests it most needs told what was wrong. This worker writes those answers in the contract's
-format, keeps gunicorn's status, reason and logging, and counts them in `dialscore_errors_total`.
-
-The replacement is installed in the worker process only, where `gunicorn.workers.base` is the one
-caller of `write_error`.
-
-It also bounds how long a client may take to send a request. gthread reads the request line,
-headers and body in one of the worker's few threads with blocking reads and no deadline, so four
-connections that each sent one byte held every thread of a 2 x 2 pod, `/healthz` included, for
-as long as they stayed open (a probe). Each request now has `DIALSCORE_READ_TIMEOUT` seconds,
-from when a thread takes it up, to arrive whole; a client still sending then gets 408 and is
-disconnected, whichever read it was in. gunicorn has no such setting, so the worker's socket is
-wrapped (ReadDeadlineSocket). A pod reachable by untrusted clients still wants a proxy in front
-that buffers whole requests (docs/deploy.md): the deadline bounds the harm of one slow client, a
-stream of them can still keep the threads busy.
-"""
+"""The gunicorn worker: gthread, with gunicorn's own error answers in the contract's JSON and a
+deadline for each request to arrive whole (ContractErrorThreadWorker)."""
 from __future__ import annotations
 
 import json
@@ -67,7 +46,9 @@ def write_contract_error(sock: socket.socket, status_int: int, reason: str, mesg
                          body: dict[str, Any] | None = None) -> None:
     """Drop-in for `gunicorn.util.write_error`: the same status line, a JSON body (`body`, else one
     made from the status and gunicorn's text), then close."""
-    from service import metrics  # imported late: the worker sets PROMETHEUS_MULTIPROC_DIR first
+    # Imported here, not at the top: the master imports this module, and must not fix the metrics'
+    # multiprocess mode before gunicorn.conf.py sets PROMETHEUS_MULTIPROC_DIR.
+    from service import metrics
 
     body = body or error_body(status_int, mesg)
     metrics.ERRORS.labels(body["error"]["code"]).inc()
@@ -190,8 +171,20 @@ def read_timeout() -> float:
 
 
 class ContractErrorThreadWorker(ThreadWorker):
-    """gunicorn's gthread worker whose pre-app error answers follow the contract, and whose
-    requests must arrive within a read deadline (module docstring)."""
+    """gunicorn's gthread worker, with two changes.
+
+    Its own answers (a malformed request line or header, 414, 431, 501) are the contract's JSON,
+    not gunicorn's HTML page (`gunicorn.util.write_error`, which has no setting: benoitc/gunicorn#993),
+    since a client parses every error as `{"error": {...}}`; status, reason and logging stay
+    gunicorn's, and each is counted in `dialscore_errors_total`. The replacement is installed in the
+    worker process only, where `gunicorn.workers.base` is the one caller of `write_error`.
+
+    A request has DIALSCORE_READ_TIMEOUT seconds, from when a thread takes it up, to arrive whole,
+    else 408 and the connection closes: gthread reads with blocking calls and no deadline, so a few
+    slow clients would hold every thread, /healthz included (ReadDeadlineSocket). The deadline bounds
+    the harm of one slow client; a pod open to untrusted clients still wants a buffering proxy in
+    front (docs/deploy.md).
+    """
 
     def init_process(self) -> None:
         util.write_error = write_contract_error
@@ -215,11 +208,11 @@ class ContractErrorThreadWorker(ThreadWorker):
         app = self.wsgi
 
         def close_if_body_unread(environ: dict[str, Any], start_response: Any) -> Any:
-            # An answer given without reading the whole body (a 401, a 404, a GET with a body) left
-            # gunicorn to drain the rest before the next request; a client that never sent it then got
-            # an unasked 408 at the read deadline, which a pipelining client takes for its next answer
-            # (a probe). A small rest that has already arrived is read here and the connection kept;
-            # otherwise the answer says `Connection: close` (before its headers go out) and is the last.
+            # An answer given without reading the whole body (a 401, a 404, a GET with a body) leaves
+            # gunicorn to drain the rest before the next request; a client that never sends it would get
+            # an unasked 408 at the read deadline, which a pipelining client takes for its next answer.
+            # A small rest that has already arrived is read here and the connection kept; otherwise the
+            # answer says `Connection: close` (before its headers go out) and is the last.
             result = app(environ, start_response)
             body, sock = environ.get("wsgi.input"), environ.get("gunicorn.socket")
             if body_unread(body) and not drain(body, sock):

@@ -1,14 +1,4 @@
-"""Reliable human assessment of dialogue systems after Ji et al. (2022), as pure functions.
-
-The procedure of the paper and of its released code (TianboJi/Dialogue-Eval, mturk_process.py and
-mturk_statistics.py): negative criteria are reversed; each rater's scores (every criterion of every
-rating, the quality-control system included) are standardised by that rater's mean and sample
-standard deviation; a rater passes quality control when a one-sided rank-sum test finds their
-ratings of the degraded quality-control system lower than their ratings of the ordinary systems
-(p < alpha); systems are ranked by their mean standardised score over passed raters; and every
-ordered pair of systems gets a one-sided Wilcoxon rank-sum test on per-rating mean z-scores.
-The rank-sum test is scipy's Mann-Whitney U (the same test; exact for small samples without ties,
-else normal with tie correction), as upstream uses.
+"""Reliable human assessment of dialogue systems after Ji et al. (2022), as pure functions (assess).
 """
 from __future__ import annotations
 
@@ -95,8 +85,7 @@ def labelled(labels: np.ndarray, wanted: set) -> np.ndarray:
     """Mask of the rows whose label is in `wanted`, compared as Python strings.
 
     Not `labels == value` nor np.isin: both turn the value into a fixed-width numpy string, which
-    drops trailing NUL characters, so a system "T\\u0000" took the rows of "T" (a probe, 2026-11-25:
-    wrong means, or a 500 from the mean of no rows).
+    drops trailing NUL characters, so a system "T\\u0000" would take the rows of "T".
     """
     return np.fromiter((label in wanted for label in labels.tolist()), dtype=bool, count=len(labels))
 
@@ -138,7 +127,7 @@ def rating_means_z(raw: np.ndarray, raters: np.ndarray, moments: dict[str, dict[
     The same number as the mean of the criteria's z-scores (z is linear), but computed from an
     exactly rounded sum of the raw scores, so two ratings of one rater with equal score sums get
     equal values: averaging z-scores left them a bit apart, which broke their tie in the rank-sum
-    test (upstream does that; on a probe's 3,000 small cases it moved 2,012 p-values).
+    test (upstream does that; on 3,000 small cases it moved 2,012 p-values).
     """
     means = np.array([math.fsum(row) for row in raw.tolist()]) / raw.shape[1]
     centre = np.array([moments[r]["mean"] for r in raters.tolist()])
@@ -150,10 +139,9 @@ def rating_means_z(raw: np.ndarray, raters: np.ndarray, moments: dict[str, dict[
 
 
 # scipy's "auto" takes the exact null whenever one sample has 8 values or fewer and there are no
-# ties, whatever the other's size; its cost grows with the square of n1 * n2, in Python. One system
-# of 8 ratings against one of 16,300 took 3 s a test, and a /human-eval request within the limits
-# 406 s (a probe, 2026-11-25). Beyond this many pairs the normal approximation is used, as scipy does
-# for all larger samples; there it is within .005 of the exact p (8 against 1,000 to 4,000 values).
+# ties, whatever the other's size; its cost grows with the square of n1 * n2, in Python (8 ratings
+# against 16,300 take 3 s a test). Beyond this many pairs the normal approximation is used, as scipy
+# does for all larger samples; there it is within .005 of the exact p (8 against 1,000 to 4,000 values).
 EXACT_MAX_PAIRS = 8_000
 
 
@@ -197,6 +185,15 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
            qc_system: str | None = None, alpha: float = 0.05,
            qc_criteria: Sequence[str] | None = None) -> dict[str, Any]:
     """The body of a /human-eval 200 response: rater quality control, system scores, significance.
+
+    The procedure of the paper and its released code (TianboJi/Dialogue-Eval, mturk_process.py and
+    mturk_statistics.py): negative criteria are reversed; each rater's scores (every criterion of every
+    rating, the quality-control system's included) are standardised by that rater's mean and sample
+    standard deviation; a rater passes quality control when a one-sided rank-sum test finds their
+    ratings of the degraded quality-control system lower than those of the ordinary systems (p <
+    alpha); systems are ranked by their mean standardised score over passed raters; and every ordered
+    pair of systems gets a one-sided rank-sum test on per-rating mean z-scores (scipy's Mann-Whitney U,
+    as upstream uses).
 
     `ratings`: [{"rater", "system", "item", "scores": {criterion: number}}]. Without `qc_system`
     every rater passes (no test is possible) and `raters.p` is empty. `qc_criteria` are the

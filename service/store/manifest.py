@@ -126,8 +126,8 @@ def read_manifest(folder: Path) -> Manifest:
     try:
         return _build(folder, raw)
     except (TypeError, ValueError, IndexError, KeyError, AttributeError) as exc:
-        # A field of the wrong shape (`"score_range": [1]`, `"uses": 3`) once raised out of the
-        # loading thread and left every model of the pod "still loading" (a probe).
+        # A field of the wrong shape (`"score_range": [1]`, `"uses": 3`) must not raise out of the
+        # loading thread, which would leave every model of the pod "still loading".
         raise ManifestError(f"{folder.name}: manifest.json has a field of the wrong type or shape "
                             f"({type(exc).__name__}: {exc})", "manifest invalid: a field's type") from exc
 

@@ -41,7 +41,7 @@ class RuntimeSettings:
     def from_settings(cls, settings: Settings, **overrides: Any) -> "RuntimeSettings":
         """The runtime part of the service's settings, with `overrides` on top: the one way to build it,
         so that every entry point (the server, bulk, gpu-check.sh) honours every DIALSCORE_* runtime
-        variable (bulk once built its own and left DIALSCORE_BATCH_SIZE out)."""
+        variable."""
         values = {f.name: getattr(settings, f.name) for f in fields(cls)}
         return cls(**{**values, **overrides})
 

@@ -162,7 +162,7 @@ CASES = [
     ("human-eval missing rater", "/human-eval", json.dumps({"ratings": [{"system": "s", "item": "i",
                                                                         "scores": {"fun": 5}}]}).encode(),
      422, "invalid_request", "ratings.0.rater"),
-    # Found by a probe (2026-11-22): each of these was a 500.
+    # Each of these was once a 500.
     ("a UTF-16 body carrying a lone surrogate", "/score",
      '{"model": "length", "items": [{"context": ["a"], "response": "\\ud800"}]}'.encode("utf-16-le"),
      400, "bad_json", None),
@@ -255,7 +255,7 @@ def test_reference_limit_applies_only_to_models_that_read_it(baseline_store):
 
 
 def test_human_eval_criteria_are_limited(baseline_store):
-    """A 200 KB body of 10,000 criteria and a 40,000-entry `reverse` took 12 s (a probe)."""
+    """A 200 KB body of 10,000 criteria and a 40,000-entry `reverse` took 12 s."""
     from service.app import create_app
 
     app = create_app({"model_store": baseline_store, "load_sync": True, "models": ["length"], "max_criteria": 3})

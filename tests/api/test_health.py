@@ -148,7 +148,7 @@ def test_openapi_describes_every_endpoint_and_validates(client):
         assert "Allow" in operation["responses"]["405"]["headers"]  # what a 405 answers with (test_errors.py)
     item = document["components"]["schemas"]["Item"]
     assert set(item["required"]) == {"context", "response"}
-    # an empty rater, system or item is refused (422), so the document says so (a probe found it did not)
+    # an empty rater, system or item is refused (422), so the document says so
     rating = document["components"]["schemas"]["Rating"]["properties"]
     assert all(rating[key]["minLength"] == 1 for key in ("rater", "system", "item"))
 
@@ -247,7 +247,7 @@ def test_requests_the_document_calls_invalid_are_the_ones_the_service_refuses(cl
 
 
 def test_answers_say_nosniff_and_no_store(client):
-    """JSON about one request (an ops review, 2026-11-26): no browser may sniff it as another type,
+    """JSON about one request: no browser may sniff it as another type,
     and no cache between a client and the service may keep a score or an error."""
     for response in (client.get("/healthz"), client.get("/nope"), client.post("/score", data=b"{"),
                      client.post("/score", json={"model": "length", "items": [{"context": ["a"], "response": "b"}]})):

@@ -133,7 +133,7 @@ def test_wrong_or_missing_token_is_401_in_the_contract_format(header):
 
 
 def test_a_configured_token_is_stripped_and_must_fit_a_header():
-    """A Secret made with --from-file ends in a newline, which made every request 401 (a probe)."""
+    """A Secret made with --from-file ends in a newline, which made every request 401."""
     client = make_app("s3cret\n").test_client()
     assert client.post("/score", json={}, headers={"Authorization": "Bearer s3cret"}).status_code == 200
     with pytest.raises(ValueError, match="DIALSCORE_API_TOKEN"):
@@ -159,7 +159,7 @@ def test_right_token_passes_and_probes_stay_open():
 
 
 def test_several_tokens_let_a_rotation_pass_either():
-    """old,new during a rotation (an ops review, 2026-11-26): either passes, neither half of one, nor
+    """old,new during a rotation: either passes, neither half of one, nor
     the comma-joined string; a blank token between commas is refused at start."""
     client = make_app("old-t0ken,new-t0ken").test_client()
     for offered, status in (("old-t0ken", 200), ("new-t0ken", 200), ("old-t0ken,new-t0ken", 401), ("old", 401),

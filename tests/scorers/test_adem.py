@@ -78,7 +78,7 @@ class CountingSession:
 
 
 def test_a_context_is_encoded_once_per_request_across_items_and_models(tiny, monkeypatch) -> None:
-    # A probe counted 11 context-graph rows for 6 distinct inputs: the context state was not cached.
+    # 11 context-graph rows for 6 distinct inputs: the context state was not cached.
     encoder = tiny.scorers["adem"].components["hred-encoder"]
     counting = CountingSession(encoder.context_session)
     monkeypatch.setattr(encoder, "context_session", counting)
@@ -129,7 +129,7 @@ def test_tiny_chain_details_are_the_terms_of_the_score(tiny) -> None:
 
 
 def test_a_head_exported_without_terms_is_served_without_details(tiny, tmp_path) -> None:
-    """Heads exported before 2026-11-25 return the score alone: they still load and score."""
+    """Heads of an older export return the score alone: they still load and score."""
     import onnx
 
     from service.store.manifest import read_manifest, write_manifest

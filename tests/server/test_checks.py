@@ -85,8 +85,8 @@ def test_python_m_service_stops_with_one_line_before_gunicorn_starts():
 
 
 def test_every_variable_is_documented():
-    """Every name the typo check knows is in README.md or docs/deploy.md (a probe found a third of the
-    limits named only in code comments)."""
+    """Every name the typo check knows is in README.md or docs/deploy.md (a third of the
+    limits were once named only in code comments)."""
     from dataclasses import fields
 
     from service.config import Settings, env_name

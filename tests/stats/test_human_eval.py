@@ -167,7 +167,7 @@ def test_any_valid_ratings_give_finite_json(rows) -> None:
 
 
 def test_ratings_with_equal_score_sums_tie_exactly_in_the_significance_test() -> None:
-    # A probe's case: one rater, A's three ratings all sum to 225. Averaged z-scores left the third
+    # One rater, A's three ratings all sum to 225. Averaged z-scores left the third
     # a bit off the other two, which broke their tie and moved the rank-sum p (.082 instead of .098).
     rows = {"A": [(51, 76, 95, 3), (3, 51, 76, 95), (95, 3, 51, 76)],
             "B": [(14, 83, 95, 25), (31, 87, 42, 27), (76, 51, 95, 3)]}
@@ -189,7 +189,7 @@ def test_many_raters_are_grouped_in_one_pass() -> None:
 
 
 def test_labels_that_differ_only_by_a_trailing_nul_are_different_systems_and_raters() -> None:
-    """A probe: system "T\\u0000" took the rows of "T" (numpy's fixed-width strings drop trailing NULs):
+    """System "T\\u0000" took the rows of "T" (numpy's fixed-width strings drop trailing NULs):
     its own rating was lost, and a system with no other match was a 500 from the mean of no rows."""
     ratings = [{"rater": "w1", "system": "T\u0000", "item": "1", "scores": {"x": 10}},
                {"rater": "w1", "system": "T", "item": "2", "scores": {"x": 90}},
@@ -212,7 +212,7 @@ def test_labels_that_differ_only_by_a_trailing_nul_are_different_systems_and_rat
 
 def test_the_exact_rank_sum_null_is_used_only_where_it_is_cheap() -> None:
     """scipy's exact null for 8 values against 16,300 cost 3 s a test: a /human-eval request within
-    the limits took 406 s (a probe). Small against small stays exact (scipy's auto); beyond
+    the limits took 406 s. Small against small stays exact (scipy's auto); beyond
     EXACT_MAX_PAIRS pairs it is the normal approximation, close to the exact p there."""
     from service.stats.human_eval import EXACT_MAX_PAIRS, rank_sum_p
 

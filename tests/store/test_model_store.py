@@ -67,7 +67,7 @@ def test_a_manifest_field_of_the_wrong_shape_takes_out_only_that_model(tmp_path)
 
 def test_a_manifest_with_a_number_python_cannot_read_takes_out_only_that_model(tmp_path):
     """An integer of more than 4,300 digits in one card raised a bare ValueError that ended the whole
-    store's load: every model out (a re-probe, 2026-11-23)."""
+    store's load: every model out."""
     root = copy_store(tmp_path / "store", ("length", "bleu4"))
     text = _manifest(root, "bleu4").read_text()
     _manifest(root, "bleu4").write_text(text.replace('"card": {', '"card": {"big": ' + "1" * 5000 + ", ", 1))
@@ -79,7 +79,7 @@ def test_a_manifest_with_a_number_python_cannot_read_takes_out_only_that_model(t
 
 def test_a_manifest_may_not_relabel_what_its_scorer_computes(tmp_path):
     """bleu4 relabelled "unreferenced" (requires to match) loaded, was scored without a reference and
-    still read one when sent, against "unreferenced models ignore the reference" (a re-probe)."""
+    still read one when sent, against "unreferenced models ignore the reference"."""
     root = copy_store(tmp_path / "store", ("length", "bleu4"))
     text = json.loads(_manifest(root, "bleu4").read_text())
     text["kind"], text["requires"] = "unreferenced", ["context", "response"]
@@ -152,7 +152,7 @@ def test_a_bug_while_loading_ends_the_load_with_a_failure_not_a_worker_loading_f
 
 
 def test_a_uses_entry_that_is_not_a_name_takes_out_only_that_model(tmp_path):
-    """`"uses": [["x"]]` raised TypeError in the store's own bookkeeping: every model was out (a re-probe)."""
+    """`"uses": [["x"]]` raised TypeError in the store's own bookkeeping: every model was out."""
     root = copy_store(tmp_path / "store", ("length", "bleu4"))
     text = json.loads(_manifest(root, "bleu4").read_text())
     text["uses"] = [["x"]]
@@ -164,7 +164,7 @@ def test_a_uses_entry_that_is_not_a_name_takes_out_only_that_model(tmp_path):
 
 def test_a_model_folder_whose_manifest_is_missing_or_dangling_is_a_failed_model(tmp_path):
     """Only an empty folder or lost+found is passed over: a folder with a model's files and no readable
-    manifest is a model that failed, so the pod is not ready without it (a re-probe)."""
+    manifest is a model that failed, so the pod is not ready without it."""
     root = copy_store(tmp_path / "store", ("length", "bleu4", "rouge-l"))
     _manifest(root, "bleu4").unlink()
     _manifest(root, "rouge-l").unlink()
@@ -198,7 +198,7 @@ def test_clients_are_told_503_for_a_store_that_failed_and_404_for_a_component(tm
 
 
 def test_a_card_nested_too_deeply_takes_out_its_model_not_models_listing(tmp_path):
-    """Deep enough to load, too deep to serialise: GET /models was a 500 for everyone (a re-probe)."""
+    """Deep enough to load, too deep to serialise: GET /models was a 500 for everyone."""
     from service.app import create_app
 
     root = copy_store(tmp_path / "store", ("length", "bleu4"))

@@ -1,36 +1,10 @@
-"""The conversation proxies of Ghandeharioun et al. 2019 (M_H), computed from a whole dialogue.
+"""The conversation proxies of Ghandeharioun et al. 2019 (M_H), one number per whole dialogue.
 
-Each proxy is a number per conversation; the hybrid metric `mh` is a linear regression of them.
-Turns are taken in order. A *pair* is a bot turn with the user turn right before it (the
-user's "query" and the bot's reply); a *transition* is a bot turn with a user turn right before
-and right after it. Per-turn or per-pair values are averaged over the conversation. A proxy that
-has nothing to be computed from (no user turn, no pair) is NaN; the scorer replaces NaN by the
-training mean, so a missing proxy contributes nothing to the score.
-
-Sentiment (the paper's -U proxies read the user; DeepMoji cannot be installed here, so VADER,
-a lexicon model shipped in the vaderSentiment package, stands in for it):
-  sentiment            mean over user turns of VADER compound c(u) in [-1, 1]
-  sentiment_transition mean over transitions of c(u_after) - c(u_before)
-  sentiment_minmax     (c(u_j) - c(u_i)) / (j - i), where i, j are the positions (among user turns)
-                       of the minimum and the maximum user sentiment: positive when the user
-                       warms up, negative when they cool down; 0 with fewer than two user turns
-                       or a flat sentiment
-  laughter             mean over user turns of the number of "ha"s in laughter words
-                       ("ha" -> 1, "hahaha" -> 3, "hehe" -> 0; words like "that" do not count)
-  sentiment_coherence  mean over pairs of cos(v(u), v(b)), v = VADER (neg, neu, pos); the paper's
-                       cosine between DeepMoji emoji distributions, with VADER's 3-way distribution
-Semantic (-U/B: between the user's query and the bot's reply):
-  semantic_similarity  mean over pairs of cos(e(u), e(b)), e = the shared sentence encoder
-                       (all-MiniLM-L6-v2 in place of InferSent)
-  average / extrema / greedy word coherence
-                       mean over pairs of the embedding-average, vector-extrema and greedy-matching
-                       cosines (Liu et al. 2016) over GloVe 6B 50-d (in place of word2vec), words
-                       only (punctuation dropped), out-of-vocabulary words skipped; a pair where one
-                       side has no known word is left out
-Engagement:
-  question             mean over bot turns of 1 if the turn has a "?" or a question word
-                       (who what when where why how which whose whom), else 0 (-B)
-  words                mean over user turns of their number of words (text.word_count) (-U)
+Turns are taken in order. A *pair* is a bot turn with the user turn right before it (the user's
+query and the bot's reply); a *transition* is a bot turn with a user turn right before and right
+after it. Per-turn or per-pair values are averaged over the conversation; a proxy with nothing to be
+computed from (no user turn, no pair) is NaN, which the scorer replaces by the training mean. Each
+proxy's definition is beside its name in PROXIES.
 """
 from __future__ import annotations
 
@@ -45,18 +19,25 @@ from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 from service.scorers.embedding import average_similarity, cosine, extrema_similarity, greedy_similarity
 from service.text import is_blank, memoised_for_short_texts, word_count, words
 
+# Sentiment reads the user (the paper's -U proxies), with VADER, a lexicon model, for DeepMoji (which
+# cannot be installed here); c(u) is VADER's compound score in [-1, 1]. Semantic proxies compare the
+# user's query with the bot's reply (-U/B); a pair where one side has no known word is left out.
 PROXIES: tuple[str, ...] = (
-    "sentiment",
-    "sentiment_transition",
+    "sentiment",  # mean c(u) over user turns
+    "sentiment_transition",  # mean over transitions of c(u_after) - c(u_before)
+    # (c(u_j) - c(u_i)) / (j - i), i and j the positions among user turns of the lowest and highest
+    # sentiment: positive when the user warms up; 0 with fewer than two user turns or a flat sentiment
     "sentiment_minmax",
-    "laughter",
-    "sentiment_coherence",
-    "semantic_similarity",
+    "laughter",  # mean over user turns of the "ha"s in laughter words ("hahaha" 3, "hehe" 0, "that" 0)
+    "sentiment_coherence",  # mean over pairs of cos of VADER's (neg, neu, pos): the paper's emoji cosine
+    "semantic_similarity",  # mean over pairs of the sentence encoder's cosine (MiniLM for InferSent)
+    # mean over pairs of the embedding-average, vector-extrema and greedy-matching cosines (Liu et al.
+    # 2016) over GloVe 6B 50-d (for word2vec), words only, unknown words skipped
     "average_word_coherence",
     "extrema_word_coherence",
     "greedy_word_coherence",
-    "question",
-    "words",
+    "question",  # mean over bot turns of 1 for a "?" or a question word (who what when where why how ...) (-B)
+    "words",  # mean over user turns of their words (text.word_count) (-U)
 )
 
 USER, BOT = "user", "bot"
@@ -75,13 +56,10 @@ def _vader() -> SentimentIntensityAnalyzer:
     return SentimentIntensityAnalyzer()
 
 
-# VADER's time grows with the square of the words it reads (its negation checks re-read the whole
-# utterance for each sentiment word, and emoji become their descriptions, "cat face with tears of
-# joy"): 2,000 emoji are 9,310 words and 0.8 s, and a request within every limit took 244 s. So an
-# utterance is read up to this many words, scored exactly as VADER would below it. 512 still let 54
-# dialogues of 50 distinct turns of 87 emoji (348 words) take 56 s; at 128 they take 6.5 s (probes,
-# 2026-11-25). The longest turn of M_H's fitting and transfer data (ConvAI2, iEval, ConTurE) has
-# 100 words, so no fitted or reported figure changes.
+# VADER's time grows with the square of the words it reads (its negation checks re-read the utterance
+# for each sentiment word, and an emoji becomes its description, "cat face with tears of joy"), so an
+# utterance is read up to this many words, scored exactly as VADER would below it. The longest turn of
+# M_H's fitting and transfer data (ConvAI2, iEval, ConTurE) has 100 words, so no fitted figure changes.
 MAX_SENTIMENT_WORDS = 128
 
 

@@ -1,17 +1,8 @@
-"""M_H, the hybrid conversation metric of Ghandeharioun et al. 2019: a linear regression of
-sentiment, semantic and engagement proxies (service/scorers/mh/proxies.py) fitted to human ratings of
-whole human-bot conversations (ConvAI2, 1-5), leave-bot-out (training/mh).
+"""M_H (Ghandeharioun et al. 2019): a linear regression of the conversation proxies (proxies.py),
+fitted to human ratings of whole human-bot conversations (ConvAI2, 1-5), leave-bot-out (training/mh).
 
-Options:
-- `variant`: "human-bot" (default; the setting the regression was fitted in), "bot-only" (the
-  paper's -B: the bot's turns alone) or "self-play" (the paper's -B/B: a
-  conversation the bot held with itself; speaker labels are ignored). In both, every utterance plays
-  both roles, so the pair proxies compare every consecutive pair (service/scorers/mh/proxies.py: Roles).
-- `proxies`: true adds every proxy value (null where it could not be computed) to `details`.
-
-Each proxy is held to its range in the fitting data before the regression (one turn of "ha" x 1000
-set the score alone), and the prediction is clipped to the rating scale [1, 5] so that scores stay
-on the humans' scale.
+Each proxy is held to its range in the fitting data before the regression, so that one extreme
+turn cannot set the score alone, and the prediction is clipped to the rating scale [1, 5].
 """
 from __future__ import annotations
 
@@ -38,6 +29,11 @@ REGRESSION_FILE = "regression.json"
 
 @register("mh")
 class HybridMetric(Scorer):
+    """Options: `variant` is "human-bot" (the default, the setting the regression was fitted in),
+    "bot-only" (the paper's -B: the bot's turns alone) or "self-play" (the paper's -B/B: a conversation
+    the bot held with itself, speaker labels ignored); in the last two every utterance plays both
+    roles (proxies.Roles). `proxies: true` adds every proxy value (null where none) to `details`."""
+
     computes = "dialogue"
     default_options = {
         "variant": {"type": "string", "choices": list(proxies.VARIANTS), "default": "human-bot"},
@@ -89,9 +85,8 @@ class HybridMetric(Scorer):
         def encode(batch: list[str]) -> np.ndarray:
             return self.encoder.encode(batch, cache)
 
-        # VADER of each distinct utterance once per request: in self-play a turn is read up to five
-        # times, and 26 dialogues of 50 long emoji turns took 81 s (a probe, 2026-11-25). The memo
-        # lives as long as the request, so it holds at most the request's own texts.
+        # VADER of each distinct utterance once per request (in self-play a turn is read up to five
+        # times); the memo lives as long as the request, so it holds at most the request's own texts.
         sentiment = lru_cache(maxsize=None)(proxies.vader)
         scores: list[float] = []
         details: list[dict[str, Any]] = []

@@ -69,8 +69,8 @@ def test_variants_assign_roles() -> None:
     assert assign_roles(speakers, texts, "human-bot").roles == ["user", "bot", "user", "bot"]
     bot_only = assign_roles(speakers, texts, "bot-only")
     assert bot_only.texts == ["b1", "b2"] and bot_only.pairs() == [("b1", "b2")]
-    # The paper's -B/B: between consecutive bot utterances, every one of them (a probe found only the
-    # pairs (1st, 2nd), (3rd, 4th), ... compared, and scores moving when utterances shifted by one).
+    # The paper's -B/B: between consecutive bot utterances, every one of them (not only the pairs
+    # (1st, 2nd), (3rd, 4th), ..., whose scores would move when utterances shifted by one).
     selfplay = assign_roles(["bot"] * 3, ["a", "b", "c"], "self-play")
     assert selfplay.pairs() == [("a", "b"), ("b", "c")] and selfplay.transitions() == [("a", "c")]
     assert selfplay.of("user") == selfplay.of("bot") == ["a", "b", "c"]

@@ -86,7 +86,7 @@ def test_score_is_the_regression_of_the_proxies(build) -> None:
 
 
 def test_a_proxy_beyond_its_fitting_range_counts_at_the_edge(build) -> None:
-    # A probe: one user turn of "ha" x 1000 set the committed model's score alone (laughter z 18,000).
+    # One user turn of "ha" x 1000 set the committed model's score alone (laughter z 18,000).
     laughing = Dialogue([Turn("user", "ha" * 1000), Turn("bot", "ok"), Turn("user", "hi"), Turn("bot", "hello")])
     unbounded = build({"laughter": 0.01}, intercept=2.0)
     held = build({"laughter": 0.01}, intercept=2.0, ranges={"laughter": (0.0, 1.0)})
@@ -124,7 +124,7 @@ def test_same_score_alone_and_in_a_batch(build) -> None:
 
 def test_vader_reads_each_distinct_utterance_once_per_request(build, monkeypatch) -> None:
     """In self-play a turn is read up to five times, and VADER's own memo keeps short texts only:
-    26 dialogues of 50 long emoji turns took 89 s (a probe). Now once per distinct text, same scores."""
+    26 dialogues of 50 long emoji turns took 89 s. Now once per distinct text, same scores."""
     mh = build({n: 0.1 * (i + 1) for i, n in enumerate(proxies.PROXIES)}, 0.0)
     texts = [("\u263a love it " * 30).strip(), ("\u2639 awful " * 30).strip(), ("fine, and you? " * 20).strip()]
     dialogues = [Dialogue([Turn("bot", texts[(t + d) % 3]) for t in range(12)]) for d in range(4)]
@@ -180,7 +180,7 @@ def test_http_contract_for_dialogue_items(tmp_path: Path) -> None:
     assert ok.get_json()["scores"] == pytest.approx([4.0, 1.0])
     no_bot = client.post("/score", json={"model": "mh", "items": [{"turns": [{"speaker": "user", "text": "hi"}]}]})
     assert no_bot.status_code == 422 and no_bot.get_json()["error"]["code"] == "invalid_request"
-    # blank turns are dropped before scoring, so a blank bot turn is no bot turn (a probe: it was scored)
+    # blank turns are dropped before scoring, so a blank bot turn is no bot turn (it was scored)
     for blank in ("", " \n\t", "\u200b\ufeff"):  # invisible characters are blank too (text.is_blank)
         for dialogue in ([{"speaker": "user", "text": "hi"}, {"speaker": "bot", "text": blank}],
                          [{"speaker": "bot", "text": blank}]):
