@@ -12,7 +12,7 @@ from scipy import stats as sps
 
 from service.stats.human_eval import HumanEvalInputError, assess
 
-JI = Path(__file__).resolve().parents[2] / "shared" / "data" / "human_eval" / "ji2022"
+JI = Path(__file__).resolve().parents[3] / "shared" / "data" / "human_eval" / "ji2022"
 RNG = np.random.default_rng(7)
 SYSTEMS = {"good": 70.0, "fair": 50.0, "degraded": 15.0}
 
