@@ -1,6 +1,6 @@
 """Re-export the committed `adem` and `adem-minilm` heads so their graphs also return the score's terms.
 
-Why this exists: since 2026-11-25 the exporters (`python -m training export`, `train-minilm`) write
+Why this exists: the exporters (`python -m training export`, `train-minilm`) write
 ADEM heads whose graphs return `s_unref` (c^T M r_hat) and `s_ref` (r^T N r_hat) beside `score`, which
 /score gives in `details` as the contract's adem example does. The committed heads were trained
 before that and their run folders are not in the repository (`make train` rebuilds them in about
@@ -63,7 +63,7 @@ def manifest_fields(folder: Path) -> dict:
 
 
 def classic(folder: Path) -> None:
-    from service.manifest import write_manifest
+    from service.store.manifest import write_manifest
     from training.adem.model import ADEMHead, ServedADEM
     from training.cards import adem_details
     from training.export import PARITY_ATOL, export_head, head_examples
@@ -107,7 +107,7 @@ def classic(folder: Path) -> None:
 
 
 def minilm(folder: Path) -> None:
-    from service.manifest import write_manifest
+    from service.store.manifest import write_manifest
     from training.minilm.heads import AdemHead, export_head
     from training.minilm.store import DETAILS, _check_parity, write_readme
 

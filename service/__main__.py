@@ -7,13 +7,14 @@ import os
 import sys
 from pathlib import Path
 
-CONFIG = Path(__file__).with_name("gunicorn.conf.py")
+from service.server.checks import check_configuration
+from service.server.logs import configure_logging
+
+CONFIG = Path(__file__).parent / "server" / "gunicorn.conf.py"
 log = logging.getLogger("service")
 
 
 def main(argv: list[str] | None = None) -> int:
-    from service.logging_setup import configure_logging
-
     configure_logging()  # these messages are JSON lines like everything else the server logs
     parser = argparse.ArgumentParser(prog="python -m service", description=__doc__)
     parser.add_argument("--host", help="default: $DIALSCORE_HOST, else 127.0.0.1")
@@ -24,8 +25,6 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("host", "port", "workers"):
         if getattr(args, name) is not None:
             os.environ[f"DIALSCORE_{name.upper()}"] = getattr(args, name)
-    from service.server_config import check_configuration
-
     try:
         unknown = check_configuration(os.environ)
     except (ValueError, KeyError) as exc:

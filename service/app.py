@@ -10,10 +10,11 @@ from flask import Flask, Response, g, jsonify, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
 
-from service import metrics, middleware
+from service import metrics
+from service.api import analysis, health, middleware, scoring
 from service.config import load_settings
 from service.errors import ANSWER_HEADERS, BadJson, MethodNotAllowed, NotFound, ServiceError, TooLarge
-from service.store import init_store
+from service.store.model_store import init_store
 
 log = logging.getLogger(__name__)
 
@@ -28,18 +29,13 @@ DRAIN_IDLE_SECONDS = 0.5
 def drain_unread_body(environ: dict[str, Any], budget: int) -> None:
     """Read and drop what is left of a request body that is refused unread, up to `budget` bytes.
 
-    Why: gunicorn answers with `Connection: keep-alive`, then drains at most 64 KiB of a body the
-    application did not read and closes the connection if more is left, so the client's next
-    request on it fails (a probe saw 7 of 10 fail after a 1.2 MB body got its 413; a server may
-    not announce keep-alive and then close). The hop-by-hop `Connection: close` an application
-    sets is dropped by gunicorn, so the body is drained here. Past the budget the old behaviour
-    remains: a client sending many times the limit gets its 413 and a closed connection.
-
-    Each read has DRAIN_IDLE_SECONDS (under gunicorn: the worker's ReadDeadlineSocket), not what is
-    left of the request's read timeout: a client that declared 10^20 bytes and sent 56 waited the
-    whole timeout for its 413 (a probe, 2026-11-25). A stall ends the drain and the connection.
-    Not draining such a body at all was tried and reverted: a client still sending (http.client,
-    requests) then met a reset instead of its 413.
+    gunicorn answers with `Connection: keep-alive`, then drains at most 64 KiB of an unread body and
+    closes the connection if more is left, so the client's next request on it would fail; it also
+    drops the `Connection: close` an application sets, so the body is drained here. Past the budget,
+    a client sending many times the limit gets its 413 and a closed connection. Each read waits at
+    most DRAIN_IDLE_SECONDS (under gunicorn: the worker's ReadDeadlineSocket), so a client that
+    declares more than it sends gets its 413 at once; a stall ends the drain and the connection.
+    Refusing without draining is no answer: a client still sending would meet a reset, not its 413.
     """
     stream = environ.get("wsgi.input")
     if stream is None:
@@ -73,12 +69,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app = ServiceFlask(__name__)
     app.config["SETTINGS"] = settings
     # One byte over the limit: werkzeug stops reading a chunked body there silently, and load_body
-    # refuses what is longer than the limit (service/api/__init__.py).
+    # refuses what is longer than the limit (service/api/body.py).
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1
     app.json = StrictJSONProvider(app)
-
-    from service.api import analysis, health, scoring
-
     for blueprint in (health.bp, scoring.bp, analysis.bp):
         app.register_blueprint(blueprint)
     middleware.init_app(app)  # first: request IDs and the token check precede everything else

@@ -7,7 +7,7 @@ machine, versions and settings it ran on; then the workers' memory (PSS, idle an
 generator shares the machine with the server, so figures are for the whole box, and say so.
 
 Every text of a batch is distinct by default, as in traffic where each item is its own
-conversation: the per-request encode cache (issue 7) then saves nothing, which is the figure to
+conversation: the per-request encode cache then saves nothing, which is the figure to
 size a deployment by. One scenario shows the other case, the re-ranking shape: 32 candidate
 replies for one context and reference, which the cache encodes once.
 """

@@ -1,13 +1,14 @@
-"""Every setting of the service, once, with its default and its DIALSCORE_* environment variable.
+"""Every setting of the service and its server, once: a default and a DIALSCORE_* environment variable.
 
-Order of precedence in create_app: these defaults, then the environment, then the mapping the
-caller passes (tests).
+Precedence in create_app: these defaults, then the environment, then the mapping the caller passes (tests).
 """
 from __future__ import annotations
 
 import logging
+import math
 import os
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 @dataclass(frozen=True)
 class Settings:
+    """Field `name` is read from DIALSCORE_<NAME>; `max_*` fields are the limits GET /models lists."""
+
     model_store: Path = REPO_ROOT / "model_store"  # DIALSCORE_MODEL_STORE
     models: tuple[str, ...] = ()  # DIALSCORE_MODELS: comma list; empty = every model in the store
     max_body_bytes: int = 1 << 20  # DIALSCORE_MAX_BODY_BYTES
@@ -25,8 +28,7 @@ class Settings:
     max_turns: int = 50  # DIALSCORE_MAX_TURNS: context turns, and turns of a dialogue
     max_chars: int = 2000  # DIALSCORE_MAX_CHARS: characters per utterance
     # DIALSCORE_MAX_ENCODER_TOKENS: word pieces of a request's distinct texts through the sentence encoder
-    # (time: 0.3 ms each on one CPU thread, so about 30 s at the limit; 512 items of 1,000-character texts
-    # to all models took 271 s before it)
+    # (about 0.3 ms each on one CPU thread: some 30 s of work at the limit)
     max_encoder_tokens: int = 100_000
     max_correlate_items: int = 100_000  # DIALSCORE_MAX_CORRELATE_ITEMS
     max_resamples: int = 10_000  # DIALSCORE_MAX_RESAMPLES
@@ -37,7 +39,7 @@ class Settings:
     max_systems: int = 64  # DIALSCORE_MAX_SYSTEMS: /human-eval systems (pairwise tests grow with its square)
     max_criteria: int = 64  # DIALSCORE_MAX_CRITERIA: /human-eval criteria a rating scores, and entries of reverse / qc_criteria
     max_json_depth: int = 32  # DIALSCORE_MAX_JSON_DEPTH: nesting of a request body (the contract's need 5)
-    # Read by gunicorn (gunicorn.conf.py), which answers 414 / 431 `too_large` before the app sees the request.
+    # Read by gunicorn (server/gunicorn.conf.py), which answers 414 / 431 `too_large` before the app sees the request.
     max_request_line: int = 4094  # DIALSCORE_MAX_REQUEST_LINE: bytes of method, path and query (at most 8190)
     max_headers: int = 100  # DIALSCORE_MAX_HEADERS: header fields per request
     max_header_bytes: int = 8190  # DIALSCORE_MAX_HEADER_BYTES: bytes of one header field
@@ -49,11 +51,82 @@ class Settings:
     load_sync: bool = False  # DIALSCORE_LOAD_SYNC: load models before serving instead of in the background
     api_token: str = ""  # DIALSCORE_API_TOKEN: when set, every endpoint but /healthz and /readyz needs `Authorization: Bearer <token>` (several, comma-separated: any passes)
     log_level: str = "INFO"  # DIALSCORE_LOG_LEVEL
+    encoder_precision: str = "auto"  # DIALSCORE_ENCODER_PRECISION: the sentence encoder's file, int8, fp32 or auto (choose_precision)
+    # The server's own, read by gunicorn (server/gunicorn.conf.py) in the master: SERVER_FIELDS.
+    host: str = "127.0.0.1"  # DIALSCORE_HOST
+    port: int = 8000  # DIALSCORE_PORT
+    threads: int = 2  # DIALSCORE_THREADS: request threads per worker
+    worker_timeout: int = 120  # DIALSCORE_WORKER_TIMEOUT: seconds without a heartbeat before a worker is killed (0: never)
+    graceful_timeout: int = 25  # DIALSCORE_GRACEFUL_TIMEOUT: seconds in-flight requests get after SIGTERM
+    read_timeout: float = 10.0  # DIALSCORE_READ_TIMEOUT: seconds a request may take to arrive whole
+    max_requests: int = 0  # DIALSCORE_MAX_REQUESTS: recycle a worker after this many (0: never)
+    # DIALSCORE_MAX_WORKER_MEMORY_MIB: recycle a worker whose resident memory passed this after a request (0: never)
+    max_worker_memory_mib: int = 0
+    worker_tmp_dir: str = ""  # DIALSCORE_WORKER_TMP_DIR: gunicorn's heartbeat files ("": the system's)
 
     def limits(self) -> dict[str, int]:
-        """What GET /models lists as `limits`: every `max_*` setting, in declaration order, so a new
-        limit is published and checked (at least 1, load_settings) without a list to keep in step."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name.startswith("max_")}
+        """What GET /models lists as `limits`: every `max_*` setting but the server's, in declaration order,
+        so a new limit is published and checked (at least 1, load_settings) without a list to keep in step."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name.startswith("max_") and f.name not in SERVER_FIELDS}
+
+
+def env_name(field: str) -> str:
+    """The environment variable of a Settings field."""
+    return f"DIALSCORE_{field.upper()}"
+
+
+# --- the server's values: gunicorn takes them as they come, so each is held to what it can use -----
+# name: (lowest, highest) for the integers; read_timeout, host and worker_tmp_dir have their own checks
+SERVER_RANGES = {"port": (1, 65535), "threads": (1, 1024), "worker_timeout": (0, 86400),
+                 "graceful_timeout": (0, 86400), "max_requests": (0, 10**9), "max_worker_memory_mib": (0, 10**7)}
+SERVER_FIELDS = ("host", "port", "threads", "worker_timeout", "graceful_timeout", "read_timeout", "max_requests",
+                 "max_worker_memory_mib", "worker_tmp_dir")
+MAX_READ_TIMEOUT = 3600.0  # seconds; socket timeouts past ~1e10 overflow time_t
+MAX_WORKERS = 64  # gunicorn workers the master runs
+
+
+def whole_number(key: str, raw: str, lowest: int, highest: int) -> int:
+    """`raw` as an integer from `lowest` to `highest`; ValueError naming `key`."""
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{key}={raw!r}: must be a whole number from {lowest} to {highest}") from None
+    if not lowest <= value <= highest:
+        raise ValueError(f"{key}={raw!r}: must be from {lowest} to {highest}")
+    return value
+
+
+def _seconds(key: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{key}={raw!r}: must be a number of seconds") from None
+    if not (math.isfinite(value) and 0 < value <= MAX_READ_TIMEOUT):
+        raise ValueError(f"{key}={raw!r}: must be a number of seconds above 0 and at most {MAX_READ_TIMEOUT:g}")
+    return value
+
+
+def _server_value(name: str, raw: Any) -> Any:
+    key, raw = env_name(name), str(raw).strip()
+    if name == "host" and not raw:  # gunicorn binds an empty host on every interface
+        raise ValueError(f"{key}='': give an address to listen on (0.0.0.0 for every interface)")
+    if name in ("host", "worker_tmp_dir"):
+        return raw
+    if name == "read_timeout":
+        return _seconds(key, raw)
+    return whole_number(key, raw, *SERVER_RANGES[name])
+
+
+def check_writable(folder: str, key: str) -> None:
+    """ValueError unless `folder` exists (or can be made) and a file can be written in it: the
+    workers write there on every request (metrics) or once loaded (readiness)."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"{key}={folder!r}: not a folder the server can write in ({exc.strerror or exc})") from None
 
 
 # gunicorn's own ceilings (gunicorn/http/message.py): above them it uses the ceiling, which would
@@ -62,10 +135,9 @@ SERVER_LIMIT_CEILINGS = {"max_request_line": 8190, "max_headers": 32768, "max_he
 
 
 # Our defaults for ONNX Runtime's CUDA provider, under what DIALSCORE_CUDA_OPTIONS sets.
-# use_tf32=0: ONNX Runtime turns TF32 on by default, which rounds fp32 matrix products to a
-# 10-bit mantissa. On an H100 that moved scores by up to 2e-4 of their range from the CPU's
-# (1e-6 without). A research tool should give the CPU's scores on every device; TF32's 15-26%
-# more items/s with 4 busy workers is one setting away (docs/gpu.md has the measurements).
+# use_tf32=0: TF32 (ONNX Runtime's default) rounds fp32 matrix products to a 10-bit mantissa, which moved
+# H100 scores by up to 2e-4 of their range from the CPU's (1e-6 without); a research tool gives the CPU's
+# scores on every device, and TF32's extra throughput is one setting away (docs/gpu.md).
 CUDA_DEFAULTS: dict[str, str] = {"use_tf32": "0"}
 
 
@@ -80,14 +152,13 @@ def cuda_provider_options(entries: tuple[str, ...]) -> dict[str, str]:
     return options
 
 
-# Read by the sentence encoder (service/components/sentence_encoder.py), checked with the rest here.
 PRECISION_ENV = "DIALSCORE_ENCODER_PRECISION"
 PRECISIONS = ("int8", "fp32")
 
 
-def encoder_precision(environ: Any) -> str:
-    """DIALSCORE_ENCODER_PRECISION, lower-cased: int8, fp32 or auto (the default)."""
-    requested = str(environ.get(PRECISION_ENV, "auto")).strip().lower() or "auto"
+def encoder_precision(value: Any) -> str:
+    """DIALSCORE_ENCODER_PRECISION, lower-cased: int8, fp32 or auto (also for an empty value)."""
+    requested = str(value).strip().lower() or "auto"
     if requested not in PRECISIONS + ("auto",):
         raise ValueError(f"{PRECISION_ENV}={requested!r} is not one of {PRECISIONS + ('auto',)}")
     return requested
@@ -102,7 +173,7 @@ def _convert(raw: Any, default: Any) -> Any:
         if isinstance(raw, bool):
             return raw
         word = str(raw).strip().lower()
-        if word not in TRUE + FALSE:  # "maybe" was read as false without a word
+        if word not in TRUE + FALSE:  # any other word would silently read as false
             raise ValueError(f"must be true or false (or 1/0, yes/no, on/off), not {raw!r}")
         return word in TRUE
     if isinstance(default, int):
@@ -111,7 +182,7 @@ def _convert(raw: Any, default: Any) -> Any:
         except ValueError:
             raise ValueError(f"must be a whole number, not {raw!r}") from None
     if isinstance(default, Path):
-        if not str(raw).strip():  # Path("") is the working directory: its folders were listed as failed models
+        if not str(raw).strip():  # Path("") is the working directory, whose folders would be taken for models
             raise ValueError("must name a folder")
         return Path(raw)
     if isinstance(default, tuple):
@@ -121,16 +192,22 @@ def _convert(raw: Any, default: Any) -> Any:
     return raw
 
 
-def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, str] | None = None,
+def load_settings(overrides: dict[str, Any] | None = None, environ: Mapping[str, str] | None = None,
                   check_providers: bool = True) -> Settings:
-    """The settings, checked; `check_providers=False` skips the provider names, which are asked of ONNX
-    Runtime (gunicorn's master reads its limits here and must not load it before the fork)."""
+    """The settings, checked, the server's values first; ValueError naming the variable of a bad one.
+    `check_providers=False` skips the provider names, which are asked of ONNX Runtime (gunicorn's
+    master reads its settings here and must not load it before the fork)."""
     environ = os.environ if environ is None else environ
     base = Settings()
     values: dict[str, Any] = {}
+    for name in SERVER_FIELDS:
+        if env_name(name) in environ:
+            values[name] = _server_value(name, environ[env_name(name)])
+    if values.get("worker_tmp_dir"):
+        check_writable(values["worker_tmp_dir"], "DIALSCORE_WORKER_TMP_DIR")
     for f in fields(Settings):
-        key = f"DIALSCORE_{f.name.upper()}"
-        if key in environ:
+        key = env_name(f.name)
+        if key in environ and f.name not in SERVER_FIELDS:
             try:
                 values[f.name] = _convert(environ[key], getattr(base, f.name))
             except ValueError as exc:
@@ -138,20 +215,19 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
     for name, raw in (overrides or {}).items():
         if name not in {f.name for f in fields(Settings)}:
             raise KeyError(f"unknown setting {name!r}")
-        values[name] = _convert(raw, getattr(base, name))
+        values[name] = _server_value(name, raw) if name in SERVER_FIELDS else _convert(raw, getattr(base, name))
     settings = replace(base, **values)
     # A Secret made with `--from-file` ends in a newline; the offered token is stripped, so an
-    # unstripped configured one could never match and every request would be 401 (a probe).
+    # unstripped configured one could never match and every request would be 401.
     settings = replace(settings, api_token=settings.api_token.strip())
     if any(ch.isspace() or not ch.isprintable() for ch in settings.api_token):
         raise ValueError("DIALSCORE_API_TOKEN: must not hold spaces or control characters (a header cannot carry them)")
-    # Set but blank (a Secret with an empty value) served every endpoint open, with only the warning
-    # meant for "no token configured" (an ops review, 2026-11-26): a token that was meant fails closed.
+    # Set but blank (a Secret with an empty value) must fail closed, not serve every endpoint open.
     if not settings.api_token and "DIALSCORE_API_TOKEN" in environ:
         raise ValueError("DIALSCORE_API_TOKEN: set but blank; give the token, or unset the variable to serve "
                          "without one")
-    # HTTP headers are read as latin-1 and compared as UTF-8 here, so a non-ASCII token matched no client
-    # that sent it as UTF-8 (curl does): every request was 401.
+    # HTTP headers are read as latin-1 and compared as UTF-8 here, so a non-ASCII token would match no
+    # client that sends it as UTF-8 (curl does).
     if settings.api_token and not all(settings.api_token.split(",")):
         raise ValueError("DIALSCORE_API_TOKEN: an empty token between commas (several tokens are separated by "
                          "single commas, for a rotation)")
@@ -162,8 +238,8 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
         value = getattr(settings, name)
         if not 1 <= value <= most:  # gunicorn reads 0 as "no limit" and silently caps larger values
             raise ValueError(f"DIALSCORE_{name.upper()}={value}: must be from 1 to {most}")
-    # 0 does not mean "no limit" here (it does for DIALSCORE_MAX_REQUESTS and the thread count): a
-    # limit of 0 or below refused every request while /readyz said ready (a configuration probe).
+    # 0 does not mean "no limit" here (as it does for DIALSCORE_MAX_REQUESTS and the thread count): it would refuse
+    # every request while /readyz said ready.
     for name, limit in settings.limits().items():
         if limit < 1:
             raise ValueError(f"DIALSCORE_{name.upper()}={limit}: must be at least 1")
@@ -178,11 +254,20 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: dict[str, st
         cuda_provider_options(settings.cuda_options)
     except ValueError as exc:
         raise ValueError(f"DIALSCORE_CUDA_OPTIONS: {exc}") from exc
-    encoder_precision(environ)
+    settings = replace(settings, encoder_precision=encoder_precision(settings.encoder_precision))
     if not check_providers:
         return settings
     check_provider_names(settings.providers, explicit="DIALSCORE_PROVIDERS" in environ)
     return settings
+
+
+def load_server_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings as gunicorn's master reads them (server/gunicorn.conf.py, `python -m service`'s check):
+    the worker count held to what the master runs, and ONNX Runtime not loaded before the fork."""
+    environ = os.environ if environ is None else environ
+    if "DIALSCORE_WORKERS" in environ:
+        whole_number("DIALSCORE_WORKERS", environ["DIALSCORE_WORKERS"].strip(), 1, MAX_WORKERS)
+    return load_settings(environ=environ, check_providers=False)
 
 
 def refuse_unknown_providers(providers: Sequence[str], known: Sequence[str]) -> None:
@@ -194,10 +279,10 @@ def refuse_unknown_providers(providers: Sequence[str], known: Sequence[str]) -> 
 
 
 def check_provider_names(providers: tuple[str, ...], explicit: bool) -> None:
-    """ValueError for a name ONNX Runtime does not know (a misspelt 'CudaExecutionProvider' was dropped
-    without a word and the models ran on the CPU); a warning for a known one this build lacks, when the
-    operator asked for it (the default names CUDA first on every machine)."""
-    import onnxruntime as ort
+    """ValueError for a name ONNX Runtime does not know (it would drop a misspelt one and run on the CPU
+    without a word); a warning for a known one this build lacks, when the operator asked for it (the
+    default names CUDA first on every machine)."""
+    import onnxruntime as ort  # not at import: gunicorn's master reads these settings and must not load it
 
     refuse_unknown_providers(providers, ort.get_all_providers())
     missing = [p for p in providers if p not in ort.get_available_providers()]

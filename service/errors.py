@@ -20,7 +20,7 @@ class ServiceError(Exception):
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
 
 
-# Every answer, the app's and gunicorn's own errors (service/http_worker.py) alike, is JSON (or the
+# Every answer, the app's and gunicorn's own errors (service/server/worker.py) alike, is JSON (or the
 # metrics text) about one request: no browser may read it as another type, no cache may keep it.
 ANSWER_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 
@@ -33,8 +33,8 @@ def _clip(value: Any) -> Any:
 
 
 def _bounded(details: dict[str, Any]) -> dict[str, Any]:
-    """At most MAX_DETAILS entries, long strings cut: 90,000 unknown keys in a 1 MB body were answered
-    with a 2.3 MB error, and a 100 KB model name was echoed whole (a probe)."""
+    """At most MAX_DETAILS entries, long strings cut, so an error is never larger than the request
+    deserves (90,000 unknown keys fit in a 1 MB body; a model name may be 100 KB)."""
     kept = {_clip(k): _clip(v) for k, v in list(details.items())[:MAX_DETAILS]}
     if len(details) > MAX_DETAILS:
         kept["more"] = f"{len(details) - MAX_DETAILS} more not shown; fix these first."
@@ -53,8 +53,8 @@ class FieldsError(ValueError):
 
 def field_summary(fields: dict[str, str]) -> str:
     """One sentence for `message` when `details` holds the field errors: the field itself where there
-    is one, else their count and the first. Joining them all made 300 out-of-scale ratings one
-    2,000-character message cut off mid-word (a probe, 2026-11-25)."""
+    is one, else their count and the first: joined, 300 out-of-scale ratings made one message too
+    long to read, cut off mid-word."""
     if len(fields) == 1:
         [(path, text)] = fields.items()
         return f"{_clip(path)}: {_clip(text)}"
@@ -93,7 +93,7 @@ class MethodNotAllowed(ServiceError):
 
 
 class RequestTimeout(ServiceError):
-    """408: the request did not arrive whole within DIALSCORE_READ_TIMEOUT (service/http_worker.py)."""
+    """408: the request did not arrive whole within DIALSCORE_READ_TIMEOUT (service/server/worker.py)."""
 
     status, code = 408, "request_timeout"
 

@@ -1,31 +1,10 @@
-"""Checks on a JSON body that the parser itself does not make.
+"""The one reader of JSON text, for request bodies, bulk lines, analysis files and manifests.
 
-`loads` refuses an object that names the same key twice. JSON allows it, but parsers disagree on
-which value wins (Python keeps the last, others the first or either), so a client whose library
-built `{"model": "adem", ..., "model": "bleu4"}` would be scored silently by a model it may not
-have meant; a 400 that names the key is the answer a person can act on.
-
-Python's `json` accepts two things that later break the service with a 500 rather than a clear
-400: escapes of lone UTF-16 surrogates ("\\ud800"), which are valid JSON text but no Unicode
-character (tokenizers, the metrics exporter and UTF-8 encoding all reject them), and nesting
-deep enough to exhaust the interpreter's recursion limit in the schema or the error handler.
-The walk is iterative, so it is itself safe on any depth the parser returns, and it reads strings
-only when the raw body holds a surrogate escape at all (UTF-8 bytes cannot encode one), so a
-large ordinary body costs a pass over its containers and nothing more.
-
-It also accepts `NaN`, `Infinity` and `-Infinity`, which are not JSON, and turns a number too
-large for a double (`1e999`) into infinity. `parse_object(..., constants=False)` (HTTP bodies)
-refuses the three words as text that is not JSON, naming where they stand (API.md: 400 `bad_json`
-for a body that is not JSON; a 422 had named the field, but the body is not JSON whatever the
-field); `1e999` is JSON, and the schemas refuse its infinity with a 422 that names the field.
-Analysis files keep the words (Python's own `json.dump` writes them for a missing value).
-`loads(..., finite=True)` refuses both at parse time, for readers that copy values into their
-output unchecked (the bulk scorer echoes `id`), whose output would otherwise not be JSON.
-
-`parse` and `parse_object` are the one reader of JSON text for bodies, bulk lines, analysis files and
-manifests: UTF-8 only, a leading byte order mark dropped, each key once, the checks above. Each
-raises a JsonTextError subclass, which each caller maps to its own answer (400/413, a bad line, a
-failed import, a failed model); four readers with their own rules once disagreed on BOMs and keys.
+UTF-8 only, a leading byte order mark dropped, each key once (parsers disagree on which of two values
+wins), no lone UTF-16 surrogate (no Unicode character: tokenizers and UTF-8 encoding reject it),
+nesting within a depth (the schemas and the error handler recurse), and where the reader asks, no
+`NaN` or `Infinity` (not JSON). Each refusal is a JsonTextError subclass, which each caller maps to
+its own answer (400 or 413, a bad line, a failed import, a failed model).
 """
 from __future__ import annotations
 
@@ -138,7 +117,9 @@ class Problem(NamedTuple):
 
 
 def find_problem(data: Any, raw: bytes, max_depth: int) -> Problem | None:
-    """The first problem in `data` (parsed from `raw`), or None."""
+    """The first problem in `data` (parsed from `raw`), or None. The walk is iterative, so safe on any
+    depth the parser returns, and reads strings only when `raw` holds a surrogate escape at all (UTF-8
+    bytes cannot encode one): a large ordinary body costs one pass over its containers."""
     strings = _SURROGATE_ESCAPE.search(raw) is not None
     constants = _CONSTANT_WORD.search(raw) is not None  # the words may stand only where a number can
     stack: list[tuple[Any, str, int]] = [(data, "", 0)]

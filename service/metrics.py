@@ -1,16 +1,8 @@
 """Prometheus metrics, correct with several gunicorn workers.
 
-With PROMETHEUS_MULTIPROC_DIR set (gunicorn.conf.py sets it before any worker imports this
-module) every worker writes its samples to that folder and /metrics aggregates them, so a
-scrape sees all workers, not whichever one answered.
-
-A worker leaves its files behind when it exits (they hold its share of every counter), and with
-DIALSCORE_MAX_REQUESTS workers are replaced all day: each replacement would add two files that
-every scrape reads again. `fold_dead_worker` (gunicorn's master calls it when a worker exits) adds
-a dead worker's samples into one archive file per type and deletes its files, so the folder holds
-two files per live worker plus two. prometheus_client has no such compaction; it keeps the files
-because deleting them would make the counters go back. A lock file keeps a scrape from reading
-halfway through a fold (the sum counted twice or not at all).
+With PROMETHEUS_MULTIPROC_DIR set (server/gunicorn.conf.py sets it before any worker imports this
+module) every worker writes its samples to that folder and /metrics sums them, so a scrape sees
+every worker. fold_dead_worker keeps the folder from growing as workers are replaced.
 """
 from __future__ import annotations
 
@@ -68,7 +60,11 @@ def _folder_lock(folder: str, exclusive: bool) -> Iterator[None]:
 def fold_dead_worker(pid: int, folder: str) -> int:
     """Add an exited worker's counter and histogram samples to the archive files; delete its files.
 
-    Returns how many files were folded. Only for a process that has exited: a live one would go
+    A worker's files hold its share of every counter, so prometheus_client keeps them after it exits
+    (deleting them would make the counters go back); with workers recycled all day each scrape would
+    read ever more files. Folded here (gunicorn's master calls this when a worker exits), the folder
+    holds two files per live worker plus two. The lock keeps a scrape from reading halfway through a
+    fold. Returns how many files were folded. Only for a process that has exited: a live one would go
     on writing to a deleted file.
     """
     folded = 0

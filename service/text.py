@@ -18,9 +18,8 @@ _PRE_TOKENIZER = pre_tokenizers.BertPreTokenizer()
 
 
 # Short texts (greetings, repeated context turns) are memoised across the models of a request and
-# across requests; long ones are split each time. An unbounded-size entry let 2,000-character CJK
-# texts (one token object per character, ~178 KB an entry) grow a worker by 27 MB per 1 MiB request
-# until the pod was killed (a probe); now the cache holds at most CACHE_ENTRIES x CACHED_CHARS.
+# across requests; long ones are split each time, so the cache holds at most CACHE_ENTRIES x
+# CACHED_CHARS (a 2,000-character CJK text is one token object per character, ~178 KB an entry).
 CACHED_CHARS = 256
 CACHE_ENTRIES = 4096
 T = TypeVar("T")
@@ -60,8 +59,7 @@ def word_count(text: str) -> int:
 def is_blank(text: str) -> bool:
     """Nothing a person could read: only whitespace, invisible format characters (Unicode
     category Cf: zero-width space and joiners, the byte order mark, soft hyphen) and control
-    characters (Cc: NUL, BEL, escape). str.strip() keeps both, so a reference of "\u200b" passed as
-    present and ADEM scored every reply against an empty token list (a probe, 2026-11-25), and one
-    of "\u0000" scored a reply of "\u0000" as a perfect match (BLEU-4 and minilm-cosine 1.0; an
-    audit, 2026-11-26)."""
+    characters (Cc: NUL, BEL, escape). str.strip() keeps both, so a reference of "\u200b" would pass
+    as present (ADEM scoring every reply against an empty token list), and one of "\u0000" would
+    score a reply of "\u0000" as a perfect match."""
     return all(ch.isspace() or unicodedata.category(ch) in ("Cf", "Cc") for ch in text)

@@ -58,7 +58,7 @@ def test_server_limits_are_listed():
     ("DIALSCORE_MODEL_STORE", "", "must name a folder"),  # was the working directory
     ("DIALSCORE_LOG_LEVEL", "verbose", "must be one of"),
     ("DIALSCORE_PROVIDERS", "CudaExecutionProvider,CPUExecutionProvider", "not an ONNX Runtime execution provider"),
-    # an ops review (2026-11-26): a blank Secret served every endpoint open; a non-ASCII token matched no client
+    # a blank Secret served every endpoint open; a non-ASCII token matched no client
     ("DIALSCORE_API_TOKEN", "  \n", "set but blank"),
     ("DIALSCORE_API_TOKEN", "", "set but blank"),  # an empty Secret key sets the variable to ''
     ("DIALSCORE_API_TOKEN", "tökén", "must be ASCII"),

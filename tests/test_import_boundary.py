@@ -25,7 +25,7 @@ for info in pkgutil.walk_packages(service.__path__, "service."):
 for lookup in (scorer_class, component_class):
     with contextlib.suppress(KeyError):
         lookup("no-such-key")  # imports every implementation module first
-runpy.run_path(str(pathlib.Path(service.__file__).with_name("gunicorn.conf.py")))  # not a module name
+runpy.run_path(str(pathlib.Path(service.__file__).parent / "server" / "gunicorn.conf.py"))  # not a module name
 from service.app import create_app
 create_app({"load_sync": True})
 for command in ("service", "service.bulk", "service.analysis"):

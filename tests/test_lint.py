@@ -105,8 +105,8 @@ def test_service_pods_are_probed_hardened_and_drained(overlay):
     # The drain fits in the grace period: preStop, then gunicorn's graceful timeout.
     drain = container["lifecycle"]["preStop"]["sleep"]["seconds"] + int(config["DIALSCORE_GRACEFUL_TIMEOUT"])
     assert drain < pod["terminationGracePeriodSeconds"]
-    # A probe queues behind requests in flight: liveness restarts a pod only after gunicorn's worker
-    # timeout (120 s, service/gunicorn.conf.py) without an answer, readiness drops it after 30 s.
+    # A liveness probe queues behind requests in flight: liveness restarts a pod only after gunicorn's worker
+    # timeout (120 s, service/server/gunicorn.conf.py) without an answer, readiness drops it after 30 s.
     live, ready = container["livenessProbe"], container["readinessProbe"]
     assert live["periodSeconds"] * live["failureThreshold"] >= 120
     assert ready["periodSeconds"] * ready["failureThreshold"] >= 30

@@ -41,7 +41,7 @@ def test_help_names_every_target_a_newcomer_is_told_about() -> None:
 
 def test_make_run_binds_where_the_dialscore_variables_say_and_the_command_line_wins() -> None:
     """`make run` passes --host/--port/--workers, which beat the environment, so it read only its own
-    defaults (a probe); a platform's bare PORT must not move it either."""
+    defaults; a platform's bare PORT must not move it either."""
     def run_line(*args: str, env: dict[str, str] | None = None) -> str:
         base = {k: v for k, v in os.environ.items() if not k.startswith("DIALSCORE_") and k not in ("PORT", "HOST")}
         out = subprocess.run(["make", "-n", "-o", ".venv/.serve", "run", *args], cwd=REPO, env=base | (env or {}),

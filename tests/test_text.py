@@ -1,7 +1,8 @@
 """service.text: the word split the overlap and embedding metrics share, and its memo's bound."""
 from __future__ import annotations
 
-from service import proxies, text
+from service.scorers.mh import proxies
+from service import text
 
 
 def test_words_are_lower_cased_and_split_on_punctuation() -> None:
@@ -10,7 +11,7 @@ def test_words_are_lower_cased_and_split_on_punctuation() -> None:
 
 
 def test_long_texts_never_enter_the_process_wide_memos() -> None:
-    """A probe grew a worker by 27 MB per request with distinct 2,000-character CJK texts."""
+    """Distinct 2,000-character CJK texts grew a worker by 27 MB per request."""
     text._words_cached.short.cache_clear()
     proxies._vader_short.cache_clear()
     for i in range(50):
@@ -28,7 +29,7 @@ def test_long_texts_never_enter_the_process_wide_memos() -> None:
 
 def test_blank_means_nothing_visible_not_only_whitespace() -> None:
     for blank in ("", " \t\n", "\u3000", "\u200b", "\ufeff", "\u200c\u200d\u2060", "\u00ad ",
-                  "\u0000", "\u0007\u001b ", "\u007f"):  # control characters too (an audit: "\u0000" matched itself)
+                  "\u0000", "\u0007\u001b ", "\u007f"):  # control characters too ("\u0000" matched itself)
         assert text.is_blank(blank), repr(blank)
     for visible in ("a", "\u200bhi", "😀", "\u0301", "字", "."):  # a lone combining mark is visible
         assert not text.is_blank(visible), repr(visible)

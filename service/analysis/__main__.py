@@ -18,12 +18,13 @@ from marshmallow import ValidationError
 
 from service.analysis import importers, report
 from service.analysis.compare import compare_with_upstream, pairwise_rater_agreement
-from service import limits
+from service.analysis.plots import agreement_histogram, correlate_plots, human_eval_plots, missing
+from service.api import limits
+from service.api.schemas import CorrelateRequestSchema, HumanEvalRequestSchema, flatten_messages
 from service.config import load_settings
 from service.errors import FieldsError, TooLarge
-from service.human_eval import HumanEvalInputError, assess
-from service.schemas import CorrelateRequestSchema, HumanEvalRequestSchema, flatten_messages
 from service.stats import METHODS, StatsInputError, correlate
+from service.stats.human_eval import HumanEvalInputError, assess
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -98,8 +99,6 @@ def run_correlate(args: argparse.Namespace) -> int:
     if args.no_plots:
         _remove_not_drawn(args.out.glob("correlate_*.png"), drawn=())
     else:
-        from service.analysis.plots import correlate_plots
-
         _finish_plots(correlate_plots(result, args.out), args.out.glob("correlate_*.png"))
     print(markdown)
     return 0
@@ -191,15 +190,11 @@ def run_human_eval(args: argparse.Namespace) -> int:
         markdown += "\n### Agreement between raters of the same systems\n\n" + report.pairs_markdown(pairs)
     _write(args.out, "human_eval", result, markdown)
     if not args.no_plots:
-        from service.analysis.plots import human_eval_plots
-
         plots = human_eval_plots(result, args.out)
         histogram = args.out / HUMAN_EVAL_PICTURES[2]
         if pairs is not None and not any(pairs.get(label) for label in ("passed", "failed")):
             plots.skip(histogram, "no pair of raters of the same systems, both passed or both failed, has a defined r")
         elif pairs is not None:
-            from service.analysis.plots import agreement_histogram
-
             plots.append(agreement_histogram(pairs, histogram))
         _finish_plots(plots, [args.out / name for name in HUMAN_EVAL_PICTURES])
     else:
@@ -235,8 +230,6 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     if not args.no_plots:
-        from service.analysis.plots import missing
-
         if reason := missing():
             print(f"error: {reason}", file=sys.stderr)
             return 2

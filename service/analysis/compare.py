@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 
 from service.analysis.inputs import HumanEvalInput
-from service.human_eval import oriented_scores, rows_by, standardise
+from service.stats.human_eval import oriented_scores, rows_by, standardise
 
 
 def _z_scores(data: HumanEvalInput, criteria: list[str]) -> np.ndarray:

@@ -1,15 +1,6 @@
 """Readers for the formats people have: plain CSV/JSON, Ji et al.'s MTurk CSV and dialogue JSON, DSTC JSON.
 
 Every reader returns a `CorrelateInput` or a `HumanEvalInput`; nothing here computes statistics.
-Facts about the Ji et al. (2022) release that the readers rely on were checked against the data
-in ../shared/data/human_eval/ji2022 (all 304 assignments present in both files agree):
-- the CSV's `scoreK` holds seven '#'-separated 0-100 ratings in the order robotic, interesting, fun,
-  consistent, fluent, repetitive, topic (not the order the shared data README gives), as the
-  worker entered them: robotic and repetitive are not yet reversed;
-- `taskK` names the model (biencoder, polyencoder, kvmemnn, seq2seq, lan_model, qc), which the
-  upstream JSON calls A, B, C, D, E and QualityControl; `seedK` below 500 means the model ran with
-  a persona (the JSON's `_p` suffix), 501 and above without (500 never occurs);
-- the dialogue JSON's `raw scores` are already reversed, and `z scores` are upstream's.
 """
 from __future__ import annotations
 
@@ -24,6 +15,12 @@ from service.analysis.inputs import CorrelateInput, HumanEvalInput
 from service.config import load_settings
 from service.json_body import BadText, JsonTextError, TooDeep, parse
 
+# Facts about the Ji et al. (2022) release the readers rely on, checked against ../shared/data/human_eval/
+# ji2022 (all 304 assignments present in both files agree): the CSV's `scoreK` holds seven '#'-separated
+# 0-100 ratings in JI_CSV_ORDER (not the order the shared data README gives), as the worker entered them,
+# so robotic and repetitive are not yet reversed; `taskK` names the model, which the JSON calls by the
+# letters of JI_MODELS (and QualityControl); `seedK` below 500 ran the model with a persona (the JSON's
+# `_p` suffix), 501 and above without (500 never occurs); the JSON's `raw scores` are already reversed.
 JI_CSV_ORDER = ("robotic", "interesting", "fun", "consistent", "fluent", "repetitive", "topic")
 JI_REVERSED = ("robotic", "repetitive")
 JI_MODELS = {"biencoder": "A", "polyencoder": "B", "kvmemnn": "C", "seq2seq": "D", "lan_model": "E"}
@@ -139,18 +136,17 @@ _EXTRA = "\x00extra"  # DictReader's key for the fields a row has past the heade
 def read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]], str]:
     """The header and (line, row) pairs of a CSV or TSV file, every row as wide as the header.
 
-    csv.DictReader drops a row's extra fields silently and fills missing ones with None, which
-    surfaced as 'float() argument must be ... not NoneType'; an empty file, or one separated by
-    semicolons (a spreadsheet's CSV where the decimal mark is a comma), surfaced as 'no human
-    column' (an audit, 2026-11-26).
+    csv.DictReader drops a row's extra fields silently and fills missing ones with None, so a ragged
+    row is refused here with its line; an empty file, and one separated by semicolons (a spreadsheet's
+    CSV where the decimal mark is a comma), are read for what they are.
     """
     with open(path, newline="", encoding="utf-8-sig") as handle:
         text = handle.read()
     if not text.strip():
         raise ImporterError(f"{path}: the file is empty")
     delimiter = _delimiter(path, text)
-    # A StringIO with newline="": rows end at \r and \n only, as the file read; str.splitlines also
-    # split cells holding U+2028 or NEL, which csv.writer leaves unquoted (a review, 2026-11-26).
+    # A StringIO with newline="": rows end at \r and \n only, as the file read; str.splitlines would
+    # also split cells holding U+2028 or NEL, which csv.writer leaves unquoted.
     reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter, restkey=_EXTRA)
     columns = _unique_columns(path, reader.fieldnames)
     rows = []
@@ -319,8 +315,8 @@ SNIFFED_LINES = 20
 def _delimiter(path: Path, text: str = "") -> str:
     """Tab for a .tsv name; else whichever of comma, tab and semicolon splits the first lines of
     `text` into the most columns, the same number on every line (a spreadsheet writes semicolons
-    where the decimal mark is a comma, and then commas inside its cells: the first separator seen
-    was the wrong one, a review found); comma where none splits them."""
+    where the decimal mark is a comma, and then commas inside its cells, so the first separator seen
+    may be the wrong one); comma where none splits them."""
     if Path(path).suffix.lower() == ".tsv":
         return "\t"
     head = io.StringIO(text, newline="")

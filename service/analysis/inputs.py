@@ -17,7 +17,7 @@ class CorrelateInput:
 
 @dataclass
 class HumanEvalInput:
-    """Arguments of `service.human_eval.assess`, plus what an importer knows about the file's origin.
+    """Arguments of `service.stats.human_eval.assess`, plus what an importer knows about the file's origin.
 
     `upstream` carries per-rater results published with the data (e.g. Ji et al.'s pass/fail split
     and z-scores) so that a reproduction can be compared with them; it never feeds the analysis.

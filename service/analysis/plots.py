@@ -26,7 +26,7 @@ def _pyplot():
 
     matplotlib.use("Agg")
     # Labels are the user's metric and system names, plain text: with maths parsing on, a name such
-    # as "cost $_a_b$" stopped the plots with matplotlib's ParseFatalException (a probe, 2026-11-25).
+    # as "cost $_a_b$" stops the plots with matplotlib's ParseFatalException.
     matplotlib.rcParams["text.parse_math"] = False
     import matplotlib.pyplot as plt
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.human_eval import OVERALL
+from service.stats.human_eval import OVERALL
 
 
 def _num(value: Any, digits: int = 3) -> str:

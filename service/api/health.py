@@ -3,46 +3,34 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from service import handlers, metrics
-from service.api import settings, store
-from service.errors import NotReady
-from service.openapi import openapi_document
+from service import metrics
+from service.api import dataplane, settings, store
+from service.api.openapi import openapi_document
 
 bp = Blueprint("health", __name__)
 
 
 @bp.get("/healthz")
-def healthz():
+def healthz() -> Response:
     return jsonify({"status": "ok"})
 
 
 @bp.get("/readyz")
-def readyz():
-    ready, details = handlers.readiness(store(), settings())
-    if not ready:
-        if "failed" in details:
-            names = ", ".join(details["failed"])
-            raise NotReady(f"Not ready: {names} failed to load; see details and the log.", details)
-        if "workers" in details:
-            raise NotReady(f"Not ready: {details['workers_ready']} of {details['workers']} workers have loaded "
-                           "their models.", details)
-        raise NotReady("Not ready: models are still loading.", details)
-    return jsonify({"status": "ready", **details})
+def readyz() -> Response:
+    return jsonify(dataplane.ready(store(), settings()))
 
 
 @bp.get("/models")
-def models():
-    s = store()
-    return jsonify({"models": s.describe(), "limits": settings().limits(),
-                    "failed": dict(sorted(s.public_failures.items())), "loading": not s.loaded})
+def models() -> Response:
+    return jsonify(dataplane.models(store(), settings()))
 
 
 @bp.get("/metrics")
-def prometheus():
+def prometheus() -> Response:
     body, content_type = metrics.exposition()
     return Response(body, content_type=content_type)
 
 
 @bp.get("/openapi.json")
-def openapi():
+def openapi() -> Response:
     return jsonify(openapi_document())

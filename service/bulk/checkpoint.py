@@ -68,8 +68,8 @@ class InputCheckpoint:
 
     def check_writable(self) -> None:
         """Create and remove the temporary file `write` renames, as set-up: in a folder that is not
-        writable (the output file itself being so) every retry appended one batch and then failed
-        with exit 1, 'a rerun resumes', for ever (a probe, 2026-11-25)."""
+        writable (the output file itself being so) every retry would append one batch and then fail
+        with exit 1, 'a rerun resumes', for ever."""
         with open(self.temporary, "wb"):
             pass
         os.unlink(self.temporary)

@@ -17,9 +17,10 @@ from service.bulk.runner import run
 from service.bulk.signals import Stop
 from service.config import load_settings
 from service.json_body import loads
-from service.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Scorer
-from service.store import ModelStore
+from service.server.logs import configure_logging
+from service.store.model_store import ModelStore
+from service.store.runtime import Runtime, RuntimeSettings
 
 DESCRIPTION = "Score a JSONL corpus offline with one model; streaming, resumable, shardable."
 log = logging.getLogger("service.bulk")  # one logger for the whole command: its records name it
@@ -136,8 +137,19 @@ def _open_input(path: Path) -> BinaryIO:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from service.logging_setup import configure_logging
+    """Run the command; the exit status is what k8s/bulk/job.yaml's podFailurePolicy acts on.
 
+      0    done; lines that cannot be scored are in the output as error records
+      1    failed otherwise: an I/O error once scoring started (a full or lost volume), a transient
+           one during set-up (EIO, ESTALE, ETIMEDOUT: TransientSetUpError) or an unexpected error;
+           the Job retries this shard alone, and the retry resumes
+      2    set-up error, before any line was scored: bad arguments or environment, unknown model,
+           bad --options, unreadable input, an output that cannot be created, is not this run's to
+           extend (other model, version, shard split or options; not a bulk output; lines written
+           twice), is held by another run (output_lock; --lock-wait), or was scored from another
+           input (InputCheckpoint); retrying the same command cannot help
+      143  stopped by SIGTERM (130: Ctrl-C): reading ends, the lines in hand are written; a rerun resumes
+    """
     configure_logging()  # before the arguments are checked: their errors are JSON records too
     args = _parse_args(argv)
     configure_logging(args.settings.log_level)

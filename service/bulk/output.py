@@ -32,10 +32,9 @@ def shard_output(output: Path, index: int, count: int) -> Path:
 
 def append_whole(sink: BinaryIO, data: bytes) -> None:
     """Append `data` (whole lines) to an unbuffered append-mode file and fsync it; on an I/O error
-    cut the file back to where it was before raising. Why: a full volume left the output ending in
-    half a record, not JSON, until a rerun cut it (a probe, 2026-11-25), and whoever read a failed
-    Job's output met it first; a file cut back still holds whole records only. Unbuffered, so that
-    no bytes wait in a buffer to be written after the cut when the file is closed."""
+    cut the file back to where it was before raising, so that a full volume leaves whole records
+    only, never half a record that whoever reads a failed Job's output meets first. Unbuffered, so
+    that no bytes wait in a buffer to be written after the cut when the file is closed."""
     fd = sink.fileno()
     start = os.fstat(fd).st_size  # append mode: this run holds the lock, so the end is ours
     try:
@@ -175,7 +174,7 @@ def _check_record(path: Path, raw: bytes, model: str, version: str, fields: dict
     try:
         last = json.loads(raw)
         line = last["line"]
-        if type(line) is not int or line < 1:  # what this tool writes; int() took "5" and 5.9 (a probe)
+        if type(line) is not int or line < 1:  # what this tool writes; int() would take "5" and 5.9
             raise TypeError("line is not a positive whole number")
     except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as exc:
         raise BulkError(f"{path}: the last line is not a bulk output record ({type(exc).__name__}); refusing to "

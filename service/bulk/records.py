@@ -1,4 +1,12 @@
-"""Input lines to items, and scores to output records (one per input line, strict JSON)."""
+"""Input lines to items, and scores to output records.
+
+The output holds exactly one line per input line of the shard, in input order: `{"line": n, "model",
+"version", "score", "details"?, "id"?}`, or for a line that cannot be scored `{"line": n, "model",
+"version", "error": {"code", "message"}}` (`bad_line`; `too_large`, a line over --max-line-bytes,
+streamed past and never held whole; `scoring_failed`). Nothing is dropped and every line is strict
+JSON (no NaN or infinity). Batches are appended and fsync'd one at a time, so a restart after a kill
+truncates a torn last line and resumes after the lines written (output.py, checkpoint.py).
+"""
 from __future__ import annotations
 
 import json
@@ -7,11 +15,12 @@ from typing import Any
 
 from marshmallow import EXCLUDE, ValidationError
 
+from service.api.schemas import flatten_messages, parse_item
 from service.bulk.checkpoint import OversizedLine
+from service.components.cache import EncodeCache
 from service.json_body import (BadText, JsonTextError, NotAnObject, NotFinite, NotJson, RepeatedKey, TooDeep,
                                parse_object)
-from service.schemas import DIALOGUE, ITEM, flatten_messages
-from service.scorers.base import Dialogue, EncodeCache, Item, Scorer, Turn, lacks_reference
+from service.scorers.base import Item, Scorer, lacks_reference
 
 log = logging.getLogger("service.bulk")  # one logger for the whole command: its records name it
 
@@ -49,7 +58,7 @@ def _read_object(raw: bytes) -> dict[str, Any]:
 def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
     """(item, id) for one input line, or raise ValueError with a message a person can act on.
 
-    Items use the HTTP contract's shapes (service/schemas.py); unknown keys are ignored so that a
+    Items use the HTTP contract's shapes (service/api/schemas.py); unknown keys are ignored so that a
     corpus may carry its own fields (ratings, systems) beside the item, and `id` is echoed back.
     """
     if not raw.removeprefix(b"\xef\xbb\xbf").strip():
@@ -57,17 +66,14 @@ def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
     obj = _read_object(raw)
     item_id = obj.get("id")
     try:
-        if scorer.kind == "dialogue":
-            data = DIALOGUE.load(obj, unknown=EXCLUDE)
-            return Dialogue([Turn(t["speaker"], t["text"]) for t in data["turns"]]), item_id
-        data = ITEM.load(obj, unknown=EXCLUDE)
+        item = parse_item(obj, scorer.kind, unknown=EXCLUDE)
     except ValidationError as exc:
         fields = flatten_messages(exc.messages)
         raise BadLine("; ".join(f"{k}: {v}" for k, v in fields.items()), item_id) from None
-    if scorer.reads_reference and lacks_reference(data.get("reference")):
+    if scorer.reads_reference and isinstance(item, Item) and lacks_reference(item.reference):
         raise BadLine(f"reference: {scorer.name} is a referenced model and needs a reference (not blank).",
                       item_id)
-    return Item(list(data["context"]), data["response"], data.get("reference")), item_id
+    return item, item_id
 
 
 def _record(line: int, scorer: Scorer, item_id: Any, extra: dict[str, Any]) -> dict[str, Any]:

@@ -12,10 +12,10 @@ class Stop:
     the lines already read are scored and written, and the run stops with the summary and 128 +
     the signal's number (143, 130).
 
-    Why reads are interrupted: a handler that only sets a flag let a read blocked on a pipe (a
-    producer that paused, `--input /dev/stdin`) go on waiting after the signal, because Python
-    retries a read a handler interrupts (PEP 475); Ctrl-C seemed ignored, and Kubernetes would have
-    killed the pod at its grace period with the lines in hand unwritten (a probe, 2026-11-25).
+    Why reads are interrupted: with a handler that only sets a flag, a read blocked on a pipe (a
+    producer that paused, `--input /dev/stdin`) goes on waiting after the signal, because Python
+    retries a read a handler interrupts (PEP 475): Ctrl-C would seem ignored, and Kubernetes would
+    kill the pod at its grace period with the lines in hand unwritten.
     Inside `reading()` the handler raises Interrupted instead, which ends that read; anywhere else
     it sets the flag, checked at the next read and after each batch.
     """

@@ -1,10 +1,13 @@
 """Shared pieces several models use (a GloVe table, a sentence encoder), loaded once per worker."""
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Any, Callable
 
-from service.manifest import Manifest
-from service.runtime import providers_of
+import service.components as components
+from service.store.manifest import Manifest
+from service.store.runtime import providers_of
 
 _COMPONENTS: dict[str, type["Component"]] = {}
 
@@ -38,7 +41,7 @@ class Component:
 
     def work(self, texts: list[str]) -> int | None:
         """The units of work encoding these distinct texts costs, for the per-request limit
-        (service/limits.py check_encoder_work); None where the component is cheap enough not to meter."""
+        (service/api/limits.py check_encoder_work); None where the component is cheap enough not to meter."""
         return None
 
 
@@ -51,14 +54,10 @@ def register_component(key: str) -> Callable[[type[Component]], type[Component]]
 
 
 def component_class(key: str) -> type[Component]:
-    import importlib
-    import pkgutil
-
-    import service.components as package
-
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name != "base":
-            importlib.import_module(f"service.components.{info.name}")
+    """The implementation a component manifest's `scorer` key names (every module here is imported first)."""
+    for info in pkgutil.iter_modules(components.__path__):
+        if info.name not in ("base", "cache"):
+            importlib.import_module(f"{components.__name__}.{info.name}")
     try:
         return _COMPONENTS[key]
     except KeyError:

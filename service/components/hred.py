@@ -1,12 +1,9 @@
 """The shared hierarchical encoder of ADEM and AutoJudge (VHRED pre-trained, exported to ONNX).
 
-Two graphs: `utterance_encoder.onnx` (BPE ids -> one vector per utterance, BiGRU) and
-`context_encoder.onnx` (a sequence of utterance vectors -> the context GRU's last state).
-A context's vector is the context encoder over its last `max_context_turns` utterances; a
-reply's (or reference's) vector is the context encoder over that single utterance, as in
-ADEM section 4. Utterance vectors, single-utterance states and context states go through the
-request's EncodeCache, so a text or context shared by items or models is encoded once. Both graphs mask padding
-exactly (see training/encoders/bigru.py), so batching by length cannot change a score.
+`utterance_encoder.onnx` (BPE ids -> one vector per utterance, BiGRU) and `context_encoder.onnx`
+(utterance vectors -> the context GRU's last state). A context's vector is the context encoder over
+its last `max_context_turns` utterances; a reply's or reference's, the context encoder over that one
+utterance (ADEM section 4). Both graphs mask padding exactly, so batching by length cannot change a score.
 """
 from __future__ import annotations
 
@@ -17,8 +14,8 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from service.components.base import Component, register_component
-from service.runtime import length_buckets
-from service.scorers.base import EncodeCache
+from service.components.cache import EncodeCache
+from service.store.runtime import length_buckets
 
 MAX_TOKENS = 8192
 

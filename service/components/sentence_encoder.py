@@ -1,29 +1,23 @@
 """The shared sentence encoder (all-MiniLM-L6-v2 in ONNX): one 384-d unit vector per utterance.
 
-Every model on this encoder asks for vectors through the request's EncodeCache, so a request
-that scores with several models, or repeats an utterance across items, encodes each distinct
-utterance once. Padding is masked in the graph, and a text's vector does not depend on what
-else is in its batch, to the bit, as the contract asks of a score: every node of the graph before
-the pooling gives the same bits for a text whatever its batch, but ONNX Runtime's ReduceSum sums
-over the tokens in an order set by the tensor's shape (a text alone and in a batch differed by
-3e-8 per dimension, 2.4e-7 in a score after a head). So the service takes the graph's masked
-`token_embeddings` and pools them itself, one text at a time (`pool`): the mean over the
-text's own tokens and the L2 normalisation of sentence-transformers, as the graph's `embedding`
-does. A graph without that output (exported before 2026-11-23) is served by its `embedding`.
+Models ask for vectors through the request's EncodeCache, so each distinct utterance is encoded
+once a request. A text's vector does not depend on its batch, to the bit, as the contract asks of a
+score: the graph masks padding, but ONNX Runtime's ReduceSum sums in an order set by the tensor's
+shape, so the graph's masked `token_embeddings` are pooled here, one text at a time (`pool`). A graph
+without that output (an older export) is served by its `embedding`.
 """
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 import numpy as np
 from tokenizers import Tokenizer
 
 from service.components.base import Component, register_component
-from service.config import PRECISION_ENV, encoder_precision
-from service.runtime import length_buckets
-from service.scorers.base import EncodeCache
+from service.components.cache import EncodeCache
+from service.config import encoder_precision
+from service.store.runtime import length_buckets
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +28,7 @@ def choose_precision(requested: str, cuda: bool, fp32_built: bool) -> str:
     CPUs); on CUDA it runs in float with one node sent back to the CPU, so a GPU worker is
     better served by the fp32 file, whose scores match the CPU's fp32 within 1e-6 (docs/gpu.md).
     """
-    requested = encoder_precision({PRECISION_ENV: requested})
+    requested = encoder_precision(requested)
     wanted = ("fp32" if cuda else "int8") if requested == "auto" else requested
     return wanted if wanted == "int8" or fp32_built else "int8"
 MAX_TOKENS = 8192
@@ -70,11 +64,11 @@ class SentenceEncoder(Component):
         self.session = self.runtime.session(self.manifest.path(filename))
         self.pools_here = TOKENS_OUTPUT in self.session.outputs
         if not self.pools_here:
-            log.warning("%s: %s has no %s output (exported before 2026-11-23); embeddings depend on the batch "
+            log.warning("%s: %s has no %s output (an older export); embeddings depend on the batch "
                         "to float32 rounding", self.name, filename, TOKENS_OUTPUT)
 
     def _choose_precision(self, files: dict[str, str]) -> str:
-        requested = os.environ.get(PRECISION_ENV, "auto")
+        requested = self.runtime.settings.encoder_precision
         cuda = "CUDAExecutionProvider" in self.runtime.providers
         fp32_built = files.get("fp32") in self.manifest.files
         chosen = choose_precision(requested, cuda, fp32_built)

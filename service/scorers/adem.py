@@ -11,10 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from service.components.cache import EncodeCache
 from service.components.hred import HREDEncoder
-from service.manifest import ManifestError, encoder_drift
-from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer, term_details
+from service.scorers.base import Item, ScoreBatch, Scorer, term_details
 from service.scorers.registry import register
+from service.store.manifest import ManifestError, encoder_drift
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +36,11 @@ class HREDHeadScorer(Scorer):
 
     def _check_encoder(self, name: str) -> None:
         """Refuse to serve the head on another encoder than the one it was trained on (config.encoder_files,
-        written by `python -m training export`): one of the same width loads and scores, silently wrong
-        (a probe re-exported the encoder alone and the store reported ready)."""
+        written by `python -m training export`): one of the same width would load and score, silently
+        wrong."""
         if not self.manifest.config.get("encoder_files"):
-            # an export from before 2026-11-23 records none: served, since nothing says it is wrong,
-            # but the operator should know the check could not be made
+            # an older export records none: served, since nothing says it is wrong, but the operator
+            # should know the check could not be made
             log.warning("%s: its manifest records no config.encoder_files, so whether it was trained on this "
                         "store's %s cannot be checked; re-export it to record them", self.name, name)
             return
@@ -63,8 +64,8 @@ class HREDHeadScorer(Scorer):
 class ADEM(HREDHeadScorer):
     computes = "referenced"
     head_file = "adem_head.onnx"
-    # graph outputs given in `details` (the contract's adem example); a head exported before
-    # 2026-11-25 returns the score alone and gives none
+    # graph outputs given in `details` (the contract's adem example); an older head returns the
+    # score alone and gives none
     terms = ("s_unref", "s_ref")
 
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from service.components.cache import EncodeCache
 from service.scorers.adem import HREDHeadScorer
-from service.scorers.base import EncodeCache, Item, ScoreBatch
+from service.scorers.base import Item, ScoreBatch
 from service.scorers.registry import register
 
 

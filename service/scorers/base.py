@@ -12,8 +12,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from service.manifest import Manifest, ManifestError
-from service.runtime import providers_of
+from service.components.cache import EncodeCache
+from service.store.manifest import Manifest, ManifestError
+from service.store.runtime import providers_of
 from service.text import is_blank
 
 
@@ -61,31 +62,6 @@ def term_details(outputs: dict[str, Any], names: tuple[str, ...]) -> list[dict[s
     return [{name: float(outputs[name][i]) for name in names} for i in range(len(outputs["score"]))]
 
 
-class EncodeCache:
-    """Per-request memo of utterance encodings, shared across items and models.
-
-    Keyed by (component name, text): a request scoring with several models on one encoder
-    encodes each distinct utterance once.
-    """
-
-    def __init__(self) -> None:
-        self._vectors: dict[tuple[str, str], np.ndarray] = {}
-        self.hits = 0
-        self.misses = 0
-
-    def get_many(self, component: str, texts: list[str], encode) -> np.ndarray:
-        """Vectors for `texts` (rows in order); `encode(list[str]) -> ndarray` runs only on unseen ones."""
-        missing = list(dict.fromkeys(t for t in texts if (component, t) not in self._vectors))
-        self.misses += len(missing)
-        self.hits += len(texts) - len(missing)
-        if missing:
-            for text, vector in zip(missing, encode(missing)):
-                self._vectors[(component, text)] = vector
-        if not texts:
-            return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([self._vectors[(component, t)] for t in texts])
-
-
 class Scorer:
     """Base of every metric. Subclasses implement `_score`; options are validated here."""
 
@@ -96,8 +72,8 @@ class Scorer:
     # manifest's score_range with soft_bound, which leaves every ranking as it was.
     bounded_by_squashing: ClassVar[bool] = False
     # The kind this implementation computes. A manifest may not relabel it: adem declared
-    # "unreferenced" (requires to match) loaded, skipped the reference check, and still read a
-    # reference when one came, against "unreferenced models ignore the reference" (a re-probe).
+    # "unreferenced" would skip the reference check and still read a reference when one came,
+    # against "unreferenced models ignore the reference".
     computes: ClassVar[str] = ""
 
     def __init__(self, manifest: Manifest, components: dict[str, Any], runtime: Any) -> None:
@@ -125,8 +101,7 @@ class Scorer:
 
     @property
     def reads_reference(self) -> bool:
-        """Whether an item must carry a `reference`: the one answer for the API, its limits and bulk (HTTP
-        once asked the kind and bulk the manifest's `requires`, and the two disagreed on one item).
+        """Whether an item must carry a `reference`: the one answer for the API, its limits and bulk.
         read_manifest refuses a `requires` that contradicts the kind, so the kind is the whole answer."""
         return self.kind == "referenced"
 
@@ -172,7 +147,12 @@ class Scorer:
 
     def score(self, items: list[Any], options: dict[str, Any] | None = None,
               cache: EncodeCache | None = None) -> ScoreBatch:
-        resolved = self.resolve_options(options)
+        """Scores (and details, where the model gives them) for `items`; OptionError for bad `options`."""
+        return self.score_resolved(items, self.resolve_options(options), cache)
+
+    def score_resolved(self, items: list[Any], resolved: dict[str, Any],
+                       cache: EncodeCache | None = None) -> ScoreBatch:
+        """`score` with options that resolve_options returned (the data plane and bulk resolve them once)."""
         # Identical items are scored once and share the result: a graph's matrix kernels may round a
         # row by its position in the batch (adem's head differed by one float32 ulp in rows 4k and 4k+1),
         # and /rerank's "ties keep the candidates' order" needs identical candidates to be ties.

@@ -10,11 +10,17 @@ from typing import Any
 
 import numpy as np
 
+from service.components.cache import EncodeCache
 from service.components.glove import GloveTable
-from service.scorers.base import EncodeCache, Item, Scorer, ScoreBatch
+from service.scorers.base import Item, Scorer, ScoreBatch
 from service.scorers.registry import register
 from service.text import words
-from service.vectors import cosine
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """cos(a, b), 0 where either is the zero vector: no known word is no evidence of similarity."""
+    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(a @ b) / norm if norm > 0 else 0.0
 
 
 def average_similarity(reply: np.ndarray, reference: np.ndarray) -> float:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.scorers.base import EncodeCache, Item, Scorer, ScoreBatch
+from service.components.cache import EncodeCache
+from service.scorers.base import Item, Scorer, ScoreBatch
 from service.scorers.registry import register
 from service.text import word_count
 

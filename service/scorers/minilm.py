@@ -1,12 +1,7 @@
 """Models on the shared MiniLM sentence encoder: the untrained `minilm-cosine` baseline and the
-trained heads `adem-minilm`, `ruber-minilm` and `autojudge-minilm`.
-
-Every utterance goes through `SentenceEncoder.encode` with the request's EncodeCache, so a
-request scoring one item with all of these models runs the encoder once per distinct text.
-The trained heads are small ONNX graphs over the 384-d vectors; how a context becomes vectors
-("last" turn, the last K turns "joinedK" into one text, or the recent "turns" one vector each
-for a GRU or attention head) is part of each model's manifest config, chosen on development
-data (see model_store/*-minilm/README.md).
+trained heads `adem-minilm`, `ruber-minilm` and `autojudge-minilm`, small ONNX graphs over its
+384-d vectors. How a context becomes vectors ("last" turn, the last K turns "joinedK" into one text,
+or the recent "turns" one vector each) is each model's manifest config, chosen on development data.
 """
 from __future__ import annotations
 
@@ -14,8 +9,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from service.components.cache import EncodeCache
 from service.components.sentence_encoder import SentenceEncoder
-from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer, term_details
+from service.scorers.base import Item, ScoreBatch, Scorer, term_details
 from service.scorers.registry import register
 from service.scorers.ruber import blend, normalise
 
@@ -100,19 +96,18 @@ class _HeadScorer(_MiniLMScorer):
         if uses_reference:
             texts += [item.reference or "" for item in items]
         vectors = self._vectors(texts, cache)
-        # On the CPU the head runs one item at a time, its context packed to its own turns: padded turns
-        # and a row's position in the batch changed the float32 rounding of a score (Session.run_rows).
-        # On CUDA, where that buys no exactness and each run costs a launch, the batch runs at once.
-        groups = [[i] for i in range(len(items))] if not self.session.on_cuda else [list(range(len(items)))]
-        rows = []
-        for group in groups:
-            context, mask = pack_contexts([per_item[i] for i in group], vectors, self.encoder.dim)
+
+        def pack(rows: range) -> dict[str, np.ndarray]:
+            # A row run alone has its context packed to its own turns: padded turns changed the float32
+            # rounding of a score (Session.run_rows_packed).
+            context, mask = pack_contexts([per_item[i] for i in rows], vectors, self.encoder.dim)
             feeds = {"context": context, "context_mask": mask,
-                     "response": np.stack([vectors[items[i].response] for i in group])}
+                     "response": np.stack([vectors[items[i].response] for i in rows])}
             if uses_reference:
-                feeds["reference"] = np.stack([vectors[items[i].reference or ""] for i in group])
-            rows.append(self.session.run(feeds))
-        return {name: np.concatenate([row[k] for row in rows]) for k, name in enumerate(self.session.outputs)}
+                feeds["reference"] = np.stack([vectors[items[i].reference or ""] for i in rows])
+            return feeds
+
+        return dict(zip(self.session.outputs, self.session.run_rows_packed(len(items), pack)))
 
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         return ScoreBatch([float(s) for s in self._run(items, cache)["score"]])

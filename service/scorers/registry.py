@@ -1,8 +1,11 @@
 """Scorer implementations found by name: the manifest's `scorer` key picks the class."""
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Callable
 
+import service.scorers as scorers
 from service.scorers.base import Scorer
 
 _REGISTRY: dict[str, type[Scorer]] = {}
@@ -25,12 +28,7 @@ def scorer_class(key: str) -> type[Scorer]:
 
 
 def _import_all() -> None:
-    """Import every module in service.scorers so their @register decorators run."""
-    import importlib
-    import pkgutil
-
-    import service.scorers as package
-
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name not in ("base", "registry"):
-            importlib.import_module(f"service.scorers.{info.name}")
+    """Import every module under service.scorers (a metric's folder too) so their @register decorators run."""
+    for info in pkgutil.walk_packages(scorers.__path__, f"{scorers.__name__}."):
+        if not info.ispkg and info.name.rpartition(".")[2] not in ("base", "registry"):
+            importlib.import_module(info.name)

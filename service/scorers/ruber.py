@@ -1,21 +1,11 @@
 """RUBER (Tao et al. 2018): a referenced and an unreferenced score, min-max normalised and blended.
 
-* s_R: cosine of the [max-pool; min-pool] GloVe vectors of reply and reference (no training).
-* s_U: two BiGRU encoders (query, reply) over GloVe vectors and an MLP head on
-  [q; r; qᵀMr] with a sigmoid output, trained by negative sampling (ONNX graphs).
-* both normalised with min-max constants measured on a calibration set (manifest `config`),
-  clipped to [0, 1], then blended by min, max, geometric or arithmetic mean (`options.blend`).
-
-`options.word_weights: "frequency"` scales each word vector by a / (a + p(word)) before the
-pooling (the weights of Arora et al. 2017, `word_weights.npy`, from the training corpora's word
-counts). Why: the paper pools by max and min because "common words' vectors are pulled to the
-origin" during embedding training, so the extremes come from the informative words. GloVe,
-which we use, does not do that (the vector of "the" is as long as that of "basketball"), so
-plain pooling is dominated by common words; the weights restore the paper's premise. `"none"`
-is the paper's formula exactly. The default is the one that did better on development data.
-
-The word vectors come from the shared `glove-50d` component, so the graphs take embedded
-words and stay small. The pooling and feature code here is also what training calibrates with.
+s_R is the cosine of the [max-pool; min-pool] GloVe vectors of reply and reference (no training);
+s_U is two BiGRU encoders (query, reply) over GloVe vectors and an MLP head on [q; r; q^T M r] with a
+sigmoid, trained by negative sampling (ONNX graphs over embedded words, from the shared `glove-50d`).
+Both are normalised with min-max constants from a calibration set (manifest `config`), clipped to
+[0, 1], and blended by min, max, geometric or arithmetic mean (`options.blend`). Training calibrates
+with the pooling and feature code here.
 """
 from __future__ import annotations
 
@@ -23,15 +13,22 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from service.components.cache import EncodeCache
 from service.components.glove import GloveTable
-from service.runtime import length_buckets
-from service.scorers.base import EncodeCache, Item, ScoreBatch, Scorer
+from service.scorers.base import Item, ScoreBatch, Scorer
+from service.scorers.embedding import cosine
 from service.scorers.registry import register
+from service.store.runtime import length_buckets
 from service.text import words
-from service.vectors import cosine
 
 BLENDS = ("min", "max", "geometric", "arithmetic")
 WORD_WEIGHTS = ("none", "frequency")
+# `options.word_weights: "frequency"` scales each word vector by a / (a + p(word)) before the pooling
+# (Arora et al. 2017; WEIGHTS_FILE, from the training corpora's word counts). The paper pools by max and
+# min because common words' vectors are pulled to the origin in training, so the extremes come from the
+# informative words; GloVe's are not (the vector of "the" is as long as that of "basketball"), and the
+# weights restore that premise. "none" is the paper's formula; the default is what did better on
+# development data.
 WEIGHTS_FILE = "word_weights.npy"
 
 

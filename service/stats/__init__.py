@@ -1,12 +1,8 @@
 """Correlations between metric scores and human judgements, with intervals and significance tests.
 
-Pure functions (no Flask) behind `POST /correlate` and `python -m service.analysis correlate`:
-
-* `correlation`: one r and its p (scipy; exact p for few items);
-* `bootstrap`: percentile intervals and paired comparisons from one shared resample matrix;
-* `significance`: Williams' test between two metrics' correlations;
-* `agreement`: Krippendorff's alpha between raters;
-* `correlate`: the /correlate body, built from the above at item and system level.
+Pure functions (no Flask) behind POST /correlate, POST /human-eval and `python -m service.analysis`:
+correlation.py (r, p), bootstrap.py (intervals, paired comparisons), significance.py (Williams),
+agreement.py (Krippendorff), correlate.py (the /correlate body), human_eval.py (Ji et al. 2022).
 """
 from service.stats.agreement import krippendorff_alpha_interval
 from service.stats.bootstrap import (bootstrap_distribution, bootstrap_distributions,

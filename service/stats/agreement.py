@@ -25,7 +25,7 @@ def krippendorff_alpha_interval(units: Iterable[Sequence[float]]) -> float | Non
         return None
     def spread(v: np.ndarray) -> float:
         # Exactly rounded sums (math.fsum): the same alpha whatever the order of the items or of an
-        # item's ratings (a re-probe saw the 16th digit move when rows were shuffled).
+        # item's ratings (plain sums move the 16th digit when rows are shuffled).
         mean = math.fsum(v.tolist()) / v.size
         return 2 * v.size * math.fsum(((v - mean) ** 2).tolist())
 

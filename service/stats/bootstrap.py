@@ -256,8 +256,8 @@ def min_resamples(confidence: float) -> int:
 
 # Most resamples whose correlation may be undefined (a side constant in them) before an interval is
 # refused. The rest are the resamples that happened to draw the items that vary: an interval from
-# them alone describes those, and left out the estimate itself when a third were dropped (BLEU-4 at
-# 0 on 9 of 10 items: Spearman r .522, interval [.525, .880]; a statistics audit, 2026-11-25).
+# them alone describes those, and can leave out the estimate itself when a third are dropped (BLEU-4 at
+# 0 on 9 of 10 items: Spearman r .522, interval [.525, .880]).
 MAX_UNDEFINED_SHARE = 0.05
 UNDEFINED_REASON = (f"the correlation is undefined in more than {MAX_UNDEFINED_SHARE:.0%} of the bootstrap resamples "
                     "(a side is constant in them, e.g. a metric that is the same on most items): an interval from "
@@ -334,10 +334,10 @@ def decimal_ties(values: np.ndarray) -> np.ndarray:
     """System means (along the last axis) that differ by at most TIE_ULPS units in the last place made
     equal (each run of them takes its smallest), so means that are equal in decimal are equal in
     binary too: (.2 + .1 + .3) / 3 and (.1 + .4 + .1) / 3 differ by one ulp as doubles, and Spearman
-    and Kendall ranked them apart (a contract probe, on the README's own /correlate example:
-    system-level rho -.211 where the tie gives -.447). The tolerance is relative to each pair, not a
-    grid of significant digits: that rounded away real differences under a large shared offset
-    (means 1e6 + 1e-7 k: Spearman 1.0 became .775; a re-probe). Pearson moves by about 1e-16.
+    and Kendall would rank them apart (on the README's /correlate example: system-level rho -.211
+    where the tie gives -.447). The tolerance is relative to each pair, not a grid of significant
+    digits, which would round away real differences under a large shared offset (means 1e6 + 1e-7 k:
+    Spearman 1.0 would become .775). Pearson moves by about 1e-16.
     Each mean is compared with its neighbour, so means spaced within 8 ulps one after another form
     one run however far its ends lie apart (10 means 6 ulps apart are one value): differences that
     small are rounding, not what a human or a metric said.

@@ -140,12 +140,12 @@ def canonical_order(human: np.ndarray, metrics: dict[str, np.ndarray], systems: 
     """The item order the bootstrap draws in: sorted by human score, then each metric by name.
 
     A resample is a row of item positions, so with one seed the intervals and paired-bootstrap
-    p-values moved when a researcher sorted the same rows differently (an item-level Pearson
-    interval of .8 moved by .01 to .02 between orders). In this order they depend on the data alone:
+    p-values would move when a researcher sorted the same rows differently (an item-level Pearson
+    interval of .8 by .01 to .02). In this order they depend on the data alone:
     items that tie on every key are interchangeable, so their order among themselves changes nothing.
-    `systems` is not a key: the item level reads no system, and sorting by it first moved every
-    item-level interval when a researcher added `systems` to the same request (an audit, 2026-11-26);
-    the system level draws within each system, its members in this order. The metrics are keys
+    `systems` is not a key: the item level reads no system, and sorting by it first would move every
+    item-level interval when `systems` is added to the same request; the system level draws within
+    each system, its members in this order. The metrics are keys
     because the item-level draws are shared by every metric (the paired bootstrap needs that), so
     adding a metric to a request does move the others' intervals, within their resampling noise.
     """
@@ -160,7 +160,7 @@ def binary_rescaled(values: np.ndarray) -> np.ndarray:
     Every statistic here is unchanged by a positive scale, and a power of two scales exactly, so on
     ordinary data nothing moves by a bit; but sums of squares of values near 1e-300 underflow, and
     denormals (5e-324 x 1..10) carry a few bits each, which gave r = .988 where the same data at
-    scale 1 gives .939 and bootstrap intervals "undefined" (found by a probe, 2026-11-22)."""
+    scale 1 gives .939, and bootstrap intervals "undefined"."""
     finite = values[np.isfinite(values)]
     largest = float(np.abs(finite).max()) if finite.size else 0.0
     if largest == 0.0:

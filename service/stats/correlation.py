@@ -21,8 +21,8 @@ MIN_ITEMS = 3  # fewer points give r = +-1 or no p-value at all
 _SPEARMAN_EXACT_MAX = 9  # up to this many items Spearman's p is exact: 9! = 362,880 pairings, ~10 ms
 # Above that and up to this many items, a rank correlation with ties takes a Monte Carlo permutation p
 # over MC_PERMUTATIONS fixed pairings: scipy's approximations assume few ties, and with many (a metric
-# at 0 on all items but one) they were off by .08 at 10 items (p .122, exact .200; a statistics audit,
-# 2026-11-25). The permutations are seeded by n alone, so a p never depends on the request's seed.
+# at 0 on all items but one) they are off by .08 at 10 items (p .122, exact .200). The permutations
+# are seeded by n alone, so a p never depends on the request's seed.
 _PERMUTATION_MAX = 50
 MC_PERMUTATIONS = 9_999
 

@@ -7,7 +7,7 @@ from scipy import stats as sps
 
 from service.analysis.compare import compare_with_upstream, pairwise_rater_agreement
 from service.analysis.inputs import HumanEvalInput
-from service.human_eval import assess
+from service.stats.human_eval import assess
 
 SYSTEMS = ("A", "B", "C", "QC")
 

@@ -74,7 +74,7 @@ def test_bad_input_exits_2_with_a_message(tmp_path: Path, capsys: pytest.Capture
 
 def test_every_field_error_is_printed_one_a_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """The HTTP answer keeps one short message with the fields in `details`; the command has no
-    details to show, so it prints them all (it printed only the first, 2026-11-25)."""
+    details to show, so it prints them all (not only the first)."""
     body = {"human": [1, 2, 3, 4, 5], "scores": {"m1": [1, 2, 3], "m2": [1, 2]}, "systems": ["a", "b"]}
     (tmp_path / "c.json").write_text(json.dumps(body), encoding="utf-8")
     assert main(["correlate", str(tmp_path / "c.json"), "--out", str(tmp_path / "o"), "--no-plots"]) == 2
@@ -83,7 +83,7 @@ def test_every_field_error_is_printed_one_a_line(tmp_path: Path, capsys: pytest.
     assert {line.split(":")[0].strip() for line in lines[1:]} == {"scores.m1", "scores.m2", "systems"}
 
 
-# --- found by an audit of the offline tools -------------------------------------------------------
+# --- files the offline tools once mishandled -----------------------------------------------------
 def test_a_correlate_body_keeps_its_own_settings_unless_the_command_line_overrides(tmp_path: Path) -> None:
     human = list(range(12))
     body = {"human": human, "scores": {"m": [h + (i % 3) for i, h in enumerate(human)]},
@@ -131,7 +131,7 @@ GOOD_RATINGS = [{"rater": f"w{r}", "system": s, "item": f"{r}{s}{i}", "scores": 
     {**GOOD_CORRELATE, "scores": {"\ud800": [1, 3, 2, 5, 4]}},
 ], ids=lambda body: json.dumps(body)[:60])
 def test_a_correlate_body_is_held_to_the_http_schema(tmp_path: Path, capsys: pytest.CaptureFixture, body) -> None:
-    """Each of these was a traceback (exit 1), one after a partial report; a probe found them."""
+    """Each of these was a traceback (exit 1), one after a partial report."""
     path = tmp_path / "body.json"
     path.write_text(json.dumps(body), encoding="utf-8")
     assert main(["correlate", str(path), "--out", str(tmp_path / "o"), "--no-plots"]) == 2
@@ -291,8 +291,7 @@ def test_every_picture_beside_the_report_is_this_runs(tmp_path: Path, capsys: py
 
 
 def test_no_plots_leaves_no_picture_of_an_earlier_run(tmp_path: Path) -> None:
-    """An audit (2026-11-26): --no-plots skipped the clean-up, so the last run's pictures stayed beside a
-    report of other data."""
+    """--no-plots must still clean up: the last run's pictures would stay beside a report of other data."""
     out = tmp_path / "out"
     (tmp_path / "c.json").write_text(json.dumps(GOOD_CORRELATE), encoding="utf-8")
     assert main(["correlate", str(tmp_path / "c.json"), "--out", str(out)]) == 0
@@ -307,7 +306,7 @@ def test_no_plots_leaves_no_picture_of_an_earlier_run(tmp_path: Path) -> None:
 
 
 def test_csv_mistakes_are_named_by_line_and_column(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    """What an audit (2026-11-26) found reported as another problem, or not at all."""
+    """CSV mistakes that were reported as another problem, or not at all."""
     cases = {
         "empty.csv": ("", "the file is empty"),
         "extra.csv": ("system,human,m\na,1,2\nb,2,3,9\na,3,1\n", "extra.csv:3: 4 field(s), the header has 3"),
@@ -339,7 +338,7 @@ def test_an_out_that_is_a_file_is_named(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_spreadsheet_csvs_with_decimal_commas_and_odd_characters_are_read(tmp_path: Path) -> None:
-    """A review (2026-11-26): a semicolon file whose header holds a comma was split on commas, its
+    """A semicolon file whose header holds a comma was split on commas, its
     decimal commas were refused, and cells holding U+2028 or NEL (csv.writer leaves them unquoted)
     were split into rows."""
     rows = ['human;"bleu (0,1)";system'] + [f"{i};0,{i:02d};s{i % 3}" for i in range(1, 11)]

@@ -162,7 +162,7 @@ CASES = [
     ("human-eval missing rater", "/human-eval", json.dumps({"ratings": [{"system": "s", "item": "i",
                                                                         "scores": {"fun": 5}}]}).encode(),
      422, "invalid_request", "ratings.0.rater"),
-    # Found by a probe (2026-11-22): each of these was a 500.
+    # Each of these was once a 500.
     ("a UTF-16 body carrying a lone surrogate", "/score",
      '{"model": "length", "items": [{"context": ["a"], "response": "\\ud800"}]}'.encode("utf-16-le"),
      400, "bad_json", None),
@@ -255,7 +255,7 @@ def test_reference_limit_applies_only_to_models_that_read_it(baseline_store):
 
 
 def test_human_eval_criteria_are_limited(baseline_store):
-    """A 200 KB body of 10,000 criteria and a 40,000-entry `reverse` took 12 s (a probe)."""
+    """A 200 KB body of 10,000 criteria and a 40,000-entry `reverse` took 12 s."""
     from service.app import create_app
 
     app = create_app({"model_store": baseline_store, "load_sync": True, "models": ["length"], "max_criteria": 3})
@@ -273,7 +273,7 @@ def test_human_eval_criteria_are_limited(baseline_store):
 
 def test_not_ready_is_503(baseline_store):
     from service.app import create_app
-    from service.store import ModelStore
+    from service.store.model_store import ModelStore
 
     app = create_app({"model_store": baseline_store, "load_sync": True, "models": ["length"]})
     app.extensions["dialscore.store"] = ModelStore(baseline_store)  # a store that has not loaded yet
@@ -392,8 +392,8 @@ def test_a_model_that_failed_to_load_is_named_without_server_paths(tmp_path, cap
 
 
 def test_load_errors_of_unknown_shape_are_not_shown_to_clients(tmp_path):
-    from service.runtime import Runtime
-    from service.store import ModelStore, _public
+    from service.store.runtime import Runtime
+    from service.store.model_store import ModelStore, _public
     from tests.conftest import copy_store
 
     reason = _public(RuntimeError("[ONNXRuntimeError] : 3 : NO_SUCHFILE : Load model from "
@@ -411,7 +411,7 @@ def test_load_errors_of_unknown_shape_are_not_shown_to_clients(tmp_path):
 def test_a_non_finite_number_in_a_response_is_a_logged_500_not_invalid_json(client, monkeypatch, caplog):
     """Scores are finite floats (API.md); a NaN that slips through must not go out as `NaN`, which
     is not JSON and which clients' parsers reject or, worse, accept."""
-    from service import handlers
+    from service.api import dataplane as handlers
 
     monkeypatch.setattr(handlers, "score", lambda store, body, settings, *_: {"model": "length", "version": "x",
                                                                              "scores": [float("nan")]})

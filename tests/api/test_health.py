@@ -72,7 +72,8 @@ def test_responses_match_the_schemas_the_openapi_document_declares(client, basel
     """Every 200 body loads through its documented schema, which refuses unknown fields: the
     document describes what the service sends, field for field. So do the body /readyz gives under
     gunicorn (with the pod's worker counts) and the 401 of every GET the token guards."""
-    from service import schemas, worker_readiness
+    from service.api import schemas
+    from service.server import readiness as worker_readiness
     from service.app import create_app
 
     document = client.get("/openapi.json").get_json()
@@ -109,7 +110,7 @@ def test_responses_match_the_schemas_the_openapi_document_declares(client, basel
         schema().load(response.get_json())  # raises on a missing, extra or mistyped field
         _assert_documented(document, method, path, response)
 
-    # Under gunicorn (service/gunicorn.conf.py sets these) a ready /readyz also counts the pod's workers.
+    # Under gunicorn (service/server/gunicorn.conf.py sets these) a ready /readyz also counts the pod's workers.
     monkeypatch.setenv(worker_readiness.DIR_ENV, str(tmp_path / "ready"))
     monkeypatch.setenv(worker_readiness.WORKERS_ENV, "1")
     worker_readiness.mark_ready(os.getpid())  # a live worker's marker
@@ -147,7 +148,7 @@ def test_openapi_describes_every_endpoint_and_validates(client):
         assert "Allow" in operation["responses"]["405"]["headers"]  # what a 405 answers with (test_errors.py)
     item = document["components"]["schemas"]["Item"]
     assert set(item["required"]) == {"context", "response"}
-    # an empty rater, system or item is refused (422), so the document says so (a probe found it did not)
+    # an empty rater, system or item is refused (422), so the document says so
     rating = document["components"]["schemas"]["Rating"]["properties"]
     assert all(rating[key]["minLength"] == 1 for key in ("rater", "system", "item"))
 
@@ -190,7 +191,7 @@ def test_the_openapi_human_eval_example_is_the_readme_one():
     import json
     from pathlib import Path
 
-    from service.openapi import openapi_document
+    from service.api.openapi import openapi_document
 
     examples = Path(__file__).resolve().parents[2] / "docs" / "examples"
     example = openapi_document()["paths"]["/human-eval"]["post"]["requestBody"]["content"]["application/json"]
@@ -246,7 +247,7 @@ def test_requests_the_document_calls_invalid_are_the_ones_the_service_refuses(cl
 
 
 def test_answers_say_nosniff_and_no_store(client):
-    """JSON about one request (an ops review, 2026-11-26): no browser may sniff it as another type,
+    """JSON about one request: no browser may sniff it as another type,
     and no cache between a client and the service may keep a score or an error."""
     for response in (client.get("/healthz"), client.get("/nope"), client.post("/score", data=b"{"),
                      client.post("/score", json={"model": "length", "items": [{"context": ["a"], "response": "b"}]})):
@@ -297,7 +298,7 @@ def test_the_document_declares_the_open_intervals_the_service_enforces(client):
 def test_models_says_whether_the_store_is_still_loading(client, baseline_store):
     """`loading` is true before the models have loaded and false after (a client polls it)."""
     from service.app import create_app
-    from service.store import ModelStore
+    from service.store.model_store import ModelStore
 
     assert client.get("/models").get_json()["loading"] is False
     app = create_app({"model_store": baseline_store, "load_sync": True, "models": ["length"]})

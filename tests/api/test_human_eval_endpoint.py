@@ -1,4 +1,4 @@
-"""POST /human-eval: what the endpoint passes on to service/human_eval.py."""
+"""POST /human-eval: what the endpoint passes on to service/stats/human_eval.py."""
 from __future__ import annotations
 
 import pytest

@@ -83,7 +83,7 @@ def test_scores_stay_inside_the_published_range_at_the_ends(full_app):
     assert client.post("/score", json={"model": "bleu4", "items": [same]}).get_json()["scores"] == [1.0]
 
 
-# A probe's item: adem's head rounded rows 4k and 4k+1 of a batch one float32 ulp apart.
+# An item on which adem's head rounded rows 4k and 4k+1 of a batch one float32 ulp apart.
 PROBE_ITEM = {"context": ["game weekend...", "come friend love dinner okay you mother really", "quite?",
                           "hiking school you i you come don't a friend hate", "or..."],
               "response": "can't book coffee book music much today i.", "reference": "know today weekend"}
@@ -106,7 +106,7 @@ def test_identical_items_and_candidates_are_ties_for_every_model(full_app):
 
 
 def test_sentence_encoder_work_is_bounded_per_request(full_app, monkeypatch):
-    """512 items of 256-word-piece texts to every model took 271 s within every other limit (a probe)."""
+    """512 items of 256-word-piece texts to every model took 271 s within every other limit."""
     import dataclasses
 
     monkeypatch.setitem(full_app.config, "SETTINGS", dataclasses.replace(full_app.config["SETTINGS"],

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from service.config import REPO_ROOT
-from service.runtime import Runtime, RuntimeSettings
-from service.store import ModelStore
+from service.store.runtime import Runtime, RuntimeSettings
+from service.store.model_store import ModelStore
 
 
 GOOD = [

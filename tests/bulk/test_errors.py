@@ -8,7 +8,7 @@ import signal
 import pytest
 
 from service import bulk
-from service.store import ModelStore
+from service.store.model_store import ModelStore
 from tests.bulk.conftest import GOOD, encoded, write_lines
 
 

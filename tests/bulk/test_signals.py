@@ -42,7 +42,7 @@ def test_a_stop_ends_a_read_blocked_on_a_pipe_and_writes_the_lines_in_hand(store
     """What Kubernetes sends on eviction, or Ctrl-C: the read waiting on the input ends, the lines
     already read are scored and written, then exit 143 / 130. The handler once only set a flag, so a
     read blocked on a paused producer went on waiting until the pipe closed, and the lines in hand
-    were then dropped (a probe, 2026-11-25)."""
+    were then dropped."""
     lines = encoded([dict(GOOD[i % 3], id=i) for i in range(16)])
     fifo = tmp_path / "in.fifo"
     os.mkfifo(fifo)

@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service.components.sentence_encoder import PRECISION_ENV, SentenceEncoder, choose_precision, pool
-from service.manifest import read_manifest
-from service.runtime import Runtime, RuntimeSettings
-from service.scorers.base import EncodeCache
+from service.components.cache import EncodeCache
+from service.components.sentence_encoder import SentenceEncoder, choose_precision, pool
+from service.config import PRECISION_ENV
+from service.store.manifest import read_manifest
+from service.store.runtime import Runtime, RuntimeSettings
 
 STORE = Path(__file__).resolve().parents[2] / "model_store" / "minilm-l6"
 TEXTS = [
@@ -45,7 +46,9 @@ def _dialogue_turns(n: int = 200) -> list[str]:
 
 
 def _runtime() -> Runtime:
-    return Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=1))
+    # DIALSCORE_ENCODER_PRECISION reaches the component through the runtime's settings, as load_settings reads it
+    return Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=1,
+                                   encoder_precision=os.environ.get(PRECISION_ENV, "auto")))
 
 
 @pytest.fixture(scope="module")

@@ -15,11 +15,10 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from service.components.sentence_encoder import PRECISION_ENV
-from service.manifest import read_manifest
-from service.runtime import Runtime, RuntimeSettings
+from service.store.manifest import read_manifest
+from service.store.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Dialogue, Item, Turn
-from service.store import ModelStore
+from service.store.model_store import ModelStore
 
 # Skipped with the CPU wheel only: where onnxruntime-gpu is installed, a session that cannot get
 # CUDA (no GPU, missing CUDA or cuDNN libraries) is what this test is for, so it fails.
@@ -55,10 +54,9 @@ DIALOGUES = [
 
 
 def _load(providers: tuple[str, ...], precision: str) -> ModelStore:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(PRECISION_ENV, precision)
-        store = ModelStore(STORE, Runtime(RuntimeSettings(providers=providers, intra_op_threads=1)))
-        store.load()
+    store = ModelStore(STORE, Runtime(RuntimeSettings(providers=providers, intra_op_threads=1,
+                                                      encoder_precision=precision)))
+    store.load()
     assert not store.failures, store.failures
     return store
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from tests.conftest import BASELINES, copy_store
-from tests.server import running_server
+from tests.live_server import running_server
 
 
 def _call(port: int, method: str, path: str, body: object | None = None, raw: bytes | None = None):
@@ -150,7 +150,7 @@ def test_requests_gunicorn_refuses_itself_get_contract_errors(server):
 
 def test_a_refused_body_leaves_the_connection_usable(server):
     """A 413 says keep-alive; gunicorn drained 64 KiB of the unread body and closed, so the
-    client's next request on the connection failed (7 of 10 in a probe)."""
+    client's next request on the connection failed (7 of 10)."""
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
     try:
         big = json.dumps({"model": "length", "items": [ITEM] * 10_000}).encode()  # ~1.2 MB, over 1 MiB
@@ -175,7 +175,7 @@ def _answer(conn: socket.socket) -> tuple[str, dict, list[str]]:
 
 def test_clients_that_stall_are_answered_408_and_free_the_threads(server):
     """Four connections that each sent one byte held all four threads (2 workers x 2), so /healthz
-    went unanswered for as long as they stayed open (a probe). Each request now has
+    went unanswered for as long as they stayed open. Each request now has
     DIALSCORE_READ_TIMEOUT to arrive, in its headers or its body."""
     stalled = [socket.create_connection(("127.0.0.1", server.port), timeout=30) for _ in range(4)]
     for conn in stalled:
@@ -204,7 +204,7 @@ def test_clients_that_stall_are_answered_408_and_free_the_threads(server):
 def test_replacement_workers_load_before_they_take_requests(tmp_path):
     """With max_requests, a worker that replaces another loads first and its sibling serves: no
     503 not_ready, where background loading answered 503 and counted those towards max_requests
-    until no worker ever finished loading (a probe, 2026-11-22)."""
+    until no worker ever finished loading."""
     store = copy_store(tmp_path / "model_store", ("length", "bleu4"))
     metrics_dir = tmp_path / "metrics"
     env = {"DIALSCORE_MAX_REQUESTS": "15", "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
@@ -247,7 +247,7 @@ def test_a_worker_past_its_memory_limit_is_replaced_and_no_request_fails(tmp_pat
 def test_an_answer_given_without_reading_the_body_closes_the_connection(server):
     """GET /healthz with a body that never comes: the 200 says Connection: close and is the last thing
     sent. gunicorn used to drain the rest and, at the read deadline, send an unasked 408, which a
-    pipelining client takes for the answer to its next request (a probe)."""
+    pipelining client takes for the answer to its next request."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as conn:
         conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc")
         started = time.monotonic()
@@ -260,7 +260,7 @@ def test_an_answer_given_without_reading_the_body_closes_the_connection(server):
 
 def test_a_declared_length_past_what_is_ever_drained_is_413_at_once_and_closes(server):
     """Content-Length of 10^20 with a few bytes sent: the 413 waited out the read timeout while the
-    server drained a body that could never be drained to its end (a probe, 2026-11-25); the drain
+    server drained a body that could never be drained to its end; the drain
     now gives each read DRAIN_IDLE_SECONDS."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as conn:
         conn.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -274,7 +274,7 @@ def test_a_declared_length_past_what_is_ever_drained_is_413_at_once_and_closes(s
 
 def test_a_compressed_transfer_coding_is_named_not_read_as_utf16(server):
     """gunicorn undoes `chunked` only: a gzip body under `Transfer-Encoding: gzip, chunked` was
-    refused as 'UTF-16 or UTF-32' (a probe, 2026-11-25)."""
+    refused as 'UTF-16 or UTF-32'."""
     body = gzip.compress(json.dumps({"model": "length", "items": [ITEM]}).encode())
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as conn:
         conn.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
@@ -320,7 +320,7 @@ def test_a_chunked_body_left_unread_closes_the_connection_too(server):
 
 def test_a_whole_body_left_unread_keeps_the_connection_for_the_next_request(server):
     """A 404 for a request whose small body has arrived reads it and keeps the connection: a
-    pipelined request behind it is answered (closing there lost it; a re-probe)."""
+    pipelined request behind it is answered (closing there lost it)."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as conn:
         conn.sendall(b"POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nabcd"
                      b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from service.scorers.base import EncodeCache, Item
+from service.components.cache import EncodeCache
+from service.scorers.base import Item
 from tests.conftest import copy_store
 from tests.hred_tiny import tiny_store
 
@@ -27,7 +28,7 @@ ITEMS = [
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from service.store import ModelStore
+    from service.store.model_store import ModelStore
 
     store = ModelStore(tiny_store(tmp_path_factory.mktemp("chain")))
     assert store.load(), store.failures
@@ -77,7 +78,7 @@ class CountingSession:
 
 
 def test_a_context_is_encoded_once_per_request_across_items_and_models(tiny, monkeypatch) -> None:
-    # A probe counted 11 context-graph rows for 6 distinct inputs: the context state was not cached.
+    # 11 context-graph rows for 6 distinct inputs: the context state was not cached.
     encoder = tiny.scorers["adem"].components["hred-encoder"]
     counting = CountingSession(encoder.context_session)
     monkeypatch.setattr(encoder, "context_session", counting)
@@ -128,11 +129,11 @@ def test_tiny_chain_details_are_the_terms_of_the_score(tiny) -> None:
 
 
 def test_a_head_exported_without_terms_is_served_without_details(tiny, tmp_path) -> None:
-    """Heads exported before 2026-11-25 return the score alone: they still load and score."""
+    """Heads of an older export return the score alone: they still load and score."""
     import onnx
 
-    from service.manifest import read_manifest, write_manifest
-    from service.store import ModelStore
+    from service.store.manifest import read_manifest, write_manifest
+    from service.store.model_store import ModelStore
 
     root = Path(shutil.copytree(tiny.root, tmp_path / "store"))
     graph = onnx.load(str(root / "adem" / "adem_head.onnx"))
@@ -150,7 +151,7 @@ def test_a_head_exported_without_terms_is_served_without_details(tiny, tmp_path)
 
 
 def test_committed_adem(tmp_path) -> None:
-    from service.store import ModelStore
+    from service.store.model_store import ModelStore
 
     store = ModelStore(copy_store(tmp_path, ("adem",)))
     assert store.load(), store.failures
@@ -169,8 +170,8 @@ def test_a_head_without_recorded_encoder_files_is_served_with_a_warning(tmp_path
     import json
     import logging
 
-    from service.runtime import Runtime, RuntimeSettings
-    from service.store import ModelStore
+    from service.store.runtime import Runtime, RuntimeSettings
+    from service.store.model_store import ModelStore
 
     root = copy_store(tmp_path / "store", ("adem",))
     manifest = json.loads((root / "adem" / "manifest.json").read_text())

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from service.scorers.base import EncodeCache, Item, soft_bound
+from service.components.cache import EncodeCache
+from service.scorers.base import Item, soft_bound
 from tests.conftest import copy_store
 from tests.hred_tiny import tiny_store
 
@@ -34,7 +35,7 @@ def check_batch_invariance(scorer) -> None:
 
 
 def test_tiny_chain_scores_without_reference(store_root) -> None:
-    from service.store import ModelStore
+    from service.store.model_store import ModelStore
 
     store = ModelStore(store_root)
     assert store.load(), store.failures
@@ -62,7 +63,7 @@ def test_rerank_over_http(store_root) -> None:
 
 
 def test_committed_autojudge(tmp_path) -> None:
-    from service.store import ModelStore
+    from service.store.model_store import ModelStore
 
     store = ModelStore(copy_store(tmp_path, ("autojudge",)))
     assert store.load(), store.failures
@@ -90,7 +91,7 @@ def test_committed_autojudge_scores_c_transpose_m_r_with_the_context_as_c(tmp_pa
     import onnx
     from onnx import numpy_helper
 
-    from service.store import ModelStore
+    from service.store.model_store import ModelStore
 
     store = ModelStore(copy_store(tmp_path, ("autojudge",)))
     assert store.load(), store.failures

@@ -10,7 +10,7 @@ from service.scorers.embedding import average_similarity, extrema_similarity, ex
 
 @pytest.fixture(scope="module")
 def store(baseline_store):
-    from service.store import ModelStore
+    from service.store.model_store import ModelStore
 
     store = ModelStore(baseline_store)
     assert store.load()

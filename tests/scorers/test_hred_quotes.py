@@ -1,6 +1,6 @@
 """The committed adem and autojudge read typographic quotes as straight ones (hred-encoder 2026.11.2's
 tokenizer.json, training/tokenizer.py `served`): before, autojudge scored the first reply below 3.26
-after "it's" and 1.05 after "it’s" (an audit, 2026-11-26)."""
+after "it's" and 1.05 after "it’s"."""
 from __future__ import annotations
 
 import pytest

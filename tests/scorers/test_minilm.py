@@ -6,9 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service.runtime import Runtime, RuntimeSettings
-from service.scorers.base import EncodeCache, Item
-from service.store import ModelStore
+from service.store.runtime import Runtime, RuntimeSettings
+from service.components.cache import EncodeCache
+from service.scorers.base import Item
+from service.store.model_store import ModelStore
 
 STORE = Path(__file__).resolve().parents[2] / "model_store"
 TRAINED = ("adem-minilm", "ruber-minilm", "autojudge-minilm")

@@ -21,7 +21,7 @@ ITEMS = [
 
 @pytest.fixture(scope="module")
 def scorer(tmp_path_factory):
-    from service.store import ModelStore
+    from service.store.model_store import ModelStore
 
     store = ModelStore(copy_store(tmp_path_factory.mktemp("ruber"), ("ruber",)))
     assert store.load(), store.failures
@@ -118,7 +118,7 @@ def test_a_model_without_the_weights_file_offers_only_the_papers_pooling(tmp_pat
     """Artifacts made before word weights existed still load; asking them for weights is a 422, not a 500."""
     import json
 
-    from service.store import ModelStore
+    from service.store.model_store import ModelStore
 
     root = copy_store(tmp_path, ("ruber",))
     (root / "ruber" / "word_weights.npy").unlink()

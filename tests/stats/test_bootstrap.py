@@ -100,7 +100,7 @@ def test_system_bootstrap_is_each_resamples_system_means(method: str, monkeypatc
 def test_row_by_row_system_kendall_counts_in_the_bootstrap_work_limit() -> None:
     from service.config import Settings
     from service.errors import TooLarge
-    from service.limits import check_correlate
+    from service.api.limits import check_correlate
 
     body = {"human": [0.0] * 187, "scores": {f"m{i}": [0.0] * 187 for i in range(32)}, "resamples": 10_000,
             "systems": [f"s{i}" for i in range(186)] + ["s185"], "methods": ["kendall"]}

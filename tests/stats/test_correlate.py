@@ -26,7 +26,7 @@ def test_bootstrap_is_seeded() -> None:
 
 
 def test_systems_that_differ_only_by_a_trailing_nul_are_not_merged() -> None:
-    """A probe: "c\\u0000" was grouped with "c" (numpy's fixed-width strings drop trailing NULs)."""
+    """The label "c\\u0000" was grouped with "c" (numpy's fixed-width strings drop trailing NULs)."""
     systems = ["a", "a", "b", "b", "c", "c", "c\u0000", "c\u0000"] * 5
     body = correlate(HUMAN[:40].tolist(), {"good": GOOD[:40].tolist()}, systems, resamples=0)
     assert body["metrics"]["good"]["system"]["pearson"]["n"] == 4
@@ -242,7 +242,7 @@ def test_correlate_is_scale_free_down_to_denormals() -> None:
 
 
 def test_averages_do_not_depend_on_the_order_of_the_values() -> None:
-    # A probe's cases: items 0, 1 and 5 average to .2 however their ratings are ordered, and the
+    # Items 0, 1 and 5 average to .2 however their ratings are ordered, and the
     # systems' means to .2 whatever the order of their items; np.mean and bincount left them a
     # bit apart, which broke the ties Spearman's and Kendall's ranks see.
     nested = correlate([[.1, .2, .3], [.3, .2, .1], [.5, .5, .5], [.1, .1, .1], [.9, .8, .7], [.2, .1, .3]],
@@ -301,7 +301,7 @@ def test_the_readme_example_ranks_decimal_ties_among_system_means_as_ties() -> N
 def test_an_interval_from_a_few_defined_resamples_is_refused_not_given() -> None:
     """BLEU-4 at 0 on 9 of 10 items: a third of the resamples miss the one item that varies, so their
     correlation is undefined. Dropping them gave Spearman r .522 with the interval [.525, .880], which
-    leaves out r (a statistics audit, 2026-11-25). Now no interval, and the reason."""
+    leaves out r. Now no interval, and the reason."""
     human = list(range(1, 11))
     body = correlate(human, {"bleu": [0.0] * 9 + [0.3], "length": [3, 1, 4, 1, 5, 9, 2, 6, 5, 3]}, seed=0)
     for method in ("pearson", "spearman", "kendall"):
@@ -327,7 +327,7 @@ def test_a_given_interval_holds_its_estimate_on_mostly_zero_metrics(seed: int) -
 
 
 def test_adding_systems_leaves_the_item_level_as_it_was() -> None:
-    """An audit (2026-11-26): the same human scores and metric gave another item-level interval once
+    """The same human scores and metric gave another item-level interval once
     `systems` was added, because the draws were made in an order sorted by system first."""
     systems = [f"s{i % 5}" for i in range(40)]
     alone = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, None, list(stats.METHODS), resamples=200, seed=3)

@@ -116,7 +116,7 @@ def test_kendall_p_keeps_scipy_without_ties_or_past_fifty_items() -> None:
 def test_rank_p_with_heavy_ties_is_a_permutation_p_up_to_fifty_items(method: str, n: int) -> None:
     """A metric at 0 on all items but one, which is the best rated: in a pairing the lone value meets the
     top rating with probability 1/n, so the exact two-sided p is 2/n. scipy's approximations gave .122
-    at 10 items and .090 at 50 (a statistics audit, 2026-11-25); the sampled p is within its error."""
+    at 10 items and .090 at 50; the sampled p is within its error."""
     metric, human = [0.0] * (n - 1) + [0.3], list(range(1, n + 1))
     p = stats.correlation(metric, human, method)["p"]
     assert p == pytest.approx(2 / n, abs=4 * math.sqrt(2 / n / 9_999) + 1e-3)

@@ -1,0 +1,85 @@
+"""Per-request plumbing: request IDs and the optional bearer token (API.md, Conventions).
+
+A caller's `X-Request-ID` is kept (one ID follows a request through a chatbot, an ingress and this
+service), else one is made; it is echoed in the response and stamped on every log record. With
+DIALSCORE_API_TOKEN set, every endpoint but the kubelet's probes (/healthz, /readyz, which carry no
+credentials) needs `Authorization: Bearer <token>`, compared in constant time; the variable may hold
+several comma-separated tokens, so that a rotation reaches the pods before the clients.
+"""
+from __future__ import annotations
+
+import hmac
+import logging
+import re
+import uuid
+from typing import Any
+
+from flask import Flask, Response, g, jsonify, request
+
+from service import metrics
+from service.errors import Unauthorized
+
+log = logging.getLogger(__name__)
+
+REQUEST_ID_HEADER = "X-Request-ID"
+OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+# What we accept from a caller: short and printable, so that it cannot forge log lines or headers.
+_VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+=@-]{1,128}")
+
+
+def init_app(app: Flask) -> None:
+    """Install the hooks; call before any other `before_request` so that 401s carry a request ID.
+
+    Says once per process whether the token is required: Kubernetes mounts the token's Secret as
+    optional, so a missing or misnamed Secret would otherwise open the service without a word."""
+    if _configured_token(app):
+        log.info("bearer token required on every endpoint but %s", ", ".join(sorted(OPEN_PATHS)))
+    else:
+        log.warning("no DIALSCORE_API_TOKEN: every endpoint is open to whoever can reach the port")
+    app.before_request(_assign_request_id)
+    app.before_request(_require_token)
+    app.after_request(_echo_request_id)
+
+
+def _assign_request_id() -> None:
+    offered = request.headers.get(REQUEST_ID_HEADER, "")
+    g.request_id = offered if _VALID_REQUEST_ID.fullmatch(offered) else uuid.uuid4().hex
+
+
+def _echo_request_id(response: Response) -> Response:
+    request_id = g.get("request_id")
+    if request_id:
+        response.headers[REQUEST_ID_HEADER] = request_id
+    return response
+
+
+def _configured_token(app: Flask) -> str:
+    settings = app.config.get("SETTINGS")
+    token = getattr(settings, "api_token", None) if settings is not None else None
+    return token if token is not None else str(app.config.get("API_TOKEN", ""))
+
+
+def _matches(offered: bytes, configured: str) -> bool:
+    """Whether `offered` is one of the comma-separated configured tokens; every one is compared,
+    each in constant time, so the timing says nothing about which one came close."""
+    matched = False
+    for token in configured.split(","):
+        matched |= bool(token) and hmac.compare_digest(offered, token.encode())
+    return matched
+
+
+def _require_token() -> Any:
+    from flask import current_app
+
+    token = _configured_token(current_app)
+    if not token or request.path in OPEN_PATHS:
+        return None
+    scheme, _, offered = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and _matches(offered.strip().encode(), token):
+        return None
+    error = Unauthorized("This endpoint needs the header `Authorization: Bearer <token>` with the configured token.")
+    metrics.ERRORS.labels(error.code).inc()  # answered here, not by the app's error handler
+    response = jsonify(error.body())
+    response.status_code = error.status
+    response.headers["WWW-Authenticate"] = 'Bearer realm="dialscore"'
+    return response

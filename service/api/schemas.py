@@ -1,0 +1,453 @@
+"""Request and response schemas: the same objects validate requests and write /openapi.json.
+
+Structure and types are checked here (422); size limits are configuration and are checked in
+service/api/limits.py (413), because they are not part of a payload's validity.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates_schema
+
+from service.scorers.base import Dialogue, Item, Turn
+from service.stats.correlation import METHODS
+from service.text import is_blank
+
+_nonempty_list = validate.Length(min=1)
+_REFERENCE = "A human reply; required, and not blank, by `referenced` models."  # /score items, /rerank
+ON_INVALID = ("reject", "skip")
+_ON_INVALID = ("Extension. `reject` (the default): an invalid {what} fails the whole request (413 where one is over "
+               "a per-utterance limit, those named in `details`; else 422 naming every invalid {what}). `skip`: "
+               "invalid {what}s are left out and the rest is scored; the response names them in `skipped` "
+               "(indices) and `errors` (field paths to messages, as an error's `details`){null}. A request that "
+               "leaves nothing to score still fails (413 if one was over a limit, else 422, `details` naming every "
+               "problem), as does one whose problem is not one {what}'s own content (the number of {what}s, the "
+               "model, the options{shared}, {article} {what} that is not a JSON {json}).")
+
+
+def _on_invalid(what: str, null: str, shared: str, json: str) -> fields.String:
+    article = "an" if what[0] in "aeiou" else "a"
+    return fields.String(load_default="reject", validate=validate.OneOf(ON_INVALID), metadata={
+        "description": _ON_INVALID.format(what=what, null=null, shared=shared, json=json, article=article),
+        "example": "skip"})
+
+
+_SKIPPED = fields.List(fields.Integer(), metadata={
+    "description": "Only under `on_invalid: \"skip\"`, when something was left out: the indices left out."})
+_SKIP_ERRORS = fields.Dict(keys=fields.String(), values=fields.String(), metadata={
+    "description": "Only with `skipped`: why each was left out, by field path (`items.3.reference` for /score, "
+                   "`candidates.3` for /rerank)."})
+
+
+# Bound on every number a client sends: squares and sums of larger finite values overflow to
+# inf/NaN in the statistics (z-scores, Krippendorff's alpha), which the contract never answers.
+MAX_MAGNITUDE = 1e15
+
+
+class Number(fields.Float):
+    """A JSON number, finite and within +-MAX_MAGNITUDE. marshmallow's Float also casts numeric strings
+    ("5") and booleans; the OpenAPI document declares numbers, so a string is a client bug to report,
+    not to guess at."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(allow_nan=False, **kwargs)
+        self.validators.append(validate.Range(min=-MAX_MAGNITUDE, max=MAX_MAGNITUDE, error=(
+            f"Must be within -{MAX_MAGNITUDE:g} and {MAX_MAGNITUDE:g} (larger values overflow the statistics).")))
+
+    def _deserialize(self, value, attr, data, **kwargs):  # type: ignore[override]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.make_error("invalid")
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+class Whole(fields.Integer):
+    """A JSON integer: no strings ("2"), booleans or fractions (1.5 would be silently truncated)."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(strict=True, **kwargs)
+
+
+class StrictSchema(Schema):
+    class Meta:
+        unknown = RAISE
+        ordered = True
+
+
+# --- scoring -----------------------------------------------------------------------------------
+class ItemSchema(StrictSchema):
+    context = fields.List(fields.String(), required=True, validate=_nonempty_list,
+                          metadata={"description": "Utterances, oldest first (1..max_turns).",
+                                    "example": ["hey, what do you want to do tonight?", "why don't we go see a movie?"]})
+    response = fields.String(required=True, metadata={"description": "The reply to score.",
+                                                      "example": "nah, let's do something active."})
+    reference = fields.String(allow_none=True, load_default=None,
+                              metadata={"description": _REFERENCE,
+                                        "example": "yeah, the film about turing looks great!"})
+
+    @post_load
+    def _item(self, data: dict, **_: object) -> Item:
+        return Item(list(data["context"]), data["response"], data["reference"])
+
+
+class TurnSchema(StrictSchema):
+    speaker = fields.String(required=True, validate=validate.OneOf(["user", "bot"]))
+    text = fields.String(required=True)
+
+
+class DialogueSchema(StrictSchema):
+    turns = fields.List(fields.Nested(TurnSchema), required=True, validate=_nonempty_list,
+                        metadata={"description": "The whole conversation, oldest first (1..max_turns)."})
+
+    @validates_schema
+    def _has_bot_turn(self, data: dict, **_: object) -> None:
+        # Turns whose text is empty or whitespace are dropped before scoring (service/scorers/mh/proxies.py,
+        # as training read its conversations), so they cannot be the bot turn a dialogue needs: a
+        # conversation whose only bot turn is blank would be scored as an all-user one, which is refused.
+        if not any(t["speaker"] == "bot" and not is_blank(t["text"]) for t in data["turns"]):
+            raise ValidationError("A dialogue needs at least one bot turn with text (blank turns are dropped).",
+                                  "turns")
+
+    @post_load
+    def _dialogue(self, data: dict, **_: object) -> Dialogue:
+        return Dialogue([Turn(t["speaker"], t["text"]) for t in data["turns"]])
+
+
+class ScoreRequestSchema(StrictSchema):
+    model = fields.String(metadata={"description": "The model to score with (see GET /models).", "example": "adem"})
+    models = fields.List(fields.String(), validate=_nonempty_list,
+                         metadata={"description": "Extension: several models on the same items; each distinct "
+                                                  "utterance is encoded once. Give `model` or `models`."})
+    items = fields.List(fields.Dict(), required=True, validate=_nonempty_list,
+                        metadata={"description": "Item objects ({context, response, reference?}) or, for "
+                                                 "`dialogue` models, {turns}."})
+    options = fields.Dict(load_default=dict, metadata={"description": "Model-specific options; unknown keys are 422."})
+    on_invalid = _on_invalid("item", "; their `scores` (and `details`) are null", ", the encoder's word-piece cap",
+                             "object")
+
+    @validates_schema
+    def _one_model(self, data: dict, **_: object) -> None:
+        if ("model" in data) == ("models" in data):
+            raise ValidationError("Give exactly one of `model` or `models`.", "model")
+
+
+class ModelScoresSchema(StrictSchema):
+    """One model's scores: the /score response for `model`, and each entry of `results` for `models`."""
+
+    model = fields.String(required=True)
+    version = fields.String(required=True)
+    scores = fields.List(fields.Float(allow_none=True), required=True, metadata={
+        "description": "Per item; null only for an item left out under `on_invalid: \"skip\"`."})
+    details = fields.List(fields.Dict(keys=fields.String(), allow_none=True), metadata={"description": (
+        "Per item, parallel to `scores`, where the model or its options give components: adem and adem-minilm "
+        "s_unref and s_ref "
+        "(adem-minilm also copy_penalty), minilm-cosine s_ref and s_context, ruber and ruber-minilm s_ref and "
+        "s_unref with options.components, mh unclipped and proxies with options.proxies.")})
+
+
+class ScoreResponseSchema(ModelScoresSchema):
+    skipped = _SKIPPED
+    errors = _SKIP_ERRORS
+
+
+class RerankRequestSchema(StrictSchema):
+    model = fields.String(required=True, metadata={"example": "autojudge"})
+    context = fields.List(fields.String(), required=True, validate=_nonempty_list,
+                          metadata={"example": ["hi! how was your weekend?"]})
+    candidates = fields.List(fields.String(), required=True, validate=_nonempty_list,
+                             metadata={"example": ["i don't know.", "great, i went hiking with my sister!"]})
+    reference = fields.String(allow_none=True, load_default=None,
+                              metadata={"description": _REFERENCE})
+    top_k = Whole(allow_none=True, load_default=None, validate=validate.Range(min=1))
+    options = fields.Dict(load_default=dict)
+    on_invalid = _on_invalid("candidate", "; they are not in `ranking`",
+                             ", the context, the reference, the encoder's word-piece cap", "string")
+
+
+class MultiScoreResponseSchema(StrictSchema):
+    """/score with `models`: every model's response, keyed by name, plus the contract's model and version."""
+
+    model = fields.String(required=True, metadata={"description": "The requested models, comma-separated.",
+                                                   "example": "adem,ruber"})
+    version = fields.String(required=True, metadata={"description": "name=version of each model, comma-separated.",
+                                                     "example": "adem=2026.11.0,ruber=2026.11.0"})
+    models = fields.List(fields.String(), required=True)
+    results = fields.Dict(keys=fields.String(), values=fields.Nested(ModelScoresSchema), required=True)
+    skipped = _SKIPPED
+    errors = _SKIP_ERRORS
+
+
+class RankedSchema(StrictSchema):
+    index = fields.Integer(required=True)
+    response = fields.String(required=True)
+    score = fields.Float(required=True)
+
+
+class RerankResponseSchema(StrictSchema):
+    model = fields.String(required=True)
+    version = fields.String(required=True)
+    ranking = fields.List(fields.Nested(RankedSchema), required=True)
+    skipped = _SKIPPED
+    errors = _SKIP_ERRORS
+
+
+# --- analysis ----------------------------------------------------------------------------------
+class HumanScoresField(fields.Field):
+    """A list of numbers, or a list of lists of numbers (several ratings per item, averaged)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):  # type: ignore[override]
+        if not isinstance(value, list) or not value:
+            raise ValidationError("Must be a non-empty list of numbers or of lists of numbers.")
+        number = Number()
+        out: list = []
+        errors: dict = {}
+        for i, entry in enumerate(value):
+            try:
+                if isinstance(entry, list):
+                    if not entry:
+                        raise ValidationError("Must hold at least one rating.")
+                    out.append([number.deserialize(x) for x in entry])
+                else:
+                    out.append(number.deserialize(entry))
+            except ValidationError as exc:
+                errors[i] = exc.messages
+        if errors:
+            raise ValidationError(errors)
+        return out
+
+
+class CorrelateRequestSchema(StrictSchema):
+    human = HumanScoresField(required=True, metadata={
+        "description": "Human scores per item, or a list of ratings per item (averaged).", "example": [3.0, 4.5, 1.0]})
+    scores = fields.Dict(keys=fields.String(), values=fields.List(Number()), required=True,
+                         validate=_nonempty_list,
+                         metadata={"example": {"adem": [2.9, 4.0, 1.7], "bleu4": [0.1, 0.0, 0.2]}})
+    systems = fields.List(fields.String(), load_default=None, allow_none=True,
+                          metadata={"description": "System of each item: adds system-level correlations.",
+                                    "example": ["hred", "human", "tfidf"]})
+    methods = fields.List(fields.String(validate=validate.OneOf(METHODS)),
+                          load_default=lambda: list(METHODS), validate=_nonempty_list)
+    confidence = Number(load_default=0.95, validate=validate.Range(min=0, max=1, min_inclusive=False,
+                                                                       max_inclusive=False))
+    resamples = Whole(load_default=1000, validate=validate.Range(min=0), metadata={
+        "description": "Bootstrap resamples for the intervals and paired tests; 0 turns them off, and fewer "
+                       "than 2 / (1 - confidence) (40 at 0.95) give `ci: null` with a `ci_reason`."})
+    seed = Whole(load_default=0, validate=validate.Range(min=0))
+
+
+_label = validate.Length(min=1, error="Must be a non-empty string.")  # also in the document: minLength 1
+
+
+class RatingSchema(StrictSchema):
+    rater = fields.String(required=True, validate=_label)
+    system = fields.String(required=True, validate=_label)
+    item = fields.String(required=True, validate=_label)
+    scores = fields.Dict(keys=fields.String(), values=Number(), required=True,
+                         validate=_nonempty_list)
+
+
+class HumanEvalRequestSchema(StrictSchema):
+    ratings = fields.List(fields.Nested(RatingSchema), required=True, validate=_nonempty_list)
+    reverse = fields.List(fields.String(), load_default=list,
+                          metadata={"description": "Negative attributes, reversed as hi + lo - score.",
+                                    "example": ["robotic", "repetitive"]})
+    scale = fields.List(Number(), load_default=lambda: [0.0, 100.0],
+                        validate=validate.Length(equal=2))
+    qc_system = fields.String(load_default=None, allow_none=True,
+                              metadata={"description": "The degraded quality-control system.", "example": "degraded"})
+    alpha = Number(load_default=0.05, validate=validate.Range(min=0, max=1, min_inclusive=False,
+                                                                     max_inclusive=False))
+    qc_criteria = fields.List(fields.String(), load_default=None, allow_none=True,
+                              metadata={"description": "Criteria pooled in the quality-control test; default: "
+                                                       "those not in `reverse` (as upstream's released code)."})
+
+    @validates_schema
+    def _scale_ordered(self, data: dict, **_: object) -> None:
+        if data["scale"][0] >= data["scale"][1]:
+            raise ValidationError("The scale's low end must be below its high end.", "scale")
+
+
+# --- responses that only document (the handlers build them; tests load real ones through these) --
+class StatusSchema(StrictSchema):
+    status = fields.String(required=True)
+    models = fields.List(fields.String())
+    workers_ready = fields.Integer(validate=validate.Range(min=0), metadata={
+        "description": "/readyz under gunicorn: workers of this pod whose models have loaded (all of them, "
+                       "since /readyz answers 200 only then)."})
+    workers = fields.Integer(validate=validate.Range(min=1), metadata={
+        "description": "/readyz under gunicorn: workers the pod's master runs. Readiness is the pod's, "
+                       "not only that of the worker that answered."})
+
+
+class ComponentInfoSchema(StrictSchema):
+    name = fields.String(required=True)
+    version = fields.String(required=True)
+    providers = fields.List(fields.String(), required=True,
+                            metadata={"description": "Execution providers its sessions really got."})
+    precision = fields.String(validate=validate.OneOf(["int8", "fp32"]),
+                              metadata={"description": "Sentence encoder only: which file is served "
+                                                       "(DIALSCORE_ENCODER_PRECISION, auto: fp32 on CUDA where "
+                                                       "built; int8 and fp32 scores differ slightly)."})
+    file = fields.String(metadata={"description": "Sentence encoder only: the ONNX file loaded."})
+
+
+class ModelInfoSchema(StrictSchema):
+    name = fields.String(required=True)
+    version = fields.String(required=True)
+    kind = fields.String(required=True, validate=validate.OneOf(["referenced", "unreferenced", "dialogue"]))
+    requires = fields.List(fields.String(), required=True)
+    score_range = fields.List(fields.Float(), required=True, validate=validate.Length(equal=2))
+    sha256 = fields.String(required=True, metadata={"description": "Digest over the model's artifact files."})
+    providers = fields.List(fields.String(), required=True,
+                            metadata={"description": "Execution providers the sessions really got."})
+    card = fields.Dict(required=True, metadata={"description": "Training data, held-out correlations, licence, "
+                                                               "citation (the model's README.md as fields)."})
+    options = fields.Dict(required=True, metadata={"description": "The model's `options`, with types and defaults."})
+    uses = fields.List(fields.String(), required=True, metadata={"description": "Shared components it runs on."})
+    components = fields.List(fields.Nested(ComponentInfoSchema), required=True,
+                             metadata={"description": "The components in `uses` as this worker loaded them."})
+
+
+class ModelsResponseSchema(StrictSchema):
+    models = fields.List(fields.Nested(ModelInfoSchema), required=True)
+    limits = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
+    failed = fields.Dict(keys=fields.String(), values=fields.String(), required=True,
+                         metadata={"description": "Models or components that failed to load, with the reason."})
+    loading = fields.Boolean(required=True)
+
+
+class CorrelationSchema(StrictSchema):
+    r = fields.Float(required=True, allow_none=True)
+    p = fields.Float(required=True, allow_none=True, metadata={"description": (
+        "Two-sided p of r = 0: scipy's, except exact permutation p-values for few items (Spearman; Kendall "
+        "with ties) and Monte Carlo permutation p-values for tied ranks on a few dozen items.")})
+    ci = fields.List(fields.Float(), required=True, allow_none=True, metadata={"description": (
+        "Percentile bootstrap interval at `confidence`: items resampled with replacement; at system level, "
+        "items resampled within each system (the systems themselves are fixed, not resampled).")})
+    n = fields.Integer(required=True)
+    reason = fields.String(metadata={"description": "Why r is null."})
+    ci_reason = fields.String(metadata={"description": "Why ci is null."})
+
+
+class ComparisonSchema(StrictSchema):
+    a = fields.String(required=True)
+    b = fields.String(required=True)
+    method = fields.String(required=True)
+    level = fields.String(required=True, validate=validate.OneOf(["item", "system"]))
+    test = fields.String(required=True, validate=validate.OneOf(["williams", "paired_bootstrap"]), metadata={
+        "description": "williams: Williams' t for two dependent correlations sharing the human side (Steiger 1980 "
+                       "eq. 7, as Graham & Baldwin 2014), two-sided. paired_bootstrap: the same resamples for both "
+                       "metrics; p from the deltas shifted to the null (Efron & Tibshirani 1993, 16.4), two-sided; "
+                       "ci the deltas' percentile interval (a different construction, which near the threshold "
+                       "can disagree with p)."})
+    delta = fields.Float(required=True, allow_none=True, metadata={"description": "r(a) - r(b)."})
+    p = fields.Float(required=True, allow_none=True)
+    ci = fields.List(fields.Float(), allow_none=True)
+    t = fields.Float(allow_none=True)
+    df = fields.Integer(allow_none=True)
+    reason = fields.String()
+
+
+class AgreementSchema(StrictSchema):
+    krippendorff_alpha = fields.Float(required=True, allow_none=True)
+    raters_per_item = fields.Float(required=True)
+    metric = fields.String(required=True)
+    reason = fields.String()
+
+
+_BY_METHOD = fields.Dict(keys=fields.String(), values=fields.Nested(CorrelationSchema))
+
+
+class CorrelateResponseSchema(StrictSchema):
+    n = fields.Integer(required=True)
+    metrics = fields.Dict(keys=fields.String(), required=True,
+                          values=fields.Dict(keys=fields.String(validate=validate.OneOf(["item", "system"])),
+                                             values=_BY_METHOD),
+                          metadata={"description": "metric -> level (item, system) -> method -> {r, p, ci, n}."})
+    systems = fields.Dict(metadata={"description": "{count, labels} when `systems` was given."})
+    comparisons = fields.List(fields.Nested(ComparisonSchema), required=True)
+    agreement = fields.Nested(AgreementSchema, required=True, allow_none=True,
+                              metadata={"description": "Krippendorff's alpha when several ratings per item came."})
+
+
+class RatersSchema(StrictSchema):
+    passed = fields.List(fields.String(), required=True)
+    failed = fields.List(fields.String(), required=True)
+    p = fields.Dict(keys=fields.String(), values=fields.Float(allow_none=True), required=True)
+    total = fields.Integer(required=True)
+    pass_rate = fields.Float(required=True)
+    reasons = fields.Dict(keys=fields.String(), values=fields.String())
+    constant = fields.List(fields.String())
+
+
+class SystemSummarySchema(StrictSchema):
+    system = fields.String(required=True)
+    n = fields.Integer(required=True)
+    raw = fields.Dict(keys=fields.String(), values=fields.Float(), required=True)
+    z = fields.Dict(keys=fields.String(), values=fields.Float(), required=True)
+    overall_z = fields.Float(required=True)
+    overall_z_ci = fields.List(fields.Float(), required=True, allow_none=True)
+
+
+class HumanEvalResponseSchema(StrictSchema):
+    raters = fields.Nested(RatersSchema, required=True)
+    systems = fields.List(fields.Nested(SystemSummarySchema), required=True, metadata={"description": "Best first."})
+    significance = fields.Dict(keys=fields.String(), required=True,
+                               values=fields.Dict(keys=fields.String(), values=fields.Float(allow_none=True)),
+                               metadata={"description": "p of the one-sided rank-sum test that row beats column."})
+    criteria = fields.List(fields.String(), required=True)
+    reversed = fields.List(fields.String(), required=True,
+                           metadata={"description": "The criteria reversed: those of `criteria` named in the request's "
+                                                    "`reverse` (an entry no rating uses is ignored, so a misspelt one "
+                                                    "is missing here)."})
+    qc_criteria = fields.List(fields.String(), required=True)
+    kept_ratings = fields.Integer(required=True)
+    warnings = fields.List(fields.String(), metadata={
+        "description": "Present when the request could not be assessed as asked: a `qc_system` that no rating "
+                       "holds (every rater then fails quality control, and no system is ranked)."})
+
+
+class ErrorBodySchema(StrictSchema):
+    code = fields.String(required=True)
+    message = fields.String(required=True)
+    details = fields.Dict(required=True)
+
+
+class ErrorSchema(StrictSchema):
+    error = fields.Nested(ErrorBodySchema, required=True)
+
+
+ITEM = ItemSchema()
+DIALOGUE = DialogueSchema()
+SCORE_REQUEST = ScoreRequestSchema()
+RERANK_REQUEST = RerankRequestSchema()
+CORRELATE_REQUEST = CorrelateRequestSchema()
+HUMAN_EVAL_REQUEST = HumanEvalRequestSchema()
+
+
+def parse_item(raw: dict[str, Any], kind: str, *, unknown: str = RAISE) -> Item | Dialogue:
+    """One /score item (a bulk line too) as the typed value a model of `kind` scores: a Dialogue for
+    `dialogue` models, else an Item; marshmallow's ValidationError where it breaks the schema.
+    `unknown=EXCLUDE` ignores keys the schema does not know (a corpus line's own fields)."""
+    return (DIALOGUE if kind == "dialogue" else ITEM).load(raw, unknown=unknown)
+
+
+def flatten_messages(messages: object, prefix: str = "") -> dict[str, str]:
+    """marshmallow's nested error dict -> {"items.3.reference": "message"} as the contract asks."""
+    out: dict[str, str] = {}
+    if isinstance(messages, dict):
+        for key, value in messages.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            if key == "value" and prefix.count(".") >= 1:  # marshmallow Dict values: scores.a.value.1 -> scores.a.1
+                path = prefix
+            if key == "_schema":
+                path = prefix or "_schema"
+            out.update(flatten_messages(value, path))
+    elif isinstance(messages, list):
+        if all(isinstance(m, str) for m in messages):
+            out[prefix or "_schema"] = " ".join(messages)
+        else:
+            for value in messages:
+                out.update(flatten_messages(value, prefix))
+    else:
+        out[prefix or "_schema"] = str(messages)
+    return out

@@ -1,0 +1,69 @@
+"""Readiness of the whole pod, not of the one gunicorn worker that answers /readyz.
+
+A probe reaches whichever worker accepts the connection, so each worker, once its store has loaded
+cleanly, drops a marker named after its pid into a folder the pod shares (server/gunicorn.conf.py
+sets it; the master removes a dead worker's marker), and a worker reports ready only when there are
+markers for as many workers as the master runs. Without the folder (tests) readiness is per process.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+DIR_ENV = "DIALSCORE_READY_DIR"  # shared marker folder; set by gunicorn.conf.py
+WORKERS_ENV = "DIALSCORE_POD_WORKERS"  # how many workers the master runs; set in each worker by post_fork
+PREFIX = "ready-"
+
+
+def marker_dir() -> Path | None:
+    value = os.environ.get(DIR_ENV)
+    return Path(value) if value else None
+
+
+def marker(pid: int, folder: Path) -> Path:
+    return folder / f"{PREFIX}{pid}"
+
+
+def mark_ready(pid: int | None = None) -> None:
+    """Record that this worker's models are loaded (a no-op outside gunicorn)."""
+    folder = marker_dir()
+    if folder is None:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    marker(pid or os.getpid(), folder).touch()
+
+
+def forget(pid: int) -> None:
+    """Drop a worker's marker (the master calls this when the worker exits)."""
+    folder = marker_dir()
+    if folder is not None:
+        marker(pid, folder).unlink(missing_ok=True)
+
+
+def clear(folder: Path) -> None:
+    """Remove every marker: a restarted master must not count a previous run's workers."""
+    if folder.is_dir():
+        for path in folder.glob(f"{PREFIX}*"):
+            path.unlink(missing_ok=True)
+
+
+def pod_status() -> tuple[int, int] | None:
+    """(workers with their models loaded, workers the master runs), or None outside gunicorn."""
+    folder = marker_dir()
+    expected = os.environ.get(WORKERS_ENV)
+    if folder is None or not expected:
+        return None
+    ready = sum(1 for path in folder.glob(f"{PREFIX}*") if _alive(path.name[len(PREFIX):])) if folder.is_dir() else 0
+    return ready, int(expected)
+
+
+def _alive(pid: str) -> bool:
+    """Whether a marker's worker still runs: a marker the master could not remove (a failing volume)
+    must not count a dead worker as loaded."""
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:  # alive, under another user
+        return True
+    return True

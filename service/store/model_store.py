@@ -1,0 +1,213 @@
+"""The model store: reads model_store/*/manifest.json, verifies every file, builds scorers.
+
+A model whose manifest or files are bad, or whose components are, is not served; the store
+keeps the reason so that /readyz can name it and the log says which file and why. Loading
+happens once per worker (after gunicorn's fork), optionally in a background thread so that
+liveness answers while models load.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from service.components.base import Component, component_class
+from service.scorers.base import Scorer
+from service.scorers.registry import scorer_class
+from service.server.readiness import mark_ready
+from service.store.manifest import Manifest, ManifestError, read_manifest, verify_files
+from service.store.runtime import Runtime, RuntimeSettings
+
+log = logging.getLogger(__name__)
+STORE_KEY = "model_store"  # the failures' key for the store as a whole (not a model's name)
+
+
+class ModelStore:
+    def __init__(self, root: Path, runtime: Runtime | None = None, models: tuple[str, ...] = ()) -> None:
+        self.root = Path(root)
+        self.runtime = runtime or Runtime()
+        self.wanted = tuple(models)
+        self.scorers: dict[str, Scorer] = {}
+        self.components: dict[str, Component] = {}
+        self.failures: dict[str, str] = {}  # the operator's reason (paths, hashes): logged
+        self.public_failures: dict[str, str] = {}  # what clients are told (ManifestError.public)
+        self.failed_components: set[str] = set()  # failures that are not models: components, the store itself
+        self.loaded = False
+        self.load_seconds: float | None = None
+        self._lock = threading.Lock()
+
+    # --- state read by the probes ------------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        return self.loaded and not self.failures and bool(self.scorers)
+
+    def get(self, name: str) -> Scorer | None:
+        return self.scorers.get(name)
+
+    # --- loading -------------------------------------------------------------------------------
+    def load(self) -> bool:
+        """Load every configured model; returns readiness. Safe to call once per process."""
+        with self._lock:
+            started = time.perf_counter()
+            manifests = self._read_manifests()
+            names = [n for n, m in manifests.items() if m.kind != "component" and (not self.wanted or n in self.wanted)]
+            needed = {c for n in names for c in manifests[n].uses}  # only what the served models use
+            for manifest in (m for m in manifests.values() if m.kind == "component" and m.name in needed):
+                self._load_component(manifest)
+            for name in self.wanted:
+                if name in manifests and manifests[name].kind == "component":
+                    self._fail(name, f"{name} is a component that models share, not a model: DIALSCORE_MODELS "
+                               "names models", "a component, not a model", level=logging.WARNING, component=True)
+                if name not in manifests and name not in self.failures:
+                    # a configured name with no folder: whoever asked for it reports it as an error
+                    # (bulk's set-up error, /readyz); the store warns
+                    self._fail(name, f"{name}: no folder {self.root / name} with a manifest.json",
+                               "model folder missing", level=logging.WARNING)
+            for name in names:
+                self._load_model(manifests[name])
+            if not self.scorers and not self.failures:  # an empty store (or DIALSCORE_MODELS= on one) is not ready
+                self._fail(STORE_KEY, f"model store {self.root} holds no model to serve", "no model to serve")
+            self.loaded = True
+            self.load_seconds = time.perf_counter() - started
+            log.info("model store %s: %d models served, %d failed in %.1fs", self.root, len(self.scorers),
+                     len(self.failures), self.load_seconds)
+            return self.ready
+
+    def _read_manifests(self) -> dict[str, Manifest]:
+        """The manifests the configured models need: with DIALSCORE_MODELS, those models' and their
+        components' only, so a broken model left out of the list cannot hold the pod unready; without
+        it, every folder's. A folder without manifest.json that holds no files, or a volume's
+        lost+found, is skipped with a warning; one holding files is a model whose manifest is missing."""
+        manifests: dict[str, Manifest] = {}
+        try:
+            if not self.root.is_dir():
+                self._fail(STORE_KEY, f"model store folder {self.root} does not exist", "model store folder missing")
+                return manifests
+            folders = sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+        except OSError as exc:
+            self._fail(STORE_KEY, f"model store folder {self.root} cannot be read ({exc})", "model store unreadable")
+            return manifests
+        pending = list(self.wanted or folders)
+        while pending:
+            name = pending.pop(0)
+            if name in manifests or name in self.failures or name not in folders:
+                continue  # a wanted name with no folder is reported by load()
+            folder = self.root / name
+            if name == STORE_KEY:  # the failures' own key for the store: a model cannot have that name
+                self._fail(f"{STORE_KEY}/", f"{folder}: a model folder cannot be named {STORE_KEY}",
+                           "folder name reserved", level=logging.WARNING, component=True)
+                continue
+            if not self.wanted and not os.path.lexists(folder / "manifest.json") and _not_a_model(folder):
+                log.warning("%s is empty or lost+found: not a model, skipped", folder)
+                continue
+            try:
+                manifests[name] = read_manifest(folder)
+            except ManifestError as exc:
+                self._fail(name, str(exc), exc.public)
+                continue
+            pending.extend(c for c in manifests[name].uses if c not in manifests)  # names: read_manifest checks
+        return manifests
+
+    def _load_component(self, manifest: Manifest) -> None:
+        try:
+            verify_files(manifest)
+            self.components[manifest.name] = component_class(manifest.scorer)(manifest, self.runtime)
+        except Exception as exc:  # noqa: BLE001 - any failure takes the component out, with its reason
+            self._fail(manifest.name, _reason(exc), _public(exc), component=True)
+
+    def _load_model(self, manifest: Manifest) -> None:
+        name = manifest.name
+        try:
+            verify_files(manifest)
+            missing = [c for c in manifest.uses if c not in self.components]
+            if missing:
+                why = "; ".join(self.failures.get(c, f"{c}: not in the store") for c in missing)
+                raise ManifestError(f"{name}: needs component(s) {', '.join(missing)} which did not load ({why})",
+                                    f"component not loaded: {', '.join(missing)}" if all(map(_PLAIN.fullmatch, missing))
+                                    else "failed to load; see the service log")
+            components = {c: self.components[c] for c in manifest.uses}
+            scorer = scorer_class(manifest.scorer)(manifest, components, self.runtime)
+            scorer.warm_up()
+            self.scorers[name] = scorer
+            log.info("loaded %s %s (%s) on %s", name, manifest.version, manifest.kind, scorer.providers())
+        except Exception as exc:  # noqa: BLE001
+            self._fail(name, _reason(exc), _public(exc))
+
+    def _fail(self, name: str, reason: str, public: str, component: bool = False, level: int = logging.ERROR) -> None:
+        self.failures[name] = reason
+        self.public_failures[name] = public
+        if component or name == STORE_KEY:
+            self.failed_components.add(name)
+        log.log(level, "%s %s is not served: %s (clients are told: %s)", "component" if component else "model",
+                name, reason, public)
+
+    # --- description for /models ---------------------------------------------------------------
+    def describe(self) -> list[dict[str, Any]]:
+        models = []
+        for name in sorted(self.scorers):
+            scorer = self.scorers[name]
+            m = scorer.manifest
+            models.append({
+                "name": name,
+                "version": m.version,
+                "kind": m.kind,
+                "requires": list(m.requires),
+                "score_range": [m.score_range[0], m.score_range[1]],
+                "sha256": m.sha256,
+                "providers": scorer.providers(),
+                "options": scorer.option_spec,
+                "uses": list(m.uses),
+                "components": [self.components[c].describe() for c in m.uses if c in self.components],
+                "card": m.card,
+            })
+        return models
+
+
+def _not_a_model(folder: Path) -> bool:
+    """A folder to pass over without a manifest: a volume's lost+found, or an empty one. A folder
+    holding anything (a model whose manifest went missing) is a failed model, not nothing."""
+    try:
+        return folder.name == "lost+found" or not any(folder.iterdir())
+    except OSError:
+        return folder.name == "lost+found"
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc) if isinstance(exc, ManifestError) else f"{type(exc).__name__}: {exc}"
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.-]+")  # a name a client may see (manifest `uses` entries are not checked)
+
+
+def _public(exc: Exception) -> str:
+    """A load failure as clients see it: ManifestError's public reason, else only the exception's type
+    (an ONNX Runtime message holds the model's path)."""
+    return exc.public if isinstance(exc, ManifestError) else f"load error ({type(exc).__name__}); see the service log"
+
+
+def init_store(app: Any, background: bool) -> ModelStore:
+    """Attach a ModelStore to the app (flaskr-style init_app) and load it, in a thread if `background`."""
+    settings = app.config["SETTINGS"]
+    runtime = Runtime(RuntimeSettings.from_settings(settings))
+    store = ModelStore(settings.model_store, runtime, settings.models)
+    app.extensions["dialscore.store"] = store
+
+    def load() -> None:
+        try:
+            store.load()
+        except Exception as exc:  # noqa: BLE001 - a bug must not leave the worker "still loading" for ever
+            log.exception("loading the model store failed")
+            store._fail(STORE_KEY, _reason(exc), _public(exc))
+            store.loaded = True
+        if store.ready:
+            mark_ready()
+
+    if background:
+        threading.Thread(target=load, name="model-store-load", daemon=True).start()
+    else:
+        load()
+    return store

@@ -1,0 +1,166 @@
+"""ONNX Runtime sessions for one worker: providers, threads, and checked inputs.
+
+Sessions are created after gunicorn forks (the store loads inside each worker), never in the
+master: ONNX Runtime thread pools do not survive a fork.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import onnxruntime as ort
+
+from service.config import Settings, cuda_provider_options
+
+log = logging.getLogger(__name__)
+
+_NUMPY_TYPES = {
+    "tensor(float)": np.float32,
+    "tensor(float16)": np.float16,
+    "tensor(double)": np.float64,
+    "tensor(int64)": np.int64,
+    "tensor(int32)": np.int32,
+    "tensor(bool)": np.bool_,
+}
+
+
+@dataclass(frozen=True)
+class RuntimeSettings:
+    providers: tuple[str, ...] = ("CUDAExecutionProvider", "CPUExecutionProvider")
+    intra_op_threads: int = 0  # 0: cores / workers
+    workers: int = 1
+    cuda_options: tuple[str, ...] = ()  # "key=value" entries for the CUDA provider, over CUDA_DEFAULTS
+    batch_size: int = 64  # texts per ONNX run after length bucketing (memory grows with it)
+    encoder_precision: str = "auto"  # the sentence encoder's file: int8, fp32, or auto (choose_precision)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> "RuntimeSettings":
+        """The runtime part of the service's settings, with `overrides` on top: the one way to build it,
+        so that every entry point (the server, bulk, gpu-check.sh) honours every DIALSCORE_* runtime
+        variable."""
+        values = {f.name: getattr(settings, f.name) for f in fields(cls)}
+        return cls(**{**values, **overrides})
+
+
+def providers_of(sessions: list[Any]) -> list[str]:
+    """Execution providers the sessions really got, in order, each once (CPU where there are none)."""
+    seen: list[str] = []
+    for session in sessions:
+        seen += [p for p in session.get_providers() if p not in seen]
+    return seen or ["CPUExecutionProvider"]
+
+
+def default_threads(workers: int) -> int:
+    """Cores divided among workers: oversubscribed thread pools halve throughput under gunicorn."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // max(1, workers))
+
+
+class Runtime:
+    """Creates sessions with one worker's settings and remembers them for provider reporting."""
+
+    def __init__(self, settings: RuntimeSettings | None = None) -> None:
+        self.settings = settings or RuntimeSettings()
+        self.threads = self.settings.intra_op_threads or default_threads(self.settings.workers)
+        available = ort.get_available_providers()
+        self.providers = [p for p in self.settings.providers if p in available] or ["CPUExecutionProvider"]
+        self.cuda_options = cuda_provider_options(self.settings.cuda_options)
+
+    def provider_list(self) -> list:
+        """Providers as InferenceSession takes them, CUDA with its options."""
+        return [(p, self.cuda_options) if p == "CUDAExecutionProvider" else p for p in self.providers]
+
+    def session(self, path: Path) -> "Session":
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        raw = ort.InferenceSession(str(path), sess_options=options, providers=self.provider_list())
+        got = raw.get_providers()
+        if "CUDAExecutionProvider" in self.providers and "CUDAExecutionProvider" not in got:
+            log.warning("%s: CUDA was requested but the session runs on %s", Path(path).name, got)
+        return Session(raw, Path(path).name)
+
+
+class Session:
+    """A thin wrapper that feeds the dtypes the graph asks for and checks names and ranks."""
+
+    def __init__(self, session: ort.InferenceSession, name: str) -> None:
+        self._session = session
+        self.name = name
+        self.inputs = {i.name: i for i in session.get_inputs()}
+        self.outputs = [o.name for o in session.get_outputs()]
+        # On CUDA, cuBLAS picks kernels by shape, so no way of batching makes a score bit-identical
+        # whatever shares its batch (measured within 5.4e-7 of a range, docs/gpu.md), and a run costs
+        # a launch and two copies: there, heads run a whole batch at once rather than a row at a time.
+        self.on_cuda = session.get_providers()[0] == "CUDAExecutionProvider"
+
+    def get_providers(self) -> list[str]:
+        return self._session.get_providers()
+
+    def run(self, feeds: dict[str, Any], outputs: list[str] | None = None) -> list[np.ndarray]:
+        missing = set(self.inputs) - set(feeds)
+        extra = set(feeds) - set(self.inputs)
+        if missing or extra:
+            raise ValueError(f"{self.name}: inputs missing {sorted(missing)}, unexpected {sorted(extra)}")
+        cast: dict[str, np.ndarray] = {}
+        for key, value in feeds.items():
+            meta = self.inputs[key]
+            array = np.asarray(value, dtype=_NUMPY_TYPES.get(meta.type))
+            if len(meta.shape) != array.ndim:
+                raise ValueError(f"{self.name}: input {key} has rank {array.ndim}, graph wants {len(meta.shape)}")
+            cast[key] = array
+        return self._session.run(outputs, cast)
+
+    def run_rows(self, feeds: dict[str, Any]) -> list[np.ndarray]:
+        """`run` one row at a time (axis 0 of every input), outputs stacked: for a small head, whose
+        kernels may round a row differently by its position in the batch (adem's head: 2.4e-7 by
+        whether a row was 4k or 4k+1). The contract wants a score independent of the batch; a head
+        row costs tens of microseconds beside the encoders' milliseconds on the CPU. On CUDA, where a
+        run alone is not exact either and costs a launch, the rows run as one batch (2x the items/s of
+        adem on an H100, docs/gpu.md)."""
+        arrays = {key: np.asarray(value) for key, value in feeds.items()}
+        count = len(next(iter(arrays.values())))
+        return self.run_rows_packed(count, lambda rows: {key: value[rows.start:rows.stop] for key, value in arrays.items()})
+
+    def run_rows_packed(self, count: int, pack: Callable[[range], dict[str, Any]]) -> list[np.ndarray]:
+        """`run_rows` for inputs that `pack(rows)` builds for a range of rows, so that a row run alone
+        is packed to its own width (a context of its own turns, no padding): each row alone on the
+        CPU, all `count` at once on CUDA (or when there are none); outputs stacked in row order."""
+        if self.on_cuda or not count:
+            return self.run(pack(range(count)))
+        parts = [self.run(pack(range(i, i + 1))) for i in range(count)]
+        return [np.concatenate([part[k] for part in parts]) for k in range(len(self.outputs))]
+
+
+STEP_CUT_ROWS = 4
+
+
+def length_buckets(lengths: list[int], max_batch: int, max_tokens: int = 8192, step: int | None = None) -> list[list[int]]:
+    """Indices grouped by similar length, so that padding stays small.
+
+    Items are sorted by length and cut into batches of at most `max_batch` items and about
+    `max_tokens` padded tokens; with `step`, also wherever the length passes a multiple of `step`
+    once a batch holds STEP_CUT_ROWS items (less padding for a mixed batch, at the cost of a run). Results must not depend on the grouping, which is
+    why every graph we export masks padding exactly (and the sentence encoder pools outside its graph).
+    """
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for index in order:
+        longest = max(lengths[index], 1)
+        # a step is cut only under a batch of STEP_CUT_ROWS or more: a few short texts pad less than a run costs
+        past_step = (step is not None and len(current) >= STEP_CUT_ROWS
+                     and (longest - 1) // step != (max(lengths[current[0]], 1) - 1) // step)
+        if current and (len(current) >= max_batch or longest * (len(current) + 1) > max_tokens or past_step):
+            batches.append(current)
+            current = []
+        current.append(index)
+    if current:
+        batches.append(current)
+    return batches

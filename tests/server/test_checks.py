@@ -1,0 +1,127 @@
+"""The server's DIALSCORE_* variables and `python -m service`'s check before gunicorn starts."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from service.config import Settings as ServerSettings  # one settings object for the server and the service
+from service.config import check_writable, load_server_settings
+from service.server.checks import check_configuration
+from tests.conftest import REPO
+
+
+def test_defaults_and_a_good_environment():
+    assert load_server_settings({}) == ServerSettings()
+    settings = load_server_settings({"DIALSCORE_PORT": "9000", "DIALSCORE_READ_TIMEOUT": "2.5",
+                                     "DIALSCORE_MAX_REQUESTS": "0", "DIALSCORE_HOST": "0.0.0.0"})
+    assert (settings.port, settings.read_timeout, settings.max_requests, settings.host) == (9000, 2.5, 0, "0.0.0.0")
+
+
+@pytest.mark.parametrize("variable, value", [
+    ("DIALSCORE_WORKERS", "0"),  # a server that accepted connections and never answered
+    ("DIALSCORE_WORKERS", ""),
+    ("DIALSCORE_THREADS", "0"),
+    ("DIALSCORE_PORT", "99999"),
+    ("DIALSCORE_PORT", "abc"),
+    ("DIALSCORE_PORT", "0"),
+    ("DIALSCORE_GRACEFUL_TIMEOUT", "90.5"),
+    ("DIALSCORE_WORKER_TIMEOUT", "-1"),
+    ("DIALSCORE_READ_TIMEOUT", "inf"),  # a 500 on every request (socket timeout past time_t)
+    ("DIALSCORE_READ_TIMEOUT", "nan"),
+    ("DIALSCORE_READ_TIMEOUT", "0"),
+    ("DIALSCORE_HOST", ""),  # gunicorn binds every interface
+    ("DIALSCORE_WORKER_TMP_DIR", "/proc/no-such-folder"),
+])
+def test_bad_server_values_are_refused_naming_the_variable(variable, value):
+    with pytest.raises(ValueError, match=f"^{variable}="):
+        load_server_settings({variable: value})
+
+
+def test_a_folder_the_workers_cannot_write_is_refused(tmp_path, monkeypatch):
+    """A read-only metrics folder dropped every request without an answer (faked: tests may run as root)."""
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "NamedTemporaryFile", refuse)
+    with pytest.raises(ValueError, match="PROMETHEUS_MULTIPROC_DIR=.*not a folder the server can write in"):
+        check_writable(str(tmp_path), "PROMETHEUS_MULTIPROC_DIR")
+
+
+def test_misspelt_variables_are_named_and_known_ones_are_not():
+    unknown = check_configuration({"DIALSCORE_MAX_ITEM": "10", "DIALSCORE_GRACEFUL_TIMOUT": "90",
+                                   "DIALSCORE_MAX_ITEMS": "10", "DIALSCORE_READ_TIMEOUT": "5",
+                                   "DIALSCORE_ENCODER_PRECISION": "int8", "DIALSCORE_DATA_DIR": "/x"})
+    assert unknown == ["DIALSCORE_GRACEFUL_TIMOUT", "DIALSCORE_MAX_ITEM"]
+
+
+def test_every_dialscore_variable_in_the_code_is_known():
+    """The list of known names must follow the code, or the typo warning would fire on real settings."""
+    import re
+
+    names = set()
+    for folder in ("service", "training", "k8s"):
+        for path in (REPO / folder).rglob("*"):
+            if path.suffix in (".py", ".yaml") and path.is_file():
+                names |= set(re.findall(r"DIALSCORE_[A-Z0-9_]*[A-Z0-9](?![A-Za-z0-9_{])", path.read_text(encoding="utf-8")))
+    unknown = check_configuration({name: "auto" if name == "DIALSCORE_ENCODER_PRECISION" else "1" for name in names if name not in (
+        "DIALSCORE_MODEL_STORE", "DIALSCORE_PROVIDERS", "DIALSCORE_CUDA_OPTIONS", "DIALSCORE_API_TOKEN",
+        "DIALSCORE_LOG_LEVEL", "DIALSCORE_HOST", "DIALSCORE_WORKER_TMP_DIR", "DIALSCORE_READY_DIR",
+        "DIALSCORE_READ_TIMEOUT")})
+    assert unknown == []
+
+
+def test_python_m_service_stops_with_one_line_before_gunicorn_starts():
+    env = {**os.environ, "DIALSCORE_WORKERS": "0", "DIALSCORE_PORT": "8058"}
+    done = subprocess.run([sys.executable, "-m", "service"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "DIALSCORE_WORKERS='0': must be from 1 to 64" in lines[0], done.stderr
+
+
+def test_every_variable_is_documented():
+    """Every name the typo check knows is in README.md or docs/deploy.md (a third of the
+    limits were once named only in code comments)."""
+    from dataclasses import fields
+
+    from service.config import Settings, env_name
+    from service.server.checks import OTHER_NAMES
+
+    known = OTHER_NAMES | {env_name(f.name) for f in fields(Settings)} | {
+        env_name(f.name) for f in fields(ServerSettings)}
+    docs = (REPO / "README.md").read_text(encoding="utf-8") + (REPO / "docs" / "deploy.md").read_text(encoding="utf-8")
+    assert sorted(name for name in known if name not in docs) == []
+
+
+@pytest.mark.parametrize("variable, value, message", [
+    ("DIALSCORE_ENCODER_PRECISION", "fp16", "is not one of"),  # every MiniLM model was out, the pod never ready
+    ("DIALSCORE_CUDA_OPTIONS", "bad", "is not key=value"),  # each worker failed to boot, exit 3
+    ("DIALSCORE_PROVIDERS", "CudaExecutionProvider", "not an ONNX Runtime execution provider"),
+])
+def test_values_read_only_by_workers_are_checked_before_gunicorn_starts_too(variable, value, message):
+    with pytest.raises(ValueError, match=f"{variable}.*{message}"):
+        check_configuration({variable: value})
+
+
+def test_an_onnx_runtime_that_cannot_be_asked_is_one_line_not_a_traceback(monkeypatch):
+    import subprocess as sp
+
+    def broken(*args, **kwargs):
+        raise sp.CalledProcessError(1, args[0], output="", stderr="Traceback ...\nImportError: no onnxruntime here")
+
+    monkeypatch.setattr(sp, "run", broken)
+    with pytest.raises(ValueError, match="DIALSCORE_PROVIDERS: ONNX Runtime could not be asked.*ImportError"):
+        check_configuration({"DIALSCORE_PROVIDERS": "CPUExecutionProvider"})
+
+
+def test_memory_recycling_can_be_turned_off_with_zero():
+    """DIALSCORE_MAX_WORKER_MEMORY_MIB=0 is the documented 'never' (as for DIALSCORE_MAX_REQUESTS)."""
+    assert load_server_settings({"DIALSCORE_MAX_WORKER_MEMORY_MIB": "0"}).max_worker_memory_mib == 0
+    assert load_server_settings({"DIALSCORE_MAX_WORKER_MEMORY_MIB": "512"}).max_worker_memory_mib == 512
+    with pytest.raises(ValueError, match="^DIALSCORE_MAX_WORKER_MEMORY_MIB="):
+        load_server_settings({"DIALSCORE_MAX_WORKER_MEMORY_MIB": "-1"})

@@ -1,0 +1,93 @@
+"""Pod-level readiness: /readyz is 200 only once every gunicorn worker has loaded its models."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from service.server import readiness as worker_readiness
+from service.api.dataplane import readiness
+from service.store.model_store import ModelStore
+
+
+@pytest.fixture()
+def pod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "ready"
+    monkeypatch.setenv(worker_readiness.DIR_ENV, str(folder))
+    monkeypatch.setenv(worker_readiness.WORKERS_ENV, "2")
+    return folder
+
+
+LIVE = (os.getpid(), os.getppid())  # markers count only while their process runs
+
+
+def test_a_marker_the_master_could_not_remove_does_not_count_a_dead_worker(pod: Path) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    worker_readiness.mark_ready(int(dead))
+    worker_readiness.mark_ready(LIVE[0])
+    assert worker_readiness.pod_status() == (1, 2)
+
+
+def test_outside_gunicorn_readiness_is_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(worker_readiness.DIR_ENV, raising=False)
+    monkeypatch.delenv(worker_readiness.WORKERS_ENV, raising=False)
+    worker_readiness.mark_ready(123)  # no folder: nothing to write, no error
+    assert worker_readiness.pod_status() is None
+
+
+def test_markers_count_workers_and_forget_drops_a_dead_one(pod: Path) -> None:
+    assert worker_readiness.pod_status() == (0, 2)
+    worker_readiness.mark_ready(LIVE[0])
+    worker_readiness.mark_ready(LIVE[1])
+    assert worker_readiness.pod_status() == (2, 2)
+    worker_readiness.forget(LIVE[0])
+    assert worker_readiness.pod_status() == (1, 2)
+    worker_readiness.clear(pod)
+    assert worker_readiness.pod_status() == (0, 2)
+
+
+def _loaded_store(tmp_path: Path) -> ModelStore:
+    store = ModelStore(tmp_path / "empty-store")
+    store.loaded = True
+    return store
+
+
+def test_a_loaded_worker_is_not_ready_while_another_is_loading(pod: Path, tmp_path: Path) -> None:
+    store = _loaded_store(tmp_path)
+    worker_readiness.mark_ready(LIVE[0])
+    ready, details = readiness(store, None)
+    assert not ready and details == {"loading": True, "workers_ready": 1, "workers": 2}
+    worker_readiness.mark_ready(LIVE[1])
+    ready, details = readiness(store, None)
+    assert ready and details["workers_ready"] == details["workers"] == 2
+
+
+def test_readyz_names_how_many_workers_are_ready(pod: Path, client) -> None:
+    worker_readiness.clear(pod)
+    worker_readiness.mark_ready(LIVE[0])
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    error = response.get_json()["error"]
+    assert error["code"] == "not_ready" and "1 of 2 workers" in error["message"]
+    assert error["details"]["workers_ready"] == 1
+
+
+def test_a_worker_running_under_another_user_counts_as_alive(pod: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """os.kill(pid, 0) raises PermissionError for a live process of another user (EPERM), and
+    ProcessLookupError only for one that is gone: the first is a loaded worker, or the pod never
+    reports ready."""
+    worker_readiness.mark_ready(4242)
+    worker_readiness.mark_ready(4343)
+
+    def kill(pid: int, signal: int) -> None:
+        assert signal == 0
+        if pid == 4242:
+            raise PermissionError(1, "Operation not permitted")
+        raise ProcessLookupError(3, "No such process")
+
+    monkeypatch.setattr(os, "kill", kill)
+    assert worker_readiness.pod_status() == (1, 2)

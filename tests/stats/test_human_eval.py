@@ -1,0 +1,288 @@
+"""service.stats.human_eval: Ji et al. 2022's procedure, checked against scipy and against the paper's data."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as sps
+
+from service.stats.human_eval import HumanEvalInputError, assess
+
+JI = Path(__file__).resolve().parents[3] / "shared" / "data" / "human_eval" / "ji2022"
+RNG = np.random.default_rng(7)
+SYSTEMS = {"good": 70.0, "fair": 50.0, "degraded": 15.0}
+
+
+def synthetic(careful: int = 3, careless: int = 2, items: int = 4) -> list[dict]:
+    """Careful raters see the degraded system as bad; careless ones score at random."""
+    ratings = []
+    for r in range(careful + careless):
+        rater = f"{'careful' if r < careful else 'careless'}{r}"
+        for system, level in SYSTEMS.items():
+            for i in range(items):
+                if r < careful:
+                    fun, robotic = level + RNG.normal(0, 8), 100 - level + RNG.normal(0, 8)
+                else:
+                    fun, robotic = RNG.uniform(0, 100), RNG.uniform(0, 100)
+                ratings.append({"rater": rater, "system": system, "item": f"{rater}-{system}-{i}",
+                                "scores": {"fun": float(np.clip(fun, 0, 100)),
+                                           "robotic": float(np.clip(robotic, 0, 100))}})
+    return ratings
+
+
+def test_quality_control_standardisation_and_ranking_follow_the_definitions() -> None:
+    ratings = synthetic()
+    body = assess(ratings, reverse=["robotic"], qc_system="degraded")
+    json.dumps(body, allow_nan=False)
+    raters = body["raters"]
+    assert set(raters["passed"]) >= {"careful0", "careful1", "careful2"}
+    for rater, p in raters["p"].items():
+        mine = [r for r in ratings if r["rater"] == rater]
+        qc = [r["scores"]["fun"] for r in mine if r["system"] == "degraded"]  # robotic is reversed: not pooled
+        ordinary = [r["scores"]["fun"] for r in mine if r["system"] != "degraded"]
+        assert p == pytest.approx(sps.mannwhitneyu(qc, ordinary, alternative="less").pvalue)
+        assert (rater in raters["passed"]) == (p < 0.05)
+
+    # z: each rater's reversed scores standardised with their own mean and sample sd.
+    z_by_item = {}
+    for rater in {r["rater"] for r in ratings}:
+        mine = [r for r in ratings if r["rater"] == rater]
+        values = np.array([[r["scores"]["fun"], 100 - r["scores"]["robotic"]] for r in mine])
+        z = (values - values.mean()) / values.std(ddof=1)
+        z_by_item.update({r["item"]: row for r, row in zip(mine, z)})
+    kept = [r for r in ratings if r["rater"] in raters["passed"] and r["system"] != "degraded"]
+    assert [s["system"] for s in body["systems"]] == ["good", "fair"]  # best first, no QC system
+    for entry in body["systems"]:
+        rows = [r for r in kept if r["system"] == entry["system"]]
+        zs = np.array([z_by_item[r["item"]] for r in rows])
+        assert entry["n"] == len(rows)
+        assert entry["overall_z"] == pytest.approx(zs.mean())
+        assert entry["z"]["robotic"] == pytest.approx(zs[:, 1].mean())
+        assert entry["raw"]["robotic"] == pytest.approx(np.mean([100 - r["scores"]["robotic"] for r in rows]))
+        lo, hi = entry["overall_z_ci"]
+        assert lo < entry["overall_z"] < hi
+
+    good = [z_by_item[r["item"]].mean() for r in kept if r["system"] == "good"]
+    fair = [z_by_item[r["item"]].mean() for r in kept if r["system"] == "fair"]
+    assert body["significance"]["good"]["fair"] == pytest.approx(
+        sps.mannwhitneyu(good, fair, alternative="greater").pvalue)
+    assert body["significance"]["fair"]["good"] == pytest.approx(
+        sps.mannwhitneyu(fair, good, alternative="greater").pvalue)
+    assert "good" not in body["significance"]["good"]
+
+
+def test_without_a_quality_control_system_everyone_passes() -> None:
+    body = assess(synthetic(), reverse=["robotic"])
+    assert body["raters"]["failed"] == [] and body["raters"]["p"] == {}
+    assert {s["system"] for s in body["systems"]} == set(SYSTEMS)
+
+
+def test_a_rater_who_never_varies_fails_without_nan() -> None:
+    ratings = synthetic(careful=2, careless=0)
+    ratings += [{"rater": "flat", "system": s, "item": f"flat-{s}", "scores": {"fun": 50, "robotic": 50}}
+                for s in SYSTEMS]
+    body = assess(ratings, reverse=["robotic"], qc_system="degraded")
+    json.dumps(body, allow_nan=False)
+    assert "flat" in body["raters"]["failed"] and body["raters"]["p"]["flat"] is None
+    assert body["raters"]["constant"] == ["flat"] and "same score" in body["raters"]["reasons"]["flat"]
+
+
+def test_a_rater_without_quality_control_ratings_fails_with_a_reason() -> None:
+    ratings = synthetic(careful=2, careless=0)
+    ratings.append({"rater": "new", "system": "good", "item": "n1", "scores": {"fun": 80, "robotic": 10}})
+    ratings.append({"rater": "new", "system": "fair", "item": "n2", "scores": {"fun": 40, "robotic": 30}})
+    body = assess(ratings, reverse=["robotic"], qc_system="degraded")
+    assert "new" in body["raters"]["failed"] and "no quality-control" in body["raters"]["reasons"]["new"]
+
+
+def test_reversing_an_unused_criterion_changes_nothing() -> None:
+    """API.md's own example reverses "repetitive" beside ratings that lack it."""
+    ratings = synthetic(careful=2, careless=0, items=2)
+    assert assess(ratings, reverse=["robotic"]) == assess(ratings, reverse=["robotic", "repetitive"])
+
+
+def test_the_response_names_the_criteria_it_reversed() -> None:
+    """A misspelt `reverse` entry is not an error (above), so the response shows what was reversed."""
+    ratings = synthetic(careful=2, careless=0, items=2)
+    assert assess(ratings, reverse=["robotic", "repetitive"])["reversed"] == ["robotic"]
+    assert assess(ratings, reverse=["robotc"])["reversed"] == []
+
+
+@pytest.mark.parametrize(
+    ("change", "kwargs", "field"),
+    [
+        (lambda r: r[0]["scores"].update(fun=101), {}, "ratings.0.scores.fun"),
+        (lambda r: r[1]["scores"].pop("robotic"), {}, "ratings.1.scores"),
+        (lambda r: r[2]["scores"].update(fun=float("nan")), {}, "ratings.2.scores.fun"),
+        (lambda r: r[2].update(rater=""), {}, "ratings.2.rater"),
+        (lambda r: None, {"scale": (100, 0)}, "scale"),
+        (lambda r: None, {"alpha": 1.5}, "alpha"),
+        (lambda r: None, {"qc_criteria": ["boring"]}, "qc_criteria"),
+        # A rating sent twice would count twice: it turned a failing rater into a passing one.
+        (lambda r: r.append(dict(r[0])), {}, f"ratings.{3}.item"),
+        (lambda r: r[1].update(item=r[0]["item"]), {}, "ratings.1.item"),  # one item under two systems
+    ],
+)
+def test_bad_input_names_the_field(change, kwargs, field) -> None:
+    ratings = synthetic(careful=1, careless=0, items=1)
+    change(ratings)
+    with pytest.raises(HumanEvalInputError) as caught:
+        assess(ratings, **kwargs)
+    assert field in caught.value.fields
+
+
+@pytest.mark.skipif(not JI.is_dir(), reason="needs ../shared/data/human_eval/ji2022")
+def test_reproduces_ji_et_al_free_run_1() -> None:
+    from service.analysis.importers import ji2022_csv, ji2022_json
+
+    data = ji2022_csv(JI / "raw_mturk_csv" / "FreeTopicRound1" / "Combined_Batches_305hits.csv")
+    upstream = ji2022_json([JI / "dialogue_data"]).upstream
+    body = assess(data.ratings, data.reverse, data.scale, data.qc_system, qc_criteria=data.qc_criteria)
+    assert len(body["raters"]["passed"]) == 173  # the paper's Table 1
+    assert body["kept_ratings"] == 1075
+    assert set(body["raters"]["passed"]) == set(upstream["passed"])
+    order = [s["system"] for s in body["systems"]]
+    assert order[0] == "A" and order[-1] == "E"  # the paper's Table 3
+    assert body["systems"][0]["overall_z"] == pytest.approx(0.534, abs=5e-4)
+    assert body["systems"][-1]["overall_z"] == pytest.approx(-0.243, abs=5e-4)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["w1", "w2", "w3"]), st.sampled_from(["A", "B", "qc"]),
+                          st.integers(0, 100), st.integers(0, 100)), min_size=2, max_size=30))
+def test_any_valid_ratings_give_finite_json(rows) -> None:
+    ratings = [{"rater": r, "system": s, "item": f"i{k}", "scores": {"fun": f, "dull": d}}
+               for k, (r, s, f, d) in enumerate(rows)]
+    qc = "qc" if any(s == "qc" for _, s, _, _ in rows) else None
+    body = assess(ratings, reverse=["dull"], qc_system=qc)
+    json.dumps(body, allow_nan=False)
+    assert sorted(body["raters"]["passed"] + body["raters"]["failed"]) == sorted({r for r, *_ in rows})
+    for p in body["raters"]["p"].values():
+        assert p is None or 0.0 <= p <= 1.0
+    assert [s["overall_z"] for s in body["systems"]] == sorted((s["overall_z"] for s in body["systems"]), reverse=True)
+
+
+def test_ratings_with_equal_score_sums_tie_exactly_in_the_significance_test() -> None:
+    # One rater, A's three ratings all sum to 225. Averaged z-scores left the third
+    # a bit off the other two, which broke their tie and moved the rank-sum p (.082 instead of .098).
+    rows = {"A": [(51, 76, 95, 3), (3, 51, 76, 95), (95, 3, 51, 76)],
+            "B": [(14, 83, 95, 25), (31, 87, 42, 27), (76, 51, 95, 3)]}
+    ratings = [{"rater": "w1", "system": system, "item": f"{system}{i}", "scores": dict(zip("xyuv", values))}
+               for system, scores in rows.items() for i, values in enumerate(scores)]
+    result = assess(ratings)
+    means = {system: [np.mean(v) for v in scores] for system, scores in rows.items()}
+    expected = sps.mannwhitneyu(means["A"], means["B"], alternative="greater").pvalue
+    assert result["significance"]["A"]["B"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_many_raters_are_grouped_in_one_pass() -> None:
+    from service.stats.human_eval import rows_by
+
+    labels = np.array(["b", "a", "b", "c", "a"], dtype=object)
+    groups = rows_by(labels)
+    assert list(groups) == ["b", "a", "c"]  # order of first appearance, as the response lists raters
+    assert [g.tolist() for g in groups.values()] == [[0, 2], [1, 4], [3]]
+
+
+def test_labels_that_differ_only_by_a_trailing_nul_are_different_systems_and_raters() -> None:
+    """System "T\\u0000" took the rows of "T" (numpy's fixed-width strings drop trailing NULs):
+    its own rating was lost, and a system with no other match was a 500 from the mean of no rows."""
+    ratings = [{"rater": "w1", "system": "T\u0000", "item": "1", "scores": {"x": 10}},
+               {"rater": "w1", "system": "T", "item": "2", "scores": {"x": 90}},
+               {"rater": "w1", "system": "U", "item": "3", "scores": {"x": 50}}]
+    body = assess(ratings)
+    json.dumps(body, allow_nan=False)
+    by_name = {s["system"]: s for s in body["systems"]}
+    assert by_name["T\u0000"]["raw"]["x"] == 10.0 and by_name["T"]["raw"]["x"] == 90.0
+    assert [by_name[s]["n"] for s in ("T\u0000", "T", "U")] == [1, 1, 1]
+    alone = assess([{"rater": "w1", "system": "S\u0000", "item": "1", "scores": {"x": 10}},
+                    {"rater": "w1", "system": "T", "item": "2", "scores": {"x": 90}}])
+    assert {s["system"]: s["n"] for s in alone["systems"]} == {"S\u0000": 1, "T": 1}
+    # the quality-control system and rater names are compared the same way
+    qc = synthetic(careful=2, careless=0)
+    qc += [dict(r, rater=r["rater"] + "\u0000", item=r["item"] + "b") for r in qc if r["rater"] == "careful0"]
+    qc += [dict(r, system="degraded\u0000", item=r["item"] + "q") for r in qc if r["system"] == "degraded"][:2]
+    body = assess(qc, reverse=["robotic"], qc_system="degraded")
+    assert "careful0\u0000" in body["raters"]["p"] and "degraded\u0000" in {s["system"] for s in body["systems"]}
+
+
+def test_the_exact_rank_sum_null_is_used_only_where_it_is_cheap() -> None:
+    """scipy's exact null for 8 values against 16,300 cost 3 s a test: a /human-eval request within
+    the limits took 406 s. Small against small stays exact (scipy's auto); beyond
+    EXACT_MAX_PAIRS pairs it is the normal approximation, close to the exact p there."""
+    from service.stats.human_eval import EXACT_MAX_PAIRS, rank_sum_p
+
+    rng = np.random.default_rng(3)
+    small, mid, big = rng.normal(size=8), rng.normal(size=EXACT_MAX_PAIRS // 8), rng.normal(size=4000)
+    assert rank_sum_p(small, mid, "greater") == sps.mannwhitneyu(small, mid, alternative="greater",
+                                                                 method="exact").pvalue
+    asymptotic = sps.mannwhitneyu(small, big, alternative="greater", method="asymptotic").pvalue
+    assert rank_sum_p(small, big, "greater") == asymptotic
+    assert asymptotic == pytest.approx(sps.mannwhitneyu(small, big, alternative="greater", method="exact").pvalue,
+                                       abs=0.01)
+
+
+def test_the_significance_matrix_keeps_the_systems_order_whatever_order_it_tests_in() -> None:
+    samples = {"b": np.arange(5.0), "a": np.arange(3.0, 40.0), "c": np.arange(2.0, 9.0) + 0.5}
+    from service.stats.human_eval import significance_matrix
+
+    matrix = significance_matrix(samples)
+    assert list(matrix) == ["b", "a", "c"] and list(matrix["a"]) == ["b", "c"]
+    for a, row in matrix.items():
+        for b, p in row.items():
+            assert p == sps.mannwhitneyu(samples[a], samples[b], alternative="greater").pvalue
+
+
+def test_a_quality_control_system_no_rating_holds_fails_every_rater_with_a_warning() -> None:
+    """API.md's own example names qc_system "degraded" beside one rating of system A: it is answered
+    (was a 422), every rater failing quality control for having rated no quality-control dialogue,
+    and `warnings` says why no system is ranked, so a misspelt name is not silently ignored."""
+    ratings = synthetic(careful=2, careless=0, items=2)
+    body = assess(ratings, reverse=["robotic"], qc_system="degradd")
+    assert body["raters"]["passed"] == [] and sorted(body["raters"]["failed"]) == sorted(body["raters"]["p"])
+    assert set(body["raters"]["reasons"].values()) == {"rated no quality-control dialogue"}
+    assert body["systems"] == [] and body["significance"] == {} and body["kept_ratings"] == 0
+    assert len(body["warnings"]) == 1 and "'degradd'" in body["warnings"][0]
+    assert "warnings" not in assess(ratings, reverse=["robotic"], qc_system="degraded")
+
+
+def _ratings_on_1_to_5() -> list[dict]:
+    rng = np.random.default_rng(3)
+    out = []
+    for rater in ("r1", "r2", "r3"):
+        for system, level in (("A", 4.0), ("B", 2.5)):
+            for i in range(4):
+                out.append({"rater": rater, "system": system, "item": f"{system}{i}",
+                            "scores": {"fluent": float(np.clip(round(level + rng.normal(0, .7)), 1, 5)),
+                                       "repetitive": float(np.clip(round(6 - level + rng.normal(0, .7)), 1, 5))}})
+    return out
+
+
+def test_reversal_on_a_scale_that_does_not_start_at_zero() -> None:
+    """A reversed criterion is lo + hi - x (Ji et al.); hi - x agrees with it only on [0, hi]."""
+    ratings = _ratings_on_1_to_5()
+    body = assess(ratings, reverse=["repetitive"], scale=(1, 5))
+    for entry in body["systems"]:
+        raw = [r["scores"]["repetitive"] for r in ratings if r["system"] == entry["system"]]
+        assert entry["raw"]["repetitive"] == pytest.approx(np.mean([6 - v for v in raw]))
+
+
+def test_overall_z_interval_is_students_t_on_n_minus_one_df() -> None:
+    """Each rater's z uses their mean and sample sd over all their oriented scores; a system's
+    interval is Student's t on its per-rating mean z with n - 1 degrees of freedom."""
+    ratings = _ratings_on_1_to_5()
+    body = assess(ratings, reverse=["repetitive"], scale=(1, 5))
+    z = {}
+    for rater in {r["rater"] for r in ratings}:
+        mine = [r for r in ratings if r["rater"] == rater]
+        values = np.array([[r["scores"]["fluent"], 6 - r["scores"]["repetitive"]] for r in mine])
+        z.update({(rater, r["item"]): (row.mean() - values.mean()) / values.std(ddof=1)
+                  for r, row in zip(mine, values)})
+    for entry in body["systems"]:
+        sample = np.array([z[r["rater"], r["item"]] for r in ratings if r["system"] == entry["system"]])
+        expected = sps.t.interval(0.95, sample.size - 1, loc=sample.mean(), scale=sps.sem(sample))
+        assert entry["overall_z_ci"] == pytest.approx(list(expected), rel=1e-9)

@@ -1,0 +1,227 @@
+import json
+import logging
+
+from service.store.runtime import Runtime
+from service.store.model_store import ModelStore
+from tests.conftest import BASELINES, copy_store
+
+
+def test_every_baseline_loads(baseline_store):
+    store = ModelStore(baseline_store, Runtime())
+    assert store.load() is True
+    assert set(store.scorers) == set(BASELINES)
+    assert not store.failures
+
+
+def test_altered_component_takes_out_only_its_models(tmp_path, caplog):
+    root = copy_store(tmp_path / "store", BASELINES)
+    vectors = root / "glove-50d" / "vectors.npy"
+    data = bytearray(vectors.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    vectors.write_bytes(bytes(data))
+    store = ModelStore(root, Runtime())
+    with caplog.at_level(logging.ERROR):
+        assert store.load() is False
+    assert "glove-50d" in store.failures and "vectors.npy" in store.failures["glove-50d"]
+    for name in ("emb-average", "emb-extrema", "emb-greedy"):
+        assert name not in store.scorers
+        assert "glove-50d" in store.failures[name]
+    assert {"bleu4", "rouge-l", "length"} <= set(store.scorers)
+    assert "vectors.npy" in caplog.text
+
+
+def test_missing_file_and_unknown_implementation(tmp_path):
+    root = copy_store(tmp_path / "store", ("length", "bleu4"))
+    (root / "length" / "manifest.json").write_text((root / "length" / "manifest.json").read_text()
+                                                   .replace('"scorer": "length"', '"scorer": "no-such"'))
+    (root / "bleu4" / "extra.json").write_text("{}")  # unlisted files are ignored, listed ones checked
+    store = ModelStore(root, Runtime())
+    assert store.load() is False
+    assert "no-such" in store.failures["length"]
+    assert "bleu4" in store.scorers
+
+
+def test_configured_model_absent_is_a_failure(baseline_store):
+    store = ModelStore(baseline_store, Runtime(), models=("length", "ghost"))
+    assert store.load() is False
+    assert set(store.scorers) == {"length"}
+    assert "ghost" in store.failures
+
+
+def _manifest(root, name):
+    return root / name / "manifest.json"
+
+
+def test_a_manifest_field_of_the_wrong_shape_takes_out_only_that_model(tmp_path):
+    """`"score_range": [1]` raised IndexError out of the loading thread: every model stayed
+    "still loading" for good (a configuration probe)."""
+    root = copy_store(tmp_path / "store", ("length", "bleu4"))
+    text = json.loads(_manifest(root, "bleu4").read_text())
+    text["score_range"] = [1]
+    _manifest(root, "bleu4").write_text(json.dumps(text))
+    store = ModelStore(root, Runtime())
+    assert store.load() is False and store.loaded
+    assert "score_range" in store.failures["bleu4"] and store.public_failures["bleu4"] == "manifest invalid: a field's type"
+    assert set(store.scorers) == {"length"}
+
+
+def test_a_manifest_with_a_number_python_cannot_read_takes_out_only_that_model(tmp_path):
+    """An integer of more than 4,300 digits in one card raised a bare ValueError that ended the whole
+    store's load: every model out."""
+    root = copy_store(tmp_path / "store", ("length", "bleu4"))
+    text = _manifest(root, "bleu4").read_text()
+    _manifest(root, "bleu4").write_text(text.replace('"card": {', '"card": {"big": ' + "1" * 5000 + ", ", 1))
+    store = ModelStore(root, Runtime())
+    assert store.load() is False and store.loaded
+    assert "digits" in store.failures["bleu4"]
+    assert set(store.scorers) == {"length"}
+
+
+def test_a_manifest_may_not_relabel_what_its_scorer_computes(tmp_path):
+    """bleu4 relabelled "unreferenced" (requires to match) loaded, was scored without a reference and
+    still read one when sent, against "unreferenced models ignore the reference"."""
+    root = copy_store(tmp_path / "store", ("length", "bleu4"))
+    text = json.loads(_manifest(root, "bleu4").read_text())
+    text["kind"], text["requires"] = "unreferenced", ["context", "response"]
+    _manifest(root, "bleu4").write_text(json.dumps(text))
+    store = ModelStore(root, Runtime())
+    assert store.load() is False
+    assert "computes a referenced score" in store.failures["bleu4"]
+    assert store.public_failures["bleu4"] == "manifest invalid: kind"
+    assert set(store.scorers) == {"length"}
+
+
+def test_an_unreadable_manifest_takes_out_only_that_model(tmp_path, monkeypatch):
+    """A PermissionError (mode 000, as the probe set it; faked, since tests may run as root) once
+    killed the loading thread."""
+    from pathlib import Path
+
+    root = copy_store(tmp_path / "store", ("length", "bleu4"))
+    unreadable = _manifest(root, "bleu4")
+    read_bytes = Path.read_bytes
+
+    def guarded(self, *args, **kwargs):
+        if self == unreadable:
+            raise PermissionError(13, "Permission denied", str(self))
+        return read_bytes(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_bytes", guarded)
+    store = ModelStore(root, Runtime())
+    assert store.load() is False
+    assert store.public_failures["bleu4"] == "manifest unreadable" and "length" in store.scorers
+
+
+def test_a_broken_model_left_out_of_the_configured_list_does_not_hold_readiness(tmp_path):
+    """With DIALSCORE_MODELS, only those models' and their components' manifests are read: an
+    operator can serve around a broken model."""
+    root = copy_store(tmp_path / "store", ("length", "bleu4", "emb-average"))
+    _manifest(root, "bleu4").write_text("{ half a manifest")
+    (root / "lost+found").mkdir()
+    store = ModelStore(root, Runtime(), models=("length", "emb-average"))
+    assert store.load() is True, store.failures
+    assert set(store.scorers) == {"length", "emb-average"} and "glove-50d" in store.components
+
+
+def test_a_folder_without_a_manifest_is_skipped_not_a_failed_model(tmp_path, caplog):
+    root = copy_store(tmp_path / "store", ("length",))
+    (root / "lost+found").mkdir()  # every ext4 volume has one
+    store = ModelStore(root, Runtime())
+    with caplog.at_level(logging.WARNING):
+        assert store.load() is True
+    assert "lost+found" in caplog.text and "lost+found" not in store.failures
+
+
+def test_a_store_with_nothing_to_serve_is_not_ready(tmp_path):
+    (tmp_path / "empty").mkdir()
+    store = ModelStore(tmp_path / "empty", Runtime())
+    assert store.load() is False
+    assert store.public_failures == {"model_store": "no model to serve"}
+
+
+def test_a_bug_while_loading_ends_the_load_with_a_failure_not_a_worker_loading_for_ever(tmp_path, monkeypatch):
+    from service.app import create_app
+
+    root = copy_store(tmp_path / "store", ("length",))
+    monkeypatch.setattr(ModelStore, "_read_manifests", lambda self: 1 / 0)
+    client = create_app({"model_store": root, "load_sync": True}).test_client()
+    ready = client.get("/readyz")
+    assert ready.status_code == 503
+    details = ready.get_json()["error"]["details"]
+    assert "loading" not in details or not details["loading"], details
+    assert "ZeroDivisionError" in details["failed"]["model_store"]
+
+
+def test_a_uses_entry_that_is_not_a_name_takes_out_only_that_model(tmp_path):
+    """`"uses": [["x"]]` raised TypeError in the store's own bookkeeping: every model was out."""
+    root = copy_store(tmp_path / "store", ("length", "bleu4"))
+    text = json.loads(_manifest(root, "bleu4").read_text())
+    text["uses"] = [["x"]]
+    _manifest(root, "bleu4").write_text(json.dumps(text))
+    store = ModelStore(root, Runtime())
+    assert store.load() is False
+    assert "bleu4" in store.failures and set(store.scorers) == {"length"}
+
+
+def test_a_model_folder_whose_manifest_is_missing_or_dangling_is_a_failed_model(tmp_path):
+    """Only an empty folder or lost+found is passed over: a folder with a model's files and no readable
+    manifest is a model that failed, so the pod is not ready without it."""
+    root = copy_store(tmp_path / "store", ("length", "bleu4", "rouge-l"))
+    _manifest(root, "bleu4").unlink()
+    _manifest(root, "rouge-l").unlink()
+    _manifest(root, "rouge-l").symlink_to(tmp_path / "nowhere.json")
+    store = ModelStore(root, Runtime())
+    assert store.load() is False
+    assert store.public_failures["bleu4"] == "manifest missing"
+    assert store.public_failures["rouge-l"] == "manifest missing"
+
+
+def test_a_component_named_as_a_model_is_reported(baseline_store):
+    store = ModelStore(baseline_store, Runtime(), models=("length", "glove-50d"))
+    assert store.load() is False
+    assert store.public_failures["glove-50d"] == "a component, not a model"
+
+
+def test_clients_are_told_503_for_a_store_that_failed_and_404_for_a_component(tmp_path):
+    from service.app import create_app
+
+    item = {"context": ["a"], "response": "b", "reference": "c"}
+    (tmp_path / "empty").mkdir()
+    client = create_app({"model_store": tmp_path / "empty", "load_sync": True}).test_client()
+    answer = client.post("/score", json={"model": "adem", "items": [item]})
+    assert answer.status_code == 503 and answer.get_json()["error"]["code"] == "not_ready"
+
+    root = copy_store(tmp_path / "store", ("length", "emb-average"))
+    (root / "glove-50d" / "vectors.npy").unlink()  # the component fails, and with it emb-average
+    client = create_app({"model_store": root, "load_sync": True}).test_client()
+    assert client.post("/score", json={"model": "emb-average", "items": [item]}).status_code == 503
+    assert client.post("/score", json={"model": "glove-50d", "items": [item]}).status_code == 404
+
+
+def test_a_card_nested_too_deeply_takes_out_its_model_not_models_listing(tmp_path):
+    """Deep enough to load, too deep to serialise: GET /models was a 500 for everyone."""
+    from service.app import create_app
+
+    root = copy_store(tmp_path / "store", ("length", "bleu4"))
+    text = json.loads(_manifest(root, "bleu4").read_text())
+    deep: list = []
+    for _ in range(900):
+        deep = [deep]
+    text["card"]["x"] = deep
+    _manifest(root, "bleu4").write_text(json.dumps(text))
+    client = create_app({"model_store": root, "load_sync": True}).test_client()
+    listed = client.get("/models")
+    assert listed.status_code == 200 and [m["name"] for m in listed.get_json()["models"]] == ["length"]
+    assert listed.get_json()["failed"]["bleu4"] == "manifest invalid: nesting"
+
+
+def test_a_folder_holding_only_subfolders_is_a_model_and_model_store_is_a_reserved_name(tmp_path):
+    root = copy_store(tmp_path / "store", ("length",))
+    (root / "adem2" / "onnx").mkdir(parents=True)
+    (root / "adem2" / "onnx" / "head.onnx").write_bytes(b"x")
+    (root / "model_store").mkdir()
+    _manifest(root, "model_store").write_text("{ broken")
+    store = ModelStore(root, Runtime())
+    assert store.load() is False
+    assert store.public_failures["adem2"] == "manifest missing"
+    assert "model_store" not in store.failures and store.public_failures["model_store/"] == "folder name reserved"
+    assert "length" in store.scorers

@@ -1,0 +1,172 @@
+"""The ONNX Runtime layer, on tiny graphs the test builds."""
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from service.config import CUDA_DEFAULTS, cuda_provider_options
+from service.store.runtime import Runtime, RuntimeSettings, default_threads, length_buckets
+
+
+def _masked_mean_graph(path):
+    """mean over time of x[b, t, :] where mask[b, t] = 1: a padding-exact reduction like our encoders'."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "time", 3])
+    mask = helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", "time"])
+    out = helper.make_tensor_value_info("mean", TensorProto.FLOAT, ["batch", 3])
+    axes = helper.make_tensor("axes", TensorProto.INT64, [1], [1])
+    last = helper.make_tensor("last", TensorProto.INT64, [1], [-1])
+    nodes = [
+        helper.make_node("Unsqueeze", ["mask", "last"], ["m3"]),
+        helper.make_node("Mul", ["x", "m3"], ["xm"]),
+        helper.make_node("ReduceSum", ["xm", "axes"], ["total"], keepdims=0),
+        helper.make_node("ReduceSum", ["mask", "axes"], ["count"], keepdims=1),
+        helper.make_node("Div", ["total", "count"], ["mean"]),
+    ]
+    graph = helper.make_graph(nodes, "masked_mean", [x, mask], [out], initializer=[axes, last])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
+def test_session_runs_and_reports_cpu(tmp_path):
+    runtime = Runtime(RuntimeSettings(intra_op_threads=1))
+    session = runtime.session(_masked_mean_graph(tmp_path / "g.onnx"))
+    assert "CPUExecutionProvider" in session.get_providers()
+    x = np.arange(12, dtype=np.float64).reshape(1, 4, 3)  # float64 in: cast to what the graph asks
+    (mean,) = session.run({"x": x, "mask": [[1, 1, 0, 0]]})
+    np.testing.assert_allclose(mean, x[0, :2].mean(axis=0, keepdims=True), rtol=1e-6)
+
+
+def test_padding_does_not_change_results(tmp_path):
+    session = Runtime().session(_masked_mean_graph(tmp_path / "g.onnx"))
+    rng = np.random.default_rng(0)
+    short = rng.normal(size=(1, 2, 3))
+    padded = np.concatenate([short, rng.normal(size=(1, 5, 3))], axis=1)
+    (a,) = session.run({"x": short, "mask": np.ones((1, 2))})
+    (b,) = session.run({"x": padded, "mask": [[1, 1, 0, 0, 0, 0, 0]]})
+    np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_run_rows_is_each_row_run_alone(tmp_path):
+    session = Runtime(RuntimeSettings(intra_op_threads=1)).session(_masked_mean_graph(tmp_path / "g.onnx"))
+    rng = np.random.default_rng(1)
+    x, mask = rng.normal(size=(5, 4, 3)), (rng.random((5, 4)) < 0.7).astype(float)
+    mask[:, 0] = 1
+    (rows,) = session.run_rows({"x": x, "mask": mask})
+    alone = np.concatenate([session.run({"x": x[i:i + 1], "mask": mask[i:i + 1]})[0] for i in range(5)])
+    np.testing.assert_array_equal(rows, alone)
+    assert rows.shape == (5, 3)
+
+
+class _SaysCuda:
+    """A real CPU session that reports CUDA first, as a GPU worker's does: what Session decides by."""
+
+    def __init__(self, raw) -> None:
+        self.raw, self.runs = raw, 0
+
+    def get_providers(self) -> list[str]:
+        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+    def get_inputs(self):
+        return self.raw.get_inputs()
+
+    def get_outputs(self):
+        return self.raw.get_outputs()
+
+    def run(self, outputs, feeds):
+        self.runs += 1
+        return self.raw.run(outputs, feeds)
+
+
+def test_run_rows_runs_one_batch_on_cuda(tmp_path):
+    """Row by row buys no exactness on CUDA (cuBLAS picks kernels by shape) and costs a launch a row."""
+    from service.store.runtime import Session
+
+    cpu = Runtime(RuntimeSettings(intra_op_threads=1)).session(_masked_mean_graph(tmp_path / "g.onnx"))
+    assert not cpu.on_cuda
+    raw = _SaysCuda(cpu._session)
+    session = Session(raw, "g.onnx")
+    assert session.on_cuda
+    rng = np.random.default_rng(2)
+    x, mask = rng.normal(size=(5, 4, 3)), np.ones((5, 4))
+    (rows,) = session.run_rows({"x": x, "mask": mask})
+    assert raw.runs == 1
+    np.testing.assert_allclose(rows, cpu.run_rows({"x": x, "mask": mask})[0], atol=1e-6)
+
+
+def test_wrong_inputs_are_named(tmp_path):
+    session = Runtime().session(_masked_mean_graph(tmp_path / "g.onnx"))
+    with pytest.raises(ValueError, match="missing"):
+        session.run({"x": np.zeros((1, 2, 3))})
+    with pytest.raises(ValueError, match="rank"):
+        session.run({"x": np.zeros((2, 3)), "mask": np.ones((1, 2))})
+
+
+def test_providers_asked_for_are_filtered_to_available():
+    runtime = Runtime(RuntimeSettings(providers=("CUDAExecutionProvider", "CPUExecutionProvider")))
+    import onnxruntime as ort
+
+    assert set(runtime.providers) <= set(ort.get_available_providers())
+    assert runtime.providers[-1] == "CPUExecutionProvider"
+
+
+def test_cuda_options_override_our_defaults_and_must_be_key_value():
+    assert cuda_provider_options(()) == CUDA_DEFAULTS
+    assert cuda_provider_options(("use_tf32=1", " gpu_mem_limit = 1073741824 ")) == {
+        **CUDA_DEFAULTS, "use_tf32": "1", "gpu_mem_limit": "1073741824"}
+    for bad in ("use_tf32", "=1", "use_tf32="):
+        with pytest.raises(ValueError, match="key=value"):
+            cuda_provider_options((bad,))
+    runtime = Runtime(RuntimeSettings(cuda_options=("device_id=0",)))
+    assert runtime.cuda_options["device_id"] == "0"
+    assert all(p == "CPUExecutionProvider" or p[0] == "CUDAExecutionProvider" for p in runtime.provider_list())
+
+
+def test_threads_divide_the_cores():
+    assert default_threads(1) >= default_threads(2) >= 1
+    assert Runtime(RuntimeSettings(intra_op_threads=3)).threads == 3
+
+
+def test_length_buckets_cover_every_index_once_and_group_similar_lengths():
+    lengths = [5, 1, 30, 2, 29, 6, 1, 31]
+    batches = length_buckets(lengths, max_batch=3)
+    flat = [i for b in batches for i in b]
+    assert sorted(flat) == list(range(len(lengths)))
+    assert all(len(b) <= 3 for b in batches)
+    assert [lengths[i] for i in flat] == sorted(lengths)
+    assert length_buckets([], 4) == []
+    assert length_buckets([100] * 10, max_batch=64, max_tokens=250) == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
+
+
+def test_length_buckets_with_a_step_never_mix_lengths_across_a_multiple_of_it():
+    lengths = [3, 8, 9, 16, 17, 1, 24, 12, 8, 10, 11, 18, 19]
+    batches = length_buckets(lengths, max_batch=64, step=8)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    assert [sorted(lengths[i] for i in b) for b in batches] == [[1, 3, 8, 8], [9, 10, 11, 12, 16], [17, 18, 19, 24]]
+    assert len(length_buckets([14, 15, 24], max_batch=64, step=8)) == 1  # a few texts: one run, not one per step
+
+
+def test_runtime_settings_copy_every_runtime_field_of_the_service_settings():
+    """One constructor for the server, bulk and gpu-check.sh: a field RuntimeSettings adds must be a setting."""
+    from dataclasses import fields
+
+    from service.config import Settings
+
+    settings = Settings(providers=("CPUExecutionProvider",), intra_op_threads=3, workers=5,
+                        cuda_options=("device_id=1",), batch_size=7)
+    got = RuntimeSettings.from_settings(settings)
+    assert all(getattr(got, f.name) == getattr(settings, f.name) for f in fields(RuntimeSettings))
+    assert got.batch_size == 7 and got.workers == 5
+    assert RuntimeSettings.from_settings(settings, workers=1).workers == 1
+
+
+def test_the_cuda_provider_is_given_our_defaults_and_the_operators_options():
+    """On a GPU machine InferenceSession must get CUDA's options (use_tf32=0 by default: TF32 moved
+    scores by up to 2e-4 of their range, service/config.py). Faked here: the provider list a machine
+    with CUDA would have, so the check runs on a CPU-only machine too."""
+    runtime = Runtime(RuntimeSettings(cuda_options=("device_id=0",)))
+    runtime.providers = ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert CUDA_DEFAULTS["use_tf32"] == "0"
+    assert runtime.provider_list() == [("CUDAExecutionProvider", {"use_tf32": "0", "device_id": "0"}),
+                                       "CPUExecutionProvider"]
