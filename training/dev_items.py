@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-from training.cli_types import check_output_file, output_file
+from training.core.cli import check_output_file, output_file
 from training.data.judgements import DEFAULT_DATA_DIR, SETS, SPLITS, load_set
 from training.data.references import is_reference_reply
 

@@ -39,9 +39,9 @@ from service.scorers.base import EncodeCache, Item, Scorer
 from service.stats.correlation import spearman
 from training.data.judgements import DEFAULT_DATA_DIR, SETS, JudgedItem, load_set
 from training.data.references import dailydialog_index, is_reference_reply, with_recovered_references
-from training import docs_section
-from training.cli_types import output_dir, output_file, positive_int
-from training.progress import cpu_description
+from training.core import docs_section
+from training.core.cli import output_dir, output_file, positive_int
+from training.core.progress import cpu_description
 
 log = logging.getLogger("training.evaluate")
 
@@ -421,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     full = whole_protocol and args.models is None
     out = args.out or (Path("docs/evaluation.md") if full else None)
     plots = args.plots or (Path("docs/plots") if full else None)
-    from training.progress import setup_logging
+    from training.core.progress import setup_logging
 
     setup_logging(args.log)
     started = time.monotonic()

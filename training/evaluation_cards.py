@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from service.manifest import update_card
-from training import docs_section
+from training.core import docs_section
 
 if TYPE_CHECKING:
     from training.evaluate import Result

@@ -94,7 +94,7 @@ def check_parity(module: nn.Module, path: Path, examples: Sequence[tuple[torch.T
 def refuse_non_finite(outputs: Sequence[np.ndarray], path: Path) -> None:
     """A parity check's ONNX outputs must be finite: an AutoJudge run with alpha NaN passed one (a probe)."""
     if not all(np.all(np.isfinite(output)) for output in outputs):
-        from training.cli_types import SetupError
+        from training.core.cli import SetupError
 
         raise SetupError(f"{Path(path).name}: the graph gives non-finite outputs (a run with NaN weights?)")
 
@@ -270,8 +270,8 @@ def _refuse_orphans(store: Path, files: dict[str, str], rewritten: set[str], vhr
 
 def main(argv: list[str]) -> int:
     from training import export_checks as checks
-    from training.progress import setup_logging
-    from training.cli_types import version
+    from training.core.progress import setup_logging
+    from training.core.cli import version
 
     parser = argparse.ArgumentParser(prog="python -m training export", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

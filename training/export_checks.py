@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from training.cli_types import SetupError
+from training.core.cli import SetupError
 
 ENCODER = "hred-encoder"
 HEADS = ("adem", "autojudge")

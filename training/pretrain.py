@@ -22,8 +22,8 @@ from training import tokenizer as bpe
 from training.data import corpora, judgements
 from training.data.keys import match_key
 from training.encoders.vhred import VHRED, VHREDConfig, save_checkpoint, weights_sha256
-from training.progress import Progress, setup_logging
-from training.cli_types import count, names_from, positive_float, positive_int, threads
+from training.core.progress import Progress, setup_logging
+from training.core.cli import count, names_from, positive_float, positive_int, threads
 
 # What a run writes into --out; a new run removes the last run's first (see clear_outputs).
 RUN_OUTPUTS = ("model.pt", "metrics.json", "tokenizer.json")

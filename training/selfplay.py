@@ -28,7 +28,7 @@ from scipy import stats
 from service.scorers.base import Dialogue, Turn
 from service.store import ModelStore
 from training.bots import Bot, BotError, make_bot
-from training.cli_types import count, output_file, positive_float, positive_int
+from training.core.cli import count, output_file, positive_float, positive_int
 
 
 def openers(count: int, seed: int, data_dir: Path | None = None) -> list[str]:
@@ -93,7 +93,7 @@ def selfplay(bot: Bot, scorer: Any, seeds: list[str], turns: int, max_failures: 
 def load_scorer(store: Path) -> Any:
     """The store's mh scorer; a store without one is a set-up error (exit 2) named before the store
     loads, whose log lines speak to a server's operator ("clients are told ...")."""
-    from training.cli_types import SetupError
+    from training.core.cli import SetupError
 
     if not (Path(store) / "mh" / "manifest.json").is_file():
         raise SetupError(f"--store {store}: no mh model there ({Path(store) / 'mh' / 'manifest.json'} is missing)")

@@ -107,7 +107,7 @@ def save(tokenizer: Tokenizer, path: Path) -> None:
 def load(path: Path) -> Tokenizer:
     """The run's tokenizer.json; a missing one is an OSError and an unreadable one a SetupError naming it
     (tokenizers raises a bare Exception for both, which reached users as a traceback)."""
-    from training.cli_types import SetupError
+    from training.core.cli import SetupError
 
     path = Path(path)
     if not path.is_file():

@@ -10,8 +10,8 @@ import torch
 from tests.hred_tiny import pretrain_tiny, train_heads_tiny
 from training.adem.model import ADEMHead, ServedADEM, fit_pca
 from training.adem.train import fit_adem
-from training.heads import predict
-from training.heads import correlations, group_split
+from training.core.heads import predict
+from training.core.heads import correlations, group_split
 
 torch.set_num_threads(1)
 
@@ -106,7 +106,7 @@ def test_early_stopping_groups_are_contexts_not_conversation_ids() -> None:
     """DSTC7 repeats one context under several conversation ids: grouped by id, 470 of ADEM's 925
     validation items shared a context with fitting items (the paper holds out whole contexts)."""
     from training.data.judgements import load_set
-    from training.heads import context_groups
+    from training.core.heads import context_groups
 
     items = load_set("dstc7", "train")
     groups = context_groups(items)

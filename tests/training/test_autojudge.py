@@ -10,7 +10,7 @@ import torch
 from tests.hred_tiny import pretrain_tiny, train_heads_tiny
 from training.autojudge.model import AutoJudgeHead
 from training.autojudge.train import cross_validate, fit_autojudge
-from training.heads import group_folds
+from training.core.heads import group_folds
 
 torch.set_num_threads(1)
 

@@ -176,7 +176,7 @@ def test_training_reports_the_services_spearman_p() -> None:
     """Cards and metrics carry /correlate's p: exact for a handful of systems, where scipy's t
     approximation says p = 0 for any perfect ranking (M_H's 4 iEval bots had spearman_p 0.0)."""
     from training.evaluate import correlate
-    from training.heads import correlations
+    from training.core.heads import correlations
     from training.mh.evaluate import correlate as mh_correlate
 
     x, y = np.array([1.0, 2.0, 3.0, 4.0]), np.array([1.5, 2.5, 3.5, 9.0])

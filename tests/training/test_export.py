@@ -284,7 +284,7 @@ def test_a_graph_with_nan_weights_fails_the_parity_check(tmp_path) -> None:
     (parity 0.0), and the store's working autojudge was replaced by one that scores NaN."""
     import torch
 
-    from training.cli_types import SetupError
+    from training.core.cli import SetupError
     from training.export import check_parity, export_onnx
 
     module = torch.nn.Linear(3, 1)
@@ -300,7 +300,7 @@ def test_a_head_with_nothing_left_to_fit_is_refused() -> None:
     import numpy as np
 
     from training.autojudge.train import fit_autojudge
-    from training.cli_types import SetupError
+    from training.core.cli import SetupError
 
     vectors = (np.ones((1, 4), np.float32), np.ones((1, 4), np.float32))
     with pytest.raises(SetupError, match="left to fit"):

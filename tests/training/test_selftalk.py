@@ -46,7 +46,7 @@ def test_no_context_to_continue_is_a_set_up_error() -> None:
     """--context-turns 1000 wrote an empty file and exited 0 (a probe, 2026-11-25)."""
     import random
 
-    from training.cli_types import SetupError
+    from training.core.cli import SetupError
     from training.selftalk import pick_contexts
 
     with pytest.raises(SetupError, match="no unseen context"):

@@ -11,7 +11,7 @@ import torch
 from tests.hred_tiny import TINY, pretrain_tiny
 from training import pretrain
 from training import tokenizer as bpe
-from training.encoders.bigru import BiGRU
+from training.core.bigru import BiGRU
 from training.encoders.vhred import VHRED, VHREDConfig, load_checkpoint
 from training.export import check_parity, export_hred
 

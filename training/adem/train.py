@@ -19,11 +19,11 @@ import torch
 
 from training.adem.model import ADEMHead, ServedADEM, VARIANTS, fit_pca
 from training.encoders.vhred import save_atomically
-from training.heads import (calibrate_head, clear_head_outputs, context_groups, correlations, encoder_record, predict,
+from training.core.heads import (calibrate_head, clear_head_outputs, context_groups, correlations, encoder_record, predict,
                             system_correlation, train_head, validation_mask)
-from training.progress import setup_logging
+from training.core.progress import setup_logging
 from training.data.judgements import SETS
-from training.cli_types import SetupError, count, names_from, nonnegative_float, positive_float, positive_int
+from training.core.cli import SetupError, count, names_from, nonnegative_float, positive_float, positive_int
 
 DEFAULT_SETS = ("dstc7", "dailydialog_gupta_multiref")
 

@@ -19,11 +19,11 @@ import torch
 
 from training.autojudge.model import AutoJudgeHead
 from training.encoders.vhred import save_atomically
-from training.heads import (calibrate_head, clear_head_outputs, context_groups, correlations, encoder_record, group_folds, predict,
+from training.core.heads import (calibrate_head, clear_head_outputs, context_groups, correlations, encoder_record, group_folds, predict,
                             system_correlation, train_head, validation_mask)
-from training.progress import setup_logging
+from training.core.progress import setup_logging
 from training.data.judgements import SETS
-from training.cli_types import at_least_two, count, names_from, positive_float, positive_int
+from training.core.cli import at_least_two, count, names_from, positive_float, positive_int
 
 DEFAULT_SETS = ("xdial_dailydialog_zhao", "xdial_persona_zhao", "conture", "holistic_eval",
                 "predictive_engagement", "dailydialog_gupta_multiref")

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from training.encoders.bigru import BiGRU, gather_time
+from training.core.bigru import BiGRU, gather_time
 from training.tokenizer import BOS_ID, PAD_ID, UNK_ID
 
 
@@ -227,7 +227,7 @@ def save_atomically(payload: dict, path) -> None:
 def load_finished(folder: Path) -> tuple[VHRED, dict]:
     """A run's model.pt, refused while it is a step checkpoint of an unfinished run: heads trained,
     and self-talk generated, on it trained to the end and were refused only at export (a probe)."""
-    from training.cli_types import SetupError
+    from training.core.cli import SetupError
 
     model, extra = load_checkpoint(Path(folder) / "model.pt")
     if "steps_done" in extra:
@@ -241,7 +241,7 @@ def load_checkpoint(path) -> tuple[VHRED, dict]:
     """The model and the `extra` it was saved with. A file that is not a VHRED checkpoint (cut
     short, another model's, not a checkpoint at all) is a SetupError naming it: every command that
     loads one showed a torch traceback instead. A missing file stays an OSError."""
-    from training.cli_types import SetupError
+    from training.core.cli import SetupError
 
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)

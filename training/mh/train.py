@@ -20,7 +20,7 @@ import numpy as np
 from service import proxies, stats
 from service.manifest import read_manifest
 from training.mh import data, evaluate, features, fit, export
-from training.cli_types import nonnegative_float, output_dir, output_file, positive_int
+from training.core.cli import nonnegative_float, output_dir, output_file, positive_int
 from training.data.corpora import DEFAULT_DATA_DIR
 
 VERSION = "2026.11.2"  # .1: proxies held to their fitting range; .2: bot-only and self-play read every consecutive pair

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from training import docs_section
+from training.core import docs_section
 from training.data.holdout import MIN_WINDOW_CHARS, DevHoldout
 from training.data.keys import match_key
-from training.cli_types import check_output_file, positive_int
+from training.core.cli import check_output_file, positive_int
 
 KINDS = ("empty", "near-empty", "repeated", "generic", "copy-last-turn", "other-conversation")
 

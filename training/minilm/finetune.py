@@ -28,7 +28,7 @@ from training.minilm.export import model_path
 from training.minilm.heads import AutoJudgeHead
 from training.minilm.train import Config as HeadConfig
 from training.minilm.train import judged_rows
-from training.cli_types import count, output_file, positive_float, positive_int, threads
+from training.core.cli import count, output_file, positive_float, positive_int, threads
 
 
 @dataclass

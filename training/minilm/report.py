@@ -20,8 +20,8 @@ import numpy as np
 from service.scorers.base import EncodeCache, Item
 from training.data.judgements import SETS, load_set
 from training.evaluate import correlate, evaluate_model, load_store, recover
-from training import docs_section
-from training.cli_types import check_output_file, input_file
+from training.core import docs_section
+from training.core.cli import check_output_file, input_file
 
 PAIRS = {"adem-minilm": "adem", "ruber-minilm": "ruber", "autojudge-minilm": "autojudge"}
 BARS = ("length", "minilm-cosine")
@@ -46,7 +46,7 @@ def run(store_root: Path, sets: list[str], recover_references: bool = True) -> d
     models = list(PAIRS) + list(PAIRS.values()) + list(BARS)
     store = load_store(store_root, models)
     if not store.scorers:  # it printed a report of 0/0 comparisons, exit 0
-        from training.cli_types import SetupError
+        from training.core.cli import SetupError
 
         raise SetupError(f"none of the report's models ({', '.join(models)}) is served from {store_root}: "
                          "nothing to report")
@@ -127,7 +127,7 @@ def tried_table(paths: list[Path]) -> str:
     and the loss weights were chosen (dev Pearson with the first reference, train-minilm's measure)."""
     import json
 
-    from training.cli_types import SetupError
+    from training.core.cli import SetupError
 
     rows = []
     for path in paths:

@@ -36,10 +36,10 @@ from service.scorers.minilm import context_texts
 from training.minilm import data
 from training.minilm.degenerate import TRAIN_GENERIC, TRAIN_NEAR_EMPTY, degenerate_replies
 from training.minilm.embed import EmbeddingCache
-from training.staging import check_replaceable, staged_folder
+from training.core.staging import check_replaceable, staged_folder
 from training.minilm.heads import DIM, HEADS, POOLINGS
 from training.minilm.next_turn import NEXT_TURN_MODELS, NextTurnConfig, pretrain_bilinear
-from training.cli_types import count, nonnegative_float, output_dir, output_file, positive_int
+from training.core.cli import count, nonnegative_float, output_dir, output_file, positive_int
 
 # (context encoding, pooling) pairs tried by --search.
 BLENDS = ("min", "max", "geometric", "arithmetic")  # RUBER's pooling strategies (service.scorers.minilm.blend)

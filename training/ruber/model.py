@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from training.encoders.bigru import BiGRU
+from training.core.bigru import BiGRU
 from training.ruber.data import collate
 
 

@@ -33,8 +33,8 @@ from service.scorers.base import Item
 from service.scorers.ruber import BLENDS, WEIGHTS_FILE, WORD_WEIGHTS, Ruber
 from training.data.corpora import SOURCES, fingerprint, load_dialogues
 from training.data.judgements import DEFAULT_DATA_DIR, SETS, TRAINING_SETS, dev_holdout, load_set
-from training.progress import setup_logging
-from training.staging import staged_folder
+from training.core.progress import setup_logging
+from training.core.staging import staged_folder
 from training.ruber import calibrate
 from training.ruber.data import make_pairs
 from training.ruber.export import (
@@ -47,7 +47,7 @@ from training.ruber.export import (
 from training.ruber.model import RuberConfig, UnreferencedScorer, build_glove_scorer
 from training.ruber.trainer import TrainConfig, train_unreferenced
 from training.ruber.word_weights import SIF_A, frequency_weights
-from training.cli_types import at_least_two, count, nonnegative_float, output_dir, output_file, positive_int, threads
+from training.core.cli import at_least_two, count, nonnegative_float, output_dir, output_file, positive_int, threads
 
 log = logging.getLogger("training.ruber")
 VERSION = "2026.11.2"  # .1: 26,000 steps on 2 threads (was 4,360), frequency word weights for s_R; .2: dev hold-out

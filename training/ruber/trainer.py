@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from training.progress import Progress
+from training.core.progress import Progress
 from training.ruber.data import Pairs
 from training.ruber.model import UnreferencedScorer, margin_loss
 
@@ -112,7 +112,7 @@ def train_unreferenced(model: UnreferencedScorer, train: Pairs, valid: Pairs, ma
         if not batches:
             batches = length_sorted_batches(train, config.batch_size, rng)
             if not batches:  # the negatives come from the batch: a pair alone has none
-                from training.cli_types import SetupError
+                from training.core.cli import SetupError
 
                 raise SetupError(f"{len(train.queries)} training pair(s) make no batch of two or more: RUBER's "
                                  "negatives are the other replies of a batch (give more pairs, --batch-size 2 or more)")

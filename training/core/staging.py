@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from training.cli_types import SetupError
+from training.core.cli import SetupError
 
 log = logging.getLogger("training.staging")
 LOCK = ".lock"  # in the building folder, beside the folder being built; locked while its run lives

@@ -125,7 +125,7 @@ def calibrate_head(head, inputs: tuple, human: np.ndarray) -> tuple[float, float
     came out NaN, training ran on nothing and exit 0 left a head whose every score is NaN."""
     import torch
 
-    from training.cli_types import SetupError
+    from training.core.cli import SetupError
 
     if len(human) < 2:
         raise SetupError(f"{len(human)} item(s) left to fit after the validation split: give more items (--max-items)")

@@ -1,4 +1,4 @@
-"""training/staging.py: a store folder is built beside its place and swapped in whole."""
+"""training/core/staging.py: a store folder is built beside its place and swapped in whole."""
 from __future__ import annotations
 
 import os
@@ -7,9 +7,9 @@ import stat
 
 import pytest
 
-from training import staging
-from training.cli_types import SetupError
-from training.staging import staged_folder
+from training.core import staging
+from training.core.cli import SetupError
+from training.core.staging import staged_folder
 
 
 def store_folder(root, name="ruber", scorer="ruber"):

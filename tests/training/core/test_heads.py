@@ -1,11 +1,11 @@
-"""training/heads.py: what every judged head's fit shares (early stopping, system-level figures)."""
+"""training/core/heads.py: what every judged head's fit shares (early stopping, system-level figures)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from training.heads import correlations, system_correlation, train_head
+from training.core.heads import correlations, system_correlation, train_head
 
 
 def test_system_correlation_needs_three_systems() -> None:

@@ -1,0 +1,1 @@
+"""What every model family shares: command-line types, staging, progress, ONNX export, the card template."""
