@@ -66,7 +66,7 @@ def classic(folder: Path) -> None:
     from service.manifest import write_manifest
     from training.adem.model import ADEMHead, ServedADEM
     from training.cards import adem_details
-    from training.export import PARITY_ATOL, export_head, head_examples
+    from training.core.onnx_export import PARITY_ATOL, export_head, head_examples
 
     path = folder / "adem_head.onnx"
     if already_done(path):

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from service.manifest import write_manifest
-from training.cards import with_measured_fields
+from training.core.card import with_measured_fields
 from training.evaluation_cards import readme_section
 
 VERSION = "2026.11.0"

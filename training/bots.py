@@ -111,7 +111,7 @@ class VhredBot:
                  seed: int = 0) -> None:
         import torch
 
-        from training.encoders.hred_encoder import HREDTextEncoder
+        from training.hred.encoder import HREDTextEncoder
 
         run = Path(run)
         if not (run / "model.pt").is_file():
@@ -125,7 +125,7 @@ class VhredBot:
         self.name = f"vhred ({run / 'model.pt'})"
 
     def reply(self, history: list[str]) -> str:
-        from training.selftalk import self_talk
+        from training.hred.selftalk import self_talk
 
         self.calls += 1
         [[text]] = self_talk(self.encoder, [list(history)], 1, self.temperature, self.top_k,

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from training.adem.model import ADEMHead, ServedADEM, VARIANTS, fit_pca
-from training.encoders.vhred import save_atomically
+from training.hred.model import save_atomically
 from training.core.heads import (calibrate_head, clear_head_outputs, context_groups, correlations, encoder_record, predict,
                             system_correlation, train_head, validation_mask)
 from training.core.progress import setup_logging
@@ -84,7 +84,7 @@ def baseline_scores(items: list, store: Path) -> dict[str, np.ndarray]:
 
 
 def main(argv: list[str]) -> int:
-    from training.encoders.hred_encoder import HREDTextEncoder
+    from training.hred.encoder import HREDTextEncoder
 
     parser = argparse.ArgumentParser(prog="python -m training train adem", description=__doc__)
     parser.add_argument("--encoder", type=Path, default=Path("runs/vhred"), help="pre-training run folder")
@@ -190,7 +190,7 @@ def export_run(run: Path, folder: Path, version: str, encoder_name: str = "hred-
     """model_store/adem: adem_head.onnx (c, r_hat, r -> score), manifest and card."""
     from service.manifest import write_manifest
     from training import cards
-    from training.export import export_head
+    from training.core.onnx_export import export_head
 
     heads, metrics = load_run(run)
     head = heads["adem"]

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from training.autojudge.model import AutoJudgeHead
-from training.encoders.vhred import save_atomically
+from training.hred.model import save_atomically
 from training.core.heads import (calibrate_head, clear_head_outputs, context_groups, correlations, encoder_record, group_folds, predict,
                             system_correlation, train_head, validation_mask)
 from training.core.progress import setup_logging
@@ -75,7 +75,7 @@ def cross_validate(vectors: tuple[np.ndarray, np.ndarray], human: np.ndarray, fo
 
 
 def main(argv: list[str]) -> int:
-    from training.encoders.hred_encoder import HREDTextEncoder
+    from training.hred.encoder import HREDTextEncoder
 
     parser = argparse.ArgumentParser(prog="python -m training train autojudge", description=__doc__)
     parser.add_argument("--encoder", type=Path, default=Path("runs/vhred"))
@@ -171,7 +171,7 @@ def export_run(run: Path, folder: Path, version: str, encoder_name: str = "hred-
     """model_store/autojudge: autojudge_head.onnx (c, r -> score), manifest and card."""
     from service.manifest import write_manifest
     from training import cards
-    from training.export import export_head
+    from training.core.onnx_export import export_head
 
     head, metrics = load_run(run)
 

@@ -57,7 +57,7 @@ def encoder_record(encoder_run: Path) -> dict[str, Any]:
     """What a head run records of the encoder it was trained on, for its card and for `export`'s check."""
     metrics_path = Path(encoder_run) / "metrics.json"
     metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
-    from training.export_checks import IDENTITY_FIELDS
+    from training.hred.export_checks import IDENTITY_FIELDS
 
     return {"encoder": str(encoder_run), "encoder_fingerprint": metrics.get("train_fingerprint"),
             "encoder_metrics": {k: metrics.get(k) for k in IDENTITY_FIELDS}}

@@ -145,3 +145,27 @@ def staged_folder(target: Path, scorer: str) -> Iterator[Path]:
         lock.close()
         if not keep:
             shutil.rmtree(building, ignore_errors=True)
+
+
+@contextmanager
+def staged_store(store: Path) -> Iterator[Path]:
+    """A hidden folder in `store` (the service skips names starting with '.') to build several store
+    folders into, for `publish`; removed at the end, with whatever it holds."""
+    store.mkdir(parents=True, exist_ok=True)
+    for stale in store.glob(".export-*"):  # a killed export's (full copies of the old folders)
+        log.warning("removing %s, left by an export that was stopped", stale)
+        shutil.rmtree(stale, ignore_errors=True)
+    stage = Path(tempfile.mkdtemp(prefix=".export-", dir=store))
+    try:
+        yield stage
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def publish(stage: Path, store: Path, names: list[str]) -> None:
+    """Move the folders built in `stage` into `store`, each replacing the folder of that name."""
+    for name in names:
+        target = store / name
+        if target.exists() or target.is_symlink():
+            os.replace(target, stage / f"{name}.replaced")
+        os.replace(stage / name, target)

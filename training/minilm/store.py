@@ -12,7 +12,7 @@ import numpy as np
 
 from service.manifest import Manifest, write_manifest
 from service.manifest import update_card as update_manifest_card
-from training.cards import with_measured_fields
+from training.core.card import with_measured_fields
 from training.data.judgements import SETS, TRAINING_SETS
 from training.evaluation_cards import OWN_README_TABLE, readme_section
 
@@ -303,7 +303,7 @@ def _check_parity(head, path: Path) -> None:
     import onnxruntime as ort
     import torch
 
-    from training.export import refuse_non_finite
+    from training.core.onnx_export import refuse_non_finite
 
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]

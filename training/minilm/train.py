@@ -373,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         from training.minilm.store import export_model
 
         line, head, config, dev, seconds = best
-        # built beside --out and swapped in whole (training/staging.py): stopped, it leaves the old folder
+        # built beside --out and swapped in whole (training/core/staging.py): stopped, it leaves the old folder
         with staged_folder(args.out, config.model) as stage:
             export_model(head, config, cache, stage, dev, seconds, search=tried if args.search else None)
         print(f"exported {config.encoding}/{config.pooling} to {args.out}", flush=True)

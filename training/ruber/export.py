@@ -12,7 +12,7 @@ import onnxruntime as ort
 import torch
 from torch import nn
 
-from training.export import check_parity, export_onnx
+from training.core.onnx_export import check_parity, export_onnx
 from training.ruber.model import GloveBiGRUEncoder, UnreferencedHead
 
 # (batch, time) shapes of the parity check: batch 1, ragged batches and long inputs

@@ -455,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     train_config = TrainConfig(batch_size=args.batch_size, max_steps=args.max_steps, max_minutes=args.minutes or None,
                                eval_every=args.eval_every, seed=args.seed)
     command = "python -m training train ruber " + " ".join(argv if argv is not None else [])
-    # Built beside --out and swapped in at the end (training/staging.py): a run that fails or is
+    # Built beside --out and swapped in at the end (training/core/staging.py): a run that fails or is
     # stopped leaves the store folder as it was.
     if args.log and args.out.resolve() in args.log.resolve().parents:
         parser.error(f"--log {args.log}: inside --out, which is replaced whole at the end; put it elsewhere or "

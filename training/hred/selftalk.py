@@ -18,13 +18,13 @@ from pathlib import Path
 
 import torch
 
-from training import tokenizer as bpe
+from training.core.cli import SetupError, count, positive_float, positive_int
+from training.core.progress import Progress, setup_logging
 from training.data import corpora
 from training.data.holdout import DevHoldout
-from training.encoders.hred_encoder import HREDTextEncoder
-from training.encoders.vhred import load_finished
-from training.core.progress import Progress, setup_logging
-from training.core.cli import count, positive_float, positive_int
+from training.hred import tokenizer as bpe
+from training.hred.encoder import HREDTextEncoder
+from training.hred.model import load_finished
 
 log = logging.getLogger("training.selftalk")
 
@@ -63,8 +63,6 @@ def pick_contexts(available: int, wanted: int, rng: random.Random, where: str) -
     fewer are available (--contexts 100000 wrote 768 dialogues without a word); none is a set-up
     error (--context-turns 1000 wrote an empty file and exit 0)."""
     if not available:
-        from training.core.cli import SetupError
-
         raise SetupError(f"{where} has no unseen context of that many turns (--context-turns): nothing to generate")
     if wanted > available:
         log.warning("--contexts %d: %s has only %d unseen contexts; generating %d", wanted, where, available,

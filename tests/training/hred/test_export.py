@@ -20,7 +20,7 @@ torch.set_num_threads(1)
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
     """Two tiny encoder runs (a, and b with fewer steps), heads trained on a, and a store of a + heads."""
-    from training import pretrain
+    from training.hred import train as pretrain
 
     root = tmp_path_factory.mktemp("export")
     vhred_a = pretrain_tiny(root / "vhred-a")
@@ -142,7 +142,7 @@ def test_inputs_are_checked_before_anything_is_written(runs, tmp_path, capsys) -
 
 def test_an_unfinished_or_mixed_pretraining_folder_is_refused(runs, tmp_path, capsys) -> None:
     """The probe's finding 3: a checkpoint of an interrupted rerun beside the last run's metrics.json."""
-    from training.encoders.vhred import load_checkpoint, save_checkpoint
+    from training.hred.model import load_checkpoint, save_checkpoint
 
     model, extra = load_checkpoint(runs["a"] / "model.pt")
     unfinished = _copy(runs["a"], tmp_path, "unfinished")
@@ -177,7 +177,7 @@ def test_an_unfinished_or_mixed_pretraining_folder_is_refused(runs, tmp_path, ca
 def test_a_new_pretraining_run_clears_the_last_runs_outputs_first(runs, tmp_path, monkeypatch) -> None:
     """An interrupted rerun must not leave the previous model.pt and metrics.json to be taken as its own:
     they go before the new run writes its tokenizer."""
-    from training import pretrain
+    from training.hred import train as pretrain
 
     folder = _copy(runs["a"], tmp_path, "rerun")
 
@@ -203,8 +203,8 @@ def test_a_rerun_that_cannot_start_keeps_the_last_run(runs, tmp_path, capsys) ->
 
 def test_finish_writes_the_stopped_runs_settings_not_its_own_defaults(runs, tmp_path) -> None:
     """metrics.json's seed and KL annealing are part of what export matches heads by."""
-    from training import pretrain
-    from training.encoders.vhred import load_checkpoint, save_checkpoint
+    from training.hred import train as pretrain
+    from training.hred.model import load_checkpoint, save_checkpoint
 
     model, _ = load_checkpoint(runs["a"] / "model.pt")
     stopped = _copy(runs["a"], tmp_path, "stopped")
@@ -250,7 +250,7 @@ def test_finish_without_a_checkpoint_is_a_usage_error(tmp_path, capsys) -> None:
 
 def test_a_head_on_an_encoder_run_that_differs_only_in_its_weights_is_refused(runs, tmp_path, capsys) -> None:
     """A re-probe: a run with another lr (same corpus, steps, seed and width) passed the identity check."""
-    from training import pretrain
+    from training.hred import train as pretrain
 
     other = tmp_path / "vhred-lr"
     assert pretrain.main(["--out", str(other), "--steps", "12", "--max-dialogues", "120", "--eval-dialogues", "10",
@@ -285,7 +285,7 @@ def test_a_graph_with_nan_weights_fails_the_parity_check(tmp_path) -> None:
     import torch
 
     from training.core.cli import SetupError
-    from training.export import check_parity, export_onnx
+    from training.core.onnx_export import check_parity, export_onnx
 
     module = torch.nn.Linear(3, 1)
     with torch.no_grad():
@@ -312,7 +312,7 @@ def test_finish_of_a_finished_run_still_works(runs, tmp_path) -> None:
     comma-separated text was an AttributeError (a review of the --finish data settings)."""
     import json as json_module
 
-    from training import pretrain
+    from training.hred import train as pretrain
 
     finished = _copy(runs["a"], tmp_path, "finished")
     before = json_module.loads((finished / "metrics.json").read_text())

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import torch
 
-from training import tokenizer as bpe
+from training.core.cli import count, names_from, positive_float, positive_int, threads
+from training.core.progress import Progress, setup_logging
 from training.data import corpora, judgements
 from training.data.keys import match_key
-from training.encoders.vhred import VHRED, VHREDConfig, save_checkpoint, weights_sha256
-from training.core.progress import Progress, setup_logging
-from training.core.cli import count, names_from, positive_float, positive_int, threads
+from training.hred import tokenizer as bpe
+from training.hred.model import VHRED, VHREDConfig, load_checkpoint, save_checkpoint, weights_sha256
 
 # What a run writes into --out; a new run removes the last run's first (see clear_outputs).
 RUN_OUTPUTS = ("model.pt", "metrics.json", "tokenizer.json")
@@ -151,8 +151,6 @@ def main(argv: list[str]) -> int:
         parser.error(f"--finish: {args.out / 'tokenizer.json'} does not exist; the saved model cannot be evaluated "
                      "without the tokenizer it was trained with: run it again")
     if args.finish:
-        from training.encoders.vhred import load_checkpoint
-
         saved = load_checkpoint(args.out / "model.pt")[1]
         for name in DATA_SETTINGS if "steps_done" in saved else ():  # the stopped run's data, read as it read it
             if name in saved:
@@ -214,8 +212,6 @@ def main(argv: list[str]) -> int:
     log.info("windows: %d train, %d validation", len(train_windows), len(valid_windows))
 
     if args.finish:
-        from training.encoders.vhred import load_checkpoint
-
         model, extra = load_checkpoint(args.out / "model.pt")
         args.steps, epoch = extra.get("steps_done", extra.get("steps")), extra.get("epoch", extra.get("epochs"))
         for name in RUN_SETTINGS:  # the stopped run's, not this command line's defaults

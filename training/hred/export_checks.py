@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from training.core.cli import SetupError
+from training.hred import tokenizer as bpe
+from training.hred.model import load_checkpoint
 
 ENCODER = "hred-encoder"
 HEADS = ("adem", "autojudge")
@@ -65,9 +67,6 @@ def _read_json(path: Path, option: str) -> dict[str, Any]:
 def read_encoder_run(folder: Path) -> EncoderRun:
     """A pre-training run export can publish: finished (metrics.json written by the same run as
     model.pt, not a step checkpoint) and with the tokenizer its model was trained with."""
-    from training import tokenizer as bpe
-    from training.encoders.vhred import load_checkpoint
-
     folder = Path(folder)
     if not (folder / "model.pt").is_file():
         raise ExportError(f"--vhred {folder}: no model.pt; is it a pre-training run folder?")

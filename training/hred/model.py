@@ -18,7 +18,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from training.core.bigru import BiGRU, gather_time
-from training.tokenizer import BOS_ID, PAD_ID, UNK_ID
+from training.core.cli import SetupError
+from training.hred.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 
 @dataclass
@@ -161,8 +162,6 @@ class VHRED(nn.Module):
     def generate(self, context_state: torch.Tensor, max_tokens: int, temperature: float = 1.0,
                  top_k: int = 0, generator: torch.Generator | None = None) -> list[list[int]]:
         """Sample one reply per context state [N, C]: z from the prior, then tokens until [EOS]."""
-        from training.tokenizer import EOS_ID
-
         mean, logvar = self._gaussian(self.prior(context_state))
         z = mean + torch.randn(mean.shape, generator=generator) * torch.exp(0.5 * logvar)
         hidden = self.decoder_init(torch.cat([context_state, z], -1)).unsqueeze(0)
@@ -227,8 +226,6 @@ def save_atomically(payload: dict, path) -> None:
 def load_finished(folder: Path) -> tuple[VHRED, dict]:
     """A run's model.pt, refused while it is a step checkpoint of an unfinished run: heads trained,
     and self-talk generated, on it trained to the end and were refused only at export (a probe)."""
-    from training.core.cli import SetupError
-
     model, extra = load_checkpoint(Path(folder) / "model.pt")
     if "steps_done" in extra:
         raise SetupError(f"{folder}: model.pt is a checkpoint of an unfinished pre-training run (stopped after step "
@@ -241,8 +238,6 @@ def load_checkpoint(path) -> tuple[VHRED, dict]:
     """The model and the `extra` it was saved with. A file that is not a VHRED checkpoint (cut
     short, another model's, not a checkpoint at all) is a SetupError naming it: every command that
     loads one showed a torch traceback instead. A missing file stays an OSError."""
-    from training.core.cli import SetupError
-
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
         model = VHRED(VHREDConfig(**payload["config"]))

@@ -4,11 +4,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from training import tokenizer as bpe
+from training.hred import tokenizer as bpe
 
 TRAIN = """
 import sys
-from training.tokenizer import train_bpe
+from training.hred.tokenizer import train_bpe
 texts = [f"turn {i} says {w} and {w}s to the {v}" for i in range(300)
          for w, v in (("hello", "world"), ("thanks", "friend"), ("maybe", "weekend"), ("sorry", "noise"))]
 sys.stdout.write(train_bpe(texts, vocab_size=120).to_str())
@@ -31,7 +31,7 @@ def test_encodings_end_in_eos_are_truncated_and_decode_to_words() -> None:
 
 
 def test_served_maps_curly_quotes_and_changes_nothing_else() -> None:
-    """The exported tokenizer.json (training/export.py): ’ ‘ “ ” read as ' and ", in front of the
+    """The exported tokenizer.json (training/hred/export.py): ’ ‘ “ ” read as ' and ", in front of the
     run's own normaliser; every other text gets the run's ids, and mapping twice is mapping once."""
     import json
 

@@ -9,11 +9,12 @@ import pytest
 import torch
 
 from tests.hred_tiny import TINY, pretrain_tiny
-from training import pretrain
-from training import tokenizer as bpe
+from training.hred import train as pretrain
+from training.hred import tokenizer as bpe
 from training.core.bigru import BiGRU
-from training.encoders.vhred import VHRED, VHREDConfig, load_checkpoint
-from training.export import check_parity, export_hred
+from training.hred.model import VHRED, VHREDConfig, load_checkpoint
+from training.core.onnx_export import check_parity
+from training.hred.export import export_hred
 
 
 torch.set_num_threads(1)
@@ -117,7 +118,7 @@ def test_service_component_reproduces_training_vectors(run, tmp_path) -> None:
     from service.components.base import component_class
     from service.manifest import read_manifest
     from service.runtime import Runtime
-    from training.encoders.hred_encoder import HREDTextEncoder
+    from training.hred.encoder import HREDTextEncoder
 
     folder = tmp_path / "hred-encoder"
     export_hred(run / "model.pt", run / "tokenizer.json", folder, "2026.11.0")
@@ -134,7 +135,7 @@ def test_export_serves_the_runs_tokenizer_with_curly_quotes_mapped(run, tmp_path
     from service.components.base import component_class
     from service.manifest import read_manifest
     from service.runtime import Runtime
-    from training.encoders.hred_encoder import HREDTextEncoder
+    from training.hred.encoder import HREDTextEncoder
 
     folder = tmp_path / "hred-encoder"
     export_hred(run / "model.pt", run / "tokenizer.json", folder, "2026.11.0")
@@ -163,7 +164,7 @@ def test_a_vocabulary_size_the_tokenizer_cannot_have_is_said(tmp_path) -> None:
     """--vocab-size 1 gave 47 pieces without a word (a probe, 2026-11-25)."""
     import json
 
-    from training import pretrain
+    from training.hred import train as pretrain
 
     out = tmp_path / "small-vocab"
     assert pretrain.main(["--out", str(out), "--steps", "1", "--max-dialogues", "20", "--eval-dialogues", "3",

@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from training.selftalk import unseen_contexts  # noqa: E402
+from training.hred.selftalk import unseen_contexts  # noqa: E402
 
 TRAIN = [["Excuse me, could you tell me the way to the station?", "Sure, go straight and turn left.",
           "Thank you very much."]]
@@ -33,7 +33,7 @@ def test_more_contexts_than_there_are_is_said(caplog: pytest.LogCaptureFixture) 
     import logging
     import random
 
-    from training.selftalk import pick_contexts
+    from training.hred.selftalk import pick_contexts
 
     with caplog.at_level(logging.WARNING):
         assert pick_contexts(5, 3, random.Random(0), "test") == sorted(pick_contexts(5, 3, random.Random(0), "x"))
@@ -47,7 +47,7 @@ def test_no_context_to_continue_is_a_set_up_error() -> None:
     import random
 
     from training.core.cli import SetupError
-    from training.selftalk import pick_contexts
+    from training.hred.selftalk import pick_contexts
 
     with pytest.raises(SetupError, match="no unseen context"):
         pick_contexts(0, 100, random.Random(0), "DailyDialog test")
@@ -59,7 +59,7 @@ def test_each_generated_turn_is_conditioned_on_the_whole_conversation_so_far() -
 
     import torch
 
-    from training.selftalk import self_talk
+    from training.hred.selftalk import self_talk
 
     seen: list[list[list[str]]] = []
 

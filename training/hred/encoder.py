@@ -3,7 +3,7 @@
 Mirrors `service.components.hred.HREDEncoder` (same context truncation, a reply encoded as a
 one-utterance context), so heads trained on these vectors score the same in the service, with one
 deliberate difference: it reads the run's own tokenizer.json, while the service reads the exported
-one, which maps ’ ‘ “ ” to ' and " (training/tokenizer.py `served`). The committed encoder was
+one, which maps ’ ‘ “ ” to ' and " (training/hred/tokenizer.py `served`). The committed encoder was
 pre-trained and the committed adem and autojudge heads fitted on the run's tokenizer (75 of ADEM's
 6,560 training items and 27 of AutoJudge's 2,847 read other ids under the mapping), so `train adem`
 and `train autojudge` keep it and `make train` reproduces those heads; a text without curly quotes
@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from training import tokenizer as bpe
-from training.encoders.vhred import VHRED, load_finished
+from training.hred import tokenizer as bpe
+from training.hred.model import VHRED, load_finished
 
 
 class HREDTextEncoder:

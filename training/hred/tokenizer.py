@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Iterable
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from training.core.cli import SetupError
 
 PAD, UNK, BOS, EOS = "[PAD]", "[UNK]", "[BOS]", "[EOS]"
 SPECIALS = [PAD, UNK, BOS, EOS]  # ids 0..3 in this order
@@ -53,7 +54,7 @@ QUOTES = {"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'}  # ’ ‘
 
 def served(tokenizer: Tokenizer) -> Tokenizer:
     """`tokenizer` with ’ ‘ mapped to ' and “ ” to " in front of its normaliser, everything else as it
-    was: the tokenizer.json `export` writes into model_store/hred-encoder (training/export.py).
+    was: the tokenizer.json `export` writes into model_store/hred-encoder (training/hred/export.py).
 
     DailyDialog, which the BPE vocabulary and the VHRED encoder learned from, spells apostrophes
     both ways (12,084 ’ against 31,647 ' in its train split), so ’ is a token of its own and a curly apostrophe moved
@@ -63,7 +64,7 @@ def served(tokenizer: Tokenizer) -> Tokenizer:
     Why at export and not in `train_bpe`: the committed encoder was pre-trained on the raw
     tokenizer (retraining it takes 36 minutes and moves every figure), and the adem and autojudge
     heads were fitted on its features; pre-training and the heads' training keep reading the run's
-    own tokenizer.json (training/encoders/hred_encoder.py), so `make train` still reproduces the
+    own tokenizer.json (training/hred/encoder.py), so `make train` still reproduces the
     committed encoder and heads, and only the served file changes. The encoder reads the straight
     forms as it was trained to, and serving the committed encoder and heads with the mapping moved
     `python -m training evaluate` only where dev items hold curly quotes, item-level cells by at
@@ -107,8 +108,6 @@ def save(tokenizer: Tokenizer, path: Path) -> None:
 def load(path: Path) -> Tokenizer:
     """The run's tokenizer.json; a missing one is an OSError and an unreadable one a SetupError naming it
     (tokenizers raises a bare Exception for both, which reached users as a traceback)."""
-    from training.core.cli import SetupError
-
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(2, "No such file or directory", str(path))

@@ -1,4 +1,4 @@
-"""training/export_checks.py: export refuses heads that do not belong to the encoder it ships."""
+"""training/hred/export_checks.py: export refuses heads that do not belong to the encoder it ships."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from training.export_checks import IDENTITY_FIELDS, ExportError, HeadRun, check_head_encoder, orphaned_heads
+from training.hred.export_checks import IDENTITY_FIELDS, ExportError, HeadRun, check_head_encoder, orphaned_heads
 
 
 def test_a_head_of_another_width_is_refused_even_with_the_same_identity() -> None:

@@ -1,0 +1,27 @@
+"""Model cards: the README.md beside every artifact in model_store/, and the fields measurements add."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+# Card fields that measuring commands (evaluate, degenerate, minilm-report) write into a manifest.
+MEASURED_CARD_FIELDS = ("evaluate", "degenerate", "correlations", "correlations_command")
+
+
+def with_measured_fields(card: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """`card` with the measured fields of the card already in `folder`, in that card's key order.
+
+    For an *untrained* model's manifest written again: nothing it scores with changed, so its
+    figures still hold, and rewriting it (`baselines`, `minilm-cosine`) used to drop them from the
+    committed card until `evaluate` ran again. The old order is kept so that a rewrite with nothing
+    new leaves the file byte for byte as it was."""
+    path = Path(folder) / "manifest.json"
+    old = (json.loads(path.read_text(encoding="utf-8")).get("card") or {}) if path.is_file() else {}
+    merged = {key: card[key] if key in card else value for key, value in old.items()
+              if key in card or key in MEASURED_CARD_FIELDS}
+    return {**merged, **{key: value for key, value in card.items() if key not in merged}}
+
+
+def write_readme(folder: Path, text: str) -> None:
+    (Path(folder) / "README.md").write_text(text.rstrip() + "\n", encoding="utf-8")
