@@ -65,7 +65,7 @@ def manifest_fields(folder: Path) -> dict:
 def classic(folder: Path) -> None:
     from service.manifest import write_manifest
     from training.adem.model import ADEMHead, ServedADEM
-    from training.cards import adem_details
+    from training.adem.card import adem_details
     from training.core.onnx_export import PARITY_ATOL, export_head, head_examples
 
     path = folder / "adem_head.onnx"

@@ -1,19 +1,53 @@
-"""What the ADEM and AutoJudge trainers share: grouped splits, correlations, scale calibration.
-
-Kept apart from any encoder so the same trainers run on other vectors (issue 7's MiniLM).
-"""
+"""What the ADEM and AutoJudge trainers share: judged items, grouped splits, correlations, scale
+calibration, early stopping and the run folder. Kept apart from any encoder, so the same trainers run
+on other vectors."""
 from __future__ import annotations
 
+import argparse
+import copy
 import hashlib
 import json
+import logging
 import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from scipy import stats
 
 from service.stats.correlation import spearman
+from training.core.checkpoint import save_atomically
+from training.core.cli import SetupError, count, names_from, positive_float, positive_int
+from training.data.judgements import SETS, JudgedItem, load_set, split_key
+
+# What a head run records of the pre-training run it encoded with, and the same fields of that run's
+# metrics.json: together they tell two encoder runs apart (training/hred/export_checks.py).
+IDENTITY_FIELDS = ("steps", "kl_anneal_steps", "seed", "weights_sha256")
+
+
+def add_head_options(parser: argparse.ArgumentParser, out: str, sets: tuple[str, ...], lr: float, batch_size: int,
+                     epochs: int, patience: int) -> None:
+    """The options of every head trainer, with its own defaults: the encoder run, --out, the judged sets,
+    Adam and early stopping, the seed, a cap on items and the data folder."""
+    parser.add_argument("--encoder", type=Path, default=Path("runs/vhred"), help="pre-training run folder")
+    parser.add_argument("--out", type=Path, default=Path(out))
+    parser.add_argument("--sets", type=names_from(tuple(SETS)), default=",".join(sets))
+    parser.add_argument("--lr", type=positive_float, default=lr)
+    parser.add_argument("--batch-size", type=positive_int, default=batch_size)
+    parser.add_argument("--epochs", type=positive_int, default=epochs)
+    parser.add_argument("--patience", type=positive_int, default=patience)
+    parser.add_argument("--seed", type=count, default=0)
+    parser.add_argument("--max-items", type=count, default=0, help="cap per split (tests); 0: all")
+    parser.add_argument("--data-dir", type=Path, default=None)
+
+
+def load_judged(sets: tuple[str, ...], split: str, data_dir: Path | None = None,
+                with_references: bool = False) -> list[JudgedItem]:
+    """The judged items of `sets` in one split, in order; only those with a reference if asked."""
+    kwargs = {"data_dir": data_dir} if data_dir else {}
+    return [item for name in sets for item in load_set(name, split, **kwargs)
+            if item.references or not with_references]
 
 
 def group_split(groups: list[str], fraction: float, seed: str) -> np.ndarray:
@@ -40,15 +74,11 @@ def context_groups(items: list) -> list[str]:
     sets share contexts across sets, so grouping by id let one context into both sides (ADEM's
     validation: 470 of 925 items, 2026-11-23).
     """
-    from training.data.judgements import split_key
-
     return [split_key(item) for item in items]
 
 
 def predict(head: Any, vectors: tuple[np.ndarray, ...]) -> np.ndarray:
     """A head's scores for arrays of encoder vectors (ADEM: c, r_hat, r; AutoJudge: c, r)."""
-    import torch
-
     with torch.no_grad():
         return head(*[torch.as_tensor(x) for x in vectors]).numpy()
 
@@ -57,8 +87,6 @@ def encoder_record(encoder_run: Path) -> dict[str, Any]:
     """What a head run records of the encoder it was trained on, for its card and for `export`'s check."""
     metrics_path = Path(encoder_run) / "metrics.json"
     metrics = json.loads(metrics_path.read_text()) if metrics_path.is_file() else {}
-    from training.hred.export_checks import IDENTITY_FIELDS
-
     return {"encoder": str(encoder_run), "encoder_fingerprint": metrics.get("train_fingerprint"),
             "encoder_metrics": {k: metrics.get(k) for k in IDENTITY_FIELDS}}
 
@@ -123,10 +151,6 @@ def calibrate_head(head, inputs: tuple, human: np.ndarray) -> tuple[float, float
 
     With no item to fit (a probe's `--max-items 1`: the one item held out for validation), alpha
     came out NaN, training ran on nothing and exit 0 left a head whose every score is NaN."""
-    import torch
-
-    from training.core.cli import SetupError
-
     if len(human) < 2:
         raise SetupError(f"{len(human)} item(s) left to fit after the validation split: give more items (--max-items)")
 
@@ -146,10 +170,6 @@ def train_head(head, inputs: tuple, human: np.ndarray, valid_inputs: tuple, vali
     `inputs` are float32 arrays [N, D] fed to head(*inputs). The best epoch's weights are
     restored in `head`. Returns the training history.
     """
-    import copy
-
-    import torch
-
     torch.manual_seed(seed)
     tensors = [torch.as_tensor(x, dtype=torch.float32) for x in inputs]
     valid = [torch.as_tensor(x, dtype=torch.float32) for x in valid_inputs]
@@ -195,3 +215,29 @@ def train_head(head, inputs: tuple, human: np.ndarray, valid_inputs: tuple, vali
     head.load_state_dict(best_state)
     head.eval()
     return {"best_epoch": best_epoch, "best_valid_pearson": best_r, "history": history}
+
+
+def dev_report(heads: dict[str, Any], vectors: tuple[np.ndarray, ...], human: np.ndarray, items: list[JudgedItem],
+               sets: tuple[str, ...], scores: dict[str, np.ndarray] | None = None) -> dict[str, dict[str, dict]]:
+    """Per dev set: item- and system-level correlations of each head's predictions and of each
+    precomputed score array (baselines), in that order; sets without items are left out."""
+    report = {}
+    for name in sets:
+        index = [k for k, i in enumerate(items) if i.set == name]
+        if not index:
+            continue
+        subset = tuple(x[index] for x in vectors)
+        systems = [items[k].system for k in index]
+        predicted = {label: predict(head, subset) for label, head in heads.items()}
+        predicted.update({label: values[index] for label, values in (scores or {}).items()})
+        report[name] = {label: {"item": correlations(values, human[index]),
+                                "system": system_correlation(values, human[index], systems)}
+                        for label, values in predicted.items()}
+    return report
+
+
+def save_run(out: Path, payload: dict, metrics: dict, log: logging.Logger) -> None:
+    """head.pt (written whole or not at all) and metrics.json, the pair `export` reads as one run."""
+    save_atomically(payload, Path(out) / "head.pt")
+    (Path(out) / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    log.info("wrote %s in %.1f min", out, metrics["minutes"])

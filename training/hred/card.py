@@ -58,6 +58,13 @@ def _licences(sets: list[str]) -> str:
     return "; ".join(parts)
 
 
+def head_card(summary: str, training_data: str, metrics: dict, correlations: dict, **rest: Any) -> dict[str, Any]:
+    """The manifest `card` of a head on hred-encoder: what every one has, then `rest` in its order."""
+    return {"summary": summary, "training_data": training_data,
+            "licence": _licences(metrics["sets"]) + "; encoder: " + CORPUS_LICENCES,
+            "training_time_minutes": metrics["minutes"], "machine": MACHINE, "correlations": correlations, **rest}
+
+
 def _fmt(x: Any) -> str:
     return "–" if x is None else f"{x:.3f}" if isinstance(x, float) else str(x)
 

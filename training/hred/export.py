@@ -14,7 +14,6 @@ a failure leaves the store as it was. A head's manifest records its encoder's fi
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
 import shutil
@@ -24,6 +23,8 @@ from typing import Any
 import torch
 
 from service.manifest import read_manifest, write_manifest
+from training.adem import export as adem_export
+from training.autojudge import export as autojudge_export
 from training.core.card import write_readme
 from training.core.cli import version
 from training.core.onnx_export import check_parity, export_onnx, fresh_folder, ragged_examples
@@ -35,6 +36,8 @@ from training.hred import tokenizer as bpe
 from training.hred.model import load_checkpoint
 
 log = logging.getLogger("training.export")
+# Each head's store folder from its run: model_store/<kind> (its graph, manifest and card).
+EXPORT_RUN = {"adem": adem_export.export_run, "autojudge": autojudge_export.export_run}
 
 
 # --- example inputs for the hierarchical encoder's graphs -----------------------------------------
@@ -87,7 +90,7 @@ def export_hred(checkpoint: Path, tokenizer_path: Path, folder: Path, version: s
 def record_encoder(folder: Path, files: dict[str, str]) -> None:
     """Add the sha256 of the encoder files a head was exported for to its manifest
     (config.encoder_files, as mh records minilm-l6's), which the service compares with the store's
-    encoder at load (service/manifest.py encoder_drift). Done after the trainers' export_run, which
+    encoder at load (service/manifest.py encoder_drift). Done after the heads' export_run, which
     write the rest of the manifest and do not take it."""
     path = Path(folder) / "manifest.json"
     manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -161,8 +164,7 @@ def main(argv: list[str]) -> int:
         if encoder_run is not None:
             _refuse_orphans(args.store, files, {h.kind for h in heads}, args.vhred)
         for head in heads:
-            module = importlib.import_module(f"training.{head.kind}.train")
-            module.export_run(head.folder, stage / head.kind, args.version)
+            EXPORT_RUN[head.kind](head.folder, stage / head.kind, args.version)
             record_encoder(stage / head.kind, files)
         publish(stage, args.store, ([checks.ENCODER] if encoder_run else []) + [h.kind for h in heads])
     log.info("wrote %s into %s", ", ".join(([checks.ENCODER] if encoder_run else []) + [h.kind for h in heads]),

@@ -19,16 +19,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from training.adem import export as adem_export
+from training.autojudge import export as autojudge_export
 from training.core.cli import SetupError
+from training.core.heads import IDENTITY_FIELDS
 from training.hred import tokenizer as bpe
 from training.hred.model import load_checkpoint
 
 ENCODER = "hred-encoder"
 HEADS = ("adem", "autojudge")
 LABELS = {"adem": "ADEM", "autojudge": "AutoJudge"}
-# What a head run records of the pre-training run it encoded with (training/<head>/train.py) and the
-# same fields of that run's metrics.json: together they tell two encoder runs apart.
-IDENTITY_FIELDS = ("steps", "kl_anneal_steps", "seed", "weights_sha256")
+LOAD_RUN = {"adem": adem_export.load_run, "autojudge": autojudge_export.load_run}
 
 
 class ExportError(SetupError):
@@ -98,12 +99,9 @@ def _head_kind(metrics: dict[str, Any]) -> str | None:
 
 
 def _head_dimension(kind: str, folder: Path) -> int:
-    """The head's input width, from head.pt loaded as its trainer loads it."""
-    import importlib
-
-    module = importlib.import_module(f"training.{kind}.train")
+    """The head's input width, from head.pt loaded as its export loads it."""
     try:
-        loaded = module.load_run(folder)
+        loaded = LOAD_RUN[kind](folder)
     except OSError:
         raise
     except Exception as exc:  # a corrupt or foreign head.pt: torch's RuntimeError, KeyError, ...

@@ -9,7 +9,6 @@ a single utterance, for a response (ADEM section 4).
 """
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from training.core.bigru import BiGRU, gather_time
+from training.core.checkpoint import save_atomically
 from training.core.cli import SetupError
 from training.hred.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
@@ -207,20 +207,6 @@ def weights_sha256(model: nn.Module) -> str:
         digest.update(name.encode())
         digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
     return digest.hexdigest()
-
-
-def save_atomically(payload: dict, path) -> None:
-    """torch.save to a temporary name, then os.replace: the old file or the new one, never half of one.
-    Through a buffer: saved to a path, torch names the archive inside after the file, and the
-    temporary name (with its pid) would make every save's bytes differ."""
-    import io
-
-    path = Path(path)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    buffer = io.BytesIO()
-    torch.save(payload, buffer)
-    partial.write_bytes(buffer.getvalue())
-    os.replace(partial, path)
 
 
 def load_finished(folder: Path) -> tuple[VHRED, dict]:
