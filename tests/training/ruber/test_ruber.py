@@ -13,14 +13,14 @@ from service.manifest import read_manifest, verify_files
 from service.scorers.base import EncodeCache, Item
 from training.data.corpora import dailydialog
 from training.data.judgements import JudgedItem
-from training.ruber.calibrate import dev_reference
+from training.ruber.calibrate import dev_reference, load_glove, open_scorer
 from training.ruber.data import collate, make_pairs
-from training.ruber.export import encoder_parity, export_encoder, export_head, head_parity, symbolic_inputs
+from training.ruber.export import (encoder_parity, export_encoder, export_graphs, export_head, head_parity,
+                                   symbolic_inputs, write_ruber_manifest)
 from training.ruber.model import RuberConfig, build_glove_scorer, margin_loss
-from training.ruber.train import export_graphs, load_glove, open_scorer, write_ruber_manifest
-from training.ruber.trainer import TrainConfig, evaluate_ranking, length_sorted_batches, train_unreferenced
+from training.ruber.train import TrainConfig, evaluate_ranking, length_sorted_batches, train_unreferenced
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 LOG = logging.getLogger("test")
 
 
@@ -179,7 +179,7 @@ def test_training_is_deterministic_for_a_seed(glove, pairs):
 
 
 def test_the_card_reads_convergence_from_the_validation_history():
-    from training.ruber.train import convergence
+    from training.ruber.card import convergence
 
     def history(losses):
         return [{"step": 100 * (i + 1), "loss": loss} for i, loss in enumerate(losses)]
@@ -202,7 +202,7 @@ def test_frequency_weights_shrink_common_words_and_leave_unseen_ones():
 
 
 def test_the_card_says_how_the_validation_loss_ended():
-    from training.ruber.train import convergence
+    from training.ruber.card import convergence
 
     def run(losses):
         history = [{"step": 1000 * (i + 1), "loss": loss} for i, loss in enumerate(losses)]
