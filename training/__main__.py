@@ -16,7 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export-glove": ("training.glove", "GloVe 6B 50-d from its package into the store (glove-50d)"),
     "baselines": ("training.baselines", "manifests and cards of the untrained baselines"),
     "train-mh": ("training.mh.train", "fit M_H's regression of conversation proxies (ConvAI2)"),
-    "selfplay": ("training.selfplay", "bots talk to themselves; M_H scores the conversations"),
+    "selfplay": ("training.mh.selfplay", "bots talk to themselves; M_H scores the conversations"),
     "pretrain": ("training.hred.train", "BPE tokenizer and VHRED pre-training (ADEM's encoder)"),
     "selftalk": ("training.hred.selftalk", "VHRED continues sampled contexts (AutoJudge's data generation)"),
     "train": ("", "train adem | autojudge | ruber"),

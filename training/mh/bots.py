@@ -22,6 +22,10 @@ import urllib.request
 from pathlib import Path
 from typing import Protocol
 
+import torch
+from training.hred.encoder import HREDTextEncoder
+from training.hred.selftalk import self_talk
+
 MAX_REPLY_BYTES = 1 << 20
 
 
@@ -102,17 +106,13 @@ class HttpBot:
 class VhredBot:
     """The pre-trained VHRED of the training package (`python -m training pretrain`, runs/vhred).
 
-    Driven through engineer A's generation code (`training.selftalk.self_talk` on an
-    `HREDTextEncoder`): the context is the last `max_turns - 1` utterances, z is drawn from the
+    Driven through the pre-training package's generation code (`training.hred.selftalk.self_talk` on
+    an `HREDTextEncoder`): the context is the last `max_turns - 1` utterances, z is drawn from the
     prior and tokens are sampled top-k, with a seed per call so that a run is reproducible.
     """
 
     def __init__(self, run: Path = Path("runs/vhred"), temperature: float = 1.0, top_k: int = 50,
                  seed: int = 0) -> None:
-        import torch
-
-        from training.hred.encoder import HREDTextEncoder
-
         run = Path(run)
         if not (run / "model.pt").is_file():
             raise FileNotFoundError(f"no VHRED checkpoint at {run / 'model.pt'}: run `python -m training pretrain` first")
@@ -125,8 +125,6 @@ class VhredBot:
         self.name = f"vhred ({run / 'model.pt'})"
 
     def reply(self, history: list[str]) -> str:
-        from training.hred.selftalk import self_talk
-
         self.calls += 1
         [[text]] = self_talk(self.encoder, [list(history)], 1, self.temperature, self.top_k,
                              seed=self.seed * 1_000_003 + self.calls)

@@ -7,7 +7,7 @@ conversation is seeded with the first utterance of a random DailyDialog validati
 split VHRED pre-training does not read, though 122 of its 1,000 dialogues repeat train ones);
 only the bot's T replies are scored. The bot is
 `vhred` (the training package's pre-trained VHRED, runs/vhred) or an http(s) URL served by the
-adapter in training/bots.py. Failed replies (time-outs, errors) are reported; a conversation
+adapter in training/mh/bots.py. Failed replies (time-outs, errors) are reported; a conversation
 with a failure is dropped, and the run stops after --max-failures of them.
 
 The interval is a percentile bootstrap over conversations (scipy.stats.bootstrap).
@@ -27,14 +27,15 @@ from scipy import stats
 
 from service.scorers.base import Dialogue, Turn
 from service.store import ModelStore
-from training.bots import Bot, BotError, make_bot
-from training.core.cli import count, output_file, positive_float, positive_int
+from training.core.cli import SetupError, count, output_file, positive_float, positive_int
+from training.data import corpora
+from training.mh.bots import Bot, BotError, make_bot
+from training.mh.card import MACHINE
+from training.mh.report import SELFPLAY_BEGIN, write_selfplay_docs
 
 
 def openers(count: int, seed: int, data_dir: Path | None = None) -> list[str]:
     """First utterances of `count` random DailyDialog validation dialogues (seeded)."""
-    from training.data import corpora
-
     dialogues = corpora.dailydialog("validation", data_dir or corpora.DEFAULT_DATA_DIR)
     firsts = [d[0] for d in dialogues if d and d[0].strip()]
     rng = random.Random(seed)
@@ -93,8 +94,6 @@ def selfplay(bot: Bot, scorer: Any, seeds: list[str], turns: int, max_failures: 
 def load_scorer(store: Path) -> Any:
     """The store's mh scorer; a store without one is a set-up error (exit 2) named before the store
     loads, whose log lines speak to a server's operator ("clients are told ...")."""
-    from training.core.cli import SetupError
-
     if not (Path(store) / "mh" / "manifest.json").is_file():
         raise SetupError(f"--store {store}: no mh model there ({Path(store) / 'mh' / 'manifest.json'} is missing)")
     models = ModelStore(store, models=("mh",))
@@ -131,8 +130,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.docs:  # checked now: the block is filled in only after every conversation was played
-        from training.mh.export import SELFPLAY_BEGIN
-
         if not args.docs.is_file() or SELFPLAY_BEGIN not in args.docs.read_text(encoding="utf-8"):
             print(f"error: {args.docs} has no {SELFPLAY_BEGIN} block: run `python -m training train-mh` first",
                   file=sys.stderr)
@@ -146,8 +143,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{s['bot']}: no conversation completed ({s['failed']} failed): {s['errors'][:1]}")
         return 1
     if args.docs:
-        from training.mh.export import MACHINE, write_selfplay_docs
-
         command = "python -m training selfplay " + " ".join(sys.argv[1:] if argv is None else argv)
         write_selfplay_docs(args.docs, {s["bot"]: (
             f"| {s['bot']} | {s['mean']:.3f} | {s['ci95'][0]:.3f}..{s['ci95'][1]:.3f} | {s['conversations']} x "

@@ -9,7 +9,8 @@ import pytest
 
 from service.store import ModelStore
 from tests.conftest import MODEL_STORE
-from training.mh import data, fit
+from training.mh import data
+from training.mh import model as fit
 
 JUDGEMENTS = data.DEFAULT_ROOT
 needs_data = pytest.mark.skipif(not (JUDGEMENTS / "convai2_human_bot").is_dir(), reason="shared data not mounted")
@@ -80,7 +81,7 @@ def _slice(source: Path, target: Path, count: int) -> None:
 @needs_data
 def test_train_mh_end_to_end_on_a_slice(tmp_path: Path) -> None:
     """A real run on the first records of each data set: artifact, card, docs section, served scorer."""
-    from training.mh import export, train
+    from training.mh import report, train
 
     judgements = tmp_path / "judgements"
     for name in data.CONVAI2_FILES:
@@ -99,7 +100,7 @@ def test_train_mh_end_to_end_on_a_slice(tmp_path: Path) -> None:
     text = docs.read_text()
     assert "STALE-SECTION" not in text and text.startswith("# Evaluation\n\nintro") and text.rstrip().endswith("after")
     assert "leave-bot-out" in text and "reply length" in text
-    export.write_selfplay_docs(docs, {"bot-x": "| bot-x | 3.100 | 3.0..3.2 | 2 x 2 | 0 | `cmd` |"})
+    report.write_selfplay_docs(docs, {"bot-x": "| bot-x | 3.100 | 3.0..3.2 | 2 x 2 | 0 | `cmd` |"})
     assert train.main(arguments) == 0  # again, from the proxy cache: the self-play rows survive
     assert "| bot-x | 3.100 |" in docs.read_text()
     card = (store / "mh" / "README.md").read_text()

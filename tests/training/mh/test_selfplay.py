@@ -11,8 +11,8 @@ import pytest
 
 from service.store import ModelStore
 from tests.conftest import MODEL_STORE
-from training import selfplay
-from training.bots import BotError, HttpBot, make_bot
+from training.mh import selfplay
+from training.mh.bots import BotError, HttpBot, make_bot
 
 RELEASE = threading.Event()
 
@@ -174,7 +174,7 @@ def test_bootstrap_interval_brackets_the_mean() -> None:
 
 
 def test_the_scripted_bots_of_the_card_limitations_are_built_in():
-    from training.bots import make_bot
+    from training.mh.bots import make_bot
 
     echo = make_bot("scripted:laugh-echo")
     assert echo.reply(["hello there", "how are you"]) == "haha, why do you say 'how are you'? tell me more!"
