@@ -108,8 +108,9 @@ def classic(folder: Path) -> None:
 
 def minilm(folder: Path) -> None:
     from service.manifest import write_manifest
-    from training.minilm.heads import AdemHead, export_head
-    from training.minilm.store import DETAILS, _check_parity, write_readme
+    from training.minilm.export import _check_parity, export_head
+    from training.minilm.model import AdemHead
+    from training.minilm.card import DETAILS, write_readme
 
     path = folder / "head.onnx"
     if already_done(path):

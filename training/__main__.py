@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train-minilm": ("training.minilm.train", "adem-minilm, ruber-minilm or autojudge-minilm"),
     "minilm-cosine": ("training.minilm.cosine", "the store folder of the untrained minilm-cosine"),
     "minilm-report": ("training.minilm.report", "the -minilm models against their bars: docs and cards"),
-    "degenerate": ("training.minilm.degenerate", "degenerate replies against human ones, every model"),
+    "degenerate": ("training.evaluation.degenerate", "degenerate replies against human ones, every model"),
     "finetune-minilm": ("training.minilm.finetune", "experiment: AutoJudge with MiniLM itself fine-tuned"),
 }
 # `train <model>`: model -> (its trainer's module, what it trains)

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from service.manifest import write_manifest
-from training.core.card import with_measured_fields
+from training.core.card import degenerate_section, with_measured_fields
 from training.evaluation_cards import readme_section
 
 VERSION = "2026.11.0"
@@ -70,9 +70,7 @@ def write_baselines(root: Path) -> None:
         if "evaluate" in full_card:
             lines += ["", readme_section(full_card["evaluate"]).rstrip("\n")]
         if "degenerate" in full_card:
-            from training.minilm.degenerate import card_section
-
-            lines += ["", card_section(full_card["degenerate"]).rstrip("\n")]
+            lines += ["", degenerate_section(full_card["degenerate"]).rstrip("\n")]
         (folder / "README.md").write_text("\n".join(lines) + "\n")
 
 

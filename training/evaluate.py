@@ -38,7 +38,7 @@ from scipy import stats
 from service.scorers.base import EncodeCache, Item, Scorer
 from service.stats.correlation import spearman
 from training.data.judgements import DEFAULT_DATA_DIR, SETS, JudgedItem, load_set
-from training.data.references import dailydialog_index, is_reference_reply, with_recovered_references
+from training.data.references import Recovery, is_reference_reply, recover
 from training.core import docs_section
 from training.core.cli import output_dir, output_file, positive_int
 from training.core.progress import cpu_description
@@ -49,16 +49,6 @@ BEGIN = "<!-- evaluate:begin -->"
 END = "<!-- evaluate:end -->"
 MIN_SYSTEMS = 3
 BATCH = 256
-
-
-@dataclass(frozen=True)
-class Recovery:
-    """References recovered for one set's items: how many items gained one, of how many, and how
-    many of those judge the recovered reply itself."""
-
-    gained: int
-    total: int
-    identical: int
 
 
 @dataclass
@@ -341,16 +331,6 @@ def load_store(root: Path, models: list[str] | None, strict: bool = False):
               f"(served: {', '.join(sorted(store.scorers)) or 'none'})", file=sys.stderr)
         raise SystemExit(2)
     return store
-
-
-def recover(items: list[JudgedItem], data_dir: Path = DEFAULT_DATA_DIR) -> tuple[list[JudgedItem], Recovery | None]:
-    """Items with DailyDialog references filled in where recoverable; None when none were."""
-    if any(i.references for i in items):
-        return items, None
-    filled, gained = with_recovered_references(items, dailydialog_index(Path(data_dir)))
-    if not gained:
-        return items, None
-    return filled, Recovery(gained, len(items), sum(is_reference_reply(i) for i in filled))
 
 
 def run(store_root: Path, sets: list[str], models: list[str] | None, split: str, max_refs: int,

@@ -25,3 +25,18 @@ def with_measured_fields(card: dict[str, Any], folder: Path) -> dict[str, Any]:
 
 def write_readme(folder: Path, text: str) -> None:
     (Path(folder) / "README.md").write_text(text.rstrip() + "\n", encoding="utf-8")
+
+
+# The degenerate check's section of a card (docs/evaluation.md has every model in one section of its own).
+DEGENERATE_BEGIN, DEGENERATE_END = "<!-- degenerate-card:begin -->", "<!-- degenerate-card:end -->"
+
+
+def degenerate_lines(shares: dict[str, float]) -> list[str]:
+    """A model card's section on the degenerate check: the share per kind of degenerate reply."""
+    return ["## Degenerate replies (share scored below the human reply; `python -m training degenerate`)", "",
+            *(f"- {kind}: {share:.1%}" for kind, share in shares.items())]
+
+
+def degenerate_section(shares: dict[str, float]) -> str:
+    """degenerate_lines between markers, for READMEs their trainer writes (degenerate replaces it in place)."""
+    return "\n".join([DEGENERATE_BEGIN, "", *degenerate_lines(shares), "", DEGENERATE_END]) + "\n"

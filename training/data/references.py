@@ -7,7 +7,7 @@ recovered from the corpus in ../shared/data/corpora/dailydialog: find the dialog
 consecutive turns equal the item's context and take the turn after it.
 
 `load_set` is left untouched (training reads it, and the committed models must stay
-reproducible); `training.evaluate` calls `with_recovered_references` on the items it scores.
+reproducible); `evaluate` and the measurements of the -minilm heads call `recover` on the items they score.
 
 Matching compares `keys.match_key`s (letters and digits only: the sources spell one sentence
 differently, see training/data/keys.py). A reference is returned only when it is
@@ -17,7 +17,7 @@ dialogues) where the context occurs is followed by the same next turn (compared 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -87,3 +87,23 @@ def with_recovered_references(items: list[JudgedItem], index: DailyDialogIndex |
 def is_reference_reply(item: JudgedItem) -> bool:
     """Whether the judged reply is (normalised) its own first reference: the human reply being judged."""
     return bool(item.references) and match_key(item.response) == match_key(item.references[0])
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """References recovered for one set's items: how many items gained one, of how many, and how
+    many of those judge the recovered reply itself."""
+
+    gained: int
+    total: int
+    identical: int
+
+
+def recover(items: list[JudgedItem], data_dir: Path = DEFAULT_DATA_DIR) -> tuple[list[JudgedItem], Recovery | None]:
+    """Items with DailyDialog references filled in where recoverable; None when none were."""
+    if any(i.references for i in items):
+        return items, None
+    filled, gained = with_recovered_references(items, dailydialog_index(Path(data_dir)))
+    if not gained:
+        return items, None
+    return filled, Recovery(gained, len(items), sum(is_reference_reply(i) for i in filled))

@@ -16,10 +16,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from service.components.sentence_encoder import SentenceEncoder
 from service.manifest import read_manifest
 from service.runtime import Runtime, RuntimeSettings
+from service.scorers.minilm import context_texts
+from training.minilm.model import DIM
 
 DEFAULT_CACHE = Path(os.environ.get("DIALSCORE_MINILM_CACHE", "/tmp/dialscore-minilm-cache"))
 DEFAULT_ENCODER = Path(__file__).resolve().parents[2] / "model_store" / "minilm-l6"
@@ -137,3 +140,41 @@ class EmbeddingCache:
 
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+# --- tensors -------------------------------------------------------------------------------------
+class Batchify:
+    """Turns (context, response, reference) texts into padded tensors from the cache."""
+
+    def __init__(self, cache: EmbeddingCache, encoding: str) -> None:
+        self.cache = cache
+        self.encoding = encoding
+
+    def __call__(self, contexts: list[list[str]], responses: list[str], references: list[str] | None):
+        per_item = [context_texts(c, self.encoding) for c in contexts]
+        width = max(len(t) for t in per_item)
+        flat = [t for texts in per_item for t in texts]
+        vectors = self.cache.get(flat)
+        context = np.zeros((len(per_item), width, DIM), np.float32)
+        mask = np.zeros((len(per_item), width), np.float32)
+        row = 0
+        for i, texts in enumerate(per_item):
+            context[i, : len(texts)] = vectors[row:row + len(texts)]
+            mask[i, : len(texts)] = 1
+            row += len(texts)
+        out = [torch.from_numpy(context), torch.from_numpy(mask), torch.from_numpy(self.cache.get(responses))]
+        if references is not None:
+            out.append(torch.from_numpy(self.cache.get(references)))
+        return out
+
+
+def predict(head: torch.nn.Module, cache: EmbeddingCache, encoding: str, contexts, responses, references) -> dict:
+    batchify = Batchify(cache, encoding)
+    outs: dict[str, list[np.ndarray]] = {}
+    with torch.no_grad():
+        for start in range(0, len(responses), 512):
+            sl = slice(start, start + 512)
+            tensors = batchify(contexts[sl], responses[sl], references[sl] if references is not None else None)
+            for key, value in head(*tensors).items():
+                outs.setdefault(key, []).append(value.numpy())
+    return {k: np.concatenate(v) for k, v in outs.items()}

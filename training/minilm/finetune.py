@@ -24,11 +24,11 @@ import torch
 from scipy import stats
 
 from service.scorers.minilm import context_texts
-from training.minilm.export import model_path
-from training.minilm.heads import AutoJudgeHead
-from training.minilm.train import Config as HeadConfig
-from training.minilm.train import judged_rows
 from training.core.cli import count, output_file, positive_float, positive_int, threads
+from training.minilm.export import model_path
+from training.minilm.model import AutoJudgeHead
+from training.minilm.train import judged_rows
+from training.minilm.train import Config as HeadConfig
 
 
 @dataclass

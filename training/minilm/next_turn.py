@@ -26,7 +26,7 @@ import torch
 from training.data import corpora, judgements
 from training.minilm import data
 from training.minilm.embed import EmbeddingCache
-from training.minilm.heads import DIM
+from training.minilm.model import DIM
 
 SOURCES = ("dailydialog", "chitchat")
 # The heads whose M scores a reply against its context (ADEM: c^T M r_hat; AutoJudge: c^T M r;

@@ -18,10 +18,11 @@ from pathlib import Path
 import numpy as np
 
 from service.scorers.base import EncodeCache, Item
+from training.core import docs_section
+from training.core.cli import SetupError, check_output_file, input_file
 from training.data.judgements import SETS, load_set
 from training.evaluate import correlate, evaluate_model, load_store, recover
-from training.core import docs_section
-from training.core.cli import check_output_file, input_file
+from training.minilm.card import update_card
 
 PAIRS = {"adem-minilm": "adem", "ruber-minilm": "ruber", "autojudge-minilm": "autojudge"}
 BARS = ("length", "minilm-cosine")
@@ -46,8 +47,6 @@ def run(store_root: Path, sets: list[str], recover_references: bool = True) -> d
     models = list(PAIRS) + list(PAIRS.values()) + list(BARS)
     store = load_store(store_root, models)
     if not store.scorers:  # it printed a report of 0/0 comparisons, exit 0
-        from training.core.cli import SetupError
-
         raise SetupError(f"none of the report's models ({', '.join(models)}) is served from {store_root}: "
                          "nothing to report")
     table: dict[str, dict[str, dict]] = {}
@@ -126,8 +125,6 @@ def tried_table(paths: list[Path]) -> str:
     """Every configuration `train-minilm --results` logged: the record of how the context encoding
     and the loss weights were chosen (dev Pearson with the first reference, train-minilm's measure)."""
     import json
-
-    from training.core.cli import SetupError
 
     rows = []
     for path in paths:
@@ -208,8 +205,6 @@ def main(argv: list[str] | None = None) -> int:
         write_section(out, section)
     if args.no_cards or not full_run:
         return 0
-    from training.minilm.store import update_card
-
     for name in (*PAIRS, "minilm-cosine"):
         if (args.store / name / "manifest.json").is_file():
             correlations = {s: {k: (None if v is None else round(v, 6)) for k, v in rows[name].items()

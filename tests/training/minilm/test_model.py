@@ -1,18 +1,13 @@
-"""The -minilm heads: exact padding, ONNX parity, context texts, the degenerate check set."""
+"""The -minilm heads: exact padding, ONNX parity, context texts, copy penalties."""
 from __future__ import annotations
 
-import random
-
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from service.scorers.minilm import context_texts  # noqa: E402
-from training.data.holdout import DevHoldout  # noqa: E402
-from training.minilm import degenerate  # noqa: E402
-from training.minilm.heads import DIM, HEADS, POOLINGS, export_head  # noqa: E402
-from training.minilm.store import _check_parity  # noqa: E402
+from training.minilm.export import _check_parity, export_head  # noqa: E402
+from training.minilm.model import DIM, HEADS, POOLINGS  # noqa: E402
 
 
 def _unit(*shape: int) -> torch.Tensor:
@@ -80,42 +75,6 @@ def test_context_texts() -> None:
     assert context_texts([], "turns") == [""]
     with pytest.raises(ValueError):
         context_texts(context, "sideways")
-
-
-def test_degenerate_kinds_and_disjoint_phrase_lists() -> None:
-    replies = degenerate.degenerate_replies(["how are you?", "fine, and you?"], "not bad at all, thanks",
-                                            "the bus leaves at nine.", random.Random(0))
-    assert set(replies) == set(degenerate.KINDS)
-    assert replies["copy-last-turn"] == "fine, and you?"
-    assert replies["repeated"] == " ".join(["not", "bad", "at"] * 5)
-    assert replies["empty"] == ""
-    assert not set(degenerate.CHECK_GENERIC) & set(degenerate.TRAIN_GENERIC)
-    assert not set(degenerate.CHECK_NEAR_EMPTY) & set(degenerate.TRAIN_NEAR_EMPTY)
-
-
-def test_check_set_uses_only_development_contexts() -> None:
-    from training.data.judgements import normalise, split_of
-
-    trained = degenerate.trained_text()
-    cases = degenerate.check_set(max_contexts=60, trained=trained)
-    assert len(cases) == 60 * len(degenerate.KINDS)
-    assert all(split_of("q:" + normalise(c.context[-1])) == "dev" for c in cases)
-    assert not any(degenerate.seen_in_training(trained, list(c.context), [c.human, c.reference]) for c in cases)
-    # ... which leaves out cases the split key alone lets through: of the first 60 such contexts, one
-    # (the 59th) repeats a trained (query, reply) under another spelling.
-    assert cases[-1].context != degenerate.check_set(max_contexts=60, trained=DevHoldout())[-1].context
-    assert all(c.human != c.reference for c in cases)
-    assert np.mean([c.degenerate == "" for c in cases]) == pytest.approx(1 / len(degenerate.KINDS))
-
-
-def test_a_check_case_is_seen_when_training_held_its_answer_not_its_opening() -> None:
-    trained = DevHoldout.of([(["hello there", "Did you go to the concert last night?"], "Yes, it was loud.", True)])
-    seen = lambda context, replies: degenerate.seen_in_training(trained, context, replies)  # noqa: E731
-    assert seen(["did you go to the concert last night ?"], ["yes , it was loud ."])  # the same pair, respelled
-    assert seen(["Did you go to the concert last night?"], ["No, I was ill."])  # a specific trained query
-    assert not seen(["hello there"], ["hi!"])  # an opening read in training says nothing of this reply
-    short = DevHoldout.of([(["Yes."], "Good, then let's go to the museum.", True)])
-    assert not degenerate.seen_in_training(short, ["yes"], ["Fine."])  # "Yes." opens countless exchanges
 
 
 def test_autojudge_head_subtracts_the_copy_penalty_from_a_copy_of_the_last_turn() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from service.manifest import read_manifest
 from tests.conftest import copy_store
 from training.evaluation_cards import BEGIN, END
-from training.minilm.store import update_card
+from training.minilm.card import update_card
 
 
 def test_a_card_change_keeps_the_section_evaluate_wrote(tmp_path) -> None:
@@ -29,7 +29,7 @@ def test_rewriting_an_untrained_models_folder_keeps_its_measured_figures(tmp_pat
 
     from tests.conftest import MODEL_STORE
     from training import baselines
-    from training.minilm.store import write_minilm_cosine
+    from training.minilm.cosine import write_minilm_cosine
 
     names = (*baselines.BASELINES, "minilm-cosine")
     store = copy_store(tmp_path / "store", names)
@@ -53,7 +53,7 @@ def test_a_report_over_some_sets_writes_no_card_and_no_docs(tmp_path, capsys) ->
 
 
 def test_each_card_names_the_licences_of_the_data_its_model_read():
-    from training.minilm.store import data_licences
+    from training.minilm.card import data_licences
 
     adem = data_licences("adem-minilm", reddit=False, next_turn=True)
     assert "dstc7: O-UDA" in adem and "GPL" not in adem  # its ratings fit reads dstc7 and Gupta's set only

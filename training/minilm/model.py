@@ -197,23 +197,3 @@ class RuberHead(StartsFromNextTurn, nn.Module):
 
 
 HEADS = {"adem-minilm": AdemHead, "ruber-minilm": RuberHead, "autojudge-minilm": AutoJudgeHead}
-
-
-def export_head(head: nn.Module, path) -> None:
-    """ONNX export (legacy exporter, opset 17) with symbolic batch and turn axes."""
-    head.eval()
-    batch, turns = 3, 2
-    context = torch.nn.functional.normalize(torch.randn(batch, turns, DIM), dim=-1)
-    mask = torch.tensor([[1.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
-    response = torch.nn.functional.normalize(torch.randn(batch, DIM), dim=-1)
-    args = [context, mask, response]
-    names = ["context", "context_mask", "response"]
-    if head.referenced:
-        args.append(torch.nn.functional.normalize(torch.randn(batch, DIM), dim=-1))
-        names.append("reference")
-    outputs = list(head(*args).keys())
-    axes = {"context": {0: "batch", 1: "turns"}, "context_mask": {0: "batch", 1: "turns"}}
-    axes.update({n: {0: "batch"} for n in names[2:] + outputs})
-    with torch.no_grad():
-        torch.onnx.export(head, tuple(args), str(path), dynamo=False, opset_version=17,
-                          input_names=names, output_names=outputs, dynamic_axes=axes)

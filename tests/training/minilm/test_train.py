@@ -12,11 +12,11 @@ torch = pytest.importorskip("torch")
 from service.runtime import Runtime, RuntimeSettings  # noqa: E402
 from service.scorers.base import Item  # noqa: E402
 from service.store import ModelStore  # noqa: E402
-from training.minilm.embed import EmbeddingCache, load_encoder  # noqa: E402
-from training.minilm.store import export_model  # noqa: E402
-from training.minilm.train import Config, predict, train  # noqa: E402
+from training.minilm.embed import EmbeddingCache, load_encoder, predict  # noqa: E402
+from training.minilm.export import export_model  # noqa: E402
+from training.minilm.train import Config, train  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def test_train_export_and_serve(model: str, encoding: str, pooling: str, cache: 
 
 def test_dev_rows_of_referenced_heads_include_the_recovered_reference_sets() -> None:
     """train-minilm measures referenced heads where `evaluate` does: recovered DailyDialog references too."""
-    from training.minilm.train import judged_rows
+    from training.minilm.data import judged_rows
 
     own = judged_rows("dev", referenced=True, limit=5)
     recovered = judged_rows("dev", referenced=True, limit=5, recover_references=True)

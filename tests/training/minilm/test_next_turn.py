@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 
 from training.data import judgements  # noqa: E402
 from training.minilm.embed import EmbeddingCache, load_encoder  # noqa: E402
-from training.minilm.heads import DIM, AdemHead, AutoJudgeHead, RuberHead  # noqa: E402
+from training.minilm.model import DIM, AdemHead, AutoJudgeHead, RuberHead  # noqa: E402
 from training.minilm.next_turn import NextTurnConfig, corpus_pairs, pretrain_bilinear  # noqa: E402
 from training.minilm.train import Config, train  # noqa: E402
 
@@ -79,7 +79,7 @@ def test_exported_graph_has_no_trace_of_the_prior(cache: EmbeddingCache, tmp_pat
     """The prior only steers training: the served head is c^T M r as before (same inputs, one M)."""
     import onnx
 
-    from training.minilm.heads import export_head
+    from training.minilm.export import export_head
 
     head = AutoJudgeHead()
     head.start_from(torch.eye(DIM) * 2)
