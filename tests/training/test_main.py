@@ -89,7 +89,7 @@ def test_export_versions_are_what_models_can_show(bad, capsys) -> None:
                                                  ("Terminated", 143, "terminated")])
 def test_ctrl_c_and_sigterm_are_one_line_and_the_shells_exit_status(raised, code, said, monkeypatch, capsys) -> None:
     """A traceback and exit 1 before; SIGTERM is raised as Terminated while a store folder is built."""
-    from training import dev_items
+    from training.evaluation import dev_items
     from training.core import staging
 
     def stopped(argv):

@@ -40,3 +40,24 @@ def degenerate_lines(shares: dict[str, float]) -> list[str]:
 def degenerate_section(shares: dict[str, float]) -> str:
     """degenerate_lines between markers, for READMEs their trainer writes (degenerate replaces it in place)."""
     return "\n".join([DEGENERATE_BEGIN, "", *degenerate_lines(shares), "", DEGENERATE_END]) + "\n"
+
+
+# `evaluate`'s section of a card: the same markers as its section of docs/evaluation.md.
+EVALUATE_BEGIN, EVALUATE_END = "<!-- evaluate:begin -->", "<!-- evaluate:end -->"
+
+
+def evaluate_section(entry: dict) -> str:
+    """`evaluate`'s figures of one model (its card's `evaluate` entry) between markers, for its README."""
+    lines = [EVALUATE_BEGIN, "", "## Agreement with people on the development sets", "",
+             f"Item-level correlation with the averaged human score, `{entry['split']}` split of each set. "
+             f"Written by `{entry['command']}` (the full table, every model side by side, is in "
+             "docs/evaluation.md).", "",
+             "| set | n | Pearson r | Spearman ρ |", "|---|---|---|---|"]
+    for name, row in entry["item_level"].items():
+        lines.append(f"| {name} | {row['n']} | {_cell(row['pearson'])} | {_cell(row['spearman'])} |")
+    lines += ["", EVALUATE_END]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"

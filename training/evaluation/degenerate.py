@@ -22,10 +22,10 @@ from service.scorers.base import EncodeCache, Item
 from training.core.card import DEGENERATE_BEGIN, DEGENERATE_END, degenerate_section
 from training.core.cli import check_output_file, positive_int
 from training.core.docs_section import write_section
-from training.data.holdout import MIN_WINDOW_CHARS, DevHoldout
+from training.data.holdout import DevHoldout, MIN_WINDOW_CHARS
 from training.data.judgements import query_key, split_of
 from training.data.keys import match_key
-from training.evaluate import load_store
+from training.evaluation.evaluate import load_store
 from training.minilm import data, next_turn
 from training.minilm.card import update_card
 from training.minilm.data import dd_plusplus

@@ -12,9 +12,8 @@ import numpy as np
 
 from service.manifest import Manifest
 from service.manifest import update_card as update_manifest_card
-from training.core.card import degenerate_lines
+from training.core.card import degenerate_lines, evaluate_section
 from training.data.judgements import SETS, TRAINING_SETS
-from training.evaluation_cards import OWN_README_TABLE, readme_section
 from training.minilm.next_turn import NEXT_TURN_MODELS
 
 
@@ -28,6 +27,9 @@ HEADS_VERSION = "2026.11.2"
 
 
 ENCODER = "minilm-l6"
+# Heads whose README holds its own table of dev correlations (minilm-report, evaluate's protocol): evaluate's
+# section is not repeated there.
+OWN_README_TABLE = ("adem-minilm", "ruber-minilm", "autojudge-minilm")
 
 
 MACHINE = "2-core x86_64 CPU, no GPU (one thread, shared with other jobs)"
@@ -268,7 +270,7 @@ def write_readme(folder: Path, manifest: Manifest) -> None:
         lines += ["", "Reproduce:", "", "```", card["reproduce"], "```"]
     if card.get("evaluate") and manifest.name not in OWN_README_TABLE:
         # `evaluate`'s section, from the card too: a rewrite by minilm-report or degenerate keeps it
-        lines += ["", readme_section(card["evaluate"])]
+        lines += ["", evaluate_section(card["evaluate"])]
     (Path(folder) / "README.md").write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
 
 

@@ -23,7 +23,7 @@ from service.runtime import Runtime, RuntimeSettings
 from service.scorers.base import EncodeCache, Item
 from service.scorers.ruber import BLENDS, Ruber, blend, normalise
 from training.data.judgements import DEFAULT_DATA_DIR, SETS, TRAINING_SETS, JudgedItem, load_set
-from training.evaluate import correlate, evaluate_model, load_store
+from training.evaluation.evaluate import correlate, evaluate_model, load_store
 
 
 def calibration_items(data_dir: Path = DEFAULT_DATA_DIR, contexts: int = 400, seed: int = 0) -> list[Item]:

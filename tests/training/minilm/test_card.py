@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from service.manifest import read_manifest
 from tests.conftest import copy_store
-from training.evaluation_cards import BEGIN, END
+from training.evaluation.evaluate import BEGIN, END
 from training.minilm.card import update_card
 
 
@@ -28,7 +28,7 @@ def test_rewriting_an_untrained_models_folder_keeps_its_measured_figures(tmp_pat
     import filecmp
 
     from tests.conftest import MODEL_STORE
-    from training import baselines
+    from training.baselines import export as baselines
     from training.minilm.cosine import write_minilm_cosine
 
     names = (*baselines.BASELINES, "minilm-cosine")
@@ -40,16 +40,6 @@ def test_rewriting_an_untrained_models_folder_keeps_its_measured_figures(tmp_pat
             assert filecmp.cmp(store / name / file, MODEL_STORE / name / file, shallow=False), (name, file)
     assert "degenerate" in read_manifest(store / "minilm-cosine").card
     assert "degenerate" in read_manifest(store / "length").card  # since the check writes every card
-
-
-def test_a_report_over_some_sets_writes_no_card_and_no_docs(tmp_path, capsys) -> None:
-    from training.minilm import report
-
-    store = copy_store(tmp_path / "store", ("minilm-cosine",))
-    before = (store / "minilm-cosine" / "manifest.json").read_bytes()
-    assert report.main(["--store", str(store), "--sets", "holistic_eval", "--tried"]) == 0
-    assert (store / "minilm-cosine" / "manifest.json").read_bytes() == before
-    assert "holistic_eval" in capsys.readouterr().out  # printed, not written into docs/evaluation.md
 
 
 def test_each_card_names_the_licences_of_the_data_its_model_read():

@@ -24,7 +24,7 @@ def test_fine_tuning_moves_the_encoder_and_measures_every_set() -> None:
 
 
 def test_results_are_lines_minilm_report_tables(tmp_path: Path) -> None:
-    from training.minilm.report import tried_table
+    from training.evaluation.minilm_report import tried_table
 
     results = tmp_path / "tried.jsonl"
     assert main(["--epochs", "1", "--max-judged", "6", "--threads", "1", "--results", str(results)]) == 0

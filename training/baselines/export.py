@@ -9,8 +9,7 @@ import argparse
 from pathlib import Path
 
 from service.manifest import write_manifest
-from training.core.card import degenerate_section, with_measured_fields
-from training.evaluation_cards import readme_section
+from training.core.card import degenerate_section, evaluate_section, with_measured_fields
 
 VERSION = "2026.11.0"
 _GLOVE_LIMITATIONS = ("Words are lower-cased BERT-style tokens, punctuation included (GloVe has vectors for it); "
@@ -68,7 +67,7 @@ def write_baselines(root: Path) -> None:
         lines += ["", "Measured correlations: see `docs/evaluation.md`.",
                   "Rebuild the manifest: `python -m training baselines`."]
         if "evaluate" in full_card:
-            lines += ["", readme_section(full_card["evaluate"]).rstrip("\n")]
+            lines += ["", evaluate_section(full_card["evaluate"]).rstrip("\n")]
         if "degenerate" in full_card:
             lines += ["", degenerate_section(full_card["degenerate"]).rstrip("\n")]
         (folder / "README.md").write_text("\n".join(lines) + "\n")

@@ -35,18 +35,22 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from service.manifest import update_card as update_manifest_card
+from service.runtime import Runtime, RuntimeSettings
 from service.scorers.base import EncodeCache, Item, Scorer
 from service.stats.correlation import spearman
-from training.data.judgements import DEFAULT_DATA_DIR, SETS, JudgedItem, load_set
-from training.data.references import Recovery, is_reference_reply, recover
+from service.store import ModelStore
 from training.core import docs_section
+from training.core.card import EVALUATE_BEGIN, EVALUATE_END, evaluate_section
 from training.core.cli import output_dir, output_file, positive_int
-from training.core.progress import cpu_description
+from training.core.progress import cpu_description, setup_logging
+from training.data.judgements import DEFAULT_DATA_DIR, JudgedItem, SETS, load_set
+from training.data.references import Recovery, is_reference_reply, recover
+from training.minilm.card import OWN_README_TABLE
 
 log = logging.getLogger("training.evaluate")
 
-BEGIN = "<!-- evaluate:begin -->"
-END = "<!-- evaluate:end -->"
+BEGIN, END = EVALUATE_BEGIN, EVALUATE_END  # its section of docs/evaluation.md and of every card
 MIN_SYSTEMS = 3
 BATCH = 256
 
@@ -308,15 +312,42 @@ def scatter_plot(set_name: str, results: list[Result], path: Path) -> Path:
     return path
 
 
+# --- the cards -----------------------------------------------------------------------------------
+def card_entry(results: dict[str, Result], command: str, split: str) -> dict:
+    """{command, split, item_level: {set: {pearson, spearman, n}}} for the sets the model ran on."""
+    item_level = {name: {"pearson": _round(r.pearson), "spearman": _round(r.spearman), "n": r.n}
+                  for name, r in results.items() if not r.skipped}
+    return {"command": command, "split": split, "item_level": item_level}
+
+
+def write_cards(store_root: Path, results: dict[str, dict[str, Result]], models: list[str], command: str,
+                split: str) -> list[str]:
+    """Update the card of every model in `models`; returns the names written."""
+    written = []
+    for model in models:
+        folder = Path(store_root) / model
+        if not (folder / "manifest.json").is_file():
+            continue
+        entry = card_entry({set_name: per_model[model] for set_name, per_model in results.items()
+                            if model in per_model}, command, split)
+        update_manifest_card(folder, evaluate=entry)
+        if model not in OWN_README_TABLE and (folder / "README.md").is_file():
+            docs_section.write_section(folder / "README.md", evaluate_section(entry), BEGIN, END)
+        written.append(model)
+    return written
+
+
+def _round(value: float | None) -> float | None:
+    # Six places: a card prints three, and rounding a 4-place value again could differ from the docs by one.
+    return None if value is None else round(float(value), 6)
+
+
 # --- command line ------------------------------------------------------------------------------
 def load_store(root: Path, models: list[str] | None, strict: bool = False):
     """The service's ModelStore on CPU with one thread per session (the machine is shared).
 
     strict: every model asked for must be served, else exit 2 (commands whose user named them);
     otherwise the ones there are used (callers that take whichever baselines a store holds)."""
-    from service.runtime import Runtime, RuntimeSettings
-    from service.store import ModelStore
-
     runtime = Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=1, workers=1))
     if not Path(root).is_dir():
         print(f"error: no model store at {root}", file=sys.stderr)
@@ -401,8 +432,6 @@ def main(argv: list[str] | None = None) -> int:
     full = whole_protocol and args.models is None
     out = args.out or (Path("docs/evaluation.md") if full else None)
     plots = args.plots or (Path("docs/plots") if full else None)
-    from training.core.progress import setup_logging
-
     setup_logging(args.log)
     started = time.monotonic()
     results, names, recovered = run(args.store, args.sets, args.models, args.split, args.max_refs, args.data_dir,
@@ -425,8 +454,6 @@ def main(argv: list[str] | None = None) -> int:
         log.info("cards not written (%s)", "--no-cards" if args.no_cards else "only a run of every set on its dev "
                                                                              "split with the default protocol is")
     else:
-        from training.evaluation_cards import write_cards
-
         written = write_cards(args.store, results, names, command.strip(), args.split)
         log.info("wrote the figures into the cards of %s", ", ".join(written))
     return 0

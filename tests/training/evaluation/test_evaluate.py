@@ -9,7 +9,7 @@ from service.scorers.base import ScoreBatch
 from service.text import word_count
 from tests.conftest import MODEL_STORE, copy_store
 from training.data.judgements import JudgedItem, load_set
-from training.evaluate import BEGIN, END, correlate, main, score_items, system_level, write_section
+from training.evaluation.evaluate import BEGIN, END, correlate, main, score_items, system_level, write_section
 
 
 def test_correlate_matches_scipy_and_refuses_constant_input():
@@ -79,8 +79,8 @@ def test_evaluate_runs_served_models_on_real_dev_sets(tmp_path):
 
 def test_cards_get_the_figures_of_a_full_run(tmp_path):
     from service.manifest import read_manifest
-    from training.evaluate import Result
-    from training.evaluation_cards import write_cards
+    from training.evaluation.evaluate import Result
+    from training.evaluation.evaluate import write_cards
 
     store = copy_store(tmp_path / "store", ("bleu4", "length"))
     results = {"holistic_eval": {"length": Result("length", "holistic_eval", 72, pearson=-0.54, spearman=-0.56),
@@ -105,7 +105,7 @@ def test_unknown_models_are_a_set_up_error(tmp_path, capsys):
 
 
 def test_beats_baselines_counts_sets_where_a_model_tops_bleu_and_rouge():
-    from training.evaluate import Result, beats_baselines
+    from training.evaluation.evaluate import Result, beats_baselines
 
     def row(**pearson):
         return {m: Result(model=m, set="s", n=10, pearson=r) for m, r in pearson.items()}
@@ -134,7 +134,7 @@ def test_evaluate_recovers_dailydialog_references_by_default(tmp_path):
 
 
 def test_supplementary_table_leaves_out_replies_that_are_their_own_reference():
-    from training.evaluate import Result, distinct_reply_table
+    from training.evaluation.evaluate import Result, distinct_reply_table
 
     human = np.array([5.0, 5.0, 1.0, 2.0, 3.0, 4.0])
     copies = np.array([True, True, False, False, False, False])
@@ -175,7 +175,7 @@ def test_evaluating_only_dialogue_models_says_why_there_is_nothing(capsys):
 def test_training_reports_the_services_spearman_p() -> None:
     """Cards and metrics carry /correlate's p: exact for a handful of systems, where scipy's t
     approximation says p = 0 for any perfect ranking (M_H's 4 iEval bots had spearman_p 0.0)."""
-    from training.evaluate import correlate
+    from training.evaluation.evaluate import correlate
     from training.core.heads import correlations
     from training.mh.evaluate import correlate as mh_correlate
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from service.manifest import write_manifest
-from training.core.cli import positive_int
+from training.core.cli import SetupError, positive_int
 
 log = logging.getLogger(__name__)
 VERSION = "2026.11.0"
@@ -43,8 +43,6 @@ def check_users(out: Path, words: int) -> None:
     """Refuse to replace a store's table by one of another size while store models use it: ruber's
     word_weights.npy has a row per word, so 1,000 words took ruber out of service, and mh and the
     emb-* baselines silently scored on another vocabulary (a probe, 2026-11-25)."""
-    from training.core.cli import SetupError
-
     manifest = out / "manifest.json"
     if not manifest.is_file():
         return

@@ -1,8 +1,8 @@
 """`python -m training dev-items`: the items evaluate scores, written for researchers to reuse."""
 import json
 
-from training import dev_items
-from training.evaluate import recover
+from training.evaluation import dev_items
+from training.data.references import recover
 from training.data.judgements import load_set
 
 

@@ -19,13 +19,11 @@ from pathlib import Path
 
 from training.core.cli import check_output_file, output_file
 from training.data.judgements import DEFAULT_DATA_DIR, SETS, SPLITS, load_set
-from training.data.references import is_reference_reply
+from training.data.references import is_reference_reply, recover
 
 
 def rows(set_name: str, split: str, data_dir: Path) -> list[dict]:
     """The items of one set and split as `evaluate` scores them (references recovered where it does)."""
-    from training.evaluate import recover
-
     items, recovery = recover(load_set(set_name, split, data_dir), data_dir)
     return [{"set": i.set, "item_id": i.item_id, "context": i.context, "response": i.response,
              "references": i.references, "recovered": recovery is not None and bool(i.references),
