@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import random
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from tokenizers import Tokenizer
 
 from training.core.cli import count, names_from, positive_float, positive_int, threads
 from training.core.progress import Progress, setup_logging
@@ -121,7 +124,20 @@ def perplexity(model: VHRED, data: list[list[list[int]]], batch_size: int = 64) 
             "kl_per_token": kl / tokens, "tokens": tokens}
 
 
-def main(argv: list[str]) -> int:
+@dataclass
+class Corpus:
+    """The dialogues a run reads: train (less those holding dev text) and DailyDialog validation (less
+    the dialogues repeating a train one), with what was left out of each."""
+
+    sources: tuple[str, ...]
+    train: list[list[str]]
+    valid: list[list[str]]
+    left_out: dict[str, int]
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The options; with --finish, the stopped run's files checked and the data settings it recorded
+    taken over, so that the data is read as that run read it."""
     parser = argparse.ArgumentParser(prog="python -m training pretrain", description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("runs/vhred"))
     parser.add_argument("--steps", type=positive_int, default=1300)
@@ -143,31 +159,27 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--finish", action="store_true",
                         help="do not train: evaluate the saved model.pt and write metrics.json (after a stop)")
     args = parser.parse_args(argv)
-
-    if args.finish and not (args.out / "model.pt").is_file():
+    if not args.finish:
+        return args
+    if not (args.out / "model.pt").is_file():
         parser.error(f"--finish: {args.out / 'model.pt'} does not exist (nothing to finish)")
-    if args.finish and not (args.out / "tokenizer.json").is_file():
+    if not (args.out / "tokenizer.json").is_file():
         # a new tokenizer would not be the one the saved model was trained on (perplexity 183 -> 335)
         parser.error(f"--finish: {args.out / 'tokenizer.json'} does not exist; the saved model cannot be evaluated "
                      "without the tokenizer it was trained with: run it again")
-    if args.finish:
-        saved = load_checkpoint(args.out / "model.pt")[1]
-        for name in DATA_SETTINGS if "steps_done" in saved else ():  # the stopped run's data, read as it read it
-            if name in saved:
-                value = saved[name]
-                setattr(args, name, ",".join(value) if isinstance(value, list) else value)
-    args.out.mkdir(parents=True, exist_ok=True)
-    log = setup_logging(args.out / "pretrain.log")
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    rng = random.Random(args.seed)
-    started = time.time()
+    saved = load_checkpoint(args.out / "model.pt")[1]
+    for name in DATA_SETTINGS if "steps_done" in saved else ():  # the stopped run's data, read as it read it
+        if name in saved:
+            value = saved[name]
+            setattr(args, name, ",".join(value) if isinstance(value, list) else value)
+    return args
 
+
+def read_corpora(args: argparse.Namespace, log: logging.Logger) -> Corpus:
     sources = tuple(s for s in args.sources.split(",") if s)
     # Dialogues that hold a dev context or dev (query, reply) pair are left out (training/data/holdout.py).
     train, held = judgements.dev_holdout(args.data_dir).unseen(corpora.load_dialogues("train", sources, args.data_dir))
-    # Held out: DailyDialog validation, less the dialogues that repeat a train dialogue up to
-    # spelling and punctuation (69 exactly, 122 by the loose key).
+    # DailyDialog validation repeats some train dialogues up to spelling and punctuation: those are left out.
     valid = corpora.dailydialog("validation", args.data_dir)
     seen = {tuple(match_key(t) for t in d) for d in train}
     unseen = [d for d in valid if tuple(match_key(t) for t in d) not in seen]
@@ -179,23 +191,25 @@ def main(argv: list[str]) -> int:
     log.info("corpora: %d train dialogues (%s, %s; %d holding dev text left out), %d validation dialogues "
              "(dailydialog; %d repeating train left out)", len(train), ",".join(sources), corpora.fingerprint(train),
              held, len(valid), repeats)
-    left_out = {"dev_text_dialogues_left_out": held, "validation_repeats_left_out": repeats}
+    return Corpus(sources, train, valid, {"dev_text_dialogues_left_out": held, "validation_repeats_left_out": repeats})
 
-    config = VHREDConfig(vocab_size=args.vocab_size, **args.config)
-    if not args.finish:  # only now, with the data read and the config checked, is the previous run replaced
-        clear_outputs(args.out)
-    if args.finish:  # the one the saved model was trained with (checked above)
-        tokenizer = bpe.load(args.out / "tokenizer.json")
-    else:
-        tokenizer = bpe.train_bpe((t for d in train for t in d), vocab_size=config.vocab_size,
-                                  max_tokens=config.max_tokens)
-        bpe.save(tokenizer, args.out / "tokenizer.json")
-    if not args.finish and tokenizer.get_vocab_size() != config.vocab_size:
-        # --vocab-size 1 gave 47 pieces without a word (a probe): below the alphabet BPE cannot go, and a
-        # small corpus may run out of merges before the size asked for
+
+def train_tokenizer(corpus: Corpus, config: VHREDConfig, out: Path, log: logging.Logger) -> Tokenizer:
+    """A BPE tokenizer of the train dialogues, saved in `out`."""
+    tokenizer = bpe.train_bpe((t for d in corpus.train for t in d), vocab_size=config.vocab_size,
+                              max_tokens=config.max_tokens)
+    bpe.save(tokenizer, out / "tokenizer.json")
+    if tokenizer.get_vocab_size() != config.vocab_size:
+        # below its alphabet BPE cannot go, and a small corpus may run out of merges before the size asked for
         log.warning("--vocab-size %d: the tokenizer has %d pieces (%s)", config.vocab_size,
                     tokenizer.get_vocab_size(), "its alphabet and special tokens are the least it can have"
                     if tokenizer.get_vocab_size() > config.vocab_size else "the corpus has no more merges")
+    return tokenizer
+
+
+def corpus_windows(tokenizer: Tokenizer, config: VHREDConfig, corpus: Corpus,
+                   log: logging.Logger) -> tuple[list, list]:
+    """Train and validation windows of token ids; `config` takes the tokenizer's vocabulary size."""
     config.vocab_size = tokenizer.get_vocab_size()
     log.info("tokenizer: %d BPE pieces, at most %d tokens per utterance", config.vocab_size, config.max_tokens)
 
@@ -207,20 +221,16 @@ def main(argv: list[str]) -> int:
             at += len(d)
         return out
 
-    train_windows = windows(encode_all(train), config.max_turns)
-    valid_windows = windows(encode_all(valid), config.max_turns)
+    train_windows = windows(encode_all(corpus.train), config.max_turns)
+    valid_windows = windows(encode_all(corpus.valid), config.max_turns)
     log.info("windows: %d train, %d validation", len(train_windows), len(valid_windows))
+    return train_windows, valid_windows
 
-    if args.finish:
-        model, extra = load_checkpoint(args.out / "model.pt")
-        args.steps, epoch = extra.get("steps_done", extra.get("steps")), extra.get("epoch", extra.get("epochs"))
-        for name in RUN_SETTINGS:  # the stopped run's, not this command line's defaults
-            if name in extra:
-                setattr(args, name, extra[name])
-        log.info("finishing a run stopped after step %d", args.steps)
-        return _finish(model, valid_windows, train, train_windows, sources, args, epoch, started, log, left_out,
-                       minutes=extra.get("minutes"))
 
+def train_vhred(config: VHREDConfig, train_windows: list, args: argparse.Namespace, rng: random.Random,
+                started: float, log: logging.Logger) -> tuple[VHRED, int]:
+    """Adam over length-bucketed batches with linear KL annealing, a step checkpoint every
+    --checkpoint-every steps; returns the model and the number of passes started."""
     model = VHRED(config)
     model.train()
     optimiser = torch.optim.Adam(model.parameters(), lr=args.lr)
@@ -251,20 +261,60 @@ def main(argv: list[str]) -> int:
             save_checkpoint(model, args.out / "model.pt", extra={
                 "steps_done": step, "epoch": epoch, "minutes": round((time.time() - started) / 60, 1),
                 **{name: getattr(args, name) for name in RUN_SETTINGS + DATA_SETTINGS}})
-    return _finish(model, valid_windows, train, train_windows, sources, args, epoch, started, log, left_out)
+    return model, epoch
 
 
-def _finish(model: VHRED, valid_windows: list, train: list, train_windows: list, sources: tuple, args,
-            epoch: int, started: float, log, left_out: dict, minutes: float | None = None) -> int:
+def pretrain(args: argparse.Namespace, corpus: Corpus, rng: random.Random, started: float,
+             log: logging.Logger) -> int:
+    """A new run: the previous run's files go (only now, with the data read and the config checked), then
+    the tokenizer, the windows, the training and the run's metrics."""
+    config = VHREDConfig(vocab_size=args.vocab_size, **args.config)
+    clear_outputs(args.out)
+    tokenizer = train_tokenizer(corpus, config, args.out, log)
+    train_windows, valid_windows = corpus_windows(tokenizer, config, corpus, log)
+    model, epoch = train_vhred(config, train_windows, args, rng, started, log)
+    return write_run(model, valid_windows, corpus, train_windows, args, epoch, started, log)
+
+
+def finish(args: argparse.Namespace, corpus: Corpus, started: float, log: logging.Logger) -> int:
+    """--finish: the saved model.pt of a stopped run measured and written as a finished run, with the
+    tokenizer it was trained with and the settings it recorded."""
+    config = VHREDConfig(vocab_size=args.vocab_size, **args.config)
+    tokenizer = bpe.load(args.out / "tokenizer.json")
+    train_windows, valid_windows = corpus_windows(tokenizer, config, corpus, log)
+    model, extra = load_checkpoint(args.out / "model.pt")
+    args.steps, epoch = extra.get("steps_done", extra.get("steps")), extra.get("epoch", extra.get("epochs"))
+    for name in RUN_SETTINGS:  # the stopped run's, not this command line's defaults
+        if name in extra:
+            setattr(args, name, extra[name])
+    log.info("finishing a run stopped after step %d", args.steps)
+    return write_run(model, valid_windows, corpus, train_windows, args, epoch, started, log, minutes=extra.get("minutes"))
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    log = setup_logging(args.out / "pretrain.log")
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    rng = random.Random(args.seed)
+    started = time.time()
+    corpus = read_corpora(args, log)
+    return finish(args, corpus, started, log) if args.finish else pretrain(args, corpus, rng, started, log)
+
+
+def write_run(model: VHRED, valid_windows: list, corpus: Corpus, train_windows: list, args: argparse.Namespace,
+              epoch: int, started: float, log: logging.Logger, minutes: float | None = None) -> int:
+    """Held-out perplexity, then model.pt (the checkpoint's `extra` is the metrics) and metrics.json."""
     held_out = perplexity(model, valid_windows)
     minutes = minutes if minutes is not None else (time.time() - started) / 60
     log.info("held-out DailyDialog validation: perplexity bound %.2f, NLL-only %.2f, KL/token %.3f (%d tokens)",
              held_out["ppl_bound"], held_out["ppl_nll"], held_out["kl_per_token"], held_out["tokens"])
     metrics = {"held_out_dailydialog_validation": held_out, "steps": args.steps, "epochs": epoch,
-               "batch_size": args.batch_size, "seed": args.seed, "train_dialogues": len(train),
-               "train_windows": len(train_windows), "train_fingerprint": corpora.fingerprint(train),
-               "sources": list(sources), "minutes": round(minutes, 1), "threads": args.threads,
-               "kl_anneal_steps": args.kl_anneal_steps, "lr": args.lr, **left_out,
+               "batch_size": args.batch_size, "seed": args.seed, "train_dialogues": len(corpus.train),
+               "train_windows": len(train_windows), "train_fingerprint": corpora.fingerprint(corpus.train),
+               "sources": list(corpus.sources), "minutes": round(minutes, 1), "threads": args.threads,
+               "kl_anneal_steps": args.kl_anneal_steps, "lr": args.lr, **corpus.left_out,
                "weights_sha256": weights_sha256(model)}
     save_checkpoint(model, args.out / "model.pt", extra=metrics)
     (args.out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
