@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from training.core.card import ModelCard, code
 from training.hred.card import (ADEM_LIMITATIONS, CITE_ADEM, CORPUS_LICENCES, MACHINE, TRAINING_TIME_TABLE, head_card,
                                 _dev_summary, _dev_table, _file_names, _gap, _licences, reproduce)
 
@@ -26,28 +27,30 @@ def adem_details(alpha: float, beta: float) -> str:
             f"alpha = {float(alpha)!r}, beta = {float(beta)!r}")
 
 
-def adem_readme(folder: Path, metrics: dict, parity: dict[str, float], dim: int, turns: int) -> str:
-    t = metrics["training"]["adem"]
-    return f"""# adem: ADEM (Lowe et al. 2017) on the VHRED encoder
+ADEM_USES = ("Served as the paper's baseline: a reply scored against a human reference and its context on the 1-5 "
+             "rating scale, beside the other metrics of the evaluation tables. To rank candidates use adem-minilm "
+             "(see Limitations and bias).")
 
-score(c, r, r_hat) = (c^T M r_hat + r^T N r_hat - alpha) / beta, where c, r, r_hat are the
+
+def adem_readme(folder: Path, metrics: dict, parity: dict[str, float], dim: int, turns: int) -> ModelCard:
+    t = metrics["training"]["adem"]
+    return ModelCard(
+        title="adem: ADEM (Lowe et al. 2017) on the VHRED encoder",
+        description=f"""score(c, r, r_hat) = (c^T M r_hat + r^T N r_hat - alpha) / beta, where c, r, r_hat are the
 `hred-encoder` vectors of the context, the reference and the reply, reduced by PCA to n = {t['n']}.
 M and N start at the identity; alpha = {t['alpha']:.4g} and beta = {t['beta']:.4g} are fixed so that
 predictions at initialisation have the training ratings' mean and spread (the paper's "alpha, beta
 initialise the predictions in the score range"). Scores are on the 1-5 rating scale: the service
 keeps them inside it by compressing the outer 5% at each end, smoothly and in order (`soft_bound`,
-service/scorers/base.py), and leaves every other score as the head computes it.
-
-## Inputs
-`context` (oldest first; the last {turns} turns are used), `response`, `reference` (required).
+service/scorers/base.py), and leaves every other score as the head computes it.""",
+        intended_uses=ADEM_USES,
+        inputs_and_outputs=f"""`context` (oldest first; the last {turns} turns are used), `response`, `reference` (required).
 Files: {_file_names(folder)}; `adem_head.onnx` takes `c`, `r_hat`, `r` [batch, {dim}]
 and holds the PCA projection, M, N, alpha and beta. It returns `score` and its two terms, `s_unref`
 = c^T M r_hat and `s_ref` = r^T N r_hat (in the PCA space, before alpha and beta), which `/score`
 gives in `details`: before the soft bound, score = (s_unref + s_ref - alpha) / beta.
-ONNX vs torch max abs difference, in score units (the terms divided by beta): {parity}.
-
-## Training
-- Data: the `train` partitions (training/data/judgements.py, split by context) of
+ONNX vs torch max abs difference, in score units (the terms divided by beta): {parity}.""",
+        training_data_and_licence=f"""- Data: the `train` partitions (training/data/judgements.py, split by context) of
   {', '.join(metrics['sets'])}; {metrics['train_items']} rated replies with references, ratings
   rescaled to 1-5 (DSTC7: mean of relevance and informativeness per judge, averaged over judges).
   r is the first reference.
@@ -57,31 +60,23 @@ ONNX vs torch max abs difference, in score units (the terms divided by beta): {p
   contexts never occur in the {t['fit_items']} fitting items; best epoch {t['best_epoch']} of {t['epochs_run']}.
 - C-ADEM keeps only c^T M r_hat, R-ADEM only r^T N r_hat (paper Table 3), trained the same way:
   {_variant_epochs(metrics['training'])}
-- {metrics['minutes']} minutes (encoding included) on a {MACHINE}; seed {metrics['seed']}.
-
-{_dev_table(metrics['dev'], '## Correlation with human ratings on the dev partitions (never trained on)')}
+- {metrics['minutes']} minutes (encoding included) on a {MACHINE}; seed {metrics['seed']}.""",
+        evaluation=f"""{_dev_table(metrics['dev'], '### Correlation with human ratings on the dev partitions (never trained on)')}
 
 "vhred (init)" is ADEM at initialisation (M = N = I), the paper's "VHRED" row. p-values are in
 the run's metrics.json. {TRAINING_TIME_TABLE}
 
-## Gap to the paper
+### Gap to the paper
 Paper (Twitter test set, Pearson): ADEM 0.436, C-ADEM 0.363, R-ADEM 0.360, VHRED -0.010, BLEU-4 0.073.
 Here ADEM reaches {_gap(metrics['dev'], 'adem', 0.436)}. Why we think it falls short: the encoder is
 small and briefly trained (context size 256 instead of 2000, about one pass over ~15k dialogues on
 one CPU core instead of a large Twitter corpus); the rated sets are not the domain it was
 pre-trained on (DSTC7: Reddit threads with grounding passages, cut to 40 BPE tokens per
 utterance); and the ratings come from other protocols (relevance/informativeness, rescaled)
-than the paper's single "overall quality" score on its own model outputs.
-
-{ADEM_LIMITATIONS}
-## Reproduce
-```
-{reproduce(metrics.get('encoder_metrics'))}
-```
-
-## Citation
-{CITE_ADEM}
-"""
+than the paper's single "overall quality" score on its own model outputs.""",
+        limitations_and_bias=ADEM_LIMITATIONS,
+        reproduce=code(reproduce(metrics.get('encoder_metrics'))),
+        citation=CITE_ADEM)
 
 
 def _variant_epochs(training: dict) -> str:

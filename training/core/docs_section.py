@@ -8,13 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def write_section(path: Path, section: str, begin: str, end: str) -> None:
-    """Replace the text from `begin` to `end` with `section` (which holds both markers), or append it."""
+def write_section(path: Path, section: str, begin: str, end: str, before: str | None = None) -> None:
+    """Replace the text from `begin` to `end` with `section` (which holds both markers); without them,
+    put it in front of the line `before` where the file has it (a model card's next heading), else at the end."""
     path = Path(path)
     text = path.read_text(encoding="utf-8") if path.exists() else "# Evaluation\n"
     if begin in text and end in text:
         head, rest = text.split(begin, 1)
         text = head + section.rstrip("\n") + rest.split(end, 1)[1]
+    elif before is not None and f"\n{before}\n" in text:
+        head, rest = text.split(f"\n{before}\n", 1)
+        text = head.rstrip("\n") + "\n\n" + section.rstrip("\n") + f"\n\n{before}\n" + rest
     else:
         text = text.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ import numpy as np
 
 from service.manifest import update_card as update_manifest_card
 from service.scorers.base import EncodeCache, Item
-from training.core.card import DEGENERATE_BEGIN, DEGENERATE_END, degenerate_section
+from training.core.card import DEGENERATE_BEGIN, DEGENERATE_END, degenerate_section, write_measured_section
 from training.core.cli import check_output_file, positive_int
 from training.core.docs_section import write_section
 from training.data.holdout import DevHoldout, MIN_WINDOW_CHARS
@@ -172,8 +172,8 @@ def main(argv: list[str] | None = None) -> int:
                 update_card(args.store / name, degenerate=rounded)
             elif (args.store / name / "manifest.json").is_file():  # README written by its trainer: a section
                 update_manifest_card(args.store / name, degenerate=rounded)
-                write_section(args.store / name / "README.md", degenerate_section(rounded), DEGENERATE_BEGIN,
-                              DEGENERATE_END)
+                write_measured_section(args.store / name, degenerate_section(rounded), DEGENERATE_BEGIN,
+                                       DEGENERATE_END)
     return 0
 
 

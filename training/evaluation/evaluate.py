@@ -41,7 +41,7 @@ from service.scorers.base import EncodeCache, Item, Scorer
 from service.stats.correlation import spearman
 from service.store import ModelStore
 from training.core import docs_section
-from training.core.card import EVALUATE_BEGIN, EVALUATE_END, evaluate_section
+from training.core.card import EVALUATE_BEGIN, EVALUATE_END, evaluate_section, write_measured_section
 from training.core.cli import output_dir, output_file, positive_int
 from training.core.progress import cpu_description, setup_logging
 from training.data.judgements import DEFAULT_DATA_DIR, JudgedItem, SETS, load_set
@@ -332,7 +332,7 @@ def write_cards(store_root: Path, results: dict[str, dict[str, Result]], models:
                             if model in per_model}, command, split)
         update_manifest_card(folder, evaluate=entry)
         if model not in OWN_README_TABLE and (folder / "README.md").is_file():
-            docs_section.write_section(folder / "README.md", evaluate_section(entry), BEGIN, END)
+            write_measured_section(folder, evaluate_section(entry), BEGIN, END)
         written.append(model)
     return written
 

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from training.core.card import ModelCard, code
 from training.data.judgements import SETS
 
 MACHINE = "2-core x86_64 CPU, no GPU (one core used, shared with other jobs)"
@@ -23,6 +24,17 @@ REPRODUCE_HEADS = ("python -m training train adem --encoder runs/vhred --out run
                    "python -m training train autojudge --encoder runs/vhred --out runs/autojudge --seed 0\n"
                    "python -m training export --vhred runs/vhred --adem runs/adem --autojudge runs/autojudge "
                    "--store model_store")
+
+
+HRED_USES = ("The encoder that adem and autojudge read: a component, not a model to score with. A head is a "
+             "matrix over this encoder's vectors, so it is served only on the encoder it was trained on "
+             "(`export` and the service refuse another).")
+HRED_LIMITATIONS = ("- Reads the first 39 BPE pieces of each utterance (40 ids with the end marker) and the last {turns} "
+                    "utterances of a context: text past that changes no vector.\n"
+                    "- English, on a tokenizer learned from DailyDialog and Chit-Chat: emoji and scripts it never saw "
+                    "become [UNK].\n"
+                    "- Small and briefly trained (see Training data and licence): its vectors carry less than the "
+                    "paper's, which bounds what the heads on it can learn.")
 
 
 # Why a card's training-run table and its `evaluate` section differ in the third decimal.
@@ -106,11 +118,9 @@ def _files(folder: Path) -> str:
                      if p.suffix in (".onnx", ".json", ".npy") and p.name != "manifest.json")
 
 
-# Limits an audit of the served models found (2026-11-26): what a user of the classic heads must know.
 def _hred_reads(model: str) -> str:
-    """What both classic heads read through hred-encoder: the opening of their Limitations sections."""
-    return f"""## Limitations
-- Reads the first 39 BPE pieces of each utterance (40 ids with the end marker) and the last
+    """What both classic heads read through hred-encoder: the opening of their Limitations and bias sections."""
+    return f"""- Reads the first 39 BPE pieces of each utterance (40 ids with the end marker) and the last
   context turns given above: text past that changes no score.
 - English, on a tokenizer learned from DailyDialog and Chit-Chat: emoji and scripts it never saw
   become [UNK], so replies that differ only in them tie. Curly quotes (’ ‘ “ ”) are read as straight
@@ -119,19 +129,19 @@ def _hred_reads(model: str) -> str:
 
 
 ADEM_LIMITATIONS = _hred_reads("adem") + """  apostrophes in the context in place of straight ones moved nine replies by up to 0.3 points (an
-  audit of the served model, 2026-11-26). Other punctuation is read as typed.
+  audit of the served model). Other punctuation is read as typed.
 - The reference term r^T N r_hat is learned, not a similarity: a reply identical to its reference
   is not rewarded (2.86 of 5 on average over ten hand-written contexts, same audit), and empty or
   copied replies score above the human one more often than not (the degenerate-reply table
-  below). Served as the paper's baseline; to rank candidates use adem-minilm.
+  above). Served as the paper's baseline; to rank candidates use adem-minilm.
 """
 AUTOJUDGE_LIMITATIONS = _hred_reads("autojudge") + """  apostrophes in the context in place of straight ones moved the same reply from 3.26 to 1.05, and
-  nine replies down by 1.68 points on average (0.80 to 2.35; an audit of the served model,
-  2026-11-26). Other punctuation still moves scores a lot: dropping a reply's final full stop moved
-  it by 0.52 at the median (same audit).
+  nine replies down by 1.68 points on average (0.80 to 2.35; an audit of the served model). Other
+  punctuation still moves scores a lot: dropping a reply's final full stop moved it by 0.52 at the
+  median (same audit).
 - It rewards replies people do not: an empty reply to a blank context scores 4.99, and copies of
   the last turn, generic and empty replies score above the human one in many cases (the
-  degenerate-reply table below), the reward failure the paper itself reports. Served as the paper's baseline; to re-rank live
+  degenerate-reply table above), the reward failure the paper itself reports. Served as the paper's baseline; to re-rank live
   candidates use autojudge-minilm.
 """
 
@@ -168,12 +178,12 @@ def _valid_text(metrics: dict) -> str:
             "(DailyDialog's official splits overlap), are left out, so no dialogue measured here was trained on.")
 
 
-def hred_readme(folder: Path, metrics: dict, config: dict) -> str:
+def hred_readme(folder: Path, metrics: dict, config: dict) -> ModelCard:
     held = metrics["held_out_dailydialog_validation"]
     u, c, turns = 2 * config["utterance"], config["context"], config["max_turns"] - 1
-    return f"""# hred-encoder: the VHRED-pre-trained hierarchical encoder of ADEM and AutoJudge
-
-A component (not a model you score with): the utterance-level bidirectional GRU and the
+    return ModelCard(
+        title="hred-encoder: the VHRED-pre-trained hierarchical encoder of ADEM and AutoJudge",
+        description=f"""A component (not a model you score with): the utterance-level bidirectional GRU and the
 context-level GRU of a VHRED dialogue model (Serban et al. 2017), pre-trained with what ADEM's
 section 5.1 lists: BPE vocabulary, a Gaussian latent variable per turn, KL annealing (linear 0 -> 1
 over the first {metrics['kl_anneal_steps']} batches; the paper's 60,000 scaled to this run's {metrics['steps']})
@@ -181,10 +191,9 @@ and 25% decoder word drop. Where it differs from the papers: GRUs throughout (AD
 and AutoJudge's appendix use LSTMs; a GRU has fewer weights to train on one CPU core); layer
 normalisation sits on the encoders' outputs, not inside the recurrence as in section 5.1; and the
 decoder sees [context; z] through its initial state only, where ADEM's appendix C also feeds it at
-every step. Only the two encoders are exported; the decoder is used by `python -m training selftalk`.
-
-## Files and inputs
-{_files(folder)}
+every step. Only the two encoders are exported; the decoder is used by `python -m training selftalk`.""",
+        intended_uses=HRED_USES,
+        inputs_and_outputs=f"""{_files(folder)}
 
 - `tokenizer.json`: the pre-training run's BPE tokenizer (BERT normaliser: lower case, accents
   kept) with ’ ‘ mapped to ' and “ ” to " in front of it, since hred-encoder 2026.11.2. The encoder
@@ -198,10 +207,8 @@ every step. Only the two encoders are exported; the decoder is used by `python -
   {turns} utterances; a reply or reference is encoded as a one-utterance context (ADEM section 4).
 - Padding is masked exactly (the backward GRU reads each utterance reversed within its length),
   so a vector does not depend on the batch. ONNX Runtime vs torch max abs difference is in
-  `manifest.json` (`config.parity_max_abs_diff`), checked below 1e-4 at several shapes.
-
-## Training
-- Data: the train splits of DailyDialog (official split) and the Chit-Chat dataset (seeded 90/5/5
+  `manifest.json` (`config.parity_max_abs_diff`), checked below 1e-4 at several shapes.""",
+        training_data_and_licence=f"""- Data: the train splits of DailyDialog (official split) and the Chit-Chat dataset (seeded 90/5/5
   split by conversation, duplicates and single-speaker conversations dropped):
   {metrics['train_dialogues']} dialogues, {metrics['train_windows']} windows of up to 8 turns
   (fingerprint `{metrics['train_fingerprint']}`). {_held_out_text(metrics)}
@@ -212,26 +219,17 @@ every step. Only the two encoders are exported; the decoder is used by `python -
 - {metrics['steps']} Adam steps (lr {metrics['lr']}, batch {metrics['batch_size']} windows,
   {metrics['epochs']} pass(es) started), seed {metrics['seed']}, {metrics['minutes']} minutes on a {MACHINE}.
   The paper's encoder is far larger (context size 2000, Twitter corpus); this one is sized to
-  train on one CPU core in well under an hour.
-
-## Held-out perplexity (DailyDialog validation, {int(held['tokens'])} tokens)
+  train on one CPU core in well under an hour.""",
+        evaluation=f"""### Held-out perplexity (DailyDialog validation, {int(held['tokens'])} tokens)
 {_valid_text(metrics)}
 
 | measure | value |
 |---|---|
 | per-token perplexity bound, exp((NLL + KL) / tokens) | {held['ppl_bound']:.2f} |
 | per-token perplexity of the reconstruction term alone | {held['ppl_nll']:.2f} |
-| KL per token | {held['kl_per_token']:.3f} |
-
-## Reproduce
-```
-{pretrain_command(metrics['steps'], metrics['kl_anneal_steps'])}
-{REPRODUCE_HEADS}
-```
+| KL per token | {held['kl_per_token']:.3f} |""",
+        limitations_and_bias=HRED_LIMITATIONS.format(turns=turns),
+        reproduce=f"""{code(pretrain_command(metrics['steps'], metrics['kl_anneal_steps']) + chr(10) + REPRODUCE_HEADS)}
 The heads are exported with the encoder they were trained on: `export` refuses an encoder that
-would leave adem or autojudge in the store on another one.
-
-## Citation
-{CITE_VHRED}
-{CITE_ADEM}
-"""
+would leave adem or autojudge in the store on another one.""",
+        citation=f"{CITE_VHRED}\n{CITE_ADEM}")

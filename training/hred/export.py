@@ -25,7 +25,7 @@ import torch
 from service.manifest import read_manifest, write_manifest
 from training.adem import export as adem_export
 from training.autojudge import export as autojudge_export
-from training.core.card import write_readme
+from training.core.card import write_card
 from training.core.cli import version
 from training.core.onnx_export import check_parity, export_onnx, fresh_folder, ragged_examples
 from training.core.progress import setup_logging
@@ -118,7 +118,7 @@ def _write_encoder(encoder_run: Any, stage: Path, store: Path, version: str) -> 
     export_hred(encoder_run.folder / "model.pt", encoder_run.folder / "tokenizer.json", folder, version,
                 card=cards.hred_card(encoder_run.metrics))
     config = json.loads((folder / "manifest.json").read_text())["config"]["vhred"]
-    write_readme(folder, cards.hred_readme(folder, encoder_run.metrics, config))
+    write_card(folder, cards.hred_readme(folder, encoder_run.metrics, config))
 
 
 def _refuse_orphans(store: Path, files: dict[str, str], rewritten: set[str], vhred: Path) -> None:

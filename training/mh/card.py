@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from service import proxies
+from training.core.card import ModelCard, code, paragraphs
 
 
 MACHINE = "2-core x86_64 CPU, no GPU"
@@ -48,7 +49,7 @@ PROXY_RULES = (
 LIMITATIONS = (
     "M_H is a linear regression of surface proxies and can be gamed, as the paper warns. Measured with "
     "`python -m training selfplay --bot scripted:laugh-echo --conversations 20` and `--bot scripted:repeat` "
-    "(2026-11-23, proxies held to their fitting range): a scripted bot that answers every turn with \"haha, why "
+    "(proxies held to their fitting range): a scripted bot that answers every turn with \"haha, why "
     "do you say '<the last turn>'? tell me more!\" scores 4.00, and one that always answers \"i love it!\" 3.28, "
     "both above the trained VHRED's 3.10: "
     "laughter, sentiment, question words and repetition-as-coherence all push the score up (before the range "
@@ -183,55 +184,42 @@ def _verdict(delta: float | None, p: float | None, bots: int) -> str:
             f"way with {bots} bots).")
 
 
-def model_card(result: dict[str, Any], version: str) -> str:
+USES = ("Scoring whole conversations on the 1-5 rating scale, to compare dialogue systems at bot level as the "
+        "paper does: human-bot conversations, a bot's own turns (bot-only) or conversations a bot held with itself "
+        "(self-play; `python -m training selfplay`). Not a reward to optimise (see Limitations and bias).")
+
+
+def model_card(result: dict[str, Any], version: str) -> ModelCard:
     d = result["data"]
-    lines = [
-        f"# mh {version}: the hybrid conversation metric M_H",
-        "",
-        "What it is: the hybrid metric of Ghandeharioun et al. 2019. Eleven proxies are computed from a whole "
-        "conversation (formulas in `service/proxies.py`): user sentiment, sentiment transition, sentiment "
-        "min-max slope, laughter, user-bot sentiment coherence, semantic similarity, average / extrema / greedy "
-        "word coherence, the bot's question score and the user's number of words. M_H = sum_i lambda_i z_i + "
-        "lambda_0, with z_i the proxy held to its range in the fitting data and standardised by the training mean "
-        "and deviation (a proxy that cannot be computed, e.g. no user turn before a bot turn, takes the mean); "
-        "the result is clipped to [1, 5].",
-        "",
-        f"Substitutes for the paper's models: {SUBSTITUTES}",
-        "",
-        "Inputs: `{\"turns\": [{\"speaker\": \"user\"|\"bot\", \"text\": \"...\"}]}`; options `variant` and "
-        "`proxies` (true: every proxy value in `details`). Uses the `glove-50d` and `minilm-l6` components.",
-        "",
-        f"Variants: {VARIANT_TEXT}",
-        "",
-        f"Proxy rules: {PROXY_RULES}",
-        "",
-        f"Training data: {d['convai2_conversations']} ConvAI2 human-bot conversations rated 1-5 by the human "
-        f"partner, with at least {d['min_pairs']} user-then-bot exchange(s), from {len(d['bots'])} bots "
-        "(`data_intermediate.json`, `data_volunteers.json`; bot ids kept per round). The four `export_*` files "
-        "name no bot and are not used. Licences: " + LICENCE,
-        "",
-        f"Training time: {result['seconds']:.0f} s on a {MACHINE} (proxies for "
-        f"{d['convai2_conversations']} + iEval + ConTurE conversations, leave-bot-out folds, final fit).",
-        "",
-        "## Measured correlations (Pearson r, Spearman rho)",
-        "",
-        *_headline(result),
-        "",
-        "## Coefficients (standardised proxies) and their stability across the leave-bot-out folds",
-        "",
-        *_stability_table(result),
-        "",
-        "## Each proxy alone (ConvAI2)",
-        "",
-        *_proxy_table(result),
-        "",
-        f"Limitations: {LIMITATIONS}",
-        "",
-        "Made by `python -m training train-mh`.",
-        "",
-        "## Citation",
-        "",
-        CITATION,
-        "",
-    ]
-    return "\n".join(lines)
+    return ModelCard(
+        title=f"mh {version}: the hybrid conversation metric M_H",
+        description=paragraphs(
+            "What it is: the hybrid metric of Ghandeharioun et al. 2019. Eleven proxies are computed from a whole "
+            "conversation (formulas in `service/proxies.py`): user sentiment, sentiment transition, sentiment "
+            "min-max slope, laughter, user-bot sentiment coherence, semantic similarity, average / extrema / greedy "
+            "word coherence, the bot's question score and the user's number of words. M_H = sum_i lambda_i z_i + "
+            "lambda_0, with z_i the proxy held to its range in the fitting data and standardised by the training mean "
+            "and deviation (a proxy that cannot be computed, e.g. no user turn before a bot turn, takes the mean); "
+            "the result is clipped to [1, 5].",
+            f"Substitutes for the paper's models: {SUBSTITUTES}"),
+        intended_uses=USES,
+        inputs_and_outputs=paragraphs(
+            "Inputs: `{\"turns\": [{\"speaker\": \"user\"|\"bot\", \"text\": \"...\"}]}`; options `variant` and "
+            "`proxies` (true: every proxy value in `details`). Uses the `glove-50d` and `minilm-l6` components.",
+            f"Variants: {VARIANT_TEXT}",
+            f"Proxy rules: {PROXY_RULES}"),
+        training_data_and_licence=paragraphs(
+            f"Training data: {d['convai2_conversations']} ConvAI2 human-bot conversations rated 1-5 by the human "
+            f"partner, with at least {d['min_pairs']} user-then-bot exchange(s), from {len(d['bots'])} bots "
+            "(`data_intermediate.json`, `data_volunteers.json`; bot ids kept per round). The four `export_*` files "
+            "name no bot and are not used. Licences: " + LICENCE,
+            f"Training time: {result['seconds']:.0f} s on a {MACHINE} (proxies for "
+            f"{d['convai2_conversations']} + iEval + ConTurE conversations, leave-bot-out folds, final fit)."),
+        evaluation="\n".join([
+            "### Measured correlations (Pearson r, Spearman rho)", "", *_headline(result), "",
+            "### Coefficients (standardised proxies) and their stability across the leave-bot-out folds", "",
+            *_stability_table(result), "",
+            "### Each proxy alone (ConvAI2)", "", *_proxy_table(result)]),
+        limitations_and_bias=LIMITATIONS,
+        reproduce=code("python -m training train-mh"),
+        citation=CITATION)

