@@ -1,12 +1,7 @@
 """`python -m training train adem`: ADEM, C-ADEM and R-ADEM on the human-scored sets with references.
 
-Fits on the `train` partition of each set (training/data/judgements.py), early-stops on a
-held-out 15% of training *contexts* (no context shared with the fitting items, paper 5.1) and
-reports on each set's `dev` partition, next to BLEU-4, length and "VHRED" (ADEM at
-initialisation, paper Table 3). Hyperparameters as the paper's best: n = 7, gamma = 0.02,
-lr = 0.01, batch 16. Writes head.pt and metrics.json to --out; `export` turns them into
-model_store/adem.
-"""
+Fits on each set's `train` partition, early-stops on held-out training *contexts* (paper 5.1) and
+reports each set's `dev` partition; writes head.pt and metrics.json to --out for `export`."""
 from __future__ import annotations
 
 import argparse
@@ -79,7 +74,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--gamma", type=nonnegative_float, default=0.02)
     parser.add_argument("--store", type=Path, default=Path("model_store"), help="for the baselines")
     args = parser.parse_args(argv)
-    if args.store.exists() and not args.store.is_dir():  # a file would drop the card's baselines without a word
+    if args.store.exists() and not args.store.is_dir():  # a file would silently drop the card's baselines
         parser.error(f"argument --store: {args.store} is a file; name the model store whose baselines the card "
                      "compares with")
     args.out.mkdir(parents=True, exist_ok=True)

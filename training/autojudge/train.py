@@ -1,12 +1,7 @@
 """`python -m training train autojudge`: AutoJudge on turn-level ratings without references.
 
-Fits M on the `train` partition of the reference-free sets, early-stopping on 15% of training
-contexts, reports each set's `dev` partition, and the paper's two k-fold
-cross-validations (its Table 1): CONVO SPLIT (10 folds by context, the paper's conversation: every
-reply to one context in one fold, also where several sets share it) and SYSTEM SPLIT
-(one fold per dialogue system, on the sets that name systems). Hyperparameters as the
-paper's appendix: Adam, lr 0.001, batch 512, mean squared error.
-"""
+Fits M on each set's `train` partition, reports each set's `dev` partition and the paper's Table 1
+cross-validations (CONVO SPLIT by context, SYSTEM SPLIT by system); writes head.pt and metrics.json."""
 from __future__ import annotations
 
 import argparse

@@ -1,10 +1,7 @@
 """`python -m training export-glove`: the GloVe table the service ships, cut from the installed package.
 
-GloVe 6B orders words by corpus frequency, so the first N rows are the N most frequent words;
-50,000 x 50 float32 is 10 MB, small enough to commit, and covers nearly every token of
-conversational English. Reading the package's parquet vocabulary needs pyarrow, which is why
-this runs offline and the service reads only the exported JSON and .npy.
-"""
+GloVe 6B orders words by frequency, so the first 50,000 rows (10 MB) cover nearly every token of
+conversational English; the service reads only the exported JSON and .npy (no pyarrow)."""
 from __future__ import annotations
 
 import argparse
@@ -34,8 +31,7 @@ def _uses(manifest: Path) -> list[str]:
 
 def check_users(out: Path, words: int) -> None:
     """Refuse to replace a store's table by one of another size while store models use it: ruber's
-    word_weights.npy has a row per word, so 1,000 words took ruber out of service, and mh and the
-    emb-* baselines silently scored on another vocabulary (a probe, 2026-11-25)."""
+    word_weights.npy has a row per word, and mh and the emb-* baselines would score on another vocabulary."""
     manifest = out / "manifest.json"
     if not manifest.is_file():
         return

@@ -1,11 +1,5 @@
-"""A bidirectional GRU that exports to ONNX and masks padding exactly.
-
-`pack_padded_sequence` with `nn.GRU(bidirectional=True)` does not export (see NOTES.md), so the
-backward direction is a second one-direction GRU fed each sequence reversed *within its own
-length*: padding then only ever follows the real tokens in both directions, and the states
-gathered at `length - 1` never saw a pad. Training uses this same module, so the exported
-graph is the trained computation, not a re-implementation.
-"""
+"""A bidirectional GRU that exports to ONNX and masks padding exactly: the backward GRU reads each
+sequence reversed within its own length, so no state gathered at `length - 1` has seen a pad."""
 from __future__ import annotations
 
 import torch

@@ -1,13 +1,7 @@
-"""The model-card template: every README.md in model_store/ has the same sections, in the same order.
+"""The model-card template: every README.md in model_store/ has SECTIONS as its headings, in order.
 
-The headings are those of huggingface/evaluate's metric cards, adapted to served models: what the
-model is, what it is for, what it reads and returns, what it was trained on and under which licence,
-how well it agrees with people, where it fails, how to rebuild it, what to cite. Each family's
-card.py fills the sections from its run's figures. The manifest's `card` dict, which GET /models
-serves, is written beside the README and keeps its own keys. Measuring commands (evaluate, the
-degenerate check) put their sections into a card's Evaluation section between markers, so that a
-rerun replaces them in place.
-"""
+Each family's card.py fills the sections; the manifest's `card` dict (what GET /models serves) keeps
+its own keys. Measuring commands put their sections into Evaluation between markers, replaced in place."""
 from __future__ import annotations
 
 import json

@@ -48,7 +48,7 @@ positive_int = _bounded(_int, 1, False, "1 or more")
 count = _bounded(_int, 0, False, "0 or more")  # 0 usually means 'all' or 'off', as each option's help says
 at_least_two = _bounded(_int, 2, False, "2 or more")
 positive_float = _bounded(_float, 0.0, True, "above 0")
-MAX_THREADS = 256  # torch's intra-op pool: 100,000 crashed pretrain (SIGSEGV) and 10,000 took 87 s a step
+MAX_THREADS = 256  # torch's intra-op pool: far larger counts crash it or crawl
 
 
 def threads(text: str) -> int:
@@ -107,8 +107,7 @@ def _writable_folder(folder: Path) -> None:
         _made_folders.extend(reversed(missing))
     except OSError as exc:
         raise argparse.ArgumentTypeError(f"cannot create {folder}: {exc.strerror or exc}") from None
-    # A file really made and dropped, not os.access: root passes that check everywhere, and
-    # `selfplay --out /proc/x` failed only after all its conversations (a probe, 2026-11-25).
+    # A file really made and dropped, not os.access: root passes that check everywhere, /proc included.
     try:
         with tempfile.TemporaryFile(dir=folder):
             pass

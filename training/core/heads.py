@@ -71,8 +71,7 @@ def context_groups(items: list) -> list[str]:
 
     The train/dev partition's split key (the normalised last turn; training/data/judgements.py),
     not the conversation id: DSTC7 repeats one context under many ids and the DailyDialog-based
-    sets share contexts across sets, so grouping by id let one context into both sides (ADEM's
-    validation: 470 of 925 items, 2026-11-23).
+    sets share contexts across sets, so grouping by id would put one context on both sides.
     """
     return [split_key(item) for item in items]
 
@@ -149,8 +148,8 @@ def calibrate(raw: np.ndarray, human: np.ndarray) -> tuple[float, float]:
 def calibrate_head(head, inputs: tuple, human: np.ndarray) -> tuple[float, float]:
     """Set the head's alpha and beta (see `calibrate`) from its raw outputs at initialisation.
 
-    With no item to fit (a probe's `--max-items 1`: the one item held out for validation), alpha
-    came out NaN, training ran on nothing and exit 0 left a head whose every score is NaN."""
+    With fewer than two items left to fit after the validation split, alpha would be NaN and every
+    score of the head NaN: a SetupError instead."""
     if len(human) < 2:
         raise SetupError(f"{len(human)} item(s) left to fit after the validation split: give more items (--max-items)")
 

@@ -1,9 +1,5 @@
-"""ONNX export shared by every family: one file per graph, symbolic axes checked, parity with torch.
-
-Every graph is exported with the legacy exporter (opset 17, `dynamo=False`, one file), its variable
-axes are checked to be symbolic, and ONNX Runtime must match torch within `PARITY_ATOL` at several
-shapes (batch 1, long inputs) before anything is written to the store.
-"""
+"""ONNX export shared by every family: one file per graph (legacy exporter, opset 17), variable axes
+checked to be symbolic, ONNX Runtime within `PARITY_ATOL` of torch at several shapes before any write."""
 from __future__ import annotations
 
 import logging

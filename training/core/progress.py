@@ -20,9 +20,8 @@ def setup_logging(log_file: Path | None) -> logging.Logger:
 
 def cpu_description() -> str:
     """'2-core x86_64 CPU (AMD EPYC, AVX-512 VNNI)': the CPU model and whether it has the int8 dot-product
-    instructions, because the int8 MiniLM graph rounds differently with and without them and the
-    development-set figures moved by up to .003 (.014 for Spearman over many tied scores) from one
-    such machine to another (a reproduction, 2026-11-25)."""
+    instructions, because the int8 MiniLM graph rounds differently with and without them, which moves
+    the third decimal of development-set figures from one such machine to another."""
     import os
     import platform
 

@@ -1,13 +1,7 @@
 """Build a store folder beside its place and swap it in whole, so a failed or killed run leaves the old one.
 
-`train ruber` and `train-minilm --out` wrote straight into their store folder (by default the
-committed `model_store/ruber`): a run that failed on a missing data file, or was stopped, left new
-graphs beside the old manifest, which the service then refused (hash mismatch), or a placeholder
-manifest and empty card it served (a probe of the training commands, 2026-11-25). `export` has
-built in a hidden staging folder since 2026-11-23; this is the same for one folder. The building
-folder's name starts with '.', which the service's store skips, and its run holds a lock in it, so
-that a second run removes only the folders of runs that are gone.
-"""
+The building folder's name starts with '.' (the service's store skips it) and its run holds a lock in it,
+so that a later run removes only the folders of runs that are gone."""
 from __future__ import annotations
 
 import fcntl
@@ -61,7 +55,7 @@ def _mtime(path: Path) -> float:
 def check_replaceable(target: Path, scorer: str) -> Path:
     """The real folder a run of `scorer` may replace whole: a new or empty folder, or a store folder of
     that same scorer. A folder of user files, the store root, and another model's or component's folder
-    (`train ruber --out model_store/glove-50d` replaced the GloVe table, a re-probe) are refused."""
+    (which `train ruber --out model_store/glove-50d` would replace) are refused."""
     real = Path(target).resolve()  # a symlinked store folder: its target is replaced, the link kept
     try:  # the folder is built in its parent: found now, not after the training
         real.parent.mkdir(parents=True, exist_ok=True)

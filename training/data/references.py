@@ -1,19 +1,8 @@
-"""Reference recovery for evaluation only: the DailyDialog continuation of a judged context.
+"""Reference recovery for evaluation: the DailyDialog continuation of a judged context, for the sets built
+on DailyDialog that ship without one.
 
-Several judgement sets are built on DailyDialog dialogues but ship without the human reply
-that followed the context (predictive_engagement, holistic_eval, xdial_dailydialog_zhao,
-xdial_dailydialog_gupta). The original papers used that reply as the reference, and it can be
-recovered from the corpus in ../shared/data/corpora/dailydialog: find the dialogue whose
-consecutive turns equal the item's context and take the turn after it.
-
-`load_set` is left untouched (training reads it, and the committed models must stay
-reproducible); `evaluate` and the measurements of the -minilm heads call `recover` on the items they score.
-
-Matching compares `keys.match_key`s (letters and digits only: the sources spell one sentence
-differently, see training/data/keys.py). A reference is returned only when it is
-unambiguous: every place in DailyDialog (all three official splits; the corpus repeats some
-dialogues) where the context occurs is followed by the same next turn (compared by key).
-"""
+A reference is returned only where it is unambiguous (every place the context occurs in DailyDialog is
+followed by the same turn); `load_set` is left as it is, so training never reads a recovered reference."""
 from __future__ import annotations
 
 from collections import defaultdict

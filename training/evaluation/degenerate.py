@@ -1,11 +1,7 @@
 """`python -m training degenerate`: degenerate replies against human ones, every served model.
 
-The check set: held-out DailyDialog++ contexts (query in the judgement dev partition, never trained
-on, nor held by a -minilm training stream under another spelling), one degenerate reply of each kind
-(training/minilm/degenerate.py, from phrase lists other than training's) against a human reply of
-the same context. The share of cases the degenerate reply scores below the human one goes into
-docs/evaluation.md and every model's card.
-"""
+On held-out DailyDialog++ dev contexts, one degenerate reply of each kind against a human reply of the
+same context; the share scored below the human one goes into docs/evaluation.md and every card."""
 from __future__ import annotations
 
 import argparse

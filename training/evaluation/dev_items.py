@@ -1,15 +1,7 @@
 """`python -m training dev-items --out FILE.jsonl`: the exact items `evaluate` scores, one JSON line each.
 
-The split is a hash of each item's context key and the recovered references come from matching
-DailyDialog, so neither can be read off the data files: a researcher scoring the development
-sets with another metric, or through the HTTP API, needs this list to compare with
-docs/evaluation.md. Each line: set, item_id, context, response, references (in the order
-`evaluate` reads them; it keeps the best score of the first four), recovered (whether they were
-recovered from DailyDialog), reply_is_reference, score (1-5), system, conversation.
-
-The output holds text of the judgement sets, so it carries their licences (docs/evaluation.md,
-training/data/judgements.py); write it outside the repository.
-"""
+Neither the split (a hash of each context) nor the recovered references can be read off the data files;
+the output holds the sets' text under their licences, so write it outside the repository."""
 from __future__ import annotations
 
 import argparse
@@ -38,13 +30,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=SPLITS, default="dev")
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     args = parser.parse_args(argv)
-    # A symlinked --out is written where it points (the link stays a link; os.replace on the link's own
-    # path had put a plain file where it was): that folder is checked now, not after the sets load.
+    # A symlinked --out is written where it points (the link stays a link; os.replace on the link itself
+    # would put a plain file in its place): that folder is checked now, not after the sets load.
     target = Path(os.path.realpath(args.out))
     if args.out.is_symlink():
         check_output_file(parser, "--out", target)
-    # Every set is read before the file is opened: a set that fails to load left a 13 MB file from an
-    # earlier run at 0 bytes, or a partial one (a probe, 2026-11-25).
+    # Every set is read before the file is opened: a set that fails to load leaves the last file as it was.
     found = []
     for set_name in args.sets:
         items = rows(set_name, args.split, args.data_dir)

@@ -1,26 +1,8 @@
 """`python -m training evaluate`: every served model against people, on every judgement set's dev split.
 
-Models are loaded in-process with the service's own `ModelStore`, so the numbers are those of
-the served artifacts (ONNX graphs, manifests, options), not of a training-side re-implementation.
-For each set and model: Pearson and Spearman at item level and, where the set names systems
-(at least three), at system level over per-system means (Lowe et al. 2017, section 6). The
-table goes between the `evaluate` markers of docs/evaluation.md (other sections of that file
-belong to other commands and are left as they are); one scatter plot per set, human score
-against each metric (like ADEM's Figure 3), goes to docs/plots/.
-
-Every set is read with split "dev" by default (`training.data.judgements`: seeded, by context):
-ADEM and AutoJudge train on the train splits, so dev is the only fair part, and using the same
-part of every set for every model keeps the columns comparable. Sets built on DailyDialog that
-ship without references get the original human continuation recovered from the corpus
-(`training.data.references`, evaluation only: `load_set` is unchanged) where the match is
-unambiguous; `--no-recover-references` turns that off. Referenced models run only on items with a
-reference (their cells say n where it is smaller than the set's) and are "n/a" on sets without any. Where a set has several references, a referenced model scores the
-reply against each of the first `--max-refs` (default 4) and keeps the best (as Gupta et al. 2019
-do for multi-reference evaluation).
-
-Correlations are plain `scipy.stats` calls; `service.stats` adds intervals and tests the table
-does not need. Constant scores give "–" (scipy would return NaN).
-"""
+Models are loaded with the service's own `ModelStore`, so the figures are the served artifacts'. Item-
+and system-level correlations go between the `evaluate` markers of docs/evaluation.md and into every
+model's card; scatter plots go to docs/plots/."""
 from __future__ import annotations
 
 import argparse
@@ -375,7 +357,7 @@ def run(store_root: Path, sets: list[str], models: list[str] | None, split: str,
         log.log(logging.WARNING if asked else logging.INFO, "not evaluated at turn level (they score whole "
                 "dialogues; their figures are train-mh's section of docs/evaluation.md): %s", ", ".join(dialogue))
         names = [m for m in names if m not in dialogue]
-    if not names:  # `--models mh` printed an empty table and exited 0
+    if not names:  # an empty table would read as a pass
         print(f"error: nothing to evaluate: {', '.join(dialogue)} score(s) whole dialogues, not turn-level items "
               "(M_H is validated by `python -m training train-mh`)", file=sys.stderr)
         raise SystemExit(2)

@@ -1,12 +1,5 @@
-"""`python -m training minilm-report`: the -minilm models against their bars, on every dev set.
-
-Bars (issue 7): the classic counterpart (adem, ruber, autojudge), `length`, and the untrained
-`minilm-cosine`. Referenced models are measured on sets with references (as `training evaluate`
-does, best of the first four references); the reference-free autojudge-minilm is also compared,
-on sets without references, with minilm-cosine's context part cos(last turn, reply), the
-zero-training version of what it does. Numbers come from the served artifacts through
-`training.evaluate`; they go into docs/evaluation.md (minilm section) and the models' cards.
-"""
+"""`python -m training minilm-report`: the -minilm models against their bars (the classic counterpart,
+`length`, the untrained `minilm-cosine`) on every dev set, into docs/evaluation.md and their cards."""
 from __future__ import annotations
 
 import argparse
@@ -46,7 +39,7 @@ def context_cosine(scorer, items) -> tuple[float | None, float | None]:
 def run(store_root: Path, sets: list[str], recover_references: bool = True) -> dict[str, dict[str, dict]]:
     models = list(PAIRS) + list(PAIRS.values()) + list(BARS)
     store = load_store(store_root, models)
-    if not store.scorers:  # it printed a report of 0/0 comparisons, exit 0
+    if not store.scorers:  # a report of 0/0 comparisons would read as a pass
         raise SetupError(f"none of the report's models ({', '.join(models)}) is served from {store_root}: "
                          "nothing to report")
     table: dict[str, dict[str, dict]] = {}
@@ -144,7 +137,7 @@ def tried_table(paths: list[Path]) -> str:
     lines = ["", "### What was tried", "",
              "Each row one `python -m training train-minilm` run (12 epochs unless noted; targets raw 1-5 scores "
              "unless noted; l1: pull of M, N towards the identity; rank: weight of the negative-sample margin "
-             "term). Dev Pearson here uses the first reference only; rows with a `seed` (2026-11-22 on) also "
+             "term). Dev Pearson here uses the first reference only; rows with a `seed` also "
              "cover the DailyDialog-based sets with recovered references, as `evaluate` does. The context encodings: `last` (last turn), "
              "`joinedK` (last K turns as one text), `turns` + `gru` (GRU over the last 5 turn vectors, added to "
              "the last turn) or + `attn` (reply-aware attention over them).", "",
@@ -176,12 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-recover-references", dest="recover_references", action="store_false",
                         help="referenced models only on the sets that ship references")
     args = parser.parse_args(argv)
-    # A card and the docs report every development set: a run over some of them would replace
-    # their figures with a part (a probe's `--sets holistic_eval` left minilm-cosine's card with one set).
+    # A card and the docs report every development set: a run over some of them writes neither.
     full_run = set(args.sets) == set(SETS)
     out = args.out or (Path("docs/evaluation.md") if full_run else None)
     check_output_file(parser, "--out", out)  # written after the report (minutes)
-    tried = tried_table(args.tried)  # read now: a bad line was found only after the report's minutes
+    tried = tried_table(args.tried)  # read now, so that a bad line stops the command before the report's minutes
     started = time.time()
     table = run(args.store, args.sets, args.recover_references)
     command = "python -m training minilm-report " + " ".join(

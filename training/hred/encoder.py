@@ -1,15 +1,8 @@
-"""The pre-trained hierarchical encoder as training's heads see it: texts in, vectors out.
+"""The pre-trained hierarchical encoder as the heads see it: texts in, vectors out.
 
-Mirrors `service.components.hred.HREDEncoder` (same context truncation, a reply encoded as a
-one-utterance context), so heads trained on these vectors score the same in the service, with one
-deliberate difference: it reads the run's own tokenizer.json, while the service reads the exported
-one, which maps ’ ‘ “ ” to ' and " (training/hred/tokenizer.py `served`). The committed encoder was
-pre-trained and the committed adem and autojudge heads fitted on the run's tokenizer (75 of ADEM's
-6,560 training items and 27 of AutoJudge's 2,847 read other ids under the mapping), so `train adem`
-and `train autojudge` keep it and `make train` reproduces those heads; a text without curly quotes
-gets the same ids either way. Heads only see an object with `encode_contexts` and
-`encode_responses`, so other encoders (issue 7's MiniLM) can stand in.
-"""
+Mirrors `service.components.hred.HREDEncoder` but reads the run's own tokenizer.json (no quote mapping,
+training/hred/tokenizer.py `served`), the one the committed heads were fitted on, so `make train`
+reproduces them."""
 from __future__ import annotations
 
 from pathlib import Path

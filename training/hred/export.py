@@ -1,16 +1,7 @@
 """`python -m training export`: the VHRED encoder and the heads trained on it into the store, checked to match.
 
-Store folders written here: `hred-encoder` (tokenizer.json, utterance_encoder.onnx,
-context_encoder.onnx), `adem` (adem_head.onnx) and `autojudge` (autojudge_head.onnx). The served
-tokenizer.json is the run's with ’ ‘ “ ” mapped to ' and " in front of its BERT normaliser
-(training/hred/tokenizer.py `served`: the encoder and the heads were trained on the run's own, so the
-mapping is added here and `make train` still reproduces them). Every input is checked before anything
-is written (training/hred/export_checks.py): a head must have been trained on the encoder it will be
-served with, and a new encoder may not leave heads already in the store on an encoder they were not
-trained on. The folders are built in a hidden folder of the store and moved into place at the end, so
-a failure leaves the store as it was. A head's manifest records its encoder's file hashes
-(config.encoder_files), and the service refuses the head if they change.
-"""
+Every input is checked before anything is written (training/hred/export_checks.py); the folders are built
+in a hidden folder of the store and moved into place at the end, so a failure leaves the store as it was."""
 from __future__ import annotations
 
 import argparse
@@ -137,10 +128,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--vhred", type=Path, help="pre-training run folder (model.pt, tokenizer.json)")
     parser.add_argument("--adem", type=Path, help="ADEM run folder (head.pt, metrics.json)")
     parser.add_argument("--autojudge", type=Path, help="AutoJudge run folder (head.pt, metrics.json)")
-    # Each artifact's version is its own: the encoder's 2026.11.1, trained with the dev hold-out, and
-    # 2026.11.2, its tokenizer.json reading curly quotes as straight ones (2026-11-26); the heads'
-    # 2026.11.2, early stopping by context (2026-11-23), and 2026.11.3, served on that tokenizer.
-    # Defaults are the committed ones, so that `make train` reproduces model_store/ versions included.
+    # Each artifact's version is its own; the defaults are the committed ones, so that `make train`
+    # reproduces model_store/, versions included.
     parser.add_argument("--version", type=version, default="2026.11.3", help="of the adem and autojudge heads")
     parser.add_argument("--encoder-version", type=version, default="2026.11.2", help="of hred-encoder")
     parser.add_argument("--log", type=Path, default=None, help="also write the log here (make train: runs/export.log)")

@@ -1,17 +1,6 @@
-"""What `python -m training export` checks before it writes anything into a store.
-
-A head (ADEM, AutoJudge) is a matrix over one particular encoder's vectors: served on another
-encoder of the same size it still loads and scores, silently wrong (a probe re-exported the encoder
-alone and the committed heads' scores moved by up to 1.2 points with the store reporting ready).
-So export refuses
-
-- an input that is not what its option says (no finished run, a run of the other kind, a head
-  trained on no items, a corrupt head.pt or model.pt, a checkpoint of an unfinished run);
-- a head trained on another encoder than the one it would be served with;
-- an encoder that would leave heads already in the store on an encoder they were not trained on.
-
-Each refusal is an ExportError: one line, exit 2 (training/__main__.py), nothing written.
-"""
+"""What `python -m training export` checks before it writes anything into a store: each input is what its
+option says, a head was trained on the encoder it will be served with, and a new encoder leaves no head
+in the store on an encoder it was not trained on. Each refusal is an ExportError (one line, exit 2)."""
 from __future__ import annotations
 
 import json

@@ -1,12 +1,7 @@
 """VHRED (Serban et al. 2017) as ADEM pre-trains it: the hierarchical encoder plus a latent decoder.
 
-Utterance-level BiGRU -> context-level GRU (layer-normalised outputs, ADEM section 5.1) -> per
-turn a Gaussian latent z_n (prior from the context so far, posterior also from turn n) -> a GRU
-decoder initialised from [context; z] that predicts turn n. After pre-training only the two
-encoders are kept: `UtteranceEncoder` and `ContextEncoder` are the modules exported to ONNX,
-and "the last hidden state of the context-level encoder" is the vector for a context or, fed
-a single utterance, for a response (ADEM section 4).
-"""
+Only the two encoders are exported (`UtteranceEncoder`, `ContextEncoder`); the context encoder's last
+state is the vector of a context or, fed one utterance, of a reply (ADEM section 4)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
@@ -210,8 +205,8 @@ def weights_sha256(model: nn.Module) -> str:
 
 
 def load_finished(folder: Path) -> tuple[VHRED, dict]:
-    """A run's model.pt, refused while it is a step checkpoint of an unfinished run: heads trained,
-    and self-talk generated, on it trained to the end and were refused only at export (a probe)."""
+    """A run's model.pt, refused while it is a step checkpoint of an unfinished run (a head trained on
+    it would be refused at export only after all its training)."""
     model, extra = load_checkpoint(Path(folder) / "model.pt")
     if "steps_done" in extra:
         raise SetupError(f"{folder}: model.pt is a checkpoint of an unfinished pre-training run (stopped after step "

@@ -1,12 +1,7 @@
 """`python -m training selftalk`: the pre-trained VHRED talks to itself (AutoJudge's data generation).
 
-Contexts are sampled (seeded) from a split the model was not trained on (DailyDialog test by
-default), leaving out the dialogues whose context turns occur in DailyDialog train (149 of the
-1,000 test dialogues occur there verbatim; VHRED read them, and would recite what follows rather
-than generate it); from each, the model generates `--turns` further turns, every turn conditioned on
-the whole conversation so far (its own turns included), z drawn from the prior. One JSON
-object per line: {"id", "source", "context": [...], "generated": [...]}.
-"""
+Contexts come from a split the model was not trained on, less those whose turns occur in DailyDialog
+train; each generated turn reads the whole conversation so far. One JSON object per line."""
 from __future__ import annotations
 
 import argparse
@@ -60,8 +55,7 @@ def unseen_contexts(dialogues: list[list[str]], train: list[list[str]], context_
 
 def pick_contexts(available: int, wanted: int, rng: random.Random, where: str) -> list[int]:
     """Indices of `wanted` contexts out of `available`, sorted; all of them, with a warning, when
-    fewer are available (--contexts 100000 wrote 768 dialogues without a word); none is a set-up
-    error (--context-turns 1000 wrote an empty file and exit 0)."""
+    fewer are available; none is a set-up error (an empty file is no result)."""
     if not available:
         raise SetupError(f"{where} has no unseen context of that many turns (--context-turns): nothing to generate")
     if wanted > available:

@@ -1,18 +1,8 @@
-"""The BPE tokenizer of the hierarchical encoder (ADEM section 5.1: BPE keeps the vocabulary small).
+"""The BPE tokenizer of the hierarchical encoder, with its normalisation, truncation and end token inside
+tokenizer.json, so the service reproduces training's ids from the file alone.
 
-Normalisation and pre-tokenisation are those of `service.text` (BERT normaliser, lower case),
-and truncation plus the end-of-utterance token live inside tokenizer.json, so the service
-reproduces training's token ids by loading the file alone. The one exception is typographic
-quotes: the tokenizer.json `export` serves maps them to ASCII first (`served`, below), the
-run's own tokenizer does not.
-
-Word boundaries are marked by a Metaspace "▁" at the start of each word, an ordinary character
-of the alphabet, rather than by the trainer's `end_of_word_suffix`: the trainer gives suffixed
-tokens ids in hash-map order, which differs from process to process, and merges of equal count are
-broken by those ids, so two runs on the same text learned different vocabularies (and `make train`
-could not reproduce the committed encoder; huggingface/tokenizers#1794, PR #2066). The base
-alphabet is sorted before ids are assigned, so this trainer is deterministic.
-"""
+Word starts are marked by a Metaspace "▁" and the alphabet is sorted before ids are assigned, so
+training is deterministic; the served form (`served`) also maps typographic quotes to ASCII."""
 from __future__ import annotations
 
 import json
@@ -56,21 +46,11 @@ def served(tokenizer: Tokenizer) -> Tokenizer:
     """`tokenizer` with ’ ‘ mapped to ' and “ ” to " in front of its normaliser, everything else as it
     was: the tokenizer.json `export` writes into model_store/hred-encoder (training/hred/export.py).
 
-    DailyDialog, which the BPE vocabulary and the VHRED encoder learned from, spells apostrophes
-    both ways (12,084 ’ against 31,647 ' in its train split), so ’ is a token of its own and a curly apostrophe moved
-    scores a lot: AutoJudge gave one reply 3.26 after "it's" and 1.05 after "it’s", 1.68 points on
-    average over nine contexts (ADEM up to 0.3; an audit, 2026-11-26), and phone keyboards type ’.
-
-    Why at export and not in `train_bpe`: the committed encoder was pre-trained on the raw
-    tokenizer (retraining it takes 36 minutes and moves every figure), and the adem and autojudge
-    heads were fitted on its features; pre-training and the heads' training keep reading the run's
-    own tokenizer.json (training/hred/encoder.py), so `make train` still reproduces the
-    committed encoder and heads, and only the served file changes. The encoder reads the straight
-    forms as it was trained to, and serving the committed encoder and heads with the mapping moved
-    `python -m training evaluate` only where dev items hold curly quotes, item-level cells by at
-    most .004 except on holistic_eval (adem .218 -> .200, autojudge .333 -> .385; docs/evaluation.md,
-    2026-11-26).
-    Idempotent: a tokenizer that already maps them is returned as it is."""
+    DailyDialog spells apostrophes both ways, so ’ is a token of its own and a curly apostrophe moves
+    the heads' scores a lot, while phone keyboards type ’. The mapping is added at export, not in
+    `train_bpe`: pre-training and the heads' training keep reading the run's own tokenizer.json, so
+    `make train` reproduces the committed encoder and heads. Idempotent: a tokenizer that already maps
+    them is returned as it is."""
     state = tokenizer.to_str()
     mapped = Tokenizer.from_str(state)
     current = json.loads(state)["normalizer"]

@@ -1,12 +1,7 @@
 """`python -m training pretrain`: BPE tokenizer + VHRED pre-training of ADEM's hierarchical encoder.
 
-Trains on the train splits of DailyDialog and Chit-Chat, less the dialogues that hold a development
-context or (query, reply) pair (xdial_dailydialog_zhao's contexts are DailyDialog train dialogues:
-training/data/holdout.py, docs/evaluation.md's overlap audit), with KL annealing and decoder word
-drop as in ADEM section 5.1, then reports perplexity on the DailyDialog validation dialogues that do
-not repeat a train dialogue (DailyDialog's official splits overlap). Seeded; a fixed number of
-steps (not wall time) so that `make train` reproduces the artifact.
-"""
+Seeded, with a fixed number of steps (not wall time), so that `make train` reproduces the artifact;
+`--finish` turns a stopped run's last checkpoint into a finished run."""
 from __future__ import annotations
 
 import argparse
@@ -33,16 +28,15 @@ RUN_OUTPUTS = ("model.pt", "metrics.json", "tokenizer.json")
 # What a step checkpoint records of its command line, so that `--finish` writes the stopped run's
 # settings into metrics.json (seed and KL annealing are part of the identity `export` checks).
 RUN_SETTINGS = ("seed", "kl_anneal_steps", "batch_size", "lr", "threads")
-# ... and of the data it read, applied before `--finish` reads the data: finishing a run trained on
-# `--max-dialogues 120 --sources dailydialog` with the defaults wrote metrics.json with the full
-# corpora's dialogue count and fingerprint, which export then took as the run's (a probe, 2026-11-25).
+# ... and of the data it read, applied before `--finish` reads the data, so that metrics.json counts and
+# fingerprints the data the run trained on, not the defaults'.
 DATA_SETTINGS = ("sources", "max_dialogues", "eval_dialogues")
 
 
 def config_overrides(text: str) -> dict:
     """argparse type of --config: a JSON object of VHREDConfig fields, checked before any data is
-    read (bad JSON, an unknown key or `max_turns` 1 was a traceback or an endless loop after the
-    corpora had loaded). `vocab_size` has its own option."""
+    read, so a bad one is a usage error, not a failure after the corpora load. `vocab_size` has its own
+    option."""
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:

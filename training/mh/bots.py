@@ -1,17 +1,8 @@
-"""Bots that `python -m training selfplay` can talk to: the pre-trained VHRED, or any chatbot over HTTP.
+"""Bots `python -m training selfplay` can talk to: the pre-trained VHRED, scripted bots, or a chatbot over HTTP.
 
-The HTTP adapter contract (what a chatbot must serve to be self-played):
-
-    POST <url>   Content-Type: application/json
-    request:  {"history": ["first utterance", "...", "the utterance to answer"]}   (oldest first)
-    response: 200 {"reply": "the bot's next utterance"}
-
-Only the URL the user passes is ever called: redirects are refused rather than followed, and
-only http and https are accepted. Every call has one overall deadline (`timeout` seconds for
-connecting, sending and reading together); a bot that does not answer in time, answers with an
-error status, or answers something other than the JSON above raises `BotError` with the
-reason, so a self-play run reports the failure instead of hanging.
-"""
+The HTTP contract: POST <url> {"history": ["...", "the utterance to answer"]} (oldest first) answered by
+200 {"reply": "..."}. Only that URL is called (no redirects); one deadline covers the whole call, and any
+failure is a BotError saying why."""
 from __future__ import annotations
 
 import json

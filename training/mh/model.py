@@ -1,11 +1,5 @@
-"""The hybrid metric's regression: M_H = sum_i lambda_i * z_i + lambda_0, fitted by least squares.
-
-z_i is proxy i standardised with the training mean and standard deviation (a missing proxy
-takes the mean, so z = 0), which makes the coefficients comparable across proxies and folds.
-Leave-bot-out as in the paper: for every bot, fit on the conversations of all other bots and
-predict the held-out bot's conversations. The model is linear and small; scipy's least squares
-(with an optional ridge term, 0 by default as in the paper) is all it needs.
-"""
+"""M_H's regression: M_H = sum_i lambda_i * z_i + lambda_0 on standardised proxies, fitted by least
+squares, with the paper's leave-bot-out folds."""
 from __future__ import annotations
 
 from collections.abc import Sequence

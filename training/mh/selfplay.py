@@ -1,17 +1,9 @@
-"""`python -m training selfplay`: estimate a bot's quality from conversations it holds with itself.
+"""`python -m training selfplay`: a bot's quality from conversations it holds with itself (Ghandeharioun
+et al. 2019, section 4.3).
 
-Ghandeharioun et al. 2019, section 4.3: N conversations of T turns (the paper: 100 of 10) in
-which every reply is fed back to the same bot, each scored with M_H's self-play variant (-B/B;
-the human-bot regression applied unchanged), averaged into one bot-level score. Each
-conversation is seeded with the first utterance of a random DailyDialog validation dialogue (a
-split VHRED pre-training does not read, though 122 of its 1,000 dialogues repeat train ones);
-only the bot's T replies are scored. The bot is
-`vhred` (the training package's pre-trained VHRED, runs/vhred) or an http(s) URL served by the
-adapter in training/mh/bots.py. Failed replies (time-outs, errors) are reported; a conversation
-with a failure is dropped, and the run stops after --max-failures of them.
-
-The interval is a percentile bootstrap over conversations (scipy.stats.bootstrap).
-"""
+Each conversation opens with a DailyDialog validation utterance; the bot's replies are scored with M_H's
+self-play variant and averaged, with a percentile bootstrap interval. Failed conversations are dropped
+and counted."""
 from __future__ import annotations
 
 import argparse

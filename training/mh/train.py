@@ -1,11 +1,4 @@
-"""`python -m training train-mh`: fit M_H on ConvAI2, validate leave-bot-out, export `model_store/mh`.
-
-Steps: proxies of every rated ConvAI2 human-bot conversation (service code, store components);
-leave-bot-out regression (one fold per bot); conversation- and bot-level correlations next to
-the mean-reply-length baseline and every single proxy; the same for the paper's -B variant (the
-bot's turns only, as in self-play); the final fit on all bots, applied unchanged to iEval and
-ConTurE; the artifact, its card and the `mh` section of docs/evaluation.md.
-"""
+"""`python -m training train-mh`: fit M_H on ConvAI2, validate leave-bot-out, export `model_store/mh`."""
 from __future__ import annotations
 
 import argparse
@@ -232,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training train-mh", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     # The data root (judgements/ under it), as every other command: DIALSCORE_DATA_DIR or `make train DATA=`
-    # sets its default. (It was --data, the judgements folder, read from the file's place only.)
+    # sets its default.
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
                         help="data root holding judgements/ (default: DIALSCORE_DATA_DIR or ../shared/data)")
     parser.add_argument("--store", type=Path, default=Path("model_store"),

@@ -1,10 +1,5 @@
-"""The training and development text of the -minilm models, and how a context becomes text.
-
-Judged items come from `training.data.judgements` (B's fixed train/dev partition). RUBER's
-unreferenced part learns from DailyDialog train dialogues and DailyDialog++ (its human
-positives; the dev/test adversarial negatives only for contexts whose query falls in the
-judgement *train* partition, so no development context is seen in training).
-"""
+"""The training and development text of the -minilm models: judged items, RUBER's negative-sampling pairs
+(train-partition contexts only) and the negative samples built from them."""
 from __future__ import annotations
 
 import json

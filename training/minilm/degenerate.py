@@ -1,10 +1,5 @@
-"""Degenerate replies: the failure the AutoJudge paper reports when its metric became an RL reward
-(empty replies, repetition, one universal reply), plus copying the last turn and off-topic replies.
-
-`degenerate_replies` makes one of each kind for a context. Training (negative sampling) and the
-check set (training/evaluation/degenerate.py) use disjoint phrase lists and disjoint contexts, so the check measures whether a model
-generalises to unseen contexts and unseen generic phrases, not recall of its training negatives.
-"""
+"""Degenerate replies, one of each kind per context (empty, near-empty, repeated, generic, a copy of the
+last turn, a reply from another conversation), from phrase lists that training and the check do not share."""
 from __future__ import annotations
 
 import random

@@ -1,12 +1,5 @@
-"""MiniLM embeddings of training text, computed once with the service's own encoder and cached.
-
-Training the heads needs the same vectors the service will compute, so the encoding runs
-through `service.components.sentence_encoder` on the committed int8 graph, not torch. The
-cache (one `cache.npz` under /tmp) makes every later training run a few seconds. It records which
-encoder made it (the component's version and the graph's sha256) and is discarded, with a line on
-stderr, when another encoder asks: a re-exported encoder gives other vectors (the 2026-11-23 export
-moved them by up to 1e-7), and heads trained on stale ones would not be what a fresh clone reproduces.
-"""
+"""MiniLM vectors of training text, computed with the service's own encoder (the committed int8 graph)
+and cached on disk; a cache made by another encoder is encoded again."""
 from __future__ import annotations
 
 import json
@@ -46,10 +39,8 @@ def encoder_identity(folder: Path = DEFAULT_ENCODER, encoder: SentenceEncoder | 
 class EmbeddingCache:
     """text -> 384-d vector, persisted as one `cache.npz` (texts, vectors, the encoder's identity).
 
-    One file, written beside and moved into place: the old texts.json + vectors.npy pair could be
-    left half-written by a kill, and two processes sharing the folder interleaved their writes until
-    a text was paired with another's vector (a re-probe). Now a reader sees one complete save; two
-    writers lose each other's additions (the last save wins), never their alignment.
+    One file, written beside and moved into place: a reader sees one complete save, and two writers
+    sharing the folder lose each other's additions (the last save wins), never their alignment.
     """
 
     FILE = "cache.npz"
@@ -89,8 +80,8 @@ class EmbeddingCache:
     def add(self, texts: list[str], chunk: int = 2048, log: bool | None = None) -> None:
         """Encode the texts not yet cached, saving after every chunk (a long run can be resumed).
 
-        Progress goes to stderr where there is more than one chunk to encode (`log` None), so a
-        fresh cache is not minutes of silence (train-minilm and minilm-report were, a probe)."""
+        Progress goes to stderr where there is more than one chunk to encode (`log` None), so that
+        filling a fresh cache is not minutes of silence."""
         missing = [t for t in dict.fromkeys(texts) if t not in self.index]
         log = len(missing) > chunk if log is None else log
         if log and missing:

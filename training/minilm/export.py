@@ -1,18 +1,8 @@
 """MiniLM to ONNX: the encoder (`python -m training export-minilm`) and a trained head into its store folder.
 
-The encoder: all-MiniLM-L6-v2 to ONNX, pooling and normalisation inside.
-
-The graph takes word-piece ids and the attention mask and returns the sentence-transformers
-embedding (mean over unmasked tokens, then L2 normalisation, as the model's `1_Pooling` and
-`2_Normalize` modules do), so the service needs only `tokenizers` and ONNX Runtime. Padding is
-masked exactly. It also returns `token_embeddings`, the masked token vectors the mean is taken
-over: ONNX Runtime's ReduceSum sums them in an order set by the batch's shape (a text alone and
-in a batch differed by 3e-8), while every node before it gives the same bits whatever the batch,
-so the service pools these itself, row by row, and a score does not depend on its batch at all.
-
-The fp32 graph is 90 MB, too big to commit; the committed CPU artifact is an int8 copy
-(~22 MB: int8 weights; see quantise_int8 for why not dynamic quantisation). `--fp32` writes the fp32 file for GPU images (`make encoder-fp32`).
-"""
+The encoder graph pools and normalises inside and also returns the masked token vectors, which the
+service pools itself so a vector does not depend on its batch; the committed CPU file is an int8 copy
+(`--fp32` keeps the fp32 graph for GPU images)."""
 from __future__ import annotations
 
 import argparse

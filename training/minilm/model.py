@@ -1,17 +1,7 @@
-"""The three trained heads over MiniLM vectors, and their context pooling.
+"""The three trained heads over MiniLM vectors and their context pooling ("last", "gru", "attn").
 
-Inputs are the encoder's unit vectors: `context` (batch, turns, 384) right-padded with a 0/1
-`context_mask`, `response` (batch, 384) and, for referenced heads, `reference` (batch, 384).
-Padding is masked exactly (only real turns are read), so a score never depends on the batch.
-
-Context pooling (chosen per model on development data):
-* "last":  the last real turn's vector (also used for single-text encodings "last"/"joinedK");
-* "gru":   the last turn plus a zero-initialised projection of a GRU run over the turns;
-* "attn":  turns weighted by a reply-aware softmax with a learned bias per distance from the end.
-
-Bilinear matrices start at the identity, so before training ADEM and AutoJudge rank replies as
-the cosine baseline does and training learns a correction.
-"""
+Inputs are unit vectors with the context right-padded and masked exactly, so a score never depends on
+the batch; bilinear matrices start at the identity, so before training ADEM and AutoJudge rank as the cosine does."""
 from __future__ import annotations
 
 import torch

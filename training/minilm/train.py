@@ -1,25 +1,9 @@
-"""`python -m training train-minilm`: the heads of adem-minilm, ruber-minilm and autojudge-minilm.
+"""`python -m training train-minilm`: the heads of adem-minilm, ruber-minilm and autojudge-minilm, from
+cached MiniLM vectors.
 
-All three learn from cached MiniLM vectors (training.minilm.embed), so a run takes seconds to
-minutes on one CPU thread:
-
-* adem-minilm / autojudge-minilm: squared error to the human scores of the judgement *train*
-  partition (adem-minilm: the items with a reference), L1 pull of M, N towards the identity,
-  plus a margin ranking term on negative samples (see below), for the coverage of bad replies
-  (empty, repeated, generic) whose absence the AutoJudge paper blames for its failure as an RL
-  reward (its section 5; it reports that negatives it added lowered its Pearson to 0.50 and did
-  not help RL, which the degenerate check in docs/evaluation.md measures here); their context-reply M first learns which
-  reply follows which context on unrated DailyDialog and Chit-Chat train dialogues
-  (training/minilm/next_turn.py), and the ratings fit starts from it and is pulled towards it;
-* ruber-minilm: the unreferenced head by negative sampling only (no human score is ever seen):
-  DailyDialog train and DailyDialog++ positives against random replies from other
-  conversations, the DailyDialog++ adversarial negatives (train-partition contexts only) and
-  degenerate replies from the *training* phrase lists, its quadratic feature's M started from the
-  same next-turn pre-training; the referenced part is the plain cosine.
-
-`--search` trains every context encoding/pooling on the train partition and prints the mean
-development-set Pearson of each; the chosen one is then trained and exported with `--out`.
-"""
+adem- and autojudge-minilm fit the judged train partitions plus a margin term on negative samples;
+ruber-minilm's unreferenced part learns by negative sampling only. `--search` tries every context
+encoding; `--out` exports the best."""
 from __future__ import annotations
 
 import argparse
@@ -217,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=count, default=Config.seed)
     parser.add_argument("--note", default="", help="with --results: a note kept with the line (what was varied)")
     parser.add_argument("--no-recover-references", dest="recover_references", action="store_false",
-                        help="dev figures on the sets that ship references only (the protocol before 2026-11-22)")
+                        help="dev figures on the sets that ship references only (the first runs' protocol)")
     args = parser.parse_args(argv)
     if args.out:
         check_replaceable(args.out, args.model)  # before the training, not after it

@@ -1,13 +1,5 @@
-"""Min-max constants for s_R (with and without word weights) and s_U, and the measured choices
-(query turns, default blend and word weighting).
-
-Calibration set: DailyDialog++ dev (Sai et al. 2020): per context, five human-written good
-replies (the first serves as the reference) and five random and five adversarial bad ones,
-so the constants span what good and bad candidates really score. No human *scores* are used.
-
-The choices of query length and of the default blend are made on the judgement sets' dev
-splits, as the issue asks ("the default being the one that does best on development data").
-"""
+"""RUBER measured on its exported graphs through the service's scorer: the min-max constants (on
+DailyDialog++ dev, no human score), the query length and default blend (on the dev splits) and the dev figures."""
 from __future__ import annotations
 
 import json

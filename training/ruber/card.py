@@ -54,7 +54,7 @@ def _max_note(summary: dict) -> str:
             "(pooled GloVe), taking the higher of the two scores lets s_U decide most items.")
 
 
-# What an audit of the served model found (2026-11-26) that a user ranking candidates must know.
+# What a user ranking candidates must know of what the served model reads.
 LIMITATIONS = (
     "- s_U reads the first 128 known words of a reply and the last 128 of a query; words outside GloVe's "
     "400,000 are dropped before both parts, so emoji and most non-English words count for nothing. Two texts "

@@ -1,14 +1,5 @@
-"""`python -m training train ruber`: train, export, calibrate and card the RUBER model.
-
-1. Pairs (previous turn, reply) from the unlabelled corpora's train splits (DailyDialog +
-   Chit-Chat); the unreferenced scorer learns by negative sampling with the margin loss.
-   Validation on the corpora's validation splits (ranking loss), never on human scores.
-2. Three ONNX graphs (query encoder, reply encoder, head) with a parity check against torch.
-3. Frequency word weights for s_R (word_weights.py), min-max constants from DailyDialog++ dev
-   (calibrate.py); the query length, the default blend and the default word weighting measured
-   on the judgement sets' dev splits.
-4. manifest.json (via service.manifest.write_manifest), training.json and the model card.
-"""
+"""`python -m training train ruber`: train RUBER's unreferenced scorer by negative sampling, then export,
+calibrate and card it (training/ruber/export.py); no human score is read."""
 from __future__ import annotations
 
 import argparse
@@ -212,8 +203,7 @@ def run(out: Path, store: Path, config: RuberConfig, train_config: TrainConfig, 
 
 def keep_failed_log(log_path: Path, error: BaseException) -> Path | None:
     """Copy a failed run's log out of its build folder, which staging removes, into the temporary
-    folder: without --log, the only copy of why a long run failed went with it (the console had it,
-    if anyone kept the console)."""
+    folder: without --log it is the only record of why a long run failed."""
     if not log_path.is_file():
         return None
     kept = Path(tempfile.gettempdir()) / f"ruber-train-failed-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
@@ -232,12 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training train ruber", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=output_dir, default=Path("model_store/ruber"))
     parser.add_argument("--store", type=Path, default=Path("model_store"), help="where glove-50d and baselines are")
-    # The committed model: 26,000 steps on 2 threads (81.5 min on the 2-core machine, training.json).
-    # The step count and the thread count make the run reproducible (torch splits sums by thread, so
-    # another count gives other, equally good, weights), but only if the time cap does not stop it
-    # first: on a machine 10% slower the 90-minute default would, so `make train` passes --minutes 0.
-    # The first committed run stopped at 4,360 steps with validation loss still falling; this one is
-    # better on every dev set for s_U (docs/evaluation.md).
+    # The step and thread counts make a run reproducible (torch splits sums by thread), but only if the
+    # time cap does not stop it first, so `make train` passes --minutes 0 (training.json: the committed run).
     parser.add_argument("--minutes", type=nonnegative_float, default=90.0,
                         help="safety cap on training time in minutes (default 90; 0: no cap, --max-steps alone "
                              "decides, as make train runs it); a cap that stops training logs a WARNING")
@@ -270,8 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--log {args.log}: inside --out, which is replaced whole at the end; put it elsewhere or "
                      "leave it out (the log then goes into --out with the model)")
     with staged_folder(args.out, "ruber") as stage:
-        # Under --out, not the working folder: runs/ruber-train.log landed in whatever folder it ran
-        # from. In the building folder, so that it is published with the model.
+        # In the building folder, so that it is published with the model.
         log_path = args.log or stage / "train.log"
         setup_logging(log_path)
         try:

@@ -121,7 +121,7 @@ def test_early_stopping_groups_are_contexts_not_conversation_ids() -> None:
 
 
 def test_train_refuses_sets_without_references(tmp_path, capsys) -> None:
-    """It trained on 0 items and exited 0; then one line, not argparse's usage block (a re-probe)."""
+    """Sets without references leave ADEM nothing to train on: one error line, not argparse's usage block."""
     from training.__main__ import main
 
     assert main(["train", "adem", "--sets", "conture", "--out", str(tmp_path / "adem"),

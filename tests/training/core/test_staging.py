@@ -50,7 +50,7 @@ def test_a_new_folder_is_made(tmp_path) -> None:
 
 @pytest.mark.parametrize("make", ["user files", "another model", "store root"])
 def test_a_folder_that_is_not_this_models_is_refused_not_replaced(tmp_path, make: str) -> None:
-    """A re-probe: `train ruber --out model_store/glove-50d` replaced the GloVe table and exited 0."""
+    """`train ruber --out model_store/glove-50d` may not replace the GloVe table."""
     if make == "user files":
         target = tmp_path / "experiments"
         target.mkdir()
@@ -80,7 +80,7 @@ def test_only_the_building_folders_of_runs_that_are_gone_are_removed(tmp_path) -
     import fcntl
 
     folder = store_folder(tmp_path)
-    dead = tmp_path / ".ruber.building-dead"  # a run killed before 2026-11-25's locks, long ago
+    dead = tmp_path / ".ruber.building-dead"  # a killed run's folder without a lock file, long ago
     (dead / "ruber").mkdir(parents=True)
     (dead / ".pid").write_text(str(os.getpid()))
     os.utime(dead, (0, 0))
@@ -146,7 +146,7 @@ def test_ctrl_c_between_the_two_renames_puts_the_old_folder_back(tmp_path, monke
 
 
 def test_sigterm_cleans_up_as_ctrl_c_does(tmp_path) -> None:
-    """SIGTERM (timeout, Kubernetes) left the building folder behind, as SIGKILL does (a re-probe)."""
+    """SIGTERM (timeout, Kubernetes) cleans up the building folder as Ctrl-C does."""
     folder = store_folder(tmp_path)
     before = signal.getsignal(signal.SIGTERM)
     with pytest.raises(KeyboardInterrupt), staged_folder(folder, "ruber") as stage:
@@ -158,8 +158,8 @@ def test_sigterm_cleans_up_as_ctrl_c_does(tmp_path) -> None:
 
 
 def test_train_ruber_that_fails_leaves_the_store_folder(tmp_path, tmp_path_factory, monkeypatch) -> None:
-    """A probe: `train ruber` without DailyDialog++'s dev.json exited 2 and left the store's ruber with a
-    placeholder manifest and an empty card, which the service served."""
+    """`train ruber` failing on a missing data file (DailyDialog++'s dev.json) leaves the store's ruber
+    folder as it was."""
     import tempfile
 
     from training.ruber import train as ruber_train

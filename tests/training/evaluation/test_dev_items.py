@@ -20,7 +20,7 @@ def test_the_written_items_are_the_ones_evaluate_scores(tmp_path, capsys):
 
 
 def test_a_set_that_fails_to_load_leaves_the_last_file_whole(tmp_path):
-    """A probe: a data folder missing the second set emptied the 13 MB file of an earlier run."""
+    """Every set is read before the file is written: a set that fails leaves the last file whole."""
     import pytest
 
     out = tmp_path / "dev.jsonl"
@@ -32,7 +32,7 @@ def test_a_set_that_fails_to_load_leaves_the_last_file_whole(tmp_path):
 
 
 def test_a_symlinked_out_stays_a_link_and_its_target_gets_the_items(tmp_path):
-    """A probe: --out naming a symlink replaced the link with a plain file, and its target kept the old items."""
+    """--out naming a symlink: the link stays a link and its target gets the items."""
     target = tmp_path / "data" / "dev.jsonl"
     target.parent.mkdir()
     target.write_text("old\n", encoding="utf-8")

@@ -164,7 +164,7 @@ def test_supplementary_table_leaves_out_replies_that_are_their_own_reference():
 
 @pytest.mark.skipif(not (MODEL_STORE / "mh" / "manifest.json").is_file(), reason="mh not exported")
 def test_evaluating_only_dialogue_models_says_why_there_is_nothing(capsys):
-    """`evaluate --models mh` printed an empty table and exited 0 (a probe)."""
+    """Dialogue models only (`--models mh`): a set-up error, not an empty table and exit 0."""
     with pytest.raises(SystemExit) as exited:
         main(["--models", "mh", "--sets", "holistic_eval", "--store", str(MODEL_STORE), "--no-cards"])
     assert exited.value.code == 2

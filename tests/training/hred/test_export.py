@@ -1,6 +1,6 @@
 """`python -m training export` keeps a store consistent: every input is checked before anything is
 written, a head is only published (and only served) on the encoder it was trained on, and an
-unfinished or mixed pre-training folder is refused (a probe, 2026-11-23, findings 1-3)."""
+unfinished or mixed pre-training folder is refused."""
 from __future__ import annotations
 
 import json
@@ -79,7 +79,7 @@ def test_a_head_is_not_exported_onto_the_store_encoder_of_another_run(runs, tmp_
 
 
 def test_an_encoder_alone_may_not_orphan_the_heads_in_the_store(runs, tmp_path, capsys) -> None:
-    """The probe's finding 1: `export --vhred` alone replaced the encoder under the committed heads."""
+    """`export --vhred` alone may not replace the encoder under the heads already in the store."""
     store = tmp_path / "store"
     shutil.copytree(runs["store"], store)
     before = snapshot(store)
@@ -125,7 +125,7 @@ def _copy(run: Path, tmp_path: Path, name: str) -> Path:
 
 
 def test_inputs_are_checked_before_anything_is_written(runs, tmp_path, capsys) -> None:
-    """The probe's finding 2: a bad head run left a new encoder in the store beside the old heads."""
+    """A bad head run leaves no new encoder in the store beside the old heads."""
     store = tmp_path / "store"
     vhred = ["export", "--vhred", str(runs["a"]), "--store", str(store)]
     err = refused([*vhred, "--adem", str(runs["autojudge"])], capsys)
@@ -141,7 +141,7 @@ def test_inputs_are_checked_before_anything_is_written(runs, tmp_path, capsys) -
 
 
 def test_an_unfinished_or_mixed_pretraining_folder_is_refused(runs, tmp_path, capsys) -> None:
-    """The probe's finding 3: a checkpoint of an interrupted rerun beside the last run's metrics.json."""
+    """A checkpoint of an interrupted rerun beside the last run's metrics.json is no finished run."""
     from training.hred.model import load_checkpoint, save_checkpoint
 
     model, extra = load_checkpoint(runs["a"] / "model.pt")
@@ -158,8 +158,7 @@ def test_an_unfinished_or_mixed_pretraining_folder_is_refused(runs, tmp_path, ca
     assert "is not a readable VHRED checkpoint" in err
     err = refused(["selftalk", "--model", str(corrupt), "--out", str(tmp_path / "talk.jsonl")], capsys)
     assert "is not a readable VHRED checkpoint" in err
-    # The trainers and self-talk refuse an unfinished run too: they trained or generated on it to the
-    # end, and only export refused the result (a probe, 2026-11-25).
+    # The trainers and self-talk refuse an unfinished run too, before their work rather than at export.
     for argv in (["train", "adem", "--encoder", str(unfinished), "--out", str(tmp_path / "adem-run")],
                  ["train", "autojudge", "--encoder", str(unfinished), "--out", str(tmp_path / "aj-run")],
                  ["selftalk", "--model", str(unfinished), "--out", str(tmp_path / "talk.jsonl")]):
@@ -192,7 +191,7 @@ def test_a_new_pretraining_run_clears_the_last_runs_outputs_first(runs, tmp_path
 
 
 def test_a_rerun_that_cannot_start_keeps_the_last_run(runs, tmp_path, capsys) -> None:
-    """A re-probe: a wrong --data-dir ended with the right error line, and the finished run was gone."""
+    """A run that fails before training (a wrong --data-dir) leaves the finished run in --out as it was."""
     folder = _copy(runs["a"], tmp_path, "kept")
     before = snapshot(folder)
     refused(["pretrain", "--out", str(folder), "--data-dir", str(tmp_path / "nowhere")], capsys)
@@ -217,8 +216,7 @@ def test_finish_writes_the_stopped_runs_settings_not_its_own_defaults(runs, tmp_
     metrics = json.loads((stopped / "metrics.json").read_text())
     assert (metrics["seed"], metrics["kl_anneal_steps"], metrics["batch_size"], metrics["lr"], metrics["steps"]) == (
         3, 6, 8, 0.002, 9)
-    # The data options are the stopped run's too: finishing with the defaults recorded the full corpora's
-    # dialogue count and fingerprint for a model trained on 120 DailyDialog dialogues (a probe).
+    # The data options are the stopped run's too, so metrics.json counts the data the model trained on.
     first = metrics
     (stopped / "metrics.json").unlink()
     save_checkpoint(model, stopped / "model.pt", extra={"steps_done": 9, "epoch": 1, "minutes": 0.1, "seed": 3,
@@ -249,7 +247,7 @@ def test_finish_without_a_checkpoint_is_a_usage_error(tmp_path, capsys) -> None:
 
 
 def test_a_head_on_an_encoder_run_that_differs_only_in_its_weights_is_refused(runs, tmp_path, capsys) -> None:
-    """A re-probe: a run with another lr (same corpus, steps, seed and width) passed the identity check."""
+    """A run with another lr (same corpus, steps, seed and width) is another encoder: the weights' hash says so."""
     from training.hred import train as pretrain
 
     other = tmp_path / "vhred-lr"
@@ -280,8 +278,8 @@ def test_an_export_removes_what_a_killed_export_left(runs, tmp_path) -> None:
 
 
 def test_a_graph_with_nan_weights_fails_the_parity_check(tmp_path) -> None:
-    """A probe exported an AutoJudge run with alpha NaN: max() over NaN differences passed the check
-    (parity 0.0), and the store's working autojudge was replaced by one that scores NaN."""
+    """A run with NaN weights fails the parity check (max() over NaN differences would pass it as 0.0),
+    so it never replaces a working model in the store."""
     import torch
 
     from training.core.cli import SetupError

@@ -29,7 +29,7 @@ def test_turns_read_only_after_the_context_do_not_count() -> None:
 
 
 def test_more_contexts_than_there_are_is_said(caplog: pytest.LogCaptureFixture) -> None:
-    """--contexts 100000 wrote 768 dialogues silently (a probe)."""
+    """More contexts asked for than there are: all of them, with a warning."""
     import logging
     import random
 
@@ -43,7 +43,7 @@ def test_more_contexts_than_there_are_is_said(caplog: pytest.LogCaptureFixture) 
 
 
 def test_no_context_to_continue_is_a_set_up_error() -> None:
-    """--context-turns 1000 wrote an empty file and exited 0 (a probe, 2026-11-25)."""
+    """No unseen context of that many turns: a set-up error, not an empty file and exit 0."""
     import random
 
     from training.core.cli import SetupError

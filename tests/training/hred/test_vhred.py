@@ -153,7 +153,7 @@ def test_export_serves_the_runs_tokenizer_with_curly_quotes_mapped(run, tmp_path
 @pytest.mark.parametrize("field, value", [("max_turns", 1), ("max_turns", 0), ("context", 0), ("utterance", 2.5),
                                           ("embedding", True), ("word_drop", 1.0), ("word_drop", -0.1)])
 def test_config_refuses_sizes_no_model_can_use(field, value) -> None:
-    """max_turns 1 made the windowing loop forever (a probe); every bad value names its field."""
+    """max_turns 1 would make the windowing loop forever; every bad value names its field."""
     with pytest.raises(ValueError, match=field):
         VHREDConfig(**{field: value})
     with pytest.raises(ValueError, match="max_turns"):
@@ -161,7 +161,7 @@ def test_config_refuses_sizes_no_model_can_use(field, value) -> None:
 
 
 def test_a_vocabulary_size_the_tokenizer_cannot_have_is_said(tmp_path) -> None:
-    """--vocab-size 1 gave 47 pieces without a word (a probe, 2026-11-25)."""
+    """A vocabulary smaller than BPE can make is a warning in the log, not silence."""
     import json
 
     from training.hred import train as pretrain

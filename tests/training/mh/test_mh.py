@@ -119,8 +119,7 @@ def test_train_mh_end_to_end_on_a_slice(tmp_path: Path) -> None:
 
 
 def test_train_mh_reads_the_data_root_every_command_reads(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    """It read ../shared/data whatever DIALSCORE_DATA_DIR or `make train DATA=` said (a probe): now
-    --data-dir, defaulting to DIALSCORE_DATA_DIR, as pretrain, train adem and evaluate."""
+    """--data-dir, defaulting to DIALSCORE_DATA_DIR, as pretrain, train adem and evaluate read it."""
     import os
     import subprocess
     import sys

@@ -23,8 +23,8 @@ def test_a_card_change_keeps_the_section_evaluate_wrote(tmp_path) -> None:
 
 
 def test_rewriting_an_untrained_models_folder_keeps_its_measured_figures(tmp_path) -> None:
-    """`baselines` and `minilm-cosine` dropped the figures evaluate, degenerate and minilm-report
-    had written into the committed cards (a probe): with nothing new, the folders stay byte for byte."""
+    """`baselines` and `minilm-cosine` keep the figures evaluate, degenerate and minilm-report wrote into
+    the committed cards: with nothing new, the folders stay byte for byte."""
     import filecmp
 
     from tests.conftest import MODEL_STORE

@@ -35,7 +35,7 @@ def test_cache_is_reused_by_the_encoder_that_made_it(tmp_path, encoder) -> None:
 
 
 def test_cache_of_another_encoder_is_encoded_again(tmp_path, encoder, capsys) -> None:
-    """A re-exported encoder gives other vectors (the 2026-11-23 export moved them by up to 1e-7)."""
+    """A re-exported encoder gives other vectors (by up to 1e-7), so a cache it did not make is not used."""
     EmbeddingCache(tmp_path, encoder).get(["hello there"])
     other = {"name": "minilm-l6", "version": "2026.11.0", "file": "encoder-int8.onnx", "sha256": "0" * 64}
     _rewrite(tmp_path, encoder=np.array(json.dumps(other)))

@@ -1,4 +1,4 @@
-"""The fine-tuning probe on a handful of real judged items: the encoder learns, every set is measured."""
+"""The fine-tuning measurement on a handful of real judged items: the encoder learns, every set is measured."""
 from __future__ import annotations
 
 import json

@@ -217,7 +217,7 @@ def test_the_card_says_how_the_validation_loss_ended():
 
 
 def test_a_time_cap_that_stops_training_early_is_a_warning_and_none_means_none(glove, pairs, caplog):
-    """RUBER's result depended on wall-clock time through the 90-minute default, silently (a probe)."""
+    """A time cap that stops training early says so (the model then depends on the machine's speed)."""
     torch.set_num_threads(1)
     capped = build_glove_scorer(glove.vectors, RuberConfig(hidden=4, mlp_hidden=4))
     with caplog.at_level(logging.INFO):
@@ -232,7 +232,7 @@ def test_a_time_cap_that_stops_training_early_is_a_warning_and_none_means_none(g
 
 
 def test_the_command_logs_under_out_and_make_train_sets_no_time_cap(tmp_path, monkeypatch):
-    """`train ruber --out X` wrote runs/ruber-train.log into the working folder (a probe)."""
+    """`train ruber --out X` logs into X, not into the working folder."""
     from training.ruber import train as ruber_train
 
     seen = {}
@@ -248,7 +248,7 @@ def test_the_command_logs_under_out_and_make_train_sets_no_time_cap(tmp_path, mo
 
 
 def test_a_failed_run_without_log_keeps_its_log_out_of_the_removed_build(tmp_path, monkeypatch):
-    """Without --log the log lives in the build, which a failed run removes: it went with it (a probe)."""
+    """Without --log the log lives in the build, which a failed run removes: a copy is kept."""
     import tempfile
 
     from training.ruber import train as ruber_train
