@@ -1,1 +1,1 @@
-"""Encoders trained here (the VHRED hierarchical encoder) and their export-friendly building blocks."""
+"""The VHRED hierarchical encoder of ADEM and AutoJudge: tokenizer, model, pre-training, self-talk, export."""
