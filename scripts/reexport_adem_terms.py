@@ -1,13 +1,10 @@
 """Re-export the committed `adem` and `adem-minilm` heads so their graphs also return the score's terms.
 
-Why this exists: the exporters (`python -m training export`, `train-minilm`) write
-ADEM heads whose graphs return `s_unref` (c^T M r_hat) and `s_ref` (r^T N r_hat) beside `score`, which
-/score gives in `details` as the contract's adem example does. The committed heads were trained
-before that and their run folders are not in the repository (`make train` rebuilds them in about
-two hours). Their weights are all in their ONNX files, so this rebuilds each torch head from its own
-graph's initializers, checks that torch reproduces the old graph's scores, exports it with the
-current exporter (parity checked against torch as every export is), checks that the new graph's
-scores equal the old graph's, and rewrites manifest and card. Run once, from the repository root:
+The exporters write ADEM heads whose graphs return `s_unref` (c^T M r_hat) and `s_ref` (r^T N r_hat)
+beside `score` (/score's `details`). Heads exported before that can be brought up to date without
+retraining: each torch head is rebuilt from its own graph's initializers, checked to reproduce the old
+graph's scores, exported with the current exporter (parity checked), checked again against the old
+graph, and its manifest and card rewritten. A head that already returns its terms is left as it is.
 
     PYTHONPATH=. .venv/bin/python scripts/reexport_adem_terms.py [--store model_store]
 """
@@ -65,8 +62,8 @@ def manifest_fields(folder: Path) -> dict:
 def classic(folder: Path) -> None:
     from service.store.manifest import write_manifest
     from training.adem.model import ADEMHead, ServedADEM
-    from training.cards import adem_details
-    from training.export import PARITY_ATOL, export_head, head_examples
+    from training.adem.card import adem_details
+    from training.core.onnx_export import PARITY_ATOL, export_head, head_examples
 
     path = folder / "adem_head.onnx"
     if already_done(path):
@@ -101,15 +98,16 @@ def classic(folder: Path) -> None:
         "gives in `details`: before the soft bound, score = (s_unref + s_ref - alpha) / beta.\n"
         f"ONNX vs torch max abs difference, in score units (the terms divided by beta): {parity}.", readme)
     if count != 1:
-        raise SystemExit("adem/README.md: its Inputs paragraph is not the one training/cards.py writes")
+        raise SystemExit("adem/README.md: its Inputs paragraph is not the one training/adem/card.py writes")
     (folder / "README.md").write_text(readme, encoding="utf-8")
     print(f"adem: re-exported, scores within {worst:.1e} of the committed graph's; parity {parity}")
 
 
 def minilm(folder: Path) -> None:
     from service.store.manifest import write_manifest
-    from training.minilm.heads import AdemHead, export_head
-    from training.minilm.store import DETAILS, _check_parity, write_readme
+    from training.minilm.export import _check_parity, export_head
+    from training.minilm.model import AdemHead
+    from training.minilm.card import DETAILS, write_readme
 
     path = folder / "head.onnx"
     if already_done(path):
@@ -126,8 +124,10 @@ def minilm(folder: Path) -> None:
     rng = np.random.default_rng(7)
     feeds_list = []
     for batch, turns in ((1, 1), (3, 5), (8, 2)):
-        unit = lambda *shape: (lambda x: (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32))(
-            rng.standard_normal(shape))
+        def unit(*shape: int) -> np.ndarray:
+            x = rng.standard_normal(shape)
+            return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+
         mask = np.ones((batch, turns), np.float32)
         mask[0, 1:] = 0
         feeds_list.append({"context": unit(batch, turns, 384), "context_mask": mask,

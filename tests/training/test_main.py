@@ -46,8 +46,8 @@ def test_unknown_command_and_missing_paths_are_set_up_errors(tmp_path, capsys) -
     (["selfplay", "--out", "/proc/selfplay.jsonl"], "--out"),
 ])
 def test_a_number_or_name_no_run_can_use_is_a_usage_error(argv, option, capsys) -> None:
-    """Each of these was a traceback after loading, or a run that 'succeeded' with nothing trained
-    (a probe, 2026-11-22): now argparse's exit 2, naming the option, before anything is read."""
+    """A value no run can use is argparse's exit 2, naming the option, before anything is read (not a
+    traceback after loading, nor a run that 'succeeds' with nothing trained)."""
     with pytest.raises(SystemExit) as exited:
         main(argv)
     assert exited.value.code == 2
@@ -55,7 +55,7 @@ def test_a_number_or_name_no_run_can_use_is_a_usage_error(argv, option, capsys) 
 
 
 def test_a_failed_run_takes_back_the_empty_folders_its_options_made(tmp_path, capsys) -> None:
-    """A probe: a run that failed after --out was checked left that folder (and its parents) empty."""
+    """A run that fails after --out was checked takes back the folders (and parents) that check made."""
     out = tmp_path / "new" / "deeper" / "o.jsonl"
     missing = ["--data-dir", str(tmp_path / "nodata"), "--sets", "conture"]
     assert main(["dev-items", "--out", str(out), *missing]) == 2
@@ -77,7 +77,7 @@ def test_an_output_path_that_is_a_file_is_a_set_up_error(tmp_path, capsys) -> No
 
 @pytest.mark.parametrize("bad", ["", "../x y", "a" * 65])
 def test_export_versions_are_what_models_can_show(bad, capsys) -> None:
-    """`--version ""` and `--version "../x y"` were accepted and served (a re-probe)."""
+    """A version is what /models can show: not empty, no path, no space, at most 64 characters."""
     from training.__main__ import main
 
     with pytest.raises(SystemExit) as exited:
@@ -89,7 +89,8 @@ def test_export_versions_are_what_models_can_show(bad, capsys) -> None:
                                                  ("Terminated", 143, "terminated")])
 def test_ctrl_c_and_sigterm_are_one_line_and_the_shells_exit_status(raised, code, said, monkeypatch, capsys) -> None:
     """A traceback and exit 1 before; SIGTERM is raised as Terminated while a store folder is built."""
-    from training import dev_items, staging
+    from training.evaluation import dev_items
+    from training.core import staging
 
     def stopped(argv):
         raise getattr(staging, raised, KeyboardInterrupt)
@@ -152,6 +153,6 @@ def test_export_glove_repairs_a_table_whose_manifest_is_broken(tmp_path) -> None
     (tmp_path / "glove-50d").mkdir()
     (tmp_path / "glove-50d" / "manifest.json").write_text("{broken")
     assert main(["export-glove", "--out", str(tmp_path / "glove-50d"), "--words", "1000"]) == 0
-    from service.manifest import read_manifest
+    from service.store.manifest import read_manifest
 
     assert read_manifest(tmp_path / "glove-50d").config["words"] == 1000

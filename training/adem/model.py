@@ -1,11 +1,7 @@
-"""ADEM's head: score(c, r, r_hat) = (c^T M r_hat + r^T N r_hat - alpha) / beta (paper eq. 1).
+"""ADEM's head: score(c, r, r_hat) = (c^T M r_hat + r^T N r_hat - alpha) / beta (paper eq. 1), PCA inside.
 
-c (context), r (reference) and r_hat (model response) arrive as encoder vectors and are
-reduced by a fixed PCA (fitted on training vectors) to n dimensions inside the head, so the
-exported graph holds the whole computation. M and N start at the identity; only they are
-trained (theta = {M, N}); alpha and beta are constants set at initialisation. C-ADEM keeps
-only the context term, R-ADEM only the reference term (paper Table 3).
-"""
+Only M and N are trained (from the identity); alpha and beta are constants set at initialisation.
+C-ADEM keeps only the context term, R-ADEM only the reference term (paper Table 3)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,9 +1,6 @@
-"""AutoJudge's head: score(c, r) = (c^T M r - alpha) / beta, M in R^{d x d} the only trained weight.
+"""AutoJudge's head: score(c, r) = (c^T M r - alpha) / beta, M the only trained weight (the encoder is frozen).
 
-The encoder stays frozen (the paper trains "only the matrix M"); alpha and beta are constants.
-The paper copies ADEM's alpha = 0.01, beta = 32 for its encoder; for ours they are set, as for
-ADEM, so that predictions at M = I have the training ratings' mean and spread (see heads.calibrate).
-"""
+alpha and beta are set, as for ADEM, so that predictions at M = I have the training ratings' mean and spread."""
 from __future__ import annotations
 
 import torch

@@ -1,9 +1,5 @@
-"""Unlabelled dialogue corpora for pre-training: DailyDialog and the BYU Chit-Chat dataset.
-
-DailyDialog keeps its official train/validation/test split. chitchat-dataset ships without
-one, so conversations get a deterministic seeded 90/5/5 split by conversation id: the same
-conversation always lands in the same split, whatever machine or Python runs it.
-"""
+"""Unlabelled dialogue corpora for pre-training: DailyDialog (its official splits) and the BYU Chit-Chat
+dataset (a seeded 90/5/5 split by conversation id, the same on every machine)."""
 from __future__ import annotations
 
 import hashlib

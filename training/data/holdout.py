@@ -1,27 +1,9 @@
-"""What of the development text no training stream may hold.
+"""What of the development text no training stream may hold: `DevHoldout`, the dev items' text by the
+loose `keys.match_key`.
 
-The judgement partitions are keyed on the query's split key (`judgements.normalise`), which keeps
-spelling variants apart, and the unlabelled corpora know nothing of the partitions at all: the
-overlap audit (docs/evaluation.md) found xdial_dailydialog_zhao's contexts in DailyDialog *train*,
-and DailyDialog's test and validation splits repeating train dialogues, so VHRED and RUBER had
-read the human reply of some dev items. `DevHoldout` holds the dev items' text by the loose
-`keys.match_key`, and every training stream drops what touches it:
-
-* unlabelled dialogues (VHRED, RUBER, next-turn pre-training) that contain, as consecutive
-  turns, a dev item's last two context turns or its query followed by its judged reply: a dev
-  context whose continuation (the reference, often the judged reply) was read;
-* judged train items whose query is a dev query (query-keyed sets), or whose context and reply
-  hold a dev context or dev pair as consecutive turns (a later turn of a dev dialogue; ConTurE
-  bots repeat turns across dialogues);
-* the -minilm heads' unrated pairs (next-turn pre-training, RUBER's negative sampling) by both rules.
-
-The partitions themselves are not re-keyed: the dev items stay exactly those measured before, so
-the development tables stay comparable, and only training streams lose what repeated them.
-
-A single turn alone is not matched, nor a pair shorter than `MIN_WINDOW_CHARS` letters and
-digits: "hi" / "hello, how are you?" opens hundreds of Chit-Chat and ConTurE dialogues and says
-nothing of a dev item (with greetings matched, 47 Chit-Chat train dialogues went for nothing).
-"""
+Training streams drop a dialogue or item that holds, as consecutive turns, a dev item's last two context
+turns or its query and reply; query-keyed sets also drop a dev query. Pairs shorter than
+`MIN_WINDOW_CHARS` letters and digits (greetings) are not matched. The partitions themselves are not re-keyed."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence

@@ -1,27 +1,8 @@
-"""Turn-level human judgements in ../shared/data/judgements, one loader for every set.
+"""Turn-level human judgements in ../shared/data/judgements, one loader for every set, scores on 1-5.
 
-Each set is read in its own upstream format and returned as `JudgedItem`s with the score
-rescaled linearly from the set's native scale to 1-5, so that models trained on several sets
-(ADEM, AutoJudge) see one range and correlations are comparable.
-
-Train/dev partition (fixed, seeded, by context): an item's split is decided by a hash of its
-*split key*, never by its position, so that
-
-* every response to one context (and every turn of one conversation) lands in one split;
-* a context that appears in several sets lands in the same split in all of them. The
-  DailyDialog-based sets overlap (dailydialog_gupta_multiref and xdial dailydialog-gupta are
-  the same 500 items; holistic_eval and predictive_engagement reuse DailyDialog test queries,
-  zhao's contexts are DailyDialog *train* dialogues), and their contexts are truncated differently, so the key is the *last context
-  turn* (the query), normalised with `service.text.words` (lower-case, punctuation split),
-  which all of them share. It keeps spelling variants apart ("don ' t" and "don ’ t"), so a few
-  contexts would straddle the partition: "train" leaves out every item that repeats dev text by
-  the looser `keys.match_key` (`held_out`; training/data/holdout.py), and the corpora readers'
-  callers drop dialogues that hold dev text the same way. ConTurE items are keyed by their dialogue, both in
-  `conture` and in xdial's copy `xdial_conture_turn` (mapped back to the dialogue by text).
-
-`DEV_FRACTION` of keys go to "dev". Change `SPLIT_SEED` and every set's partition changes
-together; nothing else does.
-"""
+An item's train/dev partition is a seeded hash of its *split key* (its normalised last context turn, or
+its dialogue for ConTurE), so every reply to one context, in every set that shares it, lands in one split;
+"train" also leaves out items that repeat dev text by the looser match key (training/data/holdout.py)."""
 from __future__ import annotations
 
 import csv

@@ -1,23 +1,12 @@
-"""Reference recovery for evaluation only: the DailyDialog continuation of a judged context.
+"""Reference recovery for evaluation: the DailyDialog continuation of a judged context, for the sets built
+on DailyDialog that ship without one.
 
-Several judgement sets are built on DailyDialog dialogues but ship without the human reply
-that followed the context (predictive_engagement, holistic_eval, xdial_dailydialog_zhao,
-xdial_dailydialog_gupta). The original papers used that reply as the reference, and it can be
-recovered from the corpus in ../shared/data/corpora/dailydialog: find the dialogue whose
-consecutive turns equal the item's context and take the turn after it.
-
-`load_set` is left untouched (training reads it, and the committed models must stay
-reproducible); `training.evaluate` calls `with_recovered_references` on the items it scores.
-
-Matching compares `keys.match_key`s (letters and digits only: the sources spell one sentence
-differently, see training/data/keys.py). A reference is returned only when it is
-unambiguous: every place in DailyDialog (all three official splits; the corpus repeats some
-dialogues) where the context occurs is followed by the same next turn (compared by key).
-"""
+A reference is returned only where it is unambiguous (every place the context occurs in DailyDialog is
+followed by the same turn); `load_set` is left as it is, so training never reads a recovered reference."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -87,3 +76,23 @@ def with_recovered_references(items: list[JudgedItem], index: DailyDialogIndex |
 def is_reference_reply(item: JudgedItem) -> bool:
     """Whether the judged reply is (normalised) its own first reference: the human reply being judged."""
     return bool(item.references) and match_key(item.response) == match_key(item.references[0])
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """References recovered for one set's items: how many items gained one, of how many, and how
+    many of those judge the recovered reply itself."""
+
+    gained: int
+    total: int
+    identical: int
+
+
+def recover(items: list[JudgedItem], data_dir: Path = DEFAULT_DATA_DIR) -> tuple[list[JudgedItem], Recovery | None]:
+    """Items with DailyDialog references filled in where recoverable; None when none were."""
+    if any(i.references for i in items):
+        return items, None
+    filled, gained = with_recovered_references(items, dailydialog_index(Path(data_dir)))
+    if not gained:
+        return items, None
+    return filled, Recovery(gained, len(items), sum(is_reference_reply(i) for i in filled))

@@ -1,18 +1,5 @@
-"""Conversation-level human ratings of human-bot dialogues, read from ../shared/data/judgements.
-
-Each loader returns `Rated` conversations: the turns with speakers, the rating the human gave
-the whole conversation, and the bot's id where the data names it (leave-bot-out needs it).
-
-- ConvAI2 (DeepPavlov/convai, `data_intermediate.json` and `data_volunteers.json`): the human
-  partner's 1-5 `eval_score` of the dialogue, bot ids in `participant*_id`. The four
-  `export_*_train.json` files name no bot and are not used (a leave-bot-out fold could not keep
-  a bot's conversations out of training). Bot ids are kept per file ("intermediate/Bot 002",
-  "volunteers/Bot 002"): the two rounds were run with different bot line-ups.
-- iEval (Sea94/ieval): each task's worker chatted with four empathetic bots (colour codes) and
-  rated each; the overall `Rating` (the inverse of the worker's rank, 1-4) is the target.
-- ConTurE (alexa/conture): 119 DSTC9 human-bot dialogues, the mean of the annotators'
-  dialogue-level "human (overall)" ratings (1-5; the other DSTC9 dimensions are 0-3); the bot is not named.
-"""
+"""Conversation-level human ratings of human-bot dialogues (ConvAI2, iEval, ConTurE) as `Rated`
+conversations, with the bot's id where the data names it (leave-bot-out needs it)."""
 from __future__ import annotations
 
 import json

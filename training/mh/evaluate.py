@@ -1,9 +1,5 @@
-"""Correlations of M_H and its proxies with human ratings, at conversation and at bot level.
-
-Bot level is the paper's comparison: each bot's mean out-of-fold M_H (the model that scored it
-never saw that bot) against the bot's mean human rating. The strong trivial baseline beside it
-is the bot's mean reply length in words.
-"""
+"""Correlations of M_H and its proxies with human ratings, at conversation and at bot level (the paper's
+comparison: each bot's mean out-of-fold M_H against its mean rating), beside the reply-length baseline."""
 from __future__ import annotations
 
 from collections.abc import Sequence

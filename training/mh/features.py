@@ -1,9 +1,5 @@
-"""Proxy matrices for rated conversations, computed by the service's own code and components.
-
-Training reads the GloVe table and the sentence encoder from the model store exactly as the
-service does (same tokenisation, same ONNX graph), so the regression is fitted on the very
-numbers the served `mh` will compute.
-"""
+"""Proxy matrices for rated conversations, computed by the service's own code on the store's components,
+so the regression is fitted on the numbers the served `mh` computes."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -12,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from service import proxies
+from service.scorers.mh import proxies
 from service.components.base import component_class
-from service.manifest import read_manifest, verify_files
-from service.runtime import Runtime, RuntimeSettings
+from service.store.manifest import read_manifest, verify_files
+from service.store.runtime import Runtime, RuntimeSettings
 from service.scorers.base import EncodeCache
 
 GLOVE = "glove-50d"

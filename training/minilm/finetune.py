@@ -1,16 +1,5 @@
-"""`python -m training finetune-minilm`: autojudge-minilm with the MiniLM encoder itself fine-tuned.
-
-A measurement, not a served model. On the frozen shared encoder no reference-free head reaches
-the referenced minilm-cosine (docs/evaluation.md, "autojudge-minilm against minilm-cosine"), and
-fine-tuning the encoder was the lever left. This trains it: the served AutoJudge head
-(c^T M r with the copy penalty, M pulled towards the identity, the margin term on random replies
-at the served weights) on the same judged train partitions, with every encoder weight learning
-too, and prints the development Pearson per set after each epoch.
-
-It is not served because it would cost what issue 7 rules out: a second encoder pass per request
-(the shared encoder cannot be the fine-tuned one, or minilm-cosine would no longer be the
-untrained baseline), and AutoJudge keeps its pre-trained encoder frozen.
-"""
+"""`python -m training finetune-minilm`: a measurement, not a served model: autojudge-minilm with the
+MiniLM encoder fine-tuned too, its dev Pearson per set after each epoch."""
 from __future__ import annotations
 
 import argparse
@@ -24,11 +13,11 @@ import torch
 from scipy import stats
 
 from service.scorers.minilm import context_texts
+from training.core.cli import count, output_file, positive_float, positive_int, threads
 from training.minilm.export import model_path
-from training.minilm.heads import AutoJudgeHead
-from training.minilm.train import Config as HeadConfig
+from training.minilm.model import AutoJudgeHead
 from training.minilm.train import judged_rows
-from training.cli_types import count, output_file, positive_float, positive_int, threads
+from training.minilm.train import Config as HeadConfig
 
 
 @dataclass
@@ -151,6 +140,6 @@ def main(argv: list[str] | None = None) -> int:
                         "run_seconds": seconds, "seed": config.seed,
                         "dev_pearson": dev, "mean": round(float(np.mean(list(dev.values()))), 4),
                         "note": f"encoder fine-tuned too (`finetune-minilm`, encoder lr {config.encoder_lr}, "
-                                f"random-reply negatives only{train_cap}): a probe, not served"}
+                                f"random-reply negatives only{train_cap}): a measurement, not served"}
                 handle.write(json.dumps(line) + "\n")
     return 0

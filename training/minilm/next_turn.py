@@ -1,20 +1,6 @@
-"""Next-turn pre-training of the context-reply bilinear form c^T M r on unrated dialogue.
-
-Why: fitted on the judged train partitions alone (about 11k rated items, DSTC7's Reddit ratings
-more than half of them) M hardly leaves its identity start, so AutoJudge's reference-free score
-stays close to cos(last turn, reply), and ADEM's context term likewise (RUBER's quadratic
-feature learns from 40k negative-sampling pairs, not the 168k next turns). The dual encoder of
-Lowe et al. 2015 learns the same form from which reply follows which context, with no rating
-read; here by in-batch softmax (each pair's reply against the other replies of its batch, and
-each context against the other contexts, as in CLIP) over the DailyDialog and Chit-Chat train
-splits. The ratings fit then starts from this M and its l1 term pulls towards it instead of
-towards the identity (training/minilm/train.py). Measured in docs/evaluation.md.
-
-The context is the last turn, as in the served `last` encoding; heads with another encoding
-start from the same M (the pooled context vector is a mixture of turn vectors of the same space).
-DailyDialog pairs are kept only where the query lies in the judgement train partition: DailyDialog
-sentences recur in the DailyDialog-based development sets.
-"""
+"""Next-turn pre-training of the context-reply bilinear form c^T M r on unrated dialogue (in-batch
+softmax over the DailyDialog and Chit-Chat train splits); the ratings fit then starts from this M and is
+pulled towards it."""
 from __future__ import annotations
 
 import time
@@ -26,7 +12,7 @@ import torch
 from training.data import corpora, judgements
 from training.minilm import data
 from training.minilm.embed import EmbeddingCache
-from training.minilm.heads import DIM
+from training.minilm.model import DIM
 
 SOURCES = ("dailydialog", "chitchat")
 # The heads whose M scores a reply against its context (ADEM: c^T M r_hat; AutoJudge: c^T M r;

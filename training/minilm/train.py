@@ -1,25 +1,9 @@
-"""`python -m training train-minilm`: the heads of adem-minilm, ruber-minilm and autojudge-minilm.
+"""`python -m training train-minilm`: the heads of adem-minilm, ruber-minilm and autojudge-minilm, from
+cached MiniLM vectors.
 
-All three learn from cached MiniLM vectors (training.minilm.embed), so a run takes seconds to
-minutes on one CPU thread:
-
-* adem-minilm / autojudge-minilm: squared error to the human scores of the judgement *train*
-  partition (adem-minilm: the items with a reference), L1 pull of M, N towards the identity,
-  plus a margin ranking term on negative samples (see below), for the coverage of bad replies
-  (empty, repeated, generic) whose absence the AutoJudge paper blames for its failure as an RL
-  reward (its section 5; it reports that negatives it added lowered its Pearson to 0.50 and did
-  not help RL, which the degenerate check in docs/evaluation.md measures here); their context-reply M first learns which
-  reply follows which context on unrated DailyDialog and Chit-Chat train dialogues
-  (training/minilm/next_turn.py), and the ratings fit starts from it and is pulled towards it;
-* ruber-minilm: the unreferenced head by negative sampling only (no human score is ever seen):
-  DailyDialog train and DailyDialog++ positives against random replies from other
-  conversations, the DailyDialog++ adversarial negatives (train-partition contexts only) and
-  degenerate replies from the *training* phrase lists, its quadratic feature's M started from the
-  same next-turn pre-training; the referenced part is the plain cosine.
-
-`--search` trains every context encoding/pooling on the train partition and prints the mean
-development-set Pearson of each; the chosen one is then trained and exported with `--out`.
-"""
+adem- and autojudge-minilm fit the judged train partitions plus a margin term on negative samples;
+ruber-minilm's unreferenced part learns by negative sampling only. `--search` tries every context
+encoding; `--out` exports the best."""
 from __future__ import annotations
 
 import argparse
@@ -32,14 +16,14 @@ import numpy as np
 import torch
 from scipy import stats
 
-from service.scorers.minilm import context_texts
-from training.minilm import data
-from training.minilm.degenerate import TRAIN_GENERIC, TRAIN_NEAR_EMPTY, degenerate_replies
-from training.minilm.embed import EmbeddingCache
-from training.staging import check_replaceable, staged_folder
-from training.minilm.heads import DIM, HEADS, POOLINGS
+from service.scorers.minilm import blend, normalise_min_max
+from training.core.cli import count, nonnegative_float, output_dir, output_file, positive_int
+from training.core.staging import check_replaceable, staged_folder
+from training.minilm.data import judged_rows, negative_samples
+from training.minilm.embed import Batchify, EmbeddingCache, predict
+from training.minilm.export import export_model, ruber_ranges
+from training.minilm.model import HEADS, POOLINGS
 from training.minilm.next_turn import NEXT_TURN_MODELS, NextTurnConfig, pretrain_bilinear
-from training.cli_types import count, nonnegative_float, output_dir, output_file, positive_int
 
 # (context encoding, pooling) pairs tried by --search.
 BLENDS = ("min", "max", "geometric", "arithmetic")  # RUBER's pooling strategies (service.scorers.minilm.blend)
@@ -74,101 +58,6 @@ class Config:
     recover_references: bool = True  # dev figures on the DailyDialog-based sets too, as `evaluate` measures
     blend: str = "arithmetic"  # ruber: served default blend, set by evaluate_dev to the best on dev data
     blend_dev: dict | None = None  # ruber: dev Pearson of every blend (filled by evaluate_dev)
-
-
-# --- tensors -------------------------------------------------------------------------------------
-class Batchify:
-    """Turns (context, response, reference) texts into padded tensors from the cache."""
-
-    def __init__(self, cache: EmbeddingCache, encoding: str) -> None:
-        self.cache = cache
-        self.encoding = encoding
-
-    def __call__(self, contexts: list[list[str]], responses: list[str], references: list[str] | None):
-        per_item = [context_texts(c, self.encoding) for c in contexts]
-        width = max(len(t) for t in per_item)
-        flat = [t for texts in per_item for t in texts]
-        vectors = self.cache.get(flat)
-        context = np.zeros((len(per_item), width, DIM), np.float32)
-        mask = np.zeros((len(per_item), width), np.float32)
-        row = 0
-        for i, texts in enumerate(per_item):
-            context[i, : len(texts)] = vectors[row:row + len(texts)]
-            mask[i, : len(texts)] = 1
-            row += len(texts)
-        out = [torch.from_numpy(context), torch.from_numpy(mask), torch.from_numpy(self.cache.get(responses))]
-        if references is not None:
-            out.append(torch.from_numpy(self.cache.get(references)))
-        return out
-
-
-@dataclass
-class Ranked:
-    """Negative samples: each row a context with a good reply (and reference) and a bad reply."""
-
-    contexts: list[list[str]]
-    good: list[str]
-    bad: list[str]
-    references: list[str]
-
-
-def negative_samples(config: Config, rng: random.Random, for_ruber: bool) -> Ranked:
-    """Contexts with human replies against random, adversarial and degenerate (training-list) replies."""
-    pairs = data.ruber_pairs(include_reddit=config.reddit_positives and for_ruber)
-    by_context: dict[tuple[str, ...], list[data.Pair]] = {}
-    for pair in pairs:
-        by_context.setdefault(tuple(pair.context), []).append(pair)
-    replies = [p.reply for p in pairs]
-    ranked = Ranked([], [], [], [])
-    if for_ruber:
-        chosen = rng.sample(pairs, min(config.ruber_pairs, len(pairs)))
-        for pair in chosen:
-            siblings = [p.reply for p in by_context[tuple(pair.context)] if p.reply != pair.reply]
-            bad = [rng.choice(replies)] + list(pair.negatives[:2])
-            if rng.random() < config.ruber_degenerate:  # degenerate kinds, from the training phrase lists
-                kinds = degenerate_replies(pair.context, pair.reply, rng.choice(replies), rng,
-                                           TRAIN_GENERIC, TRAIN_NEAR_EMPTY)
-                bad.append(kinds[rng.choice(list(kinds))])
-            for negative in bad:
-                ranked.contexts.append(pair.context)
-                ranked.good.append(pair.reply)
-                ranked.bad.append(negative)
-                ranked.references.append(siblings[0] if siblings else pair.reply)
-        return ranked
-    multi = [ps for ps in by_context.values() if len({p.reply for p in ps}) >= 2]
-    for group in rng.sample(multi, min(config.negatives_contexts, len(multi))):
-        human, reference = group[0].reply, next(p.reply for p in group if p.reply != group[0].reply)
-        kinds = degenerate_replies(group[0].context, human, rng.choice(replies), rng, TRAIN_GENERIC, TRAIN_NEAR_EMPTY)
-        for negative in list(kinds.values()) + list(group[0].negatives[:1]) + [rng.choice(replies)]:
-            ranked.contexts.append(group[0].context)
-            ranked.good.append(human)
-            ranked.bad.append(negative)
-            ranked.references.append(reference)
-    return ranked
-
-
-def judged_rows(split: str, referenced: bool, limit: int | None = None, recover_references: bool = False,
-                ) -> dict[str, tuple[list[list[str]], list[str], list[str] | None, np.ndarray]]:
-    """Per set: contexts, responses, first references (referenced models: sets with references), scores.
-
-    `recover_references` fills in the DailyDialog reference of the DailyDialog-based sets that ship
-    without one, as `training evaluate` does (development figures only; training never reads them).
-    """
-    from training.evaluate import recover  # evaluate's own recovery, so both measure alike
-
-    out = {}
-    for name, items in data.judged(split).items():
-        if recover_references:
-            items, _ = recover(items)
-        if referenced:
-            items = [i for i in items if i.references]
-        items = items[:limit]
-        if len(items) < (2 if limit else 10):
-            continue
-        out[name] = ([i.context for i in items], [i.response for i in items],
-                     [i.references[0] for i in items] if referenced else None,
-                     np.array([i.score for i in items], np.float32))
-    return out
 
 
 # --- training ------------------------------------------------------------------------------------
@@ -260,30 +149,15 @@ def calibrate(head, batchify, contexts, responses, references, scores: np.ndarra
         head.alpha.mul_(slope).add_(float(intercept))
 
 
-def predict(head: torch.nn.Module, cache: EmbeddingCache, encoding: str, contexts, responses, references) -> dict:
-    batchify = Batchify(cache, encoding)
-    outs: dict[str, list[np.ndarray]] = {}
-    with torch.no_grad():
-        for start in range(0, len(responses), 512):
-            sl = slice(start, start + 512)
-            tensors = batchify(contexts[sl], responses[sl], references[sl] if references is not None else None)
-            for key, value in head(*tensors).items():
-                outs.setdefault(key, []).append(value.numpy())
-    return {k: np.concatenate(v) for k, v in outs.items()}
-
-
 def evaluate_dev(head: torch.nn.Module, config: Config, cache: EmbeddingCache) -> dict[str, float]:
     """Pearson r with the humans per development set (referenced heads: sets with references).
 
-    ruber-minilm: each part min-max normalised with the served bounds (store.ruber_ranges), then
+    ruber-minilm: each part min-max normalised with the served bounds (export.ruber_ranges), then
     every one of RUBER's four blends is measured; as in Tao et al. 2018 the blend with the highest
     mean development Pearson becomes the served default (config.blend, per-blend figures in
     config.blend_dev) and its figures are returned."""
     rows = judged_rows("dev", head.referenced, recover_references=config.recover_references)
     if config.model == "ruber-minilm":
-        from service.scorers.minilm import normalise_min_max, blend
-        from training.minilm.store import ruber_ranges
-
         ranges = ruber_ranges(head, config, cache)
         per_blend: dict[str, dict[str, float]] = {how: {} for how in BLENDS}
         for name, (contexts, responses, references, scores) in rows.items():
@@ -327,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=count, default=Config.seed)
     parser.add_argument("--note", default="", help="with --results: a note kept with the line (what was varied)")
     parser.add_argument("--no-recover-references", dest="recover_references", action="store_false",
-                        help="dev figures on the sets that ship references only (the protocol before 2026-11-22)")
+                        help="dev figures on the sets that ship references only (the first runs' protocol)")
     args = parser.parse_args(argv)
     if args.out:
         check_replaceable(args.out, args.model)  # before the training, not after it
@@ -370,10 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         if best is None or line["mean"] > best[0]["mean"]:
             best = (line, head, config, dev, seconds)
     if args.out and best is not None:
-        from training.minilm.store import export_model
-
         line, head, config, dev, seconds = best
-        # built beside --out and swapped in whole (training/staging.py): stopped, it leaves the old folder
+        # built beside --out and swapped in whole (training/core/staging.py): stopped, it leaves the old folder
         with staged_folder(args.out, config.model) as stage:
             export_model(head, config, cache, stage, dev, seconds, search=tried if args.search else None)
         print(f"exported {config.encoding}/{config.pooling} to {args.out}", flush=True)

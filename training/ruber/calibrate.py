@@ -1,13 +1,5 @@
-"""Min-max constants for s_R (with and without word weights) and s_U, and the measured choices
-(query turns, default blend and word weighting).
-
-Calibration set: DailyDialog++ dev (Sai et al. 2020): per context, five human-written good
-replies (the first serves as the reference) and five random and five adversarial bad ones,
-so the constants span what good and bad candidates really score. No human *scores* are used.
-
-The choices of query length and of the default blend are made on the judgement sets' dev
-splits, as the issue asks ("the default being the one that does best on development data").
-"""
+"""RUBER measured on its exported graphs through the service's scorer: the min-max constants (on
+DailyDialog++ dev, no human score), the query length and default blend (on the dev splits) and the dev figures."""
 from __future__ import annotations
 
 import json
@@ -17,9 +9,13 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from service.components.glove import GloveTable
+from service.store.manifest import read_manifest, verify_files
+from service.store.runtime import Runtime, RuntimeSettings
 from service.scorers.base import EncodeCache, Item
 from service.scorers.ruber import BLENDS, Ruber, blend, normalise
 from training.data.judgements import DEFAULT_DATA_DIR, SETS, TRAINING_SETS, JudgedItem, load_set
+from training.evaluation.evaluate import correlate, evaluate_model, load_store
 
 
 def calibration_items(data_dir: Path = DEFAULT_DATA_DIR, contexts: int = 400, seed: int = 0) -> list[Item]:
@@ -124,3 +120,49 @@ def choose_blend(scorer: Ruber, sets: list[str] | None = None, data_dir: Path = 
                             key=lambda pair: (by_weighting[pair[0]][pair[1]], pair[0] == "none"))
     return {"chosen": chosen, "word_weights": weighting, "mean_pearson": by_weighting[weighting],
             "by_word_weights": by_weighting, "per_set": per_set[weighting]}
+
+
+BASELINES = ("bleu4", "rouge-l", "length")
+
+
+def dev_correlations(folder: Path, glove: GloveTable, store: Path, sets: list[str],
+                     data_dir: Path = DEFAULT_DATA_DIR) -> dict:
+    """Dev Pearson/Spearman of ruber (default blend), of s_U alone, and of the baselines in `store`."""
+    scorer = open_scorer(folder, glove)
+    models = {"ruber": scorer}
+    if (Path(store) / "bleu4").is_dir():
+        baseline_store = load_store(store, list(BASELINES))
+        models.update({n: baseline_store.scorers[n] for n in BASELINES if n in baseline_store.scorers})
+    table: dict[str, dict] = {}
+    for name in sets:
+        items = load_set(name, "dev", data_dir)
+        human = np.asarray([i.score for i in items])
+        table[name] = {}
+        for label, model in models.items():
+            result = evaluate_model(model, label, name, items)
+            table[name][label] = ({"n/a": result.skipped} if result.skipped else
+                                  {"pearson": result.pearson, "spearman": result.spearman, "n": result.n,
+                                   "system_pearson": result.system_pearson})
+        # s_U needs no reference, so it is measured on every set
+        s_unref = unreferenced_scores(scorer, [Item(list(i.context), i.response) for i in items])
+        r, _, rho, _ = correlate(human, s_unref)
+        table[name]["ruber s_U only"] = {"pearson": r, "spearman": rho, "n": len(items)}
+    return table
+
+
+def load_glove(store: Path) -> GloveTable:
+    """The served GloVe table itself, so training and serving share every vector."""
+    manifest = read_manifest(Path(store) / "glove-50d")
+    verify_files(manifest)
+    return GloveTable(manifest, runtime=None)
+
+
+def _runtime() -> Runtime:
+    return Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=1, workers=1))
+
+
+def open_scorer(folder: Path, glove: GloveTable) -> Ruber:
+    """The service's RUBER scorer on the artifacts in `folder`."""
+    manifest = read_manifest(folder)
+    verify_files(manifest)
+    return Ruber(manifest, {"glove-50d": glove}, _runtime())

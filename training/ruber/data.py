@@ -5,6 +5,7 @@ trained encoders see the same words, truncation and empty-utterance handling as 
 """
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 import torch
@@ -49,3 +50,13 @@ def collate(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Ten
         if r:
             ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
     return ids, torch.tensor(lengths, dtype=torch.long)
+
+
+def sample_pairs(pairs, count: int, seed: int):
+    """A fixed random subset (validation is evaluated in full each time, so it is kept small)."""
+    if len(pairs) <= count:
+        return pairs
+    index = sorted(random.Random(seed).sample(range(len(pairs)), count))
+    pairs.queries = [pairs.queries[i] for i in index]
+    pairs.replies = [pairs.replies[i] for i in index]
+    return pairs

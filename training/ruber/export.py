@@ -1,22 +1,40 @@
-"""RUBER's ONNX graphs: one per utterance encoder (on embedded words) and one for the head.
-
-Built on the shared helpers of `training.export` (legacy exporter, opset 17, symbolic axes
-checked, parity against torch), with RUBER's own example shapes: batch 1, ragged batches and
-long inputs (NOTES.md).
-"""
+"""RUBER's store folder: the three ONNX graphs (query encoder, reply encoder, head) checked against torch,
+then what is measured on them: word weights, min-max constants, the measured defaults, the manifest,
+training.json and the card."""
 from __future__ import annotations
 
+import json
+import logging
 from pathlib import Path
 
+import numpy as np
 import onnxruntime as ort
 import torch
 from torch import nn
 
-from training.export import check_parity, export_onnx
-from training.ruber.model import GloveBiGRUEncoder, UnreferencedHead
+from service.components.glove import GloveTable
+from service.store.manifest import Manifest, write_manifest
+from service.scorers.ruber import BLENDS, WEIGHTS_FILE, WORD_WEIGHTS
+from training.core.onnx_export import check_parity, export_onnx, ragged_examples
+from training.data.judgements import DEFAULT_DATA_DIR
+from training.ruber import calibrate
+from training.ruber.card import card_fields, write_card
+from training.ruber.model import GloveBiGRUEncoder, RuberConfig, UnreferencedHead, UnreferencedScorer
+from training.ruber.word_weights import frequency_weights
+
+log = logging.getLogger("training.ruber")
+
+
+VERSION = "2026.11.2"  # .1: 26,000 steps on 2 threads (was 4,360), frequency word weights for s_R; .2: dev hold-out
+
+
+PARITY_TOLERANCE = 1e-4
+
 
 # (batch, time) shapes of the parity check: batch 1, ragged batches and long inputs
 PARITY_SHAPES = ((1, 1), (1, 7), (3, 5), (8, 40), (2, 300))
+
+
 ENCODER_INPUTS = ["embedded", "lengths"]
 HEAD_INPUTS = ["query", "reply"]
 
@@ -48,17 +66,12 @@ def export_head(head: UnreferencedHead, path: Path) -> Path:
 
 def encoder_examples(dim: int, shapes=PARITY_SHAPES, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Random ragged (embedded, lengths) batches; one row of each fills its batch."""
-    g = torch.Generator().manual_seed(seed)
-    out = []
-    for batch, time in shapes:
-        lengths = torch.randint(1, time + 1, (batch,), generator=g)
-        lengths[0] = time
-        out.append((torch.randn((batch, time, dim), generator=g), lengths))
-    return out
+    return ragged_examples(shapes, lambda batch, time, g: torch.randn((batch, time, dim), generator=g), seed,
+                           zero_padding=False)
 
 
 def encoder_parity(encoder: GloveBiGRUEncoder, path: Path, shapes=PARITY_SHAPES, seed: int = 0) -> float:
-    """Largest |ONNX - torch| over the example shapes; raises above training.export.PARITY_ATOL."""
+    """Largest |ONNX - torch| over the example shapes; raises above training.core.onnx_export.PARITY_ATOL."""
     examples = encoder_examples(encoder.embedding.embedding_dim, shapes, seed)
     return check_parity(_EncoderGraph(encoder), path, examples, ENCODER_INPUTS)
 
@@ -78,3 +91,67 @@ def symbolic_inputs(path: Path) -> bool:
         if not all(isinstance(d, str) for d in variable):
             return False
     return True
+
+
+def export_graphs(model: UnreferencedScorer, folder: Path) -> dict[str, float]:
+    """Write the three graphs and return their parity (max |ONNX - torch|); raises if over tolerance."""
+    folder.mkdir(parents=True, exist_ok=True)
+    parity = {
+        "query_encoder.onnx": encoder_parity(model.query_encoder,
+                                             export_encoder(model.query_encoder, folder / "query_encoder.onnx")),
+        "reply_encoder.onnx": encoder_parity(model.reply_encoder,
+                                             export_encoder(model.reply_encoder, folder / "reply_encoder.onnx")),
+        "head.onnx": head_parity(model.head, export_head(model.head, folder / "head.onnx")),
+    }
+    for name, worst in parity.items():
+        if worst > PARITY_TOLERANCE or not symbolic_inputs(folder / name):
+            raise RuntimeError(f"{name}: ONNX differs from torch by {worst:.2e} or has frozen axes")
+    log.info("ruber export parity %s", {k: f"{v:.1e}" for k, v in parity.items()})
+    return parity
+
+
+def write_ruber_manifest(folder: Path, config: RuberConfig, normalisation: dict, blend_default: str,
+                         card: dict, word_weights_default: str = "none", extra: dict | None = None) -> Manifest:
+    weightings = list(WORD_WEIGHTS) if (folder / WEIGHTS_FILE).is_file() else ["none"]
+    return write_manifest(
+        folder, name=folder.name, version=VERSION, kind="referenced", scorer="ruber", score_range=(0.0, 1.0),
+        uses=["glove-50d"],
+        options={"blend": {"type": "string", "choices": list(BLENDS), "default": blend_default},
+                 "components": {"type": "boolean", "default": False},
+                 "word_weights": {"type": "string", "choices": weightings, "default": word_weights_default}},
+        config={"query_turns": config.query_turns, "max_words": config.max_words,
+                "normalisation": normalisation, "margin": config.margin, "hidden": config.hidden,
+                "mlp_hidden": config.mlp_hidden, **(extra or {})},
+        card=card)
+
+
+def calibrate_and_describe(out: Path, store: Path, glove: GloveTable, config: RuberConfig, summary: dict,
+                           train_dialogues: list[list[str]], choice_sets: list[str], card_sets: list[str],
+                           data_dir: Path = DEFAULT_DATA_DIR, calibration_contexts: int = 400) -> dict:
+    """Everything after training, on the exported graphs in `out`: the word weights, min-max constants,
+    measured choices, manifest, training.json and card. Separate so that a change here can be
+    applied to trained graphs without training them again (the result is what `run` writes)."""
+    np.save(out / WEIGHTS_FILE, frequency_weights(glove.index, train_dialogues))
+    provisional = {"s_ref": [-1.0, 1.0], "s_ref_frequency": [-1.0, 1.0], "s_unref": [0.0, 1.0]}
+    write_ruber_manifest(out, config, provisional, "arithmetic", {})
+    scorer = calibrate.open_scorer(out, glove)
+    calibration = calibrate.calibration_items(data_dir, calibration_contexts)
+    normalisation = calibrate.min_max(scorer, calibration)
+    scorer.bounds = normalisation
+    log.info("ruber: normalisation %s from %d calibration items", normalisation, len(calibration))
+    turns = calibrate.choose_query_turns(scorer, sets=choice_sets, data_dir=data_dir)
+    config.query_turns = turns["chosen"]
+    blends = calibrate.choose_blend(scorer, sets=choice_sets, data_dir=data_dir)
+    log.info("ruber: query turns %s, blend %s, word weights %s", turns["mean_pearson"],
+             blends["mean_pearson"], blends["by_word_weights"])
+    summary = {**summary, "config": config.to_dict(), "normalisation": normalisation, "query_turns": turns,
+               "blend": blends, "calibration": {"source": "DailyDialog++ dev.json", "items": len(calibration)}}
+    summary.pop("correlations", None)
+    (out / "training.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    write_ruber_manifest(out, config, normalisation, blends["chosen"], card_fields(summary, {}), blends["word_weights"])
+    summary["correlations"] = calibrate.dev_correlations(out, glove, store, card_sets, data_dir)
+    (out / "training.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    write_ruber_manifest(out, config, normalisation, blends["chosen"], card_fields(summary, summary["correlations"]),
+                         blends["word_weights"])
+    write_card(out, summary)
+    return summary

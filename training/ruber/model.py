@@ -1,6 +1,6 @@
 """The unreferenced RUBER network: utterance encoders and a head, kept apart.
 
-The head only sees two vectors, so another encoder (issue 7's MiniLM) can be trained with the
+The head only sees two vectors, so another encoder (MiniLM's, say) can be trained with the
 same head and trainer: anything with `dim` and `encode(batch) -> [N, dim]` fits.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from training.encoders.bigru import BiGRU
+from training.core.bigru import BiGRU
 from training.ruber.data import collate
 
 

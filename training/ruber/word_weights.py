@@ -1,12 +1,5 @@
-"""Frequency weights for RUBER's pooled s_R: a / (a + p(w)), p from the training corpora's word counts.
-
-RUBER pools word vectors by max and min on the premise that embedding training pulls common
-words' vectors to the origin, so the extremes come from informative words (Tao et al. 2018,
-section 2.1). GloVe 6B does not: "the", "i" and "." have vectors as long as rare words', so
-their values win the pooling. Scaling each vector by the weight of Arora et al. 2017 ("A Simple
-but Tough-to-Beat Baseline for Sentence Embeddings") restores the premise without training
-anything. The service reads the result as `word_weights.npy`, one weight per glove-50d row.
-"""
+"""Frequency weights for RUBER's pooled s_R, a / (a + p(w)) (Arora et al. 2017): GloVe does not pull
+common words to the origin as RUBER's max/min pooling assumes, so the weights do."""
 from __future__ import annotations
 
 from collections import Counter

@@ -1,0 +1,38 @@
+"""The model-card template: every committed card has its headings in order; measured sections land in Evaluation."""
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import MODEL_STORE
+from training.core.card import (AFTER_EVALUATION, EVALUATE_BEGIN, EVALUATE_END, SECTIONS, ModelCard, evaluate_section,
+                                headings, write_card, write_measured_section)
+
+CARDS = sorted(p.parent.name for p in MODEL_STORE.glob("*/manifest.json"))
+
+
+@pytest.mark.parametrize("name", CARDS)
+def test_every_committed_card_has_the_template_headings_in_order(name: str) -> None:
+    text = (MODEL_STORE / name / "README.md").read_text(encoding="utf-8")
+    assert text.startswith(f"# {name}")
+    assert headings(text) == list(SECTIONS)
+
+
+def _card() -> ModelCard:
+    return ModelCard("m: a model", "what", "what for", "in, out", "data", "figures", "limits", "```\nrun\n```", "cite")
+
+
+def test_a_card_renders_every_section_once_in_order() -> None:
+    text = _card().render()
+    assert headings(text) == list(SECTIONS)
+    assert text.index("figures") < text.index(AFTER_EVALUATION) < text.index("limits")
+
+
+def test_a_measured_section_goes_into_evaluation_and_a_rerun_replaces_it(tmp_path) -> None:
+    write_card(tmp_path, _card())
+    entry = {"split": "dev", "command": "python -m training evaluate",
+             "item_level": {"dstc7": {"n": 10, "pearson": 0.5, "spearman": None}}}
+    for _ in range(2):
+        write_measured_section(tmp_path, evaluate_section(entry), EVALUATE_BEGIN, EVALUATE_END)
+    text = (tmp_path / "README.md").read_text(encoding="utf-8")
+    assert headings(text) == list(SECTIONS) and text.count(EVALUATE_BEGIN) == 1
+    assert text.index("figures") < text.index("| dstc7 | 10 | 0.500 | – |") < text.index(AFTER_EVALUATION)

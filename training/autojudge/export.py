@@ -1,0 +1,38 @@
+"""model_store/autojudge from a `train autojudge` run: autojudge_head.onnx (c, r -> score), manifest, card."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from service.store.manifest import write_manifest
+from training.autojudge import card
+from training.autojudge.model import AutoJudgeHead
+from training.core.card import write_card
+from training.core.onnx_export import export_head
+from training.hred.card import context_turns
+
+
+def load_run(folder: Path) -> tuple[AutoJudgeHead, dict]:
+    """A run's head and its metrics.json."""
+    state = torch.load(Path(folder) / "head.pt", map_location="cpu", weights_only=True)["state"]
+    head = AutoJudgeHead(state["M"].shape[0])
+    head.load_state_dict(state)
+    return head.eval(), json.loads((Path(folder) / "metrics.json").read_text())
+
+
+def export_run(run: Path, folder: Path, version: str, encoder_name: str = "hred-encoder") -> dict[str, float]:
+    """model_store/autojudge: autojudge_head.onnx (c, r -> score), manifest and card."""
+    head, metrics = load_run(run)
+    dim = int(head.M.shape[0])
+
+    def write(target: Path, parity: dict[str, float]) -> None:
+        config = {"head": "autojudge_head.onnx", "encoder": encoder_name, "alpha": float(head.alpha),
+                  "beta": float(head.beta), "parity_max_abs_diff": parity}
+        write_manifest(target, name=target.name, version=version, kind="unreferenced", scorer="autojudge",
+                       score_range=(1.0, 5.0), uses=[encoder_name], config=config, card=card.autojudge_card(metrics))
+        write_card(target, card.autojudge_readme(target, metrics, parity, dim,
+                                                   context_turns(target.parent / encoder_name)))
+
+    return export_head(head, 2, ["c", "r"], folder, "autojudge_head.onnx", dim, write)

@@ -1,0 +1,30 @@
+"""`python -m training baselines`: manifests and cards for the untrained baselines.
+
+They have no weights (or only the shared GloVe table), but are served like every model so
+that every evaluation and every client sees them beside the learned metrics.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from service.store.manifest import write_manifest
+from training.baselines.card import BASELINES, VERSION, baseline_card
+from training.core.card import with_measured_fields, write_card
+
+def write_baselines(root: Path) -> None:
+    """A manifest and a card for every baseline; the figures measured into their cards are kept."""
+    for name, spec in BASELINES.items():
+        folder = root / name
+        folder.mkdir(parents=True, exist_ok=True)
+        card = with_measured_fields({**spec["card"], "training_data": "none (untrained baseline)"}, folder)
+        manifest = write_manifest(folder, name=name, version=VERSION, kind=spec["kind"], scorer=name,
+                                  score_range=spec["score_range"], uses=spec["uses"], card=card)
+        write_card(folder, baseline_card(manifest))
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training baselines", description=__doc__)
+    parser.add_argument("--root", type=Path, default=Path("model_store"))
+    write_baselines(parser.parse_args(argv).root)
+    return 0

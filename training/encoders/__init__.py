@@ -1,1 +1,0 @@
-"""Encoders trained here (the VHRED hierarchical encoder) and their export-friendly building blocks."""

@@ -1,0 +1,177 @@
+"""`python -m training degenerate`: degenerate replies against human ones, every served model.
+
+On held-out DailyDialog++ dev contexts, one degenerate reply of each kind against a human reply of the
+same context; the share scored below the human one goes into docs/evaluation.md and every card."""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from service.store.manifest import update_card as update_manifest_card
+from service.scorers.base import EncodeCache, Item
+from training.core.card import DEGENERATE_BEGIN, DEGENERATE_END, degenerate_section, write_measured_section
+from training.core.cli import check_output_file, positive_int
+from training.core.docs_section import write_section
+from training.data.holdout import DevHoldout, MIN_WINDOW_CHARS
+from training.data.judgements import query_key, split_of
+from training.data.keys import match_key
+from training.evaluation.evaluate import load_store
+from training.minilm import data, next_turn
+from training.minilm.card import update_card
+from training.minilm.data import dd_plusplus
+from training.minilm.degenerate import CHECK_GENERIC, CHECK_NEAR_EMPTY, KINDS, degenerate_replies
+
+
+# --- the check set and `python -m training degenerate` ---------------------------------------------
+@dataclass(frozen=True)
+class Case:
+    """A held-out context with its human reply, a reference (another human reply) and one degenerate reply."""
+
+    context: tuple[str, ...]
+    human: str
+    reference: str
+    kind: str
+    degenerate: str
+
+
+def trained_text() -> DevHoldout:
+    """Every (query, reply) and (turn, next turn) the -minilm models train on, by the loose key, as a
+    DevHoldout (training/data/holdout.py, the same matching rules read the other way round): the
+    next-turn pairs, RUBER's negative-sampling pairs (DSTC7 positives included) and the judged train
+    items. The split key keeps the check set's queries out of training, but a dialogue spelled
+    another way ("didn ’ t" / "didn't") falls on the other side of it."""
+    queries, replies = next_turn.corpus_pairs()
+    sequences = [([q], r) for q, r in zip(queries, replies)]
+    sequences += [(pair.context, pair.reply) for pair in data.ruber_pairs(include_reddit=True)]
+    sequences += [(item.context, item.response) for items in data.judged("train").values() for item in items]
+    return DevHoldout.of((context, reply, True) for context, reply in sequences)
+
+
+def seen_in_training(trained: DevHoldout, context: list[str], replies: list[str]) -> bool:
+    """Whether training held the answer to this check case: its query followed by one of its human
+    replies as consecutive turns, or its query as a query, where that is long enough to be specific
+    (a short "Yes." or "What about you?" opens thousands of unrelated exchanges). The context's
+    earlier turns may have been read (DailyDialog++ draws its contexts from DailyDialog, whose train
+    split repeats some of them): that says which turn follows them, which the check does not ask."""
+    query = match_key(context[-1]) if context else ""
+    return (any(trained.touches([context[-1], reply]) for reply in replies)
+            or (len(query) >= MIN_WINDOW_CHARS and query in trained.queries))
+
+
+def check_set(max_contexts: int = 400, seed: int = 0, trained: DevHoldout | None = None) -> list[Case]:
+    """DailyDialog++ dev/test contexts whose query is in the judgement *dev* partition (never trained on)
+    and not held by any -minilm training stream under another spelling (`seen_in_training`).
+
+    The human reply and the reference are two of the five human-written replies; the reply from
+    another conversation is DailyDialog++'s own random negative for that context.
+    """
+    rng = random.Random(seed)
+    cases: list[Case] = []
+    records = [r for name in ("dev.json", "test.json") for r in dd_plusplus(name)]
+    trained = trained_text() if trained is None else trained
+    contexts = 0
+    for record in records:
+        context = [" ".join(t.split()) for t in record["context"]]
+        positives = [" ".join(p.split()) for p in record["positive_responses"] if p.strip()]
+        if len(positives) < 2 or split_of(query_key(context)) != "dev":
+            continue
+        if seen_in_training(trained, context, positives[:2]):
+            continue
+        other = " ".join(record["random_negative_responses"][0].split())
+        for kind, reply in degenerate_replies(context, positives[0], other, rng).items():
+            cases.append(Case(tuple(context), positives[0], positives[1], kind, reply))
+        contexts += 1
+        if contexts >= max_contexts:
+            break
+    return cases
+
+
+def shares(scorer, cases: list[Case], batch: int = 256) -> dict[str, float]:
+    """Per kind (and "all"): the share of cases where the degenerate reply scores below the human one."""
+    human_items = [Item(list(c.context), c.human, c.reference) for c in cases]
+    bad_items = [Item(list(c.context), c.degenerate, c.reference) for c in cases]
+    scores = []
+    for items in (human_items, bad_items):
+        values: list[float] = []
+        for start in range(0, len(items), batch):
+            values.extend(scorer.score(items[start:start + batch], None, EncodeCache()).scores)
+        scores.append(np.asarray(values))
+    below = scores[1] < scores[0]  # a tie is a failure: the metric did not prefer the human reply
+    result = {kind: float(below[[c.kind == kind for c in cases]].mean()) for kind in KINDS}
+    result["all"] = float(below.mean())
+    return result
+
+
+BEGIN, END = "<!-- degenerate:begin -->", "<!-- degenerate:end -->"
+
+
+def markdown(table: dict[str, dict[str, float]], n_contexts: int, command: str) -> str:
+    lines = [BEGIN,
+             f"Share of cases where the degenerate reply scores **below** the human reply of the same context "
+             f"(ties count as failures). {n_contexts} held-out DailyDialog++ dev/test contexts (query in the "
+             "judgement dev partition, never used in training, nor held by a training stream under another spelling), one degenerate reply of each kind per context; "
+             "referenced models get another human reply as the reference. Kinds: empty (\"\"), near-empty "
+             f"({', '.join(repr(x) for x in CHECK_NEAR_EMPTY)}), repeated (the human reply's first three words "
+             f"five times), generic ({', '.join(repr(x) for x in CHECK_GENERIC)}), copy of the last context "
+             "turn, a human reply from another conversation. The -minilm models were trained with negatives of "
+             "the same kinds but other phrases (training/minilm/degenerate.py) on train contexts only.", "",
+             "| model | " + " | ".join(KINDS) + " | all |", "|---|" + "---|" * (len(KINDS) + 1)]
+    for model, row in table.items():
+        lines.append(f"| {model} | " + " | ".join(f"{row[k]:.1%}" for k in (*KINDS, "all")) + " |")
+    lines += ["", f"Command: `{command}`", END]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training degenerate", description=__doc__.split("\n")[0])
+    parser.add_argument("--store", type=Path, default=Path("model_store"))
+    parser.add_argument("--models", nargs="+", default=None)
+    parser.add_argument("--contexts", type=positive_int, default=400)
+    parser.add_argument("--out", type=Path, default=None,
+                        help="Markdown file whose degenerate section is rewritten (default: docs/evaluation.md for "
+                             "a full run; with --models or another --contexts than 400 the table is printed instead)")
+    parser.add_argument("--no-cards", action="store_true", help="do not write the shares into the models' cards")
+    args = parser.parse_args(argv)
+    if args.contexts < 1:
+        parser.error("--contexts must be at least 1")
+    full_set = args.contexts == parser.get_default("contexts")
+    out = args.out or (Path("docs/evaluation.md") if full_set and args.models is None else None)
+    check_output_file(parser, "--out", out)  # written after minutes of scoring
+    store = load_store(args.store, args.models, strict=True)
+    cases = check_set(args.contexts)
+    table: dict[str, dict[str, float]] = {}
+    for name in args.models or sorted(store.scorers):
+        scorer = store.scorers.get(name)
+        if scorer is None or scorer.kind == "dialogue":
+            if args.models is not None:  # named, so say why it has no row (an empty table read as a pass)
+                print(f"{name}: left out: the check scores replies, and {name} is a dialogue model", file=sys.stderr)
+            continue
+        started = time.time()
+        table[name] = shares(scorer, cases)
+        print(f"{name}: {table[name]['all']:.1%} ({time.time() - started:.0f} s)", flush=True)
+    command = "python -m training degenerate " + " ".join(argv if argv is not None else sys.argv[2:])
+    section = markdown(table, len(cases) // len(KINDS), command.strip())
+    if out is None:
+        print(section, end="")
+    else:
+        write_section(out, section, BEGIN, END)
+    if not args.no_cards and full_set:  # a card reports the whole check set only
+        for name, row in table.items():
+            rounded = {k: round(v, 4) for k, v in row.items()}
+            if name.endswith("-minilm") or name == "minilm-cosine":  # README written from the card
+                update_card(args.store / name, degenerate=rounded)
+            elif (args.store / name / "manifest.json").is_file():  # README written by its trainer: a section
+                update_manifest_card(args.store / name, degenerate=rounded)
+                write_measured_section(args.store / name, degenerate_section(rounded), DEGENERATE_BEGIN,
+                                       DEGENERATE_END)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,441 @@
+"""`python -m training evaluate`: every served model against people, on every judgement set's dev split.
+
+Models are loaded with the service's own `ModelStore`, so the figures are the served artifacts'. Item-
+and system-level correlations go between the `evaluate` markers of docs/evaluation.md and into every
+model's card; scatter plots go to docs/plots/."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from service.store.manifest import update_card as update_manifest_card
+from service.store.runtime import Runtime, RuntimeSettings
+from service.scorers.base import EncodeCache, Item, Scorer
+from service.stats.correlation import spearman
+from service.store.model_store import ModelStore
+from training.core import docs_section
+from training.core.card import EVALUATE_BEGIN, EVALUATE_END, evaluate_section, write_measured_section
+from training.core.cli import output_dir, output_file, positive_int
+from training.core.progress import cpu_description, setup_logging
+from training.data.judgements import DEFAULT_DATA_DIR, JudgedItem, SETS, load_set
+from training.data.references import Recovery, is_reference_reply, recover
+from training.minilm.card import OWN_README_TABLE
+
+log = logging.getLogger("training.evaluate")
+
+BEGIN, END = EVALUATE_BEGIN, EVALUATE_END  # its section of docs/evaluation.md and of every card
+MIN_SYSTEMS = 3
+BATCH = 256
+
+
+@dataclass
+class Result:
+    """One model on one set: item-level and (optionally) system-level correlations."""
+
+    model: str
+    set: str
+    n: int
+    pearson: float | None = None
+    pearson_p: float | None = None
+    spearman: float | None = None
+    spearman_p: float | None = None
+    system_pearson: float | None = None
+    system_spearman: float | None = None
+    n_systems: int = 0
+    scores: np.ndarray | None = field(default=None, repr=False)
+    human: np.ndarray | None = field(default=None, repr=False)
+    has_reference: np.ndarray | None = field(default=None, repr=False)  # per scored item
+    reply_is_reference: np.ndarray | None = field(default=None, repr=False)  # per scored item
+    skipped: str | None = None  # why the model was not run on the set ("needs a reference")
+
+
+def _finite(value: float) -> float | None:
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+def correlate(human: np.ndarray, scores: np.ndarray) -> tuple[float | None, float | None, float | None, float | None]:
+    """(Pearson r, p, Spearman rho, p); None where either side is constant."""
+    if len(human) < 3 or np.ptp(scores) == 0 or np.ptp(human) == 0:
+        return None, None, None, None
+    pearson = stats.pearsonr(human, scores)
+    rho, rho_p = spearman(np.asarray(human, float), np.asarray(scores, float))  # /correlate's exact small-n p
+    return (_finite(pearson.statistic), _finite(pearson.pvalue), _finite(rho), _finite(rho_p))
+
+
+def system_level(human: np.ndarray, scores: np.ndarray, systems: list[str]) -> tuple[float | None, float | None, int]:
+    """Pearson and Spearman over per-system means; None with fewer than MIN_SYSTEMS systems."""
+    names = sorted(set(systems))
+    if len(names) < MIN_SYSTEMS:
+        return None, None, len(names)
+    labels = np.asarray(systems)
+    h = np.asarray([human[labels == s].mean() for s in names])
+    m = np.asarray([scores[labels == s].mean() for s in names])
+    r, _, rho, _ = correlate(h, m)
+    return r, rho, len(names)
+
+
+def score_items(scorer: Scorer, items: list[JudgedItem], options: dict | None = None, max_refs: int = 4,
+                batch: int = BATCH) -> np.ndarray:
+    """Scores of a served model for judged items; referenced models keep their best over the references."""
+    refs = [list(i.references[:max_refs]) if scorer.reads_reference else [None] for i in items]
+    flat: list[Item] = []
+    owner: list[int] = []
+    for index, (item, references) in enumerate(zip(items, refs)):
+        for reference in references or [None]:
+            flat.append(Item(list(item.context), item.response, reference))
+            owner.append(index)
+    out = np.full(len(items), -np.inf)
+    for start in range(0, len(flat), batch):
+        chunk = flat[start: start + batch]
+        scores = scorer.score(chunk, options, EncodeCache()).scores
+        for j, value in zip(owner[start: start + batch], scores):
+            out[j] = max(out[j], value)
+    return out
+
+
+def evaluate_model(scorer: Scorer, name: str, set_name: str, items: list[JudgedItem], max_refs: int = 4,
+                   options: dict | None = None) -> Result:
+    result = Result(model=name, set=set_name, n=len(items))
+    if scorer.kind == "dialogue":
+        result.skipped = "scores whole dialogues"
+        return result
+    if scorer.reads_reference and not any(i.references for i in items):
+        result.skipped = "needs a reference"
+        return result
+    kept = [i for i in items if i.references] if scorer.reads_reference else items
+    human = np.asarray([i.score for i in kept])
+    scores = score_items(scorer, kept, options, max_refs)
+    result.n = len(kept)
+    result.scores = scores
+    result.human = human
+    result.pearson, result.pearson_p, result.spearman, result.spearman_p = correlate(human, scores)
+    result.has_reference = np.asarray([bool(i.references) for i in kept])
+    result.reply_is_reference = np.asarray([is_reference_reply(i) for i in kept])
+    systems = [i.system for i in kept]
+    if all(s is not None for s in systems):
+        result.system_pearson, result.system_spearman, result.n_systems = system_level(human, scores, systems)
+    return result
+
+
+# --- output ------------------------------------------------------------------------------------
+def _cell(value: float | None, bold: bool = False) -> str:
+    if value is None:
+        return "–"
+    text = f"{value:.3f}"
+    return f"**{text}**" if bold else text
+
+
+def markdown(results: dict[str, dict[str, Result]], sets: list[str], models: list[str], command: str,
+             split: str, seconds: float, recovered: dict[str, Recovery] | None = None,
+             plots: str | None = "plots") -> str:
+    """The evaluate section: item-level table, system-level table, notes."""
+    lines = [BEGIN, "", "## Correlation with human judgements (generated by `evaluate`)", "",
+             f"Command: `{command}` ({seconds / 60:.1f} min on a {cpu_description()}, no GPU).", "",
+             (f"Split `{split}` of every set (seeded, by context: `training/data/judgements.py`). Each cell is "
+             "item-level Pearson r / Spearman ρ with the averaged human score; the best Pearson per set is "
+             "bold (where two or more models ran); \"n/a\" marks a referenced model on a set without references, \"–\" a constant output. "
+             "Referenced models score against each of the first 4 references and keep the best; they run only on items "
+             "with a reference, and a cell gives its n where that is fewer than the set's."), ""]
+    recovered = {s: r for s, r in (recovered or {}).items() if s in sets}
+    if recovered:
+        lines += [("References recovered from DailyDialog (`training/data/references.py`: the turn after the "
+                   "dialogue whose turns match the item's context, only where that is unambiguous; the original "
+                   "papers' reference) for the DailyDialog-based sets without their own, items covered: "
+                   + ", ".join(f"{s} {r.gained}/{r.total}" for s, r in recovered.items())
+                   + ". Of the covered items, the judged reply is itself the recovered reference (the human reply "
+                   "being judged, kept) in "
+                   + ", ".join(f"{s} {r.identical}" for s, r in recovered.items()) + "."), ""]
+    header = "| model | " + " | ".join(f"{s} (n={_n(results, s)})" for s in sets) + " |"
+    lines += [header, "|---|" + "---|" * len(sets)]
+    # bold only where there is a contest: at least two models with a correlation on the set
+    best = {}
+    for s in sets:
+        found = [r.pearson for r in results[s].values() if r.pearson is not None]
+        best[s] = max(found) if len(found) >= 2 else None
+    for model in models:
+        cells = []
+        for s in sets:
+            r = results[s].get(model)
+            if r is None or r.skipped:
+                cells.append("n/a")
+            else:
+                bold = r.pearson is not None and best[s] is not None and abs(r.pearson - best[s]) < 1e-12
+                n = f" (n={r.n})" if r.n < _n(results, s) else ""
+                cells.append(f"{_cell(r.pearson, bold)} / {_cell(r.spearman)}{n}")
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    lines += ["", beats_baselines(results, sets, models)]
+    lines += distinct_reply_table(results, sets, models)
+    system_sets = [s for s in sets if any(r.n_systems >= MIN_SYSTEMS for r in results[s].values())]
+    if system_sets:
+        lines += ["", "System level (Pearson r / Spearman ρ over per-system means):", "",
+                  "| model | " + " | ".join(
+                      f"{s} ({max(r.n_systems for r in results[s].values())} systems)" for s in system_sets) + " |",
+                  "|---|" + "---|" * len(system_sets)]
+        for model in models:
+            cells = []
+            for s in system_sets:
+                r = results[s].get(model)
+                cells.append("n/a" if r is None or r.skipped else f"{_cell(r.system_pearson)} / {_cell(r.system_spearman)}")
+            lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    if plots is not None:
+        lines += ["", "Scatter plots (human score against each metric, like ADEM's Figure 3): "
+                  + ", ".join(f"[{s}]({plots}/evaluate-{s}.png)" for s in sets) + "."]
+    lines += ["", END]
+    return "\n".join(lines) + "\n"
+
+
+def beats_baselines(results: dict[str, dict[str, Result]], sets: list[str], models: list[str],
+                    baselines: tuple[str, ...] = ("bleu4", "rouge-l")) -> str:
+    """The issue's bar: on how many sets each model's Pearson exceeds every word-overlap baseline's."""
+    parts = []
+    for model in models:
+        if model in baselines:
+            continue
+        contested = won = 0
+        for s in sets:
+            mine = results[s].get(model)
+            theirs = [results[s].get(b) for b in baselines]
+            if mine is None or mine.pearson is None or any(t is None or t.pearson is None for t in theirs):
+                continue
+            contested += 1
+            won += all(mine.pearson > t.pearson for t in theirs)
+        if contested:
+            parts.append(f"{model} {won}/{contested}")
+    if not parts:
+        return ""
+    return ("Sets where a model's Pearson r beats both BLEU-4 and ROUGE-L (of the sets where all three ran): "
+            + ", ".join(parts) + ".")
+
+
+def without_reference_replies(result: Result) -> Result | None:
+    """The same model and set restricted to items that have a reference other than the judged reply.
+
+    Where the judged reply is its own recovered reference, every referenced metric's comparison with
+    the reference is at its maximum (minilm-cosine's reference part is 1; its context part still
+    varies), and those items are the human replies of the set: they lift word overlap and cosine
+    alike, and a reference-free model cannot see them. Restricting every model to the same items
+    shows what is left; it is reported beside the main table, which stays the bar.
+    """
+    if result.scores is None or result.reply_is_reference is None or not result.reply_is_reference.any():
+        return None
+    keep = result.has_reference & ~result.reply_is_reference
+    out = Result(model=result.model, set=result.set, n=int(keep.sum()))
+    if out.n >= 3:
+        out.pearson, out.pearson_p, out.spearman, out.spearman_p = correlate(result.human[keep], result.scores[keep])
+    return out
+
+
+def distinct_reply_table(results: dict[str, dict[str, Result]], sets: list[str], models: list[str]) -> list[str]:
+    """Markdown lines: Pearson on the items whose reply is not its own reference (sets that have any)."""
+    restricted = {s: {m: r2 for m, r in results[s].items() if (r2 := without_reference_replies(r)) is not None}
+                  for s in sets}
+    shown = [s for s in sets if restricted[s]]
+    if not shown:
+        return []
+    lines = ["", ("Supplementary, not the bar: Pearson r / Spearman ρ on the items that have a reference "
+                  "other than the judged reply itself, every model on the same items (sets where some "
+                  "judged replies are their own reference; on the rest nothing changes)."), "",
+             "| model | " + " | ".join(f"{s} (n={_n(restricted, s)})" for s in shown) + " |",
+             "|---|" + "---|" * len(shown)]
+    for model in models:
+        cells = [f"{_cell(r.pearson)} / {_cell(r.spearman)}" if (r := restricted[s].get(model)) else "n/a"
+                 for s in shown]
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    complete = {s: {**results[s], **restricted[s]} for s in sets}
+    bar = beats_baselines(complete, sets, models)
+    return lines + (["", f"With these items left out (other sets unchanged): {bar[0].lower()}{bar[1:]}"] if bar else [])
+
+
+def _n(results: dict[str, dict[str, Result]], set_name: str) -> int:
+    return max((r.n for r in results[set_name].values()), default=0)
+
+
+def write_section(path: Path, section: str) -> None:
+    """Replace this command's marked section of `path`; the rest of the file is kept."""
+    docs_section.write_section(path, section, BEGIN, END)
+
+
+def scatter_plot(set_name: str, results: list[Result], path: Path) -> Path:
+    """Human score (y) against each metric (x), one panel per model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = [r for r in results if r.scores is not None]
+    columns = min(4, max(1, len(shown)))
+    rows = max(1, -(-len(shown) // columns))
+    figure, axes = plt.subplots(rows, columns, figsize=(3.2 * columns, 2.8 * rows), squeeze=False)
+    for ax in axes.flat:
+        ax.set_visible(False)
+    for ax, result in zip(axes.flat, shown):
+        ax.set_visible(True)
+        jitter = np.random.default_rng(0).uniform(-0.05, 0.05, len(result.human))
+        ax.scatter(result.scores, result.human + jitter, s=4, alpha=0.4)
+        r = "–" if result.pearson is None else f"{result.pearson:.2f}"
+        ax.set_title(f"{result.model} (r={r})", fontsize=9)
+        ax.set_xlabel("metric", fontsize=8)
+        ax.set_ylabel("human (1-5)", fontsize=8)
+        ax.tick_params(labelsize=7)
+    figure.suptitle(f"{set_name}: human score vs metric", fontsize=10)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=72)
+    plt.close(figure)
+    return path
+
+
+# --- the cards -----------------------------------------------------------------------------------
+def card_entry(results: dict[str, Result], command: str, split: str) -> dict:
+    """{command, split, item_level: {set: {pearson, spearman, n}}} for the sets the model ran on."""
+    item_level = {name: {"pearson": _round(r.pearson), "spearman": _round(r.spearman), "n": r.n}
+                  for name, r in results.items() if not r.skipped}
+    return {"command": command, "split": split, "item_level": item_level}
+
+
+def write_cards(store_root: Path, results: dict[str, dict[str, Result]], models: list[str], command: str,
+                split: str) -> list[str]:
+    """Update the card of every model in `models`; returns the names written."""
+    written = []
+    for model in models:
+        folder = Path(store_root) / model
+        if not (folder / "manifest.json").is_file():
+            continue
+        entry = card_entry({set_name: per_model[model] for set_name, per_model in results.items()
+                            if model in per_model}, command, split)
+        update_manifest_card(folder, evaluate=entry)
+        if model not in OWN_README_TABLE and (folder / "README.md").is_file():
+            write_measured_section(folder, evaluate_section(entry), BEGIN, END)
+        written.append(model)
+    return written
+
+
+def _round(value: float | None) -> float | None:
+    # Six places: a card prints three, and rounding a 4-place value again could differ from the docs by one.
+    return None if value is None else round(float(value), 6)
+
+
+# --- command line ------------------------------------------------------------------------------
+def load_store(root: Path, models: list[str] | None, strict: bool = False):
+    """The service's ModelStore on CPU with one thread per session (the machine is shared).
+
+    strict: every model asked for must be served, else exit 2 (commands whose user named them);
+    otherwise the ones there are used (callers that take whichever baselines a store holds)."""
+    runtime = Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=1, workers=1))
+    if not Path(root).is_dir():
+        print(f"error: no model store at {root}", file=sys.stderr)
+        raise SystemExit(2)
+    store = ModelStore(Path(root), runtime, tuple(models or ()))
+    store.load()
+    for name, reason in store.failures.items():
+        log.warning("not evaluated: %s (%s)", name, reason)
+    unknown = [m for m in models or () if m not in store.scorers] if strict else []
+    if unknown or (strict and not store.scorers):
+        print(f"error: {', '.join(unknown) or 'no model'} is not served from {root} "
+              f"(served: {', '.join(sorted(store.scorers)) or 'none'})", file=sys.stderr)
+        raise SystemExit(2)
+    return store
+
+
+def run(store_root: Path, sets: list[str], models: list[str] | None, split: str, max_refs: int,
+        data_dir: Path = DEFAULT_DATA_DIR, recover_references: bool = True
+        ) -> tuple[dict[str, dict[str, Result]], list[str], dict[str, Recovery]]:
+    store = load_store(store_root, models, strict=True)
+    names = [m for m in (models or sorted(store.scorers)) if m in store.scorers]
+    dialogue = [m for m in names if store.scorers[m].kind == "dialogue"]
+    if dialogue:
+        asked = [m for m in dialogue if models and m in models]
+        log.log(logging.WARNING if asked else logging.INFO, "not evaluated at turn level (they score whole "
+                "dialogues; their figures are train-mh's section of docs/evaluation.md): %s", ", ".join(dialogue))
+        names = [m for m in names if m not in dialogue]
+    if not names:  # an empty table would read as a pass
+        print(f"error: nothing to evaluate: {', '.join(dialogue)} score(s) whole dialogues, not turn-level items "
+              "(M_H is validated by `python -m training train-mh`)", file=sys.stderr)
+        raise SystemExit(2)
+    results: dict[str, dict[str, Result]] = {}
+    recovered: dict[str, Recovery] = {}
+    total = len(sets) * len(names)
+    done = 0
+    started = time.monotonic()
+    for set_name in sets:
+        items = load_set(set_name, split, data_dir)
+        if recover_references:
+            items, recovery = recover(items, data_dir)
+            if recovery:
+                recovered[set_name] = recovery
+                log.info("%s: references recovered from DailyDialog for %d/%d items (%d the judged reply)",
+                         set_name, recovery.gained, recovery.total, recovery.identical)
+        results[set_name] = {}
+        for name in names:
+            t0 = time.monotonic()
+            result = evaluate_model(store.scorers[name], name, set_name, items, max_refs)
+            results[set_name][name] = result
+            done += 1
+            log.info("evaluate %d/%d %s on %s (n=%d): %s in %.1fs, elapsed %.0fs", done, total, name, set_name,
+                     result.n, result.skipped or f"r={result.pearson} rho={result.spearman}",
+                     time.monotonic() - t0, time.monotonic() - started)
+    return results, names, recovered
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training evaluate", description=__doc__.split("\n")[0])
+    parser.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
+    parser.add_argument("--models", nargs="+", default=None, help="served model names (default: all)")
+    parser.add_argument("--store", type=Path, default=Path("model_store"))
+    parser.add_argument("--split", default="dev", choices=["dev", "train", "all"])
+    parser.add_argument("--max-refs", type=positive_int, default=4)
+    parser.add_argument("--out", type=output_file, default=None,
+                        help="Markdown file whose evaluate section is rewritten (default: docs/evaluation.md for a "
+                             "full run; a partial one, with --models, --sets, --split, --max-refs or "
+                             "--no-recover-references, prints its table instead of replacing the committed one)")
+    parser.add_argument("--plots", type=output_dir, default=None,
+                        help="folder for the scatter plots (default: docs/plots for a full run, none for a partial one)")
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument("--log", type=Path, default=None)
+    parser.add_argument("--no-recover-references", dest="recover_references", action="store_false",
+                        help="do not fill in DailyDialog references for sets without their own")
+    parser.add_argument("--no-cards", action="store_true",
+                        help="do not write the figures into the evaluated models' cards (manifest and README)")
+    args = parser.parse_args(argv)
+    if args.max_refs < 1:
+        parser.error("--max-refs must be at least 1")
+    # Every set on its dev split with the default protocol: only such a run may stand in a card.
+    whole_protocol = (list(args.sets) == list(SETS) and args.split == "dev" and args.max_refs == 4
+                      and args.recover_references)
+    full = whole_protocol and args.models is None
+    out = args.out or (Path("docs/evaluation.md") if full else None)
+    plots = args.plots or (Path("docs/plots") if full else None)
+    setup_logging(args.log)
+    started = time.monotonic()
+    results, names, recovered = run(args.store, args.sets, args.models, args.split, args.max_refs, args.data_dir,
+                                    args.recover_references)
+    command = "python -m training evaluate " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[2:]))
+    if plots is not None:
+        for set_name in args.sets:
+            path = scatter_plot(set_name, [results[set_name][m] for m in names], plots / f"evaluate-{set_name}.png")
+            log.info("wrote %s", path)
+    link = None if plots is None else (os.path.relpath(plots, out.parent) if out is not None else str(plots))
+    section = markdown(results, args.sets, names, command.strip(), args.split, time.monotonic() - started,
+                       recovered, link)
+    if out is None:
+        print(section, end="")
+        log.info("a partial run: the table is printed, docs/evaluation.md is left as it is (give --out to write)")
+    else:
+        write_section(out, section)
+        log.info("wrote %s", out)
+    if args.no_cards or not whole_protocol:
+        log.info("cards not written (%s)", "--no-cards" if args.no_cards else "only a run of every set on its dev "
+                                                                             "split with the default protocol is")
+    else:
+        written = write_cards(args.store, results, names, command.strip(), args.split)
+        log.info("wrote the figures into the cards of %s", ", ".join(written))
+    return 0
