@@ -37,10 +37,10 @@ class DialscoreError(Exception):
     def rebased(self, field: str, offset: int) -> DialscoreError:
         """The same error with `<field>.<i>` paths in details and message read as `<field>.<i + offset>`:
         an error about one chunk of a split batch, told in the caller's indices."""
-        if offset == 0:
-            return self
         details = {rebase_path(key, field, offset): value for key, value in self.details.items()}
         message = _PATH_IN_TEXT[field].sub(lambda m: f"{field}.{int(m.group(1)) + offset}", self.message)
+        if (message, list(details)) == (self.message, list(self.details)):
+            return self
         return type(self)(self.status, self.code, message, details, attempts=self.attempts)
 
 
