@@ -24,10 +24,11 @@ class Client:
     """A client of one dialscore server (or a load balancer in front of several).
 
     base_url: the server's root, e.g. "http://127.0.0.1:8000". token: sent as `Authorization: Bearer <token>`.
-    timeout: seconds to wait for each answer (a slow answer is not retried). retry_deadline: seconds after a
-    request's first attempt within which refused or reset connections, 502 and 503 (models still loading)
-    are retried with exponential backoff and jitter, or after the `Retry-After` the server asks for; 0 turns
-    retries off. session: a `requests.Session` of your own (certificates, proxies, adapters); it is not closed.
+    timeout: seconds to wait for a connection, and for the answer between its bytes (requests' timeout; a slow
+    answer is not retried). retry_deadline: seconds after a request's first attempt within which refused or
+    reset connections, 502 and 503 (models still loading) are retried with exponential backoff and jitter, or
+    after the `Retry-After` the server asks for; 0 turns retries off. session: a `requests.Session` of your
+    own (certificates, proxies, adapters); it is not closed.
     """
 
     def __init__(self, base_url: str, token: str | None = None, timeout: float = 60.0,
