@@ -1,0 +1,150 @@
+"""Batches split to the server's limits, and the chunks' answers joined into one, in the caller's indices.
+
+Joining relies on the contract's promise that an item's (a candidate's) score does not depend on the rest
+of its batch: the joined answer is the one the server would give the whole batch, were it allowed.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dialscore_client.errors import DialscoreError, InvalidRequest, TooLarge, rebase_path
+from dialscore_client.results import MultiScoreResult, RankedCandidate, Ranking, ScoreResult
+
+# Paths of one element's own problems, which `on_invalid: "skip"` skips: an item's field, a candidate.
+_ELEMENT_PATH = {"items": re.compile(r"items\.(\d+)\..+"), "candidates": re.compile(r"candidates\.(\d+)")}
+
+
+@dataclass
+class Piece:
+    """One chunk of a batch, `[start, stop)` in the caller's indices: the server's answer, or the (re-based)
+    error that named every element of the chunk as invalid under `on_invalid: "skip"`."""
+
+    start: int
+    stop: int
+    answer: dict[str, Any] | None = None
+    failure: DialscoreError | None = None
+
+
+def plan(sizes: Sequence[int], envelope: int, max_count: int | None, max_bytes: int | None) -> list[range]:
+    """Consecutive chunks of the elements whose encoded sizes are `sizes`, each within `max_count` elements and
+    `max_bytes` of body (`envelope`: the body's size with an empty list; elements are joined by commas). An
+    element too large alone gets a chunk of its own, for the server to refuse."""
+    chunks: list[range] = []
+    start, used = 0, envelope
+    for i, size in enumerate(sizes):
+        count = i - start
+        grown = used + size + (1 if count else 0)
+        if count and ((max_count is not None and count >= max_count) or (max_bytes is not None and grown > max_bytes)):
+            chunks.append(range(start, i))
+            start, count, grown = i, 0, envelope + size
+        used = grown
+    chunks.append(range(start, len(sizes)))  # an empty batch is sent as it is, for the server to judge
+    return chunks
+
+
+def names_the_batch(error: DialscoreError, field: str) -> bool:
+    """A 413 about the batch as a whole (its count, the encoder's word pieces, the body's bytes), which a
+    smaller chunk may pass."""
+    return isinstance(error, TooLarge) and any(key in (field, "max_body_bytes") for key in error.details)
+
+
+def every_element_invalid(error: DialscoreError, field: str, count: int) -> bool:
+    """A 413 / 422 whose details name only elements' own problems, every element of the chunk among them:
+    the server's answer, under `on_invalid: "skip"`, to a request that leaves nothing to score."""
+    if not isinstance(error, (TooLarge, InvalidRequest)) or error.status is None or not error.details:
+        return False
+    named = set()
+    for key in error.details:
+        match = _ELEMENT_PATH[field].fullmatch(key)
+        if match is None:
+            return False
+        named.add(int(match.group(1)))
+    return named == set(range(count))
+
+
+def join_scores(pieces: Sequence[Piece]) -> ScoreResult | MultiScoreResult:
+    """The chunks' /score answers as one (one model's, or several models' joined per model)."""
+    first = _first_answer(pieces)
+    skipped, errors = _skips(pieces, "items")
+    if "results" not in first:
+        return _join_model(pieces, None, skipped, errors)
+    _same(pieces)
+    results = {name: _join_model(pieces, name, skipped, errors) for name in first["models"]}
+    return MultiScoreResult(first["model"], first["version"], list(first["models"]), results, skipped, errors)
+
+
+def join_rankings(pieces: Sequence[Piece], top_k: int | None) -> Ranking:
+    """The chunks' /rerank answers as one ranking: best first, ties in the candidates' order, then `top_k`."""
+    first = _first_answer(pieces)
+    version = _same(pieces)
+    ranking = [RankedCandidate(entry["index"] + piece.start, entry["response"], entry["score"])
+               for piece in pieces if piece.answer is not None for entry in piece.answer["ranking"]]
+    if len(pieces) > 1:  # one chunk's ranking is the server's, as it is
+        ranking.sort(key=lambda entry: (-entry.score, entry.index))
+        ranking = ranking[:top_k] if top_k is not None else ranking
+    skipped, errors = _skips(pieces, "candidates")
+    return Ranking(first["model"], version, ranking, skipped, errors)
+
+
+def _first_answer(pieces: Sequence[Piece]) -> dict[str, Any]:
+    """The first chunk's answer; when no chunk was answered (every element invalid), the error the server
+    gives such a whole batch: 413 if one element was over a limit, else 422, naming every problem."""
+    for piece in pieces:
+        if piece.answer is not None:
+            return piece.answer
+    failures = [piece.failure for piece in pieces if piece.failure is not None]
+    lead = next((f for f in failures if isinstance(f, TooLarge)), failures[0])
+    details = {key: value for failure in failures for key, value in failure.details.items()}
+    raise type(lead)(lead.status, lead.code, lead.message, details, attempts=lead.attempts)
+
+
+def _join_model(pieces: Sequence[Piece], name: str | None, skipped: list[int], errors: dict[str, str]) -> ScoreResult:
+    """One model's scores and details across the chunks (`name`'s of a several-models answer); a chunk with
+    nothing scored gives None for each of its items."""
+    answers = [None if piece.answer is None else piece.answer if name is None else piece.answer["results"][name]
+               for piece in pieces]
+    with_details = any(answer is not None and "details" in answer for answer in answers)
+    scores: list[float | None] = []
+    details: list[dict[str, Any] | None] = []
+    for piece, answer in zip(pieces, answers):
+        count = piece.stop - piece.start
+        if answer is not None and len(answer["scores"]) != count:
+            raise DialscoreError(None, "bad_answer", f"The server answered {len(answer['scores'])} scores for "
+                                 f"{count} items (items {piece.start} to {piece.stop - 1}).")
+        scores += answer["scores"] if answer is not None else [None] * count
+        details += (answer or {}).get("details") or [None] * count
+    versions = list(dict.fromkeys(answer["version"] for answer in answers if answer is not None))
+    model = next(answer["model"] for answer in answers if answer is not None)
+    return ScoreResult(model, _one(versions), scores, details if with_details else None, list(skipped), dict(errors))
+
+
+def _skips(pieces: Sequence[Piece], field: str) -> tuple[list[int], dict[str, str]]:
+    skipped: list[int] = []
+    errors: dict[str, str] = {}
+    for piece in pieces:
+        if piece.answer is not None:
+            skipped += [i + piece.start for i in piece.answer.get("skipped", [])]
+            errors.update({rebase_path(key, field, piece.start): value
+                           for key, value in piece.answer.get("errors", {}).items()})
+        elif piece.failure is not None:
+            skipped += range(piece.start, piece.stop)
+            errors.update(piece.failure.details)
+    return skipped, errors
+
+
+def _same(pieces: Sequence[Piece]) -> str:
+    """The `version` every answered chunk names."""
+    return _one(list(dict.fromkeys(piece.answer["version"] for piece in pieces if piece.answer is not None)))
+
+
+def _one(versions: list[str]) -> str:
+    """The one version of the chunks' answers; chunks scored by two versions (a deployment rolling out between
+    them) cannot be joined."""
+    if len(versions) > 1:
+        raise DialscoreError(None, "version_changed", f"The batch's chunks were scored by different versions "
+                             f"({', '.join(versions)}), as a new deployment rolled out; send the batch again.",
+                             {"versions": versions})
+    return versions[0]

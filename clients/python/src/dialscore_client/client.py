@@ -1,0 +1,172 @@
+"""`Client`: the service's endpoints as methods, batches split to the limits the server publishes."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, overload
+
+import requests
+
+from dialscore_client import batching
+from dialscore_client.errors import DialscoreError
+from dialscore_client.results import (CorrelationReport, HumanEvalReport, Method, ModelInfo, MultiScoreResult,
+                                      OnInvalid, Ranking, Rating, ScoreResult, ServedModels)
+from dialscore_client.transport import Transport, encode
+from dialscore_client.version import __version__
+
+# The limits that splitting reads from GET /models' `limits` (a limit the server does not publish is
+# taken as none).
+COUNT_LIMIT = {"items": "max_items", "candidates": "max_candidates"}
+BODY_LIMIT = "max_body_bytes"
+
+
+class Client:
+    """A client of one dialscore server (or a load balancer in front of several).
+
+    base_url: the server's root, e.g. "http://127.0.0.1:8000". token: sent as `Authorization: Bearer <token>`.
+    timeout: seconds to wait for a connection, and for the answer between its bytes (requests' timeout; a slow
+    answer is not retried). retry_deadline: seconds after a request's first attempt within which refused or
+    reset connections, 502 and 503 (models still loading) are retried with exponential backoff and jitter, or
+    after the `Retry-After` the server asks for; 0 turns retries off. session: a `requests.Session` of your
+    own (certificates, proxies, adapters); it is not closed.
+    """
+
+    def __init__(self, base_url: str, token: str | None = None, timeout: float = 60.0,
+                 retry_deadline: float = 60.0, session: requests.Session | None = None) -> None:
+        self._transport = Transport(base_url, token, timeout, retry_deadline, session,
+                                    user_agent=f"dialscore-client/{__version__}")
+        self._limits: dict[str, int] | None = None
+        self._limits_lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        """The server's root URL, without a trailing slash."""
+        return self._transport.base_url
+
+    def close(self) -> None:
+        """Close the connections (of a session the client made itself)."""
+        self._transport.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- discovery ---------------------------------------------------------------------------------
+    def models(self) -> ServedModels:
+        """GET /models: the served models, the server's limits, and whether it is still loading."""
+        answer = self._transport.get("/models")
+        served = ServedModels(
+            models=[ModelInfo(name=m["name"], version=m["version"], kind=m["kind"], requires=list(m["requires"]),
+                              score_range=(m["score_range"][0], m["score_range"][1]), sha256=m["sha256"],
+                              providers=list(m["providers"]), card=m.get("card", {}), options=m.get("options", {}))
+                    for m in answer["models"]],
+            limits=dict(answer["limits"]), loading=bool(answer.get("loading", False)),
+            failed=dict(answer.get("failed", {})))
+        with self._limits_lock:
+            self._limits = served.limits
+        return served
+
+    def limits(self, refresh: bool = False) -> dict[str, int]:
+        """The server's limits (GET /models `limits`), fetched once and kept; `refresh` fetches them again."""
+        with self._limits_lock:
+            cached = None if refresh else self._limits
+        return dict(cached if cached is not None else self.models().limits)
+
+    # --- scoring -----------------------------------------------------------------------------------
+    @overload
+    def score(self, model: str, items: Sequence[Mapping[str, Any]], options: Mapping[str, Any] | None = None,
+              on_invalid: OnInvalid | None = None) -> ScoreResult: ...
+
+    @overload
+    def score(self, model: list[str] | tuple[str, ...], items: Sequence[Mapping[str, Any]],
+              options: Mapping[str, Any] | None = None, on_invalid: OnInvalid | None = None) -> MultiScoreResult: ...
+
+    def score(self, model: str | list[str] | tuple[str, ...], items: Sequence[Mapping[str, Any]],
+              options: Mapping[str, Any] | None = None,
+              on_invalid: OnInvalid | None = None) -> ScoreResult | MultiScoreResult:
+        """POST /score: `items` (dicts of context, response, reference; or turns for dialogue models) scored by
+        one model, or by several (a list of names) joined per model; any number of items, sent in chunks
+        within the server's limits. on_invalid="skip" scores the valid items and names the rest."""
+        payload: dict[str, Any] = {"models": list(model)} if not isinstance(model, str) else {"model": model}
+        payload.update(_given(options=_dict(options), on_invalid=on_invalid))
+        pieces = self._send_split("/score", payload, "items", list(items), on_invalid == "skip")
+        return batching.join_scores(pieces)
+
+    def rerank(self, model: str, context: Sequence[str], candidates: Sequence[str], reference: str | None = None,
+               top_k: int | None = None, options: Mapping[str, Any] | None = None,
+               on_invalid: OnInvalid | None = None) -> Ranking:
+        """POST /rerank: `candidates` replies to `context` ranked best first (ties in their order), at most
+        `top_k`; more candidates than the server takes at once are scored in chunks and their rankings merged."""
+        payload: dict[str, Any] = {"model": model, "context": list(context)}
+        payload.update(_given(reference=reference, top_k=top_k, options=_dict(options), on_invalid=on_invalid))
+        pieces = self._send_split("/rerank", payload, "candidates", list(candidates), on_invalid == "skip")
+        return batching.join_rankings(pieces, top_k)
+
+    # --- analysis ----------------------------------------------------------------------------------
+    def correlate(self, human: Sequence[float] | Sequence[Sequence[float]], scores: Mapping[str, Sequence[float]],
+                  systems: Sequence[str] | None = None, methods: Sequence[Method] | None = None,
+                  confidence: float | None = None, resamples: int | None = None,
+                  seed: int | None = None) -> CorrelationReport:
+        """POST /correlate: each metric's correlation with the human scores (per item, and per system with
+        `systems`), with bootstrap intervals and tests of the differences between metrics."""
+        payload = {"human": [list(h) if isinstance(h, Sequence) else h for h in human],
+                   "scores": {name: list(values) for name, values in scores.items()},
+                   **_given(systems=_list(systems), methods=_list(methods), confidence=confidence,
+                            resamples=resamples, seed=seed)}
+        report: CorrelationReport = self._transport.post("/correlate", payload)
+        return report
+
+    def human_eval(self, ratings: Sequence[Rating | Mapping[str, Any]], reverse: Sequence[str] | None = None,
+                   scale: tuple[float, float] | Sequence[float] | None = None, qc_system: str | None = None,
+                   alpha: float | None = None, qc_criteria: Sequence[str] | None = None) -> HumanEvalReport:
+        """POST /human-eval: raters checked against the quality-control system, systems ranked by z-score,
+        and pairwise significance (Ji et al. 2022)."""
+        payload = {"ratings": [dict(rating) for rating in ratings],
+                   **_given(reverse=_list(reverse), scale=_list(scale), qc_system=qc_system, alpha=alpha,
+                            qc_criteria=_list(qc_criteria))}
+        report: HumanEvalReport = self._transport.post("/human-eval", payload)
+        return report
+
+    # --- splitting ---------------------------------------------------------------------------------
+    def _send_split(self, path: str, payload: dict[str, Any], field: str, elements: list[Any],
+                    skip: bool) -> list[batching.Piece]:
+        limits = self.limits()
+        envelope = len(encode({**payload, field: []}))
+        sizes = [len(encode(element)) for element in elements]
+        chunks = batching.plan(sizes, envelope, limits.get(COUNT_LIMIT[field]), limits.get(BODY_LIMIT))
+        return [piece for chunk in chunks
+                for piece in self._send_chunk(path, payload, field, elements, chunk.start, chunk.stop, skip)]
+
+    def _send_chunk(self, path: str, payload: dict[str, Any], field: str, elements: list[Any], start: int,
+                    stop: int, skip: bool) -> list[batching.Piece]:
+        """One chunk's answer; a chunk over a batch-wide limit the client cannot measure (the encoder's word
+        pieces; limits lowered since they were read) is halved and sent again."""
+        try:
+            return [batching.Piece(start, stop, answer=self._transport.post(path, {**payload,
+                                                                                   field: elements[start:stop]}))]
+        except DialscoreError as error:
+            if stop - start > 1 and batching.names_the_batch(error, field):
+                middle = (start + stop) // 2
+                return (self._send_chunk(path, payload, field, elements, start, middle, skip)
+                        + self._send_chunk(path, payload, field, elements, middle, stop, skip))
+            rebased = error.rebased(field, start)
+            if skip and batching.every_element_invalid(error, field, stop - start):
+                return [batching.Piece(start, stop, failure=rebased)]
+            if rebased is error:
+                raise
+            raise rebased from error
+
+
+def _given(**fields: Any) -> dict[str, Any]:
+    """The fields that were given: the server applies its own defaults to the others."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def _list(values: Sequence[Any] | None) -> list[Any] | None:
+    return None if values is None else list(values)
+
+
+def _dict(values: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return None if values is None else dict(values)

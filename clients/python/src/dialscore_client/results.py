@@ -1,0 +1,204 @@
+"""What the client sends and returns: TypedDicts for the contract's JSON, dataclasses for the scoring answers.
+
+Field names are the service's HTTP contract's, as its GET /openapi.json describes them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict
+
+OnInvalid = Literal["reject", "skip"]
+Method = Literal["pearson", "spearman", "kendall"]
+
+
+# --- requests ----------------------------------------------------------------------------------
+class _ItemRequired(TypedDict):
+    context: list[str]
+    response: str
+
+
+class Item(_ItemRequired, total=False):
+    """A reply to score: its context (oldest first), the reply, and a human reference for `referenced` models."""
+
+    reference: str | None
+
+
+class Turn(TypedDict):
+    """One turn of a conversation."""
+
+    speaker: Literal["user", "bot"]
+    text: str
+
+
+class Dialogue(TypedDict):
+    """A whole conversation, the item of `dialogue` models (mh)."""
+
+    turns: list[Turn]
+
+
+class Rating(TypedDict):
+    """One rater's scores of one item of one system, for /human-eval."""
+
+    rater: str
+    system: str
+    item: str
+    scores: dict[str, float]
+
+
+# --- /score and /rerank --------------------------------------------------------------------------
+@dataclass
+class ScoreResult:
+    """One model's answer: `scores[i]` is `items[i]`'s score (None where the item was skipped)."""
+
+    model: str
+    version: str
+    scores: list[float | None]
+    details: list[dict[str, Any] | None] | None = None  # components per item, where the model gives them
+    skipped: list[int] = field(default_factory=list)  # under on_invalid="skip": the items left out
+    errors: dict[str, str] = field(default_factory=dict)  # why, by field path (`items.3.reference`)
+
+
+@dataclass
+class MultiScoreResult:
+    """Several models on the same items: `results[name]` is each model's answer."""
+
+    model: str  # the names, comma-separated
+    version: str  # name=version of each, comma-separated
+    models: list[str]
+    results: dict[str, ScoreResult]
+    skipped: list[int] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RankedCandidate:
+    """A candidate in a ranking: its index in `candidates`, its text and its score."""
+
+    index: int
+    response: str
+    score: float
+
+
+@dataclass
+class Ranking:
+    """/rerank's answer: `ranking` best first, ties in the candidates' order."""
+
+    model: str
+    version: str
+    ranking: list[RankedCandidate]
+    skipped: list[int] = field(default_factory=list)  # under on_invalid="skip": candidates left out
+    errors: dict[str, str] = field(default_factory=dict)  # why, by `candidates.<i>`
+
+
+# --- GET /models ---------------------------------------------------------------------------------
+@dataclass
+class ModelInfo:
+    """A served model as GET /models describes it (its card holds training data, correlations, licence)."""
+
+    name: str
+    version: str
+    kind: Literal["referenced", "unreferenced", "dialogue"]
+    requires: list[str]
+    score_range: tuple[float, float]
+    sha256: str
+    providers: list[str]
+    card: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ServedModels:
+    """GET /models: the models a server has loaded, its limits, and whether it is still loading."""
+
+    models: list[ModelInfo]
+    limits: dict[str, int]
+    loading: bool = False
+    failed: dict[str, str] = field(default_factory=dict)  # models that failed to load, with the reason
+
+    def names(self) -> list[str]:
+        """The served models' names."""
+        return [m.name for m in self.models]
+
+
+# --- /correlate ----------------------------------------------------------------------------------
+class Correlation(TypedDict, total=False):
+    """One correlation: r (None with a `reason` for constant input), p, a bootstrap interval and n."""
+
+    r: float | None
+    p: float | None
+    ci: list[float] | None
+    n: int
+    reason: str
+    ci_reason: str
+
+
+class Comparison(TypedDict, total=False):
+    """Whether two metrics' correlations with the humans differ: delta = r(a) - r(b), and its p."""
+
+    a: str
+    b: str
+    method: str
+    level: Literal["item", "system"]
+    test: Literal["williams", "paired_bootstrap"]
+    delta: float | None
+    p: float | None
+    ci: list[float] | None
+    t: float | None
+    df: int | None
+    reason: str
+
+
+class Agreement(TypedDict, total=False):
+    """Krippendorff's alpha among the human ratings, when several came per item."""
+
+    krippendorff_alpha: float | None
+    raters_per_item: float
+    metric: str
+    reason: str
+
+
+class CorrelationReport(TypedDict, total=False):
+    """/correlate's answer: `metrics[metric][level][method]` is a Correlation (levels: item, system)."""
+
+    n: int
+    metrics: dict[str, dict[str, dict[str, Correlation]]]
+    systems: dict[str, Any]
+    comparisons: list[Comparison]
+    agreement: Agreement | None
+
+
+# --- /human-eval ---------------------------------------------------------------------------------
+class RaterCheck(TypedDict, total=False):
+    """Quality control of the raters: who passed, who failed, and each one's p."""
+
+    passed: list[str]
+    failed: list[str]
+    p: dict[str, float | None]
+    total: int
+    pass_rate: float
+    reasons: dict[str, str]
+    constant: list[str]
+
+
+class SystemSummary(TypedDict, total=False):
+    """A system's ratings: raw means and z-scores per criterion, and the overall z with its interval."""
+
+    system: str
+    n: int
+    raw: dict[str, float]
+    z: dict[str, float]
+    overall_z: float
+    overall_z_ci: list[float] | None
+
+
+class HumanEvalReport(TypedDict, total=False):
+    """/human-eval's answer: `systems` best first, `significance[a][b]` the p that a beats b."""
+
+    raters: RaterCheck
+    systems: list[SystemSummary]
+    significance: dict[str, dict[str, float | None]]
+    criteria: list[str]
+    reversed: list[str]
+    qc_criteria: list[str]
+    kept_ratings: int
+    warnings: list[str]

@@ -1,0 +1,79 @@
+"""Every failure is a DialscoreError carrying the contract's status, code, message and details, typed by code."""
+from __future__ import annotations
+
+import math
+import pickle
+
+import pytest
+from dialscore_client import (Client, DialscoreError, InvalidRequest, NotFound, ServerError, TooLarge,
+                              Unauthorized, UnknownModel)
+
+from tests.clients.conftest import TOKEN
+from tests.clients.proxy import proxy
+from tests.server import free_port
+
+ITEM = {"context": ["how was your weekend?"], "response": "great, i went hiking!", "reference": "fine."}
+
+
+@pytest.fixture()
+def client(server):
+    with Client(server.url, retry_deadline=0) as made:
+        yield made
+
+
+def test_invalid_request_carries_the_field_paths(client):
+    with pytest.raises(InvalidRequest) as caught:
+        client.score("adem", [ITEM, {"context": ["hello"], "response": "hi"}])
+    error = caught.value
+    assert (error.status, error.code) == (422, "invalid_request")
+    assert error.details == {"items.1.reference": "Required, and not blank, by adem (a referenced model)."}
+    assert str(error).startswith("invalid_request (HTTP 422): ")
+    copy = pickle.loads(pickle.dumps(error))
+    assert (type(copy), copy.status, copy.code, copy.details) == (InvalidRequest, 422, error.code, error.details)
+
+
+def test_unknown_model(client):
+    with pytest.raises(UnknownModel) as caught:
+        client.rerank("no-such-model", ["hi"], ["hello"])
+    assert (caught.value.status, caught.value.code) == (404, "unknown_model")
+    assert caught.value.details["model"] == "no-such-model" and "adem" in caught.value.details["served"]
+    assert isinstance(caught.value, NotFound) and isinstance(caught.value, DialscoreError)
+
+
+def test_a_wrong_base_path_is_not_found(server):
+    with pytest.raises(NotFound) as caught:
+        Client(server.url + "/v2", retry_deadline=0).models()
+    assert (caught.value.status, caught.value.code) == (404, "not_found")
+
+
+def test_an_utterance_over_the_limit_is_too_large(client):
+    with pytest.raises(TooLarge) as caught:
+        client.score("length", [ITEM, {**ITEM, "response": "word " * 500}])
+    assert (caught.value.status, caught.value.code) == (413, "too_large")
+    assert caught.value.details == {"items.1.response": "2500 characters; the limit is 2000."}
+    skipped = client.score("length", [ITEM, {**ITEM, "response": "word " * 500}], on_invalid="skip")
+    assert skipped.scores == [4.0, None] and skipped.errors == caught.value.details
+
+
+def test_nan_is_refused_before_sending(client):
+    with pytest.raises(InvalidRequest) as caught:
+        client.correlate([1.0, 2.0, 3.0], {"m": [1.0, math.nan, 2.0]})
+    assert caught.value.status is None and caught.value.code == "invalid_request"
+
+
+def test_a_token_is_sent_as_a_bearer_token(small_server):
+    for token in (None, "wrong-token"):
+        with pytest.raises(Unauthorized) as caught:
+            Client(small_server.url, token=token, retry_deadline=0).score("length", [ITEM])
+        assert (caught.value.status, caught.value.code) == (401, "unauthorized")
+    assert Client(small_server.url, token=TOKEN, retry_deadline=0).score("length", [ITEM]).scores == [4.0]
+
+
+def test_a_proxys_html_error_is_still_a_typed_error():
+    with proxy(free_port()) as hop:  # nothing listens upstream: the proxy answers its own 502 page
+        with pytest.raises(ServerError) as caught:
+            Client(hop.url, retry_deadline=0).models()
+    error = caught.value
+    assert (error.status, error.code, error.attempts) == (502, "http_502", 1)
+    assert "502 Bad Gateway" in error.details["body"]
+    assert "without the service's JSON error body" in error.message

@@ -1,0 +1,22 @@
+"""The client's README example runs as written, against a real server in place of `make run`'s."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from tests.clients.conftest import CLIENT_SRC
+
+README = CLIENT_SRC.parent / "README.md"
+
+
+def test_the_readme_example_runs(server):
+    [example] = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    assert "http://127.0.0.1:8000" in example
+    done = subprocess.run([sys.executable, "-c", example.replace("http://127.0.0.1:8000", server.url)],
+                          capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(CLIENT_SRC)})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 4 and "candidate 1: great, i went hiking with my sister!" in lines[0]
+    assert lines[2].endswith("[1] {'items.1.reference': 'Required, and not blank, by adem (a referenced model).'}")
+    assert lines[3] == "404 unknown_model ['adem', 'autojudge-minilm', 'length']"

@@ -1,0 +1,109 @@
+"""Retries: refused connections and 503 while a real server starts and loads its models, a proxy's Retry-After,
+and a deadline that ends them with a clear error. A 4xx is never retried."""
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from dialscore_client import Client, InvalidRequest, NotReady, ServerError, TransportError, transport
+
+from tests.clients.conftest import SERVED
+from tests.clients.proxy import proxy
+from tests.server import REPO, _stop, free_port
+
+ITEM = {"context": ["how was your weekend?"], "response": "great, i went hiking!", "reference": "fine."}
+
+
+def retries_logged(caplog: pytest.LogCaptureFixture, code: str) -> int:
+    return sum(1 for r in caplog.records if r.name == "dialscore_client" and f"{code} (" in r.getMessage())
+
+
+def test_waits_for_a_server_that_starts_after_it(store_link, server, caplog, monkeypatch):
+    """The client's first attempts find nothing listening, then 503 `not_ready` while the models load."""
+    caplog.set_level(logging.INFO, logger="dialscore_client")
+    monkeypatch.setattr(transport, "MAX_BACKOFF", 0.5)  # several attempts inside the loading window
+    port = free_port()
+    client = Client(f"http://127.0.0.1:{port}", retry_deadline=180)
+    log_path = store_link.parent / f"late-server-{port}.log"
+    with ThreadPoolExecutor(1) as pool, open(log_path, "wb") as log:
+        scoring = pool.submit(client.score, "adem", [ITEM])
+        while not retries_logged(caplog, "connection_error") and not scoring.done():
+            time.sleep(0.05)
+        env = {**os.environ, "PYTHONPATH": str(REPO), "DIALSCORE_MODEL_STORE": str(store_link),
+               "DIALSCORE_MODELS": SERVED}
+        env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        process = subprocess.Popen([sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(port),
+                                    "--workers", "1"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        try:
+            result = scoring.result(timeout=180)
+        finally:
+            _stop(process)
+    assert retries_logged(caplog, "connection_error") >= 1, log_path.read_text()
+    assert retries_logged(caplog, "not_ready") >= 1, log_path.read_text()
+    assert result == Client(server.url).score("adem", [ITEM])
+
+
+def test_retry_after_is_honoured(server):
+    with proxy(server.port) as hop, Client(hop.url, retry_deadline=30) as client:
+        client.limits()
+        hop.busy, hop.retry_after = 2, "1"
+        start = len(hop.arrivals)
+        assert client.score("length", [ITEM]).scores == [4.0]
+    arrivals = hop.arrivals[start:]
+    assert [status for _, _, status in hop.exchanges[start:]] == [503, 503, 200]
+    assert all(later - earlier >= 0.99 for earlier, later in zip(arrivals, arrivals[1:])), arrivals
+
+
+def test_a_retry_after_past_the_deadline_ends_at_once(server):
+    with proxy(server.port) as hop, Client(hop.url, retry_deadline=5) as client:
+        client.limits()
+        hop.busy, hop.retry_after = 10, "30"
+        started = time.monotonic()
+        with pytest.raises(NotReady) as caught:
+            client.score("length", [ITEM])
+    assert time.monotonic() - started < 2
+    assert (caught.value.status, caught.value.code, caught.value.attempts) == (503, "http_503", 1)
+    assert caught.value.retry_after == 30
+
+
+def test_the_deadline_ends_503s_with_a_clear_error(server):
+    with proxy(server.port) as hop, Client(hop.url, retry_deadline=1.5) as client:
+        client.limits()
+        hop.busy = 1000
+        started = time.monotonic()
+        with pytest.raises(NotReady) as caught:
+            client.score("length", [ITEM])
+    elapsed = time.monotonic() - started
+    assert 1.5 <= elapsed < 3, elapsed
+    assert caught.value.attempts >= 3 and caught.value.code == "http_503"
+    assert f"Gave up after {caught.value.attempts} attempts in" in caught.value.message
+    assert "(retry_deadline 1.5 s)" in caught.value.message
+
+
+def test_the_deadline_ends_refused_connections():
+    client = Client(f"http://127.0.0.1:{free_port()}", retry_deadline=1)
+    started = time.monotonic()
+    with pytest.raises(TransportError) as caught:
+        client.models()
+    assert 1 <= time.monotonic() - started < 2.5
+    assert caught.value.status is None and caught.value.code == "connection_error"
+    assert caught.value.attempts >= 2 and "Gave up after" in str(caught.value)
+
+
+def test_a_proxys_502_is_retried_until_the_deadline():
+    with proxy(free_port()) as hop, pytest.raises(ServerError) as caught:
+        Client(hop.url, retry_deadline=1).models()
+    assert caught.value.code == "http_502" and caught.value.attempts == len(hop.exchanges) >= 2
+
+
+def test_a_4xx_is_not_retried(server):
+    with proxy(server.port) as hop, Client(hop.url, retry_deadline=30) as client:
+        with pytest.raises(InvalidRequest):
+            client.score("adem", [{"context": ["hello"], "response": "hi"}])
+    assert hop.exchanges == [("GET", "/models", 200), ("POST", "/score", 422)]
