@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import MODEL_STORE, REPO
-from tests.server import RunningServer, running_server
+from tests.live_server import RunningServer, running_server
 
 CLIENT_SRC = REPO / "clients" / "python" / "src"
 if str(CLIENT_SRC) not in sys.path:

@@ -10,7 +10,7 @@ from dialscore_client import (Client, DialscoreError, InvalidRequest, NotFound, 
 
 from tests.clients.conftest import TOKEN
 from tests.clients.proxy import proxy
-from tests.server import free_port
+from tests.live_server import free_port
 
 ITEM = {"context": ["how was your weekend?"], "response": "great, i went hiking!", "reference": "fine."}
 

@@ -14,7 +14,7 @@ from dialscore_client import Client, InvalidRequest, NotReady, ServerError, Tran
 
 from tests.clients.conftest import SERVED
 from tests.clients.proxy import proxy
-from tests.server import REPO, _stop, free_port
+from tests.live_server import REPO, _stop, free_port
 
 ITEM = {"context": ["how was your weekend?"], "response": "great, i went hiking!", "reference": "fine."}
 
