@@ -196,8 +196,8 @@ def _document_rules(components: dict[str, Any]) -> None:
         "the response's `warnings` says so.")
     human_eval["qc_criteria"]["description"] += " Each must be a criterion of the ratings; not empty."
     components["Dialogue"]["properties"]["turns"]["description"] = (
-        "The whole conversation, oldest first (1..max_turns), with at least one turn by the bot (`speaker: bot`) whose text is not blank; "
-        "turns with blank text are dropped before scoring.")
+        "The whole conversation, oldest first (1..max_dialogue_turns), with at least one turn by the bot "
+        "(`speaker: bot`) whose text is not blank; turns with blank text are dropped before scoring.")
     components["ErrorBody"]["properties"]["code"]["description"] = (
         "bad_json, bad_request (400); unauthorized (401); unknown_model, not_found (404); method_not_allowed "
         "(405); request_timeout (408); too_large (413, 414, 431); invalid_request (422); internal (500); not_ready (503).")

@@ -14,7 +14,8 @@ def test_healthz_and_readyz(client):
 
 def test_models_lists_everything_the_contract_names(client):
     body = client.get("/models").get_json()
-    assert set(body["limits"]) >= {"max_body_bytes", "max_items", "max_candidates", "max_turns", "max_chars"}
+    assert set(body["limits"]) >= {"max_body_bytes", "max_items", "max_candidates", "max_turns", "max_dialogue_turns",
+                                   "max_chars"}
     for model in body["models"]:
         assert {"name", "version", "kind", "requires", "score_range", "sha256", "providers", "card"} <= set(model)
         assert model["kind"] in ("referenced", "unreferenced", "dialogue")
