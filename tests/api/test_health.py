@@ -154,6 +154,17 @@ def test_openapi_describes_every_endpoint_and_validates(client):
     assert all(rating[key]["minLength"] == 1 for key in ("rater", "system", "item"))
 
 
+def test_every_operation_has_a_lower_camel_case_operation_id(client):
+    """Generated clients name their methods after `operationId`."""
+    document = client.get("/openapi.json").get_json()
+    ids = {(path, method): operation["operationId"] for path, operations in document["paths"].items()
+           for method, operation in operations.items()}
+    assert ids == {("/score", "post"): "score", ("/rerank", "post"): "rerank", ("/correlate", "post"): "correlate",
+                   ("/human-eval", "post"): "humanEval", ("/healthz", "get"): "healthz", ("/readyz", "get"): "readyz",
+                   ("/models", "get"): "listModels", ("/metrics", "get"): "metrics",
+                   ("/openapi.json", "get"): "openapi"}
+
+
 def test_the_readme_example_bodies_give_full_results(client):
     """docs/examples/*.json, which README's curl lines send: intervals, system level, a ranking."""
     from pathlib import Path
