@@ -29,7 +29,9 @@ _ERRORS = {
     "422": "Schema violation (`invalid_request`); details map field paths to messages.",
     "405": "The path exists but not for this method; the `Allow` header lists the right ones.",
     "500": "A bug in the service (`internal`); never the answer to bad input.",
-    "503": "Models are not loaded yet, or the one asked for failed to load on this server (`not_ready`).",
+    "503": ("Models are not loaded yet, or the one asked for failed to load on this server (`not_ready`). "
+            "While they load, `Retry-After` says when to try again; a model that failed to load will not load by "
+            "waiting, and that answer carries no `Retry-After`."),
 }
 # Any operation can answer these; 400 (malformed HTTP), 408, 414 and 431 come from the server itself
 # (service/server/worker.py), before the path is known.
@@ -86,6 +88,11 @@ def _error(code: str) -> dict[str, Any]:
     if code == "405":
         response["headers"] = {"Allow": {"description": "The methods this path answers, e.g. `POST, OPTIONS`.",
                                          "schema": {"type": "string"}}}
+    if code == "503":
+        response["headers"] = {"Retry-After": {
+            "description": "Seconds to wait before retrying, while the models load; absent when a model failed "
+                           "to load.",
+            "schema": {"type": "integer", "minimum": 1}}}
     return response
 
 

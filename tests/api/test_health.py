@@ -165,6 +165,14 @@ def test_every_operation_has_a_lower_camel_case_operation_id(client):
                    ("/openapi.json", "get"): "openapi"}
 
 
+def test_a_503_declares_retry_after(client):
+    """What a client may wait for (test_errors.py: sent while loading, not for a model that failed)."""
+    document = client.get("/openapi.json").get_json()
+    for path, method in (("/score", "post"), ("/rerank", "post"), ("/readyz", "get")):
+        header = document["paths"][path][method]["responses"]["503"]["headers"]["Retry-After"]
+        assert header["schema"]["type"] == "integer" and "failed" in header["description"]
+
+
 def test_the_readme_example_bodies_give_full_results(client):
     """docs/examples/*.json, which README's curl lines send: intervals, system level, a ranking."""
     from pathlib import Path
