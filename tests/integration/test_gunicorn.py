@@ -240,6 +240,9 @@ def test_a_worker_past_its_memory_limit_is_replaced_and_no_request_fails(tmp_pat
     store = copy_store(tmp_path / "model_store", ("length",))
     env = {"DIALSCORE_MAX_WORKER_MEMORY_MIB": "1", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
     with running_server(store, env) as srv:
+        # Probes never recycle a worker: else the pod would flap out of readiness under the limit.
+        assert [_call(srv.port, "GET", "/readyz")[0] for _ in range(6)] == [200] * 6
+        assert "restarting it" not in srv.log()
         statuses = [_call(srv.port, "POST", "/score", {"model": "length", "items": [ITEM]})[0] for _ in range(12)]
         assert statuses.count(200) == 12, {s: statuses.count(s) for s in set(statuses)}
         log = srv.log()
