@@ -23,9 +23,21 @@ from tests.test_readme import run_score_example
 
 pytestmark = pytest.mark.install
 
-# What a checkout has that a clone has not, or pip's in-tree build would leave behind.
-NOT_SHIPPED = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", ".pytest_cache",
-                                     ".ruff_cache", "encoder-fp32.onnx")
+
+
+def clone_copy(source: Path, target: Path) -> Path:
+    """What a clone of `source` would hold, as the working tree has it: tracked files and untracked ones
+    git does not ignore (so no .venv, no built encoders, no caches); pip's in-tree builds then leave
+    nothing in the checkout."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=source,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        if (source / name).is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source / name, target / name)
+    return target
+
+
 RERANK = """
 import json, sys
 from dialscore_client import Client
@@ -47,8 +59,7 @@ def committed_models() -> list[str]:
 
 
 def test_a_fresh_venv_installs_serves_every_committed_model_and_the_client_reranks(tmp_path: Path, full_app) -> None:
-    # copies, so that pip's in-tree builds leave nothing in the checkout
-    source = shutil.copytree(REPO, tmp_path / "dialscore", ignore=NOT_SHIPPED)
+    source = clone_copy(REPO, tmp_path / "dialscore")
     venv, elsewhere = tmp_path / "venv", tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {k: v for k, v in os.environ.items()
@@ -74,8 +85,7 @@ def test_a_fresh_venv_installs_serves_every_committed_model_and_the_client_reran
             assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
         assert (elsewhere / "correlate-report" / "correlate.json").is_file() and "length x32" in done.stdout
 
-        pip_install(venv, shutil.copytree(REPO / "clients" / "python", tmp_path / "dialscore-client",
-                                          ignore=NOT_SHIPPED), env)
+        pip_install(venv, source / "clients" / "python", env)
         done = subprocess.run([python, "-c", RERANK, server.url], capture_output=True, text=True, timeout=120,
                               cwd=elsewhere, env=env)
         assert done.returncode == 0, done.stderr
