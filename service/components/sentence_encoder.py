@@ -17,20 +17,37 @@ from tokenizers import Tokenizer
 from service.components.base import Component, register_component
 from service.components.cache import EncodeCache
 from service.config import encoder_precision
-from service.store.runtime import length_buckets
+from service.store.runtime import int8_dot_products, length_buckets, spread
 
 log = logging.getLogger(__name__)
 
-def choose_precision(requested: str, cuda: bool, fp32_built: bool) -> str:
-    """The encoder file to serve: `auto` (the default) is fp32 on CUDA where built, else int8.
 
-    int8 is the committed CPU file, where ONNX Runtime runs it with int8 activations (fast on
-    CPUs); on CUDA it runs in float with one node sent back to the CPU, so a GPU worker is
-    better served by the fp32 file, whose scores match the CPU's fp32 within 1e-6 (docs/gpu.md).
+def choose_precision(requested: str, cuda: bool, built: set[str], int8_dot: str | None) -> tuple[str, str]:
+    """The encoder file to serve, and why: `auto` (the default) is fp32 on CUDA where built; on a
+    CPU with integer dot products (`int8_dot`, runtime.int8_dot_products) w8a8 where built; int8
+    otherwise, and whenever the file asked for is not built (only int8 is committed).
+
+    w8a8 (int8 weights and per-token int8 activations) encodes 1.4x the texts of fp32 and 2x those
+    of int8 on an AVX2 CPU, and moves the -minilm dev figures by up to .011, their heads having been
+    fitted on int8's vectors (docs/benchmarks.md); int8 (int8 weights; on the CPU, ONNX Runtime's
+    MatMulNBits with int8 activations in blocks) is what a clone serves, and CUDA without the fp32
+    file, where it runs in float. On CUDA the fp32 file's scores match the CPU's fp32 within 1e-6
+    (docs/gpu.md).
     """
     requested = encoder_precision(requested)
-    wanted = ("fp32" if cuda else "int8") if requested == "auto" else requested
-    return wanted if wanted == "int8" or fp32_built else "int8"
+    if requested != "auto":
+        reason = f"DIALSCORE_ENCODER_PRECISION={requested}"
+    elif cuda:
+        requested, reason = "fp32", "auto: CUDA"
+    elif int8_dot:
+        requested, reason = "w8a8", f"auto: the CPU reports {int8_dot}"
+    else:
+        requested, reason = "int8", "auto: the CPU reports no integer dot products"
+    if requested != "int8" and requested not in built:
+        return "int8", f"{reason}, but {requested} is not built (make encoder-{requested})"
+    return requested, reason
+
+
 MAX_TOKENS = 8192
 COUNT_FLOOR = 1e-9  # the graph's clamp of the token count (training/minilm/export.py), as sentence-transformers
 NORM_FLOOR = 1e-12  # torch.nn.functional.normalize's eps
@@ -56,32 +73,33 @@ class SentenceEncoder(Component):
         config = self.manifest.config
         self.max_length = int(config.get("max_length", 256))
         self.dim = int(config.get("dimension", 384))
-        self.precision = self._choose_precision(config.get("files", {}))
+        self.precision, self.chosen_by = self._choose_precision(config.get("files", {}))
         filename = self.filename = config.get("files", {}).get(self.precision, f"encoder-{self.precision}.onnx")
         self.tokenizer = Tokenizer.from_file(str(self.manifest.path(self.manifest.tokenizer or "tokenizer.json")))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=self.max_length)
-        self.session = self.runtime.session(self.manifest.path(filename))
+        self.session = self.runtime.session(self.manifest.path(filename), self.runtime.encoder_run_threads)
         self.pools_here = TOKENS_OUTPUT in self.session.outputs
         if not self.pools_here:
             log.warning("%s: %s has no %s output (an older export); embeddings depend on the batch "
                         "to float32 rounding", self.name, filename, TOKENS_OUTPUT)
 
-    def _choose_precision(self, files: dict[str, str]) -> str:
+    def _choose_precision(self, files: dict[str, str]) -> tuple[str, str]:
         requested = self.runtime.settings.encoder_precision
         cuda = "CUDAExecutionProvider" in self.runtime.providers
-        fp32_built = files.get("fp32") in self.manifest.files
-        chosen = choose_precision(requested, cuda, fp32_built)
-        if chosen == "int8" and choose_precision(requested, cuda, True) == "fp32":
-            log.warning("%s: fp32 encoder not built (make encoder-fp32); using int8", self.name)
-        return chosen
+        built = {precision for precision, name in files.items() if name in self.manifest.files}
+        chosen, reason = choose_precision(requested, cuda, built, int8_dot_products())
+        if "not built" in reason:  # a warning where the file was asked for by name or for CUDA
+            level = logging.INFO if reason.startswith("auto: the CPU") else logging.WARNING
+            log.log(level, "%s: %s; using int8", self.name, reason)
+        return chosen, reason
 
     def sessions(self) -> list[Any]:
         return [self.session]
 
     def served_files(self) -> dict[str, Any]:
-        # int8 and fp32 give scores up to 1.5e-2 of a range apart: a client comparing pods needs to know.
-        return {"precision": self.precision, "file": self.filename}
+        # The files give scores up to 1.5e-2 of a range apart: a client comparing pods needs to know.
+        return {"precision": self.precision, "file": self.filename, "chosen_by": self.chosen_by}
 
     def work(self, texts: list[str]) -> int:
         """Word pieces after truncation: the transformer's cost grows with them (about 0.3 ms each
@@ -101,7 +119,11 @@ class SentenceEncoder(Component):
         lengths = [len(e.ids) for e in encodings]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         # Cut at every 8 word pieces of length: less padding, a batch of 32 distinct items 20% faster.
-        for batch in length_buckets(lengths, self.runtime.settings.batch_size, MAX_TOKENS, step=LENGTH_STEP):
+        batches = length_buckets(lengths, self.runtime.settings.batch_size, MAX_TOKENS, step=LENGTH_STEP)
+        if not self.session.on_cuda:  # batches run on the worker's threads at once: a lone request uses every core
+            batches = spread(batches, lengths, self.runtime.encoder_threads)
+
+        def run(batch: list[int]) -> None:
             width = max(lengths[i] for i in batch)
             ids = np.zeros((len(batch), width), dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
@@ -116,4 +138,6 @@ class SentenceEncoder(Component):
             else:
                 (vectors,) = self.session.run(feeds, ["embedding"])
                 out[batch] = vectors.astype(np.float32)
+
+        self.runtime.map_threads(run, batches)
         return out

@@ -22,8 +22,10 @@ DEFAULT_ENCODER = Path(__file__).resolve().parents[2] / "model_store" / "minilm-
 
 
 def load_encoder(folder: Path = DEFAULT_ENCODER, threads: int = 1) -> SentenceEncoder:
-    """The service's encoder component on CPU, `threads` intra-op threads (1 on a shared machine)."""
-    runtime = Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=threads))
+    """The service's encoder component on CPU, `threads` intra-op threads (1 on a shared machine), on
+    the committed int8 file whatever else is built, so that no head's fit depends on the CPU it ran on."""
+    runtime = Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=threads,
+                                      encoder_precision="int8"))
     return SentenceEncoder(read_manifest(Path(folder)), runtime)
 
 
