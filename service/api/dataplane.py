@@ -65,6 +65,9 @@ class Lookup:
         if STORE_KEY in store.failures:  # nothing was read: every model is out, whatever its name
             raise NotReady("The model store failed to load on this server; the service log has the reason.",
                            {"model": name, "reason": store.public_failures[STORE_KEY]})
+        if name in store.not_built:  # permanent on this server, unlike a failure: 404 with the reason
+            raise UnknownModel(f"Model {name!r} is not served on this server: it {store.not_built[name]}.",
+                               {"model": name, "not_built": store.not_built[name]})
         if name in store.public_failures and name not in store.failed_components:
             # 503, not 404: the name is right and the fault is the server's (API.md: `not_ready`, models
             # not loaded); a load balancer retries a 503 on another pod, where the model may have loaded.
@@ -75,7 +78,16 @@ class Lookup:
 
 
 # --- items ---------------------------------------------------------------------------------------
-def _parse_each(raw_items: list[dict[str, Any]], scorers: list[Scorer]) -> tuple[list[Any], dict[str, str]]:
+def reference_free_advice(store: ModelStore) -> str:
+    """The sentence a referenced model's missing reference is answered with (API.md, /rerank): the
+    served models that need none, which a live bot, having no reference, can call."""
+    names = store.reference_free()
+    return (f"Models that need no reference: {', '.join(names)}." if names
+            else "No model that needs no reference is served here.")
+
+
+def _parse_each(raw_items: list[dict[str, Any]], scorers: list[Scorer], store: ModelStore,
+                ) -> tuple[list[Any], dict[str, str]]:
     """Every item parsed (None where invalid) and every invalid item's errors, keyed `items.<i>.<field>`."""
     kinds = {s.kind for s in scorers}
     if "dialogue" in kinds and len(kinds) > 1:
@@ -94,7 +106,7 @@ def _parse_each(raw_items: list[dict[str, Any]], scorers: list[Scorer]) -> tuple
             continue
         if needs_reference and isinstance(item, Item) and lacks_reference(item.reference):
             errors[f"items.{i}.reference"] = (f"Required, and not blank, by {', '.join(needs_reference)} "
-                                              "(a referenced model).")
+                                              f"(a referenced model). {reference_free_advice(store)}")
             parsed.append(None)
         else:
             parsed.append(item)
@@ -107,14 +119,14 @@ def _item_index(path: str) -> int:
 
 
 def _read_items(raw_items: list[dict[str, Any]], scorers: list[Scorer], skip: bool, over_limits: dict[str, str],
-                ) -> tuple[list[Any], list[int], dict[str, str]]:
+                store: ModelStore) -> tuple[list[Any], list[int], dict[str, str]]:
     """The items to score, their request positions, and (under `on_invalid: "skip"`) the errors of
     those left out, in item order. Without "skip" any invalid item fails the request (422).
 
     Under "skip", with nothing left to score the request fails with the status it would have without
     "skip" (413 where an item is over the limits, else 422), its details naming every item's problems,
     so "skip" changes the status only where something is scored."""
-    parsed, errors = _parse_each(raw_items, scorers)
+    parsed, errors = _parse_each(raw_items, scorers, store)
     if not skip:
         if errors:
             raise InvalidRequest("Some items are invalid; see details for each field.", errors)
@@ -194,7 +206,7 @@ def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[s
     over = limits.check_items(body["items"], settings, check_reference=lookup.reads_reference(), skip_items=skip)
     scorers = lookup.served()
     total = len(body["items"])
-    items, kept, errors = _read_items(body["items"], scorers, skip, over)
+    items, kept, errors = _read_items(body["items"], scorers, skip, over, store)
     limits.check_encoder_work(scorers, items, settings)
     if single:
         options = [_resolve(scorers[0], body["options"])]
@@ -229,7 +241,7 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
         raise InvalidRequest(f"{scorer.name} scores whole dialogues and cannot rerank replies.",
                              {"model": "Not a reply model."})
     if scorer.reads_reference and lacks_reference(body["reference"]):
-        raise InvalidRequest(f"{scorer.name} needs a reference.",
+        raise InvalidRequest(f"{scorer.name} needs a reference. {reference_free_advice(store)}",
                              {"reference": "Required, and not blank, by this model."})
     if errors and len(errors) == len(body["candidates"]):  # nothing left: as without "skip"
         limits.refuse(errors)
@@ -298,4 +310,5 @@ def ready(store: ModelStore, settings: Settings) -> dict[str, Any]:
 def models(store: ModelStore, settings: Settings) -> dict[str, Any]:
     """/models: the served models, the limits, the failures, and whether loading goes on."""
     return {"models": store.describe(), "limits": settings.limits(),
-            "failed": dict(sorted(store.public_failures.items())), "loading": not store.loaded}
+            "failed": dict(sorted(store.public_failures.items())), "not_built": dict(sorted(store.not_built.items())),
+            "loading": not store.loaded}
