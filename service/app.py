@@ -100,7 +100,7 @@ def _error_response(error: ServiceError, headers: dict[str, str] | None = None) 
     metrics.ERRORS.labels(error.code).inc()
     response = jsonify(error.body())
     response.status_code = error.status
-    for key, value in (headers or {}).items():
+    for key, value in {**error.headers, **(headers or {})}.items():
         response.headers[key] = value
     return response
 

@@ -25,8 +25,12 @@ class Settings:
     max_body_bytes: int = 1 << 20  # DIALSCORE_MAX_BODY_BYTES
     max_items: int = 512  # DIALSCORE_MAX_ITEMS
     max_candidates: int = 64  # DIALSCORE_MAX_CANDIDATES
-    max_turns: int = 50  # DIALSCORE_MAX_TURNS: context turns, and turns of a dialogue
-    max_chars: int = 2000  # DIALSCORE_MAX_CHARS: characters per utterance
+    max_turns: int = 50  # DIALSCORE_MAX_TURNS: context turns of an item or a /rerank (the models read their last few)
+    # DIALSCORE_MAX_DIALOGUE_TURNS: turns of a dialogue item (DSTC9's interactive dialogues run to 630)
+    max_dialogue_turns: int = 1000
+    # DIALSCORE_MAX_CHARS: characters per utterance (FED's and DSTC9's longest turns have 3,414); the cost
+    # bounds are the body's bytes and the encoders' word pieces, so a long turn is not refused for its length
+    max_chars: int = 10_000
     # DIALSCORE_MAX_ENCODER_TOKENS: word pieces of a request's distinct texts through the sentence encoder
     # (about 0.3 ms each on one CPU thread: some 30 s of work at the limit)
     max_encoder_tokens: int = 100_000

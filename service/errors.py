@@ -15,6 +15,7 @@ class ServiceError(Exception):
         super().__init__(message)
         self.message = message
         self.details = _bounded(details or {})
+        self.headers: dict[str, str] = {}  # sent with the JSON answer (app.py)
 
     def body(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
@@ -115,6 +116,12 @@ class InvalidRequest(ServiceError):
 
 
 class NotReady(ServiceError):
-    """503: models are still loading, or one failed to load."""
+    """503: models are still loading (`retry_after`: seconds, sent as `Retry-After`), or one failed to
+    load (none: waiting will not load it)."""
 
     status, code = 503, "not_ready"
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None, retry_after: int | None = None) -> None:
+        super().__init__(message, details)
+        if retry_after is not None:
+            self.headers["Retry-After"] = str(retry_after)

@@ -8,7 +8,17 @@ from service.config import load_settings
 def test_defaults_match_the_contract():
     limits = load_settings(environ={}).limits()
     assert limits["max_body_bytes"] == 1 << 20
-    assert (limits["max_items"], limits["max_candidates"], limits["max_turns"], limits["max_chars"]) == (512, 64, 50, 2000)
+    assert (limits["max_items"], limits["max_candidates"], limits["max_turns"]) == (512, 64, 50)
+    # API.md: the defaults admit DSTC9's interactive dialogues (630 turns), FED's and DSTC9's turns (3,414 characters)
+    assert (limits["max_dialogue_turns"], limits["max_chars"]) == (1000, 10_000)
+
+
+def test_dialogue_turns_are_a_limit_of_their_own():
+    settings = load_settings(environ={"DIALSCORE_MAX_DIALOGUE_TURNS": "700", "DIALSCORE_MAX_TURNS": "8"})
+    assert (settings.max_dialogue_turns, settings.max_turns) == (700, 8)
+    assert list(settings.limits()).index("max_dialogue_turns") == list(settings.limits()).index("max_turns") + 1
+    with pytest.raises(ValueError, match="DIALSCORE_MAX_DIALOGUE_TURNS"):
+        load_settings(environ={"DIALSCORE_MAX_DIALOGUE_TURNS": "0"})
 
 
 def test_environment_then_overrides():

@@ -114,8 +114,10 @@ def test_service_pods_are_probed_hardened_and_drained(overlay):
     assert int(config["DIALSCORE_WORKERS"]) * int(config["DIALSCORE_INTRA_OP_THREADS"]) <= int(
         container["resources"]["limits"]["cpu"])
     for key in ("DIALSCORE_MAX_BODY_BYTES", "DIALSCORE_MAX_ITEMS", "DIALSCORE_MAX_CANDIDATES",
-                "DIALSCORE_MAX_TURNS", "DIALSCORE_MAX_CHARS"):
+                "DIALSCORE_MAX_TURNS", "DIALSCORE_MAX_DIALOGUE_TURNS", "DIALSCORE_MAX_CHARS"):
         assert int(config[key]) > 0
+    # the public benchmarks score with the pod's limits too (API.md): DSTC9's 630-turn dialogues, 3,414-character turns
+    assert int(config["DIALSCORE_MAX_DIALOGUE_TURNS"]) >= 630 and int(config["DIALSCORE_MAX_CHARS"]) >= 3414
     assert container["envFrom"][0]["configMapRef"]["name"] == by_kind(docs, "ConfigMap")["metadata"]["name"]
     if overlay == "gpu":
         assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"

@@ -25,6 +25,10 @@ from service.stats import StatsInputError, correlate as correlate_stats
 from service.stats.human_eval import HumanEvalInputError, assess
 from service.store.model_store import STORE_KEY, ModelStore
 
+# Seconds a 503 asks a client to wait (`Retry-After`) while the models load, which takes seconds; a
+# model that failed to load gets no Retry-After, since waiting will not load it.
+LOADING_RETRY_AFTER_S = 1
+
 
 # --- the models a request names ---------------------------------------------------------------
 class Lookup:
@@ -58,7 +62,7 @@ class Lookup:
 
     def _served(self, name: str, scorer: Scorer | None) -> Scorer:
         if not self.loaded:
-            raise NotReady("Models are still loading; retry shortly.", {"loading": True})
+            raise NotReady("Models are still loading; retry shortly.", {"loading": True}, LOADING_RETRY_AFTER_S)
         if scorer is not None:
             return scorer
         store = self.store
@@ -303,8 +307,8 @@ def ready(store: ModelStore, settings: Settings) -> dict[str, Any]:
         raise NotReady(f"Not ready: {names} failed to load; see details and the log.", details)
     if "workers" in details:
         raise NotReady(f"Not ready: {details['workers_ready']} of {details['workers']} workers have loaded "
-                       "their models.", details)
-    raise NotReady("Not ready: models are still loading.", details)
+                       "their models.", details, LOADING_RETRY_AFTER_S)
+    raise NotReady("Not ready: models are still loading.", details, LOADING_RETRY_AFTER_S)
 
 
 def models(store: ModelStore, settings: Settings) -> dict[str, Any]:

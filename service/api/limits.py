@@ -34,10 +34,10 @@ def _item_excess(items: list[dict[str, Any]], settings: Settings, check_referenc
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             continue
-        for key in ("context", "turns"):
+        for key, most in (("context", settings.max_turns), ("turns", settings.max_dialogue_turns)):
             seq = item.get(key)
-            if isinstance(seq, list) and len(seq) > settings.max_turns:
-                over[f"items.{i}.{key}"] = f"{len(seq)} turns; the limit is {settings.max_turns}."
+            if isinstance(seq, list) and len(seq) > most:
+                over[f"items.{i}.{key}"] = f"{len(seq)} turns; the limit is {most}."
             if isinstance(seq, list):
                 for j, utterance in enumerate(seq):
                     text = utterance.get("text") if isinstance(utterance, dict) else utterance

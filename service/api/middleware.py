@@ -18,11 +18,11 @@ from flask import Flask, Response, g, jsonify, request
 
 from service import metrics
 from service.errors import Unauthorized
+from service.server.readiness import PROBE_PATHS as OPEN_PATHS
 
 log = logging.getLogger(__name__)
 
 REQUEST_ID_HEADER = "X-Request-ID"
-OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 # What we accept from a caller: short and printable, so that it cannot forge log lines or headers.
 _VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+=@-]{1,128}")
 

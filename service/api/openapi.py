@@ -29,7 +29,9 @@ _ERRORS = {
     "422": "Schema violation (`invalid_request`); details map field paths to messages.",
     "405": "The path exists but not for this method; the `Allow` header lists the right ones.",
     "500": "A bug in the service (`internal`); never the answer to bad input.",
-    "503": "Models are not loaded yet, or the one asked for failed to load on this server (`not_ready`).",
+    "503": ("Models are not loaded yet, or the one asked for failed to load on this server (`not_ready`). "
+            "While they load, `Retry-After` says when to try again; a model that failed to load will not load by "
+            "waiting, and that answer carries no `Retry-After`."),
 }
 # Any operation can answer these; 400 (malformed HTTP), 408, 414 and 431 come from the server itself
 # (service/server/worker.py), before the path is known.
@@ -86,6 +88,11 @@ def _error(code: str) -> dict[str, Any]:
     if code == "405":
         response["headers"] = {"Allow": {"description": "The methods this path answers, e.g. `POST, OPTIONS`.",
                                          "schema": {"type": "string"}}}
+    if code == "503":
+        response["headers"] = {"Retry-After": {
+            "description": "Seconds to wait before retrying, while the models load; absent when a model failed "
+                           "to load.",
+            "schema": {"type": "integer", "minimum": 1}}}
     return response
 
 
@@ -93,16 +100,17 @@ def _responses(ok: dict[str, Any], codes: tuple[str, ...]) -> dict[str, Any]:
     return {"200": ok, **{code: _error(code) for code in sorted(set(codes + _ALWAYS))}}
 
 
-def _post(summary: str, request_schema: str, example: dict[str, Any], ok: dict[str, Any],
+def _post(operation_id: str, summary: str, request_schema: str, example: dict[str, Any], ok: dict[str, Any],
           codes: tuple[str, ...]) -> dict[str, Any]:
-    return {"post": {"summary": summary,
+    return {"post": {"operationId": operation_id, "summary": summary,
                      "requestBody": {"required": True, "content": {"application/json": {
                          "schema": {"$ref": f"#/components/schemas/{request_schema}"}, "example": example}}},
                      "responses": _responses(ok, codes)}}
 
 
-def _get(summary: str, content: dict[str, Any], codes: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {"get": {"summary": summary, "responses": _responses({"description": summary, "content": content}, codes)}}
+def _get(operation_id: str, summary: str, content: dict[str, Any], codes: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"get": {"operationId": operation_id, "summary": summary,
+                    "responses": _responses({"description": summary, "content": content}, codes)}}
 
 
 def _guarded(path: str, operations: dict[str, Any]) -> dict[str, Any]:
@@ -196,8 +204,8 @@ def _document_rules(components: dict[str, Any]) -> None:
         "the response's `warnings` says so.")
     human_eval["qc_criteria"]["description"] += " Each must be a criterion of the ratings; not empty."
     components["Dialogue"]["properties"]["turns"]["description"] = (
-        "The whole conversation, oldest first (1..max_turns), with at least one turn by the bot (`speaker: bot`) whose text is not blank; "
-        "turns with blank text are dropped before scoring.")
+        "The whole conversation, oldest first (1..max_dialogue_turns), with at least one turn by the bot "
+        "(`speaker: bot`) whose text is not blank; turns with blank text are dropped before scoring.")
     components["ErrorBody"]["properties"]["code"]["description"] = (
         "bad_json, bad_request (400); unauthorized (401); unknown_model, not_found (404); method_not_allowed "
         "(405); request_timeout (408); too_large (413, 414, 431); invalid_request (422); internal (500); not_ready (503).")
@@ -207,30 +215,34 @@ def _operations() -> dict[str, dict[str, Any]]:
     """Every path's operations, before security (see _guarded)."""
     codes = ("400", "404", "413", "422", "503")
     return {
-        "/healthz": _get("Liveness: the process serves.", _json_of("Status")),
-        "/readyz": _get("Readiness: every configured model loaded and warmed up.", _json_of("Status"), ("503",)),
-        "/models": _get("Served models with versions, providers and cards; limits.", _json_of("ModelsResponse")),
-        "/metrics": _get("Prometheus metrics of all workers.", {"text/plain": {"schema": {"type": "string"}}}),
-        "/openapi.json": _get("This document.", _ANY_JSON),
-        "/score": _post("Score replies (or dialogues) with one model.", "ScoreRequest", _SCORE_EXAMPLE,
+        "/healthz": _get("healthz", "Liveness: the process serves.", _json_of("Status")),
+        "/readyz": _get("readyz", "Readiness: every configured model loaded and warmed up.", _json_of("Status"),
+                        ("503",)),
+        "/models": _get("listModels", "Served models with versions, providers and cards; limits.",
+                        _json_of("ModelsResponse")),
+        "/metrics": _get("metrics", "Prometheus metrics of all workers.",
+                         {"text/plain": {"schema": {"type": "string"}}}),
+        "/openapi.json": _get("openapi", "This document.", _ANY_JSON),
+        "/score": _post("score", "Score replies (or dialogues) with one model.", "ScoreRequest", _SCORE_EXAMPLE,
                         {"description": "Scores in item order (with `models`: one such response per model).",
                          "content": {"application/json": {"schema": {"oneOf": [
                              {"$ref": "#/components/schemas/ScoreResponse"},
                              {"$ref": "#/components/schemas/MultiScoreResponse"}]}}}}, codes),
-        "/rerank": _post("Rank candidate replies, best first.", "RerankRequest",
+        "/rerank": _post("rerank", "Rank candidate replies, best first.", "RerankRequest",
                          {"model": "autojudge", "context": ["hi! how was your weekend?"],
                           "candidates": ["i don't know.", "great, i went hiking!"], "top_k": 1},
                          {"description": "Ranking, best first; ties keep input order.",
                           "content": _json_of("RerankResponse")}, codes),
         "/correlate": _post(
-            "Correlation of metric scores with human judgements: Pearson, Spearman, Kendall with p-values, bootstrap "
-            "intervals, item and system level, pairwise comparisons of metrics.", "CorrelateRequest",
+            "correlate", "Correlation of metric scores with human judgements: Pearson, Spearman, Kendall with "
+            "p-values, bootstrap intervals, item and system level, pairwise comparisons of metrics.",
+            "CorrelateRequest",
             _CORRELATE_EXAMPLE, {"description": "Per metric, level and method: r, p, ci, n (null with a reason when "
                                                  "undefined); comparisons.", "content": _json_of("CorrelateResponse")},
             ("400", "413", "422")),
         "/human-eval": _post(
-            "Reliable human assessment (Ji et al. 2022): z-scores, rater quality control, system ranking, "
-            "pairwise Wilcoxon rank-sum tests.", "HumanEvalRequest", _HUMAN_EVAL_EXAMPLE,
+            "humanEval", "Reliable human assessment (Ji et al. 2022): z-scores, rater quality control, system "
+            "ranking, pairwise Wilcoxon rank-sum tests.", "HumanEvalRequest", _HUMAN_EVAL_EXAMPLE,
             {"description": "Raters passed and failed, systems best first, significance matrix.",
              "content": _json_of("HumanEvalResponse")}, ("400", "413", "422")),
     }

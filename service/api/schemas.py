@@ -96,7 +96,7 @@ class TurnSchema(StrictSchema):
 
 class DialogueSchema(StrictSchema):
     turns = fields.List(fields.Nested(TurnSchema), required=True, validate=_nonempty_list,
-                        metadata={"description": "The whole conversation, oldest first (1..max_turns)."})
+                        metadata={"description": "The whole conversation, oldest first (1..max_dialogue_turns)."})
 
     @validates_schema
     def _has_bot_turn(self, data: dict, **_: object) -> None:

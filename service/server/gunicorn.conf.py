@@ -112,11 +112,13 @@ def pre_request(worker, req):
     The worker finishes its requests in flight, and its replacement loads before it serves. Checked
     before a request, not after: gunicorn reads `alive` when it writes the answer, which must then
     say `Connection: close` rather than promise keep-alive on a connection the stopping worker drops.
-    So it reads what the earlier requests left.
+    So it reads what the earlier requests left. The kubelet's probes never recycle: they allocate
+    nothing, and a probe that restarted the worker answering it would keep the pod from ever being
+    ready under a limit its idle workers already pass.
     """
     worker.log.debug("%s %s", req.method, req.path)  # gunicorn's own pre_request, which this replaces
     limit = _settings.max_worker_memory_mib
-    if limit and worker.alive:
+    if limit and worker.alive and req.path not in readiness.PROBE_PATHS:
         held = resident_mib()
         if held > limit:
             worker.log.info("worker %s holds %.0f MiB, over DIALSCORE_MAX_WORKER_MEMORY_MIB=%d: restarting it "

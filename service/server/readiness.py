@@ -13,6 +13,7 @@ from pathlib import Path
 DIR_ENV = "DIALSCORE_READY_DIR"  # shared marker folder; set by gunicorn.conf.py
 WORKERS_ENV = "DIALSCORE_POD_WORKERS"  # how many workers the master runs; set in each worker by post_fork
 PREFIX = "ready-"
+PROBE_PATHS = frozenset({"/healthz", "/readyz"})  # the kubelet's: no credentials, no worker recycling
 
 
 def marker_dir() -> Path | None:

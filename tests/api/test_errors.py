@@ -285,6 +285,23 @@ def test_not_ready_is_503(baseline_store):
     assert scored.status_code == 503
 
 
+def test_a_503_while_loading_says_when_to_retry(baseline_store):
+    """Waiting helps while the models load: /readyz, /score and /rerank say how long (`Retry-After`, seconds)."""
+    from service.app import create_app
+    from service.store.model_store import ModelStore
+
+    app = create_app({"model_store": baseline_store, "load_sync": True, "models": ["length"]})
+    app.extensions["dialscore.store"] = ModelStore(baseline_store)  # a store that has not loaded yet
+    client = app.test_client()
+    answers = [client.get("/readyz"),
+               client.post("/score", json={"model": "length", "items": [{"context": ["a"], "response": "b"}]}),
+               client.post("/rerank", json={"model": "length", "context": ["a"], "candidates": ["b", "c"]})]
+    for answer in answers:
+        assert answer.status_code == 503 and answer.get_json()["error"]["details"]["loading"] is True
+        assert int(answer.headers["Retry-After"]) >= 1
+    assert client.get("/healthz").headers.get("Retry-After") is None
+
+
 def _chunked(app, path: str, data: bytes) -> tuple[str, dict]:
     """A request with Transfer-Encoding: chunked as gunicorn hands it over: no Content-Length."""
     import io
@@ -382,9 +399,11 @@ def test_a_model_that_failed_to_load_is_named_without_server_paths(tmp_path, cap
                                                                          "reference": "c"}]})
         error = response.get_json()["error"]  # 503: a configured model the server could not load is its fault
         assert response.status_code == 503 and error["code"] == "not_ready" and error["details"]["reason"] == expected
+        assert "Retry-After" not in response.headers  # waiting will not load it
         assert str(tmp_path) not in response.get_data(as_text=True)
     ready = client.get("/readyz")
     assert ready.status_code == 503 and ready.get_json()["error"]["details"]["failed"][failed] == reason
+    assert "Retry-After" not in ready.headers
     assert str(tmp_path) not in ready.get_data(as_text=True) and "sha256" not in ready.get_data(as_text=True)
     listed = client.get("/models")
     assert listed.get_json()["failed"][failed] == reason and str(tmp_path) not in listed.get_data(as_text=True)

@@ -14,7 +14,8 @@ def test_healthz_and_readyz(client):
 
 def test_models_lists_everything_the_contract_names(client):
     body = client.get("/models").get_json()
-    assert set(body["limits"]) >= {"max_body_bytes", "max_items", "max_candidates", "max_turns", "max_chars"}
+    assert set(body["limits"]) >= {"max_body_bytes", "max_items", "max_candidates", "max_turns", "max_dialogue_turns",
+                                   "max_chars"}
     for model in body["models"]:
         assert {"name", "version", "kind", "requires", "score_range", "sha256", "providers", "card"} <= set(model)
         assert model["kind"] in ("referenced", "unreferenced", "dialogue")
@@ -151,6 +152,25 @@ def test_openapi_describes_every_endpoint_and_validates(client):
     # an empty rater, system or item is refused (422), so the document says so
     rating = document["components"]["schemas"]["Rating"]["properties"]
     assert all(rating[key]["minLength"] == 1 for key in ("rater", "system", "item"))
+
+
+def test_every_operation_has_a_lower_camel_case_operation_id(client):
+    """Generated clients name their methods after `operationId`."""
+    document = client.get("/openapi.json").get_json()
+    ids = {(path, method): operation["operationId"] for path, operations in document["paths"].items()
+           for method, operation in operations.items()}
+    assert ids == {("/score", "post"): "score", ("/rerank", "post"): "rerank", ("/correlate", "post"): "correlate",
+                   ("/human-eval", "post"): "humanEval", ("/healthz", "get"): "healthz", ("/readyz", "get"): "readyz",
+                   ("/models", "get"): "listModels", ("/metrics", "get"): "metrics",
+                   ("/openapi.json", "get"): "openapi"}
+
+
+def test_a_503_declares_retry_after(client):
+    """What a client may wait for (test_errors.py: sent while loading, not for a model that failed)."""
+    document = client.get("/openapi.json").get_json()
+    for path, method in (("/score", "post"), ("/rerank", "post"), ("/readyz", "get")):
+        header = document["paths"][path][method]["responses"]["503"]["headers"]["Retry-After"]
+        assert header["schema"]["type"] == "integer" and "failed" in header["description"]
 
 
 def test_the_readme_example_bodies_give_full_results(client):

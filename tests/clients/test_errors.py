@@ -48,10 +48,10 @@ def test_a_wrong_base_path_is_not_found(server):
 
 def test_an_utterance_over_the_limit_is_too_large(client):
     with pytest.raises(TooLarge) as caught:
-        client.score("length", [ITEM, {**ITEM, "response": "word " * 500}])
+        client.score("length", [ITEM, {**ITEM, "response": "word " * 2001}])
     assert (caught.value.status, caught.value.code) == (413, "too_large")
-    assert caught.value.details == {"items.1.response": "2500 characters; the limit is 2000."}
-    skipped = client.score("length", [ITEM, {**ITEM, "response": "word " * 500}], on_invalid="skip")
+    assert caught.value.details == {"items.1.response": "10005 characters; the limit is 10000."}
+    skipped = client.score("length", [ITEM, {**ITEM, "response": "word " * 2001}], on_invalid="skip")
     assert skipped.scores == [4.0, None] and skipped.errors == caught.value.details
 
 

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from tests.api.test_limits import benchmark_dialogue
 from tests.conftest import BASELINES, copy_store
 from tests.live_server import running_server
 
@@ -66,7 +67,7 @@ def test_every_endpoint_over_http(server):
                                                               "candidates": ["sure.", "let's go climbing!"],
                                                               "reference": ITEM["reference"]})
             assert status == 200 and len(body["ranking"]) == 2
-    bad = {**ITEM, "response": "x" * 3000}  # over the default 2,000 characters
+    bad = {**ITEM, "response": "x" * 10_001}  # over the default 10,000 characters
     status, body, _ = _call(port, "POST", "/score", {"model": "length", "items": [ITEM, bad]})
     assert status == 413 and set(body["error"]["details"]) == {"items.1.response"}
     status, body, _ = _call(port, "POST", "/score", {"model": "length", "items": [ITEM, bad], "on_invalid": "skip"})
@@ -80,6 +81,17 @@ def test_every_endpoint_over_http(server):
     assert status == 200, body
     status, body, _ = _call(port, "POST", "/score", raw=b"not json")
     assert status == 400 and body["error"]["code"] == "bad_json"
+
+
+def test_mh_scores_the_longest_public_benchmark_dialogues_with_the_default_limits(server):
+    """DSTC9's 630-turn dialogues with FED's and DSTC9's 3,414-character turns (API.md); one turn more than
+    max_dialogue_turns is still a 413 naming the field."""
+    dialogue = benchmark_dialogue()
+    status, body, _ = _call(server.port, "POST", "/score", {"model": "mh", "items": [dialogue]})
+    assert status == 200 and 1.0 <= body["scores"][0] <= 5.0, body
+    limit = _call(server.port, "GET", "/models")[1]["limits"]["max_dialogue_turns"]
+    status, body, _ = _call(server.port, "POST", "/score", {"model": "mh", "items": [benchmark_dialogue(limit + 1)]})
+    assert status == 413 and list(body["error"]["details"]) == ["items.0.turns"], body
 
 
 def test_metrics_aggregate_every_worker(server):
@@ -228,6 +240,9 @@ def test_a_worker_past_its_memory_limit_is_replaced_and_no_request_fails(tmp_pat
     store = copy_store(tmp_path / "model_store", ("length",))
     env = {"DIALSCORE_MAX_WORKER_MEMORY_MIB": "1", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
     with running_server(store, env) as srv:
+        # Probes never recycle a worker: else the pod would flap out of readiness under the limit.
+        assert [_call(srv.port, "GET", "/readyz")[0] for _ in range(6)] == [200] * 6
+        assert "restarting it" not in srv.log()
         statuses = [_call(srv.port, "POST", "/score", {"model": "length", "items": [ITEM]})[0] for _ in range(12)]
         assert statuses.count(200) == 12, {s: statuses.count(s) for s in set(statuses)}
         log = srv.log()

@@ -166,7 +166,7 @@ def test_http_contract_for_dialogue_items(tmp_path: Path) -> None:
     from service.app import create_app
 
     root = make_store(tmp_path, {"question": 1.0}, intercept=2.0)
-    app = create_app({"model_store": root, "load_sync": True, "max_turns": 6})
+    app = create_app({"model_store": root, "load_sync": True, "max_dialogue_turns": 6})
     client = app.test_client()
     listed = {m["name"]: m for m in client.get("/models").get_json()["models"]}
     assert listed["mh"]["kind"] == "dialogue" and listed["mh"]["card"]["summary"] == "test regression"
