@@ -43,15 +43,19 @@ class OnnxHead:
         return {name: torch.from_numpy(value) for name, value in zip(names, self.session.run(None, feeds))}
 
 
-def recipe_config(source: HeadSource, store: Path) -> Config:
+def recipe_config(source: HeadSource, store: Path, served_next_turn: bool = False) -> Config:
     """The training configuration of a head: a served model's own (its card's config), or that model's
-    defaults with next-turn pre-training on RUBER's negative-sampling pairs."""
+    defaults; either with next-turn pre-training of M on RUBER's ~10k negative-sampling pairs, unless
+    `served_next_turn` keeps a served model's own 168k DailyDialog and Chit-Chat next turns (177k texts
+    to encode: hours of MiniLM on a 2-core CPU; with the pairs, the AutoJudge head's dev Pearson is
+    within .006 of the served one's, issue 33's FINDINGS 3a)."""
     if not source.served:
         return Config(model=source.model, next_turn_sources=(NEGATIVE_SAMPLING,))
     saved = read_manifest(Path(store) / source.model).card["config"]
     known = {f.name for f in dataclasses.fields(Config)}
     values = {k: v for k, v in saved.items() if k in known and k not in ("blend", "blend_dev")}
-    return Config(**{**values, "next_turn_sources": tuple(values.get("next_turn_sources", Config.next_turn_sources))})
+    sources = tuple(values.get("next_turn_sources", Config.next_turn_sources)) if served_next_turn else (NEGATIVE_SAMPLING,)
+    return Config(**{**values, "next_turn_sources": sources})
 
 
 def outputs(head: Any, cache: EmbeddingCache, contexts: list[list[str]], replies: list[str], output: str) -> np.ndarray:

@@ -65,13 +65,15 @@ class Rows:
 class Heads:
     """Each head a recipe reads, trained or opened once, and its outputs on the rows."""
 
-    def __init__(self, store: Path, caches: dict[str, EmbeddingCache], overrides: dict[str, Any], log=print) -> None:
+    def __init__(self, store: Path, caches: dict[str, EmbeddingCache], overrides: dict[str, Any], log=print,
+                 served_next_turn: bool = False) -> None:
         self.store, self.caches, self.overrides, self.log = store, caches, overrides, log
+        self.served_next_turn = served_next_turn
         self.full: dict[HeadSource, Any] = {}
         self.train_outputs: dict[HeadSource, np.ndarray] = {}
 
     def config(self, source: HeadSource) -> Config:
-        return dataclasses.replace(recipe_config(source, self.store), **self.overrides)
+        return dataclasses.replace(recipe_config(source, self.store, self.served_next_turn), **self.overrides)
 
     def whole_fit(self, source: HeadSource) -> Any:
         if source not in self.full:
@@ -132,6 +134,8 @@ def card(recipe: Recipe, best: stacker.Trial, trials: list[stacker.Trial], secon
     heads = "; ".join(
         f"`{file}`: " + (f"a copy of {s.model}'s head.onnx (the served head); its out-of-fold scores for the fit from "
                          f"{s.model}'s own recipe (its card's config) with each group's sets left out"
+                         + ("" if "--served-next-turn" in argv else
+                            " and M pre-trained on RUBER's ~10k negative-sampling pairs, not 168k next turns")
                          if s.served else
                          f"{s.model}'s form trained here on {s.encoder} vectors with that model's recipe, but next-turn "
                          "pre-training of M on RUBER's ~10k negative-sampling pairs, not 168k next turns"
@@ -200,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--negatives-contexts", type=positive_int, default=None, help="tests: negative-sample contexts")
     parser.add_argument("--next-turn-max-pairs", type=positive_int, default=None, help="tests: next-turn pairs")
     parser.add_argument("--ruber-pairs", type=positive_int, default=None, help="tests: RUBER's negative-sampling pairs")
+    parser.add_argument("--served-next-turn", action="store_true",
+                        help="out-of-fold heads of a served model pre-train M on its own 168k next turns (177k texts "
+                             "to encode) rather than on RUBER's ~10k negative-sampling pairs")
     parser.add_argument("--seed", type=count, default=0)
     args = parser.parse_args(argv)
     try:
@@ -218,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     encoders = sorted({e for recipe in recipes for e in recipe.uses})
     caches = {e: EmbeddingCache(folders.get(e, default_cache(e)), encoder_folder=args.store / e) for e in encoders}
     rows = Rows.load(args.max_judged, dataclasses.replace(Config(seed=args.seed), **overrides), args.seed)
-    heads = Heads(args.store, caches, overrides)
+    heads = Heads(args.store, caches, overrides, served_next_turn=args.served_next_turn)
     print(f"{len(rows.replies)} judged train items, {len(rows.negatives.good)} negative samples", flush=True)
     for recipe in recipes:
         names = [spec["name"] for spec in recipe.signals]

@@ -1,0 +1,28 @@
+"""Within-context pairwise agreement against pairs counted by hand."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from training.evaluation.pairwise import context_groups, pairwise_agreement
+
+
+def test_groups_key_on_conversation_and_context():
+    keys = [("a", ("hi",)), ("a", ("hi",)), ("b", ("hi",)), ("a", ("hi", "yo"))]
+    assert context_groups(keys).tolist() == [0, 0, 1, 2]
+
+
+def test_pairs_within_a_context_with_a_human_gap_ordered_as_people_do():
+    groups = np.array([0, 0, 0, 1, 1, 2])
+    human = np.array([5.0, 3.0, 3.2, 4.0, 1.0, 5.0])
+    # context 0: (5, 3) and (5, 3.2) count, (3, 3.2) is under the 0.5 gap; context 1: one pair; context 2: none
+    model = np.array([0.9, 0.1, 0.95, 0.2, 0.2, 0.0])
+    share, pairs = pairwise_agreement(groups, human, model)
+    # (5 vs 3): right; (5 vs 3.2): wrong; (4 vs 1): a model tie, wrong
+    assert pairs == 3 and share == pytest.approx(1 / 3)
+    share, pairs = pairwise_agreement(groups, human, model, min_gap=0.1)
+    assert pairs == 4 and share == pytest.approx(2 / 4)  # (3 vs 3.2) now counts, and the model orders it right
+
+
+def test_no_pair_is_none_not_zero():
+    assert pairwise_agreement(np.array([0, 1]), np.array([1.0, 5.0]), np.array([0.0, 1.0])) == (None, 0)
