@@ -6,8 +6,8 @@ bot re-ranking live candidates can call. Each folder holds copies of the graphs 
 bytes: git stores one blob for both folders) and names its source, version and the files' hashes in
 config.derived_from; rerun this command after the source is retrained (a test checks the copies).
 
-ADEM's c^T M r_hat term alone is not served: trained only jointly with the reference term, it is no
-calibrated score (docs/notes/2026-11-26-reference-free-models.md has the measurement).
+ADEM's c^T M r_hat term is not served alone: the paper trains it only jointly with the reference term and
+names no reference-free metric; AutoJudge (autojudge, autojudge-minilm) is that form trained alone.
 """
 from __future__ import annotations
 
