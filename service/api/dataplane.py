@@ -90,8 +90,7 @@ def reference_free_advice(store: ModelStore) -> str:
             else "No model that needs no reference is served here.")
 
 
-def _parse_each(raw_items: list[dict[str, Any]], scorers: list[Scorer], store: ModelStore,
-                ) -> tuple[list[Any], dict[str, str]]:
+def _parse_each(raw_items: list[dict[str, Any]], scorers: list[Scorer]) -> tuple[list[Any], dict[str, str]]:
     """Every item parsed (None where invalid) and every invalid item's errors, keyed `items.<i>.<field>`."""
     kinds = {s.kind for s in scorers}
     if "dialogue" in kinds and len(kinds) > 1:
@@ -110,7 +109,7 @@ def _parse_each(raw_items: list[dict[str, Any]], scorers: list[Scorer], store: M
             continue
         if needs_reference and isinstance(item, Item) and lacks_reference(item.reference):
             errors[f"items.{i}.reference"] = (f"Required, and not blank, by {', '.join(needs_reference)} "
-                                              f"(a referenced model). {reference_free_advice(store)}")
+                                              "(a referenced model).")
             parsed.append(None)
         else:
             parsed.append(item)
@@ -123,14 +122,14 @@ def _item_index(path: str) -> int:
 
 
 def _read_items(raw_items: list[dict[str, Any]], scorers: list[Scorer], skip: bool, over_limits: dict[str, str],
-                store: ModelStore) -> tuple[list[Any], list[int], dict[str, str]]:
+                ) -> tuple[list[Any], list[int], dict[str, str]]:
     """The items to score, their request positions, and (under `on_invalid: "skip"`) the errors of
     those left out, in item order. Without "skip" any invalid item fails the request (422).
 
     Under "skip", with nothing left to score the request fails with the status it would have without
     "skip" (413 where an item is over the limits, else 422), its details naming every item's problems,
     so "skip" changes the status only where something is scored."""
-    parsed, errors = _parse_each(raw_items, scorers, store)
+    parsed, errors = _parse_each(raw_items, scorers)
     if not skip:
         if errors:
             raise InvalidRequest("Some items are invalid; see details for each field.", errors)
@@ -210,7 +209,7 @@ def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[s
     over = limits.check_items(body["items"], settings, check_reference=lookup.reads_reference(), skip_items=skip)
     scorers = lookup.served()
     total = len(body["items"])
-    items, kept, errors = _read_items(body["items"], scorers, skip, over, store)
+    items, kept, errors = _read_items(body["items"], scorers, skip, over)
     limits.check_encoder_work(scorers, items, settings)
     if single:
         options = [_resolve(scorers[0], body["options"])]
