@@ -24,7 +24,6 @@ from training.core.cli import count, positive_int
 from training.core.progress import cpu_description
 from training.core.staging import check_replaceable, staged_folder
 from training.evaluation.pairwise import context_groups
-from training.minilm.card import MACHINE
 from training.minilm.data import judged, negative_samples
 from training.minilm.embed import DEFAULT_CACHE, EmbeddingCache
 from training.minilm.train import Config, train
@@ -128,19 +127,31 @@ def search(X, rows: Rows, names: list[str], good, bad, one_setting: bool, log=pr
     return trials
 
 
+def heads_note(recipe: Recipe, served_next_turn: bool) -> str:
+    """Where each head graph of the folder comes from, and which of them the fit read out of fold."""
+    notes = []
+    for file, source in recipe.heads.items():
+        if source.served:
+            note = f"a copy of {source.model}'s head.onnx (the served head)"
+            if source.rated:
+                note += (f"; the fit read out-of-fold scores of {source.model}'s own recipe (its card's config) with "
+                         "each group's sets left out" + ("" if served_next_turn else
+                                                          ", M pre-trained on RUBER's ~10k negative-sampling pairs, "
+                                                          "not 168k next turns"))
+            else:
+                note += ", in the fit as served (RUBER's s_U reads no rating: no folds)"
+        else:
+            note = (f"{source.model}'s form trained here on {source.encoder} vectors with that model's recipe, but "
+                    "next-turn pre-training of M on RUBER's ~10k negative-sampling pairs, not 168k next turns"
+                    + (" (out of fold in the fit)" if source.rated else ""))
+        notes.append(f"`{file}`: {note}")
+    return "; ".join(notes)
+
+
 def card(recipe: Recipe, best: stacker.Trial, trials: list[stacker.Trial], seconds: float, argv: list[str]) -> dict:
     from training.unref.card import licence
 
-    heads = "; ".join(
-        f"`{file}`: " + (f"a copy of {s.model}'s head.onnx (the served head); its out-of-fold scores for the fit from "
-                         f"{s.model}'s own recipe (its card's config) with each group's sets left out"
-                         + ("" if "--served-next-turn" in argv else
-                            " and M pre-trained on RUBER's ~10k negative-sampling pairs, not 168k next turns")
-                         if s.served else
-                         f"{s.model}'s form trained here on {s.encoder} vectors with that model's recipe, but next-turn "
-                         "pre-training of M on RUBER's ~10k negative-sampling pairs, not 168k next turns"
-                         + (" (out of fold for the fit)" if s.rated else ""))
-        for file, s in recipe.heads.items())
+    heads = heads_note(recipe, served_next_turn="--served-next-turn" in argv)
     return {
         "summary": f"A learned combination of reference-free signals {recipe.summary}: the AutoJudge-form head, "
                    "RUBER's unreferenced metric s_U, cosines of the reply with the last turns, a copy penalty and "
@@ -161,7 +172,7 @@ def card(recipe: Recipe, best: stacker.Trial, trials: list[stacker.Trial], secon
         "heads": heads,
         "licence": licence(recipe.uses),
         "training_time": f"{seconds:.0f} s (heads, out-of-fold heads and the {len(trials)}-setting search) on cached vectors",
-        "machine": f"{MACHINE}; {cpu_description()}",
+        "machine": f"{cpu_description()}, no GPU, one thread, shared with other jobs",
         "fit": {"chosen": best.as_dict(), "settings_tried": len(trials),
                 "search": [t.as_dict() for t in trials[:SEARCH_SHOWN]]},
         "limitations": "reference-free: where a reference exists a referenced model reads more. Fitted on the ratings "
