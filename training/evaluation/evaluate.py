@@ -189,7 +189,7 @@ def markdown(results: dict[str, dict[str, Result]], sets: list[str], models: lis
     lines += distinct_reply_table(results, sets, models)
     if kinds and context_part:
         with_part = {s: {**results[s], **({CONTEXT_PART: context_part[s]} if s in context_part else {})} for s in sets}
-        lines += reranking_table(with_part, sets, models, kinds, restricted_results(with_part, sets))
+        lines += reranking_table(with_part, sets, models, kinds, restricted_results(with_part, sets, every_set=True))
     system_sets = [s for s in sets if any(r.n_systems >= MIN_SYSTEMS for r in results[s].values())]
     if system_sets:
         lines += ["", "System level (Pearson r / Spearman ρ over per-system means):", "",
@@ -232,16 +232,19 @@ def beats_baselines(results: dict[str, dict[str, Result]], sets: list[str], mode
             + ", ".join(parts) + ".")
 
 
-def without_reference_replies(result: Result) -> Result | None:
+def without_reference_replies(result: Result, every_set: bool = False) -> Result | None:
     """The same model and set restricted to items that have a reference other than the judged reply.
 
     Where the judged reply is its own recovered reference, every referenced metric's comparison with
     the reference is at its maximum (minilm-cosine's reference part is 1; its context part still
     varies), and those items are the human replies of the set: they lift word overlap and cosine
     alike, and a reference-free model cannot see them. Restricting every model to the same items
-    shows what is left; it is reported beside the main table, which stays the bar.
+    shows what is left; it is reported beside the main table, which stays the bar. None on a set
+    with no such item, unless `every_set` (then the items with a reference, where none is the reply).
     """
-    if result.scores is None or result.reply_is_reference is None or not result.reply_is_reference.any():
+    if result.scores is None or result.reply_is_reference is None:
+        return None
+    if not (result.reply_is_reference.any() or (every_set and result.has_reference.any())):
         return None
     keep = result.has_reference & ~result.reply_is_reference
     out = Result(model=result.model, set=result.set, n=int(keep.sum()))
@@ -250,9 +253,11 @@ def without_reference_replies(result: Result) -> Result | None:
     return out
 
 
-def restricted_results(results: dict[str, dict[str, Result]], sets: list[str]) -> dict[str, dict[str, Result]]:
-    """Per set and model, the results on the items whose reply is not its own reference (sets that have any)."""
-    return {s: {m: r2 for m, r in results[s].items() if (r2 := without_reference_replies(r)) is not None}
+def restricted_results(results: dict[str, dict[str, Result]], sets: list[str], every_set: bool = False,
+                       ) -> dict[str, dict[str, Result]]:
+    """Per set and model, the results on the items whose reply is not its own reference (sets that have any;
+    with `every_set`, every set with references)."""
+    return {s: {m: r2 for m, r in results[s].items() if (r2 := without_reference_replies(r, every_set)) is not None}
             for s in sets}
 
 

@@ -81,17 +81,17 @@ def reranking_table(results: dict, sets: list[str], models: list[str], kinds: di
     shown = [s for s in sets if REFERENCED_BAR in distinct.get(s, {})]
     lines = ["", ("Reference-free models against the re-ranking bars (issue 33): sets where the model's Pearson r, "
                   "and its pairwise agreement, is above autojudge-minilm's and above minilm-cosine's context part "
-                  "(cos(last turn, reply), the untrained reference-free counterpart); the mean pairwise agreement "
-                  "over the sets of the table above; and the mean Pearson on the items whose judged reply is not "
+                  "(cos(last turn, reply), the untrained reference-free counterpart); the mean Pearson over every "
+                  "set and the mean pairwise agreement over the sets of the table above; and the mean Pearson on the items whose judged reply is not "
                   f"its own reference ({', '.join(shown)}), with the difference to minilm-cosine, which reads the "
                   "reference, there."), "",
-             "| model | Pearson > autojudge-minilm | Pearson > context part | pairwise > autojudge-minilm | "
+             "| model | Pearson mean | Pearson > autojudge-minilm | Pearson > context part | pairwise > autojudge-minilm | "
              "pairwise > context part | pairwise mean | reply not its reference: r (minus minilm-cosine's) |",
-             "|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|"]
     pair_sets = [s for s in sets if max((r.pairs for r in results[s].values()), default=0) >= MIN_PAIRS]
     bar_mean = _mean([distinct[s][REFERENCED_BAR].pearson for s in shown])
     for model in free:
-        cells = []
+        cells = [_cell(_mean([getattr(results[s].get(model), "pearson", None) for s in sets]))]
         for field in ("pearson", "pairwise"):
             for bar in BARS:
                 won, total = _above(results, sets if field == "pearson" else pair_sets, model, bar, field)
