@@ -161,8 +161,8 @@ def card(recipe: Recipe, best: stacker.Trial, trials: list[stacker.Trial], secon
         "uses": "Re-ranking a live bot's candidate replies (`/rerank`: one context, several replies, no "
                 "reference), and scoring replies where no reference exists, on the 1-5 rating scale. "
                 + ("The same encoder pass as autojudge-minilm: no more encoder time than it." if recipe.uses == (MINILM,)
-                   else "Needs mpnet-base (`make encoder-mpnet`): 4-9x MiniLM's encoder time on a CPU; a GPU serves it "
-                        "at the same latency as MiniLM."),
+                   else "Needs mpnet-base (`make encoder-mpnet`): 4-9x MiniLM's encoder time on a CPU (its cost on a "
+                        "GPU is not measured yet)."),
         "inputs": "context (the last 5 turns read) and reply; no reference",
         "options_note": "signals: true adds every signal's raw value to `details`",
         "training_data": "the train partitions of the 9 judged training sets (training.data.judgements.TRAINING_SETS), "
