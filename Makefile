@@ -60,8 +60,9 @@ venv-dev: $(VENV)/.dev
 run: $(VENV)/.serve
 	$(PY) -m service --host $(HOST) --port $(PORT) --workers $(WORKERS)
 
+# PYTEST_ARGS: e.g. "-m install" (the pip-install test, deselected by default), "-m data" (the data tests only)
 test: $(VENV)/.dev
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev
 	bash scripts/lint.sh

@@ -1,4 +1,4 @@
-"""`python -m service [--host H] [--port P] [--workers N]`: serve the model store with gunicorn."""
+"""`python -m service [--host H] [--port P] [--workers N] [--model-store PATH]`: serve the model store with gunicorn."""
 from __future__ import annotations
 
 import argparse
@@ -20,9 +20,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", help="default: $DIALSCORE_HOST, else 127.0.0.1")
     parser.add_argument("--port", help="default: $DIALSCORE_PORT, else 8000")
     parser.add_argument("--workers", help="default: $DIALSCORE_WORKERS, else 2")
+    parser.add_argument("--model-store", type=os.path.abspath, metavar="PATH",
+                        help="default: $DIALSCORE_MODEL_STORE, else the model_store/ beside service/ "
+                             "(the checkout's, or the copy pip installed)")
     args = parser.parse_args(argv)
     # One source of truth: gunicorn.conf.py and the app's settings both read these.
-    for name in ("host", "port", "workers"):
+    for name in ("host", "port", "workers", "model_store"):
         if getattr(args, name) is not None:
             os.environ[f"DIALSCORE_{name.upper()}"] = getattr(args, name)
     try:

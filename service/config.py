@@ -20,7 +20,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 class Settings:
     """Field `name` is read from DIALSCORE_<NAME>; `max_*` fields are the limits GET /models lists."""
 
-    model_store: Path = REPO_ROOT / "model_store"  # DIALSCORE_MODEL_STORE
+    # DIALSCORE_MODEL_STORE; the folder beside service/: the checkout's, or the copy `pip install` puts in site-packages
+    model_store: Path = REPO_ROOT / "model_store"
     models: tuple[str, ...] = ()  # DIALSCORE_MODELS: comma list; empty = every model in the store
     max_body_bytes: int = 1 << 20  # DIALSCORE_MAX_BODY_BYTES
     max_items: int = 512  # DIALSCORE_MAX_ITEMS

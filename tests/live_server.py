@@ -104,23 +104,29 @@ def _wait_ready(process: subprocess.Popen, port: int, log_path: Path, timeout: f
 
 @contextmanager
 def running_server(store: Path, env: dict[str, str] | None = None, *, timeout: float = 180, workers: int = 2,
-                   cwd: Path = REPO, allow_failed_models: bool = False) -> Iterator[RunningServer]:
+                   cwd: Path = REPO, allow_failed_models: bool = False,
+                   command: tuple[str, ...] | None = None) -> Iterator[RunningServer]:
     """`python -m service --host 127.0.0.1 --port <free> --workers N` serving `store`, ready.
 
     env: overrides on top of this process's environment (PROMETHEUS_MULTIPROC_DIR is dropped unless
     given here, so each server has its own metrics). timeout: seconds for /readyz to answer 200; a
     503 naming models that failed to load ends the wait at once, as an error unless
-    allow_failed_models. The log goes to `<store's parent>/server-<port>.log`.
+    allow_failed_models. The log goes to `<store's parent>/server-<port>.log`. command: another
+    way to start it (e.g. an installed `dialscore serve`), run as it is: no PYTHONPATH and no
+    DIALSCORE_MODEL_STORE are added, so it serves its own default store, and `store` only places the log.
     """
     port = free_port()
     environment = {**os.environ, "PYTHONPATH": str(REPO), "DIALSCORE_MODEL_STORE": str(store)}
+    if command is not None:
+        environment = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("DIALSCORE_")}
     environment.pop("PROMETHEUS_MULTIPROC_DIR", None)
     environment.update(env or {})
     log_path = store.parent / f"server-{port}.log"
+    start = command or (sys.executable, "-m", "service")
     with open(log_path, "wb") as log:
-        process = subprocess.Popen([sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(port),
-                                    "--workers", str(workers)], cwd=cwd, env=environment, stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen([*start, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)],
+                                   cwd=cwd, env=environment, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
         try:
             ready = _wait_ready(process, port, log_path, timeout, allow_failed_models)
             try:

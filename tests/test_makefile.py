@@ -52,3 +52,10 @@ def test_make_run_binds_where_the_dialscore_variables_say_and_the_command_line_w
     assert run_line(env={"DIALSCORE_PORT": "8061", "DIALSCORE_WORKERS": "3", "PORT": "9999"}).endswith(
         "--host 127.0.0.1 --port 8061 --workers 3")
     assert run_line("PORT=7", env={"DIALSCORE_PORT": "8061"}).endswith("--port 7 --workers 2")
+
+
+def test_make_test_passes_pytest_args_as_ci_does() -> None:
+    """.ci/run's second run: `make test PYTEST_ARGS="-m 'data or install'"`."""
+    out = dry_run("test", "PYTEST_ARGS=-m 'data or install'")
+    [recipe] = [line for line in out.splitlines() if " -m pytest" in line]  # under `make test`, make[1] talks too
+    assert recipe.endswith("-m pytest -m 'data or install'")

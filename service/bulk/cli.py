@@ -15,7 +15,7 @@ from service.bulk.errors import BulkError, TransientSetUpError, set_up_error
 from service.bulk.output import shard_output
 from service.bulk.runner import run
 from service.bulk.signals import Stop
-from service.config import load_settings
+from service.config import Settings, load_settings
 from service.json_body import loads
 from service.scorers.base import Scorer
 from service.server.logs import configure_logging
@@ -46,7 +46,7 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _json_object(text: str) -> dict[str, Any]:
+def json_object(text: str) -> dict[str, Any]:
     """--options: a JSON object, strictly (options are copied into every output record)."""
     try:
         value = loads(text, finite=True)
@@ -71,7 +71,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="JSONL to append to; with several shards `{index}` in the name, or a suffix, "
                              "gives one file per shard")
     parser.add_argument("--batch-size", type=int, default=256, help="lines scored and fsync'd together (default 256)")
-    parser.add_argument("--options", type=_json_object, default={}, help="model options as a JSON object")
+    parser.add_argument("--options", type=json_object, default={}, help="model options as a JSON object")
     parser.add_argument("--shard-index", type=int, default=_env_int("JOB_COMPLETION_INDEX", 0, parser),
                         help="this worker's shard (default: $JOB_COMPLETION_INDEX, else 0)")
     parser.add_argument("--shard-count", type=int, default=_env_int("DIALSCORE_SHARD_COUNT", 1, parser),
@@ -116,17 +116,20 @@ def _why_not(root: Path, name: str, store: ModelStore) -> str:
     return store.failures.get(name, "not loaded")
 
 
-def _load_scorer(args: argparse.Namespace) -> Scorer:
-    runtime = Runtime(RuntimeSettings.from_settings(args.settings, intra_op_threads=args.threads, workers=1))
-    store = ModelStore(args.model_store, runtime, (args.model,))
+def load_scorers(root: Path, names: list[str], settings: Settings, threads: int) -> list[Scorer]:
+    """The named models of the store at `root`, loaded in this process on one ONNX Runtime; BulkError
+    naming the first that is not available and why (TransientSetUpError where a retry may read it)."""
+    runtime = Runtime(RuntimeSettings.from_settings(settings, intra_op_threads=threads, workers=1))
+    store = ModelStore(root, runtime, tuple(names))
     try:
         store.load()
     except OSError as exc:
-        raise set_up_error(f"cannot read the model store {args.model_store}", exc) from None
-    scorer = store.get(args.model)
-    if scorer is None:
-        raise BulkError(f"model {args.model} is not available: {_why_not(args.model_store, args.model, store)}")
-    return scorer
+        raise set_up_error(f"cannot read the model store {root}", exc) from None
+    scorers = [store.get(name) for name in names]
+    for name, scorer in zip(names, scorers):
+        if scorer is None:
+            raise BulkError(f"model {name} is not available: {_why_not(root, name, store)}")
+    return scorers
 
 
 def _open_input(path: Path) -> BinaryIO:
@@ -157,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     output = shard_output(args.output, args.shard_index, args.shard_count)
     try:
-        scorer = _load_scorer(args)
+        [scorer] = load_scorers(args.model_store, [args.model], args.settings, args.threads)
         load_seconds = time.perf_counter() - started
         with _open_input(args.input) as source:
             counts = run(scorer, source, output, options=args.options, batch_size=args.batch_size,

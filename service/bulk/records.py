@@ -99,8 +99,9 @@ def run_fields(scorer: Scorer, options: dict[str, Any], shard_index: int, shard_
 
 
 def score_batch(batch: list[tuple[int, bytes | OversizedLine]], scorer: Scorer, options: dict[str, Any],
-                extra: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Output records for a batch, in input order: scores, or an error per line that cannot be scored."""
+                extra: dict[str, Any] | None = None, cache: EncodeCache | None = None) -> list[dict[str, Any]]:
+    """Output records for a batch, in input order: scores, or an error per line that cannot be scored.
+    `cache`: one shared by several models scoring the same lines encodes each text once."""
     extra = extra or {}
     records: list[dict[str, Any] | None] = [None] * len(batch)
     good: list[int] = []
@@ -121,7 +122,7 @@ def score_batch(batch: list[tuple[int, bytes | OversizedLine]], scorer: Scorer, 
         items.append(item)
     if items:
         try:
-            results = [scorer.score(items, options, EncodeCache())]
+            results = [scorer.score(items, options, cache if cache is not None else EncodeCache())]
             groups = [good]
         except Exception:  # noqa: BLE001 - find the item that breaks the batch, score the rest
             log.exception("a batch of %d failed; scoring its items one by one", len(items))

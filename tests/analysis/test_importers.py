@@ -9,14 +9,11 @@ import pytest
 from service.analysis import importers
 from service.analysis.importers import ImporterError
 
-JI = Path(__file__).resolve().parents[3] / "shared" / "data" / "human_eval" / "ji2022"
-needs_ji = pytest.mark.skipif(not JI.is_dir(), reason="needs ../shared/data/human_eval/ji2022")
 
-
-@needs_ji
-def test_ji2022_csv_and_json_agree_rating_for_rating() -> None:
-    csv_data = importers.ji2022_csv(JI / "raw_mturk_csv" / "FreeTopicRound1" / "Combined_Batches_305hits.csv")
-    json_data = importers.ji2022_json([JI / "dialogue_data"])
+def test_ji2022_csv_and_json_agree_rating_for_rating(data_dir: Path) -> None:
+    ji = data_dir / "human_eval" / "ji2022"
+    csv_data = importers.ji2022_csv(ji / "raw_mturk_csv" / "FreeTopicRound1" / "Combined_Batches_305hits.csv")
+    json_data = importers.ji2022_json([ji / "dialogue_data"])
     assert len(csv_data.ratings) == len(json_data.ratings) == 1824
     assert csv_data.skipped and "AALP4034U041N" in csv_data.skipped[0]  # the one empty assignment
     by_item = {r["item"]: r for r in json_data.ratings}

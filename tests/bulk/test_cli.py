@@ -104,7 +104,8 @@ def test_the_runtime_settings_of_the_service_reach_the_bulk_scorer(store_root, t
     monkeypatch.setenv("DIALSCORE_CUDA_OPTIONS", "device_id=0")
     args = cli._parse_args(["--model", "length", "--input", str(tmp_path / "in.jsonl"), "--output",
                             str(tmp_path / "out.jsonl"), "--model-store", str(store_root), "--threads", "1"])
-    settings = cli._load_scorer(args).runtime.settings
+    [scorer] = cli.load_scorers(args.model_store, [args.model], args.settings, args.threads)
+    settings = scorer.runtime.settings
     assert (settings.batch_size, settings.providers, settings.cuda_options) == (8, ("CPUExecutionProvider",),
                                                                                 ("device_id=0",))
     assert (settings.intra_op_threads, settings.workers) == (1, 1)  # bulk's own: one process, --threads

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from tests.clients.conftest import CLIENT_SRC
+from tests.test_readme import readme_block
 
 README = CLIENT_SRC.parent / "README.md"
 
@@ -20,3 +21,12 @@ def test_the_readme_example_runs(server):
     assert len(lines) == 4 and "candidate 1: great, i went hiking with my sister!" in lines[0]
     assert lines[2].endswith("[1] {'items.1.reference': 'Required, and not blank, by adem (a referenced model).'}")
     assert lines[3] == "404 unknown_model ['adem', 'autojudge-minilm', 'length']"
+
+
+def test_the_main_readmes_client_example_runs(server):
+    example = readme_block("Calling it", "python")
+    assert "http://127.0.0.1:8000" in example
+    done = subprocess.run([sys.executable, "-c", example.replace("http://127.0.0.1:8000", server.url)],
+                          capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(CLIENT_SRC)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "[1, 0]\n"

@@ -39,10 +39,16 @@ TEXTS = [
 
 
 def _dialogue_turns(n: int = 200) -> list[str]:
-    """Real dialogue turns (DailyDialog validation), the text the encoder serves."""
+    """Real dialogue turns (DailyDialog validation), the text the encoder serves (a `data` test's)."""
     from training.data.corpora import dailydialog
 
     return [turn for dialogue in dailydialog("validation") for turn in dialogue][:n]
+
+
+def _longer_texts(n: int = 40) -> list[str]:
+    """n distinct texts of 3 to 62 words made from TEXTS' words: wider batches than TEXTS alone."""
+    words = " ".join(TEXTS[:-1]).split()
+    return [" ".join(words[(i * 7 + j) % len(words)] for j in range(3 + (i * 23) % 60)) + f" {i}" for i in range(n)]
 
 
 def _runtime() -> Runtime:
@@ -85,6 +91,7 @@ def test_building_fp32_reproduces_the_committed_manifest(fp32_store: Path) -> No
     assert (fp32_store / "manifest.json").read_text() == (STORE / "manifest.json").read_text()
 
 
+@pytest.mark.data
 def test_int8_matches_sentence_transformers(int8: SentenceEncoder, reference: np.ndarray) -> None:
     texts = TEXTS + _dialogue_turns()
     vectors = int8.encode(texts)
@@ -94,6 +101,7 @@ def test_int8_matches_sentence_transformers(int8: SentenceEncoder, reference: np
     assert cosines.min() >= 0.99
 
 
+@pytest.mark.data
 def test_fp32_matches_sentence_transformers(fp32_store: Path, reference: np.ndarray,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(PRECISION_ENV, "fp32")
@@ -142,7 +150,7 @@ def test_vectors_do_not_depend_on_the_batch(int8: SentenceEncoder) -> None:
     alone = np.stack([int8.encode([text])[0] for text in TEXTS])
     np.testing.assert_array_equal(together, alone)
     np.testing.assert_array_equal(int8.encode(TEXTS[::-1])[::-1], together)
-    longer = _dialogue_turns(40)
+    longer = _longer_texts()
     np.testing.assert_array_equal(int8.encode(longer + TEXTS)[len(longer):], together)
     np.testing.assert_allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-4)
 
@@ -190,7 +198,7 @@ def test_batch_size_setting_bounds_every_onnx_run(int8: SentenceEncoder) -> None
     app = create_app({"batch_size": 3, "models": ["minilm-cosine"], "load_sync": True,
                       "providers": ["CPUExecutionProvider"], "intra_op_threads": 1})
     served = app.extensions["dialscore.store"].components["minilm-l6"]
-    texts = TEXTS + _dialogue_turns(40)
+    texts = TEXTS + _longer_texts()
     rows: list[int] = []
     run = served.session.run
     served.session.run = lambda feeds, outputs=None: (rows.append(len(feeds["input_ids"])), run(feeds, outputs))[1]

@@ -42,6 +42,7 @@ def check_batch_invariance(scorer) -> None:
     assert scorer.score(list(reversed(ITEMS))).scores == pytest.approx(list(reversed(together)), abs=1e-5)
 
 
+@pytest.mark.data
 def test_tiny_chain_loads_and_scores_finite_batch_invariant(tiny) -> None:
     scorer = tiny.scorers["adem"]
     assert scorer.kind == "referenced" and scorer.manifest.uses == ["hred-encoder"]
@@ -49,6 +50,7 @@ def test_tiny_chain_loads_and_scores_finite_batch_invariant(tiny) -> None:
     check_batch_invariance(scorer)
 
 
+@pytest.mark.data
 def test_reference_and_context_both_matter(tiny) -> None:
     scorer = tiny.scorers["adem"]
     base = ITEMS[0]
@@ -58,6 +60,7 @@ def test_reference_and_context_both_matter(tiny) -> None:
     assert scores[0] != scores[1] and scores[0] != scores[2]
 
 
+@pytest.mark.data
 def test_shared_encoder_cache_encodes_each_text_once(tiny) -> None:
     cache = EncodeCache()
     tiny.scorers["adem"].score(ITEMS[:2], cache=cache)
@@ -77,6 +80,7 @@ class CountingSession:
         return self.session.run(*args)
 
 
+@pytest.mark.data
 def test_a_context_is_encoded_once_per_request_across_items_and_models(tiny, monkeypatch) -> None:
     # 11 context-graph rows for 6 distinct inputs: the context state was not cached.
     encoder = tiny.scorers["adem"].components["hred-encoder"]
@@ -92,6 +96,7 @@ def test_a_context_is_encoded_once_per_request_across_items_and_models(tiny, mon
     assert together == pytest.approx(alone, abs=1e-5)  # as check_batch_invariance: GEMM rows round apart
 
 
+@pytest.mark.data
 def test_served_over_http(tiny, tmp_path) -> None:
     from service.app import create_app
 
@@ -124,10 +129,12 @@ def check_terms(scorer) -> None:
     assert other["s_ref"] != pytest.approx(batch.details[0]["s_ref"], abs=1e-4)
 
 
+@pytest.mark.data
 def test_tiny_chain_details_are_the_terms_of_the_score(tiny) -> None:
     check_terms(tiny.scorers["adem"])
 
 
+@pytest.mark.data
 def test_a_head_exported_without_terms_is_served_without_details(tiny, tmp_path) -> None:
     """Heads of an older export return the score alone: they still load and score."""
     import onnx

@@ -34,6 +34,7 @@ def check_batch_invariance(scorer) -> None:
         assert scorer.score([item]).scores[0] == pytest.approx(score, abs=1e-5)
 
 
+@pytest.mark.data
 def test_tiny_chain_scores_without_reference(store_root) -> None:
     from service.store.model_store import ModelStore
 
@@ -46,6 +47,7 @@ def test_tiny_chain_scores_without_reference(store_root) -> None:
     assert scorer.score([with_reference]).scores[0] == pytest.approx(scorer.score([ITEMS[1]]).scores[0])
 
 
+@pytest.mark.data
 def test_rerank_over_http(store_root) -> None:
     from service.app import create_app
 

@@ -12,7 +12,6 @@ from scipy import stats as sps
 
 from service.stats.human_eval import HumanEvalInputError, assess
 
-JI = Path(__file__).resolve().parents[3] / "shared" / "data" / "human_eval" / "ji2022"
 RNG = np.random.default_rng(7)
 SYSTEMS = {"good": 70.0, "fair": 50.0, "degraded": 15.0}
 
@@ -135,12 +134,12 @@ def test_bad_input_names_the_field(change, kwargs, field) -> None:
     assert field in caught.value.fields
 
 
-@pytest.mark.skipif(not JI.is_dir(), reason="needs ../shared/data/human_eval/ji2022")
-def test_reproduces_ji_et_al_free_run_1() -> None:
+def test_reproduces_ji_et_al_free_run_1(data_dir: Path) -> None:
     from service.analysis.importers import ji2022_csv, ji2022_json
 
-    data = ji2022_csv(JI / "raw_mturk_csv" / "FreeTopicRound1" / "Combined_Batches_305hits.csv")
-    upstream = ji2022_json([JI / "dialogue_data"]).upstream
+    ji = data_dir / "human_eval" / "ji2022"
+    data = ji2022_csv(ji / "raw_mturk_csv" / "FreeTopicRound1" / "Combined_Batches_305hits.csv")
+    upstream = ji2022_json([ji / "dialogue_data"]).upstream
     body = assess(data.ratings, data.reverse, data.scale, data.qc_system, qc_criteria=data.qc_criteria)
     assert len(body["raters"]["passed"]) == 173  # the paper's Table 1
     assert body["kept_ratings"] == 1075

@@ -93,6 +93,7 @@ def runs(tmp_path_factory):
     return train_heads_tiny(pretrain_tiny(root / "vhred"), root)
 
 
+@pytest.mark.data
 def test_train_command_reports_every_variant_on_dev(runs) -> None:
     metrics = json.loads((runs[0] / "metrics.json").read_text())
     rows = metrics["dev"]["dailydialog_gupta_multiref"]
@@ -102,6 +103,7 @@ def test_train_command_reports_every_variant_on_dev(runs) -> None:
     assert metrics["training"]["adem"]["n"] == 7
 
 
+@pytest.mark.data
 def test_early_stopping_groups_are_contexts_not_conversation_ids() -> None:
     """DSTC7 repeats one context under several conversation ids: grouped by id, 470 of ADEM's 925
     validation items shared a context with fitting items (the paper holds out whole contexts)."""
@@ -120,6 +122,7 @@ def test_early_stopping_groups_are_contexts_not_conversation_ids() -> None:
     assert any(len(ids) > 1 for ids in ids_per_group.values())  # what grouping by id split apart
 
 
+@pytest.mark.data
 def test_train_refuses_sets_without_references(tmp_path, capsys) -> None:
     """Sets without references leave ADEM nothing to train on: one error line, not argparse's usage block."""
     from training.__main__ import main

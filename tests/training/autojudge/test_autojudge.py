@@ -52,6 +52,7 @@ def runs(tmp_path_factory):
     return train_heads_tiny(pretrain_tiny(root / "vhred"), root)
 
 
+@pytest.mark.data
 def test_train_command_reports_dev_and_both_table_1_splits(runs) -> None:
     metrics = json.loads((runs[1] / "metrics.json").read_text())
     assert "autojudge" in metrics["dev"]["dailydialog_gupta_multiref"]

@@ -6,6 +6,7 @@ import pytest
 from training.data import corpora
 
 
+@pytest.mark.data
 def test_dailydialog_official_splits_are_read_whole() -> None:
     validation = corpora.dailydialog("validation")
     assert len(validation) == 1000
@@ -28,6 +29,7 @@ def test_split_assignment_ignores_input_order() -> None:
     assert corpora.chitchat_split_of(ids) == corpora.chitchat_split_of(list(reversed(ids)))
 
 
+@pytest.mark.data
 def test_load_dialogues_combines_sources_and_rejects_bad_names(tmp_path) -> None:
     both = corpora.load_dialogues("validation")
     assert len(both) == 1000 + len(corpora.chitchat("validation"))

@@ -1,6 +1,8 @@
 """The dev hold-out: no training stream holds a development context or (query, reply) pair."""
 from __future__ import annotations
 
+import pytest
+
 from training.data import corpora, judgements
 from training.data.holdout import DevHoldout
 from training.data.keys import match_key
@@ -21,6 +23,7 @@ def test_windows_match_across_spellings_and_skip_greetings() -> None:
     assert kept == [["a b c"]] and dropped == 1
 
 
+@pytest.mark.data
 def test_pretraining_corpora_hold_no_dev_context_of_zhao() -> None:
     """The audit's finding: zhao's dev contexts are DailyDialog train dialogues. Left out now."""
     dev_windows = {tuple(match_key(t) for t in item.context[-2:])
@@ -36,6 +39,7 @@ def test_pretraining_corpora_hold_no_dev_context_of_zhao() -> None:
     assert 0 < dropped < 0.01 * len(train)
 
 
+@pytest.mark.data
 def test_train_partitions_repeat_no_dev_query_or_pair() -> None:
     dev_pairs, dev_queries = set(), set()
     for name in judgements.SETS:

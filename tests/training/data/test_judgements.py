@@ -28,6 +28,7 @@ def test_every_listed_set_has_an_expected_size() -> None:
     assert set(SETS) == set(EXPECTED_SIZES)
 
 
+@pytest.mark.data
 @pytest.mark.parametrize("name", sorted(EXPECTED_SIZES))
 def test_set_loads_rescaled_with_unique_ids(name: str) -> None:
     items = load_set(name)
@@ -41,6 +42,7 @@ def test_set_loads_rescaled_with_unique_ids(name: str) -> None:
     assert any(i.system is not None for i in items) == SETS[name].has_systems
 
 
+@pytest.mark.data
 @pytest.mark.parametrize("name", sorted(EXPECTED_SIZES))
 def test_train_and_dev_partition_the_set_by_context(name: str) -> None:
     train, dev, every = load_set(name, "train"), load_set(name, "dev"), load_set(name)
@@ -53,6 +55,7 @@ def test_train_and_dev_partition_the_set_by_context(name: str) -> None:
         assert not {tuple(i.context) for i in train} & {tuple(i.context) for i in dev}
 
 
+@pytest.mark.data
 def test_overlapping_sets_put_a_shared_context_in_the_same_split() -> None:
     splits: dict[str, set[str]] = defaultdict(set)
     for name in (n for n in SETS if n not in KEYED_BY_CONVERSATION):
@@ -65,6 +68,7 @@ def test_overlapping_sets_put_a_shared_context_in_the_same_split() -> None:
     assert gupta and len(gupta & xdial) >= 0.9 * len(gupta)
 
 
+@pytest.mark.data
 def test_dstc7_merges_judges_and_drops_the_human_reply_from_references() -> None:
     items = load_set("dstc7")
     human = [i for i in items if i.system == "Human"]
@@ -73,6 +77,7 @@ def test_dstc7_merges_judges_and_drops_the_human_reply_from_references() -> None
                for i in human)
 
 
+@pytest.mark.data
 def test_convai2_turn_likes_are_bot_turns_with_their_history_and_a_development_set_only() -> None:
     items = load_set("convai2_turn")
     assert {i.score for i in items} == {1.0, 5.0}  # dislike, like
@@ -86,6 +91,7 @@ def test_convai2_turn_likes_are_bot_turns_with_their_history_and_a_development_s
     assert set(TRAINING_SETS) == set(SETS) - {"convai2_turn", "topicalchat_turn"}
 
 
+@pytest.mark.data
 def test_topicalchat_turns_are_rated_human_turns_measured_only_and_outside_the_holdout() -> None:
     items = load_set("topicalchat_turn")
     assert {i.score for i in items} == {1.0, 2.0, 3.0, 4.0, 5.0}  # Poor .. Excellent

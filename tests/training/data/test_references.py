@@ -40,6 +40,7 @@ def index() -> DailyDialogIndex:
     return dailydialog_index()
 
 
+@pytest.mark.data
 def test_real_records_of_each_dailydialog_set_are_matched(index):
     # holistic_eval row 0: the first turn of DailyDialog test dialogue 0 (single-turn context)
     item = next(i for i in load_set("holistic_eval") if i.item_id == "h0")
@@ -55,6 +56,7 @@ def test_real_records_of_each_dailydialog_set_are_matched(index):
         == match_key("then tell me something about your background .")
 
 
+@pytest.mark.data
 def test_ambiguous_other_sets_and_referenced_items_get_none(index):
     assert recover_reference(judged(["How may I help you ?"]), index) is None  # many DailyDialog replies
     # ConTurE is not built on DailyDialog: never matched, even where a turn happens to occur there
@@ -62,6 +64,7 @@ def test_ambiguous_other_sets_and_referenced_items_get_none(index):
     assert recover_reference(judged(["Hey man , you wanna buy some weed ?"], references=["x"]), index) is None
 
 
+@pytest.mark.data
 def test_with_recovered_references_fills_copies_and_flags_the_human_reply(index):
     items = [judged(["Hey man , you wanna buy some weed ?"], response="some what?"),
              judged(["How may I help you ?"])]

@@ -12,6 +12,7 @@ from training.evaluation import degenerate
 from training.evaluation.degenerate import KINDS, Case, main, shares
 
 
+@pytest.mark.data
 def test_a_partial_run_prints_its_table_and_leaves_docs_and_cards(tmp_path, capsys, monkeypatch):
     store = copy_store(tmp_path / "store", ("length", "minilm-cosine"))
     monkeypatch.chdir(tmp_path)  # the default --out, docs/evaluation.md, would be here
@@ -47,6 +48,7 @@ def test_shares_count_a_tie_as_a_failure_and_below_as_a_success():
     assert result["all"] == pytest.approx(1 / 3)
 
 
+@pytest.mark.data
 def test_check_set_uses_only_development_contexts() -> None:
     from training.data.judgements import normalise, split_of
 

@@ -1,9 +1,13 @@
 """`python -m training dev-items`: the items evaluate scores, written for researchers to reuse."""
 import json
 
+import pytest
+
 from training.evaluation import dev_items
 from training.data.references import recover
 from training.data.judgements import load_set
+
+pytestmark = pytest.mark.data  # every test here reads the real data
 
 
 def test_the_written_items_are_the_ones_evaluate_scores(tmp_path, capsys):

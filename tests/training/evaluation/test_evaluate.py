@@ -46,6 +46,7 @@ def test_write_section_rewrites_only_its_own_markers(tmp_path):
     assert BEGIN in fresh.read_text()
 
 
+@pytest.mark.data
 def test_evaluate_runs_served_models_on_real_dev_sets(tmp_path):
     store = copy_store(tmp_path / "store", ("bleu4", "length"))
     out, plots = tmp_path / "evaluation.md", tmp_path / "plots"
@@ -117,6 +118,7 @@ def test_beats_baselines_counts_sets_where_a_model_tops_bleu_and_rouge():
     assert "ruber 1/2" in line and "length 1/2" in line and "bleu4 " not in line
 
 
+@pytest.mark.data
 def test_evaluate_recovers_dailydialog_references_by_default(tmp_path):
     from training.data.references import with_recovered_references
 

@@ -1,7 +1,11 @@
 """`minilm-report`: a run over some of the sets prints its table and writes no card and no docs."""
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import copy_store
+
+pytestmark = pytest.mark.data  # every test here reads the real data
 
 
 def test_a_report_over_some_sets_writes_no_card_and_no_docs(tmp_path, capsys) -> None:

@@ -54,6 +54,7 @@ def test_export_with_nothing_to_export_is_a_usage_error(capsys) -> None:
     assert exited.value.code == 2 and "--vhred" in capsys.readouterr().err
 
 
+@pytest.mark.data
 def test_heads_record_their_encoder_files(runs) -> None:
     encoder = json.loads((runs["store"] / "hred-encoder" / "manifest.json").read_text())["files"]
     for head in ("adem", "autojudge"):
@@ -62,6 +63,7 @@ def test_heads_record_their_encoder_files(runs) -> None:
     assert not [p for p in runs["store"].iterdir() if p.name.startswith(".")]  # the staging folder is gone
 
 
+@pytest.mark.data
 def test_a_head_is_not_exported_with_another_encoder(runs, tmp_path, capsys) -> None:
     store = tmp_path / "store"
     err = refused(["export", "--vhred", str(runs["b"]), "--adem", str(runs["adem"]), "--store", str(store)], capsys)
@@ -69,6 +71,7 @@ def test_a_head_is_not_exported_with_another_encoder(runs, tmp_path, capsys) -> 
     assert not store.exists() or not snapshot(store)  # nothing written, not even the encoder
 
 
+@pytest.mark.data
 def test_a_head_is_not_exported_onto_the_store_encoder_of_another_run(runs, tmp_path, capsys) -> None:
     store = tmp_path / "store"
     assert main(["export", "--vhred", str(runs["b"]), "--store", str(store)]) == 0
@@ -78,6 +81,7 @@ def test_a_head_is_not_exported_onto_the_store_encoder_of_another_run(runs, tmp_
     assert snapshot(store) == before
 
 
+@pytest.mark.data
 def test_an_encoder_alone_may_not_orphan_the_heads_in_the_store(runs, tmp_path, capsys) -> None:
     """`export --vhred` alone may not replace the encoder under the heads already in the store."""
     store = tmp_path / "store"
@@ -91,6 +95,7 @@ def test_an_encoder_alone_may_not_orphan_the_heads_in_the_store(runs, tmp_path, 
     assert snapshot(store)["hred-encoder/utterance_encoder.onnx"] == before["hred-encoder/utterance_encoder.onnx"]
 
 
+@pytest.mark.data
 def test_the_service_refuses_a_head_on_another_encoder(runs, tmp_path) -> None:
     """A store put together by hand (or by an export from before the check): the heads fail by name."""
     from service.store.model_store import ModelStore
@@ -124,6 +129,7 @@ def _copy(run: Path, tmp_path: Path, name: str) -> Path:
     return target
 
 
+@pytest.mark.data
 def test_inputs_are_checked_before_anything_is_written(runs, tmp_path, capsys) -> None:
     """A bad head run leaves no new encoder in the store beside the old heads."""
     store = tmp_path / "store"
@@ -140,6 +146,7 @@ def test_inputs_are_checked_before_anything_is_written(runs, tmp_path, capsys) -
     assert not store.exists() or not snapshot(store)
 
 
+@pytest.mark.data
 def test_an_unfinished_or_mixed_pretraining_folder_is_refused(runs, tmp_path, capsys) -> None:
     """A checkpoint of an interrupted rerun beside the last run's metrics.json is no finished run."""
     from training.hred.model import load_checkpoint, save_checkpoint
@@ -173,6 +180,7 @@ def test_an_unfinished_or_mixed_pretraining_folder_is_refused(runs, tmp_path, ca
     assert "is not a readable tokenizer" in err
 
 
+@pytest.mark.data
 def test_a_new_pretraining_run_clears_the_last_runs_outputs_first(runs, tmp_path, monkeypatch) -> None:
     """An interrupted rerun must not leave the previous model.pt and metrics.json to be taken as its own:
     they go before the new run writes its tokenizer."""
@@ -190,6 +198,7 @@ def test_a_new_pretraining_run_clears_the_last_runs_outputs_first(runs, tmp_path
     assert not any((folder / name).exists() for name in pretrain.RUN_OUTPUTS)
 
 
+@pytest.mark.data
 def test_a_rerun_that_cannot_start_keeps_the_last_run(runs, tmp_path, capsys) -> None:
     """A run that fails before training (a wrong --data-dir) leaves the finished run in --out as it was."""
     folder = _copy(runs["a"], tmp_path, "kept")
@@ -200,6 +209,7 @@ def test_a_rerun_that_cannot_start_keeps_the_last_run(runs, tmp_path, capsys) ->
                                                                       if k != "pretrain.log"}
 
 
+@pytest.mark.data
 def test_finish_writes_the_stopped_runs_settings_not_its_own_defaults(runs, tmp_path) -> None:
     """metrics.json's seed and KL annealing are part of what export matches heads by."""
     from training.hred import train as pretrain
@@ -229,6 +239,7 @@ def test_finish_writes_the_stopped_runs_settings_not_its_own_defaults(runs, tmp_
                                                                           first["train_fingerprint"])
 
 
+@pytest.mark.data
 def test_finish_without_the_runs_tokenizer_is_refused(runs, tmp_path, capsys) -> None:
     """It trained a new tokenizer, unlike the saved model's (perplexity 183 -> 335), and export took it."""
     stopped = _copy(runs["a"], tmp_path, "no-tokenizer")
@@ -246,6 +257,7 @@ def test_finish_without_a_checkpoint_is_a_usage_error(tmp_path, capsys) -> None:
     assert not (tmp_path / "empty" / "tokenizer.json").exists()
 
 
+@pytest.mark.data
 def test_a_head_on_an_encoder_run_that_differs_only_in_its_weights_is_refused(runs, tmp_path, capsys) -> None:
     """A run with another lr (same corpus, steps, seed and width) is another encoder: the weights' hash says so."""
     from training.hred import train as pretrain
@@ -259,6 +271,7 @@ def test_a_head_on_an_encoder_run_that_differs_only_in_its_weights_is_refused(ru
     assert "trained on another encoder" in err and "weights" in err
 
 
+@pytest.mark.data
 def test_a_cut_short_checkpoint_is_one_line_not_a_traceback(runs, tmp_path, capsys) -> None:
     """torch reads a file cut at half its length as OSError [Errno 22], which was let through."""
     cut = _copy(runs["a"], tmp_path, "cut")
@@ -268,6 +281,7 @@ def test_a_cut_short_checkpoint_is_one_line_not_a_traceback(runs, tmp_path, caps
         ["export", "--vhred", str(cut), "--store", str(tmp_path / "s4")], capsys)
 
 
+@pytest.mark.data
 def test_an_export_removes_what_a_killed_export_left(runs, tmp_path) -> None:
     """A kill during the final moves left a .export-* folder (full copies of the old folders) for good."""
     store = tmp_path / "store"
@@ -305,6 +319,7 @@ def test_a_head_with_nothing_left_to_fit_is_refused() -> None:
         fit_autojudge(vectors, np.array([3.0]), ["only context"])
 
 
+@pytest.mark.data
 def test_finish_of_a_finished_run_still_works(runs, tmp_path) -> None:
     """A finished model.pt holds `sources` as a list (its metrics): applying it as the command line's
     comma-separated text was an AttributeError (a review of the --finish data settings)."""
@@ -321,6 +336,7 @@ def test_finish_of_a_finished_run_still_works(runs, tmp_path) -> None:
     assert after["train_fingerprint"] == before["train_fingerprint"]
 
 
+@pytest.mark.data
 def test_the_exported_cards_follow_the_template(runs) -> None:
     from training.core.card import SECTIONS, headings
 

@@ -77,6 +77,7 @@ def test_windows_predict_every_turn_after_the_first_once() -> None:
     assert predicted == list(range(1, 10)) and all(2 <= len(w) <= 4 for w in windows)
 
 
+@pytest.mark.data
 def test_pretrain_writes_a_checkpoint_tokenizer_and_held_out_perplexity(run) -> None:
     metrics = json.loads((run / "metrics.json").read_text())
     held = metrics["held_out_dailydialog_validation"]
@@ -89,6 +90,7 @@ def test_pretrain_writes_a_checkpoint_tokenizer_and_held_out_perplexity(run) -> 
     assert tokenizer.encode("").ids == [bpe.EOS_ID]
 
 
+@pytest.mark.data
 def test_export_matches_torch_within_1e_4_at_several_shapes(run, tmp_path) -> None:
     folder = tmp_path / "hred-encoder"
     parity = export_hred(run / "model.pt", run / "tokenizer.json", folder, "2026.11.0")
@@ -105,6 +107,7 @@ def test_export_matches_torch_within_1e_4_at_several_shapes(run, tmp_path) -> No
                         ["tokens", "lengths"]) < 1e-4
 
 
+@pytest.mark.data
 def test_parity_check_fails_on_a_different_model(run, tmp_path) -> None:
     folder = tmp_path / "hred-encoder"
     export_hred(run / "model.pt", run / "tokenizer.json", folder, "2026.11.0")
@@ -114,6 +117,7 @@ def test_parity_check_fails_on_a_different_model(run, tmp_path) -> None:
         check_parity(other.utterance_encoder, folder / "utterance_encoder.onnx", example, ["tokens", "lengths"])
 
 
+@pytest.mark.data
 def test_service_component_reproduces_training_vectors(run, tmp_path) -> None:
     from service.components.base import component_class
     from service.store.manifest import read_manifest
@@ -130,6 +134,7 @@ def test_service_component_reproduces_training_vectors(run, tmp_path) -> None:
     assert np.abs(component.encode_responses(replies) - ours.encode_responses(replies)).max() < 1e-4
 
 
+@pytest.mark.data
 def test_export_serves_the_runs_tokenizer_with_curly_quotes_mapped(run, tmp_path) -> None:
     """The run keeps its tokenizer (the encoder and heads were trained on it); the store's reads ’ as '."""
     from service.components.base import component_class
@@ -160,6 +165,7 @@ def test_config_refuses_sizes_no_model_can_use(field, value) -> None:
         pretrain.windows([[[1], [2], [3]]], 1)
 
 
+@pytest.mark.data
 def test_a_vocabulary_size_the_tokenizer_cannot_have_is_said(tmp_path) -> None:
     """A vocabulary smaller than BPE can make is a warning in the log, not silence."""
     import json

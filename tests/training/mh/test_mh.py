@@ -14,10 +14,9 @@ from training.mh import data
 from training.mh import model as fit
 
 JUDGEMENTS = data.DEFAULT_ROOT
-needs_data = pytest.mark.skipif(not (JUDGEMENTS / "convai2_human_bot").is_dir(), reason="shared data not mounted")
 
 
-@needs_data
+@pytest.mark.data
 def test_convai2_conversations_carry_bot_ids_and_ratings() -> None:
     rated = data.load_convai2(min_pairs=1)
     assert len(rated) > 400
@@ -29,7 +28,7 @@ def test_convai2_conversations_carry_bot_ids_and_ratings() -> None:
     assert 0 < len(stricter) < len(rated) and all(data.exchanges(c.speakers) >= 3 for c in stricter)
 
 
-@needs_data
+@pytest.mark.data
 def test_ieval_and_conture_loaders() -> None:
     ieval = data.load_ieval()
     assert {c.bot for c in ieval} == {"ieval/Pink", "ieval/Purple", "ieval/Yellow", "ieval/Green"}
@@ -88,7 +87,7 @@ def _data_slice(root: Path) -> None:
     _slice(JUDGEMENTS / "conture" / "data.json", judgements / "conture" / "data.json", 3)
 
 
-@needs_data
+@pytest.mark.data
 def test_train_mh_end_to_end_on_a_slice(tmp_path: Path) -> None:
     """A real run on the first records of each data set: artifact, card, docs section, served scorer."""
     from training.mh import report, train
@@ -136,7 +135,7 @@ def test_train_mh_reads_the_data_root_every_command_reads(tmp_path: Path, capsys
     assert str(missing / "judgements") in capsys.readouterr().err
 
 
-@needs_data
+@pytest.mark.data
 def test_vader_reads_every_turn_of_the_fitting_and_transfer_data_whole() -> None:
     """MAX_SENTIMENT_WORDS was cut from 512 to 128 for the service's worst case (service/proxies.py):
     that changes no fitted or reported figure only while no turn of these sets is longer."""
@@ -163,7 +162,7 @@ def test_ridge_shrinks_the_coefficients_but_never_the_intercept() -> None:
         assert model.coefficients == pytest.approx(expected, abs=1e-9)
 
 
-@needs_data
+@pytest.mark.data
 def test_the_card_of_a_run_follows_the_template(tmp_path: Path) -> None:
     from training.core.card import SECTIONS, headings
     from training.mh import train

@@ -144,6 +144,7 @@ def test_selfplay_reports_a_bot_that_never_answers(server: str, mh) -> None:
     assert "did not answer" in summary["errors"][0]
 
 
+@pytest.mark.data
 def test_selfplay_command_fails_cleanly_on_a_silent_bot(server: str, mh, capsys) -> None:
     code = selfplay.main(["--bot", f"{server}/silent", "--conversations", "2", "--turns", "2", "--timeout", "0.2",
                           "--store", str(MODEL_STORE)])
@@ -151,6 +152,7 @@ def test_selfplay_command_fails_cleanly_on_a_silent_bot(server: str, mh, capsys)
     assert "no conversation completed" in capsys.readouterr().out
 
 
+@pytest.mark.data
 def test_selfplay_command_with_vhred_prints_the_score(tiny_vhred: Path, mh, tmp_path: Path, capsys) -> None:
     out = tmp_path / "selfplay.json"
     docs = tmp_path / "evaluation.md"

@@ -11,6 +11,8 @@ torch = pytest.importorskip("torch")
 
 from training.minilm.finetune import FineTuneConfig, TunedAutoJudge, fine_tune, last_turn_rows, main  # noqa: E402
 
+pytestmark = pytest.mark.data  # every test here reads the real data
+
 
 def test_fine_tuning_moves_the_encoder_and_measures_every_set() -> None:
     torch.set_num_threads(1)

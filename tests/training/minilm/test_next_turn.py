@@ -20,6 +20,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> EmbeddingCache:
     return EmbeddingCache(tmp_path_factory.mktemp("cache"), load_encoder())
 
 
+@pytest.mark.data
 def test_pairs_are_consecutive_turns_with_no_development_query() -> None:
     queries, replies = corpus_pairs(("dailydialog",), max_pairs=300)
     assert len(queries) == len(replies) == 300
@@ -33,6 +34,7 @@ def test_pairs_are_consecutive_turns_with_no_development_query() -> None:
         corpus_pairs(("reddit",))
 
 
+@pytest.mark.data
 def test_pretraining_learns_to_pick_the_next_turn(cache: EmbeddingCache) -> None:
     config = NextTurnConfig(epochs=30, batch=32, lr=1e-2, max_pairs=64, sources=("dailydialog",))
     matrix = pretrain_bilinear(cache, config, log=lambda *_: None)
@@ -61,6 +63,7 @@ def test_start_from_sets_m_and_where_the_l1_term_pulls_it(head_class) -> None:
         assert head.regulariser().item() == pytest.approx(0.5)
 
 
+@pytest.mark.data
 @pytest.mark.parametrize("model,encoding,pooling", [("autojudge-minilm", "last", "last"),
                                                     ("adem-minilm", "turns", "attn"),
                                                     ("ruber-minilm", "last", "last")])
@@ -89,6 +92,7 @@ def test_exported_graph_has_no_trace_of_the_prior(cache: EmbeddingCache, tmp_pat
     assert sum(1 for t in graph.initializer if list(t.dims) == [DIM, DIM]) == 1
 
 
+@pytest.mark.data
 def test_the_objective_is_the_symmetric_in_batch_softmax(cache: EmbeddingCache) -> None:
     """CLIP's loss, by hand: logits L = e^3 C A^T (the learned scale starts at e^3, M at I), and the loss
     is the mean of the cross-entropy of each context over the replies (rows) and of each reply over the

@@ -16,6 +16,8 @@ from training.minilm.embed import EmbeddingCache, load_encoder, predict  # noqa:
 from training.minilm.export import export_model  # noqa: E402
 from training.minilm.train import Config, train  # noqa: E402
 
+pytestmark = pytest.mark.data  # every test here reads the real data
+
 REPO = Path(__file__).resolve().parents[3]
 
 

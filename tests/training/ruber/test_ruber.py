@@ -69,6 +69,7 @@ def test_margin_loss_is_the_hinge_of_eq_7():
     assert float(margin_loss(positive, negative, 0.5)) == pytest.approx(expected)
 
 
+@pytest.mark.data
 def test_length_sorted_batches_cover_every_pair_once(pairs):
     import random
 
@@ -77,6 +78,7 @@ def test_length_sorted_batches_cover_every_pair_once(pairs):
     assert flat == sorted(set(flat)) and len(flat) >= len(pairs[0]) - 1
 
 
+@pytest.mark.data
 def test_training_lowers_the_ranking_loss_on_its_data(trained, pairs):
     model, before, history = trained
     # an untrained head gives every pair about the same score: loss about Δ, accuracy about chance
@@ -87,6 +89,7 @@ def test_training_lowers_the_ranking_loss_on_its_data(trained, pairs):
     assert history["best"]["step"] in {h["step"] for h in history["history"]}
 
 
+@pytest.mark.data
 def test_export_parity_and_symbolic_axes(trained, tmp_path):
     model, _, _ = trained
     query = export_encoder(model.query_encoder, tmp_path / "q.onnx")
@@ -96,6 +99,7 @@ def test_export_parity_and_symbolic_axes(trained, tmp_path):
     assert symbolic_inputs(query) and symbolic_inputs(head)
 
 
+@pytest.mark.data
 def test_whole_chain_train_export_load_in_the_store_and_score(trained, glove, tmp_path):
     from service.store.runtime import Runtime, RuntimeSettings
     from service.store.model_store import ModelStore
@@ -132,6 +136,7 @@ def test_whole_chain_train_export_load_in_the_store_and_score(trained, glove, tm
     np.testing.assert_allclose(alone, scorer.score(items).scores, atol=1e-6)
 
 
+@pytest.mark.data
 def test_the_command_pipeline_writes_a_servable_calibrated_model_with_a_card(tmp_path):
     from training.ruber.train import run
 
@@ -164,6 +169,7 @@ def test_the_command_pipeline_writes_a_servable_calibrated_model_with_a_card(tmp
     assert manifest.card["correlations"]["holistic_eval"]["bleu4"] == {"n/a": "needs a reference"}
 
 
+@pytest.mark.data
 def test_training_is_deterministic_for_a_seed(glove, pairs):
     """`make train` must reproduce the committed weights: same seed, same data -> same parameters."""
     torch.set_num_threads(1)
@@ -216,6 +222,7 @@ def test_the_card_says_how_the_validation_loss_ended():
     assert run([.5, .1, .2, .3, .4, .5]).startswith("Validation loss stopped improving")
 
 
+@pytest.mark.data
 def test_a_time_cap_that_stops_training_early_is_a_warning_and_none_means_none(glove, pairs, caplog):
     """A time cap that stops training early says so (the model then depends on the machine's speed)."""
     torch.set_num_threads(1)
