@@ -10,14 +10,12 @@ import pytest
 from service.scorers.base import Item
 from service.store.model_store import ModelStore
 from tests.conftest import MODEL_STORE, copy_store
-from training.data.judgements import DEFAULT_DATA_DIR
 from training.unref import parts
 
 torch = pytest.importorskip("torch")
-needs_data = pytest.mark.skipif(not (DEFAULT_DATA_DIR / "judgements").is_dir(), reason="shared data not mounted")
 
 
-@needs_data
+@pytest.mark.data
 def test_a_tiny_unref_minilm_trains_exports_and_serves(tmp_path: Path):
     from training.unref.train import main
 
