@@ -30,6 +30,7 @@ from training.core.cli import output_dir, output_file, positive_int
 from training.core.progress import cpu_description, setup_logging
 from training.data.judgements import DEFAULT_DATA_DIR, JudgedItem, SETS, load_set
 from training.data.references import Recovery, is_reference_reply, recover
+from training.evaluation.pairwise import MIN_PAIRS
 from training.evaluation.reranking import CONTEXT_PART, context_part_scores, pairwise, pairwise_table, reranking_table
 from training.evaluation.vectors import SharedVectors
 from training.minilm.card import OWN_README_TABLE
@@ -324,7 +325,7 @@ def scatter_plot(set_name: str, results: list[Result], path: Path) -> Path:
 def card_entry(results: dict[str, Result], command: str, split: str) -> dict:
     """{command, split, item_level: {set: {pearson, spearman, n}}} for the sets the model ran on."""
     item_level = {name: {"pearson": _round(r.pearson), "spearman": _round(r.spearman), "n": r.n,
-                         **({"pairwise": _round(r.pairwise), "pairs": r.pairs} if r.pairs else {})}
+                         **({"pairwise": _round(r.pairwise), "pairs": r.pairs} if r.pairs >= MIN_PAIRS else {})}
                   for name, r in results.items() if not r.skipped}
     return {"command": command, "split": split, "item_level": item_level}
 
