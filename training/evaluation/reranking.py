@@ -79,7 +79,7 @@ def reranking_table(results: dict, sets: list[str], models: list[str], kinds: di
     if not all(any(bar in results[s] for s in sets) for bar in BARS):
         return []
     shown = [s for s in sets if REFERENCED_BAR in distinct.get(s, {})]
-    lines = ["", ("Reference-free models against the re-ranking bars (issue 33): sets where the model's Pearson r, "
+    lines = ["", ("Reference-free models against the re-ranking bars: sets where the model's Pearson r, "
                   "and its pairwise agreement, is above autojudge-minilm's and above minilm-cosine's context part "
                   "(cos(last turn, reply), the untrained reference-free counterpart); the mean Pearson over every "
                   "set and the mean pairwise agreement over the sets of the table above; and the mean Pearson on the items whose judged reply is not "
