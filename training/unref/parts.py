@@ -39,7 +39,9 @@ PARTS = {
         "sigmoid, trained by negative sampling only (no human score). The score is s_U in (0, 1) as the head "
         "returns it, before the min-max normalisation `ruber` applies to blend it with its referenced part.",
         "trained to tell a context's own reply from random ones on DailyDialog, not to rate replies as people do; "
-        "GloVe's 400k lower-cased words, so English only."),
+        "it ranks a copy of the last turn above the human reply in most of the degenerate check's cases, as `ruber` "
+        "does: served as the paper's part, not to re-rank with (use unref-minilm). GloVe's 400k lower-cased words, "
+        "so English only."),
     "ruber-minilm-unref": Part(
         "ruber-minilm", ("head.onnx",), ("context_encoding", "pooling"),
         "RUBER's unreferenced metric s_U alone (Tao et al. 2018), from `ruber-minilm`: sigmoid(s c^T M r + "
@@ -48,7 +50,8 @@ PARTS = {
         "`s_unref`, which does not read the graph's reference input), before the min-max normalisation "
         "`ruber-minilm` applies to blend it with its referenced part.",
         "trained to tell a context's own reply from random, adversarial and degenerate ones, not to rate replies "
-        "as people do. English only (minilm-l6's card)."),
+        "as people do; just under the 95% bar of the degenerate check, as `ruber-minilm` is. For re-ranking, "
+        "unref-minilm reads this signal and more on the same encoder pass. English only (minilm-l6's card)."),
 }
 USES = ("Scoring a reply in its context where no reference exists, such as re-ranking live candidates (`/rerank`); "
         "the paper's own reference-free half of RUBER, served so it can be called alone.")
