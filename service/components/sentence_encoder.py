@@ -21,16 +21,23 @@ from service.store.runtime import length_buckets
 
 log = logging.getLogger(__name__)
 
-def choose_precision(requested: str, cuda: bool, fp32_built: bool) -> str:
-    """The encoder file to serve: `auto` (the default) is fp32 on CUDA where built, else int8.
+def choose_precision(requested: str, cuda: bool, fp32_built: bool, cpu: str = "int8", int8_built: bool = True) -> str:
+    """The encoder file to serve: `auto` (the default) is fp32 on CUDA where built, else `cpu`; where
+    the file wanted is not built, the other one.
 
-    int8 is the committed CPU file, where ONNX Runtime runs it with int8 activations (fast on
+    int8 is MiniLM's committed CPU file, where ONNX Runtime runs it with int8 activations (fast on
     CPUs); on CUDA it runs in float with one node sent back to the CPU, so a GPU worker is
     better served by the fp32 file, whose scores match the CPU's fp32 within 1e-6 (docs/gpu.md).
+    A component whose fp32 graph is the faster one on the CPU (mpnet-base) says so in its config's
+    `cpu_precision`.
     """
     requested = encoder_precision(requested)
-    wanted = ("fp32" if cuda else "int8") if requested == "auto" else requested
-    return wanted if wanted == "int8" or fp32_built else "int8"
+    wanted = ("fp32" if cuda else cpu) if requested == "auto" else requested
+    built = {"int8": int8_built, "fp32": fp32_built}
+    return wanted if built[wanted] else ("int8" if wanted == "fp32" else "fp32")
+
+
+INT8_FILE = "encoder-int8.onnx"
 MAX_TOKENS = 8192
 COUNT_FLOOR = 1e-9  # the graph's clamp of the token count (training/minilm/export.py), as sentence-transformers
 NORM_FLOOR = 1e-12  # torch.nn.functional.normalize's eps
@@ -71,9 +78,11 @@ class SentenceEncoder(Component):
         requested = self.runtime.settings.encoder_precision
         cuda = "CUDAExecutionProvider" in self.runtime.providers
         fp32_built = files.get("fp32") in self.manifest.files
-        chosen = choose_precision(requested, cuda, fp32_built)
-        if chosen == "int8" and choose_precision(requested, cuda, True) == "fp32":
-            log.warning("%s: fp32 encoder not built (make encoder-fp32); using int8", self.name)
+        cpu = self.manifest.config.get("cpu_precision", "int8")
+        chosen = choose_precision(requested, cuda, fp32_built, cpu, files.get("int8", INT8_FILE) in self.manifest.files)
+        if chosen == "int8" and choose_precision(requested, cuda, True, cpu) == "fp32":
+            log.warning("%s: fp32 encoder not built (%s); using int8", self.name,
+                        self.manifest.build.get("command", "make encoder-fp32"))
         return chosen
 
     def sessions(self) -> list[Any]:

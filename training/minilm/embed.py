@@ -1,5 +1,6 @@
-"""MiniLM vectors of training text, computed with the service's own encoder (the committed int8 graph)
-and cached on disk; a cache made by another encoder is encoded again."""
+"""Sentence vectors of training text, computed with the service's own encoder component (MiniLM's committed
+int8 graph unless another store folder is named) and cached on disk; a cache made by another graph is
+encoded again."""
 from __future__ import annotations
 
 import json
@@ -11,11 +12,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from service.components.sentence_encoder import SentenceEncoder
-from service.store.manifest import read_manifest
+from service.components.sentence_encoder import INT8_FILE, SentenceEncoder, choose_precision
+from service.store.manifest import Manifest, read_manifest
 from service.store.runtime import Runtime, RuntimeSettings
 from service.scorers.minilm import context_texts
-from training.minilm.model import DIM
 
 DEFAULT_CACHE = Path(os.environ.get("DIALSCORE_MINILM_CACHE", "/tmp/dialscore-minilm-cache"))
 DEFAULT_ENCODER = Path(__file__).resolve().parents[2] / "model_store" / "minilm-l6"
@@ -27,17 +27,25 @@ def load_encoder(folder: Path = DEFAULT_ENCODER, threads: int = 1) -> SentenceEn
     return SentenceEncoder(read_manifest(Path(folder)), runtime)
 
 
+def cpu_file(manifest: Manifest) -> str:
+    """The graph a CPU worker serves from this component folder (SentenceEncoder's choice, precision auto)."""
+    files = manifest.config.get("files", {})
+    precision = choose_precision("auto", cuda=False, fp32_built=files.get("fp32") in manifest.files,
+                                 cpu=manifest.config.get("cpu_precision", "int8"),
+                                 int8_built=files.get("int8", INT8_FILE) in manifest.files)
+    return files.get(precision, f"encoder-{precision}.onnx")
+
+
 def encoder_identity(folder: Path = DEFAULT_ENCODER, encoder: SentenceEncoder | None = None) -> dict[str, str]:
     """What the cached vectors depend on: the component's name and version and the served graph's hash."""
     manifest = encoder.manifest if encoder is not None else read_manifest(Path(folder))
-    filename = encoder.filename if encoder is not None else manifest.config.get("files", {}).get(
-        "int8", "encoder-int8.onnx")
+    filename = encoder.filename if encoder is not None else cpu_file(manifest)
     return {"name": manifest.name, "version": manifest.version, "file": filename,
             "sha256": str(manifest.files.get(filename, {}).get("sha256"))}
 
 
 class EmbeddingCache:
-    """text -> 384-d vector, persisted as one `cache.npz` (texts, vectors, the encoder's identity).
+    """text -> vector (384-d for MiniLM), persisted as one `cache.npz` (texts, vectors, the encoder's identity).
 
     One file, written beside and moved into place: a reader sees one complete save, and two writers
     sharing the folder lose each other's additions (the last save wins), never their alignment.
@@ -45,12 +53,16 @@ class EmbeddingCache:
 
     FILE = "cache.npz"
 
-    def __init__(self, folder: Path = DEFAULT_CACHE, encoder: SentenceEncoder | None = None) -> None:
+    def __init__(self, folder: Path = DEFAULT_CACHE, encoder: SentenceEncoder | None = None,
+                 encoder_folder: Path = DEFAULT_ENCODER) -> None:
         self.folder = Path(folder)
         self._encoder = encoder
+        self.encoder_folder = Path(encoder_folder)
         self.index: dict[str, int] = {}
         self.rows: list[np.ndarray] = []
-        self.identity = encoder_identity(encoder=encoder)
+        self.identity = encoder_identity(self.encoder_folder, encoder)
+        self.dim = encoder.dim if encoder is not None else int(
+            read_manifest(self.encoder_folder).config.get("dimension", 384))
         self.writable = True
         path = self.folder / self.FILE
         if not path.is_file():
@@ -74,7 +86,7 @@ class EmbeddingCache:
     @property
     def encoder(self) -> SentenceEncoder:
         if self._encoder is None:
-            self._encoder = load_encoder()
+            self._encoder = load_encoder(self.encoder_folder)
         return self._encoder
 
     def add(self, texts: list[str], chunk: int = 2048, log: bool | None = None) -> None:
@@ -85,7 +97,8 @@ class EmbeddingCache:
         missing = [t for t in dict.fromkeys(texts) if t not in self.index]
         log = len(missing) > chunk if log is None else log
         if log and missing:
-            print(f"encoding {len(missing)} texts not in the MiniLM cache {self.folder}", file=sys.stderr, flush=True)
+            print(f"encoding {len(missing)} texts not in the {self.identity['name']} cache {self.folder}",
+                  file=sys.stderr, flush=True)
         started = time.time()
         for start in range(0, len(missing), chunk):
             part = missing[start:start + chunk]
@@ -101,10 +114,10 @@ class EmbeddingCache:
                       file=sys.stderr, flush=True)
 
     def get(self, texts: list[str]) -> np.ndarray:
-        """(len(texts), 384) vectors; encodes what is missing first."""
+        """(len(texts), dim) vectors; encodes what is missing first."""
         self.add(texts)
         if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
+            return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self.rows[self.index[t]] for t in texts]).astype(np.float32)
 
     def save(self) -> None:
@@ -114,7 +127,7 @@ class EmbeddingCache:
         texts = [""] * len(self.index)
         for text, row in self.index.items():
             texts[row] = text
-        vectors = np.stack(self.rows) if self.rows else np.zeros((0, 384), np.float32)
+        vectors = np.stack(self.rows) if self.rows else np.zeros((0, self.dim), np.float32)
         path = self.folder / self.FILE
         partial = self.folder / f".{self.FILE}.{os.getpid()}.partial"
         try:
@@ -146,7 +159,7 @@ class Batchify:
         width = max(len(t) for t in per_item)
         flat = [t for texts in per_item for t in texts]
         vectors = self.cache.get(flat)
-        context = np.zeros((len(per_item), width, DIM), np.float32)
+        context = np.zeros((len(per_item), width, self.cache.dim), np.float32)
         mask = np.zeros((len(per_item), width), np.float32)
         row = 0
         for i, texts in enumerate(per_item):
