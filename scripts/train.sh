@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PY:-.venv/bin/python}"
-STEPS="${STEPS:-components vhred adem-autojudge ruber minilm mh evaluate}"
+STEPS="${STEPS:-components vhred adem-autojudge ruber minilm unref mh evaluate}"
 
 step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
 has() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -42,6 +42,14 @@ if has minilm; then
     $PY -m training train-minilm --model adem-minilm --encoding turns --pooling attn --out model_store/adem-minilm
     $PY -m training train-minilm --model ruber-minilm --encoding last --pooling last --out model_store/ruber-minilm
     $PY -m training train-minilm --model autojudge-minilm --encoding last --pooling last --out model_store/autojudge-minilm
+fi
+if has unref; then
+    step "reference-free models: RUBER's s_U alone, and the stacked combinations (the mpnet ones where built)"
+    $PY -m training unref-parts
+    $PY -m training train-unref --model unref-minilm
+    if [[ -f model_store/mpnet-base/encoder-fp32.onnx ]]; then  # make encoder-mpnet
+        $PY -m training train-unref --model unref-mpnet unref-mpnet-minilm
+    fi
 fi
 if has mh; then
     step "M_H: leave-bot-out regression of conversation proxies on ConvAI2"

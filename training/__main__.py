@@ -25,10 +25,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "dev-items": ("training.evaluation.dev_items", "the items evaluate scores (split, recovered references) as JSON lines"),
     "export-minilm": ("training.minilm.export", "MiniLM to ONNX (int8; --fp32 for GPU images, --w8a8 for CPUs)"),
     "reference-speed": ("training.minilm.reference_speed", "sentence-transformers' texts/s, for make bench"),
+    "export-mpnet": ("training.mpnet.export", "all-mpnet-base-v2 from its hash-pinned wheels to ONNX (make encoder-mpnet)"),
     "train-minilm": ("training.minilm.train", "adem-minilm, ruber-minilm or autojudge-minilm"),
     "minilm-cosine": ("training.minilm.cosine", "the store folder of the untrained minilm-cosine"),
     "minilm-report": ("training.evaluation.minilm_report", "the -minilm models against their bars: docs and cards"),
     "degenerate": ("training.evaluation.degenerate", "degenerate replies against human ones, every model"),
+    "train-unref": ("training.unref.train", "unref-minilm, unref-mpnet, unref-mpnet-minilm: stacked reference-free models"),
+    "unref-parts": ("training.unref.parts", "ruber-unref and ruber-minilm-unref: RUBER's s_U as models of their own"),
     "finetune-minilm": ("training.minilm.finetune", "experiment: AutoJudge with MiniLM itself fine-tuned"),
 }
 # `train <model>`: model -> (its trainer's module, what it trains)

@@ -69,6 +69,9 @@ class Lookup:
         if STORE_KEY in store.failures:  # nothing was read: every model is out, whatever its name
             raise NotReady("The model store failed to load on this server; the service log has the reason.",
                            {"model": name, "reason": store.public_failures[STORE_KEY]})
+        if name in store.not_built:  # permanent on this server, unlike a failure: 404 with the reason
+            raise UnknownModel(f"Model {name!r} is not served on this server: it {store.not_built[name]}.",
+                               {"model": name, "not_built": store.not_built[name]})
         if name in store.public_failures and name not in store.failed_components:
             # 503, not 404: the name is right and the fault is the server's (API.md: `not_ready`, models
             # not loaded); a load balancer retries a 503 on another pod, where the model may have loaded.
@@ -79,6 +82,14 @@ class Lookup:
 
 
 # --- items ---------------------------------------------------------------------------------------
+def reference_free_advice(store: ModelStore) -> str:
+    """The sentence a referenced model's missing reference is answered with (API.md, /rerank): the
+    served models that need none, which a live bot, having no reference, can call."""
+    names = store.reference_free()
+    return (f"Models that need no reference: {', '.join(names)}." if names
+            else "No model that needs no reference is served here.")
+
+
 def _parse_each(raw_items: list[dict[str, Any]], scorers: list[Scorer]) -> tuple[list[Any], dict[str, str]]:
     """Every item parsed (None where invalid) and every invalid item's errors, keyed `items.<i>.<field>`."""
     kinds = {s.kind for s in scorers}
@@ -233,7 +244,7 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
         raise InvalidRequest(f"{scorer.name} scores whole dialogues and cannot rerank replies.",
                              {"model": "Not a reply model."})
     if scorer.reads_reference and lacks_reference(body["reference"]):
-        raise InvalidRequest(f"{scorer.name} needs a reference.",
+        raise InvalidRequest(f"{scorer.name} needs a reference. {reference_free_advice(store)}",
                              {"reference": "Required, and not blank, by this model."})
     if errors and len(errors) == len(body["candidates"]):  # nothing left: as without "skip"
         limits.refuse(errors)
@@ -302,4 +313,5 @@ def ready(store: ModelStore, settings: Settings) -> dict[str, Any]:
 def models(store: ModelStore, settings: Settings) -> dict[str, Any]:
     """/models: the served models, the limits, the failures, and whether loading goes on."""
     return {"models": store.describe(), "limits": settings.limits(),
-            "failed": dict(sorted(store.public_failures.items())), "loading": not store.loaded}
+            "failed": dict(sorted(store.public_failures.items())), "not_built": dict(sorted(store.not_built.items())),
+            "loading": not store.loaded}

@@ -315,6 +315,9 @@ class ModelsResponseSchema(StrictSchema):
     limits = fields.Dict(keys=fields.String(), values=fields.Integer(), required=True)
     failed = fields.Dict(keys=fields.String(), values=fields.String(), required=True,
                          metadata={"description": "Models or components that failed to load, with the reason."})
+    not_built = fields.Dict(keys=fields.String(), values=fields.String(), metadata={
+        "description": "Models left out because a component they use is not built on this server (e.g. "
+                       "mpnet-base, `make encoder-mpnet`), with the reason; not failures: /readyz stays ready."})
     loading = fields.Boolean(required=True)
 
 

@@ -22,32 +22,41 @@ from service.store.runtime import int8_dot_products, length_buckets, spread
 log = logging.getLogger(__name__)
 
 
-def choose_precision(requested: str, cuda: bool, built: set[str], int8_dot: str | None) -> tuple[str, str]:
-    """The encoder file to serve, and why: `auto` (the default) is fp32 on CUDA where built; on a
-    CPU with integer dot products (`int8_dot`, runtime.int8_dot_products) w8a8 where built; int8
-    otherwise, and whenever the file asked for is not built (only int8 is committed).
+def choose_precision(requested: str, cuda: bool, built: dict[str, bool], int8_dot: str | None,
+                     cpu: str = "int8", command: str = "make encoder-fp32") -> tuple[str, str]:
+    """The encoder file to serve, and why. `built`: for each file the component lists (its config's
+    `files`), whether it is in the folder. `auto` (the default) is fp32 on CUDA; on the CPU, w8a8
+    where the component lists one and the CPU has integer dot products (`int8_dot`,
+    runtime.int8_dot_products), else `cpu` (the config's `cpu_precision`: int8 for MiniLM, fp32 for
+    mpnet-base, whose fp32 graph is the faster one on the CPU). A file wanted but not built gives way
+    to `cpu`, int8, then fp32, whichever is built first, and the reason names what builds it
+    (`command`, the manifest's build command; MiniLM's w8a8: make encoder-w8a8).
 
-    w8a8 (int8 weights and per-token int8 activations) encodes 1.4x the texts of fp32 and 2x those
-    of int8 on an AVX2 CPU, and moves the -minilm dev figures by up to .011, their heads having been
-    fitted on int8's vectors (docs/benchmarks.md); int8 (int8 weights; on the CPU, ONNX Runtime's
-    MatMulNBits with int8 activations in blocks) is what a clone serves, and CUDA without the fp32
-    file, where it runs in float. On CUDA the fp32 file's scores match the CPU's fp32 within 1e-6
-    (docs/gpu.md).
+    MiniLM's w8a8 (int8 weights and per-token int8 activations) encodes 1.4x the texts of fp32 and 2x
+    those of int8 on an AVX2 CPU, and moves the -minilm dev figures by up to .011, their heads having
+    been fitted on int8's vectors (docs/notes/2026-11-26-cpu-speed.md), so only int8 is committed. On
+    CUDA the int8 file runs in float with one node sent back to the CPU, so a GPU worker is better
+    served by the fp32 file, whose scores match the CPU's fp32 within 1e-6 (docs/gpu.md).
     """
     requested = encoder_precision(requested)
     if requested != "auto":
         reason = f"DIALSCORE_ENCODER_PRECISION={requested}"
     elif cuda:
         requested, reason = "fp32", "auto: CUDA"
-    elif int8_dot:
+    elif "w8a8" in built and int8_dot:
         requested, reason = "w8a8", f"auto: the CPU reports {int8_dot}"
+    elif "w8a8" in built:
+        requested, reason = cpu, "auto: the CPU reports no integer dot products"
     else:
-        requested, reason = "int8", "auto: the CPU reports no integer dot products"
-    if requested != "int8" and requested not in built:
-        return "int8", f"{reason}, but {requested} is not built (make encoder-{requested})"
-    return requested, reason
+        requested, reason = cpu, f"auto: {cpu} on the CPU"
+    if built.get(requested):
+        return requested, reason
+    fallback = next((p for p in (cpu, "int8", "fp32") if built.get(p)), cpu)
+    hint = "make encoder-w8a8" if requested == "w8a8" else command
+    return fallback, f"{reason}, but {requested} is not built ({hint})"
 
 
+INT8_FILE = "encoder-int8.onnx"
 MAX_TOKENS = 8192
 COUNT_FLOOR = 1e-9  # the graph's clamp of the token count (training/minilm/export.py), as sentence-transformers
 NORM_FLOOR = 1e-12  # torch.nn.functional.normalize's eps
@@ -87,11 +96,15 @@ class SentenceEncoder(Component):
     def _choose_precision(self, files: dict[str, str]) -> tuple[str, str]:
         requested = self.runtime.settings.encoder_precision
         cuda = "CUDAExecutionProvider" in self.runtime.providers
-        built = {precision for precision, name in files.items() if name in self.manifest.files}
-        chosen, reason = choose_precision(requested, cuda, built, int8_dot_products())
-        if "not built" in reason:  # a warning where the file was asked for by name or for CUDA
+        built = {precision: name in self.manifest.files for precision, name in files.items()}
+        built.setdefault("int8", INT8_FILE in self.manifest.files)
+        cpu = self.manifest.config.get("cpu_precision", "int8")
+        chosen, reason = choose_precision(requested, cuda, built, int8_dot_products(), cpu,
+                                          self.manifest.build.get("command", "make encoder-fp32"))
+        if "not built" in reason:
+            # the clone's own choice (MiniLM without w8a8) is no fault: a warning where a file was asked for
             level = logging.INFO if reason.startswith("auto: the CPU") else logging.WARNING
-            log.log(level, "%s: %s; using int8", self.name, reason)
+            log.log(level, "%s: %s; using %s", self.name, reason, chosen)
         return chosen, reason
 
     def sessions(self) -> list[Any]:

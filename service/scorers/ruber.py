@@ -94,14 +94,8 @@ class Ruber(Scorer):
     }
 
     def _load(self) -> None:
-        self.glove: GloveTable = self.components["glove-50d"]
-        config = self.manifest.config
-        self.query_turns = int(config.get("query_turns", 1))
-        self.max_words = int(config.get("max_words", 128))
-        self.bounds = config["normalisation"]
-        self.query_encoder = self.runtime.session(self.manifest.path("query_encoder.onnx"))
-        self.reply_encoder = self.runtime.session(self.manifest.path("reply_encoder.onnx"))
-        self.head = self.runtime.session(self.manifest.path("head.onnx"))
+        self._load_unreferenced()
+        self.bounds = self.manifest.config["normalisation"]
         self.word_weights: np.ndarray | None = None
         if WEIGHTS_FILE in self.manifest.files:
             weights = np.load(self.manifest.path(WEIGHTS_FILE), allow_pickle=False)
@@ -116,6 +110,16 @@ class Ruber(Scorer):
         if self.option_spec["word_weights"]["default"] not in offered:
             raise ValueError(f"{self.name}: default word_weights needs {WEIGHTS_FILE}")
         self.option_spec["word_weights"] = {**self.option_spec["word_weights"], "choices": offered}
+
+    def _load_unreferenced(self) -> None:
+        """What s_U reads: the GloVe table, the two BiGRU encoders and the head (ruber-unref loads only these)."""
+        self.glove: GloveTable = self.components["glove-50d"]
+        config = self.manifest.config
+        self.query_turns = int(config.get("query_turns", 1))
+        self.max_words = int(config.get("max_words", 128))
+        self.query_encoder = self.runtime.session(self.manifest.path("query_encoder.onnx"))
+        self.reply_encoder = self.runtime.session(self.manifest.path("reply_encoder.onnx"))
+        self.head = self.runtime.session(self.manifest.path("head.onnx"))
 
     def _encode(self, session: Any, texts: list[str], keep: str) -> np.ndarray:
         """Encodings of `texts`, length-bucketed; padding is masked in the graph so buckets do not matter."""

@@ -56,6 +56,15 @@ class Manifest:
     # Files the manifest vouches for that a folder may lack (minilm-l6's 90 MB fp32 graph, built by
     # `make encoder-fp32` for GPU images): absent, they are left out of `files`; present, verified.
     optional: tuple[str, ...] = ()
+    # A component built on the serving machine from installed packages, never committed (mpnet-base):
+    # {"command": "make encoder-mpnet", "files": [optional files, at least one of which it serves]}.
+    build: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def built(self) -> bool:
+        """False where the manifest names a `build` and none of its files is in the folder: the
+        component (and every model on it) is then left out of service, not failed (ModelStore)."""
+        return not self.build or any(name in self.files for name in self.build["files"])
 
     def path(self, filename: str) -> Path:
         if filename not in self.files:
@@ -167,6 +176,7 @@ def _build(folder: Path, raw: dict[str, Any]) -> Manifest:
         if not all(isinstance(entry, str) for entry in raw.get(key, [])):
             raise TypeError(f"{key} must hold names (strings)")
     _check_requires(folder, raw)
+    build = _check_build(folder, raw, optional)
     return Manifest(
         name=raw["name"],
         version=str(raw["version"]),
@@ -183,7 +193,20 @@ def _build(folder: Path, raw: dict[str, Any]) -> Manifest:
         config=dict(raw.get("config", {})),
         card=dict(raw.get("card", {})),
         optional=optional,
+        build=build,
     )
+
+
+def _check_build(folder: Path, raw: dict[str, Any], optional: tuple[str, ...]) -> dict[str, Any]:
+    """The `build` entry, checked: a command to name and files the manifest lists as optional."""
+    build = raw.get("build")
+    if build is None:
+        return {}
+    if (not isinstance(build, dict) or not isinstance(build.get("command"), str) or not build.get("files")
+            or not isinstance(build["files"], list) or not set(build["files"]) <= set(optional)):
+        raise ManifestError(f"{folder.name}: build must be {{\"command\": ..., \"files\": [optional files]}}",
+                            "manifest invalid: build")
+    return {"command": build["command"], "files": list(build["files"])}
 
 
 def _check_requires(folder: Path, raw: dict[str, Any]) -> None:
@@ -235,6 +258,7 @@ def write_manifest(
     config: dict[str, Any] | None = None,
     card: dict[str, Any] | None = None,
     optional: tuple[str, ...] = (),
+    build: dict[str, Any] | None = None,
 ) -> Manifest:
     """Hash every artifact in `folder` and write its manifest.json; returns the manifest read back.
 
@@ -283,6 +307,8 @@ def write_manifest(
         "config": config or {},
         "card": card or {},
     }
+    if build:
+        manifest["build"] = build
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
     return read_manifest(folder)
 
@@ -294,4 +320,5 @@ def update_card(folder: Path, **changes: Any) -> Manifest:
     return write_manifest(folder, name=manifest.name, version=manifest.version, kind=manifest.kind,
                           scorer=manifest.scorer, score_range=manifest.score_range, requires=manifest.requires,
                           tokenizer=manifest.tokenizer, uses=manifest.uses, options=manifest.options,
-                          config=manifest.config, card={**manifest.card, **changes}, optional=manifest.optional)
+                          config=manifest.config, card={**manifest.card, **changes}, optional=manifest.optional,
+                          build=manifest.build or None)

@@ -36,6 +36,9 @@ class ModelStore:
         self.failures: dict[str, str] = {}  # the operator's reason (paths, hashes): logged
         self.public_failures: dict[str, str] = {}  # what clients are told (ManifestError.public)
         self.failed_components: set[str] = set()  # failures that are not models: components, the store itself
+        # Models left out because a component they use is not built on this machine (a manifest's
+        # `build`, e.g. mpnet-base): not failures, so the pod stays ready; /models says why.
+        self.not_built: dict[str, str] = {}
         self.loaded = False
         self.load_seconds: float | None = None
         self._lock = threading.Lock()
@@ -56,8 +59,11 @@ class ModelStore:
             manifests = self._read_manifests()
             names = [n for n, m in manifests.items() if m.kind != "component" and (not self.wanted or n in self.wanted)]
             needed = {c for n in names for c in manifests[n].uses}  # only what the served models use
+            unbuilt = {m.name: m.build["command"] for m in manifests.values()
+                       if m.kind == "component" and m.name in needed and not m.built}
             for manifest in (m for m in manifests.values() if m.kind == "component" and m.name in needed):
-                self._load_component(manifest)
+                if manifest.name not in unbuilt:
+                    self._load_component(manifest)
             for name in self.wanted:
                 if name in manifests and manifests[name].kind == "component":
                     self._fail(name, f"{name} is a component that models share, not a model: DIALSCORE_MODELS "
@@ -68,7 +74,11 @@ class ModelStore:
                     self._fail(name, f"{name}: no folder {self.root / name} with a manifest.json",
                                "model folder missing", level=logging.WARNING)
             for name in names:
-                self._load_model(manifests[name])
+                missing = [c for c in manifests[name].uses if c in unbuilt]
+                if missing:
+                    self._leave_out(name, missing, unbuilt)
+                else:
+                    self._load_model(manifests[name])
             if not self.scorers and not self.failures:  # an empty store (or DIALSCORE_MODELS= on one) is not ready
                 self._fail(STORE_KEY, f"model store {self.root} holds no model to serve", "no model to serve")
             self.loaded = True
@@ -137,6 +147,16 @@ class ModelStore:
         except Exception as exc:  # noqa: BLE001
             self._fail(name, _reason(exc), _public(exc))
 
+    def _leave_out(self, name: str, components: list[str], unbuilt: dict[str, str]) -> None:
+        """A model on a component not built here: left out of service, or a failure where DIALSCORE_MODELS
+        names it (the operator asked for it; the pod must not report ready without it)."""
+        why = "needs " + "; ".join(f"{c}, which is not built on this server ({unbuilt[c]})" for c in components)
+        if name in self.wanted:
+            self._fail(name, f"{name}: {why}", f"component not built: {', '.join(components)}")
+        else:
+            self.not_built[name] = why
+            log.info("model %s is left out: %s", name, why)
+
     def _fail(self, name: str, reason: str, public: str, component: bool = False, level: int = logging.ERROR) -> None:
         self.failures[name] = reason
         self.public_failures[name] = public
@@ -144,6 +164,10 @@ class ModelStore:
             self.failed_components.add(name)
         log.log(level, "%s %s is not served: %s (clients are told: %s)", "component" if component else "model",
                 name, reason, public)
+
+    def reference_free(self) -> list[str]:
+        """The served models that read no reference (kind `unreferenced`), by name."""
+        return sorted(name for name, scorer in self.scorers.items() if scorer.kind == "unreferenced")
 
     # --- description for /models ---------------------------------------------------------------
     def describe(self) -> list[dict[str, Any]]:

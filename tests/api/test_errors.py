@@ -192,6 +192,13 @@ def test_dialogue_items_for_a_reply_model_are_422(client):
     assert "items.0.turns" in response.get_json()["error"]["details"]
 
 
+def test_rerank_with_a_referenced_model_and_no_reference_names_the_models_that_need_none(client):
+    response = client.post("/rerank", json={"model": "bleu4", "context": ["hi"], "candidates": ["a", "b"]})
+    error = response.get_json()["error"]
+    assert response.status_code == 422 and error["code"] == "invalid_request"
+    assert error["message"] == "bleu4 needs a reference. Models that need no reference: length."
+
+
 def test_many_field_errors_make_one_short_message_and_every_one_is_in_details(client):
     ratings = [{"rater": "w", "system": "A", "item": f"i{i}", "scores": {"a": 500}} for i in range(300)]
     response = client.post("/human-eval", json={"ratings": ratings})

@@ -137,19 +137,31 @@ def test_fp32_falls_back_to_int8_when_not_built(tmp_path: Path, monkeypatch: pyt
 
 
 def test_auto_precision_is_fp32_on_cuda_w8a8_on_a_cpu_with_int8_dot_products_and_int8_otherwise() -> None:
-    every = {"w8a8", "int8", "fp32"}
+    every = {"w8a8": True, "int8": True, "fp32": True}
+    clone = {"w8a8": False, "int8": True, "fp32": False}
     assert choose_precision("auto", cuda=True, built=every, int8_dot="avx2") == ("fp32", "auto: CUDA")
-    assert choose_precision("", cuda=True, built={"w8a8", "int8"}, int8_dot="avx2")[0] == "int8"
+    assert choose_precision("", cuda=True, built=clone, int8_dot="avx2") == (
+        "int8", "auto: CUDA, but fp32 is not built (make encoder-fp32)")
     assert choose_precision("auto", cuda=False, built=every, int8_dot="avx512_vnni") == (
         "w8a8", "auto: the CPU reports avx512_vnni")
     assert choose_precision("auto", cuda=False, built=every, int8_dot=None) == (
         "int8", "auto: the CPU reports no integer dot products")
-    assert choose_precision("auto", cuda=False, built={"int8"}, int8_dot="avx2") == (
+    assert choose_precision("auto", cuda=False, built=clone, int8_dot="avx2") == (
         "int8", "auto: the CPU reports avx2, but w8a8 is not built (make encoder-w8a8)")
     assert choose_precision("INT8", cuda=True, built=every, int8_dot="avx2") == ("int8", "DIALSCORE_ENCODER_PRECISION=int8")
     assert choose_precision("fp32", cuda=False, built=every, int8_dot="avx2")[0] == "fp32"
-    assert choose_precision("fp32", cuda=False, built={"w8a8", "int8"}, int8_dot="avx2")[0] == "int8"
+    assert choose_precision("fp32", cuda=False, built=clone, int8_dot="avx2")[0] == "int8"
     assert choose_precision("w8a8", cuda=True, built=every, int8_dot=None)[0] == "w8a8"
+
+
+def test_a_component_without_w8a8_serves_its_cpu_precision_and_falls_back_to_what_is_built() -> None:
+    """mpnet-base: fp32 on the CPU (its config's cpu_precision), its int8 graph optional."""
+    mpnet = {"fp32": True, "int8": False}
+    assert choose_precision("auto", cuda=False, built=mpnet, int8_dot="avx2", cpu="fp32") == ("fp32", "auto: fp32 on the CPU")
+    assert choose_precision("int8", cuda=False, built=mpnet, int8_dot="avx2", cpu="fp32",
+                            command="make encoder-mpnet") == (
+        "fp32", "DIALSCORE_ENCODER_PRECISION=int8, but int8 is not built (make encoder-mpnet)")
+    assert choose_precision("w8a8", cuda=False, built=mpnet, int8_dot="avx2", cpu="fp32")[0] == "fp32"
 
 
 @pytest.mark.data

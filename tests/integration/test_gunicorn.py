@@ -11,7 +11,7 @@ import time
 import pytest
 
 from tests.api.test_limits import benchmark_dialogue
-from tests.conftest import BASELINES, copy_store
+from tests.conftest import BASELINES, MODEL_STORE, copy_store
 from tests.live_server import running_server
 
 
@@ -92,6 +92,36 @@ def test_mh_scores_the_longest_public_benchmark_dialogues_with_the_default_limit
     limit = _call(server.port, "GET", "/models")[1]["limits"]["max_dialogue_turns"]
     status, body, _ = _call(server.port, "POST", "/score", {"model": "mh", "items": [benchmark_dialogue(limit + 1)]})
     assert status == 413 and list(body["error"]["details"]) == ["items.0.turns"], body
+
+
+# The reference-free models of issue 33: served wherever their encoder is built (mpnet-base's graphs come
+# from `make encoder-mpnet`, so a clean clone lists the mpnet ones under `not_built`).
+REFERENCE_FREE = ("ruber-unref", "ruber-minilm-unref", "unref-minilm", "unref-mpnet", "unref-mpnet-minilm")
+CANDIDATES = ["sure.", "", "let's go climbing, i know a good wall downtown!", "hey, what do you want to do tonight?"]
+
+
+def test_a_live_bot_reranks_with_each_reference_free_model_and_a_referenced_one_is_told_which(server):
+    port = server.port
+    models = _call(port, "GET", "/models")[1]
+    served = {m["name"]: m for m in models["models"]}
+    built = (MODEL_STORE / "mpnet-base" / "encoder-fp32.onnx").is_file()
+    for name in REFERENCE_FREE:
+        if name.startswith("unref-mpnet") and not built:
+            assert name not in served and "make encoder-mpnet" in models["not_built"][name]
+            continue
+        assert served[name]["kind"] == "unreferenced"
+        status, body, _ = _call(port, "POST", "/rerank", {"model": name, "context": ITEM["context"],
+                                                          "candidates": CANDIDATES})
+        assert status == 200, (name, body)
+        assert sorted(r["index"] for r in body["ranking"]) == [0, 1, 2, 3]
+        if name.startswith("unref-"):  # the combinations' copy and length signals: the empty or copied reply is last
+            assert body["ranking"][-1]["index"] in (1, 3), (name, body)
+    status, body, _ = _call(port, "POST", "/rerank", {"model": "minilm-cosine", "context": ITEM["context"],
+                                                      "candidates": CANDIDATES})
+    assert status == 422 and body["error"]["code"] == "invalid_request", body
+    assert set(body["error"]["details"]) == {"reference"}
+    named = body["error"]["message"].partition("need no reference: ")[2].rstrip(".").split(", ")
+    assert set(named) == {n for n, m in served.items() if m["kind"] == "unreferenced"} >= {"unref-minilm"}
 
 
 def test_metrics_aggregate_every_worker(server):

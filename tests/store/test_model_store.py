@@ -1,9 +1,10 @@
 import json
 import logging
+import shutil
 
 from service.store.runtime import Runtime
 from service.store.model_store import ModelStore
-from tests.conftest import BASELINES, copy_store
+from tests.conftest import BASELINES, MODEL_STORE, copy_store
 
 
 def test_every_baseline_loads(baseline_store):
@@ -225,3 +226,48 @@ def test_a_folder_holding_only_subfolders_is_a_model_and_model_store_is_a_reserv
     assert store.public_failures["adem2"] == "manifest missing"
     assert "model_store" not in store.failures and store.public_failures["model_store/"] == "folder name reserved"
     assert "length" in store.scorers
+
+
+def unbuilt_mpnet_store(root):
+    """length, and a model on mpnet-base as a clean clone has it: manifest and tokenizer, no graph built."""
+    from tests.scorers.test_unreferenced import combination_folder
+
+    root = copy_store(root, ("length",))
+    (root / "mpnet-base").mkdir()
+    for name in ("manifest.json", "tokenizer.json"):
+        shutil.copyfile(MODEL_STORE / "mpnet-base" / name, root / "mpnet-base" / name)
+    combination_folder(root, [{"name": "cos", "source": "cos_mean", "encoder": "mpnet-base", "turns": 1,
+                               "mean": 0.2, "sd": 0.2, "weight": 0.5}], uses=("mpnet-base",))
+    return root
+
+
+def test_a_model_on_a_component_not_built_here_is_left_out_and_the_store_is_ready(tmp_path):
+    from service.app import create_app
+
+    root = unbuilt_mpnet_store(tmp_path / "store")
+    store = ModelStore(root, Runtime())
+    assert store.load() is True and not store.failures
+    assert "stacked" not in store.scorers and "length" in store.scorers
+    assert "make encoder-mpnet" in store.not_built["stacked"]
+    client = create_app({"model_store": root, "load_sync": True}).test_client()
+    assert client.get("/readyz").status_code == 200
+    assert "stacked" in client.get("/models").get_json()["not_built"]
+    answer = client.post("/score", json={"model": "stacked", "items": [{"context": ["a"], "response": "b"}]})
+    assert answer.status_code == 404 and "make encoder-mpnet" in answer.get_json()["error"]["message"]
+
+
+def test_a_model_not_built_here_that_the_operator_asked_for_is_a_failure(tmp_path):
+    root = unbuilt_mpnet_store(tmp_path / "store")
+    store = ModelStore(root, Runtime(), ("stacked", "length"))
+    assert store.load() is False
+    assert "component not built: mpnet-base" in store.public_failures["stacked"]
+
+
+def test_a_build_entry_must_name_optional_files(tmp_path):
+    root = unbuilt_mpnet_store(tmp_path / "store")
+    manifest = json.loads((root / "mpnet-base" / "manifest.json").read_text())
+    manifest["build"]["files"] = ["tokenizer.json"]  # committed, not built: a build cannot vouch for it
+    (root / "mpnet-base" / "manifest.json").write_text(json.dumps(manifest))
+    store = ModelStore(root, Runtime())
+    assert store.load() is False
+    assert "build" in store.public_failures["mpnet-base"] and "stacked" in store.failures

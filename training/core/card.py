@@ -109,12 +109,15 @@ def measured_sections(card: dict[str, Any], evaluate: bool = True) -> str:
 def evaluate_section(entry: dict) -> str:
     """`evaluate`'s figures of one model (its card's `evaluate` entry) between markers."""
     lines = [EVALUATE_BEGIN, "", "### Agreement with people on the development sets", "",
-             f"Item-level correlation with the averaged human score, `{entry['split']}` split of each set. "
+             f"Item-level correlation with the averaged human score, `{entry['split']}` split of each set, and "
+             "the share of reply pairs to the same context (human gap >= 0.5 on 1-5) ordered as people order "
+             "them, where a set has such pairs. "
              f"Written by `{entry['command']}` (the full table, every model side by side, is in "
              "docs/evaluation.md).", "",
-             "| set | n | Pearson r | Spearman ρ |", "|---|---|---|---|"]
+             "| set | n | Pearson r | Spearman ρ | pairwise agreement (pairs) |", "|---|---|---|---|---|"]
     for name, row in entry["item_level"].items():
-        lines.append(f"| {name} | {row['n']} | {cell(row['pearson'])} | {cell(row['spearman'])} |")
+        pairwise = f"{cell(row['pairwise'])} ({row['pairs']})" if row.get("pairs") else "–"
+        lines.append(f"| {name} | {row['n']} | {cell(row['pearson'])} | {cell(row['spearman'])} | {pairwise} |")
     lines += ["", EVALUATE_END]
     return "\n".join(lines) + "\n"
 

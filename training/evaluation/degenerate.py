@@ -8,6 +8,7 @@ import argparse
 import random
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,8 +23,9 @@ from training.data.holdout import DevHoldout, MIN_WINDOW_CHARS
 from training.data.judgements import query_key, split_of
 from training.data.keys import match_key
 from training.evaluation.evaluate import load_store
+from training.evaluation.vectors import SharedVectors
 from training.minilm import data, next_turn
-from training.minilm.card import update_card
+from training.minilm.card import USES, update_card
 from training.minilm.data import dd_plusplus
 from training.minilm.degenerate import CHECK_GENERIC, CHECK_NEAR_EMPTY, KINDS, degenerate_replies
 
@@ -92,7 +94,8 @@ def check_set(max_contexts: int = 400, seed: int = 0, trained: DevHoldout | None
     return cases
 
 
-def shares(scorer, cases: list[Case], batch: int = 256) -> dict[str, float]:
+def shares(scorer, cases: list[Case], batch: int = 256, caches: Callable[[], EncodeCache] = EncodeCache,
+           ) -> dict[str, float]:
     """Per kind (and "all"): the share of cases where the degenerate reply scores below the human one."""
     human_items = [Item(list(c.context), c.human, c.reference) for c in cases]
     bad_items = [Item(list(c.context), c.degenerate, c.reference) for c in cases]
@@ -100,7 +103,7 @@ def shares(scorer, cases: list[Case], batch: int = 256) -> dict[str, float]:
     for items in (human_items, bad_items):
         values: list[float] = []
         for start in range(0, len(items), batch):
-            values.extend(scorer.score(items[start:start + batch], None, EncodeCache()).scores)
+            values.extend(scorer.score(items[start:start + batch], None, caches()).scores)
         scores.append(np.asarray(values))
     below = scores[1] < scores[0]  # a tie is a failure: the metric did not prefer the human reply
     result = {kind: float(below[[c.kind == kind for c in cases]].mean()) for kind in KINDS}
@@ -137,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="Markdown file whose degenerate section is rewritten (default: docs/evaluation.md for "
                              "a full run; with --models or another --contexts than 400 the table is printed instead)")
     parser.add_argument("--no-cards", action="store_true", help="do not write the shares into the models' cards")
+    parser.add_argument("--vectors", type=Path, nargs="+", default=[],
+                        help="embedding caches to take sentence vectors from where the served graph made them "
+                             "(as evaluate's --vectors: the same shares, faster)")
     args = parser.parse_args(argv)
     if args.contexts < 1:
         parser.error("--contexts must be at least 1")
@@ -145,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     check_output_file(parser, "--out", out)  # written after minutes of scoring
     store = load_store(args.store, args.models, strict=True)
     cases = check_set(args.contexts)
+    shared = SharedVectors(store, args.vectors)
     table: dict[str, dict[str, float]] = {}
     for name in args.models or sorted(store.scorers):
         scorer = store.scorers.get(name)
@@ -153,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name}: left out: the check scores replies, and {name} is a dialogue model", file=sys.stderr)
             continue
         started = time.time()
-        table[name] = shares(scorer, cases)
+        table[name] = shares(scorer, cases, caches=shared.cache)
         print(f"{name}: {table[name]['all']:.1%} ({time.time() - started:.0f} s)", flush=True)
     command = "python -m training degenerate " + " ".join(argv if argv is not None else sys.argv[2:])
     section = markdown(table, len(cases) // len(KINDS), command.strip())
@@ -164,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_cards and full_set:  # a card reports the whole check set only
         for name, row in table.items():
             rounded = {k: round(v, 4) for k, v in row.items()}
-            if name.endswith("-minilm") or name == "minilm-cosine":  # README written from the card
+            if name in USES:  # a MiniLM model whose README is written from its card
                 update_card(args.store / name, degenerate=rounded)
             elif (args.store / name / "manifest.json").is_file():  # README written by its trainer: a section
                 update_manifest_card(args.store / name, degenerate=rounded)

@@ -1,5 +1,6 @@
-"""MiniLM vectors of training text, computed with the service's own encoder (the committed int8 graph)
-and cached on disk; a cache made by another encoder is encoded again."""
+"""Sentence vectors of training text, computed with the service's own encoder component (MiniLM's committed
+int8 graph unless another store folder is named) and cached on disk; a cache made by another graph is
+encoded again."""
 from __future__ import annotations
 
 import json
@@ -11,11 +12,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from service.components.sentence_encoder import SentenceEncoder
-from service.store.manifest import read_manifest
+from service.components.sentence_encoder import INT8_FILE, SentenceEncoder, choose_precision
+from service.store.manifest import Manifest, read_manifest
 from service.store.runtime import Runtime, RuntimeSettings
 from service.scorers.minilm import context_texts
-from training.minilm.model import DIM
 
 DEFAULT_CACHE = Path(os.environ.get("DIALSCORE_MINILM_CACHE", "/tmp/dialscore-minilm-cache"))
 DEFAULT_ENCODER = Path(__file__).resolve().parents[2] / "model_store" / "minilm-l6"
@@ -23,23 +23,34 @@ DEFAULT_ENCODER = Path(__file__).resolve().parents[2] / "model_store" / "minilm-
 
 def load_encoder(folder: Path = DEFAULT_ENCODER, threads: int = 1) -> SentenceEncoder:
     """The service's encoder component on CPU, `threads` intra-op threads (1 on a shared machine), on
-    the committed int8 file whatever else is built, so that no head's fit depends on the CPU it ran on."""
+    the component's `cpu_precision` file whatever else is built (not MiniLM's w8a8, which a CPU with
+    integer dot products would pick), so that no head's fit depends on the CPU it ran on."""
+    manifest = read_manifest(Path(folder))
     runtime = Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=threads,
-                                      encoder_precision="int8"))
-    return SentenceEncoder(read_manifest(Path(folder)), runtime)
+                                      encoder_precision=manifest.config.get("cpu_precision", "int8")))
+    return SentenceEncoder(manifest, runtime)
+
+
+def cpu_file(manifest: Manifest) -> str:
+    """The graph load_encoder serves from this component folder: its `cpu_precision` file where built."""
+    files = manifest.config.get("files", {})
+    built = {precision: name in manifest.files for precision, name in files.items()}
+    built.setdefault("int8", INT8_FILE in manifest.files)
+    cpu = manifest.config.get("cpu_precision", "int8")
+    precision, _ = choose_precision(cpu, cuda=False, built=built, int8_dot=None, cpu=cpu)
+    return files.get(precision, f"encoder-{precision}.onnx")
 
 
 def encoder_identity(folder: Path = DEFAULT_ENCODER, encoder: SentenceEncoder | None = None) -> dict[str, str]:
     """What the cached vectors depend on: the component's name and version and the served graph's hash."""
     manifest = encoder.manifest if encoder is not None else read_manifest(Path(folder))
-    filename = encoder.filename if encoder is not None else manifest.config.get("files", {}).get(
-        "int8", "encoder-int8.onnx")
+    filename = encoder.filename if encoder is not None else cpu_file(manifest)
     return {"name": manifest.name, "version": manifest.version, "file": filename,
             "sha256": str(manifest.files.get(filename, {}).get("sha256"))}
 
 
 class EmbeddingCache:
-    """text -> 384-d vector, persisted as one `cache.npz` (texts, vectors, the encoder's identity).
+    """text -> vector (384-d for MiniLM), persisted as one `cache.npz` (texts, vectors, the encoder's identity).
 
     One file, written beside and moved into place: a reader sees one complete save, and two writers
     sharing the folder lose each other's additions (the last save wins), never their alignment.
@@ -47,12 +58,16 @@ class EmbeddingCache:
 
     FILE = "cache.npz"
 
-    def __init__(self, folder: Path = DEFAULT_CACHE, encoder: SentenceEncoder | None = None) -> None:
+    def __init__(self, folder: Path = DEFAULT_CACHE, encoder: SentenceEncoder | None = None,
+                 encoder_folder: Path = DEFAULT_ENCODER) -> None:
         self.folder = Path(folder)
         self._encoder = encoder
+        self.encoder_folder = Path(encoder_folder)
         self.index: dict[str, int] = {}
         self.rows: list[np.ndarray] = []
-        self.identity = encoder_identity(encoder=encoder)
+        self.identity = encoder_identity(self.encoder_folder, encoder)
+        self.dim = encoder.dim if encoder is not None else int(
+            read_manifest(self.encoder_folder).config.get("dimension", 384))
         self.writable = True
         path = self.folder / self.FILE
         if not path.is_file():
@@ -76,7 +91,7 @@ class EmbeddingCache:
     @property
     def encoder(self) -> SentenceEncoder:
         if self._encoder is None:
-            self._encoder = load_encoder()
+            self._encoder = load_encoder(self.encoder_folder)
         return self._encoder
 
     def add(self, texts: list[str], chunk: int = 2048, log: bool | None = None) -> None:
@@ -87,7 +102,8 @@ class EmbeddingCache:
         missing = [t for t in dict.fromkeys(texts) if t not in self.index]
         log = len(missing) > chunk if log is None else log
         if log and missing:
-            print(f"encoding {len(missing)} texts not in the MiniLM cache {self.folder}", file=sys.stderr, flush=True)
+            print(f"encoding {len(missing)} texts not in the {self.identity['name']} cache {self.folder}",
+                  file=sys.stderr, flush=True)
         started = time.time()
         for start in range(0, len(missing), chunk):
             part = missing[start:start + chunk]
@@ -103,10 +119,10 @@ class EmbeddingCache:
                       file=sys.stderr, flush=True)
 
     def get(self, texts: list[str]) -> np.ndarray:
-        """(len(texts), 384) vectors; encodes what is missing first."""
+        """(len(texts), dim) vectors; encodes what is missing first."""
         self.add(texts)
         if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
+            return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self.rows[self.index[t]] for t in texts]).astype(np.float32)
 
     def save(self) -> None:
@@ -116,7 +132,7 @@ class EmbeddingCache:
         texts = [""] * len(self.index)
         for text, row in self.index.items():
             texts[row] = text
-        vectors = np.stack(self.rows) if self.rows else np.zeros((0, 384), np.float32)
+        vectors = np.stack(self.rows) if self.rows else np.zeros((0, self.dim), np.float32)
         path = self.folder / self.FILE
         partial = self.folder / f".{self.FILE}.{os.getpid()}.partial"
         try:
@@ -148,7 +164,7 @@ class Batchify:
         width = max(len(t) for t in per_item)
         flat = [t for texts in per_item for t in texts]
         vectors = self.cache.get(flat)
-        context = np.zeros((len(per_item), width, DIM), np.float32)
+        context = np.zeros((len(per_item), width, self.cache.dim), np.float32)
         mask = np.zeros((len(per_item), width), np.float32)
         row = 0
         for i, texts in enumerate(per_item):

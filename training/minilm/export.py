@@ -63,30 +63,37 @@ def write_tokenizer(target: Path) -> Path:
 
 def export_fp32(path: Path) -> Path:
     """Trace BERT + mean pooling + normalisation into one ONNX graph (legacy exporter, opset 17)."""
-    import torch
     from transformers import AutoModel
 
     torch.set_num_threads(1)
     bert = AutoModel.from_pretrained(str(model_path()))
-    bert.eval()
-
-    class Pooled(torch.nn.Module):
-        def __init__(self, inner: torch.nn.Module) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-            hidden = self.inner(input_ids=input_ids, attention_mask=attention_mask,
-                                token_type_ids=torch.zeros_like(input_ids)).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            tokens = hidden * mask
-            summed = tokens.sum(dim=1)
-            mean = summed / mask.sum(dim=1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(mean, p=2.0, dim=1), tokens
-
-    wrapper = Pooled(bert).eval()
     ids = torch.tensor([[101, 7592, 2088, 102, 0], [101, 2129, 2024, 2017, 102]], dtype=torch.int64)
-    mask = (ids != 0).to(torch.int64)
+    return export_pooled(bert, path, ids, (ids != 0).to(torch.int64), token_types=True)
+
+
+class Pooled(nn.Module):
+    """A transformer with sentence-transformers' mean pooling and L2 normalisation after it: outputs the
+    unit `embedding` and the masked `token_embeddings` it is the mean of (the service pools those itself)."""
+
+    def __init__(self, inner: nn.Module, token_types: bool) -> None:
+        super().__init__()
+        self.inner = inner
+        self.token_types = token_types  # BERT reads token_type_ids (all 0 for one text); MPNet has none
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        extra = {"token_type_ids": torch.zeros_like(input_ids)} if self.token_types else {}
+        hidden = self.inner(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        tokens = hidden * mask
+        summed = tokens.sum(dim=1)
+        mean = summed / mask.sum(dim=1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(mean, p=2.0, dim=1), tokens
+
+
+def export_pooled(model: nn.Module, path: Path, ids: torch.Tensor, mask: torch.Tensor, token_types: bool) -> Path:
+    """One ONNX graph of `model` + pooling (legacy exporter, opset 17, batch and time axes symbolic), traced
+    on the example `ids` and `mask`; deterministic, so a manifest can vouch for a file built elsewhere."""
+    wrapper = Pooled(model.eval(), token_types).eval()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with torch.no_grad():
@@ -219,14 +226,14 @@ if __name__ == "__main__":
 def export_head(head: nn.Module, path) -> None:
     """ONNX export (legacy exporter, opset 17) with symbolic batch and turn axes."""
     head.eval()
-    batch, turns = 3, 2
-    context = torch.nn.functional.normalize(torch.randn(batch, turns, DIM), dim=-1)
+    batch, turns, dim = 3, 2, getattr(head, "dim", DIM)
+    context = torch.nn.functional.normalize(torch.randn(batch, turns, dim), dim=-1)
     mask = torch.tensor([[1.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
-    response = torch.nn.functional.normalize(torch.randn(batch, DIM), dim=-1)
+    response = torch.nn.functional.normalize(torch.randn(batch, dim), dim=-1)
     args = [context, mask, response]
     names = ["context", "context_mask", "response"]
     if head.referenced:
-        args.append(torch.nn.functional.normalize(torch.randn(batch, DIM), dim=-1))
+        args.append(torch.nn.functional.normalize(torch.randn(batch, dim), dim=-1))
         names.append("reference")
     outputs = list(head(*args).keys())
     axes = {"context": {0: "batch", 1: "turns"}, "context_mask": {0: "batch", 1: "turns"}}
@@ -236,19 +243,20 @@ def export_head(head: nn.Module, path) -> None:
                           input_names=names, output_names=outputs, dynamic_axes=axes)
 
 
-def _check_parity(head, path: Path) -> None:
+def check_parity(head, path: Path) -> None:
     """ONNX Runtime against torch at batch 1 and a ragged batch; refuses to ship a graph that differs."""
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
     rng = np.random.default_rng(0)
+    dim = getattr(head, "dim", DIM)
     for batch, turns in ((1, 1), (5, 4)):
-        context = rng.standard_normal((batch, turns, 384)).astype(np.float32)
+        context = rng.standard_normal((batch, turns, dim)).astype(np.float32)
         context /= np.linalg.norm(context, axis=-1, keepdims=True)
         mask = np.ones((batch, turns), np.float32)
         mask[0, 1:] = 0
         feeds = {"context": context, "context_mask": mask}
         for name in names[2:]:
-            vector = rng.standard_normal((batch, 384)).astype(np.float32)
+            vector = rng.standard_normal((batch, dim)).astype(np.float32)
             feeds[name] = vector / np.linalg.norm(vector, axis=-1, keepdims=True)
         got = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
         refuse_non_finite(list(got.values()), path)
@@ -297,7 +305,7 @@ def export_model(head, config, cache, out: Path, dev: dict[str, float], seconds:
     for stale in out.glob("*.onnx"):
         stale.unlink()
     export_head(head, out / "head.onnx")
-    _check_parity(head, out / "head.onnx")
+    check_parity(head, out / "head.onnx")
     model_config: dict[str, Any] = {"context_encoding": config.encoding, "pooling": config.pooling}
     if config.model == "ruber-minilm":
         model_config["normalise"] = ruber_ranges(head, config, cache)

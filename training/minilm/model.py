@@ -1,6 +1,6 @@
 """The three trained heads over MiniLM vectors and their context pooling ("last", "gru", "attn").
 
-Inputs are unit vectors with the context right-padded and masked exactly, so a score never depends on
+Inputs are unit vectors (DIM wide: MiniLM's; `dim` for another encoder's) with the context right-padded and masked exactly, so a score never depends on
 the batch; bilinear matrices start at the identity, so before training ADEM and AutoJudge rank as the cosine does."""
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ def last_real(context: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 class ContextPool(nn.Module):
-    def __init__(self, pooling: str) -> None:
+    def __init__(self, pooling: str, dim: int = DIM) -> None:
         super().__init__()
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}")
         self.pooling = pooling
         if pooling == "gru":
-            self.gru = nn.GRU(DIM, DIM, batch_first=True)
-            self.project = nn.Linear(DIM, DIM)
+            self.gru = nn.GRU(dim, dim, batch_first=True)
+            self.project = nn.Linear(dim, dim)
             nn.init.zeros_(self.project.weight)
             nn.init.zeros_(self.project.bias)
         if pooling == "attn":
@@ -98,15 +98,16 @@ class AdemHead(StartsFromNextTurn, nn.Module):
 
     referenced = True
 
-    def __init__(self, pooling: str = "last") -> None:
+    def __init__(self, pooling: str = "last", dim: int = DIM) -> None:
         super().__init__()
-        self.pool = ContextPool(pooling)
-        self.M = nn.Parameter(torch.eye(DIM))
-        self.N = nn.Parameter(torch.eye(DIM))
+        self.dim = dim
+        self.pool = ContextPool(pooling, dim)
+        self.M = nn.Parameter(torch.eye(dim))
+        self.N = nn.Parameter(torch.eye(dim))
         self.alpha = nn.Parameter(torch.tensor(3.0))
         self.beta = nn.Parameter(torch.tensor(1.0))
         self.copy = CopyPenalty()
-        self.prior = torch.eye(DIM)
+        self.prior = torch.eye(dim)
 
     def forward(self, context, context_mask, response, reference):
         """The score and its terms, which /score gives in `details` (the contract's adem example):
@@ -118,7 +119,7 @@ class AdemHead(StartsFromNextTurn, nn.Module):
         return {"score": self.alpha + self.beta * raw, "s_unref": s_unref, "s_ref": s_ref, "copy_penalty": copy_penalty}
 
     def regulariser(self) -> torch.Tensor:
-        return (self.M - self.prior).abs().mean() + (self.N - torch.eye(DIM)).abs().mean()
+        return (self.M - self.prior).abs().mean() + (self.N - torch.eye(self.dim)).abs().mean()
 
 
 class AutoJudgeHead(StartsFromNextTurn, nn.Module):
@@ -126,14 +127,15 @@ class AutoJudgeHead(StartsFromNextTurn, nn.Module):
 
     referenced = False
 
-    def __init__(self, pooling: str = "last") -> None:
+    def __init__(self, pooling: str = "last", dim: int = DIM) -> None:
         super().__init__()
-        self.pool = ContextPool(pooling)
-        self.M = nn.Parameter(torch.eye(DIM))
+        self.dim = dim
+        self.pool = ContextPool(pooling, dim)
+        self.M = nn.Parameter(torch.eye(dim))
         self.alpha = nn.Parameter(torch.tensor(3.0))
         self.beta = nn.Parameter(torch.tensor(1.0))
         self.copy = CopyPenalty()
-        self.prior = torch.eye(DIM)
+        self.prior = torch.eye(dim)
 
     def forward(self, context, context_mask, response):
         c = self.pool(context, context_mask, response)
@@ -149,11 +151,12 @@ class RuberHead(StartsFromNextTurn, nn.Module):
 
     referenced = True
 
-    def __init__(self, pooling: str = "last", hidden: int = 256) -> None:
+    def __init__(self, pooling: str = "last", hidden: int = 256, dim: int = DIM) -> None:
         super().__init__()
-        self.pool = ContextPool(pooling)
-        self.M = nn.Parameter(torch.eye(DIM))
-        self.mlp = nn.Sequential(nn.Linear(2 * DIM + 1, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+        self.dim = dim
+        self.pool = ContextPool(pooling, dim)
+        self.M = nn.Parameter(torch.eye(dim))
+        self.mlp = nn.Sequential(nn.Linear(2 * dim + 1, hidden), nn.Tanh(), nn.Linear(hidden, 1))
         # A direct path from the quadratic feature, the MLP's output layer starting at zero: the
         # head starts as sigmoid(5 c^T M r), M the identity or next-turn pre-trained, and learns a
         # correction (a randomly started MLP learned DailyDialog topic priors that did not carry
@@ -168,7 +171,7 @@ class RuberHead(StartsFromNextTurn, nn.Module):
         # gamma 20 without the DSTC7 positives the degenerate check fell to 89.0% (copies 49.8%);
         # gamma 40 (10 logits at cos 1): 95.6%, copies 87.8%, dev Pearson unchanged or higher.
         self.copy = CopyPenalty(gamma=40.0, trainable=False)
-        self.prior = torch.eye(DIM)
+        self.prior = torch.eye(dim)
 
     def unreferenced(self, context, context_mask, response) -> torch.Tensor:
         c = self.pool(context, context_mask, response)

@@ -12,9 +12,11 @@ import torch
 from training.data import corpora, judgements
 from training.minilm import data
 from training.minilm.embed import EmbeddingCache
-from training.minilm.model import DIM
 
 SOURCES = ("dailydialog", "chitchat")
+# (last turn, reply) of RUBER's negative-sampling pairs (training/minilm/data.py: ruber_pairs), ~10k:
+# the next turns a slower encoder's heads pre-train on, whose texts are embedded for them anyway.
+NEGATIVE_SAMPLING = "negative-sampling"
 # The heads whose M scores a reply against its context (ADEM: c^T M r_hat; AutoJudge: c^T M r;
 # RUBER: the quadratic feature of its unreferenced part, which then learns by negative sampling).
 NEXT_TURN_MODELS = ("adem-minilm", "autojudge-minilm", "ruber-minilm")
@@ -33,27 +35,34 @@ class NextTurnConfig:
 
 def corpus_pairs(sources: tuple[str, ...] = SOURCES, max_pairs: int | None = None) -> tuple[list[str], list[str]]:
     """(last turn, next turn) of every train dialogue that holds no dev text, deduplicated, in a fixed order."""
-    unknown = set(sources) - set(SOURCES)
+    unknown = set(sources) - {*SOURCES, NEGATIVE_SAMPLING}
     if unknown:
-        raise ValueError(f"unknown next-turn source(s) {sorted(unknown)}; known: {SOURCES}")
+        raise ValueError(f"unknown next-turn source(s) {sorted(unknown)}; known: {(*SOURCES, NEGATIVE_SAMPLING)}")
     seen: set[tuple[str, str]] = set()
     queries: list[str] = []
     replies: list[str] = []
-    holdout = judgements.dev_holdout()
-    for source in sources:
-        dialogues, _ = holdout.unseen(corpora.dailydialog("train") if source == "dailydialog"
-                                      else corpora.chitchat("train"))
-        for turns in dialogues:
-            for i in range(1, len(turns)):
-                pair = (turns[i - 1], turns[i])
-                if pair in seen or (source == "dailydialog" and not data.in_train_partition([pair[0]])):
-                    continue
-                seen.add(pair)
-                queries.append(pair[0])
-                replies.append(pair[1])
-                if max_pairs is not None and len(queries) >= max_pairs:
-                    return queries, replies
+    for pair in (pair for source in sources for pair in _pairs(source)):
+        if pair in seen:
+            continue
+        seen.add(pair)
+        queries.append(pair[0])
+        replies.append(pair[1])
+        if max_pairs is not None and len(queries) >= max_pairs:
+            break
     return queries, replies
+
+
+def _pairs(source: str):
+    """One source's (last turn, next turn) pairs, in the corpus's order."""
+    if source == NEGATIVE_SAMPLING:  # contexts in the judgement train partition already (ruber_pairs)
+        yield from ((pair.context[-1], pair.reply) for pair in data.ruber_pairs())
+        return
+    dialogues, _ = judgements.dev_holdout().unseen(corpora.dailydialog("train") if source == "dailydialog"
+                                                   else corpora.chitchat("train"))
+    for turns in dialogues:
+        for i in range(1, len(turns)):
+            if source != "dailydialog" or data.in_train_partition([turns[i - 1]]):
+                yield turns[i - 1], turns[i]
 
 
 # One pre-training per (cache, settings, seed) in a process: `train-minilm --search` trains a head
@@ -62,7 +71,8 @@ _TRAINED: dict[tuple[str, NextTurnConfig, int], torch.Tensor] = {}
 
 
 def pretrain_bilinear(cache: EmbeddingCache, config: NextTurnConfig, seed: int = 0, log=print) -> torch.Tensor:
-    """M (DIM x DIM), started at the identity, trained to pick each context's own next turn."""
+    """M (dim x dim, the cache's vectors' width), started at the identity, trained to pick each context's own
+    next turn."""
     key = (str(cache.folder), config, seed)
     if key not in _TRAINED:
         _TRAINED[key] = _pretrain(cache, config, seed, log)
@@ -75,7 +85,7 @@ def _pretrain(cache: EmbeddingCache, config: NextTurnConfig, seed: int, log) -> 
     cache.add(queries + replies, chunk=8192, log=len(queries) > 10_000)
     contexts = torch.from_numpy(cache.get(queries))
     answers = torch.from_numpy(cache.get(replies))
-    matrix = torch.nn.Parameter(torch.eye(DIM))
+    matrix = torch.nn.Parameter(torch.eye(contexts.shape[1]))
     log_scale = torch.nn.Parameter(torch.tensor(3.0))  # a learned temperature, e^3 = 20 to start
     optimiser = torch.optim.Adam([matrix, log_scale], lr=config.lr)
     generator = torch.Generator().manual_seed(seed)

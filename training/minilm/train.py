@@ -23,7 +23,7 @@ from training.minilm.data import judged_rows, negative_samples
 from training.minilm.embed import Batchify, EmbeddingCache, predict
 from training.minilm.export import export_model, ruber_ranges
 from training.minilm.model import HEADS, POOLINGS
-from training.minilm.next_turn import NEXT_TURN_MODELS, NextTurnConfig, pretrain_bilinear
+from training.minilm.next_turn import NEXT_TURN_MODELS, SOURCES as NEXT_TURN_SOURCES, NextTurnConfig, pretrain_bilinear
 
 # (context encoding, pooling) pairs tried by --search.
 BLENDS = ("min", "max", "geometric", "arithmetic")  # RUBER's pooling strategies (service.scorers.minilm.blend)
@@ -54,6 +54,8 @@ class Config:
     # 0 starts M at the identity.
     next_turn_epochs: int = 5
     next_turn_max_pairs: int | None = None  # tests: a handful of pairs
+    next_turn_sources: tuple[str, ...] = NEXT_TURN_SOURCES  # next_turn.NEGATIVE_SAMPLING for a slow encoder's heads
+    left_out: tuple[str, ...] = ()  # judged sets left out of the ratings fit (training/unref: out-of-fold heads)
     seed: int = 0
     recover_references: bool = True  # dev figures on the DailyDialog-based sets too, as `evaluate` measures
     blend: str = "arithmetic"  # ruber: served default blend, set by evaluate_dev to the best on dev data
@@ -64,17 +66,21 @@ class Config:
 def train(config: Config, cache: EmbeddingCache, log=print) -> torch.nn.Module:
     torch.manual_seed(config.seed)
     rng = random.Random(config.seed)
-    head = HEADS[config.model](config.pooling)
+    head = HEADS[config.model](config.pooling, dim=cache.dim)
     referenced = head.referenced
     is_ruber = config.model == "ruber-minilm"
     batchify = Batchify(cache, config.encoding)
     if config.model in NEXT_TURN_MODELS and config.next_turn_epochs > 0:
         head.start_from(pretrain_bilinear(cache, NextTurnConfig(epochs=config.next_turn_epochs,
-                                                                max_pairs=config.next_turn_max_pairs),
+                                                                max_pairs=config.next_turn_max_pairs,
+                                                                sources=tuple(config.next_turn_sources)),
                                           seed=config.seed, log=log))
     ranked = negative_samples(config, rng, for_ruber=is_ruber)
-    cache.add(ranked.bad + ranked.good + ranked.references)
-    regression = [] if is_ruber else list(judged_rows("train", referenced, config.max_judged).values())
+    # The margin terms never read a reference (RUBER's ranks s_unref only): not embedded, not batched.
+    ranks_with_reference = referenced and not is_ruber
+    cache.add(ranked.bad + ranked.good + (ranked.references if ranks_with_reference else []))
+    regression = [] if is_ruber else [rows for name, rows in judged_rows("train", referenced, config.max_judged).items()
+                                      if name not in config.left_out]
     reg_contexts = [c for rows in regression for c in rows[0]]
     reg_responses = [r for rows in regression for r in rows[1]]
     reg_references = [r for rows in regression for r in rows[2]] if referenced and regression else None
@@ -107,7 +113,7 @@ def train(config: Config, cache: EmbeddingCache, log=print) -> torch.nn.Module:
             loss = config.l1 * head.regulariser()
             idx = rank_order[(step * config.batch) % n_rank:][: config.batch]
             ctx = [ranked.contexts[i] for i in idx]
-            refs = [ranked.references[i] for i in idx] if referenced else None
+            refs = [ranked.references[i] for i in idx] if ranks_with_reference else None
             good = batchify(ctx, [ranked.good[i] for i in idx], refs)
             bad = batchify(ctx, [ranked.bad[i] for i in idx], refs)
             if is_ruber:

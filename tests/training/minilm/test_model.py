@@ -6,7 +6,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from service.scorers.minilm import context_texts  # noqa: E402
-from training.minilm.export import _check_parity, export_head  # noqa: E402
+from training.minilm.export import check_parity, export_head  # noqa: E402
 from training.minilm.model import DIM, HEADS, POOLINGS  # noqa: E402
 
 
@@ -37,7 +37,7 @@ def test_onnx_export_matches_torch(model: str, tmp_path) -> None:
     torch.manual_seed(1)
     head = HEADS[model]("attn" if model != "ruber-minilm" else "gru").eval()
     export_head(head, tmp_path / "head.onnx")
-    _check_parity(head, tmp_path / "head.onnx")  # raises if ONNX Runtime and torch differ
+    check_parity(head, tmp_path / "head.onnx")  # raises if ONNX Runtime and torch differ
 
 
 def test_adem_head_returns_the_terms_of_its_score() -> None:

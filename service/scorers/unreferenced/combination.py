@@ -1,0 +1,113 @@
+"""A stacked reference-free model: score = bias + sum_j weight_j (x_j - mean_j) / sd_j over signals
+read on the shared encoder pass(es) (manifest config.signals; training/unref fits the weights).
+
+Signals (signals.py): trained heads' outputs (`source: head`: a graph of this folder over one
+encoder's vectors, optionally as a logit), cosines of the reply with the context turns, a copy
+penalty, and two word counts. Vectors come through the request's EncodeCache, so a model on
+minilm-l6 beside the -minilm models encodes nothing more than they do.
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from service.components.cache import EncodeCache
+from service.components.sentence_encoder import SentenceEncoder
+from service.scorers.base import Item, ScoreBatch, Scorer
+from service.scorers.minilm import _HeadScorer
+from service.scorers.registry import register
+from service.scorers.unreferenced.signals import (TEXT_SIGNALS, TRANSFORMS, VECTOR_SIGNALS, logit, text_signal,
+                                                  turns_of, vector_signal)
+from service.store.manifest import ManifestError
+
+SPEC_KEYS = ("name", "source", "mean", "sd", "weight")
+
+
+class HeadRunner(_HeadScorer):
+    """One trained head graph of the folder run as the -minilm heads run theirs (_HeadScorer._run:
+    context packing, one row at a time on the CPU), on the encoder the signal names."""
+
+    def __init__(self, session: Any, encoder: SentenceEncoder, encoding: str) -> None:  # no manifest of its own
+        self.session, self.encoder, self.encoding = session, encoder, encoding
+
+    def outputs(self, items: list[Item], cache: EncodeCache) -> dict[str, np.ndarray]:
+        """Every output by name. A graph with a `reference` input (ruber-minilm's, whose s_unref does
+        not read it) is given the reply there."""
+        if "reference" in self.session.inputs:
+            items = [Item(item.context, item.response, item.response) for item in items]
+        return self._run(items, cache)
+
+
+@register("unref-combination")
+class StackedUnreferenced(Scorer):
+    computes = "unreferenced"
+    bounded_by_squashing = True  # a weighted sum has no bound of its own
+    default_options: ClassVar[dict[str, dict[str, Any]]] = {"signals": {"type": "boolean", "default": False}}
+
+    def _load(self) -> None:
+        config = self.manifest.config
+        self.specs: list[dict[str, Any]] = [dict(spec) for spec in config["signals"]]
+        self.bias = float(config["bias"])
+        self.heads: dict[str, HeadRunner] = {}
+        for spec in self.specs:
+            missing = [key for key in SPEC_KEYS if key not in spec]
+            if missing:
+                raise ManifestError(f"{self.name}: config.signals entry {spec.get('name')!r} lacks {missing}",
+                                    "manifest invalid: config.signals")
+            if spec["source"] == "head":
+                if spec.get("transform", "identity") not in TRANSFORMS:
+                    raise ManifestError(f"{self.name}: unknown transform {spec['transform']!r}",
+                                        "manifest invalid: config.signals")
+                if spec["head"] not in self.heads:
+                    self.heads[spec["head"]] = HeadRunner(self.runtime.session(self.manifest.path(spec["head"])),
+                                                          self._encoder(spec), spec.get("context_encoding", "last"))
+            elif spec["source"] in VECTOR_SIGNALS:
+                self._encoder(spec)
+            elif spec["source"] not in TEXT_SIGNALS:
+                raise ManifestError(f"{self.name}: unknown signal source {spec['source']!r}",
+                                    "manifest invalid: config.signals")
+        self.mean = np.array([float(spec["mean"]) for spec in self.specs])
+        self.sd = np.array([float(spec["sd"]) for spec in self.specs])
+        self.weight = np.array([float(spec["weight"]) for spec in self.specs])
+        if not np.all(self.sd > 0):
+            raise ManifestError(f"{self.name}: every signal's sd must be above 0", "manifest invalid: config.signals")
+
+    def _encoder(self, spec: dict[str, Any]) -> SentenceEncoder:
+        if spec.get("encoder") not in self.components:
+            raise ManifestError(f"{self.name}: signal {spec['name']!r} reads encoder {spec.get('encoder')!r}, "
+                                "which is not in `uses`", "manifest invalid: config.signals")
+        return self.components[spec["encoder"]]
+
+    def signal_values(self, items: list[Item], cache: EncodeCache) -> np.ndarray:
+        """(items, signals) raw signal values, in config.signals' order."""
+        columns = np.zeros((len(items), len(self.specs)))
+        outputs = {head: runner.outputs(items, cache) for head, runner in self.heads.items()}
+        turns = [turns_of(item.context) for item in items]
+        vectors: dict[str, dict[str, np.ndarray]] = {}
+        for spec in self.specs:
+            if spec["source"] in VECTOR_SIGNALS and spec["encoder"] not in vectors:
+                encoder = self.components[spec["encoder"]]
+                texts = list(dict.fromkeys([t for ts in turns for t in ts] + [item.response for item in items]))
+                vectors[spec["encoder"]] = dict(zip(texts, encoder.encode(texts, cache)))
+        for j, spec in enumerate(self.specs):
+            if spec["source"] == "head":
+                values = np.asarray(outputs[spec["head"]][spec.get("output", "score")], dtype=np.float64)
+                columns[:, j] = logit(values) if spec.get("transform") == "logit" else values
+            elif spec["source"] in VECTOR_SIGNALS:
+                table = vectors[spec["encoder"]]
+                columns[:, j] = [vector_signal(spec, table[item.response], np.stack([table[t] for t in ts]))
+                                 for item, ts in zip(items, turns)]
+            else:
+                columns[:, j] = [text_signal(spec, item.response) for item in items]
+        return columns
+
+    def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
+        if not items:
+            return ScoreBatch([])
+        values = self.signal_values(items, cache)
+        scores = self.bias + ((values - self.mean) / self.sd) @ self.weight
+        details = None
+        if options["signals"]:
+            details = [{spec["name"]: float(v) for spec, v in zip(self.specs, row)} for row in values]
+        return ScoreBatch([float(s) for s in scores], details)

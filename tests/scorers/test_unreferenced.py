@@ -1,0 +1,121 @@
+"""The reference-free models: RUBER's s_U served alone, and the stacked combination's signals and score."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from service.components.cache import EncodeCache
+from service.scorers.base import Item
+from service.scorers.unreferenced.signals import copy_excess, cos_mean, distinct_ratio, log_length, logit, turns_of
+from service.store.manifest import read_manifest, write_manifest
+from service.store.model_store import ModelStore
+from tests.conftest import MODEL_STORE, copy_store
+
+ITEMS = [
+    Item(["hey, what do you want to do tonight?", "why don't we go see a movie?"], "nah, let's do something active."),
+    Item(["where is the station?"], "go straight and turn left at the bank."),
+    Item(["do you like cats?"], "the stock market fell by two percent today."),
+    Item(["hi"], ""),
+    Item(["i love jazz.", "me too!", "who is your favourite?"], "who is your favourite?"),
+]
+PARTS = {"ruber-unref": "ruber", "ruber-minilm-unref": "ruber-minilm"}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> ModelStore:
+    names = (*PARTS, *PARTS.values(), "minilm-cosine")
+    store = ModelStore(copy_store(tmp_path_factory.mktemp("unref"), names))
+    assert store.load(), store.failures
+    return store
+
+
+def test_signals_by_hand():
+    turns = np.array([[1.0, 0.0], [0.0, 1.0]])
+    reply = np.array([0.6, 0.8])
+    assert cos_mean(reply, turns, 1) == pytest.approx(0.8)
+    assert cos_mean(reply, turns, 2) == pytest.approx((0.6 + 0.8) / np.sqrt(2))
+    assert copy_excess(reply, turns, 0.75) == pytest.approx(0.05)
+    assert copy_excess(reply, turns, 0.9) == 0.0
+    assert distinct_ratio("yes yes yes no") == 0.5 and distinct_ratio("?!") == 0.0
+    assert log_length("") == 0.0 and log_length("two words") == pytest.approx(np.log(3))
+    np.testing.assert_allclose(logit(np.array([0.5, 0.9])), [0.0, np.log(9)])
+    assert np.isfinite(logit(np.array([0.0, 1.0]))).all()  # clipped, never infinite
+    assert turns_of([]) == [""] and turns_of([str(i) for i in range(9)]) == ["4", "5", "6", "7", "8"]
+
+
+@pytest.mark.parametrize("name", sorted(PARTS))
+def test_a_part_is_its_sources_s_u_and_reads_no_reference(store: ModelStore, name: str):
+    part, source = store.scorers[name], store.scorers[PARTS[name]]
+    assert part.manifest.kind == "unreferenced" and not part.reads_reference
+    scores = part.score(ITEMS).scores
+    assert all(0.0 < s < 1.0 for s in scores)
+    with_reference = [Item(i.context, i.response, "a reference it must not read.") for i in ITEMS]
+    assert part.score(with_reference).scores == scores
+    if name == "ruber-unref":  # the classic ruber's raw s_U, before its min-max normalisation
+        expected = source.unreferenced(ITEMS, EncodeCache())
+    else:  # ruber-minilm's head output s_unref, whatever the reference
+        expected = source._run([Item(i.context, i.response, "anything") for i in ITEMS], EncodeCache())["s_unref"]
+    np.testing.assert_allclose(scores, expected, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(PARTS))
+def test_a_parts_graphs_are_its_sources_as_committed(name: str):
+    """The copies name their source's hashes; retraining the source without `unref-parts` fails here."""
+    part, source = read_manifest(MODEL_STORE / name), read_manifest(MODEL_STORE / PARTS[name])
+    derived = part.config["derived_from"]
+    assert derived["model"] == PARTS[name] and derived["version"] == source.version
+    for filename, digest in derived["files"].items():
+        assert part.files[filename]["sha256"] == digest == source.files[filename]["sha256"]
+
+
+def combination_folder(store_root: Path, signals: list[dict], bias: float = 3.0, uses: tuple = ("minilm-l6",),
+                       heads: dict[str, Path] | None = None) -> Path:
+    """A store folder of the unref-combination scorer with these signals (and head graphs, copied in)."""
+    folder = store_root / "stacked"
+    folder.mkdir(parents=True, exist_ok=True)
+    for filename, source in (heads or {}).items():
+        shutil.copyfile(source, folder / filename)
+    write_manifest(folder, name="stacked", version="1", kind="unreferenced", scorer="unref-combination",
+                   score_range=(1.0, 5.0), uses=list(uses), config={"signals": signals, "bias": bias})
+    return folder
+
+
+def test_a_combination_is_its_bias_plus_weighted_z_scores_of_the_signals(tmp_path: Path):
+    root = copy_store(tmp_path / "store", ("autojudge-minilm",))
+    signals = [{"name": "aj", "source": "head", "head": "aj.onnx", "encoder": "minilm-l6", "output": "score",
+                "mean": 3.0, "sd": 0.5, "weight": 0.3},
+               {"name": "cos", "source": "cos_mean", "encoder": "minilm-l6", "turns": 2, "mean": 0.2, "sd": 0.2,
+                "weight": 0.2},
+               {"name": "copy", "source": "copy_excess", "encoder": "minilm-l6", "turns": 5, "threshold": 0.75,
+                "mean": 0.0, "sd": 0.01, "weight": -0.05},
+               {"name": "len", "source": "log_length", "mean": 2.3, "sd": 0.6, "weight": -0.04}]
+    combination_folder(root, signals, heads={"aj.onnx": MODEL_STORE / "autojudge-minilm" / "head.onnx"})
+    store = ModelStore(root, models=("stacked", "autojudge-minilm"))
+    assert store.load(), store.failures
+    scorer, autojudge = store.scorers["stacked"], store.scorers["autojudge-minilm"]
+    batch = scorer.score(ITEMS, {"signals": True})
+    raw = np.array([[d[s["name"]] for s in signals] for d in batch.details])
+    np.testing.assert_allclose(raw[:, 0], autojudge.score(ITEMS).scores, atol=1e-6)  # the head as served alone
+    assert raw[4, 2] > 0.2 and raw[0, 2] == 0.0  # the last item repeats a context turn
+    z = (raw - [s["mean"] for s in signals]) / [s["sd"] for s in signals]
+    expected = 3.0 + z @ [s["weight"] for s in signals]
+    lo, hi = 1.0, 5.0  # inside the range the soft bound leaves a score as it is
+    inside = (expected > lo + 0.2) & (expected < hi - 0.2)
+    np.testing.assert_allclose(np.asarray(batch.scores)[inside], expected[inside], atol=1e-6)
+    alone = [scorer.score([item]).scores[0] for item in ITEMS]
+    assert alone == batch.scores  # a score does not depend on its batch
+
+
+@pytest.mark.parametrize("bad,why", [({"source": "nonsense"}, "unknown signal source"),
+                                     ({"source": "cos_mean", "encoder": "mpnet-base", "turns": 1}, "not in `uses`"),
+                                     ({"source": "log_length", "sd": 0.0}, "sd must be above 0")])
+def test_a_bad_signal_fails_that_model_only(tmp_path: Path, bad: dict, why: str):
+    root = copy_store(tmp_path / "store", ("minilm-cosine",))
+    combination_folder(root, [{"name": "x", "source": "log_length", "mean": 0.0, "sd": 1.0, "weight": 1.0, **bad}])
+    store = ModelStore(root)
+    store.load()
+    assert "stacked" in store.failures and why in store.failures["stacked"]
+    assert "minilm-cosine" in store.scorers

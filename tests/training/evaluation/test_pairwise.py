@@ -1,0 +1,46 @@
+"""Within-context pairwise agreement against pairs counted by hand."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from training.evaluation.pairwise import context_groups, pairwise_agreement
+
+
+def test_groups_key_on_conversation_and_context():
+    keys = [("a", ("hi",)), ("a", ("hi",)), ("b", ("hi",)), ("a", ("hi", "yo"))]
+    assert context_groups(keys).tolist() == [0, 0, 1, 2]
+
+
+def test_pairs_within_a_context_with_a_human_gap_ordered_as_people_do():
+    groups = np.array([0, 0, 0, 1, 1, 2])
+    human = np.array([5.0, 3.0, 3.2, 4.0, 1.0, 5.0])
+    # context 0: (5, 3) and (5, 3.2) count, (3, 3.2) is under the 0.5 gap; context 1: one pair; context 2: none
+    model = np.array([0.9, 0.1, 0.95, 0.2, 0.2, 0.0])
+    share, pairs = pairwise_agreement(groups, human, model)
+    # (5 vs 3): right; (5 vs 3.2): wrong; (4 vs 1): a model tie, wrong
+    assert pairs == 3 and share == pytest.approx(1 / 3)
+    share, pairs = pairwise_agreement(groups, human, model, min_gap=0.1)
+    assert pairs == 4 and share == pytest.approx(2 / 4)  # (3 vs 3.2) now counts, and the model orders it right
+
+
+def test_no_pair_is_none_not_zero():
+    assert pairwise_agreement(np.array([0, 1]), np.array([1.0, 5.0]), np.array([0.0, 1.0])) == (None, 0)
+
+
+def test_the_reranking_table_counts_sets_above_each_bar():
+    from training.evaluation.evaluate import Result
+    from training.evaluation.reranking import CONTEXT_PART, reranking_table
+
+    def result(model, set_name, r, share):
+        return Result(model, set_name, 30, pearson=r, pairwise=share, pairs=40)
+
+    figures = {"a": {"free": (0.5, 0.7), "autojudge-minilm": (0.4, 0.6), CONTEXT_PART: (0.6, 0.65)},
+               "b": {"free": (0.3, 0.8), "autojudge-minilm": (0.2, 0.7), CONTEXT_PART: (0.1, 0.9)}}
+    results = {s: {m: result(m, s, r, p) for m, (r, p) in row.items()} for s, row in figures.items()}
+    distinct = {"a": {"minilm-cosine": result("minilm-cosine", "a", 0.45, None), "free": result("free", "a", 0.5, None)}}
+    lines = reranking_table(results, ["a", "b"], ["free", "autojudge-minilm"], {"free": "unreferenced",
+                                                                                 "autojudge-minilm": "unreferenced"},
+                            distinct)
+    row = next(line for line in lines if line.startswith("| free |"))
+    assert row == "| free | 0.400 | 2/2 | 1/2 | 2/2 | 1/2 | 0.750 | 0.500 (+0.050) |"

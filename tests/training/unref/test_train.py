@@ -1,0 +1,51 @@
+"""train-unref end to end on a handful of real items: out-of-fold heads, the fit, the export, the folder
+served as the store serves it (train-unref itself checks the served scores against the fit's)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from service.scorers.base import Item
+from service.store.model_store import ModelStore
+from tests.conftest import MODEL_STORE, copy_store
+from training.unref import parts
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.data
+def test_a_tiny_unref_minilm_trains_exports_and_serves(tmp_path: Path):
+    from training.unref.train import main
+
+    store = copy_store(tmp_path / "store", ("autojudge-minilm", "ruber-minilm"))
+    assert main(["--model", "unref-minilm", "--store", str(store), "--cache", f"minilm-l6={tmp_path / 'cache'}",
+                 "--one-setting", "--max-judged", "6", "--epochs", "1", "--negatives-contexts", "6",
+                 "--next-turn-max-pairs", "16", "--ruber-pairs", "12"]) == 0
+    manifest = ModelStore(store).root / "unref-minilm" / "manifest.json"
+    assert manifest.is_file()
+    served = ModelStore(store, models=("unref-minilm",))
+    assert served.load(), served.failures
+    scorer = served.scorers["unref-minilm"]
+    assert scorer.manifest.kind == "unreferenced" and not scorer.reads_reference
+    names = [spec["name"] for spec in scorer.manifest.config["signals"]]
+    assert names == ["autojudge", "ruber_s_unref_logit", "cos_mean2", "copy_excess", "distinct_ratio", "log_length"]
+    # the served heads are copies of the -minilm models' graphs, named with their hashes
+    heads = scorer.manifest.config["heads"]
+    assert heads["autojudge_head.onnx"]["sha256"] == scorer.manifest.files["autojudge_head.onnx"]["sha256"]
+    readme = (store / "unref-minilm" / "README.md").read_text()
+    assert "| autojudge | minilm-l6 |" in readme and "Leave-one-set-out" in readme
+    scores = scorer.score([Item(["do you like jazz?"], "yes, coltrane is my favourite."),
+                           Item(["do you like jazz?"], "do you like jazz?")]).scores
+    assert len(scores) == 2 and all(1.0 < s < 5.0 for s in scores)
+
+
+def test_unref_parts_copies_the_graphs_and_keeps_figures_only_for_the_same_graphs(tmp_path: Path):
+    store = copy_store(tmp_path / "store", ("ruber-minilm",))
+    shutil.copytree(MODEL_STORE / "ruber-minilm-unref", store / "ruber-minilm-unref")
+    before = (store / "ruber-minilm-unref" / "manifest.json").read_text()
+    manifest = parts.write_part(store, "ruber-minilm-unref")
+    assert manifest.kind == "unreferenced" and manifest.config["derived_from"]["model"] == "ruber-minilm"
+    assert (store / "ruber-minilm-unref" / "head.onnx").read_bytes() == (store / "ruber-minilm" / "head.onnx").read_bytes()
+    assert (store / "ruber-minilm-unref" / "manifest.json").read_text() == before  # rewritten as committed

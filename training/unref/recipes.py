@@ -1,0 +1,82 @@
+"""What each stacked reference-free model combines: its signals (in the served config's form, without
+the fitted statistics and weights) and where each head graph comes from."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MINILM = "minilm-l6"
+MPNET = "mpnet-base"
+AUTOJUDGE_HEAD = "autojudge_head.onnx"
+RUBER_HEAD = "ruber_head.onnx"
+COPY_THRESHOLD = 0.75  # the copy penalty's threshold in the -minilm heads (training/minilm/model.py: CopyPenalty)
+
+
+@dataclass(frozen=True)
+class HeadSource:
+    """A head graph of the folder. `served`: a copy of that -minilm model's head.onnx (its out-of-fold
+    heads trained with that model's own recipe, from its card's config); otherwise trained here on
+    `encoder`'s vectors with that recipe, next-turn pre-training on RUBER's negative-sampling pairs
+    (the 168k next-turn texts are hours of a slow encoder on a CPU)."""
+
+    model: str  # autojudge-minilm (the AutoJudge form, fitted to ratings) or ruber-minilm (RUBER's s_U)
+    encoder: str
+    served: bool
+
+    @property
+    def rated(self) -> bool:
+        """Whether the head reads ratings, so that stacking needs its out-of-fold scores."""
+        return self.model == "autojudge-minilm"
+
+
+def autojudge(encoder: str) -> dict:
+    return {"name": "autojudge", "source": "head", "head": AUTOJUDGE_HEAD, "encoder": encoder, "output": "score",
+            "context_encoding": "last"}
+
+
+def ruber_logit(encoder: str) -> dict:
+    return {"name": "ruber_s_unref_logit", "source": "head", "head": RUBER_HEAD, "encoder": encoder,
+            "output": "s_unref", "transform": "logit", "context_encoding": "last"}
+
+
+def cos_mean(encoder: str, turns: int) -> dict:
+    return {"name": "cos_last" if turns == 1 else f"cos_mean{turns}", "source": "cos_mean", "encoder": encoder,
+            "turns": turns}
+
+
+def copy_excess(encoder: str) -> dict:
+    return {"name": "copy_excess", "source": "copy_excess", "encoder": encoder, "turns": 5,
+            "threshold": COPY_THRESHOLD}
+
+
+TEXT = ({"name": "distinct_ratio", "source": "distinct_ratio"}, {"name": "log_length", "source": "log_length"})
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    uses: tuple[str, ...]
+    signals: tuple[dict, ...]
+    heads: dict[str, HeadSource]
+    summary: str
+
+
+RECIPES = {
+    "unref-minilm": Recipe(
+        "unref-minilm", (MINILM,),
+        (autojudge(MINILM), ruber_logit(MINILM), cos_mean(MINILM, 2), copy_excess(MINILM), *TEXT),
+        {AUTOJUDGE_HEAD: HeadSource("autojudge-minilm", MINILM, served=True),
+         RUBER_HEAD: HeadSource("ruber-minilm", MINILM, served=True)},
+        "on the one MiniLM pass the -minilm models share"),
+    "unref-mpnet": Recipe(
+        "unref-mpnet", (MPNET,),
+        (autojudge(MPNET), ruber_logit(MPNET), cos_mean(MPNET, 1), cos_mean(MPNET, 2), copy_excess(MPNET), *TEXT),
+        {AUTOJUDGE_HEAD: HeadSource("autojudge-minilm", MPNET, served=False),
+         RUBER_HEAD: HeadSource("ruber-minilm", MPNET, served=False)},
+        "on all-mpnet-base-v2 alone (mpnet-base, built by make encoder-mpnet)"),
+    "unref-mpnet-minilm": Recipe(
+        "unref-mpnet-minilm", (MPNET, MINILM),
+        (autojudge(MPNET), ruber_logit(MINILM), cos_mean(MPNET, 2), copy_excess(MPNET), *TEXT),
+        {AUTOJUDGE_HEAD: HeadSource("autojudge-minilm", MPNET, served=False),
+         RUBER_HEAD: HeadSource("ruber-minilm", MINILM, served=True)},
+        "on all-mpnet-base-v2 (mpnet-base, built by make encoder-mpnet) and ruber-minilm's s_U on the MiniLM pass"),
+}

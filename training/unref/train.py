@@ -1,0 +1,265 @@
+"""`python -m training train-unref`: the stacked reference-free models, from real data.
+
+For each model (training/unref/recipes.py): its head signals on the judged train partitions out of fold
+(heads.py), its other signals from the embedding caches (signals.py), the stacker's settings chosen by
+leave-one-set-out over the training sets with a floor on the train negative samples ordered (fit.py;
+no development item is read), the whole fit exported with its card (export.py). `evaluate` and
+`degenerate` then measure the served folders on the development sets.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from service.scorers.base import Item
+from training.core.cli import count, positive_int
+from training.core.progress import cpu_description
+from training.core.staging import check_replaceable, staged_folder
+from training.evaluation.pairwise import context_groups
+from training.minilm.data import judged, negative_samples
+from training.minilm.embed import DEFAULT_CACHE, EmbeddingCache
+from training.minilm.train import Config, train
+from training.unref import fit as stacker
+from training.unref.export import SCORER, check_served, served_config, write_heads, write_model
+from training.unref.heads import GROUPS, OnnxHead, out_of_fold, outputs, recipe_config
+from training.unref.recipes import MINILM, RECIPES, HeadSource, Recipe
+from training.unref.signals import matrix
+
+OUTPUT = {"autojudge-minilm": "score", "ruber-minilm": "s_unref"}
+SEARCH_SHOWN = 12  # settings of the search kept in the card
+CHECKED_ROWS = 64  # train rows the exported folder must score as the fit does
+
+
+@dataclasses.dataclass
+class Rows:
+    """The judged train partitions (every training set) and the negative samples the margin term reads."""
+
+    contexts: list[list[str]]
+    replies: list[str]
+    human: np.ndarray
+    sets: np.ndarray
+    contexts_of: np.ndarray  # context group ids, for pairwise agreement
+    per_set: dict[str, tuple[list[list[str]], list[str]]]
+    negatives: Any  # training.minilm.data.Ranked
+
+    @classmethod
+    def load(cls, limit: int | None, negatives: Config, seed: int) -> "Rows":
+        items = {name: rows[:limit] for name, rows in judged("train", tuple(GROUPS)).items()}
+        flat = [item for rows in items.values() for item in rows]
+        return cls([list(i.context) for i in flat], [i.response for i in flat], np.array([i.score for i in flat]),
+                   np.array([i.set for i in flat]),
+                   context_groups([(i.conversation, tuple(i.context)) for i in flat]),
+                   {name: ([list(i.context) for i in rows], [i.response for i in rows]) for name, rows in items.items()},
+                   negative_samples(negatives, random.Random(seed), for_ruber=False))
+
+
+class Heads:
+    """Each head a recipe reads, trained or opened once, and its outputs on the rows."""
+
+    def __init__(self, store: Path, caches: dict[str, EmbeddingCache], overrides: dict[str, Any], log=print,
+                 served_next_turn: bool = False) -> None:
+        self.store, self.caches, self.overrides, self.log = store, caches, overrides, log
+        self.served_next_turn = served_next_turn
+        self.full: dict[HeadSource, Any] = {}
+        self.train_outputs: dict[HeadSource, np.ndarray] = {}
+
+    def config(self, source: HeadSource) -> Config:
+        return dataclasses.replace(recipe_config(source, self.store, self.served_next_turn), **self.overrides)
+
+    def whole_fit(self, source: HeadSource) -> Any:
+        if source not in self.full:
+            if source.served:
+                self.full[source] = OnnxHead(self.store / source.model / "head.onnx")
+            else:
+                started = time.time()
+                self.full[source] = train(self.config(source), self.caches[source.encoder], log=self.log).eval()
+                self.log(f"{source.model}'s form on {source.encoder}: trained in {time.time() - started:.0f} s")
+        return self.full[source]
+
+    def on(self, source: HeadSource, contexts: list[list[str]], replies: list[str]) -> np.ndarray:
+        return outputs(self.whole_fit(source), self.caches[source.encoder], contexts, replies, OUTPUT[source.model])
+
+    def on_train(self, source: HeadSource, rows: Rows) -> np.ndarray:
+        """The head's outputs on the train rows: out of fold for a head fitted to ratings."""
+        if source not in self.train_outputs:
+            if source.rated:
+                per_set = out_of_fold(self.config(source), self.caches[source.encoder], rows.per_set,
+                                      OUTPUT[source.model], log=self.log)
+            else:
+                per_set = {name: self.on(source, *part) for name, part in rows.per_set.items()}
+            self.train_outputs[source] = np.concatenate([per_set[name] for name in rows.per_set])
+        return self.train_outputs[source]
+
+
+def signals(recipe: Recipe, heads: Heads, rows: Rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The train rows' signals (head signals out of fold) and the negative samples' (good, bad)."""
+    negatives = rows.negatives
+
+    def at(contexts, replies, train_rows: bool) -> np.ndarray:
+        values = {file: {OUTPUT[s.model]: heads.on_train(s, rows) if train_rows else heads.on(s, contexts, replies)}
+                  for file, s in recipe.heads.items()}
+        return matrix(recipe.signals, heads.caches, contexts, replies, values)
+
+    return (at(rows.contexts, rows.replies, True), at(negatives.contexts, negatives.good, False),
+            at(negatives.contexts, negatives.bad, False))
+
+
+def search(X, rows: Rows, names: list[str], good, bad, one_setting: bool, log=print) -> list[stacker.Trial]:
+    groups = np.array([GROUPS[s] for s in rows.sets])
+    trials = []
+    for setting in [stacker.Setting()] if one_setting else stacker.settings():
+        trial = stacker.leave_one_set_out(X, rows.human, rows.sets, groups, rows.contexts_of, names, setting, good, bad)
+        whole = stacker.fit(X, rows.human, rows.sets, names, setting, good, bad)
+        trial.negatives_ordered = float((whole(good) > whole(bad)).mean())
+        trials.append(trial)
+    trials.sort(key=lambda t: -t.loso_pearson)
+    for trial in trials[:5]:
+        log(f"  {trial.setting}: LOSO r {trial.loso_pearson:.4f} (worst {trial.loso_worst:.4f}), pairwise "
+            f"{trial.loso_pairwise}, negatives ordered {trial.negatives_ordered:.3f}")
+    return trials
+
+
+def heads_note(recipe: Recipe, served_next_turn: bool) -> str:
+    """Where each head graph of the folder comes from, and which of them the fit read out of fold."""
+    notes = []
+    for file, source in recipe.heads.items():
+        if source.served:
+            note = f"a copy of {source.model}'s head.onnx (the served head)"
+            if source.rated:
+                note += (f"; the fit read out-of-fold scores of {source.model}'s own recipe (its card's config) with "
+                         "each group's sets left out" + ("" if served_next_turn else
+                                                          ", M pre-trained on RUBER's ~10k negative-sampling pairs, "
+                                                          "not 168k next turns"))
+            else:
+                note += ", in the fit as served (RUBER's s_U reads no rating: no folds)"
+        else:
+            note = (f"{source.model}'s form trained here on {source.encoder} vectors with that model's recipe, but "
+                    "next-turn pre-training of M on RUBER's ~10k negative-sampling pairs, not 168k next turns"
+                    + (" (out of fold in the fit)" if source.rated else ""))
+        notes.append(f"`{file}`: {note}")
+    return "; ".join(notes)
+
+
+def card(recipe: Recipe, best: stacker.Trial, trials: list[stacker.Trial], seconds: float, argv: list[str]) -> dict:
+    from training.unref.card import licence
+
+    heads = heads_note(recipe, served_next_turn="--served-next-turn" in argv)
+    return {
+        "summary": f"A learned combination of reference-free signals {recipe.summary}: the AutoJudge-form head, "
+                   "RUBER's unreferenced metric s_U, cosines of the reply with the last turns, a copy penalty and "
+                   "two word counts, standardised and weighted (the table below). Weights fitted on human ratings "
+                   "of the judged train partitions with a margin term on negative samples; the fit's settings "
+                   "chosen by leave-one-set-out, no development item read.",
+        "uses": "Re-ranking a live bot's candidate replies (`/rerank`: one context, several replies, no "
+                "reference), and scoring replies where no reference exists, on the 1-5 rating scale. "
+                + ("The same encoder pass as autojudge-minilm: no more encoder time than it." if recipe.uses == (MINILM,)
+                   else "Needs mpnet-base (`make encoder-mpnet`): 4-9x MiniLM's encoder time on a CPU (its cost on a "
+                        "GPU is not measured yet)."),
+        "inputs": "context (the last 5 turns read) and reply; no reference",
+        "options_note": "signals: true adds every signal's raw value to `details`",
+        "training_data": "the train partitions of the 9 judged training sets (training.data.judgements.TRAINING_SETS), "
+                         "squared error to the 1-5 human score, plus the margin term on train.py's negative samples "
+                         "(3,000 DailyDialog++ train contexts: the human reply above random, adversarial and "
+                         "degenerate replies from the training phrase lists)",
+        "heads": heads,
+        "licence": licence(recipe.uses),
+        "training_time": f"{seconds:.0f} s (heads, out-of-fold heads and the {len(trials)}-setting search) on cached vectors",
+        "machine": f"{cpu_description()}, no GPU, one thread, shared with other jobs",
+        "fit": {"chosen": best.as_dict(), "settings_tried": len(trials),
+                "search": [t.as_dict() for t in trials[:SEARCH_SHOWN]]},
+        "limitations": "reference-free: where a reference exists a referenced model reads more. Fitted on the ratings "
+                       "of nine sets (DailyDialog, Reddit, persona and human-bot chats); Topical-Chat and ConvAI2 "
+                       "turns, never trained on, stay near 0 for every model. English only.",
+        "reproduce": "python -m training train-unref " + " ".join(argv) + "\npython -m training evaluate\n"
+                     "python -m training degenerate",
+        "citation": "Signals from Deriu & Cieliebak 2019 (AutoJudge) and Tao et al. 2018 (RUBER); stacking as in "
+                    "Wolpert 1992. Encoders: Reimers & Gurevych 2019 (Sentence-BERT).",
+    }
+
+
+def parse_caches(values: list[str]) -> dict[str, Path]:
+    out = {}
+    for value in values:
+        name, _, folder = value.partition("=")
+        if not folder:
+            raise argparse.ArgumentTypeError(f"--cache {value!r}: write ENCODER=FOLDER")
+        out[name] = Path(folder)
+    return out
+
+
+def default_cache(encoder: str) -> Path:
+    """MiniLM's cache is train-minilm's (DIALSCORE_MINILM_CACHE); another encoder's sits beside it."""
+    return DEFAULT_CACHE if encoder == MINILM else DEFAULT_CACHE.with_name(f"dialscore-{encoder}-cache")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(argv if argv is not None else sys.argv[2:])
+    parser = argparse.ArgumentParser(prog="python -m training train-unref", description=__doc__.split("\n")[0])
+    parser.add_argument("--model", nargs="+", choices=sorted(RECIPES), default=["unref-minilm"])
+    parser.add_argument("--store", type=Path, default=Path("model_store"))
+    parser.add_argument("--cache", action="append", default=[], metavar="ENCODER=FOLDER",
+                        help="embedding cache of an encoder (default: train-minilm's for minilm-l6, "
+                             "dialscore-ENCODER-cache beside it for another)")
+    parser.add_argument("--one-setting", action="store_true",
+                        help="fit the default setting only, without the leave-one-set-out search (tests)")
+    parser.add_argument("--max-judged", type=positive_int, default=None, help="tests: judged train items per set")
+    parser.add_argument("--epochs", type=positive_int, default=None, help="tests: every head's epochs")
+    parser.add_argument("--negatives-contexts", type=positive_int, default=None, help="tests: negative-sample contexts")
+    parser.add_argument("--next-turn-max-pairs", type=positive_int, default=None, help="tests: next-turn pairs")
+    parser.add_argument("--ruber-pairs", type=positive_int, default=None, help="tests: RUBER's negative-sampling pairs")
+    parser.add_argument("--served-next-turn", action="store_true",
+                        help="out-of-fold heads of a served model pre-train M on its own 168k next turns (177k texts "
+                             "to encode) rather than on RUBER's ~10k negative-sampling pairs")
+    parser.add_argument("--seed", type=count, default=0)
+    args = parser.parse_args(argv)
+    try:
+        folders = parse_caches(args.cache)
+    except argparse.ArgumentTypeError as exc:
+        parser.error(str(exc))
+    recipes = [RECIPES[name] for name in args.model]
+    for recipe in recipes:
+        check_replaceable(args.store / recipe.name, SCORER)  # before the training, not after it
+    torch.set_num_threads(1)
+    started = time.time()
+    overrides = {k: v for k, v in (("max_judged", args.max_judged), ("epochs", args.epochs),
+                                   ("negatives_contexts", args.negatives_contexts),
+                                   ("next_turn_max_pairs", args.next_turn_max_pairs),
+                                   ("ruber_pairs", args.ruber_pairs)) if v is not None}
+    encoders = sorted({e for recipe in recipes for e in recipe.uses})
+    caches = {e: EmbeddingCache(folders.get(e, default_cache(e)), encoder_folder=args.store / e) for e in encoders}
+    rows = Rows.load(args.max_judged, dataclasses.replace(Config(seed=args.seed), **overrides), args.seed)
+    heads = Heads(args.store, caches, overrides, served_next_turn=args.served_next_turn)
+    print(f"{len(rows.replies)} judged train items, {len(rows.negatives.good)} negative samples", flush=True)
+    for recipe in recipes:
+        names = [spec["name"] for spec in recipe.signals]
+        X, good, bad = signals(recipe, heads, rows)
+        print(f"{recipe.name}: signals {names}; leave-one-set-out search", flush=True)
+        trials = search(X, rows, names, good, bad, args.one_setting)
+        best = stacker.choose(trials)
+        model = stacker.fit(X, rows.human, rows.sets, names, best.setting, good, bad)
+        print(f"{recipe.name}: chosen {best.setting}, LOSO r {best.loso_pearson:.4f}; weights on z "
+              + ", ".join(f"{n} {w:+.4f}" for n, w in zip(names, model.weight)) + f"; bias {model.bias:.4f}", flush=True)
+        check = list(range(0, len(rows.replies), max(1, len(rows.replies) // CHECKED_ROWS)))[:CHECKED_ROWS]
+        contexts, replies = [rows.contexts[i] for i in check], [rows.replies[i] for i in check]
+        whole = matrix(recipe.signals, caches, contexts, replies,
+                       {file: {OUTPUT[s.model]: heads.on(s, contexts, replies)} for file, s in recipe.heads.items()})
+        trained = {file: heads.whole_fit(s) for file, s in recipe.heads.items() if not s.served}
+        with staged_folder(args.store / recipe.name, SCORER) as stage:
+            provenance = write_heads(recipe, trained, args.store, stage)
+            write_model(stage, recipe, served_config(recipe, model, provenance, args.store),
+                        card(recipe, best, trials, time.time() - started, argv))
+            worst = check_served(stage, args.store, [Item(c, r) for c, r in zip(contexts, replies)], model(whole))
+        print(f"exported {args.store / recipe.name} (served scores within {worst:.1e} of the fit's)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
