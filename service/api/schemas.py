@@ -286,8 +286,9 @@ class ComponentInfoSchema(StrictSchema):
     precision = fields.String(validate=validate.OneOf(["w8a8", "int8", "fp32"]),
                               metadata={"description": "Sentence encoder only: which file is served "
                                                        "(DIALSCORE_ENCODER_PRECISION, auto: fp32 on CUDA where "
-                                                       "built, w8a8 on a CPU with integer dot products, else "
-                                                       "int8; their scores differ slightly)."})
+                                                       "built, w8a8 where built on a CPU with integer dot "
+                                                       "products, else the component's CPU file, int8 for "
+                                                       "MiniLM; their scores differ slightly)."})
     file = fields.String(metadata={"description": "Sentence encoder only: the ONNX file loaded."})
     chosen_by = fields.String(metadata={"description": "Sentence encoder only: why that file, e.g. "
                                                        "\"auto: the CPU reports avx2\"."})
