@@ -10,12 +10,21 @@ Every text of a batch is distinct by default, as in traffic where each item is i
 conversation: the per-request encode cache then saves nothing, which is the figure to
 size a deployment by. One scenario shows the other case, the re-ranking shape: 32 candidate
 replies for one context and reference, which the cache encodes once.
+
+Then latency, one request at a time on a kept-alive connection (what one bot waiting on its answer
+sees): one item for each MiniLM model, and `/rerank` of 32 candidates to a 2-turn context. And the
+MiniLM encoder through `/score minilm-cosine` on a server of one worker, against sentence-transformers
+(torch, fp32, eager, batch 32, as many threads as cores) on the same distinct DailyDialog turns in
+the same run (`python -m training reference-speed`, where torch is installed; skipped with a note
+otherwise).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import importlib.metadata
+import importlib.util
 import json
 import os
 import platform
@@ -23,8 +32,10 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -41,9 +52,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _request(port: int, body: bytes) -> tuple[int, bytes]:
+def _request(port: int, body: bytes, path: str = "/score") -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    conn.request("POST", "/score", body=body, headers={"Content-Type": "application/json"})
+    conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
     response = conn.getresponse()
     payload = response.read()
     conn.close()
@@ -136,13 +147,18 @@ class MemorySampler(threading.Thread):
 
 
 def _cpu_model() -> str:
+    """The CPU's name and the integer dot-product instructions it reports (what picks the encoder file)."""
+    from service.store.runtime import int8_dot_products
+
+    name = platform.processor() or "unknown CPU"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+                name = line.split(":", 1)[1].strip()
+                break
     except OSError:
         pass
-    return platform.processor() or "unknown CPU"
+    return f"{name} (int8 dot products: {int8_dot_products() or 'none reported'})"
 
 
 def _commit() -> str:
@@ -168,16 +184,52 @@ def _onnxruntime() -> str:
     return "onnxruntime not installed"
 
 
-def run_scenario(port: int, body: dict, items_per_request: int, clients: int, seconds: float | None) -> dict:
-    """`clients` connections sending `body` back to back for `seconds` (after one warm-up request),
-    or with `seconds` None each sending it once, all at the same time (the memory scenario)."""
+def _encoder_line(served: dict[str, dict]) -> str:
+    """Which sentence-encoder file the workers chose, and why (GET /models' components)."""
+    seen = {(c["name"], c.get("precision"), c.get("file"), c.get("chosen_by")) for m in served.values()
+            for c in m.get("components", []) if c.get("precision")}
+    return "; ".join(f"{name}: {file} ({chosen})" for name, _, file, chosen in sorted(seen)) or "none served"
+
+
+def run_one_at_a_time(port: int, path: str, body: dict, seconds: float) -> dict:
+    """Latency of `body` sent one request at a time on one kept-alive connection for `seconds`."""
+    payload = json.dumps(body).encode()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    latencies, failures = [], 0
+
+    def send() -> int:
+        conn.request("POST", path, body=payload, headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        response.read()
+        return response.status
+
+    send()  # warm the path and the connection, before the window opens
+    stop_at = time.perf_counter() + seconds
+    while time.perf_counter() < stop_at:
+        started = time.perf_counter()
+        status = send()
+        if status == 200:
+            latencies.append(time.perf_counter() - started)
+        else:
+            failures += 1
+    conn.close()
+    lat = np.array(latencies) * 1000
+    return {"requests": len(latencies), "failed": failures, "items_per_s": len(latencies) / seconds,
+            "requests_per_s": len(latencies) / seconds, "p50_ms": float(np.percentile(lat, 50)) if len(lat) else None,
+            "p99_ms": float(np.percentile(lat, 99)) if len(lat) else None, "spread": None}
+
+
+def run_scenario(port: int, body: dict, items_per_request: int, clients: int, seconds: float | None,
+                 path: str = "/score") -> dict:
+    """`clients` connections sending `body` to `path` back to back for `seconds` (after one warm-up
+    request), or with `seconds` None each sending it once, all at the same time (the memory scenario)."""
     payload = json.dumps(body).encode()
     latencies: list[float] = []
     finished: list[float] = []
     failures = [0]
     lock = threading.Lock()
     if seconds is not None:
-        _request(port, payload)  # warm the path once, before the window opens
+        _request(port, payload, path)  # warm the path once, before the window opens
     began = time.perf_counter()
     stop_at = began + (seconds or 0.0)
 
@@ -185,7 +237,7 @@ def run_scenario(port: int, body: dict, items_per_request: int, clients: int, se
         while True:
             started = time.perf_counter()
             try:
-                status, _ = _request(port, payload)
+                status, _ = _request(port, payload, path)
             except (OSError, http.client.HTTPException):  # a refused or dropped connection is a failure too
                 status = 0
             done = time.perf_counter()
@@ -228,9 +280,17 @@ def print_row(label: str, r: dict) -> None:
 HEAVY_PIECES = 256  # MiniLM's truncation: every heavy text is longer, in word pieces
 
 
+def heavy_chars(n: int, limits: dict) -> int:
+    """Characters per utterance of `n` heavy items (4 utterances each): max_chars, or less where the
+    body would pass max_body_bytes (10,000-character texts make a 97-item body of 3.9 MB), with a
+    tenth of the body left for JSON. Each is still far past the encoder's 256 word pieces."""
+    fitting = int(0.9 * limits.get("max_body_bytes", 1 << 62)) // (4 * max(n, 1))
+    return min(limits["max_chars"], fitting)
+
+
 def heavy_items(n: int, chars: int) -> list[dict]:
-    """`n` items whose every utterance is `chars` characters of distinct words: the most a request
-    may carry per utterance (the default limits), for the memory ONNX Runtime's arena grows to."""
+    """`n` items whose every utterance is `chars` characters of distinct words, each past the
+    encoder's truncation: for the memory ONNX Runtime's arena grows to."""
     def text(tag: str) -> str:
         words, out = 0, []
         while sum(map(len, out)) + len(out) < chars:
@@ -239,6 +299,80 @@ def heavy_items(n: int, chars: int) -> list[dict]:
         return " ".join(out)[:chars]
     return [{"context": [text(f"c{i}a"), text(f"c{i}b")], "response": text(f"r{i}"), "reference": text(f"f{i}")}
             for i in range(n)]
+
+
+MINILM_MODELS = ("minilm-cosine", "adem-minilm", "ruber-minilm", "autojudge-minilm")
+RERANK_MODEL = "autojudge-minilm"
+
+
+@contextlib.contextmanager
+def serving(store: Path, workers: int) -> Iterator[tuple[int, subprocess.Popen, dict[str, str]]]:
+    """`python -m service` with `workers` on a free loopback port, ready (or some model failed): its
+    port, process and environment; stopped (SIGTERM to its group) on the way out."""
+    port = _free_port()
+    env = {**os.environ, "DIALSCORE_MODEL_STORE": str(store), "DIALSCORE_LOG_LEVEL": "WARNING"}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    server = subprocess.Popen([sys.executable, "-m", "service", "--port", str(port), "--workers", str(workers)],
+                              cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        deadline = time.time() + 300
+        while True:
+            try:
+                status, body = _get(port, "/readyz")
+                if status == 200 or (status == 503 and body.get("error", {}).get("details", {}).get("failed")):
+                    break
+            except OSError:
+                pass
+            if time.time() > deadline or server.poll() is not None:
+                raise RuntimeError("server did not become ready")
+            time.sleep(0.5)
+        yield port, server, env
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+
+
+def reference_speed(texts: int) -> dict | str:
+    """sentence-transformers on `texts` distinct DailyDialog turns (`python -m training reference-speed`,
+    in its own process: the service never imports torch), or why not."""
+    missing = [m for m in ("torch", "sentence_transformers") if importlib.util.find_spec(m) is None]
+    if missing or not (REPO / "training").is_dir():
+        return f"{' and '.join(missing) or 'the training package'} not installed: no sentence-transformers row"
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "reference.json"
+        done = subprocess.run([sys.executable, "-m", "training", "reference-speed", "--texts", str(texts),
+                               "--threads", str(os.cpu_count() or 1), "--out", str(out)],
+                              cwd=REPO, capture_output=True, text=True, timeout=1800)
+        if done.returncode != 0 or not out.exists():
+            return f"reference-speed failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}"
+        return json.loads(out.read_text())
+
+
+def encoder_throughput(store: Path, texts: list[str], batch: int) -> dict:
+    """Texts/s of the MiniLM path through `/score minilm-cosine` on a one-worker server: `batch` items of
+    three distinct texts a request (reply, reference, context), one request at a time, kept alive."""
+    items = [{"context": [texts[i + 2]], "response": texts[i], "reference": texts[i + 1]}
+             for i in range(0, len(texts) - 2, 3)]
+    bodies = [json.dumps({"model": "minilm-cosine", "items": items[i:i + batch]}).encode()
+              for i in range(0, len(items), batch)]
+    with serving(store, workers=1) as (port, _, _):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+
+        def send(body: bytes) -> None:
+            conn.request("POST", "/score", body=body, headers={"Content-Type": "application/json"})
+            response = conn.getresponse()
+            response.read()
+            if response.status != 200:
+                raise RuntimeError(f"/score minilm-cosine answered {response.status}")
+
+        send(bodies[-1])  # warm up on the last request; its texts are encoded again in the window (no cache across requests)
+        started = time.perf_counter()
+        for body in bodies:
+            send(body)
+        seconds = time.perf_counter() - started
+        conn.close()
+    return {"texts": 3 * len(items), "seconds": seconds, "texts_per_s": 3 * len(items) / seconds}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -255,82 +389,125 @@ def main(argv: list[str] | None = None) -> int:
                         help="then, for the memory a pod must hold: every client sends at once one request of N "
                              "items of max_chars-character utterances to every reply model (docs/deploy.md: 100; "
                              "at most what max_encoder_tokens admits, 97 at the default)")
+    parser.add_argument("--latency-seconds", type=float, default=5.0,
+                        help="duration of each one-request-at-a-time latency row (0: none)")
+    parser.add_argument("--encoder-texts", type=int, default=2016,
+                        help="distinct texts for the encoder against sentence-transformers (0: not measured)")
     args = parser.parse_args(argv)
 
-    port = _free_port()
-    env = {**os.environ, "DIALSCORE_MODEL_STORE": str(args.store), "DIALSCORE_LOG_LEVEL": "WARNING"}
-    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-    server = subprocess.Popen([sys.executable, "-m", "service", "--port", str(port), "--workers", str(args.workers)],
-                              cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
+    results: dict[str, dict] = {}
     try:
-        deadline = time.time() + 300
-        while True:
-            try:
-                status, body = _get(port, "/readyz")
-                if status == 200 or (status == 503 and body.get("error", {}).get("details", {}).get("failed")):
-                    break
-            except OSError:
-                pass
-            if time.time() > deadline or server.poll() is not None:
-                print("server did not become ready", file=sys.stderr)
-                return 1
-            time.sleep(0.5)
-        served = {m["name"]: m for m in _get(port, "/models")[1]["models"]}
-        sampler = MemorySampler(server.pid)
-        idle_worker, idle_total = sampler.sample()
-        sampler.start()
-        settings = " ".join(f"{k}={v}" for k, v in sorted(env.items())
-                            if k.startswith("DIALSCORE_") and k != "DIALSCORE_API_TOKEN") or "none"
-        print(f"machine: {platform.machine()}, {_cpu_model()}, {os.cpu_count()} cores, "
-              f"{platform.python_implementation()} {platform.python_version()}, {platform.system()}; "
-              f"{_onnxruntime()}, commit {_commit()}")
-        print(f"run: gunicorn workers={args.workers}, clients={args.clients}, {args.seconds:.0f}s per scenario "
-              f"(load generator on the same machine); settings: {settings}")
-        print(f"execution providers: {_providers_line(served)}{_gpu_names(served)}")
-        print(f"{'scenario':42s} {'items/s':>9s} {'req/s':>8s} {'p50 ms':>8s} {'p99 ms':>8s} {'fail':>5s} {'spread':>7s}")
-        results = {}
-        scenarios = []
-        for name in [m for m in args.models.split(",") if m]:
-            if name not in served:
-                print(f"{name + ' (not served, skipped)':42s}")
-                continue
-            kind = served[name]["kind"]
-            scenarios.append((f"{name} x{args.batch}", {"model": name, "items": items_for(kind, args.batch)},
-                              args.batch))
-            scenarios.append((f"{name} x1", {"model": name, "items": items_for(kind, 1)}, 1))
-            if name == "adem-minilm":  # what the per-request encode cache saves when items share text
-                scenarios.append((f"{name} x{args.batch}, one context (re-ranking)",
-                                  {"model": name, "items": items_for(kind, args.batch, shared_context=True)},
-                                  args.batch))
-        reply_models = [n for n, m in served.items() if m["kind"] != "dialogue"]
-        scenarios.append((f"all {len(reply_models)} reply models, 1 item", {"models": reply_models,
-                                                                           "items": items_for("referenced", 1)}, 1))
-        for label, body, n in scenarios:
-            results[label] = run_scenario(port, body, n, args.clients, args.seconds)
-            print_row(label, results[label])
-        if args.heavy:
-            limits = _get(port, "/models")[1]["limits"]
-            # Each heavy item's 4 texts reach the encoder's 256 word pieces, so max_encoder_tokens caps the
-            # items one request may carry (97 at the default): asking for more would only measure 413s.
-            n = min(args.heavy, limits.get("max_encoder_tokens", 1 << 62) // (4 * HEAVY_PIECES))
-            body = {"models": reply_models, "items": heavy_items(n, limits["max_chars"])}
-            label = f"heavy: all {len(reply_models)} x{n}, {limits['max_chars']} chars, {args.clients} at once"
-            results[label] = run_scenario(port, body, n, args.clients, seconds=None)
-            print_row(label, results[label])
-        sampler.halt.set()
-        sampler.join()
-        memory = {"idle_worker_mib": idle_worker / 1024, "idle_total_mib": idle_total / 1024,
-                  "peak_worker_mib": sampler.peak_worker / 1024, "peak_total_mib": sampler.peak_total / 1024}
-        print(f"memory (PSS, {args.workers} workers): idle {memory['idle_worker_mib']:.0f} MiB per worker, "
-              f"{memory['idle_total_mib']:.0f} MiB in all; peak {memory['peak_worker_mib']:.0f} MiB per worker, "
-              f"{memory['peak_total_mib']:.0f} MiB in all (sampled every 0.5 s)")
-        if args.json:
-            args.json.write_text(json.dumps({"scenarios": results, "memory": memory}, indent=2))
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=60)
+        with serving(args.store, args.workers) as (port, server, env):
+            served = {m["name"]: m for m in _get(port, "/models")[1]["models"]}
+            sampler = MemorySampler(server.pid)
+            idle_worker, idle_total = sampler.sample()
+            sampler.start()
+            settings = " ".join(f"{k}={v}" for k, v in sorted(env.items())
+                                if k.startswith("DIALSCORE_") and k != "DIALSCORE_API_TOKEN") or "none"
+            print(f"machine: {platform.machine()}, {_cpu_model()}, {os.cpu_count()} cores, "
+                  f"{platform.python_implementation()} {platform.python_version()}, {platform.system()}; "
+                  f"{_onnxruntime()}, commit {_commit()}")
+            print(f"run: gunicorn workers={args.workers}, clients={args.clients}, {args.seconds:.0f}s per scenario "
+                  f"(load generator on the same machine); settings: {settings}")
+            print(f"execution providers: {_providers_line(served)}{_gpu_names(served)}")
+            print(f"sentence encoder: {_encoder_line(served)}")
+            print(f"{'scenario':42s} {'items/s':>9s} {'req/s':>8s} {'p50 ms':>8s} {'p99 ms':>8s} {'fail':>5s} {'spread':>7s}")
+            for label, path, body, n in _scenarios(args, served):
+                results[label] = run_scenario(port, body, n, args.clients, args.seconds, path)
+                print_row(label, results[label])
+            if args.latency_seconds:
+                print(f"one request at a time, kept alive, {args.latency_seconds:.0f}s each (items/s: requests/s)")
+                for label, path, body in _latency_requests(served):
+                    results[label] = run_one_at_a_time(port, path, body, args.latency_seconds)
+                    print_row(label, results[label])
+            if args.heavy:
+                limits = _get(port, "/models")[1]["limits"]
+                reply_models = [n for n, m in served.items() if m["kind"] != "dialogue"]
+                # Each heavy item's 4 texts reach the encoder's 256 word pieces, so max_encoder_tokens caps the
+                # items one request may carry (97 at the default): asking for more would only measure 413s.
+                n = min(args.heavy, limits.get("max_encoder_tokens", 1 << 62) // (4 * HEAVY_PIECES))
+                chars = heavy_chars(n, limits)
+                body = {"models": reply_models, "items": heavy_items(n, chars)}
+                label = f"heavy: all {len(reply_models)} x{n}, {chars} chars, {args.clients} at once"
+                results[label] = run_scenario(port, body, n, args.clients, seconds=None)
+                print_row(label, results[label])
+            sampler.halt.set()
+            sampler.join()
+            memory = {"idle_worker_mib": idle_worker / 1024, "idle_total_mib": idle_total / 1024,
+                      "peak_worker_mib": sampler.peak_worker / 1024, "peak_total_mib": sampler.peak_total / 1024}
+            print(f"memory (PSS, {args.workers} workers): idle {memory['idle_worker_mib']:.0f} MiB per worker, "
+                  f"{memory['idle_total_mib']:.0f} MiB in all; peak {memory['peak_worker_mib']:.0f} MiB per worker, "
+                  f"{memory['peak_total_mib']:.0f} MiB in all (sampled every 0.5 s)")
+        encoder = _encoder_section(args, served) if args.encoder_texts and "minilm-cosine" in served else {}
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    if args.json:
+        args.json.write_text(json.dumps({"scenarios": results, "memory": memory, "encoder": encoder}, indent=2))
     return 0
+
+
+def _scenarios(args: argparse.Namespace, served: dict[str, dict]) -> list[tuple[str, str, dict, int]]:
+    """The throughput scenarios, (label, path, body, items): per model x`batch` and x1 (and adem-minilm's
+    re-ranking shape), one item to every reply model, then /rerank with every reference-free model served."""
+    scenarios = []
+    for name in [m for m in args.models.split(",") if m]:
+        if name not in served:
+            print(f"{name + ' (not served, skipped)':42s}")
+            continue
+        kind = served[name]["kind"]
+        scenarios.append((f"{name} x{args.batch}", "/score", {"model": name, "items": items_for(kind, args.batch)},
+                          args.batch))
+        scenarios.append((f"{name} x1", "/score", {"model": name, "items": items_for(kind, 1)}, 1))
+        if name == "adem-minilm":  # what the per-request encode cache saves when items share text
+            scenarios.append((f"{name} x{args.batch}, one context (re-ranking)", "/score",
+                              {"model": name, "items": items_for(kind, args.batch, shared_context=True)}, args.batch))
+    reply_models = [n for n, m in served.items() if m["kind"] != "dialogue"]
+    scenarios.append((f"all {len(reply_models)} reply models, 1 item", "/score",
+                      {"models": reply_models, "items": items_for("referenced", 1)}, 1))
+    for name in sorted(n for n, m in served.items() if m["kind"] == "unreferenced"):
+        scenarios.append((f"{name} /rerank {args.batch}, 3-turn context", "/rerank",
+                          rerank_body(name, RERANK_CONTEXT, args.batch), args.batch))
+    return scenarios
+
+
+RERANK_CONTEXT = [*CONTEXT, "maybe, which cinema were you thinking of?"]
+
+
+def rerank_body(model: str, context: list[str], n: int) -> dict:
+    """/rerank of `n` distinct candidate replies (numbered) to one `context`."""
+    return {"model": model, "context": context, "candidates": [f"{REPLIES[i % 4]} ({i})" for i in range(n)]}
+
+
+def _latency_requests(served: dict[str, dict]) -> list[tuple[str, str, dict]]:
+    """One item for each MiniLM model served, and /rerank of 32 candidates to a 2-turn context."""
+    requests = [(f"{name} 1 item", "/score", {"model": name, "items": items_for(served[name]["kind"], 1)})
+                for name in MINILM_MODELS if name in served]
+    if RERANK_MODEL in served:
+        requests.append((f"{RERANK_MODEL} /rerank 32, 2-turn context", "/rerank", rerank_body(RERANK_MODEL, CONTEXT, 32)))
+    return requests
+
+
+def _encoder_section(args: argparse.Namespace, served: dict[str, dict]) -> dict:
+    """The MiniLM path through /score (one worker) against sentence-transformers, same texts, same run."""
+    reference = reference_speed(args.encoder_texts)
+    if isinstance(reference, dict):
+        texts, source = reference["texts"], (f"{len(reference['texts'])} distinct DailyDialog validation turns, "
+                                             f"{reference['mean_pieces']:.1f} word pieces on average")
+    else:
+        texts = [f"{REPLIES[i % 4]} ({i})" for i in range(args.encoder_texts)]
+        source = f"{len(texts)} distinct bench replies"
+    service = encoder_throughput(args.store, texts, args.batch)
+    print(f"encoder: {source}; /score minilm-cosine, 1 worker, {args.batch} items of 3 texts a request, one at a time")
+    print(f"  service (gunicorn, 1 worker, {_encoder_line(served)}): {service['texts_per_s']:8.1f} texts/s")
+    if isinstance(reference, dict):
+        ratio = service["texts_per_s"] / reference["texts_per_s"]
+        print(f"  sentence-transformers ({reference['versions']}, fp32 eager, batch {reference['batch']}, "
+              f"{reference['threads']} threads, in-process): {reference['texts_per_s']:8.1f} texts/s")
+        print(f"  ratio service / sentence-transformers: {ratio:.2f}")
+        return {"service": service, "reference": {k: v for k, v in reference.items() if k != "texts"}, "ratio": ratio}
+    print(f"  sentence-transformers: {reference}")
+    return {"service": service, "reference": reference}
 
 
 if __name__ == "__main__":

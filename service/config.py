@@ -51,12 +51,15 @@ class Settings:
     batch_size: int = 64  # DIALSCORE_BATCH_SIZE: texts per ONNX run after length bucketing (memory grows with it)
     workers: int = 2  # DIALSCORE_WORKERS: gunicorn workers (also divides the cores among sessions)
     intra_op_threads: int = 0  # DIALSCORE_INTRA_OP_THREADS: 0 = cores / workers
+    # DIALSCORE_ENCODER_THREADS: ONNX runs of one request's sentence encoder at once (its batches split among
+    # them), each on intra_op_threads / encoder_threads (at least 1); 0 = the cores: a lone request uses them all
+    encoder_threads: int = 0
     providers: tuple[str, ...] = ("CUDAExecutionProvider", "CPUExecutionProvider")  # DIALSCORE_PROVIDERS
     cuda_options: tuple[str, ...] = ()  # DIALSCORE_CUDA_OPTIONS: key=value,... for ONNX Runtime's CUDA provider (CUDA_DEFAULTS below)
     load_sync: bool = False  # DIALSCORE_LOAD_SYNC: load models before serving instead of in the background
     api_token: str = ""  # DIALSCORE_API_TOKEN: when set, every endpoint but /healthz and /readyz needs `Authorization: Bearer <token>` (several, comma-separated: any passes)
     log_level: str = "INFO"  # DIALSCORE_LOG_LEVEL
-    encoder_precision: str = "auto"  # DIALSCORE_ENCODER_PRECISION: the sentence encoder's file, int8, fp32 or auto (choose_precision)
+    encoder_precision: str = "auto"  # DIALSCORE_ENCODER_PRECISION: the sentence encoder's file, w8a8, int8, fp32 or auto (choose_precision)
     # The server's own, read by gunicorn (server/gunicorn.conf.py) in the master: SERVER_FIELDS.
     host: str = "127.0.0.1"  # DIALSCORE_HOST
     port: int = 8000  # DIALSCORE_PORT
@@ -158,11 +161,11 @@ def cuda_provider_options(entries: tuple[str, ...]) -> dict[str, str]:
 
 
 PRECISION_ENV = "DIALSCORE_ENCODER_PRECISION"
-PRECISIONS = ("int8", "fp32")
+PRECISIONS = ("w8a8", "int8", "fp32")
 
 
 def encoder_precision(value: Any) -> str:
-    """DIALSCORE_ENCODER_PRECISION, lower-cased: int8, fp32 or auto (also for an empty value)."""
+    """DIALSCORE_ENCODER_PRECISION, lower-cased: w8a8, int8, fp32 or auto (also for an empty value)."""
     requested = str(value).strip().lower() or "auto"
     if requested not in PRECISIONS + ("auto",):
         raise ValueError(f"{PRECISION_ENV}={requested!r} is not one of {PRECISIONS + ('auto',)}")
@@ -248,7 +251,7 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: Mapping[str,
     for name, limit in settings.limits().items():
         if limit < 1:
             raise ValueError(f"DIALSCORE_{name.upper()}={limit}: must be at least 1")
-    for name, lowest in (("batch_size", 1), ("workers", 1), ("intra_op_threads", 0)):
+    for name, lowest in (("batch_size", 1), ("workers", 1), ("intra_op_threads", 0), ("encoder_threads", 0)):
         if getattr(settings, name) < lowest:
             raise ValueError(f"DIALSCORE_{name.upper()}={getattr(settings, name)}: must be at least {lowest}")
     if settings.log_level.strip().upper() not in LOG_LEVELS:

@@ -42,3 +42,34 @@ def test_memory_is_read_from_the_workers_of_a_process(tmp_path):
     finally:
         child.kill()
         child.wait()
+
+
+def test_heavy_bodies_fit_the_published_limits():
+    """97 items of max_chars (10,000) characters made a 3.9 MB body, refused with 413: the texts are
+    cut so the body fits max_body_bytes, and each still passes the encoder's 256 word pieces."""
+    import json
+
+    from service.bench import HEAVY_PIECES, heavy_chars, heavy_items
+    from service.config import load_settings
+
+    limits = load_settings(environ={}).limits()
+    n = limits["max_encoder_tokens"] // (4 * HEAVY_PIECES)
+    chars = heavy_chars(n, limits)
+    body = json.dumps({"models": ["adem", "ruber"], "items": heavy_items(n, chars)}).encode()
+    assert chars <= limits["max_chars"] and len(body) <= limits["max_body_bytes"]
+    assert len(heavy_items(1, chars)[0]["response"].split()) > HEAVY_PIECES  # every word at least one piece
+    assert heavy_chars(1, limits) == limits["max_chars"]
+
+
+def test_every_reference_free_model_served_gets_a_reranking_scenario():
+    import argparse
+
+    from service.bench import _scenarios
+
+    served = {"adem": {"kind": "referenced"}, "autojudge": {"kind": "unreferenced"},
+              "unref-new": {"kind": "unreferenced"}, "mh": {"kind": "dialogue"}}
+    args = argparse.Namespace(models="adem", batch=32)
+    reranks = [(label, body) for label, path, body, _ in _scenarios(args, served) if path == "/rerank"]
+    assert [body["model"] for _, body in reranks] == ["autojudge", "unref-new"]
+    for _, body in reranks:
+        assert len(body["context"]) == 3 and len(set(body["candidates"])) == 32

@@ -113,6 +113,7 @@ def test_service_pods_are_probed_hardened_and_drained(overlay):
     # Threads: workers x intra-op threads must not exceed the CPU limit (containers see all node cores).
     assert int(config["DIALSCORE_WORKERS"]) * int(config["DIALSCORE_INTRA_OP_THREADS"]) <= int(
         container["resources"]["limits"]["cpu"])
+    assert 1 <= int(config["DIALSCORE_ENCODER_THREADS"]) <= int(container["resources"]["limits"]["cpu"])
     for key in ("DIALSCORE_MAX_BODY_BYTES", "DIALSCORE_MAX_ITEMS", "DIALSCORE_MAX_CANDIDATES",
                 "DIALSCORE_MAX_TURNS", "DIALSCORE_MAX_DIALOGUE_TURNS", "DIALSCORE_MAX_CHARS"):
         assert int(config[key]) > 0

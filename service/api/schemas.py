@@ -283,11 +283,15 @@ class ComponentInfoSchema(StrictSchema):
     version = fields.String(required=True)
     providers = fields.List(fields.String(), required=True,
                             metadata={"description": "Execution providers its sessions really got."})
-    precision = fields.String(validate=validate.OneOf(["int8", "fp32"]),
+    precision = fields.String(validate=validate.OneOf(["w8a8", "int8", "fp32"]),
                               metadata={"description": "Sentence encoder only: which file is served "
                                                        "(DIALSCORE_ENCODER_PRECISION, auto: fp32 on CUDA where "
-                                                       "built; int8 and fp32 scores differ slightly)."})
+                                                       "built, w8a8 where built on a CPU with integer dot "
+                                                       "products, else the component's CPU file, int8 for "
+                                                       "MiniLM; their scores differ slightly)."})
     file = fields.String(metadata={"description": "Sentence encoder only: the ONNX file loaded."})
+    chosen_by = fields.String(metadata={"description": "Sentence encoder only: why that file, e.g. "
+                                                       "\"auto: the CPU reports avx2\"."})
 
 
 class ModelInfoSchema(StrictSchema):

@@ -17,24 +17,43 @@ from tokenizers import Tokenizer
 from service.components.base import Component, register_component
 from service.components.cache import EncodeCache
 from service.config import encoder_precision
-from service.store.runtime import length_buckets
+from service.store.runtime import int8_dot_products, length_buckets, spread
 
 log = logging.getLogger(__name__)
 
-def choose_precision(requested: str, cuda: bool, fp32_built: bool, cpu: str = "int8", int8_built: bool = True) -> str:
-    """The encoder file to serve: `auto` (the default) is fp32 on CUDA where built, else `cpu`; where
-    the file wanted is not built, the other one.
 
-    int8 is MiniLM's committed CPU file, where ONNX Runtime runs it with int8 activations (fast on
-    CPUs); on CUDA it runs in float with one node sent back to the CPU, so a GPU worker is
-    better served by the fp32 file, whose scores match the CPU's fp32 within 1e-6 (docs/gpu.md).
-    A component whose fp32 graph is the faster one on the CPU (mpnet-base) says so in its config's
-    `cpu_precision`.
+def choose_precision(requested: str, cuda: bool, built: dict[str, bool], int8_dot: str | None,
+                     cpu: str = "int8", command: str = "make encoder-fp32") -> tuple[str, str]:
+    """The encoder file to serve, and why. `built`: for each file the component lists (its config's
+    `files`), whether it is in the folder. `auto` (the default) is fp32 on CUDA; on the CPU, w8a8
+    where the component lists one and the CPU has integer dot products (`int8_dot`,
+    runtime.int8_dot_products), else `cpu` (the config's `cpu_precision`: int8 for MiniLM, fp32 for
+    mpnet-base, whose fp32 graph is the faster one on the CPU). A file wanted but not built gives way
+    to `cpu`, int8, then fp32, whichever is built first, and the reason names what builds it
+    (`command`, the manifest's build command; MiniLM's w8a8: make encoder-w8a8).
+
+    MiniLM's w8a8 (int8 weights and per-token int8 activations) encodes 1.4x the texts of fp32 and 2x
+    those of int8 on an AVX2 CPU, and moves the -minilm dev figures by up to .011, their heads having
+    been fitted on int8's vectors (docs/notes/2026-11-26-cpu-speed.md), so only int8 is committed. On
+    CUDA the int8 file runs in float with one node sent back to the CPU, so a GPU worker is better
+    served by the fp32 file, whose scores match the CPU's fp32 within 1e-6 (docs/gpu.md).
     """
     requested = encoder_precision(requested)
-    wanted = ("fp32" if cuda else cpu) if requested == "auto" else requested
-    built = {"int8": int8_built, "fp32": fp32_built}
-    return wanted if built[wanted] else ("int8" if wanted == "fp32" else "fp32")
+    if requested != "auto":
+        reason = f"DIALSCORE_ENCODER_PRECISION={requested}"
+    elif cuda:
+        requested, reason = "fp32", "auto: CUDA"
+    elif "w8a8" in built and int8_dot:
+        requested, reason = "w8a8", f"auto: the CPU reports {int8_dot}"
+    elif "w8a8" in built:
+        requested, reason = cpu, "auto: the CPU reports no integer dot products"
+    else:
+        requested, reason = cpu, f"auto: {cpu} on the CPU"
+    if built.get(requested):
+        return requested, reason
+    fallback = next((p for p in (cpu, "int8", "fp32") if built.get(p)), cpu)
+    hint = "make encoder-w8a8" if requested == "w8a8" else command
+    return fallback, f"{reason}, but {requested} is not built ({hint})"
 
 
 INT8_FILE = "encoder-int8.onnx"
@@ -63,34 +82,37 @@ class SentenceEncoder(Component):
         config = self.manifest.config
         self.max_length = int(config.get("max_length", 256))
         self.dim = int(config.get("dimension", 384))
-        self.precision = self._choose_precision(config.get("files", {}))
+        self.precision, self.chosen_by = self._choose_precision(config.get("files", {}))
         filename = self.filename = config.get("files", {}).get(self.precision, f"encoder-{self.precision}.onnx")
         self.tokenizer = Tokenizer.from_file(str(self.manifest.path(self.manifest.tokenizer or "tokenizer.json")))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=self.max_length)
-        self.session = self.runtime.session(self.manifest.path(filename))
+        self.session = self.runtime.session(self.manifest.path(filename), self.runtime.encoder_run_threads)
         self.pools_here = TOKENS_OUTPUT in self.session.outputs
         if not self.pools_here:
             log.warning("%s: %s has no %s output (an older export); embeddings depend on the batch "
                         "to float32 rounding", self.name, filename, TOKENS_OUTPUT)
 
-    def _choose_precision(self, files: dict[str, str]) -> str:
+    def _choose_precision(self, files: dict[str, str]) -> tuple[str, str]:
         requested = self.runtime.settings.encoder_precision
         cuda = "CUDAExecutionProvider" in self.runtime.providers
-        fp32_built = files.get("fp32") in self.manifest.files
+        built = {precision: name in self.manifest.files for precision, name in files.items()}
+        built.setdefault("int8", INT8_FILE in self.manifest.files)
         cpu = self.manifest.config.get("cpu_precision", "int8")
-        chosen = choose_precision(requested, cuda, fp32_built, cpu, files.get("int8", INT8_FILE) in self.manifest.files)
-        if chosen == "int8" and choose_precision(requested, cuda, True, cpu) == "fp32":
-            log.warning("%s: fp32 encoder not built (%s); using int8", self.name,
-                        self.manifest.build.get("command", "make encoder-fp32"))
-        return chosen
+        chosen, reason = choose_precision(requested, cuda, built, int8_dot_products(), cpu,
+                                          self.manifest.build.get("command", "make encoder-fp32"))
+        if "not built" in reason:
+            # the clone's own choice (MiniLM without w8a8) is no fault: a warning where a file was asked for
+            level = logging.INFO if reason.startswith("auto: the CPU") else logging.WARNING
+            log.log(level, "%s: %s; using %s", self.name, reason, chosen)
+        return chosen, reason
 
     def sessions(self) -> list[Any]:
         return [self.session]
 
     def served_files(self) -> dict[str, Any]:
-        # int8 and fp32 give scores up to 1.5e-2 of a range apart: a client comparing pods needs to know.
-        return {"precision": self.precision, "file": self.filename}
+        # The files give scores up to 1.5e-2 of a range apart: a client comparing pods needs to know.
+        return {"precision": self.precision, "file": self.filename, "chosen_by": self.chosen_by}
 
     def work(self, texts: list[str]) -> int:
         """Word pieces after truncation: the transformer's cost grows with them (about 0.3 ms each
@@ -110,7 +132,11 @@ class SentenceEncoder(Component):
         lengths = [len(e.ids) for e in encodings]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         # Cut at every 8 word pieces of length: less padding, a batch of 32 distinct items 20% faster.
-        for batch in length_buckets(lengths, self.runtime.settings.batch_size, MAX_TOKENS, step=LENGTH_STEP):
+        batches = length_buckets(lengths, self.runtime.settings.batch_size, MAX_TOKENS, step=LENGTH_STEP)
+        if not self.session.on_cuda:  # batches run on the worker's threads at once: a lone request uses every core
+            batches = spread(batches, lengths, self.runtime.encoder_threads)
+
+        def run(batch: list[int]) -> None:
             width = max(lengths[i] for i in batch)
             ids = np.zeros((len(batch), width), dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
@@ -125,4 +151,6 @@ class SentenceEncoder(Component):
             else:
                 (vectors,) = self.session.run(feeds, ["embedding"])
                 out[batch] = vectors.astype(np.float32)
+
+        self.runtime.map_threads(run, batches)
         return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
@@ -32,6 +33,7 @@ _NUMPY_TYPES = {
 class RuntimeSettings:
     providers: tuple[str, ...] = ("CUDAExecutionProvider", "CPUExecutionProvider")
     intra_op_threads: int = 0  # 0: cores / workers
+    encoder_threads: int = 0  # ONNX runs one request's encoder may have in flight at once; 0: the cores
     workers: int = 1
     cuda_options: tuple[str, ...] = ()  # "key=value" entries for the CUDA provider, over CUDA_DEFAULTS
     batch_size: int = 64  # texts per ONNX run after length bucketing (memory grows with it)
@@ -56,8 +58,34 @@ def providers_of(sessions: list[Any]) -> list[str]:
 
 def default_threads(workers: int) -> int:
     """Cores divided among workers: oversubscribed thread pools halve throughput under gunicorn."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, cores // max(1, workers))
+    return max(1, usable_cores() // max(1, workers))
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+# Integer dot-product instruction sets, strongest first, as /proc/cpuinfo names them (x86 `flags`, Arm
+# `Features`): ONNX Runtime's int8 matrix kernels (MLAS) use AMX, AVX-512 VNNI, AVX-VNNI, AVX2's
+# vpmaddubsw, Arm's i8mm and sdot/udot. With none of them its int8 products are no faster than float.
+INT8_DOT_PRODUCTS = ("amx_int8", "avx512_vnni", "avx_vnni", "avx2", "i8mm", "asimddp")
+
+
+def int8_dot_products(cpuinfo: str | None = None) -> str | None:
+    """The strongest of INT8_DOT_PRODUCTS the CPU reports (`cpuinfo`: /proc/cpuinfo's text), or None
+    (none of them, or no /proc/cpuinfo to read)."""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+                cpuinfo = handle.read()
+        except OSError:
+            return None
+    reported: set[str] = set()
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().lower() in ("flags", "features"):
+            reported.update(value.split())
+    return next((name for name in INT8_DOT_PRODUCTS if name in reported), None)
 
 
 class Runtime:
@@ -66,17 +94,33 @@ class Runtime:
     def __init__(self, settings: RuntimeSettings | None = None) -> None:
         self.settings = settings or RuntimeSettings()
         self.threads = self.settings.intra_op_threads or default_threads(self.settings.workers)
+        self.encoder_threads = self.settings.encoder_threads or usable_cores()
+        # The encoder's cores go to parallel runs first: one run per thread beat one run on two threads
+        # by 1.5x on a shared 2-core CPU (docs/notes/2026-11-26-cpu-speed.md).
+        self.encoder_run_threads = max(1, self.threads // self.encoder_threads)
         available = ort.get_available_providers()
         self.providers = [p for p in self.settings.providers if p in available] or ["CPUExecutionProvider"]
         self.cuda_options = cuda_provider_options(self.settings.cuda_options)
+        self._pool: ThreadPoolExecutor | None = None
+
+    def map_threads(self, function: Callable[[Any], Any], work: list[Any]) -> list[Any]:
+        """`function` over `work`, up to `encoder_threads` at a time on this worker's thread pool (ONNX
+        Runtime lets go of the GIL while it runs), results in order. A lone request so uses every
+        core; under load the cores are shared by the OS, as among workers."""
+        if self.encoder_threads < 2 or len(work) < 2:
+            return [function(part) for part in work]
+        if self._pool is None:  # made on first use, in the worker (a pool's threads do not survive a fork)
+            self._pool = ThreadPoolExecutor(max_workers=self.encoder_threads, thread_name_prefix="encoder")
+        return list(self._pool.map(function, work))
 
     def provider_list(self) -> list:
         """Providers as InferenceSession takes them, CUDA with its options."""
         return [(p, self.cuda_options) if p == "CUDAExecutionProvider" else p for p in self.providers]
 
-    def session(self, path: Path) -> "Session":
+    def session(self, path: Path, threads: int | None = None) -> "Session":
+        """An ONNX Runtime session on `threads` intra-op threads (default: the worker's share of the cores)."""
         options = ort.SessionOptions()
-        options.intra_op_num_threads = self.threads
+        options.intra_op_num_threads = threads or self.threads
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
@@ -163,4 +207,18 @@ def length_buckets(lengths: list[int], max_batch: int, max_tokens: int = 8192, s
         current.append(index)
     if current:
         batches.append(current)
+    return batches
+
+
+def spread(batches: list[list[int]], lengths: list[int], runs: int) -> list[list[int]]:
+    """`batches` (of length_buckets) with the costliest (rows x longest) cut in two until there are
+    `runs` of them or none has two rows: a request of few texts then keeps every thread busy."""
+    batches = [list(batch) for batch in batches]
+    while len(batches) < runs:
+        splittable = [(len(b) * max(lengths[i] for i in b), k) for k, b in enumerate(batches) if len(b) > 1]
+        if not splittable:
+            break
+        _, index = max(splittable)
+        batch = batches.pop(index)
+        batches[index:index] = [batch[: len(batch) // 2], batch[len(batch) // 2:]]
     return batches

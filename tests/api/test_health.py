@@ -1,5 +1,6 @@
 """Probes, discovery, metrics and the OpenAPI document."""
 import os
+from pathlib import Path
 
 from tests.conftest import BASELINES, metric_sample
 
@@ -25,11 +26,17 @@ def test_models_lists_everything_the_contract_names(client):
 
 
 def test_models_say_which_component_files_run_where(full_app):
-    """A GPU pod serves the fp32 encoder and a CPU pod the int8 one; their scores differ slightly."""
+    """A GPU pod serves the fp32 encoder and a CPU pod int8, or w8a8 where built and the CPU has
+    integer dot products, and says why; their scores differ slightly."""
+    from service.store.runtime import int8_dot_products
+
     models = {m["name"]: m for m in full_app.test_client().get("/models").get_json()["models"]}
     (encoder,) = models["adem-minilm"]["components"]
     assert encoder["name"] == "minilm-l6" and encoder["providers"] == ["CPUExecutionProvider"]
-    assert (encoder["precision"], encoder["file"]) == ("int8", "encoder-int8.onnx")
+    built = (Path(full_app.config["SETTINGS"].model_store) / "minilm-l6" / "encoder-w8a8.onnx").is_file()
+    precision = "w8a8" if int8_dot_products() and built else "int8"
+    assert (encoder["precision"], encoder["file"]) == (precision, f"encoder-{precision}.onnx")
+    assert encoder["chosen_by"].startswith("auto: the CPU reports")
     assert models["ruber"]["components"][0]["name"] == "glove-50d"
     assert "precision" not in models["ruber"]["components"][0]
     assert models["bleu4"]["components"] == []
@@ -175,7 +182,6 @@ def test_a_503_declares_retry_after(client):
 
 def test_the_readme_example_bodies_give_full_results(client):
     """docs/examples/*.json, which README's curl lines send: intervals, system level, a ranking."""
-    from pathlib import Path
 
     examples = Path(__file__).resolve().parents[2] / "docs" / "examples"
     body = client.post("/correlate", data=(examples / "correlate.json").read_bytes(),
@@ -209,7 +215,6 @@ def test_the_openapi_human_eval_example_is_the_readme_one():
     """The Docker image ships service/ but not docs/, so the document carries its own copy of
     docs/examples/human-eval.json: this keeps the two equal."""
     import json
-    from pathlib import Path
 
     from service.api.openapi import openapi_document
 

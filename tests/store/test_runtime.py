@@ -5,7 +5,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from service.config import CUDA_DEFAULTS, cuda_provider_options
-from service.store.runtime import Runtime, RuntimeSettings, default_threads, length_buckets
+from service.store.runtime import Runtime, RuntimeSettings, default_threads, int8_dot_products, length_buckets, spread
 
 
 def _masked_mean_graph(path):
@@ -170,3 +170,19 @@ def test_the_cuda_provider_is_given_our_defaults_and_the_operators_options():
     assert CUDA_DEFAULTS["use_tf32"] == "0"
     assert runtime.provider_list() == [("CUDAExecutionProvider", {"use_tf32": "0", "device_id": "0"}),
                                        "CPUExecutionProvider"]
+
+
+def test_the_strongest_integer_dot_product_the_cpu_reports_is_named():
+    assert int8_dot_products("processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\n") == "avx2"
+    assert int8_dot_products("flags : avx2 avx512f avx512_vnni amx_int8\nflags : avx2\n") == "amx_int8"
+    assert int8_dot_products("Features\t: fp asimd asimddp sha2\n") == "asimddp"
+    assert int8_dot_products("flags : fpu sse2 sse4_2\n") is None
+    assert int8_dot_products("") is None
+
+
+def test_spread_cuts_the_costliest_batch_until_every_run_has_one():
+    lengths = [10, 10, 10, 40]
+    assert spread([[0, 1, 2], [3]], lengths, 2) == [[0, 1, 2], [3]]  # already two runs
+    assert spread([[0, 1, 2, 3]], lengths, 2) == [[0, 1], [2, 3]]
+    assert spread([[0, 1, 2]], lengths, 4) == [[0], [1], [2]]  # no run is cut below one row
+    assert spread([[0, 1, 2, 3]], lengths, 1) == [[0, 1, 2, 3]]

@@ -324,9 +324,14 @@ ruber-minilm, autojudge-minilm (and M_H's semantic proxy).""",
   float (docs/gpu.md). `encoder-fp32.onnx` (90 MB, not committed): built by `make encoder-fp32`
   (`python -m training export-minilm --fp32`) for GPU images. The committed manifest lists it as
   optional with its hash (the export is deterministic), so a folder without it serves int8, one
-  with it has it checked like every file, and building it leaves the manifest unchanged. `DIALSCORE_ENCODER_PRECISION=auto|int8|fp32`
-  picks one: auto (the default) is fp32 on CUDA where built, int8 otherwise; int8 whenever the fp32
-  file is not built. `GET /models` says which a worker serves.""",
+  with it has it checked like every file, and building it leaves the manifest unchanged. `encoder-w8a8.onnx`
+  (24 MB, not committed, optional the same way): built by `make encoder-w8a8`, int8 weights and int8
+  activations per token (training/minilm/w8a8.py), about 2x int8's texts/s on an AVX2 CPU; the
+  -minilm heads, fitted on int8's vectors, move by up to .011 on dev with it
+  (docs/notes/2026-11-26-cpu-speed.md). `DIALSCORE_ENCODER_PRECISION=auto|w8a8|int8|fp32` picks one:
+  auto (the default) is fp32 on CUDA where built, w8a8 where built on a CPU that reports integer dot
+  products, int8 otherwise; int8 whenever the file asked for is not built. `GET /models` says which a
+  worker serves, and why.""",
     training_data_and_licence="""- **training data**: not trained here: the published sentence-transformers model, fine-tuned by its
   authors on over 1B sentence pairs from 32 sources (the rows of the table in the package's
   `model/README.md`; about 20 distinct datasets): Reddit comments 2015-2018 (726M pairs), S2ORC,

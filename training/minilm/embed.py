@@ -22,17 +22,22 @@ DEFAULT_ENCODER = Path(__file__).resolve().parents[2] / "model_store" / "minilm-
 
 
 def load_encoder(folder: Path = DEFAULT_ENCODER, threads: int = 1) -> SentenceEncoder:
-    """The service's encoder component on CPU, `threads` intra-op threads (1 on a shared machine)."""
-    runtime = Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=threads))
-    return SentenceEncoder(read_manifest(Path(folder)), runtime)
+    """The service's encoder component on CPU, `threads` intra-op threads (1 on a shared machine), on
+    the component's `cpu_precision` file whatever else is built (not MiniLM's w8a8, which a CPU with
+    integer dot products would pick), so that no head's fit depends on the CPU it ran on."""
+    manifest = read_manifest(Path(folder))
+    runtime = Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=threads,
+                                      encoder_precision=manifest.config.get("cpu_precision", "int8")))
+    return SentenceEncoder(manifest, runtime)
 
 
 def cpu_file(manifest: Manifest) -> str:
-    """The graph a CPU worker serves from this component folder (SentenceEncoder's choice, precision auto)."""
+    """The graph load_encoder serves from this component folder: its `cpu_precision` file where built."""
     files = manifest.config.get("files", {})
-    precision = choose_precision("auto", cuda=False, fp32_built=files.get("fp32") in manifest.files,
-                                 cpu=manifest.config.get("cpu_precision", "int8"),
-                                 int8_built=files.get("int8", INT8_FILE) in manifest.files)
+    built = {precision: name in manifest.files for precision, name in files.items()}
+    built.setdefault("int8", INT8_FILE in manifest.files)
+    cpu = manifest.config.get("cpu_precision", "int8")
+    precision, _ = choose_precision(cpu, cuda=False, built=built, int8_dot=None, cpu=cpu)
     return files.get(precision, f"encoder-{precision}.onnx")
 
 
