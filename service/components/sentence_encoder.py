@@ -34,7 +34,7 @@ def choose_precision(requested: str, cuda: bool, built: dict[str, bool], int8_do
 
     MiniLM's w8a8 (int8 weights and per-token int8 activations) encodes 1.4x the texts of fp32 and 2x
     those of int8 on an AVX2 CPU, and moves the -minilm dev figures by up to .011, their heads having
-    been fitted on int8's vectors (docs/notes/2026-11-26-cpu-speed.md), so only int8 is committed. On
+    been fitted on int8's vectors (docs/benchmarks.md), so only int8 is committed. On
     CUDA the int8 file runs in float with one node sent back to the CPU, so a GPU worker is better
     served by the fp32 file, whose scores match the CPU's fp32 within 1e-6 (docs/gpu.md).
     """

@@ -113,8 +113,8 @@ def pre_request(worker, req):
     before a request, not after: gunicorn reads `alive` when it writes the answer, which must then
     say `Connection: close` rather than promise keep-alive on a connection the stopping worker drops.
     So it reads what the earlier requests left. The kubelet's probes never recycle: they allocate
-    nothing, and a probe that restarted the worker answering it would keep the pod from ever being
-    ready under a limit its idle workers already pass.
+    nothing, and restarting the worker that answers one would keep the pod from ever being ready
+    under a limit its idle workers already pass.
     """
     worker.log.debug("%s %s", req.method, req.path)  # gunicorn's own pre_request, which this replaces
     limit = _settings.max_worker_memory_mib

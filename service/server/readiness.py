@@ -1,6 +1,6 @@
 """Readiness of the whole pod, not of the one gunicorn worker that answers /readyz.
 
-A probe reaches whichever worker accepts the connection, so each worker, once its store has loaded
+The kubelet's probe reaches whichever worker accepts the connection, so each worker, once its store has loaded
 cleanly, drops a marker named after its pid into a folder the pod shares (server/gunicorn.conf.py
 sets it; the master removes a dead worker's marker), and a worker reports ready only when there are
 markers for as many workers as the master runs. Without the folder (tests) readiness is per process.

@@ -96,7 +96,7 @@ class Runtime:
         self.threads = self.settings.intra_op_threads or default_threads(self.settings.workers)
         self.encoder_threads = self.settings.encoder_threads or usable_cores()
         # The encoder's cores go to parallel runs first: one run per thread beat one run on two threads
-        # by 1.5x on a shared 2-core CPU (docs/notes/2026-11-26-cpu-speed.md).
+        # by 1.5x on a shared 2-core CPU (docs/benchmarks.md).
         self.encoder_run_threads = max(1, self.threads // self.encoder_threads)
         available = ort.get_available_providers()
         self.providers = [p for p in self.settings.providers if p in available] or ["CPUExecutionProvider"]

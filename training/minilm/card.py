@@ -328,7 +328,7 @@ ruber-minilm, autojudge-minilm (and M_H's semantic proxy).""",
   (24 MB, not committed, optional the same way): built by `make encoder-w8a8`, int8 weights and int8
   activations per token (training/minilm/w8a8.py), about 2x int8's texts/s on an AVX2 CPU; the
   -minilm heads, fitted on int8's vectors, move by up to .011 on dev with it
-  (docs/notes/2026-11-26-cpu-speed.md). `DIALSCORE_ENCODER_PRECISION=auto|w8a8|int8|fp32` picks one:
+  (docs/benchmarks.md). `DIALSCORE_ENCODER_PRECISION=auto|w8a8|int8|fp32` picks one:
   auto (the default) is fp32 on CUDA where built, w8a8 where built on a CPU that reports integer dot
   products, int8 otherwise; int8 whenever the file asked for is not built. `GET /models` says which a
   worker serves, and why.""",

@@ -48,7 +48,7 @@ def recipe_config(source: HeadSource, store: Path, served_next_turn: bool = Fals
     defaults; either with next-turn pre-training of M on RUBER's ~10k negative-sampling pairs, unless
     `served_next_turn` keeps a served model's own 168k DailyDialog and Chit-Chat next turns (177k texts
     to encode: hours of MiniLM on a 2-core CPU; with the pairs, the AutoJudge head's dev Pearson is
-    within .006 of the served one's: docs/notes/2026-11-26-reference-free-models.md)."""
+    within .006 of the served one's: the reference-free models' page in docs/notes/)."""
     if not source.served:
         return Config(model=source.model, next_turn_sources=(NEGATIVE_SAMPLING,))
     saved = read_manifest(Path(store) / source.model).card["config"]
