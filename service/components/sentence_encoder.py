@@ -38,22 +38,31 @@ def choose_precision(requested: str, cuda: bool, built: dict[str, bool], int8_do
     CUDA the int8 file runs in float with one node sent back to the CPU, so a GPU worker is better
     served by the fp32 file, whose scores match the CPU's fp32 within 1e-6 (docs/gpu.md).
     """
+    return fall_back(*wanted_precision(requested, cuda, built, int8_dot, cpu), built, cpu, command)
+
+
+def wanted_precision(requested: str, cuda: bool, built: dict[str, bool], int8_dot: str | None,
+                     cpu: str = "int8") -> tuple[str, str]:
+    """choose_precision's first step: the file the settings and the machine ask for, and why."""
     requested = encoder_precision(requested)
     if requested != "auto":
-        reason = f"DIALSCORE_ENCODER_PRECISION={requested}"
-    elif cuda:
-        requested, reason = "fp32", "auto: CUDA"
-    elif "w8a8" in built and int8_dot:
-        requested, reason = "w8a8", f"auto: the CPU reports {int8_dot}"
-    elif "w8a8" in built:
-        requested, reason = cpu, "auto: the CPU reports no integer dot products"
-    else:
-        requested, reason = cpu, f"auto: {cpu} on the CPU"
-    if built.get(requested):
-        return requested, reason
+        return requested, f"DIALSCORE_ENCODER_PRECISION={requested}"
+    if cuda:
+        return "fp32", "auto: CUDA"
+    if "w8a8" in built and int8_dot:
+        return "w8a8", f"auto: the CPU reports {int8_dot}"
+    if "w8a8" in built:
+        return cpu, "auto: the CPU reports no integer dot products"
+    return cpu, f"auto: {cpu} on the CPU"
+
+
+def fall_back(wanted: str, reason: str, built: dict[str, bool], cpu: str, command: str) -> tuple[str, str]:
+    """choose_precision's second step: `wanted` where built, else the first built of `cpu`, int8, fp32."""
+    if built.get(wanted):
+        return wanted, reason
     fallback = next((p for p in (cpu, "int8", "fp32") if built.get(p)), cpu)
-    hint = "make encoder-w8a8" if requested == "w8a8" else command
-    return fallback, f"{reason}, but {requested} is not built ({hint})"
+    hint = "make encoder-w8a8" if wanted == "w8a8" else command
+    return fallback, f"{reason}, but {wanted} is not built ({hint})"
 
 
 INT8_FILE = "encoder-int8.onnx"
@@ -99,12 +108,12 @@ class SentenceEncoder(Component):
         built = {precision: name in self.manifest.files for precision, name in files.items()}
         built.setdefault("int8", INT8_FILE in self.manifest.files)
         cpu = self.manifest.config.get("cpu_precision", "int8")
-        chosen, reason = choose_precision(requested, cuda, built, int8_dot_products(), cpu,
-                                          self.manifest.build.get("command", "make encoder-fp32"))
-        if "not built" in reason:
+        wanted, why = wanted_precision(requested, cuda, built, int8_dot_products(), cpu)
+        chosen, reason = fall_back(wanted, why, built, cpu, self.manifest.build.get("command", "make encoder-fp32"))
+        if chosen != wanted:
             # the clone's own choice (MiniLM without w8a8) is no fault: a warning where a file was asked for
-            level = logging.INFO if reason.startswith("auto: the CPU") else logging.WARNING
-            log.log(level, "%s: %s; using %s", self.name, reason, chosen)
+            clone_default = wanted == "w8a8" and encoder_precision(requested) == "auto"
+            log.log(logging.INFO if clone_default else logging.WARNING, "%s: %s; using %s", self.name, reason, chosen)
         return chosen, reason
 
     def sessions(self) -> list[Any]:
