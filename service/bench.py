@@ -40,6 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
+from service.scorers.base import REFERENCE_FREE
+
 REPO = Path(__file__).resolve().parent.parent
 CONTEXT = ["hey, what do you want to do tonight?", "why don't we go see a movie? there is a new one about turing."]
 REPLIES = ["nah, let's do something active.", "sure, what time does it start?", "i don't know.",
@@ -468,6 +470,9 @@ def _scenarios(args: argparse.Namespace, served: dict[str, dict]) -> list[tuple[
     for name in sorted(n for n, m in served.items() if m["kind"] == "unreferenced"):
         scenarios.append((f"{name} /rerank {args.batch}, 3-turn context", "/rerank",
                           rerank_body(name, RERANK_CONTEXT, args.batch), args.batch))
+    for name in sorted(n for n, m in served.items() if REFERENCE_FREE in m.get("options", {})):
+        body = {**rerank_body(name, RERANK_CONTEXT, args.batch), "options": {REFERENCE_FREE: True}}
+        scenarios.append((f"{name}:{REFERENCE_FREE} /rerank {args.batch}, 3-turn context", "/rerank", body, args.batch))
     return scenarios
 
 

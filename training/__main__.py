@@ -31,7 +31,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "minilm-report": ("training.evaluation.minilm_report", "the -minilm models against their bars: docs and cards"),
     "degenerate": ("training.evaluation.degenerate", "degenerate replies against human ones, every model"),
     "train-unref": ("training.unref.train", "unref-minilm, unref-mpnet, unref-mpnet-minilm: stacked reference-free models"),
-    "unref-parts": ("training.unref.parts", "ruber-unref and ruber-minilm-unref: RUBER's s_U as models of their own"),
     "finetune-minilm": ("training.minilm.finetune", "experiment: AutoJudge with MiniLM itself fine-tuned"),
 }
 # `train <model>`: model -> (its trainer's module, what it trains)

@@ -19,7 +19,7 @@ from service.api.schemas import flatten_messages, parse_item
 from service.components.cache import EncodeCache
 from service.config import Settings
 from service.errors import InvalidRequest, NotReady, UnknownModel
-from service.scorers.base import Item, OptionError, Scorer, lacks_reference
+from service.scorers.base import REFERENCE_FREE, Item, OptionError, Scorer, lacks_reference
 from service.server.readiness import pod_status
 from service.stats import StatsInputError, correlate as correlate_stats
 from service.stats.human_eval import HumanEvalInputError, assess
@@ -36,10 +36,15 @@ class Lookup:
     scorer (None where not served). `loaded` is read first: the store fills its scorers before it
     says it has loaded, so a name found missing then is missing for good."""
 
-    def __init__(self, store: ModelStore, names: list[str]) -> None:
+    def __init__(self, store: ModelStore, names: list[str], options: dict[str, Any] | None = None) -> None:
+        """`options` by model name, raw: a model asked for its reference-free part is found as that part
+        (Scorer.for_options), so the reference checks below and in the limits see what is scored."""
         self.store = store
         self.loaded = store.loaded
-        self.found: dict[str, Scorer | None] = {name: store.get(name) for name in names}
+        self.found: dict[str, Scorer | None] = {}
+        for name in names:
+            scorer = store.get(name)
+            self.found[name] = scorer.for_options((options or {}).get(name)) if scorer is not None else None
 
     def reads_reference(self) -> bool:
         """Whether a named model reads `reference`: the contract has the others ignore it, so its size
@@ -83,11 +88,22 @@ class Lookup:
 
 # --- items ---------------------------------------------------------------------------------------
 def reference_free_advice(store: ModelStore) -> str:
-    """The sentence a referenced model's missing reference is answered with (API.md, /rerank): the
-    served models that need none, which a live bot, having no reference, can call."""
+    """The sentences a referenced model's missing reference is answered with (API.md, /rerank): the
+    served models that need none, which a live bot, having no reference, can call, and those whose
+    reference-free part can be asked for alone."""
     names = store.reference_free()
-    return (f"Models that need no reference: {', '.join(names)}." if names
-            else "No model that needs no reference is served here.")
+    advice = (f"Models that need no reference: {', '.join(names)}." if names
+              else "No model that needs no reference is served here.")
+    parts = store.with_reference_free_part()
+    if parts:
+        advice += f" The reference-free part alone, with options.{REFERENCE_FREE} true: {', '.join(parts)}."
+    return advice
+
+
+def _options_by_name(options: Any) -> dict[str, Any]:
+    """`models`' options keyed by model name, as far as they are that shape (_resolve_per_model refuses
+    any other)."""
+    return options if isinstance(options, dict) else {}
 
 
 def _parse_each(raw_items: list[dict[str, Any]], scorers: list[Scorer]) -> tuple[list[Any], dict[str, str]]:
@@ -203,7 +219,7 @@ def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[s
     (413), the options (422), in that order; then every model scores the items, sharing one cache."""
     single = "model" in body
     names = [body["model"]] if single else list(dict.fromkeys(body["models"]))
-    lookup = Lookup(store, names)
+    lookup = Lookup(store, names, {names[0]: body["options"]} if single else _options_by_name(body["options"]))
     lookup.label_request()
     skip = body["on_invalid"] == "skip"
     over = limits.check_items(body["items"], settings, check_reference=lookup.reads_reference(), skip_items=skip)
@@ -235,7 +251,7 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     """/rerank: the candidates, context and reference sizes (413), the model (503, 404), its kind and
     reference (422), the encoder's work (413), the options (422); then the ranking, best first.
     Under `on_invalid: "skip"` over-long candidates are left out and named in `skipped` and `errors`."""
-    lookup = Lookup(store, [body["model"]])
+    lookup = Lookup(store, [body["model"]], {body["model"]: body["options"]})
     lookup.label_request()
     errors = limits.check_rerank(body, settings, check_reference=lookup.reads_reference(),
                                  skip_candidates=body["on_invalid"] == "skip")

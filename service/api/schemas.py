@@ -14,7 +14,10 @@ from service.stats.correlation import METHODS
 from service.text import is_blank
 
 _nonempty_list = validate.Length(min=1)
-_REFERENCE = "A human reply; required, and not blank, by `referenced` models."  # /score items, /rerank
+_REFERENCE = ("A human reply; required, and not blank, by `referenced` models, unless asked for their "
+              "reference-free part (options.reference_free).")  # /score items, /rerank
+_REFERENCE_FREE = ("Extension: `reference_free: true` on ruber, ruber-minilm and minilm-cosine scores the part of "
+                   "the formula that reads no reference (RUBER's s_U; the context cosine), so no reference is needed.")
 ON_INVALID = ("reject", "skip")
 _ON_INVALID = ("Extension. `reject` (the default): an invalid {what} fails the whole request (413 where one is over "
                "a per-utterance limit, those named in `details`; else 422 naming every invalid {what}). `skip`: "
@@ -120,7 +123,8 @@ class ScoreRequestSchema(StrictSchema):
     items = fields.List(fields.Dict(), required=True, validate=_nonempty_list,
                         metadata={"description": "Item objects ({context, response, reference?}) or, for "
                                                  "`dialogue` models, {turns}."})
-    options = fields.Dict(load_default=dict, metadata={"description": "Model-specific options; unknown keys are 422."})
+    options = fields.Dict(load_default=dict, metadata={"description": "Model-specific options; unknown keys are 422. "
+                                                       + _REFERENCE_FREE})
     on_invalid = _on_invalid("item", "; their `scores` (and `details`) are null", ", the encoder's word-piece cap",
                              "object")
 
@@ -158,7 +162,8 @@ class RerankRequestSchema(StrictSchema):
     reference = fields.String(allow_none=True, load_default=None,
                               metadata={"description": _REFERENCE})
     top_k = Whole(allow_none=True, load_default=None, validate=validate.Range(min=1))
-    options = fields.Dict(load_default=dict)
+    options = fields.Dict(load_default=dict, metadata={"description": "Model-specific options; unknown keys are 422. "
+                                                       + _REFERENCE_FREE})
     on_invalid = _on_invalid("candidate", "; they are not in `ranking`",
                              ", the context, the reference, the encoder's word-piece cap", "string")
 

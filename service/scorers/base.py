@@ -62,6 +62,16 @@ def term_details(outputs: dict[str, Any], names: tuple[str, ...]) -> list[dict[s
     return [{name: float(outputs[name][i]) for name in names} for i in range(len(outputs["score"]))]
 
 
+# The option that asks a referenced model for the part of its formula that reads no reference (RUBER's
+# unreferenced metric s_U, minilm-cosine's context cosine). With it the model is answered by its
+# ReferenceFreePart, of kind `unreferenced`, so every check that asks whether a reference is read
+# (the API, its limits, bulk) gets the answer for the part.
+REFERENCE_FREE = "reference_free"
+REFERENCE_FREE_OPTION = {"type": "boolean", "default": False,
+                         "description": "Score the reference-free part of the formula alone; the reference is "
+                                        "then neither required nor read."}
+
+
 class Scorer:
     """Base of every metric. Subclasses implement `_score`; options are validated here."""
 
@@ -120,6 +130,25 @@ class Scorer:
                 found.append(value)
         return found
 
+    # --- the reference-free part ----------------------------------------------------------------
+    @property
+    def has_reference_free_part(self) -> bool:
+        """Whether `options.reference_free` is offered: a referenced model with a `_score_reference_free`."""
+        return self.kind == "referenced" and REFERENCE_FREE in self.option_spec
+
+    def for_options(self, options: Any) -> Scorer:
+        """The scorer that answers these (raw, unvalidated) options: the reference-free part where they
+        ask for it, else this one. A value other than true is left to resolve_options to refuse."""
+        if isinstance(options, dict) and options.get(REFERENCE_FREE) is True and self.has_reference_free_part:
+            part = getattr(self, "_part", None)
+            if part is None:
+                part = self._part = ReferenceFreePart(self)
+            return part
+        return self
+
+    def _score_reference_free(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
+        raise NotImplementedError
+
     # --- scoring ---------------------------------------------------------------------------
     def resolve_options(self, options: dict[str, Any] | None) -> dict[str, Any]:
         """Fill defaults and check values; raises ValueError(field, message) on a bad option."""
@@ -153,6 +182,8 @@ class Scorer:
     def score_resolved(self, items: list[Any], resolved: dict[str, Any],
                        cache: EncodeCache | None = None) -> ScoreBatch:
         """`score` with options that resolve_options returned (the data plane and bulk resolve them once)."""
+        if resolved.get(REFERENCE_FREE) is True and self.kind == "referenced":
+            return self.for_options(resolved).score_resolved(items, resolved, cache)
         # Identical items are scored once and share the result: a graph's matrix kernels may round a
         # row by its position in the batch (adem's head differed by one float32 ulp in rows 4k and 4k+1),
         # and /rerank's "ties keep the candidates' order" needs identical candidates to be ties.
@@ -186,6 +217,29 @@ class Scorer:
 
     def _score(self, items: list[Any], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         raise NotImplementedError
+
+
+class ReferenceFreePart(Scorer):
+    """A referenced model asked for `options.reference_free`: the same manifest, sessions and options,
+    of kind `unreferenced`, scored by the model's `_score_reference_free`. Loads nothing of its own. Its
+    scores are clipped to the model's score_range, never squashed: the parts are cosines and sigmoids."""
+
+    def __init__(self, whole: Scorer) -> None:  # the whole model's loaded state, not a new load
+        self.whole = whole
+        self.manifest = whole.manifest
+        self.components = whole.components
+        self.runtime = whole.runtime
+        self.option_spec = whole.option_spec
+
+    @property
+    def kind(self) -> str:
+        return "unreferenced"
+
+    def providers(self) -> list[str]:
+        return self.whole.providers()
+
+    def _score(self, items: list[Any], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
+        return self.whole._score_reference_free(items, options, cache)
 
 
 def _item_key(item: Any) -> Hashable:

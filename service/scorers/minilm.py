@@ -11,7 +11,7 @@ import numpy as np
 
 from service.components.cache import EncodeCache
 from service.components.sentence_encoder import SentenceEncoder
-from service.scorers.base import Item, ScoreBatch, Scorer, term_details
+from service.scorers.base import REFERENCE_FREE, REFERENCE_FREE_OPTION, Item, ScoreBatch, Scorer, term_details
 from service.scorers.registry import register
 from service.scorers.ruber import blend, normalise
 
@@ -62,9 +62,11 @@ class _MiniLMScorer(Scorer):
 
 @register("minilm-cosine")
 class MiniLMCosine(_MiniLMScorer):
-    """Zero-training baseline: mean of cos(reply, reference) and cos(last context turn, reply)."""
+    """Zero-training baseline: mean of cos(reply, reference) and cos(last context turn, reply); its
+    reference-free part is the second cosine alone."""
 
     computes = "referenced"
+    default_options: ClassVar[dict[str, dict[str, Any]]] = {REFERENCE_FREE: REFERENCE_FREE_OPTION}
 
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         texts = [t for item in items for t in (item.response, item.reference or "", context_texts(item.context, "last")[0])]
@@ -77,6 +79,12 @@ class MiniLMCosine(_MiniLMScorer):
             scores.append((s_ref + s_ctx) / 2.0)
             details.append({"s_ref": s_ref, "s_context": s_ctx})
         return ScoreBatch(scores, details)
+
+    def _score_reference_free(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
+        lasts = [context_texts(item.context, "last")[0] for item in items]
+        vectors = self._vectors([t for item, last in zip(items, lasts) for t in (item.response, last)], cache)
+        scores = [float(vectors[item.response] @ vectors[last]) for item, last in zip(items, lasts)]
+        return ScoreBatch(scores, [{"s_context": s} for s in scores])
 
 
 class _HeadScorer(_MiniLMScorer):
@@ -144,7 +152,14 @@ class RuberMiniLM(_HeadScorer):
     default_options: ClassVar[dict[str, dict[str, Any]]] = {
         "blend": {"type": "string", "choices": ["min", "max", "geometric", "arithmetic"], "default": "arithmetic"},
         "components": {"type": "boolean", "default": False},
+        REFERENCE_FREE: REFERENCE_FREE_OPTION,
     }
+
+    def _score_reference_free(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
+        """s_U as the head returns it, in (0, 1) (the graph's `s_unref`, which does not read its reference
+        input: given the reply there); unnormalised for the reason Ruber._score_reference_free gives."""
+        out = self._run([Item(item.context, item.response, item.response) for item in items], cache)
+        return ScoreBatch([float(s) for s in out["s_unref"]])
 
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         out = self._run(items, cache)

@@ -15,7 +15,7 @@ import numpy as np
 
 from service.components.cache import EncodeCache
 from service.components.glove import GloveTable
-from service.scorers.base import Item, ScoreBatch, Scorer
+from service.scorers.base import REFERENCE_FREE, REFERENCE_FREE_OPTION, Item, ScoreBatch, Scorer
 from service.scorers.embedding import cosine
 from service.scorers.registry import register
 from service.store.runtime import length_buckets
@@ -91,6 +91,7 @@ class Ruber(Scorer):
         "blend": {"type": "string", "choices": list(BLENDS), "default": "arithmetic"},
         "components": {"type": "boolean", "default": False},
         "word_weights": {"type": "string", "choices": ["none"], "default": "none"},
+        REFERENCE_FREE: REFERENCE_FREE_OPTION,
     }
 
     def _load(self) -> None:
@@ -112,7 +113,7 @@ class Ruber(Scorer):
         self.option_spec["word_weights"] = {**self.option_spec["word_weights"], "choices": offered}
 
     def _load_unreferenced(self) -> None:
-        """What s_U reads: the GloVe table, the two BiGRU encoders and the head (ruber-unref loads only these)."""
+        """What s_U reads: the GloVe table, the two BiGRU encoders and the head."""
         self.glove: GloveTable = self.components["glove-50d"]
         config = self.manifest.config
         self.query_turns = int(config.get("query_turns", 1))
@@ -141,6 +142,12 @@ class Ruber(Scorer):
         r = cache.get_many(f"{self.name}/reply", replies, lambda t: self._encode(self.reply_encoder, t, "first"))
         (scores,) = self.head.run_rows({"query": q, "reply": r})  # a score must not depend on the batch
         return np.asarray(scores, dtype=np.float64).reshape(-1)
+
+    def _score_reference_free(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
+        """The paper's unreferenced metric s_U as the head returns it, in (0, 1): the min-max normalisation
+        applied before blending clips at 0 and 1, which would tie the candidates a re-ranking most needs
+        to order."""
+        return ScoreBatch([float(s) for s in self.unreferenced(items, cache)] if items else [])
 
     def _vectors(self, text: str, word_weights: str) -> np.ndarray:
         if word_weights == "none":

@@ -169,6 +169,11 @@ class ModelStore:
         """The served models that read no reference (kind `unreferenced`), by name."""
         return sorted(name for name, scorer in self.scorers.items() if scorer.kind == "unreferenced")
 
+    def with_reference_free_part(self) -> list[str]:
+        """The served referenced models that score their reference-free part alone on request
+        (`options.reference_free`), by name."""
+        return sorted(name for name, scorer in self.scorers.items() if scorer.has_reference_free_part)
+
     # --- description for /models ---------------------------------------------------------------
     def describe(self) -> list[dict[str, Any]]:
         models = []

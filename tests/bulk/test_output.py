@@ -106,6 +106,9 @@ def test_resume_must_keep_the_shard_split_and_the_options(store, tmp_path):
         name, version, kind, manifest = scorer.name, scorer.version, scorer.kind, scorer.manifest
         reads_reference = scorer.reads_reference
 
+        def for_options(self, options):
+            return self
+
         def resolve_options(self, options):
             return {"unit": "words", **(options or {})}
 

@@ -57,6 +57,9 @@ def test_a_score_that_is_not_finite_is_a_scoring_error_not_invalid_json(store, t
         name, version, kind, manifest = scorer.name, scorer.version, scorer.kind, scorer.manifest
         reads_reference = scorer.reads_reference
 
+        def for_options(self, options):
+            return self
+
         def resolve_options(self, options):
             return scorer.resolve_options(options)
 

@@ -91,3 +91,23 @@ def test_killed_process_resumes_without_scoring_a_line_twice(store_root, tmp_pat
     assert [r["line"] for r in records] == list(range(1, 21))
     assert records[5]["error"]["code"] == "bad_line"
     assert [r["id"] for r in records if "id" in r] == [i for i in range(20) if i != 5]
+
+
+def test_a_referenced_models_reference_free_part_scores_lines_without_a_reference(tmp_path):
+    """--options '{"reference_free": true}': every line without a reference is scored, as /score scores it."""
+    from service.store.model_store import ModelStore
+    from tests.conftest import copy_store
+
+    store = ModelStore(copy_store(tmp_path / "store", ("minilm-cosine",)))
+    assert store.load(), store.failures
+    scorer = store.get("minilm-cosine")
+    items = [{"context": item["context"], "response": item["response"]} for item in GOOD]
+    source = write_lines(tmp_path / "in.jsonl", encoded(items))
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        counts = bulk.run(scorer, handle, output, options={"reference_free": True})
+    records = read_output(output)
+    assert counts.scored == 3 and counts.errors == 0
+    assert all(r["options"] == {"reference_free": True} for r in records)  # a resume must ask the same
+    expected = scorer.score([Item(i["context"], i["response"]) for i in items], {"reference_free": True}).scores
+    assert [r["score"] for r in records] == expected

@@ -96,7 +96,7 @@ def test_mh_scores_the_longest_public_benchmark_dialogues_with_the_default_limit
 
 # The reference-free models of issue 33: served wherever their encoder is built (mpnet-base's graphs come
 # from `make encoder-mpnet`, so a clean clone lists the mpnet ones under `not_built`).
-REFERENCE_FREE = ("ruber-unref", "ruber-minilm-unref", "unref-minilm", "unref-mpnet", "unref-mpnet-minilm")
+REFERENCE_FREE = ("unref-minilm", "unref-mpnet", "unref-mpnet-minilm")
 CANDIDATES = ["sure.", "", "let's go climbing, i know a good wall downtown!", "hey, what do you want to do tonight?"]
 
 
@@ -114,14 +114,20 @@ def test_a_live_bot_reranks_with_each_reference_free_model_and_a_referenced_one_
                                                           "candidates": CANDIDATES})
         assert status == 200, (name, body)
         assert sorted(r["index"] for r in body["ranking"]) == [0, 1, 2, 3]
-        if name.startswith("unref-"):  # the combinations' copy and length signals: the empty or copied reply is last
-            assert body["ranking"][-1]["index"] in (1, 3), (name, body)
+        assert body["ranking"][-1]["index"] in (1, 3), (name, body)  # copy and length signals: empty or copy last
     status, body, _ = _call(port, "POST", "/rerank", {"model": "minilm-cosine", "context": ITEM["context"],
                                                       "candidates": CANDIDATES})
     assert status == 422 and body["error"]["code"] == "invalid_request", body
     assert set(body["error"]["details"]) == {"reference"}
-    named = body["error"]["message"].partition("need no reference: ")[2].rstrip(".").split(", ")
+    named = body["error"]["message"].partition("need no reference: ")[2].partition(".")[0].split(", ")
     assert set(named) == {n for n, m in served.items() if m["kind"] == "unreferenced"} >= {"unref-minilm"}
+    parts = body["error"]["message"].partition("options.reference_free true: ")[2].rstrip(".").split(", ")
+    assert parts == ["minilm-cosine", "ruber", "ruber-minilm"], body
+    # RUBER's unreferenced metric alone: asked of ruber and ruber-minilm with no reference
+    for name in ("ruber", "ruber-minilm"):
+        status, body, _ = _call(port, "POST", "/rerank", {"model": name, "context": ITEM["context"],
+                                                          "candidates": CANDIDATES, "options": {"reference_free": True}})
+        assert status == 200 and sorted(r["index"] for r in body["ranking"]) == [0, 1, 2, 3], (name, body)
 
 
 def test_metrics_aggregate_every_worker(server):

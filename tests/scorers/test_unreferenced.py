@@ -10,7 +10,7 @@ import pytest
 from service.components.cache import EncodeCache
 from service.scorers.base import Item
 from service.scorers.unreferenced.signals import copy_excess, cos_mean, distinct_ratio, log_length, logit, turns_of
-from service.store.manifest import read_manifest, write_manifest
+from service.store.manifest import write_manifest
 from service.store.model_store import ModelStore
 from tests.conftest import MODEL_STORE, copy_store
 
@@ -21,12 +21,12 @@ ITEMS = [
     Item(["hi"], ""),
     Item(["i love jazz.", "me too!", "who is your favourite?"], "who is your favourite?"),
 ]
-PARTS = {"ruber-unref": "ruber", "ruber-minilm-unref": "ruber-minilm"}
+PARTS = ("ruber", "ruber-minilm", "minilm-cosine")  # the referenced models with a reference-free part
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> ModelStore:
-    names = (*PARTS, *PARTS.values(), "minilm-cosine")
+    names = (*PARTS, "adem-minilm")
     store = ModelStore(copy_store(tmp_path_factory.mktemp("unref"), names))
     assert store.load(), store.failures
     return store
@@ -46,29 +46,41 @@ def test_signals_by_hand():
     assert turns_of([]) == [""] and turns_of([str(i) for i in range(9)]) == ["4", "5", "6", "7", "8"]
 
 
-@pytest.mark.parametrize("name", sorted(PARTS))
-def test_a_part_is_its_sources_s_u_and_reads_no_reference(store: ModelStore, name: str):
-    part, source = store.scorers[name], store.scorers[PARTS[name]]
-    assert part.manifest.kind == "unreferenced" and not part.reads_reference
-    scores = part.score(ITEMS).scores
-    assert all(0.0 < s < 1.0 for s in scores)
+@pytest.mark.parametrize("name", PARTS)
+def test_a_part_is_its_models_reference_free_term_and_reads_no_reference(store: ModelStore, name: str):
+    model = store.scorers[name]
+    part = model.for_options({"reference_free": True})
+    assert model.kind == "referenced" and model.reads_reference and model.has_reference_free_part
+    assert part.kind == "unreferenced" and not part.reads_reference and part.name == name
+    assert part is model.for_options({"reference_free": True})  # one view per model
+    assert model.for_options({"reference_free": False}) is model and model.for_options(None) is model
+    assert model.for_options({"reference_free": "yes"}) is model  # left to resolve_options to refuse
+    with pytest.raises(ValueError):
+        model.resolve_options({"reference_free": "yes"})
+    scores = part.score(ITEMS, {"reference_free": True}).scores
     with_reference = [Item(i.context, i.response, "a reference it must not read.") for i in ITEMS]
-    assert part.score(with_reference).scores == scores
-    if name == "ruber-unref":  # the classic ruber's raw s_U, before its min-max normalisation
-        expected = source.unreferenced(ITEMS, EncodeCache())
-    else:  # ruber-minilm's head output s_unref, whatever the reference
-        expected = source._run([Item(i.context, i.response, "anything") for i in ITEMS], EncodeCache())["s_unref"]
+    assert part.score(with_reference, {"reference_free": True}).scores == scores
+    # the whole model asked the same way answers with the part, whatever the reference
+    assert model.score(with_reference, {"reference_free": True}).scores == scores
+    assert model.score(with_reference).scores != scores
+    if name == "ruber":  # the classic ruber's raw s_U, before its min-max normalisation
+        expected = model.unreferenced(ITEMS, EncodeCache())
+    elif name == "ruber-minilm":  # its head's output s_unref, whatever the reference
+        expected = model._run([Item(i.context, i.response, "anything") for i in ITEMS], EncodeCache())["s_unref"]
+    else:  # the context cosine of the whole score's details
+        expected = [d["s_context"] for d in model.score(with_reference).details]
     np.testing.assert_allclose(scores, expected, rtol=0, atol=1e-6)
+    if name != "minilm-cosine":
+        assert all(0.0 < s < 1.0 for s in scores)
 
 
-@pytest.mark.parametrize("name", sorted(PARTS))
-def test_a_parts_graphs_are_its_sources_as_committed(name: str):
-    """The copies name their source's hashes; retraining the source without `unref-parts` fails here."""
-    part, source = read_manifest(MODEL_STORE / name), read_manifest(MODEL_STORE / PARTS[name])
-    derived = part.config["derived_from"]
-    assert derived["model"] == PARTS[name] and derived["version"] == source.version
-    for filename, digest in derived["files"].items():
-        assert part.files[filename]["sha256"] == digest == source.files[filename]["sha256"]
+def test_models_without_a_reference_free_part_offer_no_option(store: ModelStore):
+    """ADEM's c^T M r_hat is trained only jointly with its reference term: no part is offered."""
+    model = store.scorers["adem-minilm"]
+    assert not model.has_reference_free_part and model.for_options({"reference_free": True}) is model
+    with pytest.raises(ValueError):
+        model.resolve_options({"reference_free": True})
+    assert store.with_reference_free_part() == ["minilm-cosine", "ruber", "ruber-minilm"]
 
 
 def combination_folder(store_root: Path, signals: list[dict], bias: float = 3.0, uses: tuple = ("minilm-l6",),

@@ -22,7 +22,7 @@ from training.core.docs_section import write_section
 from training.data.holdout import DevHoldout, MIN_WINDOW_CHARS
 from training.data.judgements import query_key, split_of
 from training.data.keys import match_key
-from training.evaluation.evaluate import load_store
+from training.evaluation.evaluate import default_specs, load_store, scorer_of
 from training.evaluation.vectors import SharedVectors
 from training.minilm import data, next_turn
 from training.minilm.card import USES, update_card
@@ -153,9 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     cases = check_set(args.contexts)
     shared = SharedVectors(store, args.vectors)
     table: dict[str, dict[str, float]] = {}
-    for name in args.models or sorted(store.scorers):
-        scorer = store.scorers.get(name)
-        if scorer is None or scorer.kind == "dialogue":
+    for name in args.models or default_specs(store):
+        scorer = scorer_of(store, name)
+        if scorer.kind == "dialogue":
             if args.models is not None:  # named, so say why it has no row (an empty table read as a pass)
                 print(f"{name}: left out: the check scores replies, and {name} is a dialogue model", file=sys.stderr)
             continue

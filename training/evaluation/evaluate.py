@@ -21,7 +21,7 @@ from scipy import stats
 
 from service.store.manifest import update_card as update_manifest_card
 from service.store.runtime import Runtime, RuntimeSettings
-from service.scorers.base import EncodeCache, Item, Scorer
+from service.scorers.base import REFERENCE_FREE, EncodeCache, Item, Scorer
 from service.stats.correlation import spearman
 from service.store.model_store import ModelStore
 from training.core import docs_section
@@ -352,6 +352,36 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(float(value), 6)
 
 
+# --- which models: a served name, or NAME:reference_free for a referenced model's part -------------
+PART_SUFFIX = f":{REFERENCE_FREE}"
+
+
+def model_of(spec: str) -> str:
+    """The served model a row reads: `ruber:reference_free` -> `ruber`."""
+    return spec.removesuffix(PART_SUFFIX)
+
+
+def scorer_of(store: ModelStore, spec: str) -> Scorer:
+    """The scorer a row is evaluated with: the model, or its ReferenceFreePart for NAME:reference_free."""
+    scorer = store.scorers[model_of(spec)]
+    return scorer.for_options({REFERENCE_FREE: True}) if spec.endswith(PART_SUFFIX) else scorer
+
+
+def default_specs(store: ModelStore) -> list[str]:
+    """Every served model, and the reference-free part of each referenced model that has one, sorted
+    (minilm-cosine's part is the context-part bar of the re-ranking tables already)."""
+    parts = [f"{name}{PART_SUFFIX}" for name in store.with_reference_free_part() if name != "minilm-cosine"]
+    return sorted([*store.scorers, *parts])
+
+
+def served_specs(store: ModelStore, models: list[str] | None) -> list[str]:
+    """The rows a run gives: `models` where served (a part where its model offers one), else every one."""
+    if models is None:
+        return default_specs(store)
+    return [m for m in models if model_of(m) in store.scorers
+            and (not m.endswith(PART_SUFFIX) or store.scorers[model_of(m)].has_reference_free_part)]
+
+
 # --- command line ------------------------------------------------------------------------------
 def load_store(root: Path, models: list[str] | None, strict: bool = False):
     """The service's ModelStore on CPU with one thread per session (the machine is shared).
@@ -362,11 +392,11 @@ def load_store(root: Path, models: list[str] | None, strict: bool = False):
     if not Path(root).is_dir():
         print(f"error: no model store at {root}", file=sys.stderr)
         raise SystemExit(2)
-    store = ModelStore(Path(root), runtime, tuple(models or ()))
+    store = ModelStore(Path(root), runtime, tuple(dict.fromkeys(model_of(m) for m in models or ())))
     store.load()
     for name, reason in store.failures.items():
         log.warning("not evaluated: %s (%s)", name, reason)
-    unknown = [m for m in models or () if m not in store.scorers] if strict else []
+    unknown = [m for m in models or () if m not in served_specs(store, [m])] if strict else []
     if unknown or (strict and not store.scorers):
         print(f"error: {', '.join(unknown) or 'no model'} is not served from {root} "
               f"(served: {', '.join(sorted(store.scorers)) or 'none'})", file=sys.stderr)
@@ -381,8 +411,8 @@ def run(store_root: Path, sets: list[str], models: list[str] | None, split: str,
     context part per set (the reference-free bar of the re-ranking table)."""
     store = load_store(store_root, models, strict=True)
     shared = SharedVectors(store, vectors)
-    names = [m for m in (models or sorted(store.scorers)) if m in store.scorers]
-    dialogue = [m for m in names if store.scorers[m].kind == "dialogue"]
+    names = served_specs(store, models)
+    dialogue = [m for m in names if store.scorers[model_of(m)].kind == "dialogue"]
     if dialogue:
         asked = [m for m in dialogue if models and m in models]
         log.log(logging.WARNING if asked else logging.INFO, "not evaluated at turn level (they score whole "
@@ -409,7 +439,7 @@ def run(store_root: Path, sets: list[str], models: list[str] | None, split: str,
         results[set_name] = {}
         for name in names:
             t0 = time.monotonic()
-            result = evaluate_model(store.scorers[name], name, set_name, items, max_refs, caches=shared.cache)
+            result = evaluate_model(scorer_of(store, name), name, set_name, items, max_refs, caches=shared.cache)
             results[set_name][name] = result
             done += 1
             log.info("evaluate %d/%d %s on %s (n=%d): %s in %.1fs, elapsed %.0fs", done, total, name, set_name,
@@ -418,13 +448,15 @@ def run(store_root: Path, sets: list[str], models: list[str] | None, split: str,
         if "minilm-cosine" in names:
             context_part[set_name] = measured(Result(CONTEXT_PART, set_name, len(items)), items, context_part_scores(
                 store.scorers["minilm-cosine"], items, shared.cache))
-    return results, names, recovered, {name: store.scorers[name].kind for name in names}, context_part
+    return results, names, recovered, {name: scorer_of(store, name).kind for name in names}, context_part
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training evaluate", description=__doc__.split("\n")[0])
     parser.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
-    parser.add_argument("--models", nargs="+", default=None, help="served model names (default: all)")
+    parser.add_argument("--models", nargs="+", default=None,
+                        help="served model names, or NAME:reference_free for a referenced model's reference-free "
+                             "part (default: all, and those parts)")
     parser.add_argument("--store", type=Path, default=Path("model_store"))
     parser.add_argument("--split", default="dev", choices=["dev", "train", "all"])
     parser.add_argument("--max-refs", type=positive_int, default=4)

@@ -1,2 +1,3 @@
-"""Reference-free models: the papers' unreferenced parts served alone (parts.py) and the stacked
-combination of reference-free signals (combination.py, its signals in signals.py)."""
+"""Reference-free models: the stacked combination of reference-free signals (combination.py, its
+signals in signals.py). The papers' own reference-free parts (RUBER's s_U) are options of their
+models (`options.reference_free`, scorers/base.py: ReferenceFreePart), not models of their own."""

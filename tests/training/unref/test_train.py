@@ -2,15 +2,13 @@
 served as the store serves it (train-unref itself checks the served scores against the fit's)."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from service.scorers.base import Item
 from service.store.model_store import ModelStore
-from tests.conftest import MODEL_STORE, copy_store
-from training.unref import parts
+from tests.conftest import copy_store
 
 torch = pytest.importorskip("torch")
 
@@ -39,13 +37,3 @@ def test_a_tiny_unref_minilm_trains_exports_and_serves(tmp_path: Path):
     scores = scorer.score([Item(["do you like jazz?"], "yes, coltrane is my favourite."),
                            Item(["do you like jazz?"], "do you like jazz?")]).scores
     assert len(scores) == 2 and all(1.0 < s < 5.0 for s in scores)
-
-
-def test_unref_parts_copies_the_graphs_and_keeps_figures_only_for_the_same_graphs(tmp_path: Path):
-    store = copy_store(tmp_path / "store", ("ruber-minilm",))
-    shutil.copytree(MODEL_STORE / "ruber-minilm-unref", store / "ruber-minilm-unref")
-    before = (store / "ruber-minilm-unref" / "manifest.json").read_text()
-    manifest = parts.write_part(store, "ruber-minilm-unref")
-    assert manifest.kind == "unreferenced" and manifest.config["derived_from"]["model"] == "ruber-minilm"
-    assert (store / "ruber-minilm-unref" / "head.onnx").read_bytes() == (store / "ruber-minilm" / "head.onnx").read_bytes()
-    assert (store / "ruber-minilm-unref" / "manifest.json").read_text() == before  # rewritten as committed
