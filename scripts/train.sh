@@ -44,8 +44,7 @@ if has minilm; then
     $PY -m training train-minilm --model autojudge-minilm --encoding last --pooling last --out model_store/autojudge-minilm
 fi
 if has unref; then
-    step "reference-free models: RUBER's s_U alone, and the stacked combinations (the mpnet ones where built)"
-    $PY -m training unref-parts
+    step "reference-free models: the stacked combinations (the mpnet ones where built)"
     $PY -m training train-unref --model unref-minilm
     if [[ -f model_store/mpnet-base/encoder-fp32.onnx ]]; then  # make encoder-mpnet
         $PY -m training train-unref --model unref-mpnet unref-mpnet-minilm
