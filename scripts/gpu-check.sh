@@ -8,7 +8,7 @@
 # fp32 encoder (`make encoder-fp32`) for the fp32 half. Writes its logs and JSON to OUT_DIR
 # (default build/gpu-check). docs/gpu.md has what it measured on an H100. Knobs: TESTS=0 skips the
 # parity tests, BENCH_WORKERS="1 2 4" the GPU benchmark's worker counts, CPU_BENCH=0 the CPU one
-# (nproc/2 workers, int8), SECONDS_PER the seconds per scenario.
+# (nproc/2 workers, the CPU's default precision), SECONDS_PER the seconds per scenario.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 PY=${PYTHON:-.venv/bin/python}

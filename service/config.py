@@ -161,11 +161,12 @@ def cuda_provider_options(entries: tuple[str, ...]) -> dict[str, str]:
 
 
 PRECISION_ENV = "DIALSCORE_ENCODER_PRECISION"
-PRECISIONS = ("w8a8", "int8", "fp32")
+PRECISIONS = ("w8a8", "int8", "int8-float", "fp32")
 
 
 def encoder_precision(value: Any) -> str:
-    """DIALSCORE_ENCODER_PRECISION, lower-cased: w8a8, int8, fp32 or auto (also for an empty value)."""
+    """DIALSCORE_ENCODER_PRECISION, lower-cased: w8a8, int8, int8-float, fp32 or auto (also for an empty
+    value). int8-float is the int8 file with its weights turned to float at load (sentence_encoder.py)."""
     requested = str(value).strip().lower() or "auto"
     if requested not in PRECISIONS + ("auto",):
         raise ValueError(f"{PRECISION_ENV}={requested!r} is not one of {PRECISIONS + ('auto',)}")

@@ -32,9 +32,12 @@ def choose_precision(requested: str, cuda: bool, built: dict[str, bool], int8_do
     to `cpu`, int8, then fp32, whichever is built first, and the reason names what builds it
     (`command`, the manifest's build command; MiniLM's w8a8: make encoder-w8a8).
 
-    MiniLM's w8a8 (int8 weights and per-token int8 activations) encodes 1.4x the texts of fp32 and 2x
-    those of int8 on an AVX2 CPU, and moves the -minilm dev figures by up to .011, their heads having
-    been fitted on int8's vectors (docs/benchmarks.md), so only int8 is committed. On
+    MiniLM's `cpu_precision` is int8-float: the committed int8 file with its weights turned to float at
+    load (FLOAT_MATMULS), whose float MatMuls beat ONNX Runtime's int8 kernel (MatMulNBits) on both CPU
+    families measured, AVX2 alone and AVX-512 VNNI with AMX, and whose vectors lie nearer
+    sentence-transformers'. MiniLM's w8a8 (int8 weights and per-token int8 activations) encodes 2x the
+    texts of int8 on an AVX2 CPU, and moves the -minilm dev figures by up to .011, their heads having
+    been fitted on int8's vectors (docs/benchmarks.md), so it is built, not committed. On
     CUDA the int8 file runs in float with one node sent back to the CPU, so a GPU worker is better
     served by the fp32 file, whose scores match the CPU's fp32 within 1e-6 (docs/gpu.md).
     """
@@ -66,6 +69,11 @@ def fall_back(wanted: str, reason: str, built: dict[str, bool], cpu: str, comman
 
 
 INT8_FILE = "encoder-int8.onnx"
+# int8-float: ONNX Runtime folds each DequantizeLinear of the int8 weights into a float initializer at
+# load instead of fusing it with its MatMul into MatMulNBits, which rounds activations to int8 per
+# block of 32 channels: the weights stay int8-rounded and the arithmetic is float.
+FLOAT_MATMULS = {"session.disable_quant_qdq": "1"}
+SESSION_CONFIG = {"int8-float": FLOAT_MATMULS}
 MAX_TOKENS = 8192
 COUNT_FLOOR = 1e-9  # the graph's clamp of the token count (training/minilm/export.py), as sentence-transformers
 NORM_FLOOR = 1e-12  # torch.nn.functional.normalize's eps
@@ -96,7 +104,8 @@ class SentenceEncoder(Component):
         self.tokenizer = Tokenizer.from_file(str(self.manifest.path(self.manifest.tokenizer or "tokenizer.json")))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=self.max_length)
-        self.session = self.runtime.session(self.manifest.path(filename), self.runtime.encoder_run_threads)
+        self.session = self.runtime.session(self.manifest.path(filename), self.runtime.encoder_run_threads,
+                                            SESSION_CONFIG.get(self.precision))
         self.pools_here = TOKENS_OUTPUT in self.session.outputs
         if not self.pools_here:
             log.warning("%s: %s has no %s output (an older export); embeddings depend on the batch "

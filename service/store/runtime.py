@@ -117,13 +117,16 @@ class Runtime:
         """Providers as InferenceSession takes them, CUDA with its options."""
         return [(p, self.cuda_options) if p == "CUDAExecutionProvider" else p for p in self.providers]
 
-    def session(self, path: Path, threads: int | None = None) -> "Session":
-        """An ONNX Runtime session on `threads` intra-op threads (default: the worker's share of the cores)."""
+    def session(self, path: Path, threads: int | None = None, config: dict[str, str] | None = None) -> "Session":
+        """An ONNX Runtime session on `threads` intra-op threads (default: the worker's share of the cores),
+        with `config` as session configuration entries."""
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or self.threads
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
+        for key, value in (config or {}).items():
+            options.add_session_config_entry(key, value)
         raw = ort.InferenceSession(str(path), sess_options=options, providers=self.provider_list())
         got = raw.get_providers()
         if "CUDAExecutionProvider" in self.providers and "CUDAExecutionProvider" not in got:

@@ -26,16 +26,17 @@ def test_models_lists_everything_the_contract_names(client):
 
 
 def test_models_say_which_component_files_run_where(full_app):
-    """A GPU pod serves the fp32 encoder and a CPU pod int8, or w8a8 where built and the CPU has
-    integer dot products, and says why; their scores differ slightly."""
+    """A GPU pod serves the fp32 encoder and a CPU pod the int8 file in float (int8-float), or w8a8 where
+    built and the CPU has integer dot products, and says why; their scores differ slightly."""
     from service.store.runtime import int8_dot_products
 
     models = {m["name"]: m for m in full_app.test_client().get("/models").get_json()["models"]}
     (encoder,) = models["adem-minilm"]["components"]
     assert encoder["name"] == "minilm-l6" and encoder["providers"] == ["CPUExecutionProvider"]
     built = (Path(full_app.config["SETTINGS"].model_store) / "minilm-l6" / "encoder-w8a8.onnx").is_file()
-    precision = "w8a8" if int8_dot_products() and built else "int8"
-    assert (encoder["precision"], encoder["file"]) == (precision, f"encoder-{precision}.onnx")
+    precision, file = ("w8a8", "encoder-w8a8.onnx") if int8_dot_products() and built else ("int8-float",
+                                                                                          "encoder-int8.onnx")
+    assert (encoder["precision"], encoder["file"]) == (precision, file)
     assert encoder["chosen_by"].startswith("auto: the CPU reports")
     assert models["ruber"]["components"][0]["name"] == "glove-50d"
     assert "precision" not in models["ruber"]["components"][0]

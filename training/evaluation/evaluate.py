@@ -20,6 +20,7 @@ import numpy as np
 from scipy import stats
 
 from service.store.manifest import update_card as update_manifest_card
+from service.config import PRECISION_ENV
 from service.store.runtime import Runtime, RuntimeSettings
 from service.scorers.base import REFERENCE_FREE, EncodeCache, Item, Scorer
 from service.stats.correlation import spearman
@@ -388,7 +389,9 @@ def load_store(root: Path, models: list[str] | None, strict: bool = False):
 
     strict: every model asked for must be served, else exit 2 (commands whose user named them);
     otherwise the ones there are used (callers that take whichever baselines a store holds)."""
-    runtime = Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=1, workers=1))
+    # DIALSCORE_ENCODER_PRECISION as a worker reads it: the figures are those of what a worker so set serves
+    runtime = Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=1, workers=1,
+                                      encoder_precision=os.environ.get(PRECISION_ENV, "auto")))
     if not Path(root).is_dir():
         print(f"error: no model store at {root}", file=sys.stderr)
         raise SystemExit(2)
@@ -396,6 +399,10 @@ def load_store(root: Path, models: list[str] | None, strict: bool = False):
     store.load()
     for name, reason in store.failures.items():
         log.warning("not evaluated: %s (%s)", name, reason)
+    for component in store.components.values():
+        served = component.served_files()
+        if served:
+            log.info("%s serves %s (%s)", component.name, served.get("precision"), served.get("chosen_by"))
     unknown = [m for m in models or () if m not in served_specs(store, [m])] if strict else []
     if unknown or (strict and not store.scorers):
         print(f"error: {', '.join(unknown) or 'no model'} is not served from {root} "

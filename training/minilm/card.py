@@ -319,19 +319,24 @@ ruber-minilm, autojudge-minilm (and M_H's semantic proxy).""",
   alone and in a batch) while every node before it gives the same bits whatever the batch; so a
   vector, and every score built on it, does not depend on the batch at all (README, "Calling it":
   an item's score does not depend on what else is in the batch).
-- **files**: `encoder-int8.onnx` (22 MB, committed): every weight stored as int8 per output channel;
-  on the CPU, ONNX Runtime runs those products with int8 activations too (MatMulNBits), on CUDA in
-  float (docs/gpu.md). `encoder-fp32.onnx` (90 MB, not committed): built by `make encoder-fp32`
+- **files**: `encoder-int8.onnx` (22 MB, committed): every weight stored as int8 per output channel.
+  On the CPU it is served as **int8-float** (the default): ONNX Runtime turns the int8 weights into
+  float initializers at load (`session.disable_quant_qdq`) and runs float products, which beat its
+  int8 kernel (MatMulNBits, int8 activations per block of 32 channels) on both CPU families measured,
+  1.3-1.7x on an AVX2 AMD EPYC and 1.3x on a Xeon with AVX-512 VNNI and AMX (in process), at 35-55
+  MiB more memory a worker (PSS); its vectors are .9996 from MatMulNBits' (mean) and nearer sentence-transformers'
+  (docs/notes/2026-11-26-cpu-speed.md). `DIALSCORE_ENCODER_PRECISION=int8` serves it on MatMulNBits;
+  on CUDA it runs in float (docs/gpu.md). `encoder-fp32.onnx` (90 MB, not committed): built by `make encoder-fp32`
   (`python -m training export-minilm --fp32`) for GPU images. The committed manifest lists it as
-  optional with its hash (the export is deterministic), so a folder without it serves int8, one
+  optional with its hash (the export is deterministic), so a folder without it serves int8-float, one
   with it has it checked like every file, and building it leaves the manifest unchanged. `encoder-w8a8.onnx`
   (24 MB, not committed, optional the same way): built by `make encoder-w8a8`, int8 weights and int8
   activations per token (training/minilm/w8a8.py), about 2x int8's texts/s on an AVX2 CPU; the
   -minilm heads, fitted on int8's vectors, move by up to .011 on dev with it
-  (docs/benchmarks.md). `DIALSCORE_ENCODER_PRECISION=auto|w8a8|int8|fp32` picks one:
+  (docs/benchmarks.md). `DIALSCORE_ENCODER_PRECISION=auto|w8a8|int8-float|int8|fp32` picks one:
   auto (the default) is fp32 on CUDA where built, w8a8 where built on a CPU that reports integer dot
-  products, int8 otherwise; int8 whenever the file asked for is not built. `GET /models` says which a
-  worker serves, and why.""",
+  products, int8-float otherwise, and whenever the file asked for is not built. `GET /models` says
+  which a worker serves, and why.""",
     training_data_and_licence="""- **training data**: not trained here: the published sentence-transformers model, fine-tuned by its
   authors on over 1B sentence pairs from 32 sources (the rows of the table in the package's
   `model/README.md`; about 20 distinct datasets): Reddit comments 2015-2018 (726M pairs), S2ORC,

@@ -31,22 +31,27 @@ def load_encoder(folder: Path = DEFAULT_ENCODER, threads: int = 1) -> SentenceEn
     return SentenceEncoder(manifest, runtime)
 
 
-def cpu_file(manifest: Manifest) -> str:
-    """The graph load_encoder serves from this component folder: its `cpu_precision` file where built."""
+def cpu_precision(manifest: Manifest) -> str:
+    """The precision load_encoder serves from this component folder: its `cpu_precision` where built."""
     files = manifest.config.get("files", {})
     built = {precision: name in manifest.files for precision, name in files.items()}
     built.setdefault("int8", INT8_FILE in manifest.files)
     cpu = manifest.config.get("cpu_precision", "int8")
     precision, _ = choose_precision(cpu, cuda=False, built=built, int8_dot=None, cpu=cpu)
-    return files.get(precision, f"encoder-{precision}.onnx")
+    return precision
 
 
 def encoder_identity(folder: Path = DEFAULT_ENCODER, encoder: SentenceEncoder | None = None) -> dict[str, str]:
-    """What the cached vectors depend on: the component's name and version and the served graph's hash."""
+    """What the cached vectors depend on: the component's name and version, the served graph's hash, and
+    the precision where the file's name does not say it (int8-float runs the int8 file in float)."""
     manifest = encoder.manifest if encoder is not None else read_manifest(Path(folder))
-    filename = encoder.filename if encoder is not None else cpu_file(manifest)
-    return {"name": manifest.name, "version": manifest.version, "file": filename,
-            "sha256": str(manifest.files.get(filename, {}).get("sha256"))}
+    precision = encoder.precision if encoder is not None else cpu_precision(manifest)
+    filename = manifest.config.get("files", {}).get(precision, f"encoder-{precision}.onnx")
+    identity = {"name": manifest.name, "version": manifest.version, "file": filename,
+                "sha256": str(manifest.files.get(filename, {}).get("sha256"))}
+    if filename != f"encoder-{precision}.onnx":
+        identity["precision"] = precision
+    return identity
 
 
 class EmbeddingCache:

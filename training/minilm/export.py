@@ -36,7 +36,7 @@ FP32_FILE = "encoder-fp32.onnx"
 INT8_FILE = "encoder-int8.onnx"
 W8A8_FILE = "encoder-w8a8.onnx"
 STORE_FOLDER = Path("model_store/minilm-l6")
-VERSION = "2026.11.2"  # .2: the w8a8 file in the manifest
+VERSION = "2026.11.3"  # .2: the w8a8 file in the manifest; .3: int8-float served on the CPU
 CALIBRATION_TURNS = 500  # DailyDialog training turns whose activation peaks set w8a8's smoothing (250 to 2,000: same parity)
 
 
@@ -186,7 +186,8 @@ def write_component_manifest(folder: Path) -> None:
         folder, name=folder.name, version=VERSION, kind="component", scorer="sentence-encoder",
         tokenizer="tokenizer.json",
         config={"max_length": MAX_LENGTH, "dimension": DIMENSION, "pooling": "mean", "normalise": True,
-                "files": {"w8a8": W8A8_FILE, "int8": INT8_FILE, "fp32": FP32_FILE}},
+                "files": {"w8a8": W8A8_FILE, "int8": INT8_FILE, "int8-float": INT8_FILE, "fp32": FP32_FILE},
+                "cpu_precision": "int8-float"},
         card=ENCODER_CARD,
         optional=(FP32_FILE, W8A8_FILE),
     )

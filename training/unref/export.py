@@ -16,7 +16,7 @@ from service.scorers.registry import scorer_class
 from service.store.manifest import Manifest, read_manifest, write_manifest
 from service.store.runtime import Runtime, RuntimeSettings
 from training.core.cli import SetupError
-from training.minilm.embed import cpu_file
+from training.minilm.embed import encoder_identity
 from training.minilm.export import check_parity, export_head
 from training.unref.card import write_readme
 from training.unref.fit import Combination
@@ -49,10 +49,8 @@ def served_config(recipe: Recipe, combination: Combination, provenance: dict, st
                for spec, m, s, w in zip(recipe.signals, combination.mean, combination.sd, combination.weight)]
     encoders = {}
     for name in recipe.uses:
-        component = read_manifest(store / name)
-        filename = cpu_file(component)
-        encoders[name] = {"version": component.version, "file": filename,
-                          "sha256": component.files.get(filename, {}).get("sha256")}
+        identity = encoder_identity(store / name)
+        encoders[name] = {key: value for key, value in identity.items() if key != "name"}
     return {"signals": signals, "bias": round(float(combination.bias), 6), "heads": provenance,
             "fitted_on": encoders}
 

@@ -211,3 +211,15 @@ def test_a_referenced_model_keeps_its_best_score_over_the_first_max_refs_referen
     for batch in (256, 3):
         np.testing.assert_array_equal(score_items(_ReferenceLength(), items, None, max_refs=4, batch=batch),
                                       [8.0, 3.0, 5.0])
+
+
+@pytest.mark.parametrize("precision", ["int8", "int8-float"])
+def test_the_store_is_served_as_a_worker_with_the_same_encoder_precision_would(tmp_path, monkeypatch, precision):
+    """DIALSCORE_ENCODER_PRECISION reaches evaluate and degenerate as it reaches a worker: with a w8a8 file
+    built, `auto` would measure it, and a run asked for another precision must not."""
+    from training.evaluation.evaluate import load_store
+
+    monkeypatch.setenv("DIALSCORE_ENCODER_PRECISION", precision)
+    store = load_store(copy_store(tmp_path / "store", ("minilm-cosine",)), ["minilm-cosine"], strict=True)
+    encoder = store.components["minilm-l6"]
+    assert (encoder.precision, encoder.filename) == (precision, "encoder-int8.onnx")
