@@ -325,7 +325,7 @@ ruber-minilm, autojudge-minilm (and M_H's semantic proxy).""",
   int8 kernel (MatMulNBits, int8 activations per block of 32 channels) on both CPU families measured,
   1.3-1.7x on an AVX2 AMD EPYC and 1.3x on a Xeon with AVX-512 VNNI and AMX (in process), at 35-55
   MiB more memory a worker (PSS); its vectors are .9996 from MatMulNBits' (mean) and nearer sentence-transformers'
-  (docs/notes/2026-11-26-cpu-speed.md). `DIALSCORE_ENCODER_PRECISION=int8` serves it on MatMulNBits;
+  (docs/benchmarks.md). `DIALSCORE_ENCODER_PRECISION=int8` serves it on MatMulNBits;
   on CUDA it runs in float (docs/gpu.md). `encoder-fp32.onnx` (90 MB, not committed): built by `make encoder-fp32`
   (`python -m training export-minilm --fp32`) for GPU images. The committed manifest lists it as
   optional with its hash (the export is deterministic), so a folder without it serves int8-float, one
