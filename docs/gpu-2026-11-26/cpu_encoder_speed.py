@@ -5,7 +5,7 @@ weights: no weights reach that machine; the time does not depend on them). Texts
 this repository's docs, tokenised by the committed tokenizer, in calls of 96 bucketed by length as
 the service does. Pinned to 2 cores (taskset) with 2 threads, as the issue's 2-core machine.
 
-    taskset -c 0,1 python3 docs/gpu-2026-11-26/cpu_encoder_speed.py OUT_DIR
+    PYTHONPATH=. taskset -c 0,1 python3 <this file> OUT_DIR    (from the repository root)
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import re
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,8 @@ import onnxruntime as ort
 import torch
 from tokenizers import Tokenizer
 from transformers import BertConfig, BertModel
+
+from service.store.runtime import length_buckets
 
 STORE = Path("model_store/minilm-l6")
 THREADS = 2
@@ -36,24 +39,22 @@ def texts(n: int = 960) -> list[str]:
     return list(dict.fromkeys(found))[:n]
 
 
-def buckets(lengths: list[int], size: int = 96, step: int = 8) -> list[list[int]]:
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    out, current, cut = [], [], None
-    for i in order:
-        edge = (lengths[i] + step - 1) // step
-        if current and (edge != cut or len(current) == size):
-            out.append(current)
-            current = []
-        current.append(i)
-        cut = edge
-    return out + ([current] if current else [])
+def rate(run_all: Callable[[], None], texts: int) -> float:
+    """Texts a second: one warm-up pass, then the median of three timed passes."""
+    run_all()
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        run_all()
+        times.append(time.perf_counter() - start)
+    return texts / statistics.median(times)
 
 
 def ort_rate(session: ort.InferenceSession, ids: list[list[int]]) -> float:
     def run_all() -> None:
         for start in range(0, len(ids), 96):
             call = ids[start:start + 96]
-            for batch in buckets([len(x) for x in call]):
+            for batch in length_buckets([len(x) for x in call], 96, step=8):  # the service's own batching
                 width = max(len(call[i]) for i in batch)
                 feeds = {"input_ids": np.zeros((len(batch), width), np.int64),
                          "attention_mask": np.zeros((len(batch), width), np.int64)}
@@ -61,13 +62,7 @@ def ort_rate(session: ort.InferenceSession, ids: list[list[int]]) -> float:
                     feeds["input_ids"][row, :len(call[i])] = call[i]
                     feeds["attention_mask"][row, :len(call[i])] = 1
                 session.run(None, feeds)
-    run_all()
-    times = []
-    for _ in range(3):
-        start = time.perf_counter()
-        run_all()
-        times.append(time.perf_counter() - start)
-    return len(ids) / statistics.median(times)
+    return rate(run_all, len(ids))
 
 
 def torch_rate(ids: list[list[int]]) -> float:
@@ -88,13 +83,7 @@ def torch_rate(ids: list[list[int]]) -> float:
                 hidden = model(input_ids=input_ids, attention_mask=mask).last_hidden_state
                 m = mask.unsqueeze(-1).float()
                 torch.nn.functional.normalize((hidden * m).sum(1) / m.sum(1), dim=-1)
-    run_all()
-    times = []
-    for _ in range(3):
-        start = time.perf_counter()
-        run_all()
-        times.append(time.perf_counter() - start)
-    return len(ids) / statistics.median(times)
+    return rate(run_all, len(ids))
 
 
 def session(extra: dict[str, str] | None = None) -> ort.InferenceSession:

@@ -6,7 +6,7 @@ Random weights of the published configurations: the time of a transformer does n
 weights, and no weights can reach the lent machine. This is the encoder's arithmetic, not the served
 path (ONNX Runtime's CUDA provider, HTTP, the heads), which needs onnxruntime-gpu there.
 
-    python3 docs/gpu-2026-11-26/encoder_cost.py OUT_DIR
+    python3 <this file> OUT_DIR    (from the repository root)
 """
 from __future__ import annotations
 

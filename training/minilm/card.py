@@ -323,7 +323,7 @@ ruber-minilm, autojudge-minilm (and M_H's semantic proxy).""",
   On the CPU it is served as **int8-float** (the default): ONNX Runtime turns the int8 weights into
   float initializers at load (`session.disable_quant_qdq`) and runs float products, which beat its
   int8 kernel (MatMulNBits, int8 activations per block of 32 channels) on both CPU families measured,
-  1.3-1.7x on an AVX2 AMD EPYC and 1.3x on a Xeon with AVX-512 VNNI and AMX (in process), at 35-55
+  1.5-1.7x on an AVX2 AMD EPYC and 1.4x on a Xeon with AVX-512 VNNI and AMX (in process), at 35-55
   MiB more memory a worker (PSS); its vectors are .9996 from MatMulNBits' (mean) and nearer sentence-transformers'
   (docs/benchmarks.md). `DIALSCORE_ENCODER_PRECISION=int8` serves it on MatMulNBits;
   on CUDA it runs in float (docs/gpu.md). `encoder-fp32.onnx` (90 MB, not committed): built by `make encoder-fp32`
