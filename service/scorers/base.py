@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Hashable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
@@ -133,17 +134,19 @@ class Scorer:
     # --- the reference-free part ----------------------------------------------------------------
     @property
     def has_reference_free_part(self) -> bool:
-        """Whether `options.reference_free` is offered: a referenced model with a `_score_reference_free`."""
+        """Whether `options.reference_free` is offered: a referenced model whose options list it (those
+        that implement `_score_reference_free`)."""
         return self.kind == "referenced" and REFERENCE_FREE in self.option_spec
+
+    @cached_property
+    def _reference_free_part(self) -> ReferenceFreePart:
+        return ReferenceFreePart(self)
 
     def for_options(self, options: Any) -> Scorer:
         """The scorer that answers these (raw, unvalidated) options: the reference-free part where they
         ask for it, else this one. A value other than true is left to resolve_options to refuse."""
         if isinstance(options, dict) and options.get(REFERENCE_FREE) is True and self.has_reference_free_part:
-            part = getattr(self, "_part", None)
-            if part is None:
-                part = self._part = ReferenceFreePart(self)
-            return part
+            return self._reference_free_part
         return self
 
     def _score_reference_free(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
