@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from service.components.cache import EncodeCache
-from service.scorers.base import Item, Scorer
+from service.scorers.base import REFERENCE_FREE, Item, Scorer
 from training.data.judgements import JudgedItem
 from training.evaluation.pairwise import MIN_GAP, MIN_PAIRS, context_groups, pairwise_agreement
 
@@ -26,11 +26,11 @@ def pairwise(items: list[JudgedItem], human: np.ndarray, scores: np.ndarray) -> 
 
 
 def context_part_scores(scorer: Scorer, items: list[JudgedItem], caches: Callable[[], EncodeCache]) -> np.ndarray:
-    """minilm-cosine's s_context, cos(last turn, reply), per item: its details with any reference."""
+    """minilm-cosine's s_context, cos(last turn, reply), per item: its reference-free part's details."""
     values: list[float] = []
     for start in range(0, len(items), BATCH):
-        chunk = [Item(list(i.context), i.response, "") for i in items[start:start + BATCH]]
-        values.extend(d["s_context"] for d in scorer.score(chunk, None, caches()).details)
+        chunk = [Item(list(i.context), i.response) for i in items[start:start + BATCH]]
+        values.extend(d["s_context"] for d in scorer.score(chunk, {REFERENCE_FREE: True}, caches()).details)
     return np.asarray(values)
 
 
