@@ -51,8 +51,9 @@ class Settings:
     batch_size: int = 64  # DIALSCORE_BATCH_SIZE: texts per ONNX run after length bucketing (memory grows with it)
     workers: int = 2  # DIALSCORE_WORKERS: gunicorn workers (also divides the cores among sessions)
     intra_op_threads: int = 0  # DIALSCORE_INTRA_OP_THREADS: 0 = cores / workers
-    # DIALSCORE_ENCODER_THREADS: ONNX runs of one request's sentence encoder at once (its batches split among
-    # them), each on intra_op_threads / encoder_threads (at least 1); 0 = the cores: a lone request uses them all
+    # DIALSCORE_ENCODER_THREADS: ONNX runs of one request's sentence encoder at once (each a share of its texts of
+    # about equal word pieces), each on intra_op_threads / encoder_threads (at least 1); 0 = the cores: a lone
+    # request uses them all
     encoder_threads: int = 0
     providers: tuple[str, ...] = ("CUDAExecutionProvider", "CPUExecutionProvider")  # DIALSCORE_PROVIDERS
     cuda_options: tuple[str, ...] = ()  # DIALSCORE_CUDA_OPTIONS: key=value,... for ONNX Runtime's CUDA provider (CUDA_DEFAULTS below)

@@ -213,15 +213,26 @@ def length_buckets(lengths: list[int], max_batch: int, max_tokens: int = 8192, s
     return batches
 
 
-def spread(batches: list[list[int]], lengths: list[int], runs: int) -> list[list[int]]:
-    """`batches` (of length_buckets) with the costliest (rows x longest) cut in two until there are
-    `runs` of them or none has two rows: a request of few texts then keeps every thread busy."""
-    batches = [list(batch) for batch in batches]
-    while len(batches) < runs:
-        splittable = [(len(b) * max(lengths[i] for i in b), k) for k, b in enumerate(batches) if len(b) > 1]
-        if not splittable:
-            break
-        _, index = max(splittable)
-        batch = batches.pop(index)
-        batches[index:index] = [batch[: len(batch) // 2], batch[len(batch) // 2:]]
-    return batches
+def shares(lengths: list[int], runs: int, max_batch: int, max_tokens: int = 8192,
+           step: int | None = None) -> list[list[list[int]]]:
+    """Indices cut, in order of length, into at most `runs` shares of about equal word pieces, each
+    share batched by length_buckets: one share a thread, so that the threads of a lone request finish
+    together. No share is empty, so there are never more shares than rows."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    total = sum(max(lengths[i], 1) for i in order)
+    cut: list[list[int]] = []
+    current: list[int] = []
+    done = 0
+    for index in order:
+        cost = max(lengths[index], 1)
+        target = total * (len(cut) + 1) / max(runs, 1)
+        # the share closes before this row where it then lands nearer its target than with the row
+        if current and len(cut) < runs - 1 and abs(done - target) <= abs(done + cost - target):
+            cut.append(current)
+            current = []
+        current.append(index)
+        done += cost
+    if current:
+        cut.append(current)
+    return [[[share[i] for i in batch] for batch in length_buckets([lengths[i] for i in share], max_batch,
+                                                                   max_tokens, step)] for share in cut]

@@ -5,7 +5,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from service.config import CUDA_DEFAULTS, cuda_provider_options
-from service.store.runtime import Runtime, RuntimeSettings, default_threads, int8_dot_products, length_buckets, spread
+from service.store.runtime import Runtime, RuntimeSettings, default_threads, int8_dot_products, length_buckets, shares
 
 
 def _masked_mean_graph(path):
@@ -180,9 +180,20 @@ def test_the_strongest_integer_dot_product_the_cpu_reports_is_named():
     assert int8_dot_products("") is None
 
 
-def test_spread_cuts_the_costliest_batch_until_every_run_has_one():
-    lengths = [10, 10, 10, 40]
-    assert spread([[0, 1, 2], [3]], lengths, 2) == [[0, 1, 2], [3]]  # already two runs
-    assert spread([[0, 1, 2, 3]], lengths, 2) == [[0, 1], [2, 3]]
-    assert spread([[0, 1, 2]], lengths, 4) == [[0], [1], [2]]  # no run is cut below one row
-    assert spread([[0, 1, 2, 3]], lengths, 1) == [[0, 1, 2, 3]]
+def test_shares_give_each_thread_about_equal_word_pieces_in_batches_of_similar_length():
+    lengths = [15, 14, 24]  # one item of a referenced model: context, reply, reference
+    assert shares(lengths, 2, max_batch=32) == [[[1, 0]], [[2]]]  # 29 and 24 pieces, not 14 and 39
+    rerank = [20] + [11] * 8 + [13] * 8 + [14] * 8 + [24] * 8  # make bench's /rerank of 32
+    cut = shares(rerank, 2, max_batch=32, step=8)
+    pieces = [sum(rerank[i] for batch in share for i in batch) for share in cut]
+    assert len(cut) == 2 and abs(pieces[0] - pieces[1]) <= max(rerank)
+    assert sorted(i for share in cut for batch in share for i in batch) == list(range(len(rerank)))
+    assert max(rerank[i] for i in cut[0][-1]) <= min(rerank[i] for i in cut[1][0])  # cut in order of length
+
+
+def test_shares_are_never_empty_and_one_run_is_length_buckets():
+    assert shares([10, 10, 10], 4, max_batch=8) == [[[0]], [[1]], [[2]]]
+    assert shares([1, 1, 100], 2, max_batch=8) == [[[0, 1]], [[2]]]
+    assert shares([], 2, max_batch=8) == []
+    lengths = [3, 8, 9, 16, 17, 1, 24, 12, 8, 10, 11, 18, 19]
+    assert shares(lengths, 1, max_batch=64, step=8) == [length_buckets(lengths, max_batch=64, step=8)]
