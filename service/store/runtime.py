@@ -215,24 +215,33 @@ def length_buckets(lengths: list[int], max_batch: int, max_tokens: int = 8192, s
 
 def shares(lengths: list[int], runs: int, max_batch: int, max_tokens: int = 8192,
            step: int | None = None) -> list[list[list[int]]]:
-    """Indices cut, in order of length, into at most `runs` shares of about equal word pieces, each
-    share batched by length_buckets: one share a thread, so that the threads of a lone request finish
-    together. No share is empty, so there are never more shares than rows."""
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    total = sum(max(lengths[i], 1) for i in order)
-    cut: list[list[int]] = []
-    current: list[int] = []
+    """The batches of length_buckets dealt, in order, into at most `runs` shares of about equal padded
+    word pieces, one share a thread, so that the threads of a lone request finish together. Where a
+    share's part ends inside a batch, that batch's rows are cut between two shares: a request gains
+    one run at most, and no text is padded more than in its batch."""
+    batches = length_buckets(lengths, max_batch, max_tokens, step)
+
+    def padded(rows: list[int]) -> int:  # rows of a batch are in order of length
+        return len(rows) * max(lengths[rows[-1]], 1) if rows else 0
+
+    total = sum(padded(batch) for batch in batches)
+    dealt: list[list[list[int]]] = [[]]
     done = 0
-    for index in order:
-        cost = max(lengths[index], 1)
-        target = total * (len(cut) + 1) / max(runs, 1)
-        # the share closes before this row where it then lands nearer its target than with the row
-        if current and len(cut) < runs - 1 and abs(done - target) <= abs(done + cost - target):
-            cut.append(current)
-            current = []
-        current.append(index)
-        done += cost
-    if current:
-        cut.append(current)
-    return [[[share[i] for i in batch] for batch in length_buckets([lengths[i] for i in share], max_batch,
-                                                                   max_tokens, step)] for share in cut]
+    for batch in batches:
+        rest = batch
+        while rest:
+            target = total * len(dealt) / runs
+            if len(dealt) >= runs or done + padded(rest) <= target:
+                dealt[-1].append(rest)
+                done += padded(rest)
+                break
+            # as many rows as bring this share nearest its part; an empty share takes one at least
+            lowest = 1 if not dealt[-1] else 0
+            take = min(range(lowest, len(rest) + 1), key=lambda k: abs(done + padded(rest[:k]) - target))
+            if take:
+                dealt[-1].append(rest[:take])
+                done += padded(rest[:take])
+                rest = rest[take:]
+            if rest:
+                dealt.append([])
+    return [share for share in dealt if share]

@@ -184,11 +184,17 @@ def test_shares_give_each_thread_about_equal_word_pieces_in_batches_of_similar_l
     lengths = [15, 14, 24]  # one item of a referenced model: context, reply, reference
     assert shares(lengths, 2, max_batch=32) == [[[1, 0]], [[2]]]  # 29 and 24 pieces, not 14 and 39
     rerank = [20] + [11] * 8 + [13] * 8 + [14] * 8 + [24] * 8  # make bench's /rerank of 32
+    buckets = length_buckets(rerank, max_batch=32, step=8)
     cut = shares(rerank, 2, max_batch=32, step=8)
-    pieces = [sum(rerank[i] for batch in share for i in batch) for share in cut]
-    assert len(cut) == 2 and abs(pieces[0] - pieces[1]) <= max(rerank)
+
+    def padded(batches: list[list[int]]) -> int:
+        return sum(len(batch) * max(rerank[i] for i in batch) for batch in batches)
+
+    assert [padded(b) for b in ([buckets[0]], [buckets[1]])] == [336, 216]  # the buckets as they come
+    assert [padded(share) for share in cut] == [280, 272]
     assert sorted(i for share in cut for batch in share for i in batch) == list(range(len(rerank)))
     assert max(rerank[i] for i in cut[0][-1]) <= min(rerank[i] for i in cut[1][0])  # cut in order of length
+    assert sum(len(share) for share in cut) <= len(buckets) + 1  # one bucket cut, one run more at most
 
 
 def test_shares_are_never_empty_and_one_run_is_length_buckets():
