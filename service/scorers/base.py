@@ -185,8 +185,9 @@ class Scorer:
     def score_resolved(self, items: list[Any], resolved: dict[str, Any],
                        cache: EncodeCache | None = None) -> ScoreBatch:
         """`score` with options that resolve_options returned (the data plane and bulk resolve them once)."""
-        if resolved.get(REFERENCE_FREE) is True and self.kind == "referenced":
-            return self.for_options(resolved).score_resolved(items, resolved, cache)
+        part = self.for_options(resolved)
+        if part is not self:
+            return part.score_resolved(items, resolved, cache)
         # Identical items are scored once and share the result: a graph's matrix kernels may round a
         # row by its position in the batch (adem's head differed by one float32 ulp in rows 4k and 4k+1),
         # and /rerank's "ties keep the candidates' order" needs identical candidates to be ties.
