@@ -24,7 +24,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT
 import json, sys
 import onnxruntime as ort
 from service.config import load_settings
-from service.store.runtime import Runtime, RuntimeSettings
+from service.artifacts.runtime import Runtime, RuntimeSettings
 print("onnxruntime", ort.__version__, ort.get_device(), ort.get_available_providers())
 settings = load_settings()
 providers = Runtime(RuntimeSettings.from_settings(settings)).provider_list()

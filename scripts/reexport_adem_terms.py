@@ -60,7 +60,7 @@ def manifest_fields(folder: Path) -> dict:
 
 
 def classic(folder: Path) -> None:
-    from service.store.manifest import write_manifest
+    from service.artifacts.manifest import write_manifest
     from training.adem.model import ADEMHead, ServedADEM
     from training.adem.card import adem_details
     from training.core.onnx_export import PARITY_ATOL, export_head, head_examples
@@ -104,7 +104,7 @@ def classic(folder: Path) -> None:
 
 
 def minilm(folder: Path) -> None:
-    from service.store.manifest import write_manifest
+    from service.artifacts.manifest import write_manifest
     from training.minilm.export import _check_parity, export_head
     from training.minilm.model import AdemHead
     from training.minilm.card import DETAILS, write_readme

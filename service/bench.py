@@ -150,7 +150,7 @@ class MemorySampler(threading.Thread):
 
 def _cpu_model() -> str:
     """The CPU's name and the integer dot-product instructions it reports (what picks the encoder file)."""
-    from service.store.runtime import int8_dot_products
+    from service.artifacts.runtime import int8_dot_products
 
     name = platform.processor() or "unknown CPU"
     try:

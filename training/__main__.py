@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from service.store.manifest import ManifestError
+from service.artifacts.manifest import ManifestError
 from training.core.cli import SetupError, settle_made_folders
 from training.core.staging import Terminated
 

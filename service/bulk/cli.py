@@ -20,7 +20,7 @@ from service.json_body import loads
 from service.scorers.base import Scorer
 from service.server.logs import configure_logging
 from service.store.model_store import ModelStore
-from service.store.runtime import Runtime, RuntimeSettings
+from service.artifacts.runtime import Runtime, RuntimeSettings
 
 DESCRIPTION = "Score a JSONL corpus offline with one model; streaming, resumable, shardable."
 log = logging.getLogger("service.bulk")  # one logger for the whole command: its records name it

@@ -6,8 +6,8 @@ import pkgutil
 from typing import Any, Callable
 
 import service.components as components
-from service.store.manifest import Manifest
-from service.store.runtime import providers_of
+from service.artifacts.manifest import Manifest
+from service.artifacts.runtime import providers_of
 
 _COMPONENTS: dict[str, type["Component"]] = {}
 

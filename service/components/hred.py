@@ -15,7 +15,7 @@ from tokenizers import Tokenizer
 
 from service.components.base import Component, register_component
 from service.components.cache import EncodeCache
-from service.store.runtime import length_buckets
+from service.artifacts.runtime import length_buckets
 
 MAX_TOKENS = 8192
 

@@ -17,7 +17,7 @@ from tokenizers import Tokenizer
 from service.components.base import Component, register_component
 from service.components.cache import EncodeCache
 from service.config import encoder_precision
-from service.store.runtime import int8_dot_products, length_buckets, shares
+from service.artifacts.runtime import int8_dot_products, length_buckets, shares
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from service.components.cache import EncodeCache
 from service.components.hred import HREDEncoder
 from service.scorers.base import Item, ScoreBatch, Scorer, term_details
 from service.scorers.registry import register
-from service.store.manifest import ManifestError, encoder_drift
+from service.artifacts.manifest import ManifestError, encoder_drift
 
 log = logging.getLogger(__name__)
 

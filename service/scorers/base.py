@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from service.components.cache import EncodeCache
-from service.store.manifest import Manifest, ManifestError
-from service.store.runtime import providers_of
+from service.artifacts.manifest import Manifest, ManifestError
+from service.artifacts.runtime import providers_of
 from service.text import is_blank
 
 

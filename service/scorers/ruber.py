@@ -18,7 +18,7 @@ from service.components.glove import GloveTable
 from service.scorers.base import REFERENCE_FREE, REFERENCE_FREE_OPTION, Item, ScoreBatch, Scorer
 from service.scorers.embedding import cosine
 from service.scorers.registry import register
-from service.store.runtime import length_buckets
+from service.artifacts.runtime import length_buckets
 from service.text import words
 
 BLENDS = ("min", "max", "geometric", "arithmetic")

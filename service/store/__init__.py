@@ -1,1 +1,1 @@
-"""The model store: manifests and their files, ONNX Runtime sessions, and the ModelStore that loads them."""
+"""The model store: assembles the served models from their manifests, components and scorers."""

@@ -19,8 +19,8 @@ from service.components.base import Component, component_class
 from service.scorers.base import Scorer
 from service.scorers.registry import scorer_class
 from service.server.readiness import mark_ready
-from service.store.manifest import Manifest, ManifestError, read_manifest, verify_files
-from service.store.runtime import Runtime, RuntimeSettings
+from service.artifacts.manifest import Manifest, ManifestError, read_manifest, verify_files
+from service.artifacts.runtime import Runtime, RuntimeSettings
 
 log = logging.getLogger(__name__)
 STORE_KEY = "model_store"  # the failures' key for the store as a whole (not a model's name)

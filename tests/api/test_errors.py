@@ -418,7 +418,7 @@ def test_a_model_that_failed_to_load_is_named_without_server_paths(tmp_path, cap
 
 
 def test_load_errors_of_unknown_shape_are_not_shown_to_clients(tmp_path):
-    from service.store.runtime import Runtime
+    from service.artifacts.runtime import Runtime
     from service.store.model_store import ModelStore, _public
     from tests.conftest import copy_store
 

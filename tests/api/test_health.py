@@ -28,7 +28,7 @@ def test_models_lists_everything_the_contract_names(client):
 def test_models_say_which_component_files_run_where(full_app):
     """A GPU pod serves the fp32 encoder and a CPU pod the int8 file in float (int8-float), or w8a8 where
     built and the CPU has integer dot products, and says why; their scores differ slightly."""
-    from service.store.runtime import int8_dot_products
+    from service.artifacts.runtime import int8_dot_products
 
     models = {m["name"]: m for m in full_app.test_client().get("/models").get_json()["models"]}
     (encoder,) = models["adem-minilm"]["components"]

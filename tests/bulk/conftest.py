@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from service.config import REPO_ROOT
-from service.store.runtime import Runtime, RuntimeSettings
+from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.store.model_store import ModelStore
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from service.components.base import component_class
-from service.store.manifest import read_manifest
-from service.store.runtime import Runtime, RuntimeSettings
+from service.artifacts.manifest import read_manifest
+from service.artifacts.runtime import Runtime, RuntimeSettings
 from tests.conftest import MODEL_STORE
 
 ENCODER = MODEL_STORE / "hred-encoder"

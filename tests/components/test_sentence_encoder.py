@@ -12,8 +12,8 @@ import pytest
 from service.components.cache import EncodeCache
 from service.components.sentence_encoder import SentenceEncoder, choose_precision, pool
 from service.config import PRECISION_ENV
-from service.store.manifest import read_manifest
-from service.store.runtime import Runtime, RuntimeSettings, int8_dot_products
+from service.artifacts.manifest import read_manifest
+from service.artifacts.runtime import Runtime, RuntimeSettings, int8_dot_products
 
 STORE = Path(__file__).resolve().parents[2] / "model_store" / "minilm-l6"
 TEXTS = [

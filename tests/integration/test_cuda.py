@@ -15,8 +15,8 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from service.store.manifest import read_manifest
-from service.store.runtime import Runtime, RuntimeSettings
+from service.artifacts.manifest import read_manifest
+from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Dialogue, Item, Turn
 from service.store.model_store import ModelStore
 

@@ -139,7 +139,7 @@ def test_a_head_exported_without_terms_is_served_without_details(tiny, tmp_path)
     """Heads of an older export return the score alone: they still load and score."""
     import onnx
 
-    from service.store.manifest import read_manifest, write_manifest
+    from service.artifacts.manifest import read_manifest, write_manifest
     from service.store.model_store import ModelStore
 
     root = Path(shutil.copytree(tiny.root, tmp_path / "store"))
@@ -177,7 +177,7 @@ def test_a_head_without_recorded_encoder_files_is_served_with_a_warning(tmp_path
     import json
     import logging
 
-    from service.store.runtime import Runtime, RuntimeSettings
+    from service.artifacts.runtime import Runtime, RuntimeSettings
     from service.store.model_store import ModelStore
 
     root = copy_store(tmp_path / "store", ("adem",))

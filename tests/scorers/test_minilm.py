@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from service.store.runtime import Runtime, RuntimeSettings
+from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.components.cache import EncodeCache
 from service.scorers.base import Item
 from service.store.model_store import ModelStore

@@ -2,7 +2,7 @@ import json
 import logging
 import shutil
 
-from service.store.runtime import Runtime
+from service.artifacts.runtime import Runtime
 from service.store.model_store import ModelStore
 from tests.conftest import BASELINES, MODEL_STORE, copy_store
 

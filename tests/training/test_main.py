@@ -153,6 +153,6 @@ def test_export_glove_repairs_a_table_whose_manifest_is_broken(tmp_path) -> None
     (tmp_path / "glove-50d").mkdir()
     (tmp_path / "glove-50d" / "manifest.json").write_text("{broken")
     assert main(["export-glove", "--out", str(tmp_path / "glove-50d"), "--words", "1000"]) == 0
-    from service.store.manifest import read_manifest
+    from service.artifacts.manifest import read_manifest
 
     assert read_manifest(tmp_path / "glove-50d").config["words"] == 1000

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from service.store.manifest import write_manifest
+from service.artifacts.manifest import write_manifest
 from training.adem import card
 from training.adem.model import ADEMHead, ServedADEM
 from training.core.card import write_card

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from service.store.manifest import read_manifest
-from service.store.runtime import Runtime
+from service.artifacts.manifest import read_manifest
+from service.artifacts.runtime import Runtime
 from service.scorers.base import Item
 from service.scorers.registry import scorer_class
 from training.adem.model import VARIANTS, ADEMHead, fit_pca

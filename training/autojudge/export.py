@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from service.store.manifest import write_manifest
+from service.artifacts.manifest import write_manifest
 from training.autojudge import card
 from training.autojudge.model import AutoJudgeHead
 from training.core.card import write_card

@@ -1,7 +1,7 @@
 """Cards of the untrained baselines and of the GloVe table: the manifest's `card` and the README.md from it."""
 from __future__ import annotations
 
-from service.store.manifest import Manifest
+from service.artifacts.manifest import Manifest
 from training.core.card import AUDIT, ModelCard, from_manifest
 
 VERSION = "2026.11.0"

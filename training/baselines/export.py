@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from service.store.manifest import write_manifest
+from service.artifacts.manifest import write_manifest
 from training.baselines.card import BASELINES, VERSION, baseline_card
 from training.core.card import with_measured_fields, write_card
 

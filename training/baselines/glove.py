@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from service.store.manifest import write_manifest
+from service.artifacts.manifest import write_manifest
 from training.baselines.card import CARD, glove_card
 from training.core.card import write_card
 from training.core.cli import SetupError, positive_int

@@ -9,7 +9,7 @@ from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
-from service.store.manifest import Manifest
+from service.artifacts.manifest import Manifest
 from training.core.docs_section import write_section
 
 SECTIONS = ("Description", "Intended uses", "Inputs and outputs", "Training data and licence", "Evaluation",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from service.store.manifest import update_card as update_manifest_card
+from service.artifacts.manifest import update_card as update_manifest_card
 from service.scorers.base import EncodeCache, Item
 from training.core.card import DEGENERATE_BEGIN, DEGENERATE_END, degenerate_section, write_measured_section
 from training.core.cli import check_output_file, positive_int

@@ -19,9 +19,9 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats
 
-from service.store.manifest import update_card as update_manifest_card
+from service.artifacts.manifest import update_card as update_manifest_card
 from service.config import PRECISION_ENV
-from service.store.runtime import Runtime, RuntimeSettings
+from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.scorers.base import REFERENCE_FREE, EncodeCache, Item, Scorer
 from service.stats.correlation import spearman
 from service.store.model_store import ModelStore

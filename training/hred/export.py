@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from service.store.manifest import read_manifest, write_manifest
+from service.artifacts.manifest import read_manifest, write_manifest
 from training.adem import export as adem_export
 from training.autojudge import export as autojudge_export
 from training.core.card import write_card

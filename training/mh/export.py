@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from service.scorers.mh import proxies
-from service.store.manifest import Manifest, write_manifest
+from service.artifacts.manifest import Manifest, write_manifest
 from training.core.card import write_card
 from training.mh.card import card_fields, model_card
 from training.mh.model import Linear

@@ -10,8 +10,8 @@ import numpy as np
 
 from service.scorers.mh import proxies
 from service.components.base import component_class
-from service.store.manifest import read_manifest, verify_files
-from service.store.runtime import Runtime, RuntimeSettings
+from service.artifacts.manifest import read_manifest, verify_files
+from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.scorers.base import EncodeCache
 
 GLOVE = "glove-50d"

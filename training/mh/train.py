@@ -13,7 +13,7 @@ import numpy as np
 
 from service import stats
 from service.scorers.mh import proxies
-from service.store.manifest import read_manifest
+from service.artifacts.manifest import read_manifest
 from training.core.cli import nonnegative_float, output_dir, output_file, positive_int
 from training.data.corpora import DEFAULT_DATA_DIR
 from training.mh import data, evaluate, export, features, model

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from service.store.manifest import Manifest
-from service.store.manifest import update_card as update_manifest_card
+from service.artifacts.manifest import Manifest
+from service.artifacts.manifest import update_card as update_manifest_card
 from training.core.card import AUDIT, ModelCard, cell, from_manifest, paragraphs, write_card
 from training.data.judgements import SETS, TRAINING_SETS
 from training.minilm.next_turn import NEXT_TURN_MODELS

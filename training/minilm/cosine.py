@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from service.store.manifest import Manifest, write_manifest
+from service.artifacts.manifest import Manifest, write_manifest
 from training.core.card import with_measured_fields
 from training.minilm.card import (CITATIONS, ENCODER_LICENCE, ENCODER_LIMITATION, LIMITATIONS, SUMMARIES, VERSION,
                                   write_readme)

@@ -13,8 +13,8 @@ import numpy as np
 import torch
 
 from service.components.sentence_encoder import INT8_FILE, SentenceEncoder, choose_precision
-from service.store.manifest import Manifest, read_manifest
-from service.store.runtime import Runtime, RuntimeSettings
+from service.artifacts.manifest import Manifest, read_manifest
+from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.scorers.minilm import context_texts
 
 DEFAULT_CACHE = Path(os.environ.get("DIALSCORE_MINILM_CACHE", "/tmp/dialscore-minilm-cache"))

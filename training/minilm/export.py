@@ -21,7 +21,7 @@ import onnxruntime as ort
 import torch
 from torch import nn
 
-from service.store.manifest import Manifest, write_manifest
+from service.artifacts.manifest import Manifest, write_manifest
 from service.scorers.minilm import RuberMiniLM
 from training.core.onnx_export import refuse_non_finite
 from training.core.card import write_card

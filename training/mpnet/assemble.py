@@ -13,7 +13,7 @@ import re
 import zipfile
 from pathlib import Path
 
-from service.store.manifest import sha256_file
+from service.artifacts.manifest import sha256_file
 from training.core.cli import SetupError
 
 PARTS = 5

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from service.components.sentence_encoder import SentenceEncoder
-from service.store.manifest import read_manifest, write_manifest
-from service.store.runtime import Runtime, RuntimeSettings
+from service.artifacts.manifest import read_manifest, write_manifest
+from service.artifacts.runtime import Runtime, RuntimeSettings
 from training.core.card import write_card
 from training.core.cli import SetupError
 from training.mpnet.assemble import assemble

@@ -10,8 +10,8 @@ import numpy as np
 from scipy import stats
 
 from service.components.glove import GloveTable
-from service.store.manifest import read_manifest, verify_files
-from service.store.runtime import Runtime, RuntimeSettings
+from service.artifacts.manifest import read_manifest, verify_files
+from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.scorers.base import EncodeCache, Item
 from service.scorers.ruber import BLENDS, Ruber, blend, normalise
 from training.data.judgements import DEFAULT_DATA_DIR, SETS, TRAINING_SETS, JudgedItem, load_set

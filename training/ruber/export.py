@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from service.components.glove import GloveTable
-from service.store.manifest import Manifest, write_manifest
+from service.artifacts.manifest import Manifest, write_manifest
 from service.scorers.ruber import BLENDS, WEIGHTS_FILE, WORD_WEIGHTS
 from training.core.onnx_export import check_parity, export_onnx, ragged_examples
 from training.data.judgements import DEFAULT_DATA_DIR

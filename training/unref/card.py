@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from service.store.manifest import Manifest
+from service.artifacts.manifest import Manifest
 from training.core.card import ModelCard, bullets, code, kind_line, measured_sections, paragraphs, write_card
 from training.minilm.card import ENCODER_LICENCE, JUDGED_LICENCES, RUBER_LICENCES
 

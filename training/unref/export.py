@@ -13,8 +13,8 @@ from service.components.base import component_class
 from service.components.cache import EncodeCache
 from service.scorers.base import Item
 from service.scorers.registry import scorer_class
-from service.store.manifest import Manifest, read_manifest, write_manifest
-from service.store.runtime import Runtime, RuntimeSettings
+from service.artifacts.manifest import Manifest, read_manifest, write_manifest
+from service.artifacts.runtime import Runtime, RuntimeSettings
 from training.core.cli import SetupError
 from training.minilm.embed import encoder_identity
 from training.minilm.export import check_parity, export_head

@@ -16,7 +16,7 @@ import numpy as np
 import onnxruntime as ort
 import torch
 
-from service.store.manifest import read_manifest
+from service.artifacts.manifest import read_manifest
 from training.minilm.embed import EmbeddingCache, predict
 from training.minilm.next_turn import NEGATIVE_SAMPLING
 from training.minilm.train import Config, train

@@ -18,7 +18,7 @@ from service.components.cache import EncodeCache
 from service.scorers.base import Dialogue, Scorer, ScoreBatch
 from service.scorers.mh import proxies
 from service.scorers.registry import register
-from service.store.manifest import ManifestError, encoder_drift
+from service.artifacts.manifest import ManifestError, encoder_drift
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from service.scorers.minilm import _HeadScorer
 from service.scorers.registry import register
 from service.scorers.unreferenced.signals import (TEXT_SIGNALS, TRANSFORMS, VECTOR_SIGNALS, logit, text_signal,
                                                   turns_of, vector_signal)
-from service.store.manifest import ManifestError
+from service.artifacts.manifest import ManifestError
 
 SPEC_KEYS = ("name", "source", "mean", "sd", "weight")
 

@@ -1,7 +1,7 @@
 """The baselines' and the GloVe table's cards: the template, rendered from their manifests."""
 from __future__ import annotations
 
-from service.store.manifest import read_manifest
+from service.artifacts.manifest import read_manifest
 from tests.conftest import MODEL_STORE, copy_store
 from training.baselines.card import BASELINES, glove_card
 from training.baselines.export import write_baselines

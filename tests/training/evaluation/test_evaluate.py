@@ -73,13 +73,13 @@ def test_evaluate_runs_served_models_on_real_dev_sets(tmp_path):
     for name in sets:
         assert (plots / f"evaluate-{name}.png").stat().st_size > 1000
     # two sets of nine: a partial table, which must not replace the card's (the committed full run)
-    from service.store.manifest import read_manifest
+    from service.artifacts.manifest import read_manifest
 
     assert "dstc7" in read_manifest(store / "length").card["evaluate"]["item_level"]
 
 
 def test_cards_get_the_figures_of_a_full_run(tmp_path):
-    from service.store.manifest import read_manifest
+    from service.artifacts.manifest import read_manifest
     from training.evaluation.evaluate import Result
     from training.evaluation.evaluate import write_cards
 

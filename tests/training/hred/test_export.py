@@ -115,7 +115,7 @@ def test_the_service_refuses_a_head_on_another_encoder(runs, tmp_path) -> None:
 
 @pytest.mark.skipif(not (MODEL_STORE / "adem" / "manifest.json").is_file(), reason="model_store/adem not built")
 def test_the_committed_heads_record_the_committed_encoder() -> None:
-    from service.store.manifest import encoder_drift, read_manifest
+    from service.artifacts.manifest import encoder_drift, read_manifest
 
     encoder = read_manifest(MODEL_STORE / "hred-encoder")
     for head in ("adem", "autojudge"):

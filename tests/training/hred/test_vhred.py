@@ -120,8 +120,8 @@ def test_parity_check_fails_on_a_different_model(run, tmp_path) -> None:
 @pytest.mark.data
 def test_service_component_reproduces_training_vectors(run, tmp_path) -> None:
     from service.components.base import component_class
-    from service.store.manifest import read_manifest
-    from service.store.runtime import Runtime
+    from service.artifacts.manifest import read_manifest
+    from service.artifacts.runtime import Runtime
     from training.hred.encoder import HREDTextEncoder
 
     folder = tmp_path / "hred-encoder"
@@ -138,8 +138,8 @@ def test_service_component_reproduces_training_vectors(run, tmp_path) -> None:
 def test_export_serves_the_runs_tokenizer_with_curly_quotes_mapped(run, tmp_path) -> None:
     """The run keeps its tokenizer (the encoder and heads were trained on it); the store's reads ’ as '."""
     from service.components.base import component_class
-    from service.store.manifest import read_manifest
-    from service.store.runtime import Runtime
+    from service.artifacts.manifest import read_manifest
+    from service.artifacts.runtime import Runtime
     from training.hred.encoder import HREDTextEncoder
 
     folder = tmp_path / "hred-encoder"

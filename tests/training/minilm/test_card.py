@@ -1,7 +1,7 @@
 """MiniLM store folders: the README is re-derived from the manifest's card on every card change."""
 from __future__ import annotations
 
-from service.store.manifest import read_manifest
+from service.artifacts.manifest import read_manifest
 from tests.conftest import copy_store
 from training.evaluation.evaluate import BEGIN, END
 from training.minilm.card import update_card

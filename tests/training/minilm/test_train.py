@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from service.store.runtime import Runtime, RuntimeSettings  # noqa: E402
+from service.artifacts.runtime import Runtime, RuntimeSettings  # noqa: E402
 from service.scorers.base import Item  # noqa: E402
 from service.store.model_store import ModelStore  # noqa: E402
 from training.minilm.embed import EmbeddingCache, load_encoder, predict  # noqa: E402

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from service.scorers.base import Item
-from service.store.manifest import read_manifest
+from service.artifacts.manifest import read_manifest
 from service.store.model_store import ModelStore
-from service.store.runtime import Runtime, RuntimeSettings
+from service.artifacts.runtime import Runtime, RuntimeSettings
 from tests.conftest import MODEL_STORE, copy_store
 from training.core.cli import SetupError
 from training.mpnet import assemble

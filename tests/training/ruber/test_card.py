@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from service.store.manifest import read_manifest
+from service.artifacts.manifest import read_manifest
 from tests.conftest import MODEL_STORE, copy_store
 from training.core.card import (DEGENERATE_BEGIN, DEGENERATE_END, EVALUATE_BEGIN, EVALUATE_END, SECTIONS,
                                 degenerate_section, evaluate_section, headings, write_measured_section)

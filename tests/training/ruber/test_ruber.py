@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from service.store.manifest import read_manifest, verify_files
+from service.artifacts.manifest import read_manifest, verify_files
 from service.scorers.base import EncodeCache, Item
 from training.data.corpora import dailydialog
 from training.data.judgements import JudgedItem
@@ -101,7 +101,7 @@ def test_export_parity_and_symbolic_axes(trained, tmp_path):
 
 @pytest.mark.data
 def test_whole_chain_train_export_load_in_the_store_and_score(trained, glove, tmp_path):
-    from service.store.runtime import Runtime, RuntimeSettings
+    from service.artifacts.runtime import Runtime, RuntimeSettings
     from service.store.model_store import ModelStore
 
     model, _, _ = trained

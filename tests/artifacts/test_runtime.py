@@ -5,7 +5,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from service.config import CUDA_DEFAULTS, cuda_provider_options
-from service.store.runtime import Runtime, RuntimeSettings, default_threads, int8_dot_products, length_buckets, shares
+from service.artifacts.runtime import Runtime, RuntimeSettings, default_threads, int8_dot_products, length_buckets, shares
 
 
 def _masked_mean_graph(path):
@@ -81,7 +81,7 @@ class _SaysCuda:
 
 def test_run_rows_runs_one_batch_on_cuda(tmp_path):
     """Row by row buys no exactness on CUDA (cuBLAS picks kernels by shape) and costs a launch a row."""
-    from service.store.runtime import Session
+    from service.artifacts.runtime import Session
 
     cpu = Runtime(RuntimeSettings(intra_op_threads=1)).session(_masked_mean_graph(tmp_path / "g.onnx"))
     assert not cpu.on_cuda

@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from service.store.manifest import ManifestError, read_manifest, verify_files, write_manifest
+from service.artifacts.manifest import ManifestError, read_manifest, verify_files, write_manifest
 
 
 def _folder(tmp_path):
@@ -104,7 +104,7 @@ def test_an_optional_file_never_built_cannot_be_vouched_for(tmp_path):
 
 def test_every_committed_manifest_loads_and_its_requires_agree_with_its_kind():
     from service.config import REPO_ROOT
-    from service.store.manifest import REQUIRED_BY_KIND
+    from service.artifacts.manifest import REQUIRED_BY_KIND
 
     folders = sorted(p.parent for p in (REPO_ROOT / "model_store").glob("*/manifest.json"))
     assert len(folders) >= 17
