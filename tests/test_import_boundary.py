@@ -13,8 +13,8 @@ from tests.conftest import REPO
 PROBE = r"""
 import contextlib, importlib, io, json, pathlib, pkgutil, runpy, sys
 import service
-from service.components.base import component_class
-from service.scorers.registry import scorer_class
+from service.store.registry import component_class
+from service.store.registry import scorer_class
 
 modules = []
 for info in pkgutil.walk_packages(service.__path__, "service."):

@@ -81,7 +81,7 @@ def encoder_drift(manifest: Manifest, encoder: Manifest) -> dict[str, str | None
     """Files of `encoder` whose sha256 is not the one `manifest` recorded when it was trained or
     fitted on them (its config.encoder_files: {file name: sha256}), mapped to the store's hash (None
     where the file is gone); empty when it records none or all match. A model decides what a change
-    means: mh logs it, the hred-encoder heads are not served on another encoder (service/scorers/adem.py)."""
+    means: mh logs it, the hred-encoder heads are not served on another encoder (service/scorers/heads.py)."""
     fitted = manifest.config.get("encoder_files") or {}
     if not isinstance(fitted, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in fitted.items()):
         raise ManifestError(f"{manifest.name}: config.encoder_files must map file names to sha256 strings",

@@ -1,15 +1,10 @@
 """Shared pieces several models use (a GloVe table, a sentence encoder), loaded once per worker."""
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from typing import Any, Callable
+from typing import Any
 
-import service.components as components
 from service.artifacts.manifest import Manifest
 from service.artifacts.runtime import providers_of
-
-_COMPONENTS: dict[str, type["Component"]] = {}
 
 
 class Component:
@@ -44,21 +39,3 @@ class Component:
         (service/api/limits.py check_encoder_work); None where the component is cheap enough not to meter."""
         return None
 
-
-def register_component(key: str) -> Callable[[type[Component]], type[Component]]:
-    def wrap(cls: type[Component]) -> type[Component]:
-        _COMPONENTS[key] = cls
-        return cls
-
-    return wrap
-
-
-def component_class(key: str) -> type[Component]:
-    """The implementation a component manifest's `scorer` key names (every module here is imported first)."""
-    for info in pkgutil.iter_modules(components.__path__):
-        if info.name not in ("base", "cache"):
-            importlib.import_module(f"{components.__name__}.{info.name}")
-    try:
-        return _COMPONENTS[key]
-    except KeyError:
-        raise KeyError(f"no component implementation named {key!r}") from None

@@ -5,10 +5,9 @@ import json
 
 import numpy as np
 
-from service.components.base import Component, register_component
+from service.components.base import Component
 
 
-@register_component("glove")
 class GloveTable(Component):
     def _load(self) -> None:
         vocab = json.loads(self.manifest.path("vocab.json").read_text(encoding="utf-8"))

@@ -13,14 +13,13 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from service.components.base import Component, register_component
+from service.components.base import Component
 from service.components.cache import EncodeCache
 from service.artifacts.runtime import length_buckets
 
 MAX_TOKENS = 8192
 
 
-@register_component("hred-encoder")
 class HREDEncoder(Component):
     def _load(self) -> None:
         config = self.manifest.config

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from service.components.base import Component, register_component
+from service.components.base import Component
 from service.components.cache import EncodeCache
 from service.config import encoder_precision
 from service.artifacts.runtime import int8_dot_products, length_buckets, shares
@@ -91,7 +91,6 @@ def pool(tokens: np.ndarray, length: int) -> np.ndarray:
     return mean / max(norm, np.float32(NORM_FLOOR))
 
 
-@register_component("sentence-encoder")
 class SentenceEncoder(Component):
     """Word pieces by `tokenizer.json`, truncated at the model's 256; embeddings by ONNX Runtime."""
 

@@ -15,12 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from service.components.base import Component, component_class
-from service.scorers.base import Scorer
-from service.scorers.registry import scorer_class
-from service.server.readiness import mark_ready
 from service.artifacts.manifest import Manifest, ManifestError, read_manifest, verify_files
 from service.artifacts.runtime import Runtime, RuntimeSettings
+from service.components.base import Component
+from service.scorers.base import Scorer
+from service.server.readiness import mark_ready
+from service.store.registry import component_class, scorer_class
 
 log = logging.getLogger(__name__)
 STORE_KEY = "model_store"  # the failures' key for the store as a whole (not a model's name)

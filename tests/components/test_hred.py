@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from service.components.base import component_class
+from service.store.registry import component_class
 from service.artifacts.manifest import read_manifest
 from service.artifacts.runtime import Runtime, RuntimeSettings
 from tests.conftest import MODEL_STORE

@@ -230,7 +230,7 @@ def test_a_folder_holding_only_subfolders_is_a_model_and_model_store_is_a_reserv
 
 def unbuilt_mpnet_store(root):
     """length, and a model on mpnet-base as a clean clone has it: manifest and tokenizer, no graph built."""
-    from tests.scorers.test_unreferenced import combination_folder
+    from tests.scorers.unref.test_combination import combination_folder
 
     root = copy_store(root, ("length",))
     (root / "mpnet-base").mkdir()

@@ -14,7 +14,7 @@ import torch
 from service.artifacts.manifest import read_manifest
 from service.artifacts.runtime import Runtime
 from service.scorers.base import Item
-from service.scorers.registry import scorer_class
+from service.store.registry import scorer_class
 from training.adem.model import VARIANTS, ADEMHead, fit_pca
 from training.core.cli import SetupError, nonnegative_float, positive_int
 from training.core.heads import (add_head_options, calibrate_head, clear_head_outputs, context_groups, dev_report, encoder_record,

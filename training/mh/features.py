@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from service.scorers.mh import proxies
-from service.components.base import component_class
+from service.store.registry import component_class
 from service.artifacts.manifest import read_manifest, verify_files
 from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.scorers.base import EncodeCache

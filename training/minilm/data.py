@@ -10,7 +10,7 @@ from typing import Protocol
 
 import numpy as np
 
-from service.scorers.minilm import MAX_TURNS, context_texts
+from service.scorers.heads import MAX_TURNS, context_texts
 from training.data import corpora, judgements
 from training.data.references import recover
 from training.minilm.degenerate import TRAIN_GENERIC, TRAIN_NEAR_EMPTY, degenerate_replies

@@ -15,7 +15,7 @@ import torch
 from service.components.sentence_encoder import INT8_FILE, SentenceEncoder, choose_precision
 from service.artifacts.manifest import Manifest, read_manifest
 from service.artifacts.runtime import Runtime, RuntimeSettings
-from service.scorers.minilm import context_texts
+from service.scorers.heads import context_texts
 
 DEFAULT_CACHE = Path(os.environ.get("DIALSCORE_MINILM_CACHE", "/tmp/dialscore-minilm-cache"))
 DEFAULT_ENCODER = Path(__file__).resolve().parents[2] / "model_store" / "minilm-l6"

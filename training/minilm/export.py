@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from service.artifacts.manifest import Manifest, write_manifest
-from service.scorers.minilm import RuberMiniLM
+from service.scorers.ruber.minilm import RuberMiniLM
 from training.core.onnx_export import refuse_non_finite
 from training.core.card import write_card
 from training.minilm.card import ENCODER, ENCODER_CARD, ENCODER_README, HEADS_VERSION, head_card, write_readme

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from scipy import stats
 
-from service.scorers.minilm import context_texts
+from service.scorers.heads import context_texts
 from training.core.cli import count, output_file, positive_float, positive_int, threads
 from training.minilm.export import model_path
 from training.minilm.model import AutoJudgeHead

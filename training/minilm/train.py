@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from scipy import stats
 
-from service.scorers.minilm import blend, normalise_min_max
+from service.scorers.ruber.blending import blend, normalise_min_max
 from training.core.cli import count, nonnegative_float, output_dir, output_file, positive_int
 from training.core.staging import check_replaceable, staged_folder
 from training.minilm.data import judged_rows, negative_samples
@@ -26,7 +26,7 @@ from training.minilm.model import HEADS, POOLINGS
 from training.minilm.next_turn import NEXT_TURN_MODELS, SOURCES as NEXT_TURN_SOURCES, NextTurnConfig, pretrain_bilinear
 
 # (context encoding, pooling) pairs tried by --search.
-BLENDS = ("min", "max", "geometric", "arithmetic")  # RUBER's pooling strategies (service.scorers.minilm.blend)
+BLENDS = ("min", "max", "geometric", "arithmetic")  # RUBER's pooling strategies (service.scorers.ruber.blending.blend)
 CHOICES = (("last", "last"), ("joined2", "last"), ("joined3", "last"), ("turns", "gru"), ("turns", "attn"))
 ENCODINGS = tuple(dict.fromkeys(encoding for encoding, _ in CHOICES))  # the ones the embedding cache holds
 

@@ -13,7 +13,8 @@ from service.components.glove import GloveTable
 from service.artifacts.manifest import read_manifest, verify_files
 from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.scorers.base import EncodeCache, Item
-from service.scorers.ruber import BLENDS, Ruber, blend, normalise
+from service.scorers.ruber.blending import BLENDS, blend, normalise
+from service.scorers.ruber.glove import Ruber
 from training.data.judgements import DEFAULT_DATA_DIR, SETS, TRAINING_SETS, JudgedItem, load_set
 from training.evaluation.evaluate import correlate, evaluate_model, load_store
 

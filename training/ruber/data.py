@@ -1,6 +1,6 @@
 """(query, reply) pairs from the unlabelled corpora, as GloVe rows, prepared exactly as the service does.
 
-The query and reply texts go through `service.scorers.ruber.query_text` and `word_ids`, so the
+The query and reply texts go through `service.scorers.ruber.glove.query_text` and `word_ids`, so the
 trained encoders see the same words, truncation and empty-utterance handling as in serving.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from service.components.glove import GloveTable
-from service.scorers.ruber import query_text, word_ids
+from service.scorers.ruber.glove import query_text, word_ids
 
 
 @dataclass

@@ -14,7 +14,8 @@ from torch import nn
 
 from service.components.glove import GloveTable
 from service.artifacts.manifest import Manifest, write_manifest
-from service.scorers.ruber import BLENDS, WEIGHTS_FILE, WORD_WEIGHTS
+from service.scorers.ruber.blending import BLENDS
+from service.scorers.ruber.glove import WEIGHTS_FILE, WORD_WEIGHTS
 from training.core.onnx_export import check_parity, export_onnx, ragged_examples
 from training.data.judgements import DEFAULT_DATA_DIR
 from training.ruber import calibrate

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from service.components.base import component_class
+from service.store.registry import component_class
 from service.components.cache import EncodeCache
 from service.scorers.base import Item
-from service.scorers.registry import scorer_class
+from service.store.registry import scorer_class
 from service.artifacts.manifest import Manifest, read_manifest, write_manifest
 from service.artifacts.runtime import Runtime, RuntimeSettings
 from training.core.cli import SetupError

@@ -1,10 +1,10 @@
 """The signal matrix of a stacked model for rows of (context, reply), from the embedding caches and the
-head scores, with the served signals' own functions (service/scorers/unreferenced/signals.py)."""
+head scores, with the served signals' own functions (service/scorers/unref/signals.py)."""
 from __future__ import annotations
 
 import numpy as np
 
-from service.scorers.unreferenced.signals import TEXT_SIGNALS, logit, text_signal, turns_of, vector_signal
+from service.scorers.unref.signals import TEXT_SIGNALS, logit, text_signal, turns_of, vector_signal
 from training.minilm.embed import EmbeddingCache
 
 

@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
-from service.scorers.embedding import average_similarity, cosine, extrema_similarity, greedy_similarity
+from service.scorers.baselines.embedding import average_similarity, cosine, extrema_similarity, greedy_similarity
 from service.text import is_blank, memoised_for_short_texts, word_count, words
 
 # Sentiment reads the user (the paper's -U proxies), with VADER, a lexicon model, for DeepMoji (which

@@ -17,7 +17,6 @@ import numpy as np
 from service.components.cache import EncodeCache
 from service.scorers.base import Dialogue, Scorer, ScoreBatch
 from service.scorers.mh import proxies
-from service.scorers.registry import register
 from service.artifacts.manifest import ManifestError, encoder_drift
 
 log = logging.getLogger(__name__)
@@ -27,7 +26,6 @@ ENCODER = "minilm-l6"
 REGRESSION_FILE = "regression.json"
 
 
-@register("mh")
 class HybridMetric(Scorer):
     """Options: `variant` is "human-bot" (the default, the setting the regression was fitted in),
     "bot-only" (the paper's -B: the bot's turns alone) or "self-play" (the paper's -B/B: a conversation

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from service.scorers.mh import proxies
-from service.components.base import component_class
+from service.store.registry import component_class
 from service.artifacts.manifest import read_manifest, write_manifest
 from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Dialogue, OptionError, Turn
-from service.scorers.registry import scorer_class
+from service.store.registry import scorer_class
 from service.store.model_store import ModelStore
 from tests.conftest import MODEL_STORE
 

@@ -119,7 +119,7 @@ def test_parity_check_fails_on_a_different_model(run, tmp_path) -> None:
 
 @pytest.mark.data
 def test_service_component_reproduces_training_vectors(run, tmp_path) -> None:
-    from service.components.base import component_class
+    from service.store.registry import component_class
     from service.artifacts.manifest import read_manifest
     from service.artifacts.runtime import Runtime
     from training.hred.encoder import HREDTextEncoder
@@ -137,7 +137,7 @@ def test_service_component_reproduces_training_vectors(run, tmp_path) -> None:
 @pytest.mark.data
 def test_export_serves_the_runs_tokenizer_with_curly_quotes_mapped(run, tmp_path) -> None:
     """The run keeps its tokenizer (the encoder and heads were trained on it); the store's reads ’ as '."""
-    from service.components.base import component_class
+    from service.store.registry import component_class
     from service.artifacts.manifest import read_manifest
     from service.artifacts.runtime import Runtime
     from training.hred.encoder import HREDTextEncoder

@@ -5,7 +5,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from service.scorers.minilm import context_texts  # noqa: E402
+from service.scorers.heads import context_texts  # noqa: E402
 from training.minilm.export import check_parity, export_head  # noqa: E402
 from training.minilm.model import DIM, HEADS, POOLINGS  # noqa: E402
 

@@ -82,7 +82,7 @@ def test_the_export_writes_a_component_whose_graphs_are_built_not_committed(tiny
 
 
 def test_a_model_on_the_built_component_is_served_and_left_out_once_the_graphs_are_gone(tiny: Path):
-    from tests.scorers.test_unreferenced import combination_folder
+    from tests.scorers.unref.test_combination import combination_folder
 
     root = tiny.parent
     combination_folder(root, [{"name": "cos", "source": "cos_mean", "encoder": "mpnet-base", "turns": 1,

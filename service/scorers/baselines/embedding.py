@@ -13,7 +13,6 @@ import numpy as np
 from service.components.cache import EncodeCache
 from service.components.glove import GloveTable
 from service.scorers.base import Item, Scorer, ScoreBatch
-from service.scorers.registry import register
 from service.text import words
 
 
@@ -79,16 +78,13 @@ class _EmbeddingScorer(Scorer):
         return ScoreBatch(scores)
 
 
-@register("emb-average")
 class EmbeddingAverage(_EmbeddingScorer):
     similarity = staticmethod(average_similarity)
 
 
-@register("emb-extrema")
 class EmbeddingExtrema(_EmbeddingScorer):
     similarity = staticmethod(extrema_similarity)
 
 
-@register("emb-greedy")
 class EmbeddingGreedy(_EmbeddingScorer):
     similarity = staticmethod(greedy_similarity)

@@ -15,10 +15,8 @@ from rouge_score import scoring, tokenizers
 
 from service.components.cache import EncodeCache
 from service.scorers.base import Item, Scorer, ScoreBatch
-from service.scorers.registry import register
 
 
-@register("bleu4")
 class Bleu4(Scorer):
     computes = "referenced"
 
@@ -31,7 +29,6 @@ class Bleu4(Scorer):
         return ScoreBatch(scores)
 
 
-@register("rouge-l")
 class RougeL(Scorer):
     computes = "referenced"
 

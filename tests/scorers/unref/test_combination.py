@@ -9,7 +9,7 @@ import pytest
 
 from service.components.cache import EncodeCache
 from service.scorers.base import Item
-from service.scorers.unreferenced.signals import copy_excess, cos_mean, distinct_ratio, log_length, logit, turns_of
+from service.scorers.unref.signals import copy_excess, cos_mean, distinct_ratio, log_length, logit, turns_of
 from service.artifacts.manifest import write_manifest
 from service.store.model_store import ModelStore
 from tests.conftest import MODEL_STORE, copy_store

@@ -16,12 +16,11 @@ import numpy as np
 from service.components.cache import EncodeCache
 from service.components.glove import GloveTable
 from service.scorers.base import REFERENCE_FREE, REFERENCE_FREE_OPTION, Item, ScoreBatch, Scorer
-from service.scorers.embedding import cosine
-from service.scorers.registry import register
+from service.scorers.baselines.embedding import cosine
+from service.scorers.ruber.blending import BLENDS, blend, normalise
 from service.artifacts.runtime import length_buckets
 from service.text import words
 
-BLENDS = ("min", "max", "geometric", "arithmetic")
 WORD_WEIGHTS = ("none", "frequency")
 # `options.word_weights: "frequency"` scales each word vector by a / (a + p(word)) before the pooling
 # (Arora et al. 2017; WEIGHTS_FILE, from the training corpora's word counts). The paper pools by max and
@@ -65,26 +64,6 @@ def embed_padded(vectors: np.ndarray, rows: list[list[int]]) -> tuple[np.ndarray
     return out, lengths
 
 
-def normalise(value: np.ndarray, bounds: list[float]) -> np.ndarray:
-    """Min-max normalisation (the paper's eq. 8) with calibration bounds, clipped to [0, 1]."""
-    lo, hi = float(bounds[0]), float(bounds[1])
-    return np.clip((np.asarray(value, dtype=np.float64) - lo) / max(hi - lo, 1e-12), 0.0, 1.0)
-
-
-def blend(s_ref: np.ndarray, s_unref: np.ndarray, how: str) -> np.ndarray:
-    """Combine normalised scores (the paper's four heuristics)."""
-    if how == "min":
-        return np.minimum(s_ref, s_unref)
-    if how == "max":
-        return np.maximum(s_ref, s_unref)
-    if how == "geometric":
-        return np.sqrt(s_ref * s_unref)
-    if how == "arithmetic":
-        return (s_ref + s_unref) / 2.0
-    raise ValueError(f"unknown blend {how!r}")
-
-
-@register("ruber")
 class Ruber(Scorer):
     computes = "referenced"
     default_options: ClassVar[dict[str, dict[str, Any]]] = {

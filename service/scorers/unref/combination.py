@@ -15,17 +15,16 @@ import numpy as np
 from service.components.cache import EncodeCache
 from service.components.sentence_encoder import SentenceEncoder
 from service.scorers.base import Item, ScoreBatch, Scorer
-from service.scorers.minilm import _HeadScorer
-from service.scorers.registry import register
-from service.scorers.unreferenced.signals import (TEXT_SIGNALS, TRANSFORMS, VECTOR_SIGNALS, logit, text_signal,
+from service.scorers.heads import SentenceHeadScorer
+from service.scorers.unref.signals import (TEXT_SIGNALS, TRANSFORMS, VECTOR_SIGNALS, logit, text_signal,
                                                   turns_of, vector_signal)
 from service.artifacts.manifest import ManifestError
 
 SPEC_KEYS = ("name", "source", "mean", "sd", "weight")
 
 
-class HeadRunner(_HeadScorer):
-    """One trained head graph of the folder run as the -minilm heads run theirs (_HeadScorer._run:
+class HeadRunner(SentenceHeadScorer):
+    """One trained head graph of the folder run as the -minilm heads run theirs (SentenceHeadScorer._run:
     context packing, one row at a time on the CPU), on the encoder the signal names."""
 
     def __init__(self, session: Any, encoder: SentenceEncoder, encoding: str) -> None:  # no manifest of its own
@@ -39,7 +38,6 @@ class HeadRunner(_HeadScorer):
         return self._run(items, cache)
 
 
-@register("unref-combination")
 class StackedUnreferenced(Scorer):
     computes = "unreferenced"
     bounded_by_squashing = True  # a weighted sum has no bound of its own

@@ -2,13 +2,13 @@
 
 Training computes them with these same functions (training/unref/signals.py), so a served signal is
 the one its weight was fitted on. Contexts are the last MAX_TURNS turns at most; a context with no
-turn is read as one empty turn, as the -minilm heads read it (service/scorers/minilm.py).
+turn is read as one empty turn, as the -minilm heads read it (service/scorers/heads.py).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from service.scorers.minilm import MAX_TURNS
+from service.scorers.heads import MAX_TURNS
 from service.text import word_count, words
 
 LOGIT_FLOOR = 1e-7  # a sigmoid output is clipped to [floor, 1 - floor] before its logit

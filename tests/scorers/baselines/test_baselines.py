@@ -5,7 +5,7 @@ import sacrebleu
 from rouge_score import rouge_scorer
 
 from service.scorers.base import Item
-from service.scorers.embedding import average_similarity, extrema_similarity, extrema_vector, greedy_similarity
+from service.scorers.baselines.embedding import average_similarity, extrema_similarity, extrema_vector, greedy_similarity
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,8 @@
-"""service.scorers.embedding: the cosine the GloVe scorers and the M_H proxies share."""
+"""service.scorers.baselines.embedding: the cosine the GloVe scorers and the M_H proxies share."""
 import numpy as np
 import pytest
 
-from service.scorers.embedding import cosine
+from service.scorers.baselines.embedding import cosine
 
 
 def test_cosine_is_scale_free_and_signed() -> None:

@@ -9,11 +9,9 @@ from typing import Any
 
 from service.components.cache import EncodeCache
 from service.scorers.base import Item, Scorer, ScoreBatch
-from service.scorers.registry import register
 from service.text import word_count
 
 
-@register("length")
 class ReplyLength(Scorer):
     computes = "unreferenced"
 

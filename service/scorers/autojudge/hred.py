@@ -4,12 +4,10 @@ from __future__ import annotations
 from typing import Any
 
 from service.components.cache import EncodeCache
-from service.scorers.adem import HREDHeadScorer
 from service.scorers.base import Item, ScoreBatch
-from service.scorers.registry import register
+from service.scorers.heads import HREDHeadScorer
 
 
-@register("autojudge")
 class AutoJudge(HREDHeadScorer):
     computes = "unreferenced"
     head_file = "autojudge_head.onnx"

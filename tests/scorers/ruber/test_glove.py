@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from service.scorers.base import Item, OptionError
-from service.scorers.ruber import BLENDS, blend, embed_padded, normalise, pooled, query_text, referenced_score
+from service.scorers.ruber.blending import BLENDS, blend, normalise
+from service.scorers.ruber.glove import embed_padded, pooled, query_text, referenced_score
 from tests.conftest import copy_store
 
 

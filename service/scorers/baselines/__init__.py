@@ -1,0 +1,2 @@
+"""The untrained baselines every learned metric must beat: word overlap, GloVe embeddings, reply length,
+and the MiniLM cosine."""
