@@ -166,6 +166,7 @@ def _install_request_metrics(app: Flask) -> None:
     @app.before_request
     def start_timer() -> None:
         g.started = time.perf_counter()
+        metrics.label_request_model("")
 
     @app.after_request
     def no_sniffing_no_caching(response: Response) -> Response:
@@ -179,5 +180,5 @@ def _install_request_metrics(app: Flask) -> None:
         metrics.REQUESTS.labels(endpoint, metrics.method_label(request.method), str(response.status_code)).inc()
         started = g.get("started")
         if started is not None:
-            metrics.LATENCY.labels(endpoint, g.get("model", "")).observe(time.perf_counter() - started)
+            metrics.LATENCY.labels(endpoint, metrics.request_model()).observe(time.perf_counter() - started)
         return response

@@ -10,6 +10,7 @@ import fcntl
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from prometheus_client import (CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram,
@@ -32,6 +33,19 @@ BATCH = Histogram("dialscore_batch_items", "Items per scoring request by model."
                   buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024))
 MODEL_SECONDS = Histogram("dialscore_model_seconds", "Time inside a model's score() by model.", ["model"],
                           buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+
+
+# The latency histogram's `model` label of the request in hand: set by the data plane once it has
+# read the store, reset by the app before each request, read when the answer is recorded.
+_REQUEST_MODEL: ContextVar[str] = ContextVar("dialscore_request_model", default="")
+
+
+def label_request_model(name: str) -> None:
+    _REQUEST_MODEL.set(name)
+
+
+def request_model() -> str:
+    return _REQUEST_MODEL.get()
 
 
 def method_label(method: str) -> str:

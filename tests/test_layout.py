@@ -143,6 +143,34 @@ def test_no_import_cycle_among_subpackages(package: str) -> None:
     assert cycles(subpackage_graph(package)) == []
 
 
+def imports_of(package: str) -> set[str]:
+    """Every module that a module of `package` imports (project or not), function-local imports included."""
+    found: set[str] = set()
+    for path in python_files(package.replace(".", "/")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module)
+    return found
+
+
+@pytest.mark.parametrize("package", ["service.scorers", "service.components", "service.artifacts"])
+def test_implementations_import_neither_what_assembles_them_nor_the_server(package: str) -> None:
+    """The store (model_store, registry) builds scorers and components; the server wraps the app."""
+    assembling = ("service.store", "service.server", "service.api", "service.app")
+    assert sorted(m for m in imports_of(package) if m.startswith(assembling)) == []
+
+
+def test_the_data_plane_has_no_http() -> None:
+    path = REPO / "service" / "api" / "dataplane.py"
+    tree = ast.parse(path.read_text())
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    assert sorted(m for m in imported if m.split(".")[0] in ("flask", "werkzeug")) == []
+
+
 def test_training_has_at_most_ten_function_local_project_imports() -> None:
     local = [f"{p.relative_to(REPO)}:{line}" for p in python_files("training")
              for _, in_function, line in project_imports(p) if in_function]

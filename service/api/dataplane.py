@@ -1,16 +1,17 @@
-"""The data plane: a request body the schema accepted in, a response body out, no HTTP.
+"""The data plane: a request body the schema accepted in, a response body out; no HTTP.
 
-Each handler looks every model up once, checks the limits (api/limits.py) where the contract
-orders them (the items' sizes before the models, the encoder's work after the items parse), turns
-items into the typed values scorers take once (schemas.parse_item, which bulk calls too), resolves
-options once, then runs the scorers.
+A handler reads the store once for the named models, checks the limits (api/limits.py) where the
+contract orders them (the items' sizes before the models, the encoder's work after the items parse),
+parses each item once into the typed value scorers take (schemas.parse_item, which bulk calls too),
+resolves each model's options once into a Call, and runs the calls on one per-request cache, which
+also holds each distinct text's tokens for the limits and the encoder.
 """
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
-from flask import g, has_request_context
 from marshmallow import ValidationError
 
 from service import metrics
@@ -18,79 +19,77 @@ from service.api import limits
 from service.api.schemas import flatten_messages, parse_item
 from service.components.cache import EncodeCache
 from service.config import Settings
-from service.errors import InvalidRequest, NotReady, UnknownModel
-from service.scorers.base import REFERENCE_FREE, Item, OptionError, Scorer, lacks_reference
-from service.server.readiness import pod_status
+from service.errors import InvalidRequest, NotReady
+from service.scorers.base import REFERENCE_FREE, Call, Item, Scorer, lacks_reference
 from service.stats import StatsInputError, correlate as correlate_stats
 from service.stats.human_eval import HumanEvalInputError, assess
-from service.store.model_store import STORE_KEY, ModelStore
-
-# Seconds a 503 asks a client to wait (`Retry-After`) while the models load, which takes seconds; a
-# model that failed to load gets no Retry-After, since waiting will not load it.
-LOADING_RETRY_AFTER_S = 1
+from service.store.model_store import LOADING_RETRY_AFTER_S, ModelStore
+from service.store.readiness import pod_status
 
 
 # --- the models a request names ---------------------------------------------------------------
-class Lookup:
-    """The store read once for a request's model names: whether loading had finished, and each name's
-    scorer (None where not served). `loaded` is read first: the store fills its scorers before it
-    says it has loaded, so a name found missing then is missing for good."""
+@dataclass
+class Requested:
+    """One model a request names, read from the store once: its scorer (None where not served), its
+    options checked once (the valid ones, defaults filled) and their 422, raised in its turn."""
 
-    def __init__(self, store: ModelStore, names: list[str], options: dict[str, Any] | None = None) -> None:
-        """`options` by model name, raw: a model asked for its reference-free part is found as that part
-        (Scorer.for_options), so the reference checks below and in the limits see what is scored."""
-        self.store = store
-        self.loaded = store.loaded
-        self.found: dict[str, Scorer | None] = {}
-        for name in names:
-            scorer = store.get(name)
-            self.found[name] = scorer.for_options((options or {}).get(name)) if scorer is not None else None
+    name: str
+    scorer: Scorer | None
+    options: dict[str, Any]
+    error: InvalidRequest | None = None
 
+    @property
     def reads_reference(self) -> bool:
-        """Whether a named model reads `reference`: the contract has the others ignore it, so its size
-        limit does not apply to them. Names not (yet) served count as reading it; they fail later."""
-        return any(scorer is None or scorer.reads_reference for scorer in self.found.values())
+        """Whether its items need a `reference`, asked before the model is known to be served: a name
+        not (yet) served counts as reading one (it fails later, with its own status)."""
+        return self.scorer is None or Call(self.scorer, self.options).reads_reference
 
-    def label_request(self) -> None:
-        """The latency histogram's `model` label (app.py): a served model's name, "several", or "".
+    def call(self, scorer: Scorer) -> Call:
+        """The call with its options, or their 422."""
+        if self.error is not None:
+            raise self.error
+        return Call(scorer, self.options)
 
-        Client-chosen strings never become label values: every unknown name would add a series for
-        the life of the process (and one that is not valid Unicode broke GET /metrics).
-        """
-        if has_request_context():
-            served = [name for name, scorer in self.found.items() if scorer is not None]
-            g.model = "several" if len(served) > 1 else (served[0] if served else "")
 
-    def served(self) -> list[Scorer]:
-        """The scorers, in the order named; 503 while loading or for a model that failed to load, else 404."""
-        return [self._served(name, scorer) for name, scorer in self.found.items()]
+def _requested(store: ModelStore, name: str, options: Any, path: str) -> Requested:
+    scorer = store.get(name)
+    if scorer is None:
+        return Requested(name, None, {})
+    if not isinstance(options, dict):
+        return Requested(name, scorer, {}, InvalidRequest("Options must be objects.", {path: "Must be an object."}))
+    valid, errors = scorer.check_options(options)
+    if not errors:
+        return Requested(name, scorer, valid)
+    fields = {k.replace("options", path, 1): v for k, v in errors.items()}
+    return Requested(name, scorer, valid, InvalidRequest(f"Invalid options for model {name!r}.", fields))
 
-    def _served(self, name: str, scorer: Scorer | None) -> Scorer:
-        if not self.loaded:
-            raise NotReady("Models are still loading; retry shortly.", {"loading": True}, LOADING_RETRY_AFTER_S)
-        if scorer is not None:
-            return scorer
-        store = self.store
-        if STORE_KEY in store.failures:  # nothing was read: every model is out, whatever its name
-            raise NotReady("The model store failed to load on this server; the service log has the reason.",
-                           {"model": name, "reason": store.public_failures[STORE_KEY]})
-        if name in store.not_built:  # permanent on this server, unlike a failure: 404 with the reason
-            raise UnknownModel(f"Model {name!r} is not served on this server: it {store.not_built[name]}.",
-                               {"model": name, "not_built": store.not_built[name]})
-        if name in store.public_failures and name not in store.failed_components:
-            # 503, not 404: the name is right and the fault is the server's (API.md: `not_ready`, models
-            # not loaded); a load balancer retries a 503 on another pod, where the model may have loaded.
-            raise NotReady(f"Model {name!r} failed to load on this server and is not served; the service log "
-                           "has the reason.", {"model": name, "reason": store.public_failures[name]})
-        raise UnknownModel(f"No model named {name!r}; GET /models lists the served ones.",
-                           {"model": name, "served": sorted(store.scorers)})
+
+def _label(requested: list[Requested]) -> None:
+    """The latency histogram's `model` label: a served model's name, "several", or "". Client-chosen
+    strings never become label values (each unknown name would add a series for the process's life)."""
+    served = [r.name for r in requested if r.scorer is not None]
+    metrics.label_request_model("several" if len(served) > 1 else (served[0] if served else ""))
+
+
+def _served(store: ModelStore, requested: list[Requested]) -> list[Call]:
+    """The named models in order, with the options that validated: 503 or 404 for one not served
+    (ModelStore.served). The options' own 422 waits for `_resolved`."""
+    return [Call(store.served(r.name), r.options) for r in requested]
+
+
+def _resolved(requested: list[Requested], calls: list[Call], unknown_options: list[str]) -> list[Call]:
+    """The calls once their options are checked: 422 for keys naming no requested model, then for each
+    model's options in the order named."""
+    if unknown_options:
+        raise InvalidRequest("With `models`, options are keyed by model name.",
+                             {f"options.{k}": "Not one of the requested models." for k in unknown_options})
+    return [r.call(call.scorer) for r, call in zip(requested, calls)]
 
 
 # --- items ---------------------------------------------------------------------------------------
 def reference_free_advice(store: ModelStore) -> str:
     """The sentences a referenced model's missing reference is answered with (API.md, /rerank): the
-    served models that need none, which a live bot, having no reference, can call, and those whose
-    reference-free part can be asked for alone."""
+    served models that need none, and those whose reference-free part can be asked for alone."""
     names = store.reference_free()
     advice = (f"Models that need no reference: {', '.join(names)}." if names
               else "No model that needs no reference is served here.")
@@ -100,20 +99,19 @@ def reference_free_advice(store: ModelStore) -> str:
     return advice
 
 
-def _options_by_name(options: Any) -> dict[str, Any]:
-    """`models`' options keyed by model name, as far as they are that shape (_resolve_per_model refuses
-    any other)."""
-    return options if isinstance(options, dict) else {}
-
-
-def _parse_each(raw_items: list[dict[str, Any]], scorers: list[Scorer]) -> tuple[list[Any], dict[str, str]]:
-    """Every item parsed (None where invalid) and every invalid item's errors, keyed `items.<i>.<field>`."""
-    kinds = {s.kind for s in scorers}
+def _item_kind(calls: list[Call]) -> str:
+    """"dialogue" or "reply": what the named models score; 422 where they mix the two."""
+    kinds = {c.kind for c in calls}
     if "dialogue" in kinds and len(kinds) > 1:
         raise InvalidRequest("Dialogue models and reply models cannot score the same items.",
                              {"models": "Mixes dialogue and reply models."})
-    kind = "dialogue" if "dialogue" in kinds else "reply"
-    needs_reference = [s.name for s in scorers if s.reads_reference]
+    return "dialogue" if "dialogue" in kinds else "reply"
+
+
+def _parse_each(raw_items: list[dict[str, Any]], calls: list[Call], kind: str,
+                ) -> tuple[list[Any], dict[str, str]]:
+    """Every item parsed (None where invalid) and every invalid item's errors, keyed `items.<i>.<field>`."""
+    needs_reference = [c.name for c in calls if c.reads_reference]
     errors: dict[str, str] = {}
     parsed: list[Any] = []
     for i, raw in enumerate(raw_items):
@@ -137,15 +135,15 @@ def _item_index(path: str) -> int:
     return int(path.split(".")[1])
 
 
-def _read_items(raw_items: list[dict[str, Any]], scorers: list[Scorer], skip: bool, over_limits: dict[str, str],
-                ) -> tuple[list[Any], list[int], dict[str, str]]:
+def _read_items(raw_items: list[dict[str, Any]], calls: list[Call], kind: str, skip: bool,
+                over_limits: dict[str, str]) -> tuple[list[Any], list[int], dict[str, str]]:
     """The items to score, their request positions, and (under `on_invalid: "skip"`) the errors of
     those left out, in item order. Without "skip" any invalid item fails the request (422).
 
     Under "skip", with nothing left to score the request fails with the status it would have without
     "skip" (413 where an item is over the limits, else 422), its details naming every item's problems,
     so "skip" changes the status only where something is scored."""
-    parsed, errors = _parse_each(raw_items, scorers)
+    parsed, errors = _parse_each(raw_items, calls, kind)
     if not skip:
         if errors:
             raise InvalidRequest("Some items are invalid; see details for each field.", errors)
@@ -170,37 +168,13 @@ def _spread(values: list[Any] | None, kept: list[int], total: int) -> list[Any] 
     return out
 
 
-# --- options and scoring -------------------------------------------------------------------------
-def _resolve(scorer: Scorer, options: dict[str, Any] | None, path: str = "options") -> dict[str, Any]:
-    """The model's options with defaults filled in; 422 naming each bad one under `path`."""
-    try:
-        return scorer.resolve_options(options)
-    except OptionError as exc:
-        fields = {k.replace("options", path, 1): v for k, v in exc.fields.items()}
-        raise InvalidRequest(f"Invalid options for model {scorer.name!r}.", fields) from None
-
-
-def _resolve_per_model(scorers: list[Scorer], options: dict[str, Any], names: list[str]) -> list[dict[str, Any]]:
-    """`models`' options, keyed by model name, resolved for each model in the order named."""
-    unknown = sorted(set(options) - set(names))
-    if unknown:
-        raise InvalidRequest("With `models`, options are keyed by model name.",
-                             {f"options.{k}": "Not one of the requested models." for k in unknown})
-    resolved = []
-    for scorer in scorers:
-        if not isinstance(options.get(scorer.name, {}), dict):
-            raise InvalidRequest("Options must be objects.", {f"options.{scorer.name}": "Must be an object."})
-        resolved.append(_resolve(scorer, options.get(scorer.name), f"options.{scorer.name}"))
-    return resolved
-
-
-def _run(scorer: Scorer, items: list[Any], options: dict[str, Any], cache: EncodeCache,
-         ) -> tuple[list[float], list[dict[str, Any]] | None]:
+# --- scoring -------------------------------------------------------------------------------------
+def _run(call: Call, items: list[Any], cache: EncodeCache) -> tuple[list[float], list[dict[str, Any]] | None]:
     started = time.perf_counter()
-    batch = scorer.score_resolved(items, options, cache)
-    metrics.MODEL_SECONDS.labels(scorer.name).observe(time.perf_counter() - started)
-    metrics.ITEMS.labels(scorer.name).inc(len(items))
-    metrics.BATCH.labels(scorer.name).observe(len(items))
+    batch = call.score(items, cache=cache)
+    metrics.MODEL_SECONDS.labels(call.name).observe(time.perf_counter() - started)
+    metrics.ITEMS.labels(call.name).inc(len(items))
+    metrics.BATCH.labels(call.name).observe(len(items))
     return batch.scores, batch.details
 
 
@@ -219,23 +193,23 @@ def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[s
     (413), the options (422), in that order; then every model scores the items, sharing one cache."""
     single = "model" in body
     names = [body["model"]] if single else list(dict.fromkeys(body["models"]))
-    lookup = Lookup(store, names, {names[0]: body["options"]} if single else _options_by_name(body["options"]))
-    lookup.label_request()
+    options = {names[0]: body["options"]} if single else body["options"]
+    requested = [_requested(store, name, options.get(name, {}), "options" if single else f"options.{name}")
+                 for name in names]
+    _label(requested)
     skip = body["on_invalid"] == "skip"
-    over = limits.check_items(body["items"], settings, check_reference=lookup.reads_reference(), skip_items=skip)
-    scorers = lookup.served()
+    over = limits.check_items(body["items"], settings, check_reference=any(r.reads_reference for r in requested),
+                              skip_items=skip)
+    calls = _served(store, requested)
     total = len(body["items"])
-    items, kept, errors = _read_items(body["items"], scorers, skip, over)
-    limits.check_encoder_work(scorers, items, settings)
-    if single:
-        options = [_resolve(scorers[0], body["options"])]
-    else:
-        options = _resolve_per_model(scorers, body["options"], names)
-    cache = EncodeCache()  # shared: each distinct utterance is encoded once across the models
+    items, kept, errors = _read_items(body["items"], calls, _item_kind(calls), skip, over)
+    cache = EncodeCache()  # shared: each distinct utterance is tokenised and encoded once across the models
+    limits.check_encoder_work(calls, items, settings, cache)
+    calls = _resolved(requested, calls, [] if single else sorted(set(options) - set(names)))
     results = []
-    for scorer, resolved in zip(scorers, options):
-        scores, details = _run(scorer, items, resolved, cache)
-        result = {"model": scorer.name, "version": scorer.version, "scores": _spread(scores, kept, total)}
+    for call in calls:
+        scores, details = _run(call, items, cache)
+        result = {"model": call.name, "version": call.version, "scores": _spread(scores, kept, total)}
         if details is not None:
             result["details"] = _spread(details, kept, total)
         results.append(result)
@@ -243,7 +217,7 @@ def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[s
         return _with_skipped(results[0], errors, "/score")
     # The contract's `model` and `version` on every scoring response, for all the models at once;
     # each result carries its own as well.
-    return _with_skipped({"model": ",".join(names), "version": ",".join(f"{s.name}={s.version}" for s in scorers),
+    return _with_skipped({"model": ",".join(names), "version": ",".join(f"{c.name}={c.version}" for c in calls),
                           "models": names, "results": {r["model"]: r for r in results}}, errors, "/score")
 
 
@@ -251,27 +225,29 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     """/rerank: the candidates, context and reference sizes (413), the model (503, 404), its kind and
     reference (422), the encoder's work (413), the options (422); then the ranking, best first.
     Under `on_invalid: "skip"` over-long candidates are left out and named in `skipped` and `errors`."""
-    lookup = Lookup(store, [body["model"]], {body["model"]: body["options"]})
-    lookup.label_request()
-    errors = limits.check_rerank(body, settings, check_reference=lookup.reads_reference(),
+    requested = [_requested(store, body["model"], body["options"], "options")]
+    _label(requested)
+    errors = limits.check_rerank(body, settings, check_reference=requested[0].reads_reference,
                                  skip_candidates=body["on_invalid"] == "skip")
-    (scorer,) = lookup.served()
-    if scorer.kind == "dialogue":
-        raise InvalidRequest(f"{scorer.name} scores whole dialogues and cannot rerank replies.",
+    (call,) = _served(store, requested)
+    if call.kind == "dialogue":
+        raise InvalidRequest(f"{call.name} scores whole dialogues and cannot rerank replies.",
                              {"model": "Not a reply model."})
-    if scorer.reads_reference and lacks_reference(body["reference"]):
-        raise InvalidRequest(f"{scorer.name} needs a reference. {reference_free_advice(store)}",
+    if call.reads_reference and lacks_reference(body["reference"]):
+        raise InvalidRequest(f"{call.name} needs a reference. {reference_free_advice(store)}",
                              {"reference": "Required, and not blank, by this model."})
     if errors and len(errors) == len(body["candidates"]):  # nothing left: as without "skip"
         limits.refuse(errors)
     kept = [j for j in range(len(body["candidates"])) if f"candidates.{j}" not in errors]
     items = [Item(list(body["context"]), body["candidates"][j], body["reference"]) for j in kept]
-    limits.check_encoder_work([scorer], items, settings, path="candidates")
-    scores, _ = _run(scorer, items, _resolve(scorer, body["options"]), EncodeCache())
+    cache = EncodeCache()
+    limits.check_encoder_work([call], items, settings, cache, path="candidates")
+    (call,) = _resolved(requested, [call], [])
+    scores, _ = _run(call, items, cache)
     order = sorted(range(len(items)), key=lambda i: -scores[i])  # stable: ties keep the candidates' order
     if body["top_k"] is not None:
         order = order[: body["top_k"]]
-    out = {"model": scorer.name, "version": scorer.version,
+    out = {"model": call.name, "version": call.version,
            "ranking": [{"index": kept[i], "response": body["candidates"][kept[i]], "score": scores[i]}
                        for i in order]}
     return _with_skipped(out, errors, "/rerank")

@@ -18,7 +18,7 @@ from flask import Flask, Response, g, jsonify, request
 
 from service import metrics
 from service.errors import Unauthorized
-from service.server.readiness import PROBE_PATHS as OPEN_PATHS
+from service.store.readiness import PROBE_PATHS as OPEN_PATHS
 
 log = logging.getLogger(__name__)
 

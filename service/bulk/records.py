@@ -20,7 +20,7 @@ from service.bulk.checkpoint import OversizedLine
 from service.components.cache import EncodeCache
 from service.json_body import (BadText, JsonTextError, NotAnObject, NotFinite, NotJson, RepeatedKey, TooDeep,
                                parse_object)
-from service.scorers.base import Item, Scorer, lacks_reference
+from service.scorers.base import Call, Item, Scorer, lacks_reference
 
 log = logging.getLogger("service.bulk")  # one logger for the whole command: its records name it
 
@@ -55,7 +55,7 @@ def _read_object(raw: bytes) -> dict[str, Any]:
         raise ValueError(str(exc)) from None
 
 
-def parse_line(raw: bytes, scorer: Scorer) -> tuple[Any, Any]:
+def parse_line(raw: bytes, scorer: Scorer | Call) -> tuple[Any, Any]:
     """(item, id) for one input line, or raise ValueError with a message a person can act on.
 
     Items use the HTTP contract's shapes (service/api/schemas.py); unknown keys are ignored so that a
@@ -106,13 +106,14 @@ def score_batch(batch: list[tuple[int, bytes | OversizedLine]], scorer: Scorer, 
     records: list[dict[str, Any] | None] = [None] * len(batch)
     good: list[int] = []
     items: list[Any] = []
+    call = Call(scorer, options)  # whether a line needs a reference follows from the options too
     for i, (line, raw) in enumerate(batch):
         if isinstance(raw, OversizedLine):  # not read, so no id to copy
             records[i] = {**_record(line, scorer, None, extra),
                           "error": {"code": "too_large", "message": raw.describe()}}
             continue
         try:
-            item, item_id = parse_line(raw, scorer)
+            item, item_id = parse_line(raw, call)
         except ValueError as exc:
             records[i] = {**_record(line, scorer, getattr(exc, "item_id", None), extra),
                           "error": {"code": "bad_line", "message": str(exc)}}

@@ -45,7 +45,6 @@ def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, An
     `progress_every` seconds when given. A line longer than `max_line_bytes` is a `too_large`
     error record, never read into memory whole.
     """
-    scorer = scorer.for_options(options)  # the reference-free part, where options ask for it
     try:
         options = scorer.resolve_options(options)
     except ValueError as exc:

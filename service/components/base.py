@@ -5,6 +5,7 @@ from typing import Any
 
 from service.artifacts.manifest import Manifest
 from service.artifacts.runtime import providers_of
+from service.components.cache import EncodeCache
 
 
 class Component:
@@ -34,7 +35,7 @@ class Component:
         """Subclasses with a choice of artifact say which one they loaded."""
         return {}
 
-    def work(self, texts: list[str]) -> int | None:
+    def work(self, texts: list[str], cache: EncodeCache | None = None) -> int | None:
         """The units of work encoding these distinct texts costs, for the per-request limit
         (service/api/limits.py check_encoder_work); None where the component is cheap enough not to meter."""
         return None

@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Hashable
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
@@ -64,9 +63,8 @@ def term_details(outputs: dict[str, Any], names: tuple[str, ...]) -> list[dict[s
 
 
 # The option that asks a referenced model for the part of its formula that reads no reference (RUBER's
-# unreferenced metric s_U, minilm-cosine's context cosine). With it the model is answered by its
-# ReferenceFreePart, of kind `unreferenced`, so every check that asks whether a reference is read
-# (the API, its limits, bulk) gets the answer for the part.
+# unreferenced metric s_U, minilm-cosine's context cosine): an option like any other, which makes the
+# call read no reference (Call.reads_reference), so the API, its limits and bulk do not ask for one.
 REFERENCE_FREE = "reference_free"
 REFERENCE_FREE_OPTION = {"type": "boolean", "default": False,
                          "description": "Score the reference-free part of the formula alone; the reference is "
@@ -112,8 +110,8 @@ class Scorer:
 
     @property
     def reads_reference(self) -> bool:
-        """Whether an item must carry a `reference`: the one answer for the API, its limits and bulk.
-        read_manifest refuses a `requires` that contradicts the kind, so the kind is the whole answer."""
+        """Whether an item must carry a `reference` under the default options. read_manifest refuses a
+        `requires` that contradicts the kind, so the kind is the whole answer."""
         return self.kind == "referenced"
 
     def providers(self) -> list[str]:
@@ -138,27 +136,22 @@ class Scorer:
         that implement `_score_reference_free`)."""
         return self.kind == "referenced" and REFERENCE_FREE in self.option_spec
 
-    @cached_property
-    def _reference_free_part(self) -> ReferenceFreePart:
-        return ReferenceFreePart(self)
-
-    def for_options(self, options: Any) -> Scorer:
-        """The scorer that answers these (raw, unvalidated) options: the reference-free part where they
-        ask for it, else this one. A value other than true is left to resolve_options to refuse."""
-        if isinstance(options, dict) and options.get(REFERENCE_FREE) is True and self.has_reference_free_part:
-            return self._reference_free_part
-        return self
-
     def _score_reference_free(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         raise NotImplementedError
 
     # --- scoring ---------------------------------------------------------------------------
     def resolve_options(self, options: dict[str, Any] | None) -> dict[str, Any]:
-        """Fill defaults and check values; raises ValueError(field, message) on a bad option."""
+        """Defaults filled and values checked; OptionError naming each bad option."""
+        resolved, errors = self.check_options(options)
+        if errors:
+            raise OptionError(errors)
+        return resolved
+
+    def check_options(self, options: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, str]]:
+        """(every known option whose value is valid, defaults filled; the errors by `options.<name>`).
+        Unknown names are the only errors reported when there are any."""
         options = dict(options or {})
         unknown = sorted(set(options) - set(self.option_spec))
-        if unknown:
-            raise OptionError({f"options.{k}": "Unknown option for this model." for k in unknown})
         resolved: dict[str, Any] = {}
         errors: dict[str, str] = {}
         for key, spec in self.option_spec.items():
@@ -172,10 +165,11 @@ class Scorer:
                 errors[f"options.{key}"] = "Must be a number."
             elif "choices" in spec and value not in spec["choices"]:
                 errors[f"options.{key}"] = f"Must be one of: {', '.join(map(str, spec['choices']))}."
-            resolved[key] = value
-        if errors:
-            raise OptionError(errors)
-        return resolved
+            else:
+                resolved[key] = value
+        if unknown:
+            errors = {f"options.{k}": "Unknown option for this model." for k in unknown}
+        return resolved, errors
 
     def score(self, items: list[Any], options: dict[str, Any] | None = None,
               cache: EncodeCache | None = None) -> ScoreBatch:
@@ -184,19 +178,19 @@ class Scorer:
 
     def score_resolved(self, items: list[Any], resolved: dict[str, Any],
                        cache: EncodeCache | None = None) -> ScoreBatch:
-        """`score` with options that resolve_options returned (the data plane and bulk resolve them once)."""
-        part = self.for_options(resolved)
-        if part is not self:
-            return part.score_resolved(items, resolved, cache)
+        """`score` with options that resolve_options returned (the data plane and bulk resolve them once).
+        The reference-free part's scores are clipped, never squashed: they are cosines and sigmoids."""
+        part = resolved.get(REFERENCE_FREE) is True and self.has_reference_free_part
         # Identical items are scored once and share the result: a graph's matrix kernels may round a
         # row by its position in the batch (adem's head differed by one float32 ulp in rows 4k and 4k+1),
         # and /rerank's "ties keep the candidates' order" needs identical candidates to be ties.
         distinct, where = _distinct(items)
-        batch = self._score(distinct, resolved, cache if cache is not None else EncodeCache())
+        score = self._score_reference_free if part else self._score
+        batch = score(distinct, resolved, cache if cache is not None else EncodeCache())
         scores = np.asarray(batch.scores, dtype=np.float64)
         if scores.shape != (len(distinct),) or not np.all(np.isfinite(scores)):
             raise RuntimeError(f"{self.name} produced non-finite or misshapen scores")
-        if self.bounded_by_squashing:
+        if self.bounded_by_squashing and not part:
             scores = soft_bound(scores, *self.manifest.score_range)
         else:
             # A cosine or an overlap ratio can pass its bound by a rounding error (BLEU-4 of a reply
@@ -223,27 +217,37 @@ class Scorer:
         raise NotImplementedError
 
 
-class ReferenceFreePart(Scorer):
-    """A referenced model asked for `options.reference_free`: the same manifest, sessions and options,
-    of kind `unreferenced`, scored by the model's `_score_reference_free`. Loads nothing of its own. Its
-    scores are clipped to the model's score_range, never squashed: the parts are cosines and sigmoids."""
+@dataclass(frozen=True)
+class Call:
+    """A model with its resolved options: what the data plane, bulk and evaluation run. Whether an item
+    must carry a reference, and so the kind of score, follow from both (`options.reference_free`)."""
 
-    def __init__(self, whole: Scorer) -> None:  # the whole model's loaded state, not a new load
-        self.whole = whole
-        self.manifest = whole.manifest
-        self.components = whole.components
-        self.runtime = whole.runtime
-        self.option_spec = whole.option_spec
+    scorer: Scorer
+    options: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.scorer.name
+
+    @property
+    def version(self) -> str:
+        return self.scorer.version
+
+    @property
+    def reads_reference(self) -> bool:
+        return self.scorer.reads_reference and not (self.options.get(REFERENCE_FREE) is True
+                                                    and self.scorer.has_reference_free_part)
 
     @property
     def kind(self) -> str:
-        return "unreferenced"
+        """The scorer's kind, `unreferenced` where the options ask a referenced model for its part."""
+        return "unreferenced" if self.scorer.kind == "referenced" and not self.reads_reference else self.scorer.kind
 
-    def providers(self) -> list[str]:
-        return self.whole.providers()
-
-    def _score(self, items: list[Any], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
-        return self.whole._score_reference_free(items, options, cache)
+    def score(self, items: list[Any], options: dict[str, Any] | None = None,
+              cache: EncodeCache | None = None) -> ScoreBatch:
+        """Scores under the call's options (`options`, where given, override them and are checked)."""
+        resolved = self.options if options is None else self.scorer.resolve_options({**self.options, **options})
+        return self.scorer.score_resolved(items, resolved, cache)
 
 
 def _item_key(item: Any) -> Hashable:

@@ -45,7 +45,7 @@ if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     _owned_metrics_dir = tempfile.mkdtemp(prefix="dialscore-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = _owned_metrics_dir
 
-# Pod-level readiness (service/server/readiness.py): workers mark "models loaded" in a shared folder.
+# Pod-level readiness (service/store/readiness.py): workers mark "models loaded" in a shared folder.
 _owned_ready_dir = None
 if not os.environ.get("DIALSCORE_READY_DIR"):
     _owned_ready_dir = tempfile.mkdtemp(prefix="dialscore-ready-")
@@ -61,7 +61,7 @@ check_writable(os.environ["PROMETHEUS_MULTIPROC_DIR"], "PROMETHEUS_MULTIPROC_DIR
 check_writable(os.environ["DIALSCORE_READY_DIR"], "DIALSCORE_READY_DIR")
 
 from service import metrics as metrics_files  # noqa: E402
-from service.server import readiness  # noqa: E402
+from service.store import readiness  # noqa: E402
 
 
 def on_starting(server):

@@ -18,11 +18,15 @@ from typing import Any
 from service.artifacts.manifest import Manifest, ManifestError, read_manifest, verify_files
 from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.components.base import Component
+from service.errors import NotReady, UnknownModel
 from service.scorers.base import Scorer
-from service.server.readiness import mark_ready
+from service.store.readiness import mark_ready
 from service.store.registry import component_class, scorer_class
 
 log = logging.getLogger(__name__)
+# Seconds a 503 asks a client to wait (`Retry-After`) while the models load, which takes seconds; a
+# model that failed to load gets no Retry-After, since waiting will not load it.
+LOADING_RETRY_AFTER_S = 1
 STORE_KEY = "model_store"  # the failures' key for the store as a whole (not a model's name)
 
 
@@ -49,7 +53,31 @@ class ModelStore:
         return self.loaded and not self.failures and bool(self.scorers)
 
     def get(self, name: str) -> Scorer | None:
+        """The served model of that name, or None (not served, or not yet loaded)."""
         return self.scorers.get(name)
+
+    def served(self, name: str) -> Scorer:
+        """The served model of that name; NotReady (503) while loading or for a model that failed to
+        load, UnknownModel (404) for a name this server does not serve. `loaded` is read first: the
+        store fills its scorers before it says it has loaded, so a name missing then is missing for good."""
+        if not self.loaded:
+            raise NotReady("Models are still loading; retry shortly.", {"loading": True}, LOADING_RETRY_AFTER_S)
+        scorer = self.scorers.get(name)
+        if scorer is not None:
+            return scorer
+        if STORE_KEY in self.failures:  # nothing was read: every model is out, whatever its name
+            raise NotReady("The model store failed to load on this server; the service log has the reason.",
+                           {"model": name, "reason": self.public_failures[STORE_KEY]})
+        if name in self.not_built:  # permanent on this server, unlike a failure: 404 with the reason
+            raise UnknownModel(f"Model {name!r} is not served on this server: it {self.not_built[name]}.",
+                               {"model": name, "not_built": self.not_built[name]})
+        if name in self.public_failures and name not in self.failed_components:
+            # 503, not 404: the name is right and the fault is the server's (API.md: `not_ready`); a load
+            # balancer retries a 503 on another pod, where the model may have loaded
+            raise NotReady(f"Model {name!r} failed to load on this server and is not served; the service log "
+                           "has the reason.", {"model": name, "reason": self.public_failures[name]})
+        raise UnknownModel(f"No model named {name!r}; GET /models lists the served ones.",
+                           {"model": name, "served": sorted(self.scorers)})
 
     # --- loading -------------------------------------------------------------------------------
     def load(self) -> bool:

@@ -82,7 +82,7 @@ def test_responses_match_the_schemas_the_openapi_document_declares(client, basel
     document describes what the service sends, field for field. So do the body /readyz gives under
     gunicorn (with the pod's worker counts) and the 401 of every GET the token guards."""
     from service.api import schemas
-    from service.server import readiness as worker_readiness
+    from service.store import readiness as worker_readiness
     from service.app import create_app
 
     document = client.get("/openapi.json").get_json()

@@ -264,9 +264,9 @@ def test_each_distinct_text_is_encoded_once_per_cache(default: SentenceEncoder) 
     calls: list[int] = []
     original = default._encode
 
-    def counting(texts: list[str]) -> np.ndarray:
+    def counting(texts: list[str], *rest: object) -> np.ndarray:
         calls.append(len(texts))
-        return original(texts)
+        return original(texts, *rest)
 
     default._encode = counting  # spy on the real encoder; the encoder itself still runs
     try:
@@ -313,3 +313,25 @@ def test_text_past_the_manifests_max_length_is_not_read(tmp_path: Path) -> None:
     assert encoder.work([long]) == 256
     np.testing.assert_array_equal(encoder.encode([long + "but then the storm came and the whole town flooded"]),
                                   encoder.encode([long]))
+
+
+def test_a_request_tokenises_each_text_once_for_the_limit_and_the_encoder(default: SentenceEncoder) -> None:
+    """The encoder-work limit counts word pieces through the request's cache; encoding then reads them."""
+    class Counting:
+        def __init__(self, inner: object) -> None:
+            self.inner, self.texts = inner, []
+
+        def encode_batch(self, texts: list[str]) -> list:
+            self.texts += list(texts)
+            return self.inner.encode_batch(texts)
+
+    cache, original = EncodeCache(), default.tokenizer
+    default.tokenizer = counting = Counting(original)
+    try:
+        pieces = default.work(["a b", "c d", "a b"], cache)
+        vectors = default.encode(["a b", "c d", "e f"], cache)
+    finally:
+        default.tokenizer = original
+    assert counting.texts == ["a b", "c d", "e f"]
+    assert pieces == default.work(["a b", "c d", "a b"])
+    np.testing.assert_array_equal(vectors, default.encode(["a b", "c d", "e f"]))

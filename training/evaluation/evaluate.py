@@ -22,7 +22,7 @@ from scipy import stats
 from service.artifacts.manifest import update_card as update_manifest_card
 from service.config import PRECISION_ENV
 from service.artifacts.runtime import Runtime, RuntimeSettings
-from service.scorers.base import REFERENCE_FREE, EncodeCache, Item, Scorer
+from service.scorers.base import REFERENCE_FREE, Call, EncodeCache, Item, Scorer
 from service.stats.correlation import spearman
 from service.store.model_store import ModelStore
 from training.core import docs_section
@@ -362,10 +362,10 @@ def model_of(spec: str) -> str:
     return spec.removesuffix(PART_SUFFIX)
 
 
-def scorer_of(store: ModelStore, spec: str) -> Scorer:
-    """The scorer a row is evaluated with: the model, or its ReferenceFreePart for NAME:reference_free."""
+def scorer_of(store: ModelStore, spec: str) -> Scorer | Call:
+    """What a row is evaluated with: the model, or for NAME:reference_free the model called for its part."""
     scorer = store.scorers[model_of(spec)]
-    return scorer.for_options({REFERENCE_FREE: True}) if spec.endswith(PART_SUFFIX) else scorer
+    return Call(scorer, scorer.resolve_options({REFERENCE_FREE: True})) if spec.endswith(PART_SUFFIX) else scorer
 
 
 def default_specs(store: ModelStore) -> list[str]:

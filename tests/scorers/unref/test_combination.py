@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from service.components.cache import EncodeCache
-from service.scorers.base import Item
+from service.scorers.base import Call, Item
 from service.scorers.unref.signals import copy_excess, cos_mean, distinct_ratio, log_length, logit, turns_of
 from service.artifacts.manifest import write_manifest
 from service.store.model_store import ModelStore
@@ -49,12 +49,11 @@ def test_signals_by_hand():
 @pytest.mark.parametrize("name", PARTS)
 def test_a_part_is_its_models_reference_free_term_and_reads_no_reference(store: ModelStore, name: str):
     model = store.scorers[name]
-    part = model.for_options({"reference_free": True})
+    part = Call(model, model.resolve_options({"reference_free": True}))
     assert model.kind == "referenced" and model.reads_reference and model.has_reference_free_part
     assert part.kind == "unreferenced" and not part.reads_reference and part.name == name
-    assert part is model.for_options({"reference_free": True})  # one view per model
-    assert model.for_options({"reference_free": False}) is model and model.for_options(None) is model
-    assert model.for_options({"reference_free": "yes"}) is model  # left to resolve_options to refuse
+    for whole in (Call(model, model.resolve_options({"reference_free": False})), Call(model, model.resolve_options(None))):
+        assert whole.kind == "referenced" and whole.reads_reference
     with pytest.raises(ValueError):
         model.resolve_options({"reference_free": "yes"})
     scores = part.score(ITEMS, {"reference_free": True}).scores
@@ -77,7 +76,7 @@ def test_a_part_is_its_models_reference_free_term_and_reads_no_reference(store: 
 def test_models_without_a_reference_free_part_offer_no_option(store: ModelStore):
     """ADEM's c^T M r_hat is trained only jointly with its reference term: no part is offered."""
     model = store.scorers["adem-minilm"]
-    assert not model.has_reference_free_part and model.for_options({"reference_free": True}) is model
+    assert not model.has_reference_free_part and Call(model, {"reference_free": True}).reads_reference
     with pytest.raises(ValueError):
         model.resolve_options({"reference_free": True})
     assert store.with_reference_free_part() == ["minilm-cosine", "ruber", "ruber-minilm"]

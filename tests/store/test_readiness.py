@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from service.server import readiness as worker_readiness
+from service.store import readiness as worker_readiness
 from service.api.dataplane import readiness
 from service.store.model_store import ModelStore
 
