@@ -16,8 +16,9 @@ from service.text import is_blank
 _nonempty_list = validate.Length(min=1)
 _REFERENCE = ("A human reply; required, and not blank, by `referenced` models, unless asked for their "
               "reference-free part (options.reference_free).")  # /score items, /rerank
-_REFERENCE_FREE = ("Extension: `reference_free: true` on ruber, ruber-minilm and minilm-cosine scores the part of "
-                   "the formula that reads no reference (RUBER's s_U; the context cosine), so no reference is needed.")
+_REFERENCE_FREE = ("Extension: `reference_free: true`, on a referenced model whose options list it (GET /models), "
+                   "scores the part of the formula that reads no reference (RUBER's s_U; the context cosine), so no "
+                   "reference is needed.")
 ON_INVALID = ("reject", "skip")
 _ON_INVALID = ("Extension. `reject` (the default): an invalid {what} fails the whole request (413 where one is over "
                "a per-utterance limit, those named in `details`; else 422 naming every invalid {what}). `skip`: "
@@ -142,10 +143,8 @@ class ModelScoresSchema(StrictSchema):
     scores = fields.List(fields.Float(allow_none=True), required=True, metadata={
         "description": "Per item; null only for an item left out under `on_invalid: \"skip\"`."})
     details = fields.List(fields.Dict(keys=fields.String(), allow_none=True), metadata={"description": (
-        "Per item, parallel to `scores`, where the model or its options give components: adem and adem-minilm "
-        "s_unref and s_ref "
-        "(adem-minilm also copy_penalty), minilm-cosine s_ref and s_context, ruber and ruber-minilm s_ref and "
-        "s_unref with options.components, mh unclipped and proxies with options.proxies.")})
+        "Per item, parallel to `scores`, where the model or its options give components (the terms of its formula, "
+        "a proxy's value): its card and options in GET /models say which.")})
 
 
 class ScoreResponseSchema(ModelScoresSchema):
