@@ -29,14 +29,12 @@ DRAIN_IDLE_SECONDS = 0.5
 def drain_unread_body(environ: dict[str, Any], budget: int) -> None:
     """Read and drop what is left of a request body that is refused unread, up to `budget` bytes.
 
-    gunicorn answers with `Connection: keep-alive`, then drains at most 64 KiB of an unread body and
-    closes the connection if more is left, so the client's next request on it would fail; it also
-    drops the `Connection: close` an application sets, so the body is drained here. Past the budget,
-    a client sending many times the limit gets its 413 and a closed connection. Each read waits at
-    most DRAIN_IDLE_SECONDS (under gunicorn: the worker's ReadDeadlineSocket), so a client that
-    declares more than it sends gets its 413 at once; a stall ends the drain and the connection.
-    Refusing without draining is no answer: a client still sending would meet a reset, not its 413.
-    """
+    gunicorn answers with `Connection: keep-alive`, drains at most 64 KiB of an unread body and closes
+    the connection if more is left (it drops an application's `Connection: close`), so the client's next
+    request on it would fail: the body is drained here. Past the budget the client gets its 413 and a
+    closed connection. Each read waits at most DRAIN_IDLE_SECONDS, so a client that declares more than it
+    sends gets its 413 at once. Refusing without draining is no answer: a client still sending would
+    meet a reset, not its 413."""
     stream = environ.get("wsgi.input")
     if stream is None:
         return

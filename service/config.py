@@ -32,8 +32,8 @@ class Settings:
     # DIALSCORE_MAX_CHARS: characters per utterance (FED's and DSTC9's longest turns have 3,414); the cost
     # bounds are the body's bytes and the encoders' word pieces, so a long turn is not refused for its length
     max_chars: int = 10_000
-    # DIALSCORE_MAX_ENCODER_TOKENS: word pieces of a request's distinct texts through the sentence encoder
-    # (about 0.3 ms each on one CPU thread: some 30 s of work at the limit)
+    # DIALSCORE_MAX_ENCODER_TOKENS: word pieces of a request's distinct texts through the sentence encoder,
+    # which bound its cost (docs/benchmarks.md gives the time a word piece takes)
     max_encoder_tokens: int = 100_000
     max_correlate_items: int = 100_000  # DIALSCORE_MAX_CORRELATE_ITEMS
     max_resamples: int = 10_000  # DIALSCORE_MAX_RESAMPLES

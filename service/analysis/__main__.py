@@ -112,9 +112,9 @@ def _validated(schema, body: dict[str, Any], error: type[ValueError]) -> dict[st
 
 
 def _check_bootstrap_budget(human: list[Any], resamples: int) -> None:
-    """The service's limits on resampling hold here too (DIALSCORE_* raises them): the resample
-    indices alone take items x resamples x 8 bytes, and 10 million resamples of 300 items filled
-    24 GB and were killed. `resamples` has passed the HTTP schema (a whole number, 0 or more)."""
+    """The service's limits on resampling hold here too (DIALSCORE_* raises them): the resample indices
+    alone take items x resamples x 8 bytes. `resamples` has passed the HTTP schema (a whole number, 0 or
+    more)."""
     limits.check_correlate({"human": human, "resamples": resamples}, load_settings())
 
 

@@ -121,8 +121,8 @@ def ji2022_json(paths: Iterable[Path]) -> HumanEvalInput:
 
 
 def _unique_columns(path: Path, names: Any) -> list[str]:
-    """The header's column names, refused where one repeats: csv.DictReader keeps the last of the
-    same name, and a repeated metric column was counted twice ('Has 60 scores for 30 human ratings')."""
+    """The header's column names, refused where one repeats: csv.DictReader keeps the last of the same name,
+    so a repeated metric column would be counted twice."""
     columns = list(names or [])
     repeated = sorted({c for c in columns if columns.count(c) > 1})
     if repeated:
@@ -218,12 +218,10 @@ def _number(path: Path, line: int, column: str, value: str, what: str, comma: bo
 
 
 def correlate_csv(path: Path, human: list[str] | None = None, system: str = "system") -> CorrelateInput:
-    """One item per row. Human columns: those named in `human`, else every column starting 'human'
-    (several give several ratings per item; empty cells are missing ratings, and a row needs one
-    at least: an empty cell of the only human column was read as NaN and refused as a 'special
-    numeric value' the file did not hold). An optional `system`
-    column labels systems; every other column is a metric. Non-numeric metric columns are refused.
-    """
+    """One item per row. Human columns: those named in `human`, else every column starting 'human' (several
+    give several ratings per item; empty cells are missing ratings, and a row needs one at least, never a
+    NaN). An optional `system` column labels systems; every other column is a metric. Non-numeric metric
+    columns are refused."""
     columns, rows, delimiter = read_csv_rows(path)
     comma = decimal_comma(delimiter)
     absent = [c for c in human or [] if c not in columns]

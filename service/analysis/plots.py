@@ -10,9 +10,8 @@ from typing import Any
 
 
 def missing() -> str | None:
-    """Why plots cannot be drawn here, or None: checked before any statistics run, so that a
-    serving venv (requirements.txt, no matplotlib) gets one clear line instead of a traceback after
-    the report was half written."""
+    """Why plots cannot be drawn here, or None: checked before any statistics run, so that a serving venv
+    (requirements.txt, no matplotlib) gets one clear line, never a half-written report."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:

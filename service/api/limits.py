@@ -120,13 +120,12 @@ def check_correlate(body: dict[str, Any], settings: Settings) -> None:
     if resamples > settings.max_resamples:
         over["resamples"] = f"{resamples} resamples; the limit is {settings.max_resamples}."
     elif items * resamples > settings.max_bootstrap_work:
-        # The resample matrix is items x resamples (memory; 30,000 items x 10,000 resamples took minutes).
+        # The resample matrix is items x resamples: memory and time grow with it.
         over["resamples"] = (f"{items} items x {resamples} resamples = {items * resamples}; the limit on "
                              f"their product is {settings.max_bootstrap_work} (send fewer resamples).")
     elif work_items * resamples * metrics > settings.max_bootstrap_metric_work:
-        # Each resample recomputes every metric's correlations over all items (time: Kendall's tau on
-        # 5,000 items x 4,000 resamples took about 4 s a metric on 2 cores), so that one request cannot
-        # hold a worker past its timeout.
+        # Each resample recomputes every metric's correlations over all items, so the product bounds the
+        # time one request may hold a worker (docs/api.md: limits).
         counted = (f"{items} items" if work_items == items else
                    f"({items} items + {work_items - items} for the system-level Kendall over "
                    f"{systems} systems)")
@@ -142,10 +141,10 @@ def check_human_eval(body: dict[str, Any], settings: Settings) -> None:
     if len(body["ratings"]) > settings.max_ratings:
         over["ratings"] = f"{len(body['ratings'])} ratings; the limit is {settings.max_ratings}."
     elif systems > settings.max_systems:
-        # every pair of systems gets a rank-sum test (300 systems took 41 s)
+        # every pair of systems gets a rank-sum test: the work grows with the square of the systems
         over["ratings"] = f"{systems} distinct systems; the limit is {settings.max_systems}."
     # Each rating's criteria are checked against the first's and every criterion against `reverse`:
-    # 10,000 criteria with a 40,000-entry `reverse` take 12 s, in 200 KB.
+    # criteria x entries of work in a small body.
     criteria = len(body["ratings"][0].get("scores") or {}) if body["ratings"] else 0
     if criteria > settings.max_criteria:
         over["ratings.0.scores"] = f"{criteria} criteria; the limit is {settings.max_criteria}."

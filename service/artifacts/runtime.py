@@ -165,12 +165,10 @@ class Session:
         return self._session.run(outputs, cast)
 
     def run_rows(self, feeds: dict[str, Any]) -> list[np.ndarray]:
-        """`run` one row at a time (axis 0 of every input), outputs stacked: for a small head, whose
-        kernels may round a row differently by its position in the batch (adem's head: 2.4e-7 by
-        whether a row was 4k or 4k+1). The contract wants a score independent of the batch; a head
-        row costs tens of microseconds beside the encoders' milliseconds on the CPU. On CUDA, where a
-        run alone is not exact either and costs a launch, the rows run as one batch (2x the items/s of
-        adem on an H100, docs/gpu.md)."""
+        """`run` one row at a time (axis 0 of every input), outputs stacked: for a small head, whose kernels may
+        round a row differently by its position in the batch. The contract wants a score independent of the
+        batch, and a head row costs little beside the encoders on the CPU. On CUDA, where a run alone is not
+        exact either and costs a launch, the rows run as one batch (docs/gpu.md)."""
         arrays = {key: np.asarray(value) for key, value in feeds.items()}
         count = len(next(iter(arrays.values())))
         return self.run_rows_packed(count, lambda rows: {key: value[rows.start:rows.stop] for key, value in arrays.items()})

@@ -32,18 +32,12 @@ class OversizedLine:
 class InputCheckpoint:
     """`<output>.input.json`: the SHA-256 of the input's first k lines, k the output's last line.
 
-    Why: a resume skips every input line up to the output's last record without reading what
-    they were scored from, so rerunning with another file (a regenerated corpus, the wrong
-    shard's input, lines re-sorted or cut) would silently extend the output with records for
-    other text under the same line numbers. Records cannot carry a digest of their own line
-    without growing every line; one small file beside the lock says what was read. It is
-    replaced after every fsync'd batch (written to a temporary file, fsync'd, renamed), so it can
-    lag the output after a kill but never runs ahead of it. A resume hashes the input as it
-    skips and stops with a set-up error (exit 2, nothing scored) where it differs. An input that
-    only grew at the end still matches. An output without a readable checkpoint (written before
-    it existed, or the file was lost) is resumed unchecked, with a warning, rather than blocking
-    every retry of a Job.
-    """
+    A resume skips the input up to the output's last record without reading what it was scored from, so
+    another input (regenerated, another shard's, re-sorted) would extend the output with records of other
+    text; the resume hashes what it skips and stops with a set-up error (exit 2) where it differs. The file
+    is replaced atomically after every fsync'd batch, so after a kill it may lag the output, never run
+    ahead. An input that only grew at the end still matches; an output without a readable checkpoint is
+    resumed unchecked, with a warning, rather than blocking every retry of a Job."""
 
     def __init__(self, output: Path) -> None:
         self.path = Path(f"{output}.input.json")

@@ -140,19 +140,15 @@ def _open_input(path: Path) -> BinaryIO:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; the exit status is what k8s/bulk/job.yaml's podFailurePolicy acts on.
+    """Run the command; k8s/bulk/job.yaml's podFailurePolicy acts on the exit status.
 
-      0    done; lines that cannot be scored are in the output as error records
-      1    failed otherwise: an I/O error once scoring started (a full or lost volume), a transient
-           one during set-up (EIO, ESTALE, ETIMEDOUT: TransientSetUpError) or an unexpected error;
-           the Job retries this shard alone, and the retry resumes
-      2    set-up error, before any line was scored: bad arguments or environment, unknown model,
-           bad --options, unreadable input, an output that cannot be created, is not this run's to
-           extend (other model, version, shard split or options; not a bulk output; lines written
-           twice), is held by another run (output_lock; --lock-wait), or was scored from another
-           input (InputCheckpoint); retrying the same command cannot help
-      143  stopped by SIGTERM (130: Ctrl-C): reading ends, the lines in hand are written; a rerun resumes
-    """
+      0    done; lines that cannot be scored are error records in the output
+      1    failed after set-up (an I/O error), on a transient set-up error (TransientSetUpError) or on a
+           bug: the Job retries this shard alone, and the retry resumes
+      2    set-up error before any line was scored (arguments, environment, model, options, input, an
+           output that is not this run's to extend, is held by another run or was scored from another
+           input): retrying the same command cannot help
+      143  stopped by SIGTERM (130: Ctrl-C): reading ends, the lines in hand are written; a rerun resumes"""
     configure_logging()  # before the arguments are checked: their errors are JSON records too
     args = _parse_args(argv)
     configure_logging(args.settings.log_level)

@@ -51,21 +51,14 @@ def append_whole(sink: BinaryIO, data: bytes) -> None:
 
 @contextmanager
 def output_lock(output: Path, wait: float = 0.0) -> Iterator[bool]:
-    """Hold an exclusive lock on `<output>.lock` for the block; True once held, False if SIGTERM
-    came while waiting. Held by another run after `wait` seconds: BulkError naming the holder.
+    """Hold an exclusive lock on `<output>.lock` for the block; True once held, False if SIGTERM came while
+    waiting; BulkError naming the holder when another run holds it after `wait` seconds.
 
-    Why this lock: a POSIX record lock (fcntl) is what NFS (v4 natively, v3 through NLM), CephFS
-    and SMB carry between machines, and it dies with its holder (the kernel drops it; after a lost
-    node the NFS server does when the lease ends, about 90 s), so a SIGKILLed run never leaves a
-    stale lock behind as an O_EXCL marker file would, which would block every retry. Why a sidecar
-    file and not the output: it can be locked before the output exists; a POSIX lock is dropped as
-    soon as its process closes *any* descriptor of the file, and the resume check and the writer
-    open the output themselves; and SMB enforces byte-range locks, which would block our own
-    writes. flock() is no better: Linux emulates it with these locks on NFS, and not every network
-    filesystem has it. The file is never deleted: unlinking it while a second run waits on it
-    would let a third lock a new file beside the second. The lock belongs to the process, so two
-    runs inside one process are not kept apart (the command runs one).
-    """
+    A POSIX record lock (fcntl), because network filesystems (NFS, CephFS, SMB) carry it between machines
+    and it dies with its holder, so a killed run leaves no stale lock. A sidecar file, because it can be
+    locked before the output exists and a POSIX lock is dropped when its process closes any descriptor of
+    the file. Never deleted: unlinking it while a run waits would let a third run lock a new file beside it.
+    The lock belongs to the process: two runs inside one process are not kept apart."""
     path = Path(f"{output}.lock")
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o664)

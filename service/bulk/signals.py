@@ -8,17 +8,12 @@ from typing import Any
 
 
 class Stop:
-    """SIGTERM (Kubernetes eviction, `kubectl delete`) or Ctrl-C: no further input line is read,
-    the lines already read are scored and written, and the run stops with the summary and 128 +
-    the signal's number (143, 130).
+    """SIGTERM or Ctrl-C: no further input line is read, the lines already read are scored and written, and
+    the run stops with the summary and 128 + the signal's number (143, 130).
 
-    Why reads are interrupted: with a handler that only sets a flag, a read blocked on a pipe (a
-    producer that paused, `--input /dev/stdin`) goes on waiting after the signal, because Python
-    retries a read a handler interrupts (PEP 475): Ctrl-C would seem ignored, and Kubernetes would
-    kill the pod at its grace period with the lines in hand unwritten.
-    Inside `reading()` the handler raises Interrupted instead, which ends that read; anywhere else
-    it sets the flag, checked at the next read and after each batch.
-    """
+    Inside `reading()` the handler raises Interrupted, which ends a read blocked on a pipe (Python retries
+    a read that a handler only interrupts, PEP 475); anywhere else it sets the flag, checked at the next
+    read and after each batch."""
 
     requested = False
     signal_number = 0

@@ -1,16 +1,11 @@
 """`dialscore score FILE --models A [B ...] --output SCORES.jsonl`: a file through several models.
 
-Each line of a JSONL file (the /score item shape, as `python -m service.bulk` reads it) or row of a
-CSV file is scored by every model in this process, with bulk's reading of a line, so a line one model
-cannot score is an error record for that model, never a failed run. The output has one JSON record a
-line: `{"line", "id"?, "system"?, "scores": {model: score or null}, "errors"?: {model: {code, message}}}`.
-Then, as sacrebleu prints a system's corpus score, each system's mean score per model (the `system`
-field or column; every line is in `all`), with the models' versions under the table.
-
-A CSV row has the columns `context` (the turns, one a line of the cell), `response`, `reference`
-(may be empty), and optionally `id` and `system`; other columns are ignored. Dialogues (`turns`,
-for `mh`) are JSONL only.
-"""
+Each JSONL line (the /score item shape) or CSV row is scored by every model in this process with bulk's
+reading of a line, so a line one model cannot score is an error record for that model, never a failed
+run. Output: one JSON record a line, `{"line", "id"?, "system"?, "scores": {model: score or null},
+"errors"?: {model: {code, message}}}`; then, as sacrebleu prints a corpus score, each system's mean score
+per model (every line is in `all`), the models' versions under the table. CSV columns: `context` (one
+turn a line), `response`, `reference` (may be empty), optional `id` and `system`. Dialogues are JSONL only."""
 from __future__ import annotations
 
 import argparse

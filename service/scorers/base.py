@@ -28,10 +28,9 @@ class Item:
 
 
 def lacks_reference(reference: str | None) -> bool:
-    """Whether a referenced model has nothing to compare the reply with: no reference, or one that is
-    blank (whitespace or invisible characters: text.is_blank). A blank reference scored every reply
-    against the embedding of nothing (BLEU 0, a cosine with the empty text's vector) and came back
-    200; the API and bulk both refuse it instead."""
+    """Whether a referenced model has nothing to compare the reply with: no reference, or one that is blank
+    (whitespace or invisible characters: text.is_blank). A blank reference would score every reply against
+    the embedding of nothing, so the API and bulk both refuse it."""
     return reference is None or is_blank(reference)
 
 

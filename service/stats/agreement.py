@@ -10,15 +10,12 @@ import numpy as np
 def krippendorff_alpha_interval(units: Iterable[Sequence[float]]) -> float | None:
     """Krippendorff's alpha with the interval metric, from its definition (Krippendorff 2011).
 
-    `units` holds the ratings of each item, any number per item; rater identity is not needed.
-    Items with fewer than two ratings are not pairable and are left out. alpha = 1 - D_o / D_e with
-    D_o = sum_u (1/(m_u-1)) sum_{i!=j in u} (v_i-v_j)^2 / N and D_e = sum_{i!=j} (v_i-v_j)^2 / (N(N-1))
-    over all N pairable values; sum_{i!=j} (v_i-v_j)^2 = 2 m sum (v - mean v)^2 keeps it O(N). The
-    centred form, not 2 m sum v^2 - 2 (sum v)^2: that one cancels catastrophically when the ratings
-    share a large offset (alpha 1.14 at an offset of 1e8, "never vary" at 1e10).
-    None when it is undefined (no pairable item, or no variation at all).
-    Written here rather than imported because the `krippendorff` package is not a service dependency.
-    """
+    `units` holds each item's ratings, any number per item; items with fewer than two are left out.
+    alpha = 1 - D_o / D_e, with D_o = sum_u (1/(m_u-1)) sum_{i!=j in u} (v_i-v_j)^2 / N and
+    D_e = sum_{i!=j} (v_i-v_j)^2 / (N(N-1)) over the N pairable values, the latter in the centred form
+    2 m sum (v - mean v)^2, which does not cancel when the ratings share a large offset. None where it is
+    undefined (no pairable item, or no variation). Written here because the `krippendorff` package is not a
+    service dependency."""
     pairable = [np.asarray(u, dtype=np.float64) for u in units]
     pairable = [u for u in pairable if u.size >= 2]
     if not pairable:

@@ -42,15 +42,15 @@ def _pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.clip(r, -1.0, 1.0)
 
 
-# What one scipy call per resample costs, in the item-resamples of the vectorised paths (0.34 ms
-# against ~0.2 us): system-level Kendall over more than _PAIRWISE_MAX systems goes row by row.
+# What one scipy call per resample costs, in the item-resamples of the vectorised paths: system-level
+# Kendall over more than _PAIRWISE_MAX systems goes row by row.
 ROW_CALL_ITEMS = 2000
 
 
 def bootstrap_work_items(items: int, systems: int | None, methods: Sequence[str]) -> int:
     """The item count a /correlate bootstrap's time grows with, for the limit on items x resamples x
     metrics: the items, plus the row-by-row Kendall calls of a system level past _PAIRWISE_MAX
-    systems (187 items in 186 systems, 32 metrics, 10,000 resamples took 108 s within the limits)."""
+    systems, which would otherwise pass the limit at a fraction of its cost."""
     if systems is not None and systems > _PAIRWISE_MAX and "kendall" in methods:
         return items + ROW_CALL_ITEMS
     return items
@@ -248,16 +248,15 @@ def bootstrap_distribution(human: Sequence[float], metrics: dict[str, Sequence[f
 
 
 def min_resamples(confidence: float) -> int:
-    """Fewest resamples whose percentile interval has a resample beyond each tail: 2 / (1 - confidence)
-    (40 at 0.95). With fewer, both ends are the sample's extremes or a single value: one resample gave
-    an interval [x, x] that did not contain r."""
+    """Fewest resamples whose percentile interval has a resample beyond each tail: 2 / (1 - confidence) (40 at
+    0.95). With fewer, both ends are the sample's extremes or a single value, which need not contain r."""
     return math.ceil(2.0 / (1.0 - confidence) - 1e-9)
 
 
 # Most resamples whose correlation may be undefined (a side constant in them) before an interval is
 # refused. The rest are the resamples that happened to draw the items that vary: an interval from
-# them alone describes those, and can leave out the estimate itself when a third are dropped (BLEU-4 at
-# 0 on 9 of 10 items: Spearman r .522, interval [.525, .880]).
+# them alone describes those, and can leave out the estimate itself when a third are dropped (a metric
+# at 0 on 9 of 10 items).
 MAX_UNDEFINED_SHARE = 0.05
 UNDEFINED_REASON = (f"the correlation is undefined in more than {MAX_UNDEFINED_SHARE:.0%} of the bootstrap resamples "
                     "(a side is constant in them, e.g. a metric that is the same on most items): an interval from "
@@ -312,10 +311,9 @@ def paired_bootstrap(human: Sequence[float], a: Sequence[float], b: Sequence[flo
 def stratified_indices(groups: np.ndarray, count: int, resamples: int, seed: int) -> np.ndarray:
     """(resamples, n) indices that resample items within each system, keeping every system's size.
 
-    Position j of every row holds an item of position j's own system. The draws are made system by
-    system in label order, each system's members in item order: changing that changes every seed's
-    numbers. Members come from one stable sort (was a scan of all items per system: O(n x systems)).
-    """
+    Position j of every row holds an item of position j's own system. The draws are made system by system
+    in label order, each system's members in item order (one stable sort): changing that changes every
+    seed's numbers."""
     rng = np.random.default_rng(seed)
     n = groups.size
     out = np.empty((resamples, n), dtype=np.int64)
@@ -332,16 +330,12 @@ TIE_ULPS = 8  # system means this close (in units of the last place of the large
 
 def decimal_ties(values: np.ndarray) -> np.ndarray:
     """System means (along the last axis) that differ by at most TIE_ULPS units in the last place made
-    equal (each run of them takes its smallest), so means that are equal in decimal are equal in
-    binary too: (.2 + .1 + .3) / 3 and (.1 + .4 + .1) / 3 differ by one ulp as doubles, and Spearman
-    and Kendall would rank them apart (on the README's /correlate example: system-level rho -.211
-    where the tie gives -.447). The tolerance is relative to each pair, not a grid of significant
-    digits, which would round away real differences under a large shared offset (means 1e6 + 1e-7 k:
-    Spearman 1.0 would become .775). Pearson moves by about 1e-16.
-    Each mean is compared with its neighbour, so means spaced within 8 ulps one after another form
-    one run however far its ends lie apart (10 means 6 ulps apart are one value): differences that
-    small are rounding, not what a human or a metric said.
-    """
+    equal (each run takes its smallest), so means equal in decimal are equal in binary too:
+    (.2 + .1 + .3) / 3 and (.1 + .4 + .1) / 3 differ by one ulp as doubles, and Spearman and Kendall
+    would rank them apart. The tolerance is relative to each pair, not a grid of significant digits,
+    which would round away real differences under a large shared offset; Pearson moves by about 1e-16.
+    Means spaced within TIE_ULPS one after another form one run: differences that small are rounding,
+    not what anyone said."""
     out = np.array(values, dtype=np.float64, copy=True)
     if out.ndim == 0 or out.shape[-1] < 2:
         return out
@@ -360,9 +354,8 @@ def decimal_ties(values: np.ndarray) -> np.ndarray:
 def _system_sum_matrix(columns: Sequence[np.ndarray], groups: np.ndarray, count: int) -> sparse.csr_array:
     """(n, len(columns) x count) sparse matrix holding column k's value of item i at (i, k count + groups[i]).
 
-    A row of item multiplicities times it gives every column's per-system sums at once. Sparse:
-    the dense items x systems one-hot it replaces took 6.7 GiB at 30,000 items and systems.
-    """
+    A row of item multiplicities times it gives every column's per-system sums at once. Sparse, because a
+    dense items x systems one-hot grows with the square of a large request."""
     n = groups.size
     rows = np.tile(np.arange(n), len(columns))
     cols = np.concatenate([groups + k * count for k in range(len(columns))])

@@ -128,8 +128,8 @@ def _level(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[
 
 def _system_means(values: np.ndarray, groups: np.ndarray, count: int) -> np.ndarray:
     """Per-system means from exactly rounded sums: the same whatever the order of a system's items
-    (bincount adds in item order, so reordering one system's .3, .2, .1 moved Spearman from .738
-    to .600 by breaking a tie between system means)."""
+    (bincount adds in item order, so reordering one system's .3, .2, .1 could break a tie between
+    system means and move a rank correlation)."""
     order = np.argsort(groups, kind="stable")
     bounds = np.cumsum(np.bincount(groups, minlength=count))
     return decimal_ties(np.array([math.fsum(values[members].tolist()) / members.size if members.size else np.nan
@@ -139,16 +139,12 @@ def _system_means(values: np.ndarray, groups: np.ndarray, count: int) -> np.ndar
 def canonical_order(human: np.ndarray, metrics: dict[str, np.ndarray], systems: np.ndarray | None) -> np.ndarray:
     """The item order the bootstrap draws in: sorted by human score, then each metric by name.
 
-    A resample is a row of item positions, so with one seed the intervals and paired-bootstrap
-    p-values would move when a researcher sorted the same rows differently (an item-level Pearson
-    interval of .8 by .01 to .02). In this order they depend on the data alone:
-    items that tie on every key are interchangeable, so their order among themselves changes nothing.
-    `systems` is not a key: the item level reads no system, and sorting by it first would move every
-    item-level interval when `systems` is added to the same request; the system level draws within
-    each system, its members in this order. The metrics are keys
-    because the item-level draws are shared by every metric (the paired bootstrap needs that), so
-    adding a metric to a request does move the others' intervals, within their resampling noise.
-    """
+    A resample is a row of item positions, so with one seed the intervals and paired-bootstrap p-values
+    would move when the same rows came in another order; in this order they depend on the data alone
+    (items that tie on every key are interchangeable). `systems` is not a key: the item level reads no
+    system, and the system level draws within each system, its members in this order. The metrics are
+    keys because every metric shares the item-level draws (the paired bootstrap needs that), so adding
+    a metric moves the others' intervals, within their resampling noise."""
     del systems  # kept in the signature: callers pass what the request holds
     keys = [metrics[name] for name in sorted(metrics, reverse=True)] + [human]
     return np.lexsort(keys)
@@ -159,8 +155,8 @@ def binary_rescaled(values: np.ndarray) -> np.ndarray:
 
     Every statistic here is unchanged by a positive scale, and a power of two scales exactly, so on
     ordinary data nothing moves by a bit; but sums of squares of values near 1e-300 underflow, and
-    denormals (5e-324 x 1..10) carry a few bits each, which gave r = .988 where the same data at
-    scale 1 gives .939, and bootstrap intervals "undefined"."""
+    denormals (5e-324 x 1..10) carry a few bits each, which moved r and left bootstrap intervals
+    "undefined"."""
     finite = values[np.isfinite(values)]
     largest = float(np.abs(finite).max()) if finite.size else 0.0
     if largest == 0.0:

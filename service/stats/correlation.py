@@ -18,11 +18,11 @@ from scipy import stats as sps
 
 METHODS = ("pearson", "spearman", "kendall")
 MIN_ITEMS = 3  # fewer points give r = +-1 or no p-value at all
-_SPEARMAN_EXACT_MAX = 9  # up to this many items Spearman's p is exact: 9! = 362,880 pairings, ~10 ms
+_SPEARMAN_EXACT_MAX = 9  # up to this many items Spearman's p is exact: 9! = 362,880 pairings
 # Above that and up to this many items, a rank correlation with ties takes a Monte Carlo permutation p
 # over MC_PERMUTATIONS fixed pairings: scipy's approximations assume few ties, and with many (a metric
-# at 0 on all items but one) they are off by .08 at 10 items (p .122, exact .200). The permutations
-# are seeded by n alone, so a p never depends on the request's seed.
+# at 0 on all items but one) they are far off. The permutations are seeded by n alone, so a p never
+# depends on the request's seed.
 _PERMUTATION_MAX = 50
 MC_PERMUTATIONS = 9_999
 
@@ -64,20 +64,15 @@ def correlation(x: Sequence[float], y: Sequence[float], method: str = "pearson")
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Spearman's rho (scipy) and its two-sided p: exact up to `_SPEARMAN_EXACT_MAX` items, above
-    that scipy's t approximation but never below 2/n!.
+    """Spearman's rho (scipy) and its two-sided p: exact up to `_SPEARMAN_EXACT_MAX` items, above that
+    scipy's t approximation but never below 2/n!.
 
-    scipy.stats.spearmanr takes p from t = rho sqrt((n-2)/(1-rho^2)) on n-2 df, which is infinite,
-    p = 0, whenever |rho| = 1 however few the items (three items ranked alike: p = 0, exact 1/3),
-    and too small in the tails of small samples (n = 9, rho = 0.667: 0.050, exact 0.059). Up to 9
-    items, which covers most system-level correlations, p is therefore the exact permutation p over
-    all n! pairings, ties included (R's cor.test is exact up to 9 too). Above, the cost of
-    enumerating grows n-fold per item. Without ties the approximation errs by less there, so it is
-    kept, floored at 2/n!: the exact p of |rho| = 1 for untied ranks and the least any n items can
-    attain (one pairing in each tail; it underflows to 0 past 170 items, as the exact value does).
-    With ties it can err by much more (a metric at 0 on all items but one: p .122 at 10 items, exact
-    .200), so up to `_PERMUTATION_MAX` items tied inputs get a Monte Carlo permutation p instead.
-    """
+    scipy's p comes from t on n-2 df, which is infinite (p = 0) whenever |rho| = 1 however few the items,
+    and too small in the tails of small samples. Up to 9 items, which covers most system-level
+    correlations, p is the exact permutation p over all n! pairings, ties included (as R's cor.test).
+    Above, without ties, the approximation is kept, floored at 2/n!, the least any n untied items can
+    attain. With ties it can err by much more, so up to `_PERMUTATION_MAX` items tied inputs get a Monte
+    Carlo permutation p instead."""
     rho, p_t = sps.spearmanr(x, y)
     n = x.size
     if n <= _SPEARMAN_EXACT_MAX:
@@ -127,8 +122,7 @@ def _exact_pairings_p(x_ranks: np.ndarray, y_ranks: np.ndarray) -> float:
 
     This is scipy.stats.permutation_test(permutation_type='pairings', n_resamples=np.inf)'s p
     (twice the smaller tail, capped at 1), computed here because permutation_test builds the n!
-    permutations in Python on every call: 60 ms at n = 8 and 0.4 s at n = 9, per metric and
-    level; the table is built once per n and reused. The statistic is sum (2 rx - n - 1)(2 ry - n - 1),
+    permutations in Python on every call, per metric and level; the table is built once per n and reused. The statistic is sum (2 rx - n - 1)(2 ry - n - 1),
     rho times a constant: average ranks are multiples of 1/2, so it is an exact integer and ties
     compare exactly, with no tolerance.
     """

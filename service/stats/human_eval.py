@@ -92,7 +92,7 @@ def labelled(labels: np.ndarray, wanted: set) -> np.ndarray:
 
 def rows_by(labels: np.ndarray) -> dict[str, np.ndarray]:
     """{label: indices of its rows}, labels in order of first appearance, in one pass (masks per
-    label cost ratings x raters: 13 s for 17,000 raters of one rating each)."""
+    label cost ratings x raters)."""
     rows: dict[str, list[int]] = {}
     for i, label in enumerate(labels.tolist()):
         rows.setdefault(label, []).append(i)
@@ -124,11 +124,9 @@ def standardise(raw: np.ndarray, by_rater: dict[str, np.ndarray],
 def rating_means_z(raw: np.ndarray, raters: np.ndarray, moments: dict[str, dict[str, float]]) -> np.ndarray:
     """Each rating's mean z over its criteria, as (mean raw score - rater mean) / rater sd.
 
-    The same number as the mean of the criteria's z-scores (z is linear), but computed from an
-    exactly rounded sum of the raw scores, so two ratings of one rater with equal score sums get
-    equal values: averaging z-scores left them a bit apart, which broke their tie in the rank-sum
-    test (upstream does that; on 3,000 small cases it moved 2,012 p-values).
-    """
+    The same number as the mean of the criteria's z-scores (z is linear), but from an exactly rounded sum
+    of the raw scores, so two ratings of one rater with equal score sums get equal values and tie in the
+    rank-sum test, where averaging z-scores (as upstream does) leaves them a rounding apart."""
     means = np.array([math.fsum(row) for row in raw.tolist()]) / raw.shape[1]
     centre = np.array([moments[r]["mean"] for r in raters.tolist()])
     spread = np.array([moments[r]["sd"] for r in raters.tolist()])
@@ -139,9 +137,9 @@ def rating_means_z(raw: np.ndarray, raters: np.ndarray, moments: dict[str, dict[
 
 
 # scipy's "auto" takes the exact null whenever one sample has 8 values or fewer and there are no
-# ties, whatever the other's size; its cost grows with the square of n1 * n2, in Python (8 ratings
-# against 16,300 take 3 s a test). Beyond this many pairs the normal approximation is used, as scipy
-# does for all larger samples; there it is within .005 of the exact p (8 against 1,000 to 4,000 values).
+# ties, whatever the other's size; its cost grows with the square of n1 * n2, in Python. Beyond this
+# many pairs the normal approximation is used, as scipy does for all larger samples; there it is close
+# to the exact p (docs/notes/2026-11-27-service-layout.md).
 EXACT_MAX_PAIRS = 8_000
 
 
@@ -186,22 +184,14 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
            qc_criteria: Sequence[str] | None = None) -> dict[str, Any]:
     """The body of a /human-eval 200 response: rater quality control, system scores, significance.
 
-    The procedure of the paper and its released code (TianboJi/Dialogue-Eval, mturk_process.py and
-    mturk_statistics.py): negative criteria are reversed; each rater's scores (every criterion of every
-    rating, the quality-control system's included) are standardised by that rater's mean and sample
-    standard deviation; a rater passes quality control when a one-sided rank-sum test finds their
-    ratings of the degraded quality-control system lower than those of the ordinary systems (p <
-    alpha); systems are ranked by their mean standardised score over passed raters; and every ordered
-    pair of systems gets a one-sided rank-sum test on per-rating mean z-scores (scipy's Mann-Whitney U,
-    as upstream uses).
-
-    `ratings`: [{"rater", "system", "item", "scores": {criterion: number}}]. Without `qc_system`
-    every rater passes (no test is possible) and `raters.p` is empty. `qc_criteria` are the
-    criteria the quality-control test pools; by default the positive ones (those not in
-    `reverse`; all of them if every criterion is reversed). That is upstream's choice: on Ji et
-    al.'s free run 1 it reproduces all 248 published pass/fail decisions, pooling all seven
-    criteria only 199.
-    """
+    The paper's procedure as its released code has it (TianboJi/Dialogue-Eval): negative criteria are
+    reversed; each rater's scores are standardised by that rater's mean and sample standard deviation;
+    a rater passes quality control when a one-sided rank-sum test finds their ratings of the degraded
+    quality-control system lower than those of the other systems (p < alpha); systems are ranked by mean
+    z-score over passed raters; every ordered pair of systems gets a one-sided rank-sum test (scipy's
+    Mann-Whitney U, as upstream). `ratings`: [{"rater", "system", "item", "scores": {criterion: number}}].
+    Without `qc_system` every rater passes. `qc_criteria` (default: the positive criteria, as upstream)
+    are those the quality-control test pools."""
     criteria = _check(ratings, list(reverse), scale, qc_system, alpha)
     reversed_names = set(reverse)
     if qc_criteria is None:

@@ -40,9 +40,8 @@ class RougeL(Scorer):
 
     def fmeasure(self, reference: str, response: str) -> float:
         """rouge-score's ROUGE-L F-measure (`rouge_scorer._score_lcs`), the LCS length from rapidfuzz:
-        rouge-score fills a Python table of len(reference) x len(reply) cells (0.18 s for two 1,000-word
-        texts, 46 s for a request within the limits), rapidfuzz's bit-parallel LCS gives the same length
-        in about 70 µs."""
+        rouge-score fills a Python table of len(reference) x len(reply) cells, rapidfuzz's bit-parallel
+        LCS gives the same length in a small fraction of the time."""
         target = self._tokenizer.tokenize(reference)
         prediction = self._tokenizer.tokenize(response)
         if not target or not prediction:
