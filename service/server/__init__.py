@@ -1,1 +1,1 @@
-"""The server around the app: gunicorn, its worker, start-up checks, pod readiness and JSON logs."""
+"""The server around the app: gunicorn, its worker, start-up checks and JSON logs."""
