@@ -224,13 +224,11 @@ class Call:
     scorer: Scorer
     options: dict[str, Any]
 
-    @property
-    def name(self) -> str:
-        return self.scorer.name
-
-    @property
-    def version(self) -> str:
-        return self.scorer.version
+    def __getattr__(self, attribute: str) -> Any:
+        """Everything but the kind, the reference question and scoring is the model's own (name, version)."""
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        return getattr(self.scorer, attribute)
 
     @property
     def reads_reference(self) -> bool:
