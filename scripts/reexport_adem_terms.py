@@ -107,7 +107,7 @@ def minilm(folder: Path) -> None:
     from service.artifacts.manifest import write_manifest
     from training.minilm.export import _check_parity, export_head
     from training.minilm.model import AdemHead
-    from training.minilm.card import DETAILS, write_readme
+    from training.core.minilm_cards import DETAILS, write_readme
 
     path = folder / "head.onnx"
     if already_done(path):

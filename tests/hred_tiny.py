@@ -11,7 +11,7 @@ TINY_SETS = "dailydialog_gupta_multiref"
 
 
 def pretrain_tiny(out: Path) -> Path:
-    from training.hred import train as pretrain
+    from training.encoders.hred import train as pretrain
 
     assert pretrain.main(["--out", str(out), "--steps", "12", "--max-dialogues", "120", "--eval-dialogues",
                           "10", "--vocab-size", "300", "--sources", "dailydialog", "--batch-size", "8",
@@ -34,7 +34,7 @@ def train_heads_tiny(vhred: Path, root: Path) -> tuple[Path, Path]:
 
 def tiny_store(root: Path) -> Path:
     """root/store holding hred-encoder, adem and autojudge exported from tiny runs."""
-    from training.hred import export
+    from training import export
 
     vhred = pretrain_tiny(root / "vhred")
     adem, autojudge = train_heads_tiny(vhred, root)

@@ -26,8 +26,8 @@ def tiny_mpnet(folder: Path) -> Path:
 
 
 def tiny_component(root: Path, int8: bool = False) -> Path:
-    """root/store/mpnet-base built from a tiny MPNet by training.mpnet.export (parity checks included)."""
-    from training.mpnet.export import LONG_REPETITION, PARITY_TEXTS, export_component
+    """root/store/mpnet-base built from a tiny MPNet by training.encoders.mpnet.export (parity checks included)."""
+    from training.encoders.mpnet.export import LONG_REPETITION, PARITY_TEXTS, export_component
 
     model = tiny_mpnet(root / "tiny-mpnet")
     out = root / "store" / "mpnet-base"

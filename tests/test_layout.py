@@ -135,10 +135,7 @@ def subpackage_graph(package: str) -> dict[str, set[str]]:
     return graph
 
 
-@pytest.mark.parametrize("package", [
-    "service",
-    pytest.param("training", marks=pytest.mark.xfail(strict=True, reason="training's folders are still per family")),
-])
+@pytest.mark.parametrize("package", ["service", "training"])
 def test_no_import_cycle_among_subpackages(package: str) -> None:
     assert cycles(subpackage_graph(package)) == []
 

@@ -66,7 +66,7 @@ def reference() -> np.ndarray:
     torch.set_num_threads(1)
     from sentence_transformers import SentenceTransformer
 
-    from training.minilm.export import model_path
+    from training.encoders.minilm.export import model_path
 
     model = SentenceTransformer(str(model_path()), device="cpu")
     return model.encode(TEXTS + _dialogue_turns(), convert_to_numpy=True, normalize_embeddings=False)
@@ -76,7 +76,7 @@ def reference() -> np.ndarray:
 def built_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Builds the fp32 graph (90 MB) and the w8a8 one (24 MB, calibrated on DailyDialog turns: a `data`
     fixture), neither committed, with the training export command (~1 min)."""
-    from training.minilm.export import main
+    from training.encoders.minilm.export import main
 
     folder = tmp_path_factory.mktemp("store") / "minilm-l6"
     assert main(["--out", str(folder), "--fp32", "--w8a8"]) == 0

@@ -56,7 +56,7 @@ def test_the_served_versions_say_so(client) -> None:
 def test_the_committed_tokenizer_is_the_served_form() -> None:
     """What `export` writes (training/tokenizer.py `served`): mapping it again changes nothing."""
     from tests.conftest import MODEL_STORE
-    from training.hred import tokenizer as bpe
+    from training.encoders.hred import tokenizer as bpe
 
     committed = bpe.load(MODEL_STORE / "hred-encoder" / "tokenizer.json")
     assert bpe.served(committed).to_str() == committed.to_str()

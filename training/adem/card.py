@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from training.core.card import ModelCard, code
-from training.hred.card import (ADEM_LIMITATIONS, CITE_ADEM, CORPUS_LICENCES, MACHINE, TRAINING_TIME_TABLE, head_card,
+from training.encoders.hred.card import (ADEM_LIMITATIONS, CITE_ADEM, CORPUS_LICENCES, MACHINE, TRAINING_TIME_TABLE, head_card,
                                 _dev_summary, _dev_table, _file_names, _gap, _licences, reproduce)
 
 

@@ -8,19 +8,19 @@ import torch
 
 from service.artifacts.manifest import write_manifest
 from training.adem import card
-from training.adem.model import ADEMHead, ServedADEM
+from training.adem.model import AdemHead, ServedADEM
 from training.core.card import write_card
 from training.core.onnx_export import export_head
-from training.hred.card import context_turns
+from training.encoders.hred.card import context_turns
 
 
-def load_run(folder: Path) -> tuple[dict[str, ADEMHead], dict]:
+def load_run(folder: Path) -> tuple[dict[str, AdemHead], dict]:
     """A run's heads by variant (adem, c-adem, r-adem) and its metrics.json."""
     payload = torch.load(Path(folder) / "head.pt", map_location="cpu", weights_only=True)
     heads = {}
     for variant, entry in payload.items():
         state = entry["state"]
-        head = ADEMHead(state["mean"].numpy(), state["components"].numpy(), variant)
+        head = AdemHead(state["mean"].numpy(), state["components"].numpy(), variant)
         head.load_state_dict(state)
         heads[variant] = head.eval()
     return heads, json.loads((Path(folder) / "metrics.json").read_text())

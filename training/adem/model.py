@@ -1,12 +1,18 @@
-"""ADEM's head: score(c, r, r_hat) = (c^T M r_hat + r^T N r_hat - alpha) / beta (paper eq. 1), PCA inside.
+"""ADEM's head (Lowe et al. 2017): the context term c^T M r_hat plus the reference term r^T N r_hat, onto the scale.
 
-Only M and N are trained (from the identity); alpha and beta are constants set at initialisation.
-C-ADEM keeps only the context term, R-ADEM only the reference term (paper Table 3)."""
+One class for both encoders it is trained on; what differs is what the encoder gives the head:
+- one vector per text (hred-encoder): PCA inside, score = (c^T M r_hat + r^T N r_hat - alpha) / beta with
+  alpha and beta fixed at calibration (paper eq. 1); C-ADEM keeps only the context term, R-ADEM only the
+  reference term (paper Table 3);
+- turn vectors (a sentence encoder, `AdemHead.on_turns`): c pooled from the turns, no PCA,
+  score = alpha + beta (c^T M r_hat + r^T N r_hat - copy penalty), alpha and beta trained with M and N."""
 from __future__ import annotations
 
 import numpy as np
 import torch
 from torch import nn
+
+from training.core.turn_heads import DIM, StartsFromNextTurn, bilinear
 
 VARIANTS = ("adem", "c-adem", "r-adem")
 
@@ -20,28 +26,44 @@ def fit_pca(vectors: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return mean.astype(np.float32), (components * signs[:, None]).astype(np.float32)
 
 
-class ADEMHead(nn.Module):
-    """Inputs c, r_hat, r: [batch, D] each (the order of the exported graph); output [batch]."""
+class AdemHead(StartsFromNextTurn, nn.Module):
+    """On vectors: `AdemHead(mean, components, variant, alpha, beta)`, forward(c, r_hat, r) -> score [batch].
+    On turn vectors: `AdemHead.on_turns(pooling, dim)`, forward(context, context_mask, response, reference)
+    -> {score, s_unref, s_ref, copy_penalty}, the exported graph's outputs."""
 
-    def __init__(self, mean: np.ndarray, components: np.ndarray, variant: str = "adem",
-                 alpha: float = 0.0, beta: float = 1.0) -> None:
+    referenced = True
+    learns_from_ratings = True
+
+    def __init__(self, mean: np.ndarray | None = None, components: np.ndarray | None = None, variant: str = "adem",
+                 alpha: float = 0.0, beta: float = 1.0, *, pooling: str | None = None, dim: int = DIM) -> None:
         super().__init__()
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}")
         self.variant = variant
-        n = components.shape[0]
-        self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32))
-        self.register_buffer("components", torch.as_tensor(components, dtype=torch.float32))
-        self.M = nn.Parameter(torch.eye(n))
-        self.N = nn.Parameter(torch.eye(n))
-        self.register_buffer("alpha", torch.tensor(float(alpha)))
-        self.register_buffer("beta", torch.tensor(float(beta)))
+        self.on_vectors = pooling is None
+        if self.on_vectors:
+            n = components.shape[0]
+            self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32))
+            self.register_buffer("components", torch.as_tensor(components, dtype=torch.float32))
+            self.M = nn.Parameter(torch.eye(n))
+            self.N = nn.Parameter(torch.eye(n))
+            self.register_buffer("alpha", torch.tensor(float(alpha)))
+            self.register_buffer("beta", torch.tensor(float(beta)))
+            return
+        self.add_context_form(pooling, dim)
+        self.N = nn.Parameter(torch.eye(dim))
+        self.add_rating_scale()
+
+    @classmethod
+    def on_turns(cls, pooling: str = "last", dim: int = DIM) -> "AdemHead":
+        """The head on a sentence encoder's turn vectors, M and N at the identity."""
+        return cls(pooling=pooling, dim=dim)
 
     def project(self, x: torch.Tensor) -> torch.Tensor:
         return (x - self.mean) @ self.components.T
 
     def terms(self, c: torch.Tensor, r_hat: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(c^T M r_hat, r^T N r_hat) in the PCA space; a term the variant drops is zero."""
+        """On vectors: (c^T M r_hat, r^T N r_hat) in the PCA space; a term the variant drops is zero."""
         c, r_hat, r = self.project(c), self.project(r_hat), self.project(r)
         zero = torch.zeros(c.shape[0], dtype=c.dtype)
         context_term = ((c @ self.M) * r_hat).sum(-1) if self.variant in ("adem", "c-adem") else zero
@@ -49,18 +71,26 @@ class ADEMHead(nn.Module):
         return context_term, reference_term
 
     def raw(self, c: torch.Tensor, r_hat: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
-        """c^T M r_hat + r^T N r_hat (the terms the variant keeps), before alpha and beta."""
+        """On vectors: c^T M r_hat + r^T N r_hat (the terms the variant keeps), before alpha and beta."""
         context_term, reference_term = self.terms(c, r_hat, r)
         return context_term + reference_term
 
     def scale(self, raw: torch.Tensor) -> torch.Tensor:
-        """(raw - alpha) / beta: raw onto the rating scale."""
+        """On vectors: (raw - alpha) / beta, raw onto the rating scale."""
         return (raw - self.alpha) / self.beta
 
-    def forward(self, c: torch.Tensor, r_hat: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
-        return self.scale(self.raw(c, r_hat, r))
+    def forward(self, *inputs: torch.Tensor):
+        if self.on_vectors:
+            return self.scale(self.raw(*inputs))
+        context, context_mask, response, reference = inputs
+        c = self.pool(context, context_mask, response)
+        s_unref, s_ref = bilinear(c, self.M, response), bilinear(reference, self.N, response)
+        copy_penalty = self.copy(context, context_mask, response)
+        raw = s_unref + s_ref - copy_penalty
+        return {"score": self.alpha + self.beta * raw, "s_unref": s_unref, "s_ref": s_ref, "copy_penalty": copy_penalty}
 
     def l1(self) -> torch.Tensor:
+        """On vectors: the l1 norm of the matrices the variant trains."""
         terms = []
         if self.variant in ("adem", "c-adem"):
             terms.append(self.M.abs().sum())
@@ -68,15 +98,18 @@ class ADEMHead(nn.Module):
             terms.append(self.N.abs().sum())
         return sum(terms)
 
+    def regulariser(self) -> torch.Tensor:
+        """On turn vectors: the mean pull of M towards its prior and of N towards the identity."""
+        return (self.M - self.prior).abs().mean() + (self.N - torch.eye(self.dim)).abs().mean()
+
 
 class ServedADEM(nn.Module):
-    """The exported graph: the score and its two terms, so the service can answer /score's `details`
-    (the contract's adem example gives s_ref and s_unref): s_unref = c^T M r_hat, the context term,
-    and s_ref = r^T N r_hat, the reference term, both before alpha and beta."""
+    """The exported graph of the head on vectors: the score and its two terms before alpha and beta, for
+    /score's `details`: s_unref = c^T M r_hat (the context term) and s_ref = r^T N r_hat (the reference term)."""
 
     OUTPUTS = ("score", "s_unref", "s_ref")
 
-    def __init__(self, head: ADEMHead) -> None:
+    def __init__(self, head: AdemHead) -> None:
         super().__init__()
         self.head = head
 

@@ -15,12 +15,12 @@ from service.artifacts.manifest import read_manifest
 from service.artifacts.runtime import Runtime
 from service.scorers.base import Item
 from service.store.registry import scorer_class
-from training.adem.model import VARIANTS, ADEMHead, fit_pca
+from training.adem.model import VARIANTS, AdemHead, fit_pca
 from training.core.cli import SetupError, nonnegative_float, positive_int
 from training.core.heads import (add_head_options, calibrate_head, clear_head_outputs, context_groups, dev_report, encoder_record,
                                  load_judged, save_run, train_head, validation_mask)
 from training.core.progress import setup_logging
-from training.hred.encoder import HREDTextEncoder
+from training.encoders.hred.encoder import HREDTextEncoder
 
 DEFAULT_SETS = ("dstc7", "dailydialog_gupta_multiref")
 
@@ -34,7 +34,7 @@ def encode_items(encoder: HREDTextEncoder, items: list) -> tuple[np.ndarray, np.
 
 def fit_adem(train: tuple[np.ndarray, ...], human: np.ndarray, groups: list[str], *, variant: str = "adem",
              n: int = 7, gamma: float = 0.02, lr: float = 0.01, batch_size: int = 16, epochs: int = 50,
-             patience: int = 5, seed: int = 0, valid_fraction: float = 0.15, log=None) -> tuple[ADEMHead, dict]:
+             patience: int = 5, seed: int = 0, valid_fraction: float = 0.15, log=None) -> tuple[AdemHead, dict]:
     """PCA on the fitting vectors, alpha/beta calibrated at M = N = I, then Adam with early stopping.
 
     `train` is (c, r_hat, r) arrays; `groups` the context of each item (the validation split
@@ -43,7 +43,7 @@ def fit_adem(train: tuple[np.ndarray, ...], human: np.ndarray, groups: list[str]
     held = validation_mask(groups, valid_fraction, f"adem-valid-{seed}")
     fit = ~held
     mean, components = fit_pca(np.concatenate([x[fit] for x in train]), n)
-    head = ADEMHead(mean, components, variant)
+    head = AdemHead(mean, components, variant)
     alpha, beta = calibrate_head(head, tuple(x[fit] for x in train), human[fit])
     history = train_head(head, tuple(x[fit] for x in train), human[fit], tuple(x[held] for x in train),
                          human[held], lr=lr, batch_size=batch_size, epochs=epochs, patience=patience,
@@ -112,7 +112,7 @@ def main(argv: list[str]) -> int:
             train_vectors, human, groups, variant=variant, n=args.n, gamma=args.gamma, lr=args.lr,
             batch_size=args.batch_size, epochs=args.epochs, patience=args.patience, seed=args.seed, log=log)
     # "VHRED": the dot products at initialisation (M = N = I), as in Table 3.
-    init = ADEMHead(heads["adem"].mean.numpy(), heads["adem"].components.numpy(), "adem",
+    init = AdemHead(heads["adem"].mean.numpy(), heads["adem"].components.numpy(), "adem",
                     histories["adem"]["alpha"], histories["adem"]["beta"])
     baselines = baseline_scores(dev_items, args.store)
     if not baselines:

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from training.core.card import ModelCard, code
-from training.hred.card import (AUTOJUDGE_LIMITATIONS, CITE_ADEM, CITE_AUTOJUDGE, CORPUS_LICENCES, MACHINE, head_card,
+from training.encoders.hred.card import (AUTOJUDGE_LIMITATIONS, CITE_ADEM, CITE_AUTOJUDGE, CORPUS_LICENCES, MACHINE, head_card,
                                 _dev_summary, _dev_table, _diff, _file_names, _fmt, _licences, reproduce)
 
 

@@ -11,7 +11,7 @@ from training.autojudge import card
 from training.autojudge.model import AutoJudgeHead
 from training.core.card import write_card
 from training.core.onnx_export import export_head
-from training.hred.card import context_turns
+from training.encoders.hred.card import context_turns
 
 
 def load_run(folder: Path) -> tuple[AutoJudgeHead, dict]:

@@ -22,7 +22,7 @@ from training.core.cli import SetupError, count, names_from, positive_float, pos
 from training.data.judgements import SETS, JudgedItem, load_set, split_key
 
 # What a head run records of the pre-training run it encoded with, and the same fields of that run's
-# metrics.json: together they tell two encoder runs apart (training/hred/export_checks.py).
+# metrics.json: together they tell two encoder runs apart (training/export_checks.py).
 IDENTITY_FIELDS = ("steps", "kl_anneal_steps", "seed", "weights_sha256")
 
 

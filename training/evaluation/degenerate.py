@@ -24,10 +24,11 @@ from training.data.judgements import query_key, split_of
 from training.data.keys import match_key
 from training.evaluation.evaluate import default_specs, load_store, scorer_of
 from training.evaluation.vectors import SharedVectors
-from training.minilm import data, next_turn
-from training.minilm.card import USES, update_card
-from training.minilm.data import dd_plusplus
-from training.minilm.degenerate import CHECK_GENERIC, CHECK_NEAR_EMPTY, KINDS, degenerate_replies
+from training.core import next_turn
+from training.data import negatives as data
+from training.core.minilm_cards import USES, update_card
+from training.data.negatives import dd_plusplus
+from training.data.degenerate import CHECK_GENERIC, CHECK_NEAR_EMPTY, KINDS, degenerate_replies
 
 
 # --- the check set and `python -m training degenerate` ---------------------------------------------
@@ -123,7 +124,7 @@ def markdown(table: dict[str, dict[str, float]], n_contexts: int, command: str) 
              f"({', '.join(repr(x) for x in CHECK_NEAR_EMPTY)}), repeated (the human reply's first three words "
              f"five times), generic ({', '.join(repr(x) for x in CHECK_GENERIC)}), copy of the last context "
              "turn, a human reply from another conversation. The -minilm models were trained with negatives of "
-             "the same kinds but other phrases (training/minilm/degenerate.py) on train contexts only.", "",
+             "the same kinds but other phrases (training/data/degenerate.py) on train contexts only.", "",
              "| model | " + " | ".join(KINDS) + " | all |", "|---|" + "---|" * (len(KINDS) + 1)]
     for model, row in table.items():
         lines.append(f"| {model} | " + " | ".join(f"{row[k]:.1%}" for k in (*KINDS, "all")) + " |")

@@ -34,7 +34,7 @@ from training.data.references import Recovery, is_reference_reply, recover
 from training.evaluation.pairwise import MIN_PAIRS
 from training.evaluation.reranking import CONTEXT_PART, context_part_scores, pairwise, pairwise_table, reranking_table
 from training.evaluation.vectors import SharedVectors
-from training.minilm.card import OWN_README_TABLE
+from training.core.minilm_cards import OWN_README_TABLE
 
 log = logging.getLogger("training.evaluate")
 

@@ -4,7 +4,7 @@ Every -minilm (and mpnet) model reads the same texts; a request's EncodeCache sh
 within one batch, this shares them across batches, sets and models. It changes no figure: a text's
 vector does not depend on its batch, to the bit (service/components/sentence_encoder.py), so one
 computed earlier by the same graph is the one computing it again gives. Seeds are the training
-embedding caches (training/minilm/embed.py: EmbeddingCache), used only where the identity they
+embedding caches (training/encoders/minilm/embed.py: EmbeddingCache), used only where the identity they
 record, the graph's sha256 included, is the one the store serves.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 from service.components.cache import EncodeCache
 from service.components.sentence_encoder import SentenceEncoder
 from service.store.model_store import ModelStore
-from training.minilm.embed import EmbeddingCache, encoder_identity
+from training.encoders.minilm.embed import EmbeddingCache, encoder_identity
 
 log = logging.getLogger("training.evaluate")
 

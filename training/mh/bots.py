@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Protocol
 
 import torch
-from training.hred.encoder import HREDTextEncoder
-from training.hred.selftalk import self_talk
+from training.encoders.hred.encoder import HREDTextEncoder
+from training.autojudge.selftalk import self_talk
 
 MAX_REPLY_BYTES = 1 << 20
 
@@ -97,7 +97,7 @@ class HttpBot:
 class VhredBot:
     """The pre-trained VHRED of the training package (`python -m training pretrain`, runs/vhred).
 
-    Driven through the pre-training package's generation code (`training.hred.selftalk.self_talk` on
+    Driven through the pre-training package's generation code (`training.autojudge.selftalk.self_talk` on
     an `HREDTextEncoder`): the context is the last `max_turns - 1` utterances, z is drawn from the
     prior and tokens are sampled top-k, with a seed per call so that a run is reproducible.
     """

@@ -20,7 +20,7 @@ from training.core.onnx_export import check_parity, export_onnx, ragged_examples
 from training.data.judgements import DEFAULT_DATA_DIR
 from training.ruber import calibrate
 from training.ruber.card import card_fields, write_card
-from training.ruber.model import GloveBiGRUEncoder, RuberConfig, UnreferencedHead, UnreferencedScorer
+from training.ruber.model import GloveBiGRUEncoder, RuberConfig, RuberHead, UnreferencedScorer
 from training.ruber.word_weights import frequency_weights
 
 log = logging.getLogger("training.ruber")
@@ -57,7 +57,7 @@ def export_encoder(encoder: GloveBiGRUEncoder, path: Path) -> Path:
                        {"embedded": {0: "batch", 1: "time"}, "lengths": {0: "batch"}, "vector": {0: "batch"}})
 
 
-def export_head(head: UnreferencedHead, path: Path) -> Path:
+def export_head(head: RuberHead, path: Path) -> Path:
     """query [batch, D], reply [batch, D] float -> score [batch] in (0, 1)."""
     dim = head.M.shape[0]
     example = (torch.randn(2, dim), torch.randn(2, dim))
@@ -77,7 +77,7 @@ def encoder_parity(encoder: GloveBiGRUEncoder, path: Path, shapes=PARITY_SHAPES,
     return check_parity(_EncoderGraph(encoder), path, examples, ENCODER_INPUTS)
 
 
-def head_parity(head: UnreferencedHead, path: Path, batches=(1, 2, 17, 256), seed: int = 0) -> float:
+def head_parity(head: RuberHead, path: Path, batches=(1, 2, 17, 256), seed: int = 0) -> float:
     g = torch.Generator().manual_seed(seed)
     dim = head.M.shape[0]
     examples = [(torch.randn((b, dim), generator=g), torch.randn((b, dim), generator=g)) for b in batches]

@@ -7,7 +7,7 @@ from typing import Any
 
 from service.artifacts.manifest import Manifest
 from training.core.card import ModelCard, bullets, code, kind_line, measured_sections, paragraphs, write_card
-from training.minilm.card import ENCODER_LICENCE, JUDGED_LICENCES, RUBER_LICENCES
+from training.core.minilm_cards import ENCODER_LICENCE, JUDGED_LICENCES, RUBER_LICENCES
 
 SIGNAL_MEANINGS = {
     "autojudge": "AutoJudge's form alpha + beta (c^T M r - copy) of the head file, c the last turn (out of fold in the fit)",

@@ -16,8 +16,8 @@ from service.store.registry import scorer_class
 from service.artifacts.manifest import Manifest, read_manifest, write_manifest
 from service.artifacts.runtime import Runtime, RuntimeSettings
 from training.core.cli import SetupError
-from training.minilm.embed import encoder_identity
-from training.minilm.export import check_parity, export_head
+from training.encoders.minilm.embed import encoder_identity
+from training.core.turn_heads import check_turn_head, export_turn_head
 from training.unref.card import write_readme
 from training.unref.fit import Combination
 from training.unref.recipes import Recipe
@@ -37,8 +37,8 @@ def write_heads(recipe: Recipe, trained: dict[str, Any], store: Path, stage: Pat
             provenance[filename] = {"copy_of": f"{source.model}/head.onnx", "version": served.version,
                                     "sha256": served.files["head.onnx"]["sha256"]}
         else:
-            export_head(trained[filename], stage / filename)
-            check_parity(trained[filename], stage / filename)
+            export_turn_head(trained[filename], stage / filename)
+            check_turn_head(trained[filename], stage / filename)
             provenance[filename] = {"trained": f"{source.model}'s recipe on {source.encoder}, next-turn pre-training "
                                                "on RUBER's negative-sampling pairs (training/unref/heads.py)"}
     return provenance

@@ -17,9 +17,11 @@ import onnxruntime as ort
 import torch
 
 from service.artifacts.manifest import read_manifest
-from training.minilm.embed import EmbeddingCache, predict
-from training.minilm.next_turn import NEGATIVE_SAMPLING
-from training.minilm.train import Config, train
+from training.core.turn_training import predict
+from training.encoders.minilm.embed import EmbeddingCache
+from training.core.next_turn import NEGATIVE_SAMPLING
+from training.core.turn_training import Config
+from training.train_minilm import train
 from training.unref.recipes import HeadSource
 
 GROUPS = {"dstc7": "dstc7", "dailydialog_gupta_multiref": "gupta", "xdial_dailydialog_gupta": "gupta",
@@ -28,7 +30,7 @@ GROUPS = {"dstc7": "dstc7", "dailydialog_gupta_multiref": "gupta", "xdial_dailyd
 
 
 class OnnxHead:
-    """A served head graph called as the torch heads are (training.minilm.embed.predict)."""
+    """A served head graph called as the torch heads are (training.core.turn_training.predict)."""
 
     def __init__(self, path: Path) -> None:
         options = ort.SessionOptions()

@@ -8,7 +8,7 @@ MINILM = "minilm-l6"
 MPNET = "mpnet-base"
 AUTOJUDGE_HEAD = "autojudge_head.onnx"
 RUBER_HEAD = "ruber_head.onnx"
-COPY_THRESHOLD = 0.75  # the copy penalty's threshold in the -minilm heads (training/minilm/model.py: CopyPenalty)
+COPY_THRESHOLD = 0.75  # the copy penalty's threshold in the -minilm heads (training/core/turn_heads.py: CopyPenalty)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from service.scorers.unref.signals import TEXT_SIGNALS, logit, text_signal, turns_of, vector_signal
-from training.minilm.embed import EmbeddingCache
+from training.encoders.minilm.embed import EmbeddingCache
 
 
 def matrix(specs: tuple[dict, ...], caches: dict[str, EmbeddingCache], contexts: list[list[str]], replies: list[str],

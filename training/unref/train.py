@@ -24,9 +24,10 @@ from training.core.cli import count, positive_int
 from training.core.progress import cpu_description
 from training.core.staging import check_replaceable, staged_folder
 from training.evaluation.pairwise import context_groups
-from training.minilm.data import judged, negative_samples
-from training.minilm.embed import DEFAULT_CACHE, EmbeddingCache
-from training.minilm.train import Config, train
+from training.data.negatives import judged, negative_samples
+from training.encoders.minilm.embed import DEFAULT_CACHE, EmbeddingCache
+from training.core.turn_training import Config
+from training.train_minilm import train
 from training.unref import fit as stacker
 from training.unref.export import SCORER, check_served, served_config, write_heads, write_model
 from training.unref.heads import GROUPS, OnnxHead, out_of_fold, outputs, recipe_config
@@ -48,7 +49,7 @@ class Rows:
     sets: np.ndarray
     contexts_of: np.ndarray  # context group ids, for pairwise agreement
     per_set: dict[str, tuple[list[list[str]], list[str]]]
-    negatives: Any  # training.minilm.data.Ranked
+    negatives: Any  # training.data.negatives.Ranked
 
     @classmethod
     def load(cls, limit: int | None, negatives: Config, seed: int) -> "Rows":

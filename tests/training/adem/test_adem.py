@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from tests.hred_tiny import pretrain_tiny, train_heads_tiny
-from training.adem.model import ADEMHead, ServedADEM, fit_pca
+from training.adem.model import AdemHead as ADEMHead
+from training.adem.model import ServedADEM, fit_pca
 from training.adem.train import fit_adem
 from training.core.heads import predict
 from training.core.heads import correlations, group_split

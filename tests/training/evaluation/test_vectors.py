@@ -12,7 +12,7 @@ from service.scorers.base import Item
 from service.store.model_store import ModelStore
 from tests.conftest import copy_store
 from training.evaluation.vectors import SharedVectors
-from training.minilm.embed import EmbeddingCache, encoder_identity
+from training.encoders.minilm.embed import EmbeddingCache, encoder_identity
 
 ITEMS = [Item(["do you like jazz?"], "yes, coltrane mostly.", "i love it."),
          Item(["where is the station?"], "two blocks north.", "around the corner.")]

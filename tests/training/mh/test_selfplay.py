@@ -96,8 +96,8 @@ def tiny_vhred(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny untrained VHRED run folder (tokenizer.json + model.pt) in pretrain's layout."""
     import torch
 
-    from training.hred import tokenizer as bpe
-    from training.hred.model import VHRED, VHREDConfig, save_checkpoint
+    from training.encoders.hred import tokenizer as bpe
+    from training.encoders.hred.model import VHRED, VHREDConfig, save_checkpoint
 
     run = tmp_path_factory.mktemp("vhred")
     texts = ["hello how are you", "i am fine thanks", "what do you like to do", "i like to read books"] * 5

@@ -1,0 +1,168 @@
+"""The training and development text of the heads on turn vectors: judged items, RUBER's negative-sampling pairs
+(train-partition contexts only) and the negative samples built from them."""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from service.scorers.heads import MAX_TURNS
+from training.data import corpora, judgements
+from training.data.degenerate import TRAIN_GENERIC, TRAIN_NEAR_EMPTY, degenerate_replies
+from training.data.references import recover
+
+# Sets used for training and development; every one has context + response, two have references.
+JUDGED_SETS = judgements.TRAINING_SETS
+
+
+def judged(split: str, sets: tuple[str, ...] = JUDGED_SETS) -> dict[str, list[judgements.JudgedItem]]:
+    return {name: judgements.load_set(name, split) for name in sets}
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A context, its human reply, and replies known to be bad for it (may be empty)."""
+
+    context: list[str]
+    reply: str
+    negatives: tuple[str, ...] = ()
+
+
+def dd_plusplus(name: str) -> list[dict]:
+    path = corpora.DEFAULT_DATA_DIR / "corpora" / "dailydialog_plusplus" / name
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def in_train_partition(context: list[str]) -> bool:
+    """Whether an unrated (context, reply) may be trained on: its query is in the judgement train
+    partition, and no dev query under another spelling (training/data/holdout.py)."""
+    return (judgements.split_of(judgements.query_key(context)) == "train"
+            and not judgements.dev_holdout().holds_query(context))
+
+
+# How much of each corpus the negative sampling reads. Embedding is the cost (~40 texts/s on
+# a shared 2-core machine), so the corpora are cut to about 45k distinct texts in all (judged sets included).
+DAILYDIALOG_DIALOGUES = 1200
+DD_PLUSPLUS_POSITIVE_CONTEXTS = 1000
+DD_PLUSPLUS_ADVERSARIAL_CONTEXTS = 800  # per file (dev.json, test.json)
+DSTC7_REFERENCES = 4  # human replies per DSTC7 train context used as positives (Reddit, no scores read)
+
+
+def ruber_pairs(include_reddit: bool = False) -> list[Pair]:
+    """Positive (context, reply) pairs for negative sampling, with DailyDialog++ adversarial negatives.
+
+    DailyDialog train: every turn after the first, context the turns before it, kept only when
+    the query is in the judgement train partition (DailyDialog sentences recur across splits).
+    """
+    pairs: list[Pair] = []
+    holdout = judgements.dev_holdout()
+    dialogues, _ = holdout.unseen(corpora.dailydialog("train")[:DAILYDIALOG_DIALOGUES])
+    for turns in dialogues:
+        for i in range(1, len(turns)):
+            context = turns[max(0, i - MAX_TURNS):i]
+            if in_train_partition(context):
+                pairs.append(Pair(context, turns[i]))
+    for record in dd_plusplus("data_positives.json")[:DD_PLUSPLUS_POSITIVE_CONTEXTS]:
+        context = [" ".join(t.split()) for t in record["context"]][-MAX_TURNS:]
+        if in_train_partition(context) and not holdout.touches(context):
+            for reply in record["positive_responses"]:
+                pairs.append(Pair(context, " ".join(reply.split())))
+    if include_reddit:
+        # DSTC7's gold replies are human Reddit replies: positives from another domain. Only the
+        # judgement train partition, and only the replies, never the ratings.
+        seen: set[str] = set()
+        for item in judgements.load_set("dstc7", "train"):
+            if item.conversation in seen:
+                continue
+            seen.add(item.conversation or "")
+            for reply in item.references[:DSTC7_REFERENCES]:
+                pairs.append(Pair(list(item.context)[-MAX_TURNS:], reply))
+    for name in ("dev.json", "test.json"):
+        for record in dd_plusplus(name)[:DD_PLUSPLUS_ADVERSARIAL_CONTEXTS]:
+            context = [" ".join(t.split()) for t in record["context"]][-MAX_TURNS:]
+            if not in_train_partition(context) or holdout.touches(context):
+                continue
+            negatives = tuple(" ".join(n.split()) for n in record["adversarial_negative_responses"])
+            for reply in record["positive_responses"]:
+                pairs.append(Pair(context, " ".join(reply.split()), negatives))
+    return pairs
+
+
+class NegativeOptions(Protocol):
+    """What negative sampling reads of a training configuration (train.Config)."""
+
+    reddit_positives: bool
+    ruber_pairs: int
+    ruber_degenerate: float
+    negatives_contexts: int
+
+
+@dataclass
+class Ranked:
+    """Negative samples: each row a context with a good reply (and reference) and a bad reply."""
+
+    contexts: list[list[str]]
+    good: list[str]
+    bad: list[str]
+    references: list[str]
+
+
+def negative_samples(config: NegativeOptions, rng: random.Random, for_ruber: bool) -> Ranked:
+    """Contexts with human replies against random, adversarial and degenerate (training-list) replies."""
+    pairs = ruber_pairs(include_reddit=config.reddit_positives and for_ruber)
+    by_context: dict[tuple[str, ...], list[Pair]] = {}
+    for pair in pairs:
+        by_context.setdefault(tuple(pair.context), []).append(pair)
+    replies = [p.reply for p in pairs]
+    ranked = Ranked([], [], [], [])
+    if for_ruber:
+        chosen = rng.sample(pairs, min(config.ruber_pairs, len(pairs)))
+        for pair in chosen:
+            siblings = [p.reply for p in by_context[tuple(pair.context)] if p.reply != pair.reply]
+            bad = [rng.choice(replies)] + list(pair.negatives[:2])
+            if rng.random() < config.ruber_degenerate:  # degenerate kinds, from the training phrase lists
+                kinds = degenerate_replies(pair.context, pair.reply, rng.choice(replies), rng,
+                                           TRAIN_GENERIC, TRAIN_NEAR_EMPTY)
+                bad.append(kinds[rng.choice(list(kinds))])
+            for negative in bad:
+                ranked.contexts.append(pair.context)
+                ranked.good.append(pair.reply)
+                ranked.bad.append(negative)
+                ranked.references.append(siblings[0] if siblings else pair.reply)
+        return ranked
+    multi = [ps for ps in by_context.values() if len({p.reply for p in ps}) >= 2]
+    for group in rng.sample(multi, min(config.negatives_contexts, len(multi))):
+        human, reference = group[0].reply, next(p.reply for p in group if p.reply != group[0].reply)
+        kinds = degenerate_replies(group[0].context, human, rng.choice(replies), rng, TRAIN_GENERIC, TRAIN_NEAR_EMPTY)
+        for negative in list(kinds.values()) + list(group[0].negatives[:1]) + [rng.choice(replies)]:
+            ranked.contexts.append(group[0].context)
+            ranked.good.append(human)
+            ranked.bad.append(negative)
+            ranked.references.append(reference)
+    return ranked
+
+
+def judged_rows(split: str, referenced: bool, limit: int | None = None, recover_references: bool = False,
+                ) -> dict[str, tuple[list[list[str]], list[str], list[str] | None, np.ndarray]]:
+    """Per set: contexts, responses, first references (referenced models: sets with references), scores.
+
+    `recover_references` fills in the DailyDialog reference of the DailyDialog-based sets that ship
+    without one, as `training evaluate` does (development figures only; training never reads them).
+    """
+    out = {}
+    for name, items in judged(split).items():  # recovered as `evaluate` recovers, so both measure alike
+        if recover_references:
+            items, _ = recover(items)
+        if referenced:
+            items = [i for i in items if i.references]
+        items = items[:limit]
+        if len(items) < (2 if limit else 10):
+            continue
+        out[name] = ([i.context for i in items], [i.response for i in items],
+                     [i.references[0] for i in items] if referenced else None,
+                     np.array([i.score for i in items], np.float32))
+    return out
