@@ -28,31 +28,34 @@ if has adem-autojudge; then
     $PY -m training train adem --encoder runs/vhred --out runs/adem --seed 0
     $PY -m training train autojudge --encoder runs/vhred --out runs/autojudge --seed 0
     $PY -m training export --vhred runs/vhred --adem runs/adem --autojudge runs/autojudge --store model_store \
-        --log runs/export.log
+        --log runs/export.log --figures docs/cards
 fi
 if has ruber; then
     step "RUBER: negative sampling on DailyDialog + Chit-Chat, calibration, export"
     # --minutes 0: no wall-clock cap, so the 26,000 steps alone decide (the default 90-minute cap would
     # stop a machine 10% slower than the committed run's 81.5 min early, with another model).
     $PY -m training train ruber --out model_store/ruber --max-steps 26000 --threads 2 --seed 13 --minutes 0 \
-        --log runs/ruber-train.log
+        --log runs/ruber-train.log --figures docs/cards
 fi
 if has minilm; then
     step "ADEM, RUBER and AutoJudge heads on MiniLM"
-    $PY -m training train-minilm --model adem-minilm --encoding turns --pooling attn --out model_store/adem-minilm
-    $PY -m training train-minilm --model ruber-minilm --encoding last --pooling last --out model_store/ruber-minilm
-    $PY -m training train-minilm --model autojudge-minilm --encoding last --pooling last --out model_store/autojudge-minilm
+    $PY -m training train-minilm --model adem-minilm --encoding turns --pooling attn --out model_store/adem-minilm \
+        --figures docs/cards
+    $PY -m training train-minilm --model ruber-minilm --encoding last --pooling last --out model_store/ruber-minilm \
+        --figures docs/cards
+    $PY -m training train-minilm --model autojudge-minilm --encoding last --pooling last \
+        --out model_store/autojudge-minilm --figures docs/cards
 fi
 if has unref; then
     step "reference-free models: the stacked combinations (the mpnet ones where built)"
-    $PY -m training train-unref --model unref-minilm
+    $PY -m training train-unref --model unref-minilm --figures docs/cards
     if [[ -f model_store/mpnet-base/encoder-fp32.onnx ]]; then  # make encoder-mpnet
-        $PY -m training train-unref --model unref-mpnet unref-mpnet-minilm
+        $PY -m training train-unref --model unref-mpnet unref-mpnet-minilm --figures docs/cards
     fi
 fi
 if has mh; then
     step "M_H: leave-bot-out regression of conversation proxies on ConvAI2"
-    $PY -m training train-mh
+    $PY -m training train-mh --figures docs/cards
 fi
 if has evaluate; then
     step "evaluation tables and plots (docs/evaluation.md)"

@@ -17,7 +17,7 @@ from service.artifacts.manifest import read_manifest
 from training import export_checks as checks
 from training.adem import export as adem_export
 from training.autojudge import export as autojudge_export
-from training.core.cli import version
+from training.core.cli import output_dir, version
 from training.core.progress import setup_logging
 from training.core.staging import publish, staged_store
 from training.encoders.hred import export as hred_export
@@ -50,11 +50,11 @@ def _served_encoder(store: Path, encoder_run: Any) -> tuple[dict[str, Any], int,
     return found[0], found[1], f"the {checks.ENCODER} in {store}"
 
 
-def _write_encoder(encoder_run: Any, stage: Path, store: Path, version: str) -> None:
+def _write_encoder(encoder_run: Any, stage: Path, store: Path, version: str, figures: Path | None) -> None:
     if encoder_run is None:  # the heads are exported for the store's encoder: their cards read it
         shutil.copytree(store / checks.ENCODER, stage / checks.ENCODER)
         return
-    hred_export.export_run(encoder_run.folder, encoder_run.metrics, stage / checks.ENCODER, version)
+    hred_export.export_run(encoder_run.folder, encoder_run.metrics, stage / checks.ENCODER, version, figures)
 
 
 def _refuse_orphans(store: Path, files: dict[str, str], rewritten: set[str], vhred: Path) -> None:
@@ -78,6 +78,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--version", type=version, default="2026.11.3", help="of the adem and autojudge heads")
     parser.add_argument("--encoder-version", type=version, default="2026.11.2", help="of hred-encoder")
     parser.add_argument("--log", type=Path, default=None, help="also write the log here (make train: runs/export.log)")
+    parser.add_argument("--figures", type=output_dir, default=None,
+                        help="also write each card's figures here (make train: docs/cards)")
     args = parser.parse_args(argv)
     if not (args.vhred or args.adem or args.autojudge):
         parser.error("name what to export: --vhred, --adem and/or --autojudge")
@@ -93,12 +95,12 @@ def main(argv: list[str]) -> int:
         for head in heads:
             checks.check_head_encoder(head, *served)
     with staged_store(args.store) as stage:
-        _write_encoder(encoder_run, stage, args.store, args.encoder_version)
+        _write_encoder(encoder_run, stage, args.store, args.encoder_version, args.figures)
         files = checks.encoder_files(stage / checks.ENCODER) if (stage / checks.ENCODER).is_dir() else {}
         if encoder_run is not None:
             _refuse_orphans(args.store, files, {h.kind for h in heads}, args.vhred)
         for head in heads:
-            EXPORT_RUN[head.kind](head.folder, stage / head.kind, args.version)
+            EXPORT_RUN[head.kind](head.folder, stage / head.kind, args.version, figures_folder=args.figures)
             record_encoder(stage / head.kind, files)
         publish(stage, args.store, ([checks.ENCODER] if encoder_run else []) + [h.kind for h in heads])
     log.info("wrote %s into %s", ", ".join(([checks.ENCODER] if encoder_run else []) + [h.kind for h in heads]),

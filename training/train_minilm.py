@@ -20,10 +20,11 @@ from scipy import stats
 from service.artifacts.manifest import Manifest, write_manifest
 from training.adem.model import AdemHead
 from training.autojudge.model import AutoJudgeHead
+from training.core.card import write_figures
 from training.core.cli import count, nonnegative_float, output_dir, output_file, positive_int
-from training.core.minilm_cards import ENCODER, HEADS_VERSION, head_card, write_readme
 from training.core.next_turn import NEXT_TURN_MODELS, VectorCache
 from training.core.staging import check_replaceable, staged_folder
+from training.core.turn_cards import CODE, ENCODER, HEADS_VERSION, head_card, head_figures, write_readme
 from training.core.turn_heads import POOLINGS, check_turn_head, export_turn_head
 from training.core.turn_training import Config, fit, predict
 from training.data.negatives import judged_rows
@@ -66,8 +67,9 @@ def manifest_args(name: str, config: dict[str, Any]) -> dict[str, Any]:
 
 
 def export_model(head: torch.nn.Module, config: Config, cache: VectorCache, out: Path, dev: dict[str, float],
-                 seconds: float, search: list[dict] | None = None) -> Manifest:
-    """head.onnx (checked against torch) + manifest + README for one trained head."""
+                 seconds: float, search: list[dict] | None = None, figures: Path | None = None) -> Manifest:
+    """head.onnx (checked against torch) + manifest + README for one trained head; with `figures`, also the
+    figures its card quotes that the manifest does not hold (<figures>/<model>.json)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.glob("*.onnx"):
@@ -80,10 +82,11 @@ def export_model(head: torch.nn.Module, config: Config, cache: VectorCache, out:
     if config.model == "adem-minilm":
         model_config.update(alpha=float(head.alpha.detach()), beta=float(head.beta.detach()))
     options = ruber_minilm.options(config) if config.model == ruber_minilm.NAME else {}
-    manifest = write_manifest(out, name=out.name, version=HEADS_VERSION,
-                              card=head_card(head, config, dev, seconds, search, model_config), options=options,
+    card = head_card(config.model, head_figures(config.model, vars(config), seconds, model_config, search, dev))
+    manifest = write_manifest(out, name=out.name, version=HEADS_VERSION, card=card, options=options,
                               **manifest_args(config.model, model_config))
     write_readme(out, manifest)
+    write_figures(figures, config.model, {"seconds": round(seconds), **CODE})
     return manifest
 
 
@@ -110,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     # Both written after the training: made and checked now (training/core/cli.py).
     parser.add_argument("--out", type=output_dir, default=None, help="store folder to export the model into")
     parser.add_argument("--results", type=output_file, default=None, help="append JSON lines of dev results here")
+    parser.add_argument("--figures", type=output_dir, default=None,
+                        help="with --out: also write the card's figures here (make train: docs/cards)")
     parser.add_argument("--seed", type=count, default=Config.seed)
     parser.add_argument("--note", default="", help="with --results: a note kept with the line (what was varied)")
     parser.add_argument("--no-recover-references", dest="recover_references", action="store_false",
@@ -159,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         line, head, config, dev, seconds = best
         # built beside --out and swapped in whole (training/core/staging.py): stopped, it leaves the old folder
         with staged_folder(args.out, config.model) as stage:
-            export_model(head, config, cache, stage, dev, seconds, search=tried if args.search else None)
+            export_model(head, config, cache, stage, dev, seconds, search=tried if args.search else None,
+                         figures=args.figures)
         print(f"exported {config.encoding}/{config.pooling} to {args.out}", flush=True)
     return 0
 

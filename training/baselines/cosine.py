@@ -5,22 +5,19 @@ import argparse
 from pathlib import Path
 
 from service.artifacts.manifest import Manifest, write_manifest
-from training.core.card import with_measured_fields
-from training.core.minilm_cards import (CITATIONS, ENCODER, ENCODER_LICENCE, ENCODER_LIMITATION, LIMITATIONS, SUMMARIES, VERSION,
-                                  write_readme)
+from training.baselines.card import TEMPLATES
+from training.core.card import render_fields, with_measured_fields
+from training.core.turn_cards import ENCODER, shared_phrases, write_readme
+
+NAME = "minilm-cosine"
+VERSION = "2026.11.0"
 
 
 def write_minilm_cosine(folder: Path) -> Manifest:
     """The untrained baseline needs no artifact: a manifest and a card."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    card = with_measured_fields({"summary": SUMMARIES["minilm-cosine"],
-                                 "inputs": "context (last turn used), reply, reference",
-                                 "training_data": "none (untrained)", "licence": ENCODER_LICENCE,
-                                 "limitations": LIMITATIONS["minilm-cosine"] + ENCODER_LIMITATION,
-                                 "citation": CITATIONS["minilm-cosine"],
-                                 "reproduce": "python -m training minilm-cosine\npython -m training minilm-report\n"
-                                              "python -m training degenerate"}, folder)
+    card = with_measured_fields(render_fields(TEMPLATES.card(NAME), shared_phrases()), folder)
     manifest = write_manifest(folder, name=folder.name, version=VERSION, card=card,
                               kind="referenced", scorer="minilm-cosine", score_range=(-1.0, 1.0), uses=[ENCODER],
                               config={"context_encoding": "last"})

@@ -9,18 +9,19 @@ import argparse
 from pathlib import Path
 
 from service.artifacts.manifest import write_manifest
-from training.baselines.card import BASELINES, VERSION, baseline_card
-from training.core.card import with_measured_fields, write_card
+from training.baselines.card import BASELINES, TEMPLATES, VERSION, baseline_readme
+from training.core.card import render_fields, with_measured_fields, write_card
+
 
 def write_baselines(root: Path) -> None:
     """A manifest and a card for every baseline; the figures measured into their cards are kept."""
     for name, spec in BASELINES.items():
         folder = root / name
         folder.mkdir(parents=True, exist_ok=True)
-        card = with_measured_fields({**spec["card"], "training_data": "none (untrained baseline)"}, folder)
+        card = with_measured_fields(render_fields(TEMPLATES.card(name), {}), folder)
         manifest = write_manifest(folder, name=name, version=VERSION, kind=spec["kind"], scorer=name,
                                   score_range=spec["score_range"], uses=spec["uses"], card=card)
-        write_card(folder, baseline_card(manifest))
+        write_card(folder, baseline_readme(manifest))
 
 
 def main(argv: list[str]) -> int:

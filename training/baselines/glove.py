@@ -12,12 +12,14 @@ from pathlib import Path
 import numpy as np
 
 from service.artifacts.manifest import write_manifest
-from training.baselines.card import CARD, glove_card
-from training.core.card import write_card
+from training.baselines.card import TEMPLATES, glove_readme
+from training.core.card import render_fields, write_card
 from training.core.cli import SetupError, positive_int
 
 log = logging.getLogger(__name__)
 VERSION = "2026.11.0"
+NAME = "glove-50d"
+
 
 def _uses(manifest: Path) -> list[str]:
     """A store folder's `uses`; none for a manifest that cannot be read (the service refuses that folder)."""
@@ -59,8 +61,9 @@ def export_glove(out: Path, words: int = 50_000) -> None:
     (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
     np.save(out / "vectors.npy", np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
     manifest = write_manifest(out, name=out.name, version=VERSION, kind="component", scorer="glove",
-                              config={"words": len(vocab), "dim": int(vectors.shape[1])}, card=CARD)
-    write_card(out, glove_card(manifest))
+                              config={"words": len(vocab), "dim": int(vectors.shape[1])},
+                              card=render_fields(TEMPLATES.card(NAME), {}))
+    write_card(out, glove_readme(manifest))
     log.info("wrote %d words to %s", len(vocab), out)
 
 

@@ -1,56 +1,90 @@
-"""The model-card template: every README.md in model_store/ has SECTIONS as its headings, in order.
+"""Model cards from templates: each model's README.md and its manifest's `card` are rendered from Markdown and
+JSON templates in its package's cards/ folder, their `${placeholders}` filled from the model's figures.
 
-Each family's card.py fills the sections; the manifest's `card` dict (what GET /models serves) keeps
-its own keys. Measuring commands put their sections into Evaluation between markers, replaced in place."""
+Every README has SECTIONS as its headings, in order. Measuring commands put their sections into Evaluation
+between markers, replaced in place; their figures stay in the manifest's card (MEASURED_CARD_FIELDS)."""
 from __future__ import annotations
 
 import json
-from dataclasses import astuple, dataclass
+import re
+import string
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from service.artifacts.manifest import Manifest
-from training.core.docs_section import write_section
+from training.core.docs_section import with_section, write_section
 
 SECTIONS = ("Description", "Intended uses", "Inputs and outputs", "Training data and licence", "Evaluation",
             "Limitations and bias", "Reproduce", "Citation")
 AFTER_EVALUATION = "## Limitations and bias"  # a measured section without its markers yet goes in before it
-# The audit that found the limits the served cards state, by its date: the manifests of the untrained
-# models are rewritten from this code and must keep their text byte for byte.
-AUDIT = "measured on the served model"
 # Card fields that measuring commands (evaluate, degenerate, minilm-report) write into a manifest.
 MEASURED_CARD_FIELDS = ("evaluate", "degenerate", "correlations", "correlations_command")
 # The markers of a card's measured sections: evaluate's are those of its section of docs/evaluation.md.
 EVALUATE_BEGIN, EVALUATE_END = "<!-- evaluate:begin -->", "<!-- evaluate:end -->"
 DEGENERATE_BEGIN, DEGENERATE_END = "<!-- degenerate-card:begin -->", "<!-- degenerate-card:end -->"
+WHOLE = re.compile(r"\$\{([_a-z][_a-z0-9]*)\}")  # a card field that is one placeholder takes the figure as it is
 
 
-@dataclass(frozen=True)
-class ModelCard:
-    """A card's title line and the Markdown body of each of SECTIONS, in their order."""
+class Placeholders(string.Template):
+    """`${name}` placeholders only; a `$` of the text is written `$$`."""
 
-    title: str
-    description: str
-    intended_uses: str
-    inputs_and_outputs: str
-    training_data_and_licence: str
-    evaluation: str
-    limitations_and_bias: str
-    reproduce: str
-    citation: str
-
-    def render(self) -> str:
-        parts = [f"# {self.title}"]
-        for heading, body in zip(SECTIONS, astuple(self)[1:]):
-            parts += ["", f"## {heading}", "", body.strip("\n")]
-        return "\n".join(parts) + "\n"
+    idpattern = r"(?!)"  # no bare $name: every placeholder is braced
+    braceidpattern = r"[_a-z][_a-z0-9]*"
 
 
-def write_card(folder: Path, card: ModelCard) -> Path:
+def render(template: str, figures: Mapping[str, Any]) -> str:
+    """The template with every placeholder replaced by its figure (a KeyError names a figure that is missing)."""
+    return Placeholders(template).substitute({key: str(value) for key, value in figures.items()})
+
+
+def render_fields(template: Mapping[str, Any], figures: Mapping[str, Any]) -> dict[str, Any]:
+    """A manifest card from its JSON template, in the template's order: a field that is one placeholder takes
+    its figure as it is (a number, an object; None leaves the field out), every other string is rendered."""
+    card: dict[str, Any] = {}
+    for key, value in template.items():
+        whole = WHOLE.fullmatch(value) if isinstance(value, str) else None
+        if whole is None:
+            card[key] = render(value, figures) if isinstance(value, str) else value
+        elif figures[whole.group(1)] is not None:
+            card[key] = figures[whole.group(1)]
+    return card
+
+
+class Templates:
+    """The card templates of one package: cards/<name>.md (a README), cards/<name>.json (a manifest's card) and
+    cards/phrases.json (sentences its figures choose between)."""
+
+    def __init__(self, package_file: str | Path) -> None:
+        self.folder = Path(package_file).resolve().parent / "cards"
+
+    def readme(self, name: str) -> str:
+        return (self.folder / f"{name}.md").read_text(encoding="utf-8")
+
+    def card(self, name: str) -> dict[str, Any]:
+        return json.loads((self.folder / f"{name}.json").read_text(encoding="utf-8"))
+
+    def phrases(self) -> dict[str, str]:
+        return json.loads((self.folder / "phrases.json").read_text(encoding="utf-8"))
+
+    def phrase(self, name: str, **figures: Any) -> str:
+        return render(self.phrases()[name], figures)
+
+
+def write_card(folder: Path, text: str) -> Path:
     """The folder's README.md."""
     path = Path(folder) / "README.md"
-    path.write_text(card.render(), encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     return path
+
+
+def write_figures(folder: Path | None, name: str, figures: Mapping[str, Any]) -> None:
+    """`figures` as <folder>/<name>.json (the card's figures, for re-rendering and checking it); nothing without a folder."""
+    if folder is None:
+        return
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    (Path(folder) / f"{name}.json").write_text(json.dumps(figures, indent=1, ensure_ascii=False) + "\n",
+                                               encoding="utf-8")
 
 
 def headings(text: str) -> list[str]:
@@ -63,10 +97,14 @@ def write_measured_section(folder: Path, section: str, begin: str, end: str) -> 
     write_section(Path(folder) / "README.md", section, begin, end, before=AFTER_EVALUATION)
 
 
-def bullets(card: dict[str, Any], keys: tuple[str, ...], labels: dict[str, str] | None = None) -> str:
-    """`- **key**: value` for each of `keys` the card has (key words joined by spaces, or its label)."""
-    labels = labels or {}
-    return "\n".join(f"- **{labels.get(key, key.replace('_', ' '))}**: {card[key]}" for key in keys if key in card)
+def with_measured_sections(text: str, card: Mapping[str, Any]) -> str:
+    """A README with the measured sections of its manifest's card written in, as the measuring commands write them."""
+    if card.get("evaluate"):
+        text = with_section(text, evaluate_section(card["evaluate"]), EVALUATE_BEGIN, EVALUATE_END, AFTER_EVALUATION)
+    if card.get("degenerate"):
+        text = with_section(text, degenerate_section(card["degenerate"]), DEGENERATE_BEGIN, DEGENERATE_END,
+                            AFTER_EVALUATION)
+    return text
 
 
 def code(text: str) -> str:
@@ -87,6 +125,22 @@ def kind_line(manifest: Manifest) -> str:
             f"score range {list(manifest.score_range)}\n- **uses**: {', '.join(manifest.uses) or 'nothing'}")
 
 
+def bullets(card: Mapping[str, Any], keys: tuple[str, ...], labels: dict[str, str] | None = None) -> str:
+    """`- **key**: value` for each of `keys` the card has (key words joined by spaces, or its label)."""
+    labels = labels or {}
+    return "\n".join(f"- **{labels.get(key, key.replace('_', ' '))}**: {card[key]}" for key in keys if key in card)
+
+
+def manifest_figures(manifest: Manifest) -> dict[str, Any]:
+    """What a README rendered from its manifest reads: the card's text fields by name, the model's name, its kind
+    line, and the measured sections the card holds, after a blank line or nothing (`measured`: evaluate's and the
+    degenerate check's; `measured_degenerate_only`: the check's, for a card with a table of its own)."""
+    measured, degenerate = measured_sections(manifest.card), measured_sections(manifest.card, evaluate=False)
+    return {**{key: value for key, value in manifest.card.items() if isinstance(value, str)},
+            "name": manifest.name, "kind_line": kind_line(manifest), "measured": f"\n\n{measured}" if measured else "",
+            "measured_degenerate_only": f"\n\n{degenerate}" if degenerate else ""}
+
+
 def with_measured_fields(card: dict[str, Any], folder: Path) -> dict[str, Any]:
     """`card` with the measured fields of the card already in `folder`, in that card's key order.
 
@@ -99,14 +153,14 @@ def with_measured_fields(card: dict[str, Any], folder: Path) -> dict[str, Any]:
     return {**merged, **{key: value for key, value in card.items() if key not in merged}}
 
 
-def measured_sections(card: dict[str, Any], evaluate: bool = True) -> str:
+def measured_sections(card: Mapping[str, Any], evaluate: bool = True) -> str:
     """The measured sections a manifest's card holds (evaluate's unless `evaluate` is False, the
     degenerate check's), between their markers, for a README rendered from that card."""
     return paragraphs(evaluate_section(card["evaluate"]) if evaluate and card.get("evaluate") else "",
                       degenerate_section(card["degenerate"]) if card.get("degenerate") else "")
 
 
-def evaluate_section(entry: dict) -> str:
+def evaluate_section(entry: Mapping[str, Any]) -> str:
     """`evaluate`'s figures of one model (its card's `evaluate` entry) between markers."""
     lines = [EVALUATE_BEGIN, "", "### Agreement with people on the development sets", "",
              f"Item-level correlation with the averaged human score, `{entry['split']}` split of each set, and "
@@ -122,7 +176,7 @@ def evaluate_section(entry: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def degenerate_section(shares: dict[str, float]) -> str:
+def degenerate_section(shares: Mapping[str, float]) -> str:
     """The degenerate check's shares of one model (the share per kind scored below the human reply) between markers."""
     return "\n".join([DEGENERATE_BEGIN, "",
                       "### Degenerate replies (share scored below the human reply; `python -m training degenerate`)",
@@ -132,25 +186,3 @@ def degenerate_section(shares: dict[str, float]) -> str:
 def cell(value: float | None) -> str:
     """A correlation in a card's table: three decimals, "–" where undefined."""
     return "–" if value is None else f"{value:.3f}"
-
-
-def from_manifest(manifest: Manifest, title: str, intended_uses: str, reproduce: str, evaluation: str = "",
-                  limitations: str = "", inputs: str = "", evaluate_section_too: bool = True) -> ModelCard:
-    """The card of a model whose README is rendered from its manifest's `card` dict (the untrained
-    baselines, the MiniLM models): its fields under the template's headings, the family's own text
-    where the dict has none, and the measured sections the dict holds."""
-    card = manifest.card
-    return ModelCard(
-        title=title,
-        description=card.get("summary", ""),
-        intended_uses=intended_uses,
-        inputs_and_outputs=paragraphs(
-            "\n".join(x for x in (kind_line(manifest), bullets(card, ("inputs", "context_encoding", "details",
-                                                                      "options_note"), {"options_note": "options"}))
-                      if x), inputs),
-        training_data_and_licence=bullets(card, ("training_data", "negatives", "source", "licence", "training_time",
-                                                 "machine")),
-        evaluation=paragraphs(evaluation, measured_sections(card, evaluate=evaluate_section_too)),
-        limitations_and_bias=bullets(card, ("limitations",)) or limitations,
-        reproduce=code(card.get("reproduce") or reproduce),
-        citation=card.get("citation", ""))

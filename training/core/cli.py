@@ -144,6 +144,19 @@ def input_file(text: str) -> Path:
     return path
 
 
+def without_figures(argv: list[str]) -> list[str]:
+    """A command line as a card records it: without --figures (where a copy of the card's figures went)."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--figures":
+            skip = True
+        elif not arg.startswith("--figures="):
+            out.append(arg)
+    return out
+
+
 def check_output_file(parser: argparse.ArgumentParser, option: str, path: Path | None) -> None:
     """output_file's check for a path chosen after parsing (a default that depends on other options):
     a usage error now rather than a failed write after the work."""

@@ -26,7 +26,7 @@ from training.evaluation.evaluate import default_specs, load_store, scorer_of
 from training.evaluation.vectors import SharedVectors
 from training.core import next_turn
 from training.data import negatives as data
-from training.core.minilm_cards import USES, update_card
+from training.core.turn_cards import FROM_MANIFEST, update_card
 from training.data.negatives import dd_plusplus
 from training.data.degenerate import CHECK_GENERIC, CHECK_NEAR_EMPTY, KINDS, degenerate_replies
 
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_cards and full_set:  # a card reports the whole check set only
         for name, row in table.items():
             rounded = {k: round(v, 4) for k, v in row.items()}
-            if name in USES:  # a MiniLM model whose README is written from its card
+            if name in FROM_MANIFEST:  # a README rendered from its manifest: rendered again
                 update_card(args.store / name, degenerate=rounded)
             elif (args.store / name / "manifest.json").is_file():  # README written by its trainer: a section
                 update_manifest_card(args.store / name, degenerate=rounded)

@@ -34,7 +34,7 @@ from training.data.references import Recovery, is_reference_reply, recover
 from training.evaluation.pairwise import MIN_PAIRS
 from training.evaluation.reranking import CONTEXT_PART, context_part_scores, pairwise, pairwise_table, reranking_table
 from training.evaluation.vectors import SharedVectors
-from training.core.minilm_cards import OWN_README_TABLE
+from training.core.turn_cards import FROM_MANIFEST, rewrite_readme
 
 log = logging.getLogger("training.evaluate")
 
@@ -342,7 +342,9 @@ def write_cards(store_root: Path, results: dict[str, dict[str, Result]], models:
         entry = card_entry({set_name: per_model[model] for set_name, per_model in results.items()
                             if model in per_model}, command, split)
         update_manifest_card(folder, evaluate=entry)
-        if model not in OWN_README_TABLE and (folder / "README.md").is_file():
+        if model in FROM_MANIFEST:  # its template shows evaluate's section, or a table of its own instead
+            rewrite_readme(folder)
+        elif (folder / "README.md").is_file():
             write_measured_section(folder, evaluate_section(entry), BEGIN, END)
         written.append(model)
     return written

@@ -15,7 +15,7 @@ from training.core import docs_section
 from training.core.cli import SetupError, check_output_file, input_file
 from training.data.judgements import SETS, load_set
 from training.evaluation.evaluate import correlate, evaluate_model, load_store, recover
-from training.core.minilm_cards import update_card
+from training.core.turn_cards import update_card
 
 PAIRS = {"adem-minilm": "adem", "ruber-minilm": "ruber", "autojudge-minilm": "autojudge"}
 BARS = ("length", "minilm-cosine")

@@ -7,8 +7,8 @@ from typing import Any
 
 from service.scorers.mh import proxies
 from service.artifacts.manifest import Manifest, write_manifest
-from training.core.card import write_card
-from training.mh.card import card_fields, model_card
+from training.core.card import write_card, write_figures
+from training.mh import card as cards
 from training.mh.model import Linear
 
 
@@ -16,8 +16,10 @@ REGRESSION_FILE = "regression.json"
 
 
 def write_artifact(folder: Path, model: Linear, result: dict[str, Any], version: str,
-                   encoder: Manifest) -> Manifest:
+                   encoder: Manifest, figures_folder: Path | None = None) -> Manifest:
+    """regression.json, the manifest and the card of a fit (its card's figures also into `figures_folder`)."""
     folder = Path(folder)
+    figures = cards.figures(result, version)
     folder.mkdir(parents=True, exist_ok=True)
     regression = {"proxies": list(proxies.PROXIES), "mean": model.mean.tolist(), "scale": model.scale.tolist(),
                   "coefficients": model.coefficients.tolist(), "intercept": model.intercept,
@@ -29,7 +31,8 @@ def write_artifact(folder: Path, model: Linear, result: dict[str, Any], version:
         uses=["glove-50d", encoder.name],
         config={"regression": REGRESSION_FILE,
                 "encoder_files": {n: e["sha256"] for n, e in encoder.files.items() if n.endswith(".onnx")}},
-        card=card_fields(result),
+        card=cards.card(figures),
     )
-    write_card(folder, model_card(result, version))
+    write_card(folder, cards.readme(figures))
+    write_figures(figures_folder, folder.name, figures)
     return manifest

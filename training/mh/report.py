@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from training.core.docs_section import write_section
-from training.mh.card import LIMITATIONS, MACHINE, PROXY_RULES, _headline, _proxy_table, _stability_table
+from training.mh import card
 
 
 BEGIN, END = "<!-- mh:begin -->", "<!-- mh:end -->"
@@ -16,6 +16,8 @@ SELFPLAY_BEGIN, SELFPLAY_END = "<!-- mh-selfplay:begin -->", "<!-- mh-selfplay:e
 def write_docs(path: Path, result: dict[str, Any], command: str) -> None:
     """Replace (or append) the mh section of docs/evaluation.md."""
     d = result["data"]
+    figures = card.figures(result, version="")
+    texts = card.card(figures)
     counts = ", ".join(f"{n}: {d['ratings_per_bot'][n]}" for n in d["bots"])
     body = "\n".join([
         BEGIN,
@@ -26,21 +28,21 @@ def write_docs(path: Path, result: dict[str, Any], command: str) -> None:
         "conversations are scored by the regression fitted on the other bots; the bot-level correlation is "
         "between each bot's mean out-of-fold M_H and its mean human rating.",
         "",
-        *_headline(result),
+        card.measured(figures),
         "",
         "Each proxy alone (the bot-level columns correlate the bot's mean proxy with its mean rating):",
         "",
-        *_proxy_table(result),
+        figures["proxy_table"],
         "",
         "Coefficients and their stability across folds:",
         "",
-        *_stability_table(result),
+        figures["stability_table"],
         "",
-        f"Proxy rules: {PROXY_RULES}",
+        f"Proxy rules: {texts['proxy_rules']}",
         "",
-        f"Limitations: {LIMITATIONS}",
+        f"Limitations: {card.TEMPLATES.phrase('gaming')}",
         "",
-        f"Command: `{command}` ({result['seconds']:.0f} s on a {MACHINE}).",
+        f"Command: `{command}` ({result['seconds']:.0f} s on a {card.TEMPLATES.phrase('machine')}).",
         "",
         "Self-play (the paper's bot-level estimate): `python -m training selfplay --bot vhred|scripted:NAME|URL "
         "--conversations 100 --turns 10 [--docs docs/evaluation.md]` holds the conversations, scores each with `mh` "

@@ -22,7 +22,7 @@ from service.store.model_store import ModelStore
 from training.core.cli import SetupError, count, output_file, positive_float, positive_int
 from training.data import corpora
 from training.mh.bots import Bot, BotError, make_bot
-from training.mh.card import MACHINE
+from training.mh.card import TEMPLATES as CARDS
 from training.mh.report import SELFPLAY_BEGIN, write_selfplay_docs
 
 
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         command = "python -m training selfplay " + " ".join(sys.argv[1:] if argv is None else argv)
         write_selfplay_docs(args.docs, {s["bot"]: (
             f"| {s['bot']} | {s['mean']:.3f} | {s['ci95'][0]:.3f}..{s['ci95'][1]:.3f} | {s['conversations']} x "
-            f"{s['turns']} | {s['failed']} | `{command}` ({s['seconds']:.0f} s, {MACHINE}) |")})
+            f"{s['turns']} | {s['failed']} | `{command}` ({s['seconds']:.0f} s, {CARDS.phrase('machine')}) |")})
     print(f"{s['bot']}: M_H self-play (-B/B) = {s['mean']:.3f} (95% bootstrap CI {s['ci95'][0]:.3f}.."
           f"{s['ci95'][1]:.3f}) over {s['conversations']} conversations of {s['turns']} turns; "
           f"{s['failed']} failed; {s['seconds']:.0f} s")

@@ -14,7 +14,7 @@ import numpy as np
 from service import stats
 from service.scorers.mh import proxies
 from service.artifacts.manifest import read_manifest
-from training.core.cli import nonnegative_float, output_dir, output_file, positive_int
+from training.core.cli import nonnegative_float, output_dir, output_file, positive_int, without_figures
 from training.data.corpora import DEFAULT_DATA_DIR
 from training.mh import data, evaluate, export, features, model
 from training.mh.report import write_docs
@@ -214,7 +214,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # Proxies read from the cache cost nothing now but did when computed: count them at that cost.
     result["seconds"] = time.time() - started + float(sum(CACHED_SECONDS))
     if not args.no_write:
-        export.write_artifact(args.out, fits.final, result, VERSION, read_manifest(args.store / features.ENCODER))
+        export.write_artifact(args.out, fits.final, result, VERSION, read_manifest(args.store / features.ENCODER),
+                              args.figures)
         write_docs(args.docs, result, " ".join(args.command_line))
         print(f"wrote {args.out} and the mh section of {args.docs}", flush=True)
     if args.results:
@@ -240,8 +241,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="folder for cached proxy matrices")
     parser.add_argument("--results", type=output_file, help="also write every figure to this JSON file")
     parser.add_argument("--no-write", action="store_true", help="measure only; write no artifact or docs")
+    parser.add_argument("--figures", type=output_dir, default=None,
+                        help="also write the card's figures here (make train: docs/cards)")
     args = parser.parse_args(argv)
-    args.command_line = ["python -m training train-mh", *(argv or [])]
+    args.command_line = ["python -m training train-mh", *without_figures(argv or [])]
     result = run(args)
     lbo = result["leave_bot_out"]
     print(json.dumps({"bot_level_mh": lbo["bot"], "bot_level_length": result["baseline_reply_length"]["bot"],

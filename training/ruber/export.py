@@ -19,7 +19,7 @@ from service.scorers.ruber.glove import WEIGHTS_FILE, WORD_WEIGHTS
 from training.core.onnx_export import check_parity, export_onnx, ragged_examples
 from training.data.judgements import DEFAULT_DATA_DIR
 from training.ruber import calibrate
-from training.ruber.card import card_fields, write_card
+from training.ruber import card as cards
 from training.ruber.model import GloveBiGRUEncoder, RuberConfig, RuberHead, UnreferencedScorer
 from training.ruber.word_weights import frequency_weights
 
@@ -149,10 +149,10 @@ def calibrate_and_describe(out: Path, store: Path, glove: GloveTable, config: Ru
                "blend": blends, "calibration": {"source": "DailyDialog++ dev.json", "items": len(calibration)}}
     summary.pop("correlations", None)
     (out / "training.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    write_ruber_manifest(out, config, normalisation, blends["chosen"], card_fields(summary, {}), blends["word_weights"])
+    write_ruber_manifest(out, config, normalisation, blends["chosen"], cards.card(summary, {}), blends["word_weights"])
     summary["correlations"] = calibrate.dev_correlations(out, glove, store, card_sets, data_dir)
     (out / "training.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    write_ruber_manifest(out, config, normalisation, blends["chosen"], card_fields(summary, summary["correlations"]),
+    write_ruber_manifest(out, config, normalisation, blends["chosen"], cards.card(summary, summary["correlations"]),
                          blends["word_weights"])
-    write_card(out, summary)
+    cards.write_card(out, summary)
     return summary

@@ -18,7 +18,8 @@ from pathlib import Path
 import torch
 
 from training.core.cli import (SetupError, at_least_two, count, nonnegative_float, output_dir, output_file,
-                               positive_int, threads)
+                               positive_int, threads, without_figures)
+from training.core.card import write_figures
 from training.core.progress import Progress, setup_logging
 from training.core.staging import staged_folder
 from training.data.corpora import SOURCES, fingerprint, load_dialogues
@@ -244,12 +245,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", type=output_file, default=None,
                         help="log file (default: train.log in --out, and a failed run's copy in the temporary folder; "
                              "make train: runs/ruber-train.log)")
+    parser.add_argument("--figures", type=output_dir, default=None,
+                        help="also write the card's figures that the store lacks here (make train: docs/cards)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     config = RuberConfig(hidden=args.hidden, mlp_hidden=args.mlp_hidden)
     train_config = TrainConfig(batch_size=args.batch_size, max_steps=args.max_steps, max_minutes=args.minutes or None,
                                eval_every=args.eval_every, seed=args.seed)
-    command = "python -m training train ruber " + " ".join(argv if argv is not None else [])
+    command = "python -m training train ruber " + " ".join(without_figures(argv if argv is not None else []))
     # Built beside --out and swapped in at the end (training/core/staging.py): a run that fails or is
     # stopped leaves the store folder as it was.
     if args.log and args.out.resolve() in args.log.resolve().parents:
@@ -266,5 +269,6 @@ def main(argv: list[str] | None = None) -> int:
             if args.log is None:  # the build, log and all, is about to be removed
                 keep_failed_log(log_path, exc)
             raise
+    write_figures(args.figures, "ruber", {"torch": torch.__version__})
     log.info("ruber: published %s", args.out)
     return 0

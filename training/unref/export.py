@@ -18,7 +18,8 @@ from service.artifacts.runtime import Runtime, RuntimeSettings
 from training.core.cli import SetupError
 from training.encoders.minilm.embed import encoder_identity
 from training.core.turn_heads import check_turn_head, export_turn_head
-from training.unref.card import write_readme
+from training.core.card import write_card
+from training.unref.card import readme
 from training.unref.fit import Combination
 from training.unref.recipes import Recipe
 
@@ -59,7 +60,7 @@ def write_model(stage: Path, recipe: Recipe, config: dict, card: dict) -> Manife
     manifest = write_manifest(stage, name=stage.name, version=VERSION, kind="unreferenced", scorer=SCORER,
                               score_range=SCORE_RANGE, uses=list(recipe.uses), config=config, card=card,
                               options={})
-    write_readme(stage, manifest)
+    write_card(stage, readme(manifest))
     return manifest
 
 

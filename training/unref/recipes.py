@@ -57,7 +57,6 @@ class Recipe:
     uses: tuple[str, ...]
     signals: tuple[dict, ...]
     heads: dict[str, HeadSource]
-    summary: str
 
 
 RECIPES = {
@@ -65,18 +64,15 @@ RECIPES = {
         "unref-minilm", (MINILM,),
         (autojudge(MINILM), ruber_logit(MINILM), cos_mean(MINILM, 2), copy_excess(MINILM), *TEXT),
         {AUTOJUDGE_HEAD: HeadSource("autojudge-minilm", MINILM, served=True),
-         RUBER_HEAD: HeadSource("ruber-minilm", MINILM, served=True)},
-        "on the one MiniLM pass the -minilm models share"),
+         RUBER_HEAD: HeadSource("ruber-minilm", MINILM, served=True)}),
     "unref-mpnet": Recipe(
         "unref-mpnet", (MPNET,),
         (autojudge(MPNET), ruber_logit(MPNET), cos_mean(MPNET, 1), cos_mean(MPNET, 2), copy_excess(MPNET), *TEXT),
         {AUTOJUDGE_HEAD: HeadSource("autojudge-minilm", MPNET, served=False),
-         RUBER_HEAD: HeadSource("ruber-minilm", MPNET, served=False)},
-        "on all-mpnet-base-v2 alone (mpnet-base, built by make encoder-mpnet)"),
+         RUBER_HEAD: HeadSource("ruber-minilm", MPNET, served=False)}),
     "unref-mpnet-minilm": Recipe(
         "unref-mpnet-minilm", (MPNET, MINILM),
         (autojudge(MPNET), ruber_logit(MINILM), cos_mean(MPNET, 2), copy_excess(MPNET), *TEXT),
         {AUTOJUDGE_HEAD: HeadSource("autojudge-minilm", MPNET, served=False),
-         RUBER_HEAD: HeadSource("ruber-minilm", MINILM, served=True)},
-        "on all-mpnet-base-v2 (mpnet-base, built by make encoder-mpnet) and ruber-minilm's s_U on the MiniLM pass"),
+         RUBER_HEAD: HeadSource("ruber-minilm", MINILM, served=True)}),
 }

@@ -20,7 +20,8 @@ import numpy as np
 import torch
 
 from service.scorers.base import Item
-from training.core.cli import count, positive_int
+from training.core.card import write_figures
+from training.core.cli import count, output_dir, positive_int, without_figures
 from training.core.progress import cpu_description
 from training.core.staging import check_replaceable, staged_folder
 from training.evaluation.pairwise import context_groups
@@ -29,6 +30,7 @@ from training.encoders.minilm.embed import DEFAULT_CACHE, EmbeddingCache
 from training.core.turn_training import Config
 from training.train_minilm import train
 from training.unref import fit as stacker
+from training.unref.card import card, card_figures
 from training.unref.export import SCORER, check_served, served_config, write_heads, write_model
 from training.unref.heads import GROUPS, OnnxHead, out_of_fold, outputs, recipe_config
 from training.unref.recipes import MINILM, RECIPES, HeadSource, Recipe
@@ -128,64 +130,6 @@ def search(X, rows: Rows, names: list[str], good, bad, one_setting: bool, log=pr
     return trials
 
 
-def heads_note(recipe: Recipe, served_next_turn: bool) -> str:
-    """Where each head graph of the folder comes from, and which of them the fit read out of fold."""
-    notes = []
-    for file, source in recipe.heads.items():
-        if source.served:
-            note = f"a copy of {source.model}'s head.onnx (the served head)"
-            if source.rated:
-                note += (f"; the fit read out-of-fold scores of {source.model}'s own recipe (its card's config) with "
-                         "each group's sets left out" + ("" if served_next_turn else
-                                                          ", M pre-trained on RUBER's ~10k negative-sampling pairs, "
-                                                          "not 168k next turns"))
-            else:
-                note += ", in the fit as served (RUBER's s_U reads no rating: no folds)"
-        else:
-            note = (f"{source.model}'s form trained here on {source.encoder} vectors with that model's recipe, but "
-                    "next-turn pre-training of M on RUBER's ~10k negative-sampling pairs, not 168k next turns"
-                    + (" (out of fold in the fit)" if source.rated else ""))
-        notes.append(f"`{file}`: {note}")
-    return "; ".join(notes)
-
-
-def card(recipe: Recipe, best: stacker.Trial, trials: list[stacker.Trial], seconds: float, argv: list[str]) -> dict:
-    from training.unref.card import licence
-
-    heads = heads_note(recipe, served_next_turn="--served-next-turn" in argv)
-    return {
-        "summary": f"A learned combination of reference-free signals {recipe.summary}: the AutoJudge-form head, "
-                   "RUBER's unreferenced metric s_U, cosines of the reply with the last turns, a copy penalty and "
-                   "two word counts, standardised and weighted (the table below). Weights fitted on human ratings "
-                   "of the judged train partitions with a margin term on negative samples; the fit's settings "
-                   "chosen by leave-one-set-out, no development item read.",
-        "uses": "Re-ranking a live bot's candidate replies (`/rerank`: one context, several replies, no "
-                "reference), and scoring replies where no reference exists, on the 1-5 rating scale. "
-                + ("The same encoder pass as autojudge-minilm: no more encoder time than it." if recipe.uses == (MINILM,)
-                   else "Needs mpnet-base (`make encoder-mpnet`): 4-9x MiniLM's encoder time on a CPU (its cost on a "
-                        "GPU is not measured yet)."),
-        "inputs": "context (the last 5 turns read) and reply; no reference",
-        "options_note": "signals: true adds every signal's raw value to `details`",
-        "training_data": "the train partitions of the 9 judged training sets (training.data.judgements.TRAINING_SETS), "
-                         "squared error to the 1-5 human score, plus the margin term on train.py's negative samples "
-                         "(3,000 DailyDialog++ train contexts: the human reply above random, adversarial and "
-                         "degenerate replies from the training phrase lists)",
-        "heads": heads,
-        "licence": licence(recipe.uses),
-        "training_time": f"{seconds:.0f} s (heads, out-of-fold heads and the {len(trials)}-setting search) on cached vectors",
-        "machine": f"{cpu_description()}, no GPU, one thread, shared with other jobs",
-        "fit": {"chosen": best.as_dict(), "settings_tried": len(trials),
-                "search": [t.as_dict() for t in trials[:SEARCH_SHOWN]]},
-        "limitations": "reference-free: where a reference exists a referenced model reads more. Fitted on the ratings "
-                       "of nine sets (DailyDialog, Reddit, persona and human-bot chats); Topical-Chat and ConvAI2 "
-                       "turns, never trained on, stay near 0 for every model. English only.",
-        "reproduce": "python -m training train-unref " + " ".join(argv) + "\npython -m training evaluate\n"
-                     "python -m training degenerate",
-        "citation": "Signals from Deriu & Cieliebak 2019 (AutoJudge) and Tao et al. 2018 (RUBER); stacking as in "
-                    "Wolpert 1992. Encoders: Reimers & Gurevych 2019 (Sentence-BERT).",
-    }
-
-
 def parse_caches(values: list[str]) -> dict[str, Path]:
     out = {}
     for value in values:
@@ -219,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--served-next-turn", action="store_true",
                         help="out-of-fold heads of a served model pre-train M on its own 168k next turns (177k texts "
                              "to encode) rather than on RUBER's ~10k negative-sampling pairs")
+    parser.add_argument("--figures", type=output_dir, default=None,
+                        help="also write each card's figures here (make train: docs/cards)")
     parser.add_argument("--seed", type=count, default=0)
     args = parser.parse_args(argv)
     try:
@@ -255,8 +201,12 @@ def main(argv: list[str] | None = None) -> int:
         trained = {file: heads.whole_fit(s) for file, s in recipe.heads.items() if not s.served}
         with staged_folder(args.store / recipe.name, SCORER) as stage:
             provenance = write_heads(recipe, trained, args.store, stage)
+            fit = {"chosen": best.as_dict(), "settings_tried": len(trials),
+                   "search": [t.as_dict() for t in trials[:SEARCH_SHOWN]]}
+            run = {"seconds": round(time.time() - started), "machine": cpu_description(), "argv": without_figures(argv)}
             write_model(stage, recipe, served_config(recipe, model, provenance, args.store),
-                        card(recipe, best, trials, time.time() - started, argv))
+                        card(card_figures(recipe, fit, **run)))
+            write_figures(args.figures, recipe.name, run)
             worst = check_served(stage, args.store, [Item(c, r) for c, r in zip(contexts, replies)], model(whole))
         print(f"exported {args.store / recipe.name} (served scores within {worst:.1e} of the fit's)", flush=True)
     return 0

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from service.artifacts.manifest import read_manifest
 from tests.conftest import MODEL_STORE, copy_store
-from training.baselines.card import BASELINES, glove_card
+from training.baselines.card import BASELINES, glove_readme
 from training.baselines.export import write_baselines
 from training.core.card import SECTIONS, headings
 
@@ -17,6 +17,6 @@ def test_the_baselines_command_writes_template_cards(tmp_path) -> None:
 
 
 def test_the_glove_card_is_rendered_from_its_manifest_as_committed() -> None:
-    card = glove_card(read_manifest(MODEL_STORE / "glove-50d")).render()
+    card = glove_readme(read_manifest(MODEL_STORE / "glove-50d"))
     assert headings(card) == list(SECTIONS)
     assert card == (MODEL_STORE / "glove-50d" / "README.md").read_text(encoding="utf-8")

@@ -166,11 +166,11 @@ def test_ridge_shrinks_the_coefficients_but_never_the_intercept() -> None:
 def test_the_card_of_a_run_follows_the_template(tmp_path: Path) -> None:
     from training.core.card import SECTIONS, headings
     from training.mh import train
-    from training.mh.card import model_card
+    from training.mh.card import figures, readme
 
     _data_slice(tmp_path)
     args = argparse.Namespace(data_dir=tmp_path, store=MODEL_STORE, cache=tmp_path / "cache", min_pairs=1,
                                     ridge=0.0, no_write=True, results=None, command_line=["train-mh"])
-    text = model_card(train.run(args), train.VERSION).render()
+    text = readme(figures(train.run(args), train.VERSION))
     assert text.startswith("# mh ") and headings(text) == list(SECTIONS)
     assert (MODEL_STORE / "mh" / "README.md").read_text(encoding="utf-8").startswith(f"# mh {train.VERSION}: ")

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from service.artifacts.manifest import write_manifest
-from training.core.card import write_card
+from training.core.card import write_card, write_figures
 from training.core.onnx_export import check_parity, export_onnx, fresh_folder, ragged_examples
 from training.encoders.hred import card as cards
 from training.encoders.hred import tokenizer as bpe
@@ -66,10 +66,14 @@ def export_hred(checkpoint: Path, tokenizer_path: Path, folder: Path, version: s
     return parity
 
 
-def export_run(run: Path, metrics: dict[str, Any], folder: Path, version: str) -> dict[str, float]:
-    """The component folder from a finished pre-training run (model.pt, tokenizer.json; `metrics` its metrics.json)."""
+def export_run(run: Path, metrics: dict[str, Any], folder: Path, version: str,
+               figures_folder: Path | None = None) -> dict[str, float]:
+    """The component folder from a finished pre-training run (model.pt, tokenizer.json; `metrics` its
+    metrics.json), its card's figures also into `figures_folder` where given."""
     parity = export_hred(Path(run) / "model.pt", Path(run) / "tokenizer.json", folder, version,
-                         card=cards.hred_card(metrics))
+                         card=cards.card(cards.card_figures(metrics)))
     config = json.loads((Path(folder) / "manifest.json").read_text())["config"]["vhred"]
-    write_card(folder, cards.hred_readme(folder, metrics, config))
+    figures = cards.figures(folder, metrics, config)
+    write_card(folder, cards.readme(figures))
+    write_figures(figures_folder, NAME, figures)
     return parity

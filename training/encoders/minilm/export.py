@@ -18,8 +18,7 @@ import torch
 from torch import nn
 
 from service.artifacts.manifest import write_manifest
-from training.core.card import write_card
-from training.core.minilm_cards import ENCODER_CARD, ENCODER_README
+from training.core.card import Templates, render, render_fields, write_card
 
 MAX_LENGTH = 256  # the model's max_seq_length (sentence_bert_config.json)
 DIMENSION = 384
@@ -28,6 +27,8 @@ INT8_FILE = "encoder-int8.onnx"
 W8A8_FILE = "encoder-w8a8.onnx"
 STORE_FOLDER = Path("model_store/minilm-l6")
 VERSION = "2026.11.3"  # .2: the w8a8 file in the manifest; .3: int8-float served on the CPU
+NAME = "minilm-l6"
+TEMPLATES = Templates(__file__)
 CALIBRATION_TURNS = 500  # DailyDialog training turns whose activation peaks set w8a8's smoothing (250 to 2,000: same parity)
 
 
@@ -179,10 +180,10 @@ def write_component_manifest(folder: Path) -> None:
         config={"max_length": MAX_LENGTH, "dimension": DIMENSION, "pooling": "mean", "normalise": True,
                 "files": {"w8a8": W8A8_FILE, "int8": INT8_FILE, "int8-float": INT8_FILE, "fp32": FP32_FILE},
                 "cpu_precision": "int8-float"},
-        card=ENCODER_CARD,
+        card=render_fields(TEMPLATES.card(NAME), {}),
         optional=(FP32_FILE, W8A8_FILE),
     )
-    write_card(folder, ENCODER_README)
+    write_card(folder, render(TEMPLATES.readme(NAME), {}))
 
 
 def main(argv: list[str] | None = None) -> int:

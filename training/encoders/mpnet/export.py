@@ -22,10 +22,9 @@ import numpy as np
 from service.components.sentence_encoder import SentenceEncoder
 from service.artifacts.manifest import read_manifest, write_manifest
 from service.artifacts.runtime import Runtime, RuntimeSettings
-from training.core.card import write_card
+from training.core.card import Templates, render, render_fields, write_card
 from training.core.cli import SetupError
 from training.encoders.mpnet.assemble import assemble
-from training.encoders.mpnet.card import CARD, README
 
 STORE_FOLDER = Path("model_store/mpnet-base")
 WHEELS = Path("build/mpnet-wheels")
@@ -34,6 +33,8 @@ MAX_LENGTH = 384  # sentence_bert_config.json max_seq_length
 FP32_FILE = "encoder-fp32.onnx"
 INT8_FILE = "encoder-int8.onnx"
 BUILD_COMMAND = "make encoder-mpnet"
+NAME = "mpnet-base"
+TEMPLATES = Templates(__file__)
 # Parity floors against sentence-transformers (cosine per text): fp32 measured 0.99999988 at worst,
 # weight-only int8 0.9947 on 200 DailyDialog turns (MatMulNBits on an AVX2 CPU). On LONG_REPETITION the int8
 # graph gives .816 (fp32 1.0): int8 is checked on the other texts, and its card says so.
@@ -80,12 +81,13 @@ def write_component_manifest(folder: Path, dimension: int = 768) -> None:
     old = folder / "manifest.json"
     recorded = json.loads(old.read_text(encoding="utf-8")).get("files", {}) if old.is_file() else {}
     optional = tuple(f for f in (FP32_FILE, INT8_FILE) if (folder / f).is_file() or f in recorded)
+    card = render_fields(TEMPLATES.card(NAME), {})
     write_manifest(folder, name=folder.name, version=VERSION, kind="component", scorer="sentence-encoder",
                    tokenizer="tokenizer.json",
                    config={"max_length": MAX_LENGTH, "dimension": dimension, "pooling": "mean", "normalise": True,
                            "files": {"fp32": FP32_FILE, "int8": INT8_FILE}, "cpu_precision": "fp32"},
-                   card=CARD, optional=optional, build={"command": BUILD_COMMAND, "files": list(optional)})
-    write_card(folder, README)
+                   card=card, optional=optional, build={"command": BUILD_COMMAND, "files": list(optional)})
+    write_card(folder, render(TEMPLATES.readme(NAME), card))
 
 
 def check_parity(model: Path, folder: Path, filename: str, texts: tuple[str, ...] = PARITY_TEXTS) -> dict[str, float]:

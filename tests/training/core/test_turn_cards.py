@@ -4,7 +4,7 @@ from __future__ import annotations
 from service.artifacts.manifest import read_manifest
 from tests.conftest import copy_store
 from training.evaluation.evaluate import BEGIN, END
-from training.core.minilm_cards import update_card
+from training.core.turn_cards import update_card
 
 
 def test_a_card_change_keeps_the_section_evaluate_wrote(tmp_path) -> None:
@@ -42,8 +42,15 @@ def test_rewriting_an_untrained_models_folder_keeps_its_measured_figures(tmp_pat
     assert "degenerate" in read_manifest(store / "length").card  # since the check writes every card
 
 
+def data_licences(model: str, reddit: bool, next_turn: bool) -> str:
+    """The licence line of a trained head's card (a run with or without --reddit and next-turn pre-training)."""
+    from training.core.turn_cards import head_card, head_figures
+
+    config = {"encoding": "last", "pooling": "last", "reddit_positives": reddit, "next_turn_epochs": 5 * next_turn}
+    return head_card(model, head_figures(model, config, 1.0, {}, None, None))["licence"]
+
+
 def test_each_card_names_the_licences_of_the_data_its_model_read():
-    from training.core.minilm_cards import data_licences
 
     adem = data_licences("adem-minilm", reddit=False, next_turn=True)
     assert "dstc7: O-UDA" in adem and "GPL" not in adem  # its ratings fit reads dstc7 and Gupta's set only
@@ -59,11 +66,14 @@ def test_every_minilm_card_is_rendered_from_its_manifest_as_committed(tmp_path) 
     export-minilm writes beside the graphs."""
     from tests.conftest import MODEL_STORE
     from training.core.card import SECTIONS, headings
-    from training.core.minilm_cards import ENCODER_README, write_readme
+    from training.core.card import render
+    from training.core.turn_cards import write_readme
+    from training.encoders.minilm.export import NAME, TEMPLATES
 
     for name in ("adem-minilm", "ruber-minilm", "autojudge-minilm", "minilm-cosine"):
         write_readme(tmp_path, read_manifest(MODEL_STORE / name))
         text = (tmp_path / "README.md").read_text(encoding="utf-8")
         assert text.startswith(f"# {name}\n") and headings(text) == list(SECTIONS)
         assert text == (MODEL_STORE / name / "README.md").read_text(encoding="utf-8"), name
-    assert ENCODER_README.render() == (MODEL_STORE / "minilm-l6" / "README.md").read_text(encoding="utf-8")
+    encoder_readme = render(TEMPLATES.readme(NAME), {})
+    assert encoder_readme == (MODEL_STORE / "minilm-l6" / "README.md").read_text(encoding="utf-8")
