@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,22 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("service", "training")
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+DOCSTRING_WORDS = 120
+# A measured figure: a correlation (a decimal beside Pearson, Spearman, r, rho, cosine, dev, agreement), a
+# timing (12 ms, 3.2 s, 5 min), a throughput (433 texts/s) or a speed-up (2x faster). Docs and cards hold them.
+NUMBER = r"(?<![\w.])[-−]?\d*\.\d+(?![\w.])"
+CORRELATION = r"(?i:pearson|spearman|correlat\w*|ρ|rho|cosine|agreement|pairwise|\bdev\b)"
+MEASURED = re.compile("|".join([
+    rf"{CORRELATION}[^\n]{{0,60}}?{NUMBER}",
+    rf"{NUMBER}[^\n]{{0,40}}?{CORRELATION}",
+    rf"(?<![\w^])(?:r|ρ|rho)\s?(?:=|≈|~)?\s?{NUMBER}",
+    r"(?<![\w.])\d+(?:[.,]\d+)?(?:-\d+(?:\.\d+)?)?\s?(?:ms|s|seconds|min|minutes|hours?)\b(?![/-])",
+    r"(?<![\w.])\d[\d,.]*\s?(?i:texts|items|requests|tokens|pairs|it)/s\b",
+    r"(?<![\w.])\d+(?:\.\d+)?\s?[x×%]\s(?i:faster|slower|quicker)",
+    r"(?i:\b(?:faster|slower)\b)[^\n]{0,30}?(?<![\w.])\d+(?:\.\d+)?\s?[x×](?!\w)",
+]))
+# service/'s docstrings and comments are not cut yet: asserted for training/ only until they are.
+NOT_YET = pytest.mark.xfail(strict=False, reason="service/ is not cut to these rules yet")
 
 
 def python_files(*roots: str) -> list[Path]:
@@ -177,3 +195,44 @@ def test_training_has_at_most_ten_function_local_project_imports() -> None:
 def test_at_most_ten_code_lines_carry_a_date() -> None:
     hits = code_lines_with_a_date()
     assert len(hits) <= 10, hits
+
+
+def docstrings(path: Path) -> list[tuple[int, str]]:
+    """(line, docstring) of the module and of every class and function in it."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)))]
+    return [(getattr(n, "lineno", 1), ast.get_docstring(n, clean=False)) for n in nodes if ast.get_docstring(n)]
+
+
+def prose(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every comment and string constant (docstrings included) of a module."""
+    source = path.read_text(encoding="utf-8")
+    comments = [(t.start[0], t.string) for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                if t.type == tokenize.COMMENT]
+    return comments + [(n.lineno, n.value) for n in ast.walk(ast.parse(source))
+                       if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+@pytest.mark.parametrize("package", ["training", pytest.param("service", marks=NOT_YET)])
+def test_no_docstring_over_120_words(package: str) -> None:
+    """A docstring states what holds in a few lines; the story of how it was found goes to docs/notes/."""
+    long = [f"{p.relative_to(REPO)}:{line} ({len(doc.split())} words)" for p in python_files(package)
+            for line, doc in docstrings(p) if len(doc.split()) > DOCSTRING_WORDS]
+    assert long == []
+
+
+def test_the_figure_pattern_tells_measurements_from_code() -> None:
+    measured = ["12 ms", "took 3.2 s", "433 texts/s", "2x faster", "40% faster", "Pearson r .374", "0.374 Spearman",
+                "r = 0.55", "dev r .26-.28", "faster (1.9x)"]
+    not_measured = ["texts/s", "%.3f s", "2026.11.2", "section 5.1", "gamma 40", "1-5 scale", "cos >= 0.75",
+                    "lr 1e-3", "in %.1f min", "f'{seconds:.0f} s'"]
+    assert [text for text in measured if not MEASURED.search(text)] == []
+    assert [text for text in not_measured if MEASURED.search(text)] == []
+
+
+@pytest.mark.parametrize("package", ["training", pytest.param("service", marks=NOT_YET)])
+def test_no_measured_figure_in_code(package: str) -> None:
+    """Measured correlations and timings live in docs/ and the model cards, never in a .py file's prose."""
+    found = [f"{p.relative_to(REPO)}:{line}: {m.group(0)!r}" for p in python_files(package)
+             for line, text in prose(p) for m in MEASURED.finditer(text)]
+    assert found == []

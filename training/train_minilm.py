@@ -40,7 +40,7 @@ CHOICES = (("last", "last"), ("joined2", "last"), ("joined3", "last"), ("turns",
 ENCODINGS = tuple(dict.fromkeys(encoding for encoding, _ in CHOICES))  # the ones the embedding cache holds
 
 
-def train(config: Config, cache: VectorCache, log=print) -> torch.nn.Module:
+def train(config: Config, cache: VectorCache, log: Callable[[str], Any] = print) -> torch.nn.Module:
     """`config.model`'s head, made after seeding torch with `config.seed`, trained on the cache's vectors."""
     torch.manual_seed(config.seed)
     head = HEADS[config.model](config.pooling, dim=cache.dim)

@@ -1,9 +1,8 @@
 """ADEM's head (Lowe et al. 2017): the context term c^T M r_hat plus the reference term r^T N r_hat, onto the scale.
 
-One class for both encoders it is trained on; what differs is what the encoder gives the head:
-- one vector per text (hred-encoder): PCA inside, score = (c^T M r_hat + r^T N r_hat - alpha) / beta with
-  alpha and beta fixed at calibration (paper eq. 1); C-ADEM keeps only the context term, R-ADEM only the
-  reference term (paper Table 3);
+One class for both encoders; what differs is what the encoder gives the head:
+- one vector per text (hred-encoder): PCA inside, score = (c^T M r_hat + r^T N r_hat - alpha) / beta, alpha
+  and beta fixed at calibration (paper eq. 1); C-ADEM and R-ADEM keep one term each (paper Table 3);
 - turn vectors (a sentence encoder, `AdemHead.on_turns`): c pooled from the turns, no PCA,
   score = alpha + beta (c^T M r_hat + r^T N r_hat - copy penalty), alpha and beta trained with M and N."""
 from __future__ import annotations
@@ -79,7 +78,7 @@ class AdemHead(StartsFromNextTurn, nn.Module):
         """On vectors: (raw - alpha) / beta, raw onto the rating scale."""
         return (raw - self.alpha) / self.beta
 
-    def forward(self, *inputs: torch.Tensor):
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor | dict[str, torch.Tensor]:
         if self.on_vectors:
             return self.scale(self.raw(*inputs))
         context, context_mask, response, reference = inputs

@@ -41,7 +41,7 @@ class AutoJudgeHead(StartsFromNextTurn, nn.Module):
         """On vectors: c^T M r, before alpha and beta."""
         return ((c @ self.M) * r).sum(-1)
 
-    def forward(self, *inputs: torch.Tensor):
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor | dict[str, torch.Tensor]:
         if self.on_vectors:
             return (self.raw(*inputs) - self.alpha) / self.beta
         context, context_mask, response = inputs

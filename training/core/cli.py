@@ -117,7 +117,7 @@ def _writable_folder(folder: Path) -> None:
 
 def output_file(text: str) -> Path:
     """A file the command will write when its work is done: its folder is made and checked now,
-    so that a typo fails in a second, not after the 90 minutes of work before the write."""
+    so that a typo fails in a second, not after the hours of work before the write."""
     path = Path(text)
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{path} is a folder; name a file")

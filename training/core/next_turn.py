@@ -4,9 +4,10 @@ pulled towards it."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -84,7 +85,8 @@ def _pairs(source: str):
 _TRAINED: dict[tuple[str, NextTurnConfig, int], torch.Tensor] = {}
 
 
-def pretrain_bilinear(cache: VectorCache, config: NextTurnConfig, seed: int = 0, log=print) -> torch.Tensor:
+def pretrain_bilinear(cache: VectorCache, config: NextTurnConfig, seed: int = 0,
+                      log: Callable[[str], Any] = print) -> torch.Tensor:
     """M (dim x dim, the cache's vectors' width), started at the identity, trained to pick each context's own
     next turn."""
     key = (str(cache.folder), config, seed)

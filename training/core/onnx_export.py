@@ -49,8 +49,8 @@ def check_parity(module: nn.Module, path: Path, examples: Sequence[tuple[torch.T
                  input_names: list[str], atol: float = PARITY_ATOL, scales: Sequence[float] | None = None) -> float:
     """Largest |ONNX Runtime - torch| over every output of every example; raises above `atol`.
 
-    `scales` divides each output's difference first: ADEM's terms are its score times beta (17 for the
-    committed head), so their float32 rounding is measured in score units, as the score's is."""
+    `scales` divides each output's difference first: ADEM's terms are its score times beta, so their float32
+    rounding is measured in score units, as the score's is."""
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     module.eval()
     worst = 0.0

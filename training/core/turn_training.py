@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -27,12 +29,12 @@ class Config:
     rank_weight: float = 0.3  # weight of the negative-sample margin term (heads that learn from ratings)
     margin: float = 1.0  # margin in score units (1-5 scale); ruber's s_unref uses 0.5
     negatives_contexts: int = 3000  # DailyDialog++ contexts sampled for negative samples
-    ruber_degenerate: float = 1.0  # ruber: share of pairs that also get a degenerate negative (0.25: copies won)
+    ruber_degenerate: float = 1.0  # ruber: share of pairs that also get a degenerate negative
     ruber_pairs: int = 40000  # positive pairs for ruber's negative sampling
     max_judged: int | None = None  # judged train items per set (None: all; tests use a handful)
     reddit_positives: bool = False  # ruber: DSTC7 train contexts' human replies as extra positives
-    zscore: bool = False  # per-set standardised targets (tried; raw targets did better on dev)
-    balance: bool = False  # items drawn evenly from the sets (tried together with zscore)
+    zscore: bool = False  # per-set standardised targets (the served heads use the raw 1-5 scores)
+    balance: bool = False  # items drawn evenly from the sets (set with zscore)
     # adem-, autojudge- and ruber-minilm (their context-reply M): epochs of next-turn pre-training of M on
     # DailyDialog + Chit-Chat train (training/core/next_turn.py) before the head's own training;
     # 0 starts M at the identity.
@@ -46,7 +48,7 @@ class Config:
     blend_dev: dict | None = None  # ruber: dev Pearson of every blend (filled by evaluate_dev)
 
 
-def fit(head: torch.nn.Module, config: Config, cache: VectorCache, log=print) -> torch.nn.Module:
+def fit(head: torch.nn.Module, config: Config, cache: VectorCache, log: Callable[[str], Any] = print) -> torch.nn.Module:
     """Train `head` (made right after torch.manual_seed(config.seed)) on the cache's vectors; returns it in eval mode.
 
     A head that learns from ratings fits the judged train partitions (squared error) plus the margin term on
@@ -125,7 +127,8 @@ def fit(head: torch.nn.Module, config: Config, cache: VectorCache, log=print) ->
     return head
 
 
-def calibrate(head, batchify, contexts, responses, references, scores: np.ndarray) -> None:
+def calibrate(head: torch.nn.Module, batchify: "Batchify", contexts: list[list[str]], responses: list[str],
+              references: list[str] | None, scores: np.ndarray) -> None:
     """Map the z-score-trained output back to the 1-5 scale: least-squares alpha, beta (ranking unchanged)."""
     with torch.no_grad():
         predicted = []
@@ -166,7 +169,8 @@ class Batchify:
         return out
 
 
-def predict(head: torch.nn.Module, cache: VectorCache, encoding: str, contexts, responses, references) -> dict:
+def predict(head: torch.nn.Module, cache: VectorCache, encoding: str, contexts: list[list[str]], responses: list[str],
+            references: list[str] | None) -> dict[str, np.ndarray]:
     batchify = Batchify(cache, encoding)
     outs: dict[str, list[np.ndarray]] = {}
     with torch.no_grad():

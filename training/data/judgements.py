@@ -52,7 +52,7 @@ class SetInfo:
     reader: Callable[[Path], list[JudgedItem]]
     for_training: bool = True  # False: measured only; no training step fits or chooses anything by it
     # False: its text comes from no corpus a training stream reads, so its dev text is not searched
-    # for in them (`dev_holdout`); where it was searched, only greetings matched (see the reader).
+    # for in them (`dev_holdout`).
     held_out: bool = True
 
 
@@ -274,16 +274,10 @@ def _read_topicalchat_turns(data_dir: Path) -> list[JudgedItem]:
     """Topical-Chat human-human conversations (the two valid splits in ../shared/data): each turn's
     five-level rating (Poor to Excellent) by the conversation partner.
 
-    The only turn-level ratings here of people, not systems, on knowledge-grounded chat about a news
-    article, a domain no training stream reads; the partner rated almost every turn, and 93% of them
-    Good or Excellent, so the signal is thin, like convai2_turn's likes: a development set, never a
-    training one (SetInfo.for_training). Context = the whole history before the turn; the first turn
-    (no history) and unrated turns are left out. Split key = conversation.
-
-    No training stream reads Topical-Chat, so the set is not in the dev hold-out (`SetInfo.held_out`):
-    searched for there, its 6,500 dev items' text touched 5 of 3,612 Chit-Chat train dialogues, each
-    by the same opening ("hi how are you" / "good how are you"), which says nothing of a dev item,
-    and holding them out would change the committed models' training data.
+    People's turns, not systems', on knowledge-grounded chat, a domain no training stream reads; nearly
+    every turn is rated Good or Excellent, so the signal is thin: a development set, never a training one
+    (SetInfo.for_training), and not in the dev hold-out (SetInfo.held_out). Context = the whole history
+    before the turn; the first turn (no history) and unrated turns are left out. Split key = conversation.
     """
     items = []
     for filename in TOPICALCHAT_FILES:

@@ -44,8 +44,8 @@ def in_train_partition(context: list[str]) -> bool:
             and not judgements.dev_holdout().holds_query(context))
 
 
-# How much of each corpus the negative sampling reads. Embedding is the cost (~40 texts/s on
-# a shared 2-core machine), so the corpora are cut to about 45k distinct texts in all (judged sets included).
+# How much of each corpus the negative sampling reads. Embedding is the cost, so the corpora are cut to about
+# 45k distinct texts in all (judged sets included).
 DAILYDIALOG_DIALOGUES = 1200
 DD_PLUSPLUS_POSITIVE_CONTEXTS = 1000
 DD_PLUSPLUS_ADVERSARIAL_CONTEXTS = 800  # per file (dev.json, test.json)

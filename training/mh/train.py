@@ -20,7 +20,7 @@ from training.mh import data, evaluate, export, features, model
 from training.mh.report import write_docs
 
 
-VERSION = "2026.11.2"  # .1: proxies held to their fitting range; .2: bot-only and self-play read every consecutive pair
+VERSION = "2026.11.2"
 
 
 CACHED_SECONDS: list[float] = []  # what the proxy matrices read from the cache took to compute

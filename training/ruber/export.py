@@ -26,7 +26,7 @@ from training.ruber.word_weights import frequency_weights
 log = logging.getLogger("training.ruber")
 
 
-VERSION = "2026.11.2"  # .1: 26,000 steps on 2 threads (was 4,360), frequency word weights for s_R; .2: dev hold-out
+VERSION = "2026.11.2"
 
 
 PARITY_TOLERANCE = 1e-4

@@ -83,9 +83,12 @@ class RuberHead(StartsFromNextTurn, nn.Module):
             return
         self.add_context_form(pooling, dim)
         self.mlp = nn.Sequential(nn.Linear(2 * dim + 1, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+        # The MLP learns a correction to the direct path: started at random, it learned DailyDialog's topic
+        # priors, which do not carry over to other domains.
         self.skip = nn.Parameter(torch.tensor(5.0))
         nn.init.zeros_(self.mlp[2].weight)
         nn.init.zeros_(self.mlp[2].bias)
+        # Fixed: trained, negative sampling moves the penalty out of the way and copies of the last turn win.
         self.copy = CopyPenalty(gamma=40.0, trainable=False)
         self.prior = torch.eye(dim)
 
@@ -108,7 +111,7 @@ class RuberHead(StartsFromNextTurn, nn.Module):
         logit = logit - self.copy(context, context_mask, response).unsqueeze(-1)
         return torch.sigmoid(logit).squeeze(-1)
 
-    def forward(self, *inputs: torch.Tensor):
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor | dict[str, torch.Tensor]:
         if self.on_vectors:
             return self.unreferenced(*inputs)
         context, context_mask, response, reference = inputs

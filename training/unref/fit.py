@@ -1,12 +1,11 @@
 """The stacker: score = bias + sum_j w_j (x_j - mean_j) / sd_j, fitted to the human scores of the judged
 train partitions, its settings chosen by leave-one-set-out (no development item is read).
 
-Weighted least squares with a ridge term on the weights (the bias is not shrunk) and, with `rank` > 0,
-train.py's margin term on negative samples, rank * mean(relu(margin - (s(good) - s(bad)))^2): the human
-reply of a DailyDialog++ train context above a random, adversarial or degenerate one (training phrase
-lists). `sets` weighting gives every training set the same total weight (DSTC7 is two thirds of the
-items); `setz` targets standardise each set's scores (the fit is then mapped back to 1-5 by least
-squares); `nonneg` keeps each weight on the side of its signal's correlation in the training data.
+Weighted least squares with a ridge term on the weights (the bias is not shrunk) and, with `rank` > 0, a
+margin term on negative samples, rank * mean(relu(margin - (s(good) - s(bad)))^2) (a human reply above a
+random, adversarial or degenerate one). `set` weighting gives every training set the same total weight;
+`setz` targets standardise each set's scores (the fit is mapped back to 1-5 by least squares); `nonneg`
+keeps each weight on the side of its signal's correlation in the training data.
 """
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The head signals for stacking: each head's scores on the train partitions out of fold (a head fitted
-to ratings scores its own train items far better than new ones: autojudge-minilm's train Pearson is
-.67-.88 where its dev Pearson is .32-.54, so a stacker fitted on its in-fold scores gives it every
-weight), and the whole fit's scores everywhere else (negative samples, serving).
+to ratings scores its own train items far better than new ones, and a stacker fitted on its in-fold
+scores would give it every weight), and the whole fit's scores everywhere else (negative samples, serving).
 
 One fold per leave-one-set-out GROUP (sets that hold the same items are one group): the head trained
 with that group's judged rows left out scores them. RUBER's s_U reads no rating, so it needs no folds.
@@ -48,9 +47,8 @@ class OnnxHead:
 def recipe_config(source: HeadSource, store: Path, served_next_turn: bool = False) -> Config:
     """The training configuration of a head: a served model's own (its card's config), or that model's
     defaults; either with next-turn pre-training of M on RUBER's ~10k negative-sampling pairs, unless
-    `served_next_turn` keeps a served model's own 168k DailyDialog and Chit-Chat next turns (177k texts
-    to encode: hours of MiniLM on a 2-core CPU; with the pairs, the AutoJudge head's dev Pearson is
-    within .006 of the served one's: the reference-free models' page in docs/notes/)."""
+    `served_next_turn` keeps a served model's own 168k DailyDialog and Chit-Chat next turns (hours of a
+    slow encoder on a CPU; what the pairs cost in dev Pearson: the reference-free models' page in docs/notes/)."""
     if not source.served:
         return Config(model=source.model, next_turn_sources=(NEGATIVE_SAMPLING,))
     saved = read_manifest(Path(store) / source.model).card["config"]

@@ -158,7 +158,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if not (args.out / "model.pt").is_file():
         parser.error(f"--finish: {args.out / 'model.pt'} does not exist (nothing to finish)")
     if not (args.out / "tokenizer.json").is_file():
-        # a new tokenizer would not be the one the saved model was trained on (perplexity 183 -> 335)
+        # a new tokenizer would not be the one the saved model was trained on
         parser.error(f"--finish: {args.out / 'tokenizer.json'} does not exist; the saved model cannot be evaluated "
                      "without the tokenizer it was trained with: run it again")
     saved = load_checkpoint(args.out / "model.pt")[1]

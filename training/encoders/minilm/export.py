@@ -4,8 +4,8 @@ The encoder graph pools and normalises inside and also returns the masked token 
 service pools itself so a vector does not depend on its batch. The committed CPU file is a
 weight-only int8 copy; two more are built, hashed into the manifest and kept only when asked for
 (or already in the folder): `--fp32` for GPU images, `--w8a8` (int8 weights and per-token int8
-activations, training/encoders/minilm/w8a8.py) for CPUs with integer dot products, where it encodes about
-twice the texts of int8 and moves the -minilm dev figures by up to .011 (docs/benchmarks.md)."""
+activations, training/encoders/minilm/w8a8.py) for CPUs with integer dot products (its speed and the
+-minilm models' figures on it: docs/benchmarks.md)."""
 from __future__ import annotations
 
 import argparse
@@ -26,10 +26,10 @@ FP32_FILE = "encoder-fp32.onnx"
 INT8_FILE = "encoder-int8.onnx"
 W8A8_FILE = "encoder-w8a8.onnx"
 STORE_FOLDER = Path("model_store/minilm-l6")
-VERSION = "2026.11.3"  # .2: the w8a8 file in the manifest; .3: int8-float served on the CPU
+VERSION = "2026.11.3"
 NAME = "minilm-l6"
 TEMPLATES = Templates(__file__)
-CALIBRATION_TURNS = 500  # DailyDialog training turns whose activation peaks set w8a8's smoothing (250 to 2,000: same parity)
+CALIBRATION_TURNS = 500  # DailyDialog training turns whose activation peaks set w8a8's smoothing
 
 
 def model_path() -> Path:
@@ -99,21 +99,13 @@ def export_pooled(model: nn.Module, path: Path, ids: torch.Tensor, mask: torch.T
 
 
 def quantise_int8(fp32: Path, target: Path) -> Path:
-    """int8 weights (per output channel): the committed CPU file.
+    """int8 weights (per output channel): the committed CPU file, batch-independent, a quarter of fp32's size.
 
-    ONNX Runtime's dynamic quantisation (`quantize_dynamic`) was measured and rejected: it
-    quantises each MatMul's input with one scale computed over the whole batch tensor, so an
-    utterance's vector depended on its batch-mates (per-dimension differences up to 7e-3 between
-    a text encoded alone and in a batch), which breaks the contract that a score does not depend
-    on the batch; and its cosine to sentence-transformers on 400 DailyDialog turns was .990 mean /
-    .960 lowest (per channel; per tensor .951 / .83). Weight-only int8 gives .9987 / .990, is
-    batch-independent and keeps the file at ~22 MB.
-
-    What runs is up to the execution provider. On the CPU, ONNX Runtime 1.31 rewrites each
-    DequantizeLinear -> MatMul into MatMulNBits, whose default accuracy level quantises the
-    activations to int8 as well: 40% faster than float, still batch-independent (1.5e-8),
-    4.8e-3 from the float result at most. The figures above were measured that way. On CUDA the
-    graph stays float, so the two devices differ by that much (docs/gpu.md); GPU images use fp32.
+    Not ONNX Runtime's `quantize_dynamic`: it scales each MatMul's input by one range over the whole batch
+    tensor, so a text's vector would depend on its batch-mates, and it strays further from
+    sentence-transformers (the figures: docs/notes/2026-11-27-training-layout.md). What runs is up to the
+    execution provider: on the CPU, ONNX Runtime rewrites each DequantizeLinear -> MatMul into MatMulNBits
+    (int8 activations per block, still batch-independent); on CUDA the graph stays float (docs/gpu.md).
     """
     return weight_only_int8(fp32, target)
 

@@ -1,24 +1,11 @@
-"""The encoder graph with int8 weights and int8 activations quantised per token ("w8a8"): the CPU file.
+"""The MiniLM graph with int8 weights and per-token int8 activations ("w8a8"), for integer dot products.
 
-Every MatMul over a constant 2-D weight becomes `QuantizeLinear` (one scale per token, computed at run
-time from that token's own values) -> `MatMulIntegerToFloat` -> times the token's scale. A token's
-arithmetic therefore never sees another token, nor another text of its batch: the contract's
-"independent of the batch" holds to the bit, where `quantize_dynamic`'s one scale per batch tensor
-moved a vector by up to 6.6e-2 with its batch-mates.
-
-Two things keep it close to the float model (cosine with sentence-transformers at least .993 on
-2,016 DailyDialog turns, where plain per-token int8 reached .960):
-- SmoothQuant (Xiao et al. 2023): each input channel k is divided by s_k and the weight's row k
-  multiplied by it, s_k = peak_k^alpha / weight_peak_k^(1 - alpha), with peak_k the channel's largest
-  magnitude over real dialogue turns; s_k is rounded to a power of two, so both scalings are exact.
-- GELU outputs (never below GELU_FLOOR) are shifted to be non-negative and use all 256 unsigned
-  levels; the shift's contribution, a constant vector, is subtracted after the product.
-
-Weights are int8 per output column with every adjacent pair of rows (2i, 2i+1) bounded by
-|q_2i| + |q_2i+1| <= PAIR_BOUND: AVX2 CPUs without VNNI multiply u8 x s8 with `vpmaddubsw`, which
-adds two products into a saturating int16 (255 x 128 = 32,640 fits, 255 x 254 does not), and plain
-8-bit weights were seen off by up to 1.3e5 in an int32 sum. With the bound the integer products are
-exact on every CPU (AVX2, AVX-VNNI, AVX-512 VNNI, AMX, Arm dot products), so they agree to the bit.
+Every MatMul over a constant 2-D weight becomes QuantizeLinear (one scale per token, from its own values)
+-> MatMulIntegerToFloat -> times the token's scale, so a token's arithmetic never sees another token or
+text: a vector does not depend on its batch, to the bit. SmoothQuant (Xiao et al. 2023) moves each input
+channel's range into the weight's row by a power of two (both scalings exact); GELU outputs are
+shifted non-negative to use all 256 unsigned levels. Weights are int8 per output column, each pair of
+rows bounded by PAIR_BOUND, so the integer products are exact on every CPU's dot-product instructions.
 """
 from __future__ import annotations
 
