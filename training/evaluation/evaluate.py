@@ -22,7 +22,7 @@ from scipy import stats
 from service.artifacts.manifest import update_card as update_manifest_card
 from service.config import PRECISION_ENV
 from service.artifacts.runtime import Runtime, RuntimeSettings
-from service.scorers.base import REFERENCE_FREE, Call, EncodeCache, Item, Scorer
+from service.scorers.base import Call, EncodeCache, Item, Scorer
 from service.stats.correlation import spearman
 from service.store.model_store import ModelStore
 from training.core import docs_section
@@ -31,6 +31,7 @@ from training.core.cli import output_dir, output_file, positive_int
 from training.core.progress import cpu_description, setup_logging
 from training.data.judgements import DEFAULT_DATA_DIR, JudgedItem, SETS, load_set
 from training.data.references import Recovery, is_reference_reply, recover
+from training.evaluation import parts
 from training.evaluation.pairwise import MIN_PAIRS
 from training.evaluation.reranking import CONTEXT_PART, context_part_scores, pairwise, pairwise_table, reranking_table
 from training.evaluation.vectors import SharedVectors
@@ -214,7 +215,7 @@ def markdown(results: dict[str, dict[str, Result]], sets: list[str], models: lis
 def beats_baselines(results: dict[str, dict[str, Result]], sets: list[str], models: list[str],
                     baselines: tuple[str, ...] = ("bleu4", "rouge-l")) -> str:
     """The issue's bar: on how many sets each model's Pearson exceeds every word-overlap baseline's."""
-    parts = []
+    tallies = []
     for model in models:
         if model in baselines:
             continue
@@ -227,11 +228,11 @@ def beats_baselines(results: dict[str, dict[str, Result]], sets: list[str], mode
             contested += 1
             won += all(mine.pearson > t.pearson for t in theirs)
         if contested:
-            parts.append(f"{model} {won}/{contested}")
-    if not parts:
+            tallies.append(f"{model} {won}/{contested}")
+    if not tallies:
         return ""
     return ("Sets where a model's Pearson r beats both BLEU-4 and ROUGE-L (of the sets where all three ran): "
-            + ", ".join(parts) + ".")
+            + ", ".join(tallies) + ".")
 
 
 def without_reference_replies(result: Result, every_set: bool = False) -> Result | None:
@@ -356,7 +357,7 @@ def _round(value: float | None) -> float | None:
 
 
 # --- which models: a served name, or NAME:reference_free for a referenced model's part -------------
-PART_SUFFIX = f":{REFERENCE_FREE}"
+PART_SUFFIX = parts.SUFFIX
 
 
 def model_of(spec: str) -> str:
@@ -367,14 +368,14 @@ def model_of(spec: str) -> str:
 def scorer_of(store: ModelStore, spec: str) -> Scorer | Call:
     """What a row is evaluated with: the model, or for NAME:reference_free the model called for its part."""
     scorer = store.scorers[model_of(spec)]
-    return Call(scorer, scorer.resolve_options({REFERENCE_FREE: True})) if spec.endswith(PART_SUFFIX) else scorer
+    return parts.part_of(scorer) if spec.endswith(PART_SUFFIX) else scorer
 
 
 def default_specs(store: ModelStore) -> list[str]:
     """Every served model, and the reference-free part of each referenced model that has one, sorted
     (minilm-cosine's part is the context-part bar of the re-ranking tables already)."""
-    parts = [f"{name}{PART_SUFFIX}" for name in store.with_reference_free_part() if name != "minilm-cosine"]
-    return sorted([*store.scorers, *parts])
+    rows = [f"{name}{PART_SUFFIX}" for name in parts.models_with_part(store) if name != "minilm-cosine"]
+    return sorted([*store.scorers, *rows])
 
 
 def served_specs(store: ModelStore, models: list[str] | None) -> list[str]:
@@ -382,7 +383,7 @@ def served_specs(store: ModelStore, models: list[str] | None) -> list[str]:
     if models is None:
         return default_specs(store)
     return [m for m in models if model_of(m) in store.scorers
-            and (not m.endswith(PART_SUFFIX) or store.scorers[model_of(m)].has_reference_free_part)]
+            and (not m.endswith(PART_SUFFIX) or parts.has_part(store.scorers[model_of(m)]))]
 
 
 # --- command line ------------------------------------------------------------------------------

@@ -9,8 +9,9 @@ from collections.abc import Callable
 import numpy as np
 
 from service.components.cache import EncodeCache
-from service.scorers.base import REFERENCE_FREE, Item, Scorer
+from service.scorers.base import Item, Scorer
 from training.data.judgements import JudgedItem
+from training.evaluation import parts
 from training.evaluation.pairwise import MIN_GAP, MIN_PAIRS, context_groups, pairwise_agreement
 
 CONTEXT_PART = "minilm-cosine (context part)"
@@ -30,7 +31,7 @@ def context_part_scores(scorer: Scorer, items: list[JudgedItem], caches: Callabl
     values: list[float] = []
     for start in range(0, len(items), BATCH):
         chunk = [Item(list(i.context), i.response) for i in items[start:start + BATCH]]
-        values.extend(d["s_context"] for d in scorer.score(chunk, {REFERENCE_FREE: True}, caches()).details)
+        values.extend(d["s_context"] for d in scorer.score(chunk, parts.OPTIONS, caches()).details)
     return np.asarray(values)
 
 
