@@ -95,14 +95,17 @@ def main(argv: list[str]) -> int:
         for head in heads:
             checks.check_head_encoder(head, *served)
     with staged_store(args.store) as stage:
-        _write_encoder(encoder_run, stage, args.store, args.encoder_version, args.figures)
+        figures = stage / ".figures" if args.figures else None  # copied to --figures once the store is published
+        _write_encoder(encoder_run, stage, args.store, args.encoder_version, figures)
         files = checks.encoder_files(stage / checks.ENCODER) if (stage / checks.ENCODER).is_dir() else {}
         if encoder_run is not None:
             _refuse_orphans(args.store, files, {h.kind for h in heads}, args.vhred)
         for head in heads:
-            EXPORT_RUN[head.kind](head.folder, stage / head.kind, args.version, figures_folder=args.figures)
+            EXPORT_RUN[head.kind](head.folder, stage / head.kind, args.version, figures_folder=figures)
             record_encoder(stage / head.kind, files)
         publish(stage, args.store, ([checks.ENCODER] if encoder_run else []) + [h.kind for h in heads])
+        for path in sorted(figures.glob("*.json")) if figures else ():
+            shutil.copyfile(path, args.figures / path.name)
     log.info("wrote %s into %s", ", ".join(([checks.ENCODER] if encoder_run else []) + [h.kind for h in heads]),
              args.store)
     return 0

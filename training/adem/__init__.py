@@ -1,1 +1,1 @@
-"""ADEM (Lowe et al. 2017): a linear scoring head over PCA-reduced hierarchical-encoder vectors."""
+"""ADEM (Lowe et al. 2017): its head on the VHRED encoder (adem) and on MiniLM (adem-minilm), training, export, cards."""

@@ -1,1 +1,1 @@
-"""The untrained baselines (bleu4, rouge-l, length, emb-*) and the GloVe table the embedding ones read."""
+"""The untrained baselines (bleu4, rouge-l, length, emb-*, minilm-cosine) and the GloVe table the embedding ones read."""

@@ -1,2 +1,3 @@
-"""What every model family shares: command-line types, staging, progress, checkpoints, ONNX export, the
-classic heads' fit, the exportable BiGRU and the model-card template."""
+"""What every metric shares: command-line types, staging, progress, checkpoints, ONNX export, the classic heads'
+fit, the exportable BiGRU, the heads on sentence vectors (parts, loop, next-turn pre-training) and the cards'
+templates."""

@@ -1,1 +1,2 @@
-"""Readers for the real data in ../shared/data (never copied into the repository)."""
+"""Readers for the real data in ../shared/data (never copied into the repository), and the negative samples and
+degenerate replies built from it."""

@@ -1,1 +1,2 @@
-"""RUBER (Tao et al. 2018): the unreferenced scorer trained by negative sampling, calibration, export."""
+"""RUBER (Tao et al. 2018): its unreferenced scorer on GloVe BiGRU encoders (ruber) and on MiniLM (ruber-minilm),
+trained by negative sampling; calibration, export, cards."""
