@@ -50,7 +50,7 @@ class HybridMetric(Scorer):
         self.coefficients = np.asarray(raw["coefficients"], dtype=np.float64)
         self.intercept = float(raw["intercept"])
         width = len(proxies.PROXIES)
-        # The proxies' range in the fitting data (training/mh/fit.py); a file from before it has none.
+        # The proxies' range in the fitting data (training/mh/model.py); a file from before it has none.
         self.low = np.asarray(raw.get("low", [-np.inf] * width), dtype=np.float64)
         self.high = np.asarray(raw.get("high", [np.inf] * width), dtype=np.float64)
         if not (self.mean.shape == self.scale.shape == self.coefficients.shape == self.low.shape == self.high.shape
@@ -68,7 +68,7 @@ class HybridMetric(Scorer):
     def predict(self, values: np.ndarray) -> float:
         """The regression output for one proxy vector, before the clip to the rating scale: NaN proxies
         take the training mean, and each proxy is held to its range in the fitting data (as
-        training/mh/fit.py's Linear, whose predictions the card reports)."""
+        training/mh/model.py's Linear, whose predictions the card reports)."""
         filled = np.clip(np.where(np.isnan(values), self.mean, values), self.low, self.high)
         return float(((filled - self.mean) / self.scale) @ self.coefficients + self.intercept)
 
