@@ -2,7 +2,8 @@
 # dialscore on CPU: `docker build -t dialscore:2026.11.0 .` (docs/deploy.md).
 # Two stages: dependencies are installed in a virtual environment in the first, and only that
 # environment (pip removed from it), the service code and the committed model store reach the final
-# image (no pip, no compilers, no torch, no training code).
+# image (no pip, no compilers, no torch, no training code). The OpenVINO plugin (requirements.txt) comes
+# with it: `auto` runs the encoders on it on an Intel CPU with AMX or AVX-512 VNNI, else on the CPU EP.
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
@@ -13,7 +14,7 @@ RUN python -m venv /opt/venv
 COPY requirements.txt constraints.txt /tmp/
 RUN /opt/venv/bin/pip install --no-compile -r /tmp/requirements.txt -c /tmp/constraints.txt \
     && /opt/venv/bin/pip check \
-    && /opt/venv/bin/python -c "import onnxruntime, tokenizers, scipy, flask, gunicorn" \
+    && /opt/venv/bin/python -c "import onnxruntime, onnxruntime_ep_openvino, tokenizers, scipy, flask, gunicorn" \
     && /opt/venv/bin/python -m pip uninstall -q -y pip \
     && /opt/venv/bin/python -m compileall -q /opt/venv/lib
 
@@ -38,7 +39,7 @@ ENV PATH=/opt/venv/bin:$PATH \
     DIALSCORE_HOST=0.0.0.0 \
     DIALSCORE_PORT=8000 \
     DIALSCORE_MODEL_STORE=/app/model_store \
-    DIALSCORE_PROVIDERS=CPUExecutionProvider
+    DIALSCORE_PROVIDERS=auto
 USER 10001:10001
 EXPOSE 8000
 # Ready, not only alive: a store that failed to load answers /healthz but can score nothing.

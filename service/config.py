@@ -55,7 +55,10 @@ class Settings:
     # about equal word pieces), each on intra_op_threads / encoder_threads (at least 1); 0 = the cores: a lone
     # request uses them all
     encoder_threads: int = 0
-    providers: tuple[str, ...] = ("CUDAExecutionProvider", "CPUExecutionProvider")  # DIALSCORE_PROVIDERS
+    # DIALSCORE_PROVIDERS: execution providers in order of preference; `auto` is CUDA where this build has it, then
+    # OpenVINO where the plugin offers this CPU and it reports AMX or AVX-512 VNNI, then the CPU EP
+    # (service/artifacts/providers.py). CPUExecutionProvider alone keeps every score bit-exact across batches.
+    providers: tuple[str, ...] = ("auto",)
     cuda_options: tuple[str, ...] = ()  # DIALSCORE_CUDA_OPTIONS: key=value,... for ONNX Runtime's CUDA provider (CUDA_DEFAULTS below)
     load_sync: bool = False  # DIALSCORE_LOAD_SYNC: load models before serving instead of in the background
     api_token: str = ""  # DIALSCORE_API_TOKEN: when set, every endpoint but /healthz and /readyz needs `Authorization: Bearer <token>` (several, comma-separated: any passes)
@@ -280,12 +283,18 @@ def load_server_settings(environ: Mapping[str, str] | None = None) -> Settings:
     return load_settings(environ=environ, check_providers=False)
 
 
+AUTO_PROVIDERS = "auto"
+# Execution providers that come as plugins, registered at run time (service/artifacts/openvino.py): no
+# onnxruntime build lists them as available.
+PLUGIN_PROVIDERS = ("OpenVINOExecutionProvider",)
+
+
 def refuse_unknown_providers(providers: Sequence[str], known: Sequence[str]) -> None:
-    """ValueError naming the providers that are not in ONNX Runtime's list of all it knows."""
-    unknown = [p for p in providers if p not in known]
+    """ValueError naming the providers that are not in ONNX Runtime's list of all it knows (nor `auto`)."""
+    unknown = [p for p in providers if p not in known and p != AUTO_PROVIDERS]
     if unknown:
         raise ValueError(f"DIALSCORE_PROVIDERS: {', '.join(unknown)} is not an ONNX Runtime execution provider "
-                         "(for example CUDAExecutionProvider, CPUExecutionProvider)")
+                         "(for example auto, CUDAExecutionProvider, OpenVINOExecutionProvider, CPUExecutionProvider)")
 
 
 def check_provider_names(providers: tuple[str, ...], explicit: bool) -> None:
@@ -295,7 +304,7 @@ def check_provider_names(providers: tuple[str, ...], explicit: bool) -> None:
     import onnxruntime as ort  # not at import: gunicorn's master reads these settings and must not load it
 
     refuse_unknown_providers(providers, ort.get_all_providers())
-    missing = [p for p in providers if p not in ort.get_available_providers()]
+    missing = [p for p in providers if p not in ort.get_available_providers() + [AUTO_PROVIDERS, *PLUGIN_PROVIDERS]]
     if explicit and missing:
         logging.getLogger(__name__).warning("DIALSCORE_PROVIDERS asks for %s, which this onnxruntime build does "
                                             "not have (it has %s)", ", ".join(missing),

@@ -31,6 +31,10 @@ SKIPPED = Counter("dialscore_items_skipped_total",
                   "Invalid items (/score) and candidates (/rerank) left out under on_invalid skip.", ["endpoint"])
 BATCH = Histogram("dialscore_batch_items", "Items per scoring request by model.", ["model"],
                   buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024))
+# A worker adds 1 as it loads each sentence encoder: summed over workers, how many serve it where and how
+# (the provider, the file's precision, OpenVINO's compute precision or "-" off OpenVINO).
+ENCODER_LOADS = Counter("dialscore_encoder_loads_total", "Sentence encoders loaded, by component, execution provider "
+                        "and precision.", ["component", "provider", "precision", "compute"])
 MODEL_SECONDS = Histogram("dialscore_model_seconds", "Time inside a model's score() by model.", ["model"],
                           buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
 

@@ -287,15 +287,26 @@ class ComponentInfoSchema(StrictSchema):
     version = fields.String(required=True)
     providers = fields.List(fields.String(), required=True,
                             metadata={"description": "Execution providers its sessions really got."})
-    precision = fields.String(validate=validate.OneOf(["w8a8", "int8", "fp32"]),
-                              metadata={"description": "Sentence encoder only: which file is served "
+    precision = fields.String(validate=validate.OneOf(["w8a8", "int8", "int8-float", "fp32"]),
+                              metadata={"description": "Sentence encoder only: which file is served, and how "
                                                        "(DIALSCORE_ENCODER_PRECISION, auto: fp32 on CUDA where "
                                                        "built, w8a8 where built on a CPU with integer dot "
-                                                       "products, else the component's CPU file, int8 for "
-                                                       "MiniLM; their scores differ slightly)."})
+                                                       "products, else the component's CPU file: int8-float for "
+                                                       "MiniLM on the CPU EP, int8 on OpenVINO; their scores "
+                                                       "differ slightly)."})
     file = fields.String(metadata={"description": "Sentence encoder only: the ONNX file loaded."})
     chosen_by = fields.String(metadata={"description": "Sentence encoder only: why that file, e.g. "
                                                        "\"auto: the CPU reports avx2\"."})
+    provider = fields.String(metadata={"description": "Sentence encoder only: the execution provider that runs "
+                                                      "its graph (the first of `providers`)."})
+    provider_chosen_by = fields.String(metadata={"description": "Sentence encoder only: why that provider "
+                                                                "(DIALSCORE_PROVIDERS, auto's rule), e.g. \"auto: "
+                                                                "the CPU reports amx_bf16\"."})
+    compute = fields.String(validate=validate.OneOf(["bf16", "f32"]), metadata={
+        "description": "Sentence encoder on OpenVINO only: the precision OpenVINO computes in."})
+    bit_exact_across_batches = fields.Boolean(metadata={
+        "description": "Sentence encoder only: whether a text's vector is the same bits whatever shares its "
+                       "batch."})
 
 
 class ModelInfoSchema(StrictSchema):
@@ -307,6 +318,10 @@ class ModelInfoSchema(StrictSchema):
     sha256 = fields.String(required=True, metadata={"description": "Digest over the model's artifact files."})
     providers = fields.List(fields.String(), required=True,
                             metadata={"description": "Execution providers the sessions really got."})
+    bit_exact_across_batches = fields.Boolean(required=True, metadata={
+        "description": "Whether an item's score is the same bits whatever other items share its request: true "
+                       "where every session runs on the CPU EP; false on OpenVINO and CUDA, where a score may "
+                       "move with its batch-mates within the bound docs/api.md states."})
     card = fields.Dict(required=True, metadata={"description": "Training data, held-out correlations, licence, "
                                                                "citation (the model's README.md as fields)."})
     options = fields.Dict(required=True, metadata={"description": "The model's `options`, with types and defaults."})

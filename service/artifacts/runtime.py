@@ -15,6 +15,8 @@ from typing import Any, Callable
 import numpy as np
 import onnxruntime as ort
 
+from service.artifacts import openvino
+from service.artifacts.providers import AUTO, CPU, ProviderChoice, choose_providers
 from service.config import Settings, cuda_provider_options
 
 log = logging.getLogger(__name__)
@@ -31,7 +33,7 @@ _NUMPY_TYPES = {
 
 @dataclass(frozen=True)
 class RuntimeSettings:
-    providers: tuple[str, ...] = ("CUDAExecutionProvider", "CPUExecutionProvider")
+    providers: tuple[str, ...] = (AUTO,)  # names in order of preference; auto: providers.choose_providers
     intra_op_threads: int = 0  # 0: cores / workers
     encoder_threads: int = 0  # ONNX runs one request's encoder may have in flight at once; 0: the cores
     workers: int = 1
@@ -71,20 +73,26 @@ def usable_cores() -> int:
 INT8_DOT_PRODUCTS = ("amx_int8", "avx512_vnni", "avx_vnni", "avx2", "i8mm", "asimddp")
 
 
-def int8_dot_products(cpuinfo: str | None = None) -> str | None:
-    """The strongest of INT8_DOT_PRODUCTS the CPU reports (`cpuinfo`: /proc/cpuinfo's text), or None
-    (none of them, or no /proc/cpuinfo to read)."""
+def cpu_flags(cpuinfo: str | None = None) -> set[str]:
+    """The features the CPU reports (`cpuinfo`: /proc/cpuinfo's text; x86 `flags`, Arm `Features`), empty
+    where there is no /proc/cpuinfo to read."""
     if cpuinfo is None:
         try:
             with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
                 cpuinfo = handle.read()
         except OSError:
-            return None
+            return set()
     reported: set[str] = set()
     for line in cpuinfo.splitlines():
         key, _, value = line.partition(":")
         if key.strip().lower() in ("flags", "features"):
             reported.update(value.split())
+    return reported
+
+
+def int8_dot_products(cpuinfo: str | None = None) -> str | None:
+    """The strongest of INT8_DOT_PRODUCTS the CPU reports (`cpuinfo`: as cpu_flags), or None."""
+    reported = cpu_flags(cpuinfo)
     return next((name for name in INT8_DOT_PRODUCTS if name in reported), None)
 
 
@@ -96,12 +104,17 @@ class Runtime:
         self.threads = self.settings.intra_op_threads or default_threads(self.settings.workers)
         self.encoder_threads = self.settings.encoder_threads or usable_cores()
         # The encoder's cores go to parallel runs first: one run per thread beat one run on two threads
-        # by 1.5x on a shared 2-core CPU (docs/benchmarks.md).
+        # by 1.5x on a shared 2-core CPU (docs/notes/2026-11-27-benchmarks-history.md).
         self.encoder_run_threads = max(1, self.threads // self.encoder_threads)
-        available = ort.get_available_providers()
-        self.providers = [p for p in self.settings.providers if p in available] or ["CPUExecutionProvider"]
+        self.flags = cpu_flags()
+        self.choice: ProviderChoice = choose_providers(self.settings.providers, ort.get_available_providers(),
+                                                       self.flags, openvino.plugin)
+        self.providers = self.choice.providers
         self.cuda_options = cuda_provider_options(self.settings.cuda_options)
         self._pool: ThreadPoolExecutor | None = None
+        if openvino.EP in self.settings.providers and self.choice.encoder != openvino.EP:
+            log.warning("DIALSCORE_PROVIDERS names %s, but the encoders run on %s: %s", openvino.EP,
+                        self.choice.encoder, self.choice.reason)
 
     def map_threads(self, function: Callable[[Any], Any], work: list[Any]) -> list[Any]:
         """`function` over `work`, up to `encoder_threads` at a time on this worker's thread pool (ONNX
@@ -118,28 +131,51 @@ class Runtime:
         return [(p, self.cuda_options) if p == "CUDAExecutionProvider" else p for p in self.providers]
 
     def session(self, path: Path, threads: int | None = None, config: dict[str, str] | None = None) -> "Session":
-        """An ONNX Runtime session on `threads` intra-op threads (default: the worker's share of the cores),
-        with `config` as session configuration entries."""
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or self.threads
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3
-        for key, value in (config or {}).items():
-            options.add_session_config_entry(key, value)
-        raw = ort.InferenceSession(str(path), sess_options=options, providers=self.provider_list())
+        """An ONNX Runtime session on the providers of every graph but the encoders, `threads` intra-op
+        threads (default: the worker's share of the cores), `config` as session configuration entries."""
+        raw = ort.InferenceSession(str(path), sess_options=self._options(threads or self.threads, config),
+                                   providers=self.provider_list())
         got = raw.get_providers()
         if "CUDAExecutionProvider" in self.providers and "CUDAExecutionProvider" not in got:
             log.warning("%s: CUDA was requested but the session runs on %s", Path(path).name, got)
         return Session(raw, Path(path).name)
 
+    def encoder_session(self, path: Path, config: dict[str, str] | None = None) -> "Session":
+        """A sentence encoder's session on the encoders' provider (self.choice): on OpenVINO one stream a
+        share of a request (encoder_threads) with the same threads a share gets on the CPU EP; where the
+        plugin fails to build it, the CPU EP's, with a warning. `config` applies to the CPU EP only."""
+        if self.choice.encoder != openvino.EP:
+            return self.session(path, self.encoder_run_threads, config)
+        precision = openvino.inference_precision(self.flags)
+        options = self._options(self.encoder_run_threads, None)
+        options.add_provider_for_devices(openvino.plugin().devices, openvino.provider_options(
+            self.encoder_threads * self.encoder_run_threads, self.encoder_threads, precision))
+        try:
+            raw = ort.InferenceSession(str(path), sess_options=options)
+        except Exception as exc:  # noqa: BLE001 - the CPU EP serves what the plugin cannot
+            log.warning("%s: %s could not build the session (%s: %s); the CPU EP serves it", Path(path).name,
+                        openvino.EP, type(exc).__name__, exc)
+            return self.session(path, self.encoder_run_threads, config)
+        return Session(raw, Path(path).name, compute=precision if raw.get_providers()[0] == openvino.EP else None)
+
+    def _options(self, threads: int, config: dict[str, str] | None) -> ort.SessionOptions:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        for key, value in (config or {}).items():
+            options.add_session_config_entry(key, value)
+        return options
+
 
 class Session:
     """A thin wrapper that feeds the dtypes the graph asks for and checks names and ranks."""
 
-    def __init__(self, session: ort.InferenceSession, name: str) -> None:
+    def __init__(self, session: ort.InferenceSession, name: str, compute: str | None = None) -> None:
         self._session = session
         self.name = name
+        self.compute = compute  # OpenVINO's inference precision where it runs the graph; None: the graph's own
         self.inputs = {i.name: i for i in session.get_inputs()}
         self.outputs = [o.name for o in session.get_outputs()]
         # On CUDA, cuBLAS picks kernels by shape, so no way of batching makes a score bit-identical
@@ -149,6 +185,13 @@ class Session:
 
     def get_providers(self) -> list[str]:
         return self._session.get_providers()
+
+    @property
+    def bit_exact_across_batches(self) -> bool:
+        """Whether a row's outputs are the same bits whatever shares its batch: on the CPU EP, as the
+        graphs we export are run (padding masked, pooling and heads outside or row by row); not on
+        OpenVINO (bf16 and its own kernels) nor on CUDA (cuBLAS picks kernels by shape)."""
+        return self._session.get_providers()[0] == CPU
 
     def run(self, feeds: dict[str, Any], outputs: list[str] | None = None) -> list[np.ndarray]:
         missing = set(self.inputs) - set(feeds)

@@ -17,6 +17,8 @@ from tokenizers import Tokenizer
 from service.components.base import Component
 from service.components.cache import EncodeCache
 from service.config import encoder_precision
+from service import metrics
+from service.artifacts.openvino import EP as OPENVINO
 from service.artifacts.runtime import int8_dot_products, length_buckets, shares
 
 log = logging.getLogger(__name__)
@@ -37,7 +39,7 @@ def choose_precision(requested: str, cuda: bool, built: dict[str, bool], int8_do
     families measured, AVX2 alone and AVX-512 VNNI with AMX, and whose vectors lie nearer
     sentence-transformers'. MiniLM's w8a8 (int8 weights and per-token int8 activations) encodes 2x the
     texts of int8 on an AVX2 CPU, and moves the -minilm dev figures by up to .011, their heads having
-    been fitted on int8's vectors (docs/benchmarks.md), so it is built, not committed. On
+    been fitted on int8's vectors (docs/notes/2026-11-27-benchmarks-history.md), so it is built, not committed. On
     CUDA the int8 file runs in float with one node sent back to the CPU, so a GPU worker is better
     served by the fp32 file, whose scores match the CPU's fp32 within 1e-6 (docs/gpu.md).
     """
@@ -45,13 +47,20 @@ def choose_precision(requested: str, cuda: bool, built: dict[str, bool], int8_do
 
 
 def wanted_precision(requested: str, cuda: bool, built: dict[str, bool], int8_dot: str | None,
-                     cpu: str = "int8") -> tuple[str, str]:
-    """choose_precision's first step: the file the settings and the machine ask for, and why."""
+                     cpu: str = "int8", openvino: bool = False) -> tuple[str, str]:
+    """choose_precision's first step: the file the settings and the machine ask for, and why. On
+    OpenVINO (`openvino`) auto is the component's CPU file, int8-float being the int8 file as it is
+    (OpenVINO decompresses its weights itself); w8a8 only where asked for (measured on the CPU EP only)."""
     requested = encoder_precision(requested)
+    as_file = "int8" if openvino and cpu == "int8-float" else cpu
     if requested != "auto":
+        if openvino and requested == "int8-float":
+            return "int8", f"DIALSCORE_ENCODER_PRECISION={requested}: on OpenVINO the int8 file"
         return requested, f"DIALSCORE_ENCODER_PRECISION={requested}"
     if cuda:
         return "fp32", "auto: CUDA"
+    if openvino:
+        return as_file, f"auto: {as_file} on OpenVINO"
     if "w8a8" in built and int8_dot:
         return "w8a8", f"auto: the CPU reports {int8_dot}"
     if "w8a8" in built:
@@ -103,8 +112,12 @@ class SentenceEncoder(Component):
         self.tokenizer = Tokenizer.from_file(str(self.manifest.path(self.manifest.tokenizer or "tokenizer.json")))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=self.max_length)
-        self.session = self.runtime.session(self.manifest.path(filename), self.runtime.encoder_run_threads,
-                                            SESSION_CONFIG.get(self.precision))
+        self.session = self.runtime.encoder_session(self.manifest.path(filename), SESSION_CONFIG.get(self.precision))
+        metrics.ENCODER_LOADS.labels(self.name, self.session.get_providers()[0], self.precision,
+                                     self.session.compute or "-").inc()
+        log.info("%s: %s on %s%s (%s; %s)", self.name, filename, self.session.get_providers()[0],
+                 f", computing in {self.session.compute}" if self.session.compute else "", self.chosen_by,
+                 self.runtime.choice.reason)
         self.pools_here = TOKENS_OUTPUT in self.session.outputs
         if not self.pools_here:
             log.warning("%s: %s has no %s output (an older export); embeddings depend on the batch "
@@ -112,12 +125,15 @@ class SentenceEncoder(Component):
 
     def _choose_precision(self, files: dict[str, str]) -> tuple[str, str]:
         requested = self.runtime.settings.encoder_precision
-        cuda = "CUDAExecutionProvider" in self.runtime.providers
+        cuda = self.runtime.choice.encoder == "CUDAExecutionProvider"
         built = {precision: name in self.manifest.files for precision, name in files.items()}
         built.setdefault("int8", INT8_FILE in self.manifest.files)
         cpu = self.manifest.config.get("cpu_precision", "int8")
-        wanted, why = wanted_precision(requested, cuda, built, int8_dot_products(), cpu)
+        wanted, why = wanted_precision(requested, cuda, built, int8_dot_products(), cpu,
+                                       openvino=self.runtime.choice.encoder == OPENVINO)
         chosen, reason = fall_back(wanted, why, built, cpu, self.manifest.build.get("command", "make encoder-fp32"))
+        if chosen == "int8-float" and self.runtime.choice.encoder == OPENVINO:
+            chosen = "int8"  # the same file; int8-float names the CPU EP's float MatMuls
         if chosen != wanted:
             # the clone's own choice (MiniLM without w8a8) is no fault: a warning where a file was asked for
             clone_default = wanted == "w8a8" and encoder_precision(requested) == "auto"
@@ -129,7 +145,10 @@ class SentenceEncoder(Component):
 
     def served_files(self) -> dict[str, Any]:
         # The files give scores up to 1.5e-2 of a range apart: a client comparing pods needs to know.
-        return {"precision": self.precision, "file": self.filename, "chosen_by": self.chosen_by}
+        served = {"precision": self.precision, "file": self.filename, "chosen_by": self.chosen_by,
+                  "provider": self.session.get_providers()[0], "provider_chosen_by": self.runtime.choice.reason,
+                  "bit_exact_across_batches": self.session.bit_exact_across_batches}
+        return {**served, "compute": self.session.compute} if self.session.compute else served
 
     def work(self, texts: list[str], cache: EncodeCache | None = None) -> int:
         """Word pieces after truncation: the transformer's cost grows with them, so they, not characters

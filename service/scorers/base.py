@@ -117,6 +117,11 @@ class Scorer:
         """Execution providers the model's sessions really got (CPU only for pure-Python metrics)."""
         return providers_of(self._sessions())
 
+    def bit_exact_across_batches(self) -> bool:
+        """Whether a score is the same bits whatever items share its request: every session on the CPU EP
+        (runtime.Session.bit_exact_across_batches); pure-Python metrics always."""
+        return all(getattr(s, "bit_exact_across_batches", True) for s in self._sessions())
+
     def _sessions(self) -> list[Any]:
         """ONNX sessions this scorer owns or shares (for provider reporting)."""
         found = []

@@ -216,6 +216,7 @@ class ModelStore:
                 "score_range": [m.score_range[0], m.score_range[1]],
                 "sha256": m.sha256,
                 "providers": scorer.providers(),
+                "bit_exact_across_batches": scorer.bit_exact_across_batches(),
                 "options": scorer.option_spec,
                 "uses": list(m.uses),
                 "components": [self.components[c].describe() for c in m.uses if c in self.components],

@@ -171,3 +171,25 @@ def test_rerank_skips_over_long_candidates_by_their_own_index(whole, split):
                               "candidates.5": "260 characters; the limit is 200."}
     kept = [c for c in whole.rerank("length", CONTEXT, candidates).ranking if c.index not in (4, 5)]
     assert ranking.ranking == kept[:4]
+
+
+def test_a_chunked_reranking_orders_by_score_within_the_bound_a_provider_states() -> None:
+    """Where scores move with their batch-mates (OpenVINO, CUDA: docs/api.md), each chunk's scores lie
+    within a bound of the one-request scores; the joined ranking then misorders no two candidates whose
+    one-request scores differ by more than twice that bound."""
+    from random import Random
+
+    from dialscore_client.batching import join_rankings
+
+    rng, bound = Random(0), 1e-3
+    exact = [round(rng.uniform(0, 1), 3) for _ in range(40)] + [0.5, 0.5 + bound, 0.5 - bound]
+    chunks = [range(start, min(start + 8, len(exact))) for start in range(0, len(exact), 8)]
+    pieces = [Piece(c.start, c.stop, {"model": "m", "version": "1", "ranking": [
+        {"index": i - c.start, "response": str(i), "score": exact[i] + rng.uniform(-bound, bound)} for i in c]})
+        for c in chunks]
+    ranking = join_rankings(pieces, None).ranking
+    assert sorted(entry.index for entry in ranking) == list(range(len(exact)))
+    for earlier, later in zip(ranking, ranking[1:]):
+        assert earlier.score >= later.score
+    for i, earlier in enumerate(ranking):
+        assert all(exact[later.index] - exact[earlier.index] <= 2 * bound for later in ranking[i + 1:])

@@ -175,7 +175,9 @@ def test_the_cpu_serves_w8a8_where_built_even_where_fp32_is_built(built_store: P
     assert (encoder.precision, encoder.chosen_by) == (("w8a8", f"auto: the CPU reports {cpu}") if cpu else
                                                       ("int8", "auto: the CPU reports no integer dot products"))
     assert encoder.served_files() == {"precision": encoder.precision, "file": f"encoder-{encoder.precision}.onnx",
-                                      "chosen_by": encoder.chosen_by}
+                                      "chosen_by": encoder.chosen_by, "provider": "CPUExecutionProvider",
+                                      "provider_chosen_by": "DIALSCORE_PROVIDERS=CPUExecutionProvider",
+                                      "bit_exact_across_batches": True}
 
 
 def test_a_clone_serves_the_committed_int8_file_in_float_whatever_the_cpu_reports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
