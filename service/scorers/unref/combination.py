@@ -104,7 +104,12 @@ class StackedUnreferenced(Scorer):
         if not items:
             return ScoreBatch([])
         values = self.signal_values(items, cache)
-        scores = self.bias + ((values - self.mean) / self.sd) @ self.weight
+        standard = (values - self.mean) / self.sd
+        # Column by column, not `@`: BLAS sums a matrix-vector product in an order set by its row count,
+        # which moved a score in its last bit with the batch; elementwise steps do not.
+        scores = np.full(len(items), self.bias)
+        for j, weight in enumerate(self.weight):
+            scores += standard[:, j] * weight
         details = None
         if options["signals"]:
             details = [{spec["name"]: float(v) for spec, v in zip(self.specs, row)} for row in values]
