@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from service import bench_docs
 from service.scorers.base import REFERENCE_FREE
 
 REPO = Path(__file__).resolve().parent.parent
@@ -187,10 +188,20 @@ def _onnxruntime() -> str:
 
 
 def _encoder_line(served: dict[str, dict]) -> str:
-    """Which sentence-encoder file the workers chose, and why (GET /models' components)."""
-    seen = {(c["name"], c.get("precision"), c.get("file"), c.get("chosen_by")) for m in served.values()
-            for c in m.get("components", []) if c.get("precision")}
-    return "; ".join(f"{name}: {file} ({chosen})" for name, _, file, chosen in sorted(seen)) or "none served"
+    """Each sentence encoder as the workers loaded it: file, precision, provider, OpenVINO's compute,
+    whether bit-exact across batches, and why that file (GET /models' components)."""
+    seen = {c["name"]: c for m in served.values() for c in m.get("components", []) if c.get("precision")}
+    return "; ".join(
+        f"{name}: {c.get('file')} as {c.get('precision')} on {c.get('provider', '?')}"
+        + (f" computing in {c['compute']}" if c.get("compute") else "")
+        + (", bit-exact across batches" if c.get("bit_exact_across_batches") else ", not bit-exact across batches")
+        + f" ({c.get('chosen_by')})" for name, c in sorted(seen.items())) or "none served"
+
+
+def _provider_reason(served: dict[str, dict]) -> str:
+    """Why the encoders run where they do (the same for every encoder of a worker)."""
+    reasons = {c.get("provider_chosen_by") for m in served.values() for c in m.get("components", [])}
+    return "; ".join(sorted(r for r in reasons if r)) or "-"
 
 
 def run_one_at_a_time(port: int, path: str, body: dict, seconds: float) -> dict:
@@ -270,6 +281,22 @@ def run_scenario(port: int, body: dict, items_per_request: int, clients: int, se
     return result
 
 
+def batch_moves(port: int, served: dict[str, dict], n: int) -> dict[str, float]:
+    """For each model scoring items, the largest |score alone - score among `n` distinct items| as a share
+    of its score range: 0 where GET /models says bit_exact_across_batches, within docs/api.md's bound elsewhere."""
+    moves = {}
+    for name, model in sorted(served.items()):
+        items = items_for(model["kind"], n)
+        status, together = _request(port, json.dumps({"model": name, "items": items}).encode())
+        alone = [_request(port, json.dumps({"model": name, "items": [item]}).encode()) for item in items]
+        if status != 200 or any(code != 200 for code, _ in alone):
+            continue
+        low, high = model["score_range"]
+        pairs = zip(json.loads(together)["scores"], (json.loads(body)["scores"][0] for _, body in alone))
+        moves[name] = max((abs(a - b) for a, b in pairs if a is not None and b is not None), default=0.0) / (high - low)
+    return moves
+
+
 def print_row(label: str, r: dict) -> None:
     def fmt(value: float | None) -> str:
         return f"{value:8.1f}" if value is not None else "       -"
@@ -308,11 +335,12 @@ RERANK_MODEL = "autojudge-minilm"
 
 
 @contextlib.contextmanager
-def serving(store: Path, workers: int) -> Iterator[tuple[int, subprocess.Popen, dict[str, str]]]:
-    """`python -m service` with `workers` on a free loopback port, ready (or some model failed): its
-    port, process and environment; stopped (SIGTERM to its group) on the way out."""
+def serving(store: Path, workers: int, extra: dict[str, str] | None = None,
+            ) -> Iterator[tuple[int, subprocess.Popen, dict[str, str]]]:
+    """`python -m service` with `workers` on a free loopback port (`extra`: environment on top), ready
+    (or some model failed): its port, process and environment; stopped (SIGTERM to its group) on the way out."""
     port = _free_port()
-    env = {**os.environ, "DIALSCORE_MODEL_STORE": str(store), "DIALSCORE_LOG_LEVEL": "WARNING"}
+    env = {**os.environ, "DIALSCORE_MODEL_STORE": str(store), "DIALSCORE_LOG_LEVEL": "WARNING", **(extra or {})}
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     server = subprocess.Popen([sys.executable, "-m", "service", "--port", str(port), "--workers", str(workers)],
                               cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -335,16 +363,18 @@ def serving(store: Path, workers: int) -> Iterator[tuple[int, subprocess.Popen, 
         server.wait(timeout=60)
 
 
-def reference_speed(texts: int) -> dict | str:
-    """sentence-transformers on `texts` distinct DailyDialog turns (`python -m training reference-speed`,
-    in its own process: the service never imports torch), or why not."""
+def reference_speed(texts: int, lone: list[str] | None = None) -> dict | str:
+    """sentence-transformers on `texts` distinct DailyDialog turns, and on the `lone` texts as one call
+    (`python -m training reference-speed`, in its own process: the service never imports torch), or why not."""
     missing = [m for m in ("torch", "sentence_transformers") if importlib.util.find_spec(m) is None]
     if missing or not (REPO / "training").is_dir():
         return f"{' and '.join(missing) or 'the training package'} not installed: no sentence-transformers row"
     with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "reference.json"
+        out, lone_file = Path(folder) / "reference.json", Path(folder) / "lone.json"
+        lone_file.write_text(json.dumps(lone or []))
         done = subprocess.run([sys.executable, "-m", "training", "reference-speed", "--texts", str(texts),
-                               "--threads", str(os.cpu_count() or 1), "--out", str(out)],
+                               "--threads", str(os.cpu_count() or 1), "--out", str(out),
+                               *(["--lone", str(lone_file)] if lone else [])],
                               cwd=REPO, capture_output=True, text=True, timeout=1800)
         if done.returncode != 0 or not out.exists():
             return f"reference-speed failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}"
@@ -395,58 +425,102 @@ def main(argv: list[str] | None = None) -> int:
                         help="duration of each one-request-at-a-time latency row (0: none)")
     parser.add_argument("--encoder-texts", type=int, default=2016,
                         help="distinct texts for the encoder against sentence-transformers (0: not measured)")
+    parser.add_argument("--baseline", default="CPUExecutionProvider", metavar="PROVIDERS",
+                        help="where the encoders run elsewhere, the same scenarios again with DIALSCORE_PROVIDERS "
+                             "set to this, in the same run, beside the first (empty: never)")
+    parser.add_argument("--write-docs", type=Path, metavar="MARKDOWN",
+                        help="also write this machine's section of MARKDOWN (docs/benchmarks.md), keeping the rest")
     args = parser.parse_args(argv)
 
-    results: dict[str, dict] = {}
+    header: list[str] = []
+    notes: list[str] = []
+    runs: dict[str, dict[str, dict]] = {}
     try:
-        with serving(args.store, args.workers) as (port, server, env):
-            served = {m["name"]: m for m in _get(port, "/models")[1]["models"]}
-            sampler = MemorySampler(server.pid)
-            idle_worker, idle_total = sampler.sample()
-            sampler.start()
-            settings = " ".join(f"{k}={v}" for k, v in sorted(env.items())
-                                if k.startswith("DIALSCORE_") and k != "DIALSCORE_API_TOKEN") or "none"
-            print(f"machine: {platform.machine()}, {_cpu_model()}, {os.cpu_count()} cores, "
-                  f"{platform.python_implementation()} {platform.python_version()}, {platform.system()}; "
-                  f"{_onnxruntime()}, commit {_commit()}")
-            print(f"run: gunicorn workers={args.workers}, clients={args.clients}, {args.seconds:.0f}s per scenario "
-                  f"(load generator on the same machine); settings: {settings}")
-            print(f"execution providers: {_providers_line(served)}{_gpu_names(served)}")
-            print(f"sentence encoder: {_encoder_line(served)}")
-            print(f"{'scenario':42s} {'items/s':>9s} {'req/s':>8s} {'p50 ms':>8s} {'p99 ms':>8s} {'fail':>5s} {'spread':>7s}")
-            for label, path, body, n in _scenarios(args, served):
-                results[label] = run_scenario(port, body, n, args.clients, args.seconds, path)
-                print_row(label, results[label])
-            if args.latency_seconds:
-                print(f"one request at a time, kept alive, {args.latency_seconds:.0f}s each (items/s: requests/s)")
-                for label, path, body in _latency_requests(served):
-                    results[label] = run_one_at_a_time(port, path, body, args.latency_seconds)
-                    print_row(label, results[label])
-            if args.heavy:
-                limits = _get(port, "/models")[1]["limits"]
-                reply_models = [n for n, m in served.items() if m["kind"] != "dialogue"]
-                # Each heavy item's 4 texts reach the encoder's 256 word pieces, so max_encoder_tokens caps the
-                # items one request may carry (97 at the default): asking for more would only measure 413s.
-                n = min(args.heavy, limits.get("max_encoder_tokens", 1 << 62) // (4 * HEAVY_PIECES))
-                chars = heavy_chars(n, limits)
-                body = {"models": reply_models, "items": heavy_items(n, chars)}
-                label = f"heavy: all {len(reply_models)} x{n}, {chars} chars, {args.clients} at once"
-                results[label] = run_scenario(port, body, n, args.clients, seconds=None)
-                print_row(label, results[label])
-            sampler.halt.set()
-            sampler.join()
-            memory = {"idle_worker_mib": idle_worker / 1024, "idle_total_mib": idle_total / 1024,
-                      "peak_worker_mib": sampler.peak_worker / 1024, "peak_total_mib": sampler.peak_total / 1024}
-            print(f"memory (PSS, {args.workers} workers): idle {memory['idle_worker_mib']:.0f} MiB per worker, "
-                  f"{memory['idle_total_mib']:.0f} MiB in all; peak {memory['peak_worker_mib']:.0f} MiB per worker, "
-                  f"{memory['peak_total_mib']:.0f} MiB in all (sampled every 0.5 s)")
-        encoder = _encoder_section(args, served) if args.encoder_texts and "minilm-cosine" in served else {}
+        served, runs["default"], memory = _suite(args, None, header, notes)
+        elsewhere = {c.get("provider") for m in served.values() for c in m.get("components", [])} - {args.baseline}
+        if args.baseline and elsewhere - {None}:
+            _say(header, f"baseline: the same scenarios with DIALSCORE_PROVIDERS={args.baseline}, after the first")
+            _, runs[args.baseline], _ = _suite(args, {"DIALSCORE_PROVIDERS": args.baseline}, header, notes)
+        measure = args.encoder_texts and "minilm-cosine" in served
+        encoder = _encoder_section(args, served, runs["default"], notes) if measure else {}
     except RuntimeError as exc:
         print(exc, file=sys.stderr)
         return 1
     if args.json:
-        args.json.write_text(json.dumps({"scenarios": results, "memory": memory, "encoder": encoder}, indent=2))
+        args.json.write_text(json.dumps({"runs": runs, "memory": memory, "encoder": encoder}, indent=2))
+    if args.write_docs:
+        machine = _machine()
+        bench_docs.write(args.write_docs, machine, bench_docs.section(machine, header, runs, notes))
+        print(f"wrote {machine}'s section of {args.write_docs}")
     return 0
+
+
+def _say(lines: list[str], line: str) -> None:
+    """Print a line of the report and keep it for --write-docs."""
+    print(line, flush=True)
+    lines.append(line)
+
+
+def _machine() -> str:
+    """The machine as a section of docs/benchmarks.md names it: the CPU's name and its cores."""
+    name = _cpu_model().split(" (")[0]
+    return f"{name}, {os.cpu_count()} cores"
+
+
+def _suite(args: argparse.Namespace, extra: dict[str, str] | None, header: list[str],
+           notes: list[str]) -> tuple[dict[str, dict], dict[str, dict], dict]:
+    """One server's scenarios, latency rows, heavy request and memory; header lines for the first run
+    (and, for a baseline run, what differs), the memory as a note."""
+    results: dict[str, dict] = {}
+    with serving(args.store, args.workers, extra) as (port, server, env):
+        served = {m["name"]: m for m in _get(port, "/models")[1]["models"]}
+        sampler = MemorySampler(server.pid)
+        idle_worker, idle_total = sampler.sample()
+        sampler.start()
+        if extra is None:
+            settings = " ".join(f"{k}={v}" for k, v in sorted(env.items())
+                                if k.startswith("DIALSCORE_") and k != "DIALSCORE_API_TOKEN") or "none"
+            _say(header, f"machine: {platform.machine()}, {_cpu_model()}, {os.cpu_count()} cores, "
+                         f"{platform.python_implementation()} {platform.python_version()}, {platform.system()}; "
+                         f"{_onnxruntime()}, commit {_commit()}")
+            _say(header, f"run: gunicorn workers={args.workers}, clients={args.clients}, {args.seconds:.0f}s per "
+                         f"scenario (load generator on the same machine); settings: {settings}")
+        _say(header, f"execution providers: {_providers_line(served)}{_gpu_names(served)}")
+        _say(header, f"sentence encoders: {_encoder_line(served)}")
+        _say(header, f"encoders' provider chosen by: {_provider_reason(served)}")
+        print(f"{'scenario':42s} {'items/s':>9s} {'req/s':>8s} {'p50 ms':>8s} {'p99 ms':>8s} {'fail':>5s} {'spread':>7s}")
+        for label, path, body, n in _scenarios(args, served):
+            results[label] = run_scenario(port, body, n, args.clients, args.seconds, path)
+            print_row(label, results[label])
+        if args.latency_seconds:
+            print(f"one request at a time, kept alive, {args.latency_seconds:.0f}s each (items/s: requests/s)")
+            for label, path, body in _latency_requests(served):
+                results[f"one at a time: {label}"] = run_one_at_a_time(port, path, body, args.latency_seconds)
+                print_row(label, results[f"one at a time: {label}"])
+        if args.heavy:
+            limits = _get(port, "/models")[1]["limits"]
+            reply_models = [n for n, m in served.items() if m["kind"] != "dialogue"]
+            # Each heavy item's 4 texts reach the encoder's 256 word pieces, so max_encoder_tokens caps the
+            # items one request may carry (97 at the default): asking for more would only measure 413s.
+            n = min(args.heavy, limits.get("max_encoder_tokens", 1 << 62) // (4 * HEAVY_PIECES))
+            chars = heavy_chars(n, limits)
+            body = {"models": reply_models, "items": heavy_items(n, chars)}
+            label = f"heavy: all {len(reply_models)} x{n}, {chars} chars, {args.clients} at once"
+            results[label] = run_scenario(port, body, n, args.clients, seconds=None)
+            print_row(label, results[label])
+        where = f"DIALSCORE_PROVIDERS={extra['DIALSCORE_PROVIDERS']}" if extra else "default providers"
+        _say(notes, f"largest move of a score with its batch-mates ({where}; "
+                    f"{args.batch} distinct items scored together and each alone, as a share of the model's range): "
+                    + ", ".join(f"{name} {move:.1e}" for name, move in batch_moves(port, served, args.batch).items()))
+        sampler.halt.set()
+        sampler.join()
+        memory = {"idle_worker_mib": idle_worker / 1024, "idle_total_mib": idle_total / 1024,
+                  "peak_worker_mib": sampler.peak_worker / 1024, "peak_total_mib": sampler.peak_total / 1024}
+        _say(notes, f"memory (PSS, {args.workers} workers{', ' + str(extra) if extra else ''}): idle "
+                    f"{memory['idle_worker_mib']:.0f} MiB per worker, {memory['idle_total_mib']:.0f} MiB in all; peak "
+                    f"{memory['peak_worker_mib']:.0f} MiB per worker, {memory['peak_total_mib']:.0f} MiB in all "
+                    "(sampled every 0.5 s)")
+    return served, results, memory
 
 
 def _scenarios(args: argparse.Namespace, served: dict[str, dict]) -> list[tuple[str, str, dict, int]]:
@@ -485,17 +559,23 @@ def rerank_body(model: str, context: list[str], n: int) -> dict:
 
 
 def _latency_requests(served: dict[str, dict]) -> list[tuple[str, str, dict]]:
-    """One item for each MiniLM model served, and /rerank of 32 candidates to a 2-turn context."""
+    """One item for each MiniLM model served, and /rerank of 32 candidates to a 2-turn context with
+    autojudge-minilm and every reference-free model served (the tiers a live bot re-ranks with)."""
     requests = [(f"{name} 1 item", "/score", {"model": name, "items": items_for(served[name]["kind"], 1)})
                 for name in MINILM_MODELS if name in served]
-    if RERANK_MODEL in served:
-        requests.append((f"{RERANK_MODEL} /rerank 32, 2-turn context", "/rerank", rerank_body(RERANK_MODEL, CONTEXT, 32)))
+    for name in sorted({RERANK_MODEL, *(n for n, m in served.items() if m["kind"] == "unreferenced")}):
+        if name in served:
+            requests.append((f"{name} /rerank 32, 2-turn context", "/rerank", rerank_body(name, CONTEXT, 32)))
     return requests
 
 
-def _encoder_section(args: argparse.Namespace, served: dict[str, dict]) -> dict:
-    """The MiniLM path through /score (one worker) against sentence-transformers, same texts, same run."""
-    reference = reference_speed(args.encoder_texts)
+def _encoder_section(args: argparse.Namespace, served: dict[str, dict], results: dict[str, dict],
+                     notes: list[str]) -> dict:
+    """The MiniLM path through /score (one worker) against sentence-transformers, same texts, same run;
+    and each lone MiniLM re-ranking's p50 against torch encoding its 33 texts (the last context turn and
+    the 32 candidates) one call at a time."""
+    lone = [CONTEXT[-1], *rerank_body(RERANK_MODEL, CONTEXT, 32)["candidates"]]
+    reference = reference_speed(args.encoder_texts, lone)
     if isinstance(reference, dict):
         texts, source = reference["texts"], (f"{len(reference['texts'])} distinct DailyDialog validation turns, "
                                              f"{reference['mean_pieces']:.1f} word pieces on average")
@@ -503,16 +583,21 @@ def _encoder_section(args: argparse.Namespace, served: dict[str, dict]) -> dict:
         texts = [f"{REPLIES[i % 4]} ({i})" for i in range(args.encoder_texts)]
         source = f"{len(texts)} distinct bench replies"
     service = encoder_throughput(args.store, texts, args.batch)
-    print(f"encoder: {source}; /score minilm-cosine, 1 worker, {args.batch} items of 3 texts a request, one at a time")
-    print(f"  service (gunicorn, 1 worker, {_encoder_line(served)}): {service['texts_per_s']:8.1f} texts/s")
-    if isinstance(reference, dict):
-        ratio = service["texts_per_s"] / reference["texts_per_s"]
-        print(f"  sentence-transformers ({reference['versions']}, fp32 eager, batch {reference['batch']}, "
-              f"{reference['threads']} threads, in-process): {reference['texts_per_s']:8.1f} texts/s")
-        print(f"  ratio service / sentence-transformers: {ratio:.2f}")
-        return {"service": service, "reference": {k: v for k, v in reference.items() if k != "texts"}, "ratio": ratio}
-    print(f"  sentence-transformers: {reference}")
-    return {"service": service, "reference": reference}
+    _say(notes, f"encoder: {source}; /score minilm-cosine, 1 worker, {args.batch} items of 3 texts a request, "
+                f"one at a time: service {service['texts_per_s']:.1f} texts/s")
+    if not isinstance(reference, dict):
+        _say(notes, f"sentence-transformers: {reference}")
+        return {"service": service, "reference": reference}
+    ratio = service["texts_per_s"] / reference["texts_per_s"]
+    _say(notes, f"sentence-transformers ({reference['versions']}, fp32 eager, batch {reference['batch']}, "
+                f"{reference['threads']} threads, in-process): {reference['texts_per_s']:.1f} texts/s; "
+                f"ratio service / sentence-transformers: {ratio:.2f}")
+    for label, result in results.items():
+        if "minilm" in label and "mpnet" not in label and label.startswith("one at a time:") and "/rerank" in label:
+            _say(notes, f"{label.removeprefix('one at a time: ')}: p50 {result['p50_ms']:.1f} ms against torch "
+                        f"encoding its {reference['lone_texts']} texts in {reference['lone_ms']:.1f} ms (median): "
+                        f"{reference['lone_ms'] / result['p50_ms']:.2f}x")
+    return {"service": service, "reference": {k: v for k, v in reference.items() if k != "texts"}, "ratio": ratio}
 
 
 if __name__ == "__main__":

@@ -73,3 +73,22 @@ def test_every_reference_free_model_served_gets_a_reranking_scenario():
     assert [body["model"] for _, body in reranks] == ["autojudge", "unref-new"]
     for _, body in reranks:
         assert len(body["context"]) == 3 and len(set(body["candidates"])) == 32
+
+
+def test_write_docs_replaces_its_machines_section_and_keeps_every_hand_written_line(tmp_path):
+    from service.bench_docs import section, write
+
+    row = {"items_per_s": 10.0, "requests_per_s": 1.0, "p50_ms": 5.0, "p99_ms": 9.0, "failed": 0, "spread": 0.1}
+    path = tmp_path / "benchmarks.md"
+    path.write_text("# Benchmarks\n\nintro by hand\n\n## Admission control\n\nwritten by hand\n")
+    write(path, "CPU A, 2 cores", section("CPU A, 2 cores", ["machine: a"], {"default": {"x32": row}}, ["memory"]))
+    write(path, "CPU B, 4 cores", section("CPU B, 4 cores", ["machine: b"], {"default": {"x32": row}}, []))
+    faster = {**row, "items_per_s": 20.0}
+    two = {"default": {"x32": faster}, "CPUExecutionProvider": {"x32": row}}
+    write(path, "CPU A, 2 cores", section("CPU A, 2 cores", ["machine: a again"], two, ["memory"]))
+    text = path.read_text()
+    assert text.startswith("# Benchmarks\n\nintro by hand\n\n## Admission control\n\nwritten by hand\n")
+    assert text.count("### CPU A, 2 cores") == 1 and "machine: a again" in text and "- machine: a\n" not in text
+    assert text.index("### CPU A") < text.index("### CPU B")  # a machine keeps its place
+    assert "| x32 | 20.0 | 1.0 | 5.0 | 9.0 | 0 | 10% | 10.0 |" in text
+    assert "items/s (default)" in text and "items/s (CPUExecutionProvider)" in text

@@ -5,7 +5,7 @@ service pools itself so a vector does not depend on its batch. The committed CPU
 weight-only int8 copy; two more are built, hashed into the manifest and kept only when asked for
 (or already in the folder): `--fp32` for GPU images, `--w8a8` (int8 weights and per-token int8
 activations, training/encoders/minilm/w8a8.py) for CPUs with integer dot products (its speed and the
--minilm models' figures on it: docs/benchmarks.md)."""
+-minilm models' figures on it: docs/notes/2026-11-27-benchmarks-history.md)."""
 from __future__ import annotations
 
 import argparse

@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="torch's intra-op threads")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--lone", type=Path, help="also a JSON list of texts to time as one call, one at a time "
+                        "(a lone re-ranking's texts): the median of --lone-repeats calls, in ms")
+    parser.add_argument("--lone-repeats", type=int, default=15)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -44,7 +47,14 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         model.encode(texts, batch_size=args.batch)
         seconds.append(time.perf_counter() - started)
+    lone = json.loads(args.lone.read_text()) if args.lone else []
+    lone_seconds = []
+    for _ in range(args.lone_repeats if lone else 0):
+        started = time.perf_counter()
+        model.encode(lone, batch_size=args.batch)
+        lone_seconds.append(time.perf_counter() - started)
     args.out.write_text(json.dumps({
+        **({"lone_texts": len(lone), "lone_ms": 1000 * sorted(lone_seconds)[len(lone_seconds) // 2]} if lone else {}),
         "texts": texts, "mean_pieces": sum(pieces) / len(pieces), "threads": args.threads, "batch": args.batch,
         "texts_per_s": len(texts) / min(seconds), "runs_texts_per_s": [len(texts) / s for s in seconds],
         "versions": f"torch {torch.__version__}, sentence-transformers {sentence_transformers.__version__}",
