@@ -20,7 +20,7 @@ import numpy as np
 from scipy import stats
 
 from service.artifacts.manifest import update_card as update_manifest_card
-from service.config import PRECISION_ENV
+from service.config import PRECISION_ENV, load_settings
 from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Call, EncodeCache, Item, Scorer
 from service.stats.correlation import spearman
@@ -324,24 +324,32 @@ def scatter_plot(set_name: str, results: list[Result], path: Path) -> Path:
 
 
 # --- the cards -----------------------------------------------------------------------------------
-def card_entry(results: dict[str, Result], command: str, split: str) -> dict:
-    """{command, split, item_level: {set: {pearson, spearman, n}}} for the sets the model ran on."""
+def served_as(components: list[dict], providers: list[str]) -> str:
+    """How a model ran: its encoders' file, precision, provider and OpenVINO's compute (GET /models'
+    components), or, for a model without one, the provider its sessions got (`providers`)."""
+    return "; ".join(f"{c['name']} {c['file']} as {c['precision']} on {c['provider']}"
+                     + (f" computing in {c['compute']}" if c.get("compute") else "")
+                     for c in components if c.get("provider")) or providers[0]
+
+
+def card_entry(results: dict[str, Result], command: str, split: str, served: str = "") -> dict:
+    """{command, split, served, item_level: {set: {pearson, spearman, n}}} for the sets the model ran on."""
     item_level = {name: {"pearson": _round(r.pearson), "spearman": _round(r.spearman), "n": r.n,
                          **({"pairwise": _round(r.pairwise), "pairs": r.pairs} if r.pairs >= MIN_PAIRS else {})}
                   for name, r in results.items() if not r.skipped}
-    return {"command": command, "split": split, "item_level": item_level}
+    return {"command": command, "split": split, **({"served": served} if served else {}), "item_level": item_level}
 
 
 def write_cards(store_root: Path, results: dict[str, dict[str, Result]], models: list[str], command: str,
-                split: str) -> list[str]:
-    """Update the card of every model in `models`; returns the names written."""
+                split: str, served: dict[str, str] | None = None) -> list[str]:
+    """Update the card of every model in `models` (`served`: served_as by model); returns the names written."""
     written = []
     for model in models:
         folder = Path(store_root) / model
         if not (folder / "manifest.json").is_file():
             continue
         entry = card_entry({set_name: per_model[model] for set_name, per_model in results.items()
-                            if model in per_model}, command, split)
+                            if model in per_model}, command, split, (served or {}).get(model, ""))
         update_manifest_card(folder, evaluate=entry)
         if model in FROM_MANIFEST:  # its template shows evaluate's section, or a table of its own instead
             rewrite_readme(folder)
@@ -392,8 +400,9 @@ def load_store(root: Path, models: list[str] | None, strict: bool = False):
 
     strict: every model asked for must be served, else exit 2 (commands whose user named them);
     otherwise the ones there are used (callers that take whichever baselines a store holds)."""
-    # DIALSCORE_ENCODER_PRECISION as a worker reads it: the figures are those of what a worker so set serves
-    runtime = Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=1, workers=1,
+    # DIALSCORE_PROVIDERS and DIALSCORE_ENCODER_PRECISION as a worker reads them: the figures are those of what a
+    # worker so set serves on this machine, and the cards say which (served_as)
+    runtime = Runtime(RuntimeSettings(providers=load_settings().providers, intra_op_threads=1, workers=1,
                                       encoder_precision=os.environ.get(PRECISION_ENV, "auto")))
     if not Path(root).is_dir():
         print(f"error: no model store at {root}", file=sys.stderr)
@@ -405,7 +414,8 @@ def load_store(root: Path, models: list[str] | None, strict: bool = False):
     for component in store.components.values():
         served = component.served_files()
         if served:
-            log.info("%s serves %s (%s)", component.name, served.get("precision"), served.get("chosen_by"))
+            log.info("%s serves %s on %s (%s; %s)", component.name, served.get("precision"), served.get("provider"),
+                     served.get("chosen_by"), served.get("provider_chosen_by"))
     unknown = [m for m in models or () if m not in served_specs(store, [m])] if strict else []
     if unknown or (strict and not store.scorers):
         print(f"error: {', '.join(unknown) or 'no model'} is not served from {root} "
@@ -416,9 +426,10 @@ def load_store(root: Path, models: list[str] | None, strict: bool = False):
 
 def run(store_root: Path, sets: list[str], models: list[str] | None, split: str, max_refs: int,
         data_dir: Path = DEFAULT_DATA_DIR, recover_references: bool = True, vectors: list[Path] = (),
-        ) -> tuple[dict[str, dict[str, Result]], list[str], dict[str, Recovery], dict[str, str], dict[str, Result]]:
-    """Every model on every set; also each model's kind and, where minilm-cosine is evaluated, its
-    context part per set (the reference-free bar of the re-ranking table)."""
+        ) -> tuple[dict[str, dict[str, Result]], list[str], dict[str, Recovery], dict[str, str], dict[str, Result],
+                   dict[str, str]]:
+    """Every model on every set; also each model's kind, where minilm-cosine is evaluated its context part
+    per set (the reference-free bar of the re-ranking table), and how each model's encoders ran (served_as)."""
     store = load_store(store_root, models, strict=True)
     shared = SharedVectors(store, vectors)
     names = served_specs(store, models)
@@ -458,7 +469,9 @@ def run(store_root: Path, sets: list[str], models: list[str] | None, split: str,
         if "minilm-cosine" in names:
             context_part[set_name] = measured(Result(CONTEXT_PART, set_name, len(items)), items, context_part_scores(
                 store.scorers["minilm-cosine"], items, shared.cache))
-    return results, names, recovered, {name: scorer_of(store, name).kind for name in names}, context_part
+    served = {name: served_as([store.components[c].describe() for c in store.scorers[model_of(name)].manifest.uses
+                               if c in store.components], store.scorers[model_of(name)].providers()) for name in names}
+    return results, names, recovered, {name: scorer_of(store, name).kind for name in names}, context_part, served
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -496,7 +509,7 @@ def main(argv: list[str] | None = None) -> int:
     plots = args.plots or (Path("docs/plots") if full else None)
     setup_logging(args.log)
     started = time.monotonic()
-    results, names, recovered, kinds, context_part = run(args.store, args.sets, args.models, args.split,
+    results, names, recovered, kinds, context_part, served = run(args.store, args.sets, args.models, args.split,
                                                          args.max_refs, args.data_dir, args.recover_references,
                                                          args.vectors)
     command = "python -m training evaluate " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[2:]))
@@ -517,6 +530,6 @@ def main(argv: list[str] | None = None) -> int:
         log.info("cards not written (%s)", "--no-cards" if args.no_cards else "only a run of every set on its dev "
                                                                              "split with the default protocol is")
     else:
-        written = write_cards(args.store, results, names, command.strip(), args.split)
+        written = write_cards(args.store, results, names, command.strip(), args.split, served)
         log.info("wrote the figures into the cards of %s", ", ".join(written))
     return 0

@@ -223,3 +223,18 @@ def test_the_store_is_served_as_a_worker_with_the_same_encoder_precision_would(t
     store = load_store(copy_store(tmp_path / "store", ("minilm-cosine",)), ["minilm-cosine"], strict=True)
     encoder = store.components["minilm-l6"]
     assert (encoder.precision, encoder.filename) == (precision, "encoder-int8.onnx")
+
+
+def test_a_card_names_the_provider_and_precision_its_figures_came_from() -> None:
+    from training.core.card import evaluate_section
+    from training.evaluation.evaluate import card_entry, served_as
+
+    openvino = {"name": "minilm-l6", "file": "encoder-int8.onnx", "precision": "int8",
+                "provider": "OpenVINOExecutionProvider", "compute": "bf16"}
+    cpu = {"name": "mpnet-base", "file": "encoder-fp32.onnx", "precision": "fp32", "provider": "CPUExecutionProvider"}
+    served = served_as([openvino, cpu], ["OpenVINOExecutionProvider", "CPUExecutionProvider"])
+    assert served == ("minilm-l6 encoder-int8.onnx as int8 on OpenVINOExecutionProvider computing in bf16; "
+                      "mpnet-base encoder-fp32.onnx as fp32 on CPUExecutionProvider")
+    assert served_as([], ["CUDAExecutionProvider", "CPUExecutionProvider"]) == "CUDAExecutionProvider"
+    entry = card_entry({}, "python -m training evaluate", "dev", served)
+    assert entry["served"] == served and f"Served as: {served}." in evaluate_section(entry)
