@@ -148,9 +148,9 @@ class Runtime:
             return self.session(path, self.encoder_run_threads, config)
         precision = openvino.inference_precision(self.flags)
         options = self._options(self.encoder_run_threads, None)
-        options.add_provider_for_devices(openvino.plugin().devices, openvino.provider_options(
-            self.encoder_threads * self.encoder_run_threads, self.encoder_threads, precision))
         try:
+            options.add_provider_for_devices(openvino.plugin().devices, openvino.provider_options(
+                self.encoder_threads * self.encoder_run_threads, self.encoder_threads, precision))
             raw = ort.InferenceSession(str(path), sess_options=options)
         except Exception as exc:  # noqa: BLE001 - the CPU EP serves what the plugin cannot
             log.warning("%s: %s could not build the session (%s: %s); the CPU EP serves it", Path(path).name,

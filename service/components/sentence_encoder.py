@@ -112,7 +112,11 @@ class SentenceEncoder(Component):
         self.tokenizer = Tokenizer.from_file(str(self.manifest.path(self.manifest.tokenizer or "tokenizer.json")))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=self.max_length)
-        self.session = self.runtime.encoder_session(self.manifest.path(filename), SESSION_CONFIG.get(self.precision))
+        # Where OpenVINO cannot build the session the CPU EP serves the same file, as it would by itself
+        on_cpu = self._precision_on_the_cpu_ep(config.get("cpu_precision", "int8"))
+        self.session = self.runtime.encoder_session(self.manifest.path(filename), SESSION_CONFIG.get(on_cpu))
+        if self.runtime.choice.encoder == OPENVINO and self.session.get_providers()[0] != OPENVINO:
+            self.precision, self.chosen_by = on_cpu, f"{self.chosen_by}; the CPU EP serves it (OpenVINO could not)"
         metrics.ENCODER_LOADS.labels(self.name, self.session.get_providers()[0], self.precision,
                                      self.session.compute or "-").inc()
         log.info("%s: %s on %s%s (%s; %s)", self.name, filename, self.session.get_providers()[0],
@@ -139,6 +143,13 @@ class SentenceEncoder(Component):
             clone_default = wanted == "w8a8" and encoder_precision(requested) == "auto"
             log.log(logging.INFO if clone_default else logging.WARNING, "%s: %s; using %s", self.name, reason, chosen)
         return chosen, reason
+
+    def _precision_on_the_cpu_ep(self, cpu: str) -> str:
+        """The precision the CPU EP serves this encoder's file as: int8-float for an int8 file OpenVINO
+        took in its place (auto, or int8-float asked for), else the chosen one."""
+        requested = encoder_precision(self.runtime.settings.encoder_precision)
+        took_its_place = self.runtime.choice.encoder == OPENVINO and requested in ("auto", "int8-float")
+        return "int8-float" if took_its_place and self.precision == "int8" and cpu == "int8-float" else self.precision
 
     def sessions(self) -> list[Any]:
         return [self.session]

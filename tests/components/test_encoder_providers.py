@@ -10,7 +10,7 @@ import pytest
 
 from service.artifacts import openvino
 from service.artifacts.manifest import read_manifest
-from service.artifacts.providers import CPU
+from service.artifacts.providers import CPU, ProviderChoice
 from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.components.sentence_encoder import SentenceEncoder
 from tests.components.test_sentence_encoder import TEXTS, _dialogue_turns, _longer_texts, reference  # noqa: F401
@@ -94,3 +94,18 @@ def test_minilm_on_openvino_matches_sentence_transformers(request: pytest.Fixtur
     expected = request.getfixturevalue("reference")  # sentence-transformers' fp32 vectors
     vectors = encoder.encode(TEXTS + _dialogue_turns())
     assert ((vectors * expected).sum(axis=1)).min() >= 0.99
+
+
+def test_where_openvino_cannot_build_the_session_the_cpu_ep_serves_the_same_file(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The plugin chosen but offering no device (ONNX Runtime refuses the session options): the encoder
+    is served as the CPU EP would serve it by itself, int8-float, and says so."""
+    runtime = Runtime(RuntimeSettings(providers=(CPU,), intra_op_threads=1))
+    monkeypatch.setattr(runtime, "choice", ProviderChoice([CPU], openvino.EP, "forced for the test"))
+    monkeypatch.setattr(openvino, "plugin", lambda: openvino.Plugin(reason="no device"))
+    encoder = SentenceEncoder(read_manifest(STORE / "minilm-l6"), runtime)
+    assert encoder.session.get_providers()[0] == CPU and encoder.precision == "int8-float"
+    assert encoder.chosen_by.endswith("the CPU EP serves it (OpenVINO could not)")
+    assert "could not build the session" in caplog.text
+    assert np.array_equal(encoder.encode(TEXTS), SentenceEncoder(read_manifest(STORE / "minilm-l6"),
+                                                                 _runtime(CPU)).encode(TEXTS))
