@@ -448,6 +448,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.json:
         args.json.write_text(json.dumps({"runs": runs, "memory": memory, "encoder": encoder}, indent=2))
+    _say(notes, f"load average after the run (1, 5, 15 min): {_load()}")
     if args.write_docs:
         machine = _machine()
         bench_docs.write(args.write_docs, machine, bench_docs.section(machine, header, runs, notes))
@@ -459,6 +460,11 @@ def _say(lines: list[str], line: str) -> None:
     """Print a line of the report and keep it for --write-docs."""
     print(line, flush=True)
     lines.append(line)
+
+
+def _load() -> str:
+    """The machine's load averages: what else ran beside the figures (the load generator runs here too)."""
+    return ", ".join(f"{v:.2f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "unknown"
 
 
 def _machine() -> str:
@@ -485,6 +491,7 @@ def _suite(args: argparse.Namespace, extra: dict[str, str] | None, header: list[
                          f"{_onnxruntime()}, commit {_commit()}")
             _say(header, f"run: gunicorn workers={args.workers}, clients={args.clients}, {args.seconds:.0f}s per "
                          f"scenario (load generator on the same machine); settings: {settings}")
+            _say(header, f"load average before the run (1, 5, 15 min): {_load()}")
         _say(header, f"execution providers: {_providers_line(served)}{_gpu_names(served)}")
         _say(header, f"sentence encoders: {_encoder_line(served)}")
         _say(header, f"encoders' provider chosen by: {_provider_reason(served)}")
