@@ -86,8 +86,11 @@ def gains(flags: set[str]) -> str | None:
     return next((name for name in GAINS if name in flags), None)
 
 
-def inference_precision(flags: set[str]) -> str:
-    """What OpenVINO computes in: bf16 where the CPU has bf16 arithmetic, else f32."""
+def inference_precision(flags: set[str], weights: str = "fp32") -> str:
+    """What OpenVINO computes in: f32 for a file of int8 weights (OpenVINO runs them as int8, and a bf16
+    hint only adds conversions); for float weights bf16 where the CPU has bf16 arithmetic, else f32."""
+    if weights == "int8":
+        return "f32"
     return "bf16" if any(name in flags for name in BF16) else "f32"
 
 

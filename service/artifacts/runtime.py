@@ -140,13 +140,14 @@ class Runtime:
             log.warning("%s: CUDA was requested but the session runs on %s", Path(path).name, got)
         return Session(raw, Path(path).name)
 
-    def encoder_session(self, path: Path, config: dict[str, str] | None = None) -> "Session":
+    def encoder_session(self, path: Path, config: dict[str, str] | None = None, weights: str = "fp32") -> "Session":
         """A sentence encoder's session on the encoders' provider (self.choice): on OpenVINO one stream a
         share of a request (encoder_threads) with the same threads a share gets on the CPU EP; where the
-        plugin fails to build it, the CPU EP's, with a warning. `config` applies to the CPU EP only."""
+        plugin fails to build it, the CPU EP's, with a warning. `config` applies to the CPU EP only; `weights`
+        (int8 or fp32) sets what OpenVINO computes in (openvino.inference_precision)."""
         if self.choice.encoder != openvino.EP:
             return self.session(path, self.encoder_run_threads, config)
-        precision = openvino.inference_precision(self.flags)
+        precision = openvino.inference_precision(self.flags, weights)
         options = self._options(self.encoder_run_threads, None)
         try:
             options.add_provider_for_devices(openvino.plugin().devices, openvino.provider_options(

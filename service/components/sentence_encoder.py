@@ -114,7 +114,8 @@ class SentenceEncoder(Component):
         self.tokenizer.enable_truncation(max_length=self.max_length)
         # Where OpenVINO cannot build the session the CPU EP serves the same file, as it would by itself
         on_cpu = self._precision_on_the_cpu_ep(config.get("cpu_precision", "int8"))
-        self.session = self.runtime.encoder_session(self.manifest.path(filename), SESSION_CONFIG.get(on_cpu))
+        self.session = self.runtime.encoder_session(self.manifest.path(filename), SESSION_CONFIG.get(on_cpu),
+                                                    "int8" if on_cpu in ("int8", "int8-float") else "fp32")
         if self.runtime.choice.encoder == OPENVINO and self.session.get_providers()[0] != OPENVINO:
             self.precision, self.chosen_by = on_cpu, f"{self.chosen_by}; the CPU EP serves it (OpenVINO could not)"
         metrics.ENCODER_LOADS.labels(self.name, self.session.get_providers()[0], self.precision,
