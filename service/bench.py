@@ -1,23 +1,11 @@
-"""`python -m service.bench` (`make bench`): throughput and latency of /score through real gunicorn.
+"""`python -m service.bench` (`make bench`): throughput and latency through real gunicorn.
 
-Starts `python -m service` on a free loopback port, waits for /readyz, then keeps `--clients`
-connections busy for `--seconds` per scenario and prints items/s, requests/s, p50/p99 latency and
-the spread of items/s over the scenario's three thirds (a busy machine shows there), with the
-machine, versions and settings it ran on; then the workers' memory (PSS, idle and peak). The load
-generator shares the machine with the server, so figures are for the whole box, and say so.
-
-Every text of a batch is distinct by default, as in traffic where each item is its own
-conversation: the per-request encode cache then saves nothing, which is the figure to
-size a deployment by. One scenario shows the other case, the re-ranking shape: 32 candidate
-replies for one context and reference, which the cache encodes once.
-
-Then latency, one request at a time on a kept-alive connection (what one bot waiting on its answer
-sees): one item for each MiniLM model, and `/rerank` of 32 candidates to a 2-turn context. And the
-MiniLM encoder through `/score minilm-cosine` on a server of one worker, against sentence-transformers
-(torch, fp32, eager, batch 32, as many threads as cores) on the same distinct DailyDialog turns in
-the same run (`python -m training reference-speed`, where torch is installed; skipped with a note
-otherwise).
-"""
+Starts `python -m service` on a free loopback port, waits for /readyz, keeps `--clients` connections
+busy for `--seconds` a scenario and prints items/s, requests/s, p50/p99 and the spread over the
+scenario's thirds, with the machine, settings and providers; then latency one request at a time,
+each score's largest move with its batch-mates, the workers' memory, and the MiniLM encoder against
+sentence-transformers on the same texts (where torch is installed). Every text of an x32 batch is
+distinct, the figure to size a deployment by; the re-ranking rows share one context."""
 from __future__ import annotations
 
 import argparse
@@ -131,6 +119,9 @@ def _workers_of(master: int) -> list[int]:
     return sorted(children)
 
 
+SAMPLE_SECONDS = 0.5  # how often the workers' memory is read
+
+
 class MemorySampler(threading.Thread):
     """Samples the workers' PSS twice a second: the peak per worker and of all of them together."""
 
@@ -144,7 +135,7 @@ class MemorySampler(threading.Thread):
         return (max(sizes, default=0), sum(sizes))
 
     def run(self) -> None:
-        while not self.halt.wait(0.5):
+        while not self.halt.wait(SAMPLE_SECONDS):
             worker, total = self.sample()
             self.peak_worker, self.peak_total = max(self.peak_worker, worker), max(self.peak_total, total)
 
@@ -526,7 +517,7 @@ def _suite(args: argparse.Namespace, extra: dict[str, str] | None, header: list[
         _say(notes, f"memory (PSS, {args.workers} workers{', ' + str(extra) if extra else ''}): idle "
                     f"{memory['idle_worker_mib']:.0f} MiB per worker, {memory['idle_total_mib']:.0f} MiB in all; peak "
                     f"{memory['peak_worker_mib']:.0f} MiB per worker, {memory['peak_total_mib']:.0f} MiB in all "
-                    "(sampled every 0.5 s)")
+                    f"(sampled every {SAMPLE_SECONDS} s)")
     return served, results, memory
 
 

@@ -21,7 +21,7 @@ MEASURED = re.compile("|".join([
     rf"{CORRELATION}[^\n]{{0,60}}?{NUMBER}",
     rf"{NUMBER}[^\n]{{0,40}}?{CORRELATION}",
     rf"(?<![\w^])(?:r|ρ|rho)\s?(?:=|≈|~)?\s?{NUMBER}",
-    r"(?<![\w.])\d+(?:[.,]\d+)?(?:-\d+(?:\.\d+)?)?(?:\s?(?:ms|seconds|min|minutes|hours?)|\s(?:s|h))\b(?![/-])",
+    r"(?<![\w.])(?<!, )\d+(?:[.,]\d+)?(?:-\d+(?:\.\d+)?)?(?:\s?(?:ms|seconds|min|minutes|hours?)|\s(?:s|h))\b(?![/-])",
     r"(?<![\w.])\d[\d,.]*\s?(?i:texts|items|requests|tokens|pairs|it)/s\b",
     r"(?<![\w.])\d+(?:\.\d+)?\s?[x×%]\s(?i:faster|slower|quicker)",
     r"(?i:\b(?:faster|slower)\b)[^\n]{0,30}?(?<![\w.])\d+(?:\.\d+)?\s?[x×](?!\w)",

@@ -26,23 +26,14 @@ log = logging.getLogger(__name__)
 
 def choose_precision(requested: str, cuda: bool, built: dict[str, bool], int8_dot: str | None,
                      cpu: str = "int8", command: str = "make encoder-fp32") -> tuple[str, str]:
-    """The encoder file to serve, and why. `built`: for each file the component lists (its config's
-    `files`), whether it is in the folder. `auto` (the default) is fp32 on CUDA; on the CPU, w8a8
-    where the component lists one and the CPU has integer dot products (`int8_dot`,
-    runtime.int8_dot_products), else `cpu` (the config's `cpu_precision`: int8 for MiniLM, fp32 for
-    mpnet-base, whose fp32 graph is the faster one on the CPU). A file wanted but not built gives way
-    to `cpu`, int8, then fp32, whichever is built first, and the reason names what builds it
-    (`command`, the manifest's build command; MiniLM's w8a8: make encoder-w8a8).
+    """The encoder file to serve, and why. `built`: for each file the component lists, whether it is in the
+    folder. `auto` is fp32 on CUDA; on the CPU, w8a8 where the component lists one and the CPU has integer
+    dot products (`int8_dot`), else `cpu` (the config's `cpu_precision`). A file wanted but not built
+    gives way to `cpu`, int8, then fp32, whichever is built first; the reason names what builds it.
 
     MiniLM's `cpu_precision` is int8-float: the committed int8 file with its weights turned to float at
-    load (FLOAT_MATMULS), whose float MatMuls beat ONNX Runtime's int8 kernel (MatMulNBits) on both CPU
-    families measured, AVX2 alone and AVX-512 VNNI with AMX, and whose vectors lie nearer
-    sentence-transformers'. MiniLM's w8a8 (int8 weights and per-token int8 activations) encodes 2x the
-    texts of int8 on an AVX2 CPU, and moves the -minilm dev figures by up to .011, their heads having
-    been fitted on int8's vectors (docs/notes/2026-11-27-benchmarks-history.md), so it is built, not committed. On
-    CUDA the int8 file runs in float with one node sent back to the CPU, so a GPU worker is better
-    served by the fp32 file, whose scores match the CPU's fp32 within 1e-6 (docs/gpu.md).
-    """
+    load (FLOAT_MATMULS), faster than ONNX Runtime's int8 kernel and nearer sentence-transformers'
+    vectors. w8a8 moves the heads' dev figures (they were fitted on int8's vectors), so it is built only."""
     return fall_back(*wanted_precision(requested, cuda, built, int8_dot, cpu), built, cpu, command)
 
 
@@ -182,7 +173,7 @@ class SentenceEncoder(Component):
         encodings = self._tokens(list(texts), cache)
         lengths = [len(e.ids) for e in encodings]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        # Cut at every 8 word pieces of length: less padding, a batch of 32 distinct items 20% faster.
+        # Cut at every LENGTH_STEP word pieces of length: less padding than one bucket of mixed lengths.
         batch_size = self.runtime.settings.batch_size
         if self.session.on_cuda:  # batches run at once, as they come
             work = [[batch] for batch in length_buckets(lengths, batch_size, MAX_TOKENS, step=LENGTH_STEP)]
