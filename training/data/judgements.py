@@ -9,7 +9,7 @@ import csv
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -54,6 +54,10 @@ class SetInfo:
     # False: its text comes from no corpus a training stream reads, so its dev text is not searched
     # for in them (`dev_holdout`).
     held_out: bool = True
+    # The set whose items this one holds again (the same replies to the same turns, another copy): a
+    # mean over sets counts the two once (`counted_once`); tests/training/data/test_judgements.py
+    # finds every pair of sets sharing most of their items and checks it is declared here.
+    alias_of: str | None = None
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -345,10 +349,10 @@ SETS: dict[str, SetInfo] = {
                 "to 149 contexts", "GPL-3.0", False, False, _xdial_reader("persona-zhao", (1, 5))),
         SetInfo("xdial_dailydialog_gupta", "xDial-Eval (English): the Gupta et al. DailyDialog items "
                 "without references or systems", f"GPL-3.0; {_DD}", False, False,
-                _xdial_reader("dailydialog-gupta", (1, 5))),
+                _xdial_reader("dailydialog-gupta", (1, 5)), alias_of="dailydialog_gupta_multiref"),
         SetInfo("xdial_conture_turn", "xDial-Eval (English): ConTurE turn ratings 0-2 with a "
                 "three-turn context", "GPL-3.0; ConTurE CC BY 4.0", False, False,
-                _xdial_reader("conture-turn", (0, 2))),
+                _xdial_reader("conture-turn", (0, 2)), alias_of="conture"),
         SetInfo("conture", "ConTurE: 119 human-bot dialogues, every bot turn rated 0-2, full history "
                 "as context", "CC BY 4.0", False, False, _read_conture),
         SetInfo("convai2_turn", "ConvAI2 human-bot PersonaChat chats: the partner's like (1) or dislike (0) "
@@ -365,6 +369,15 @@ SETS: dict[str, SetInfo] = {
 TRAINING_SETS: tuple[str, ...] = tuple(name for name, info in SETS.items() if info.for_training)
 # The sets whose dev text no training stream may hold (`dev_holdout`).
 HELD_OUT_SETS: tuple[str, ...] = tuple(name for name, info in SETS.items() if info.held_out)
+# Set -> the set whose items it holds again (SetInfo.alias_of).
+ALIASES: dict[str, str] = {name: info.alias_of for name, info in SETS.items() if info.alias_of}
+
+
+def counted_once(sets: Iterable[str]) -> list[str]:
+    """The sets a mean over `sets` counts, in order: each distinct set of items once. An alias is left
+    out where the set it copies is among `sets`, and stands for it where that set is not."""
+    names = list(dict.fromkeys(sets))
+    return [name for name in names if ALIASES.get(name) not in names]
 
 
 @lru_cache(maxsize=32)

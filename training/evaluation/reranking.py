@@ -1,7 +1,8 @@
 """evaluate's tables for re-ranking: within-context pairwise agreement of every model, and each
 reference-free model against the two bars a live bot's re-ranker must clear (autojudge-minilm, the
 reference-free model served before, and minilm-cosine's context part, its untrained counterpart), with
-its distance to minilm-cosine, which reads the reference, on the items whose reply is not its own."""
+its distance to minilm-cosine, which reads the reference, on the items whose reply is not its own.
+Every mean and tally over sets counts each distinct set of items once (judgements.counted_once)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -10,7 +11,7 @@ import numpy as np
 
 from service.components.cache import EncodeCache
 from service.scorers.base import Item, Scorer
-from training.data.judgements import JudgedItem
+from training.data.judgements import ALIASES, JudgedItem, counted_once
 from training.evaluation import parts
 from training.evaluation.pairwise import MIN_GAP, MIN_PAIRS, context_groups, pairwise_agreement
 
@@ -39,22 +40,43 @@ def _cell(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
+def aliases_note(sets: list[str]) -> str:
+    """What a mean over `sets` leaves out: 'xdial_dailydialog_gupta (dailydialog_gupta_multiref's items
+    again)' for each alias whose set is among them; empty where none is."""
+    left = [f"{name} ({ALIASES[name]}'s items again)" for name in sets if name not in counted_once(sets)]
+    return ", ".join(left)
+
+
+def _counted(sets: list[str]) -> str:
+    """A mean's column header: over how many distinct sets."""
+    return f"{len(counted_once(sets))} distinct sets"
+
+
+def _once(sets: list[str], subject: str = "A mean counts") -> str:
+    """The sentence a table with means over `sets` carries: what they leave out, and where that is declared."""
+    note = aliases_note(sets)
+    return (f" {subject} each distinct set of items once, leaving out {note} "
+            "(`training/data/judgements.py`: SetInfo.alias_of).") if note else ""
+
+
 def pairwise_table(results: dict, sets: list[str], models: list[str]) -> list[str]:
-    """Markdown lines: every model's pairwise agreement on the sets with MIN_PAIRS pairs or more."""
+    """Markdown lines: every model's pairwise agreement on the sets with MIN_PAIRS pairs or more, and its
+    mean over the distinct ones."""
     shown = [s for s in sets if max((r.pairs for r in results[s].values()), default=0) >= MIN_PAIRS]
     if not shown:
         return []
+    counted = counted_once(shown)
     lines = ["", (f"Within-context pairwise agreement (what re-ranking needs): on the sets where a context has "
                   f"several judged replies, the share of reply pairs to the same context whose human scores differ "
                   f"by at least {MIN_GAP} (1-5) that the model orders as people do; a model tie counts as wrong "
-                  f"(`training/evaluation/pairwise.py`; sets with {MIN_PAIRS}+ pairs, their count in brackets)."), "",
+                  f"(`training/evaluation/pairwise.py`; sets with {MIN_PAIRS}+ pairs, their count in brackets)."
+                  + _once(shown)), "",
              "| model | " + " | ".join(f"{s} ({max(r.pairs for r in results[s].values())})" for s in shown)
-             + " | mean |", "|---|" + "---|" * (len(shown) + 1)]
+             + f" | mean ({_counted(shown)}) |", "|---|" + "---|" * (len(shown) + 1)]
     for model in models:
         values = [getattr(results[s].get(model), "pairwise", None) for s in shown]
-        found = [v for v in values if v is not None]
-        mean = _cell(float(np.mean(found))) if len(found) == len(shown) else "–"
-        lines.append(f"| {model} | " + " | ".join(_cell(v) for v in values) + f" | {mean} |")
+        mean = _mean([getattr(results[s].get(model), "pairwise", None) for s in counted])
+        lines.append(f"| {model} | " + " | ".join(_cell(v) for v in values) + f" | {_cell(mean)} |")
     return lines
 
 
@@ -79,23 +101,26 @@ def reranking_table(results: dict, sets: list[str], models: list[str], kinds: di
     free = [m for m in models if kinds.get(m) == "unreferenced"] + [CONTEXT_PART]
     if not all(any(bar in results[s] for s in sets) for bar in BARS):
         return []
-    shown = [s for s in sets if REFERENCED_BAR in distinct.get(s, {})]
+    every = counted_once(sets)
+    shown = counted_once([s for s in sets if REFERENCED_BAR in distinct.get(s, {})])
+    pair_sets = counted_once([s for s in sets if max((r.pairs for r in results[s].values()), default=0) >= MIN_PAIRS])
     lines = ["", ("Reference-free models against the re-ranking bars: sets where the model's Pearson r, "
                   "and its pairwise agreement, is above autojudge-minilm's and above minilm-cosine's context part "
-                  "(cos(last turn, reply), the untrained reference-free counterpart); the mean Pearson over every "
-                  "set and the mean pairwise agreement over the sets of the table above; and the mean Pearson on the items whose judged reply is not "
+                  "(cos(last turn, reply), the untrained reference-free counterpart); the mean Pearson over the "
+                  f"{len(every)} distinct sets and the mean pairwise agreement over the {len(pair_sets)} distinct "
+                  "sets of the table above; and the mean Pearson on the items whose judged reply is not "
                   f"its own reference ({', '.join(shown)}), with the difference to minilm-cosine, which reads the "
-                  "reference, there."), "",
-             "| model | Pearson mean | Pearson > autojudge-minilm | Pearson > context part | pairwise > autojudge-minilm | "
-             "pairwise > context part | pairwise mean | reply not its reference: r (minus minilm-cosine's) |",
+                  "reference, there." + _once(sets, "Means and tallies count")), "",
+             f"| model | Pearson mean ({_counted(every)}) | Pearson > autojudge-minilm | Pearson > context part | "
+             "pairwise > autojudge-minilm | pairwise > context part | "
+             f"pairwise mean ({_counted(pair_sets)}) | reply not its reference: r (minus minilm-cosine's) |",
              "|---|---|---|---|---|---|---|---|"]
-    pair_sets = [s for s in sets if max((r.pairs for r in results[s].values()), default=0) >= MIN_PAIRS]
     bar_mean = _mean([distinct[s][REFERENCED_BAR].pearson for s in shown])
     for model in free:
-        cells = [_cell(_mean([getattr(results[s].get(model), "pearson", None) for s in sets]))]
+        cells = [_cell(_mean([getattr(results[s].get(model), "pearson", None) for s in every]))]
         for field in ("pearson", "pairwise"):
             for bar in BARS:
-                won, total = _above(results, sets if field == "pearson" else pair_sets, model, bar, field)
+                won, total = _above(results, every if field == "pearson" else pair_sets, model, bar, field)
                 cells.append("–" if model == bar or not total else f"{won}/{total}")
         pairs = [getattr(results[s].get(model), "pairwise", None) for s in pair_sets]
         cells.append(_cell(_mean(pairs)))

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import combinations
 
 import pytest
 
-from training.data.judgements import SETS, TRAINING_SETS, load_set, rescale, split_key, split_of
+from training.data.judgements import (ALIASES, SETS, TRAINING_SETS, counted_once, load_set, rescale, split_key,
+                                      split_of)
+from training.data.keys import match_key
 
 EXPECTED_SIZES = {
     "dstc7": 10000,
@@ -114,3 +117,29 @@ def test_unknown_set_and_split_are_refused() -> None:
 def test_rescale_maps_the_ends_of_the_source_scale_to_1_and_5() -> None:
     assert rescale(1, 1, 5) == 1.0 and rescale(5, 1, 5) == 5.0 and rescale(3, 1, 5) == 3.0
     assert rescale(0, 0, 2) == 1.0 and rescale(2, 0, 2) == 5.0
+
+
+def shared_items(a: set, b: set) -> float:
+    """The share of the smaller set's items the other holds."""
+    return len(a & b) / min(len(a), len(b))
+
+
+@pytest.mark.data
+def test_two_sets_that_share_most_of_their_items_are_declared_aliases() -> None:
+    """A mean over the sets counts a set of items once, by the declared aliases alone: a set added as
+    another copy of one already there must be declared, and a declared one must be a copy. An item is its
+    last context turn and its reply, by the loose key (the copies give the context in another length)."""
+    items = {name: {(match_key(i.context[-1]), match_key(i.response)) for i in load_set(name)} for name in SETS}
+    shared = {frozenset(pair): shared_items(items[pair[0]], items[pair[1]]) for pair in combinations(SETS, 2)}
+    declared = {frozenset(pair) for pair in ALIASES.items()}
+    assert {pair for pair, share in shared.items() if share > 0.5} == declared
+    assert all(shared[pair] > 0.95 for pair in declared)
+    assert max(share for pair, share in shared.items() if pair not in declared) < 0.05
+
+
+def test_a_mean_counts_an_alias_only_where_the_set_it_copies_is_not_counted() -> None:
+    assert ALIASES == {"xdial_dailydialog_gupta": "dailydialog_gupta_multiref", "xdial_conture_turn": "conture"}
+    assert len(counted_once(SETS)) == len(SETS) - 2
+    assert counted_once(["xdial_dailydialog_gupta", "dstc7", "dailydialog_gupta_multiref"]) == [
+        "dstc7", "dailydialog_gupta_multiref"]
+    assert counted_once(["xdial_conture_turn", "dstc7", "dstc7"]) == ["xdial_conture_turn", "dstc7"]

@@ -44,3 +44,24 @@ def test_the_reranking_table_counts_sets_above_each_bar():
                             distinct)
     row = next(line for line in lines if line.startswith("| free |"))
     assert row == "| free | 0.400 | 2/2 | 1/2 | 2/2 | 1/2 | 0.750 | 0.500 (+0.050) |"
+
+
+def test_the_means_and_tallies_count_a_set_and_its_alias_once():
+    """xdial_dailydialog_gupta is dailydialog_gupta_multiref's items again: its column stays, the means and the
+    sets-above counts read it once."""
+    from training.evaluation.evaluate import Result
+    from training.evaluation.reranking import CONTEXT_PART, pairwise_table, reranking_table
+
+    figures = {"dstc7": {"free": (0.2, 0.6), "autojudge-minilm": (0.3, 0.5), CONTEXT_PART: (0.1, 0.5)},
+               "dailydialog_gupta_multiref": {"free": (0.6, 0.9), "autojudge-minilm": (0.5, 0.8),
+                                              CONTEXT_PART: (0.1, 0.5)}}
+    figures["xdial_dailydialog_gupta"] = figures["dailydialog_gupta_multiref"]
+    results = {s: {m: Result(m, s, 30, pearson=r, pairwise=p, pairs=40) for m, (r, p) in row.items()}
+               for s, row in figures.items()}
+    sets, models = list(figures), ["free", "autojudge-minilm"]
+    lines = pairwise_table(results, sets, models)
+    assert "| mean (2 distinct sets) |" in lines[3] and "xdial_dailydialog_gupta (dailydialog_gupta_multiref" in lines[1]
+    assert next(line for line in lines if line.startswith("| free |")).endswith("| 0.600 | 0.900 | 0.900 | 0.750 |")
+    kinds = dict.fromkeys(models, "unreferenced")
+    row = next(line for line in reranking_table(results, sets, models, kinds, {}) if line.startswith("| free |"))
+    assert row == "| free | 0.400 | 1/2 | 2/2 | 2/2 | 2/2 | 0.750 | – |"

@@ -37,3 +37,11 @@ def test_a_tiny_unref_minilm_trains_exports_and_serves(tmp_path: Path):
     scores = scorer.score([Item(["do you like jazz?"], "yes, coltrane is my favourite."),
                            Item(["do you like jazz?"], "do you like jazz?")]).scores
     assert len(scores) == 2 and all(1.0 < s < 5.0 for s in scores)
+
+
+def test_leave_one_set_out_leaves_a_set_out_with_its_aliases():
+    """A fold that left out only one copy of a set's items would score the other, trained on, as unseen."""
+    from training.data.judgements import ALIASES
+    from training.unref.heads import GROUPS
+
+    assert all(GROUPS[alias] == GROUPS[original] for alias, original in ALIASES.items())
