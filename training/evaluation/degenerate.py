@@ -19,13 +19,11 @@ from service.scorers.base import EncodeCache, Item
 from training.core.card import DEGENERATE_BEGIN, DEGENERATE_END, degenerate_section, write_measured_section
 from training.core.cli import check_output_file, positive_int
 from training.core.docs_section import write_section
-from training.data.holdout import DevHoldout, MIN_WINDOW_CHARS
+from training.data.holdout import DevHoldout
 from training.data.judgements import query_key, split_of
-from training.data.keys import match_key
 from training.evaluation.evaluate import default_specs, load_store, scorer_of
+from training.evaluation.held_in import seen_in_training, trained_text
 from training.evaluation.vectors import SharedVectors
-from training.core import next_turn
-from training.data import negatives as data
 from training.core.turn_cards import FROM_MANIFEST, update_card
 from training.data.negatives import dd_plusplus
 from training.data.degenerate import CHECK_GENERIC, CHECK_NEAR_EMPTY, KINDS, degenerate_replies
@@ -41,30 +39,6 @@ class Case:
     reference: str
     kind: str
     degenerate: str
-
-
-def trained_text() -> DevHoldout:
-    """Every (query, reply) and (turn, next turn) the -minilm models train on, by the loose key, as a
-    DevHoldout (training/data/holdout.py, the same matching rules read the other way round): the
-    next-turn pairs, RUBER's negative-sampling pairs (DSTC7 positives included) and the judged train
-    items. The split key keeps the check set's queries out of training, but a dialogue spelled
-    another way ("didn ’ t" / "didn't") falls on the other side of it."""
-    queries, replies = next_turn.corpus_pairs()
-    sequences = [([q], r) for q, r in zip(queries, replies)]
-    sequences += [(pair.context, pair.reply) for pair in data.ruber_pairs(include_reddit=True)]
-    sequences += [(item.context, item.response) for items in data.judged("train").values() for item in items]
-    return DevHoldout.of((context, reply, True) for context, reply in sequences)
-
-
-def seen_in_training(trained: DevHoldout, context: list[str], replies: list[str]) -> bool:
-    """Whether training held the answer to this check case: its query followed by one of its human
-    replies as consecutive turns, or its query as a query, where that is long enough to be specific
-    (a short "Yes." or "What about you?" opens thousands of unrelated exchanges). The context's
-    earlier turns may have been read (DailyDialog++ draws its contexts from DailyDialog, whose train
-    split repeats some of them): that says which turn follows them, which the check does not ask."""
-    query = match_key(context[-1]) if context else ""
-    return (any(trained.touches([context[-1], reply]) for reply in replies)
-            or (len(query) >= MIN_WINDOW_CHARS and query in trained.queries))
 
 
 def check_set(max_contexts: int = 400, seed: int = 0, trained: DevHoldout | None = None) -> list[Case]:
