@@ -172,8 +172,19 @@ def evaluate_section(entry: Mapping[str, Any]) -> str:
     for name, row in entry["item_level"].items():
         pairwise = f"{cell(row['pairwise'])} ({row['pairs']})" if row.get("pairs") else "–"
         lines.append(f"| {name} | {row['n']} | {cell(row['pearson'])} | {cell(row['spearman'])} | {pairwise} |")
+    if entry.get("synthetic"):
+        lines += ["", synthetic_line(entry["synthetic"])]
     lines += ["", EVALUATE_END]
     return "\n".join(lines) + "\n"
+
+
+def synthetic_line(check: Mapping[str, Any]) -> str:
+    """The synthetic check's figures of one model (its card's `evaluate.synthetic`) in a sentence."""
+    kinds = ", ".join(f"{kind} {cell(share)}" for kind, share in check["kinds"].items())
+    sources = ", ".join(f"{source} {cell(share)}" for source, share in check["sources"].items())
+    return (f"Synthetic check (docs/evaluation.md: held-aside dialogues, the true next turn against a negative "
+            f"of each kind, the share ordered right): mean {cell(check['mean'])}; by kind {kinds}; by source "
+            f"{sources}.")
 
 
 def degenerate_section(shares: Mapping[str, float]) -> str:

@@ -1,5 +1,6 @@
-"""Unlabelled dialogue corpora for pre-training: DailyDialog (its official splits) and the BYU Chit-Chat
-dataset (a seeded 90/5/5 split by conversation id, the same on every machine)."""
+"""Unlabelled dialogue corpora: DailyDialog (its official splits) and the BYU Chit-Chat dataset (a seeded
+90/5/5 split by conversation id, the same on every machine) for pre-training; Topical-Chat's valid splits,
+which no training stream reads, and the other held-aside dialogues the synthetic check draws from."""
 from __future__ import annotations
 
 import hashlib
@@ -11,6 +12,7 @@ from pathlib import Path
 
 SPLITS = ("train", "validation", "test")
 SOURCES = ("dailydialog", "chitchat")
+TOPICALCHAT_FILES = ("valid_freq.json", "valid_rare.json")  # the Topical-Chat splits in the data folder
 CHITCHAT_SEED = 20261122
 CHITCHAT_FRACTIONS = (0.90, 0.05, 0.05)
 
@@ -102,3 +104,25 @@ def fingerprint(dialogues: list[list[str]]) -> str:
     for dialogue in dialogues:
         digest.update("\x1e".join(dialogue).encode("utf-8") + b"\x1d")
     return digest.hexdigest()[:16]
+
+
+def topicalchat(data_dir: Path = DEFAULT_DATA_DIR, min_turns: int = 4) -> list[list[str]]:
+    """Topical-Chat's valid conversations (both files, ids sorted) as turns, empty turns left out; those
+    with `min_turns` turns or more."""
+    dialogues: list[list[str]] = []
+    for name in TOPICALCHAT_FILES:
+        with open(Path(data_dir) / "corpora" / "topicalchat" / name, encoding="utf-8") as handle:
+            conversations = json.load(handle)
+        for key in sorted(conversations):
+            turns = [t for t in (_clean(turn["message"]) for turn in conversations[key]["content"]) if t]
+            if len(turns) >= min_turns:
+                dialogues.append(turns)
+    return dialogues
+
+
+def held_aside(data_dir: Path = DEFAULT_DATA_DIR) -> dict[str, list[list[str]]]:
+    """Dialogues no training stream fits to, by source: DailyDialog validation and test (on validation VHRED
+    reports its perplexity and RUBER's s_U picks its best step), Chit-Chat's test split, Topical-Chat's valid
+    splits. DailyDialog's sentences recur across its splits: a user keeps its dev-partition queries only."""
+    return {"dailydialog": dailydialog("validation", data_dir) + dailydialog("test", data_dir),
+            "chitchat": chitchat("test"), "topicalchat": topicalchat(data_dir)}

@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from service.text import words
-from training.data.corpora import DEFAULT_DATA_DIR
+from training.data.corpora import DEFAULT_DATA_DIR, TOPICALCHAT_FILES
 from training.data.holdout import DevHoldout
 
 SPLIT_SEED = "dialscore-judgements-v1"
@@ -270,7 +270,6 @@ def _rated_turns(set_name: str, conversation: str, turns: list[tuple[int, str, f
     return items
 
 
-TOPICALCHAT_FILES = ("valid_freq.json", "valid_rare.json")
 TOPICALCHAT_RATINGS = {"Poor": 1.0, "Not Good": 2.0, "Passable": 3.0, "Good": 4.0, "Excellent": 5.0}  # already 1-5
 
 

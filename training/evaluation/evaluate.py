@@ -2,7 +2,8 @@
 
 Models are loaded with the service's own `ModelStore`, so the figures are the served artifacts'. Item-
 and system-level correlations go between the `evaluate` markers of docs/evaluation.md and into every
-model's card; scatter plots go to docs/plots/."""
+model's card; scatter plots go to docs/plots/. Every reference-free model and part also takes the
+synthetic check (synthetic.py), into its own section and the models' cards."""
 from __future__ import annotations
 
 import argparse
@@ -29,9 +30,11 @@ from training.core import docs_section
 from training.core.card import EVALUATE_BEGIN, EVALUATE_END, evaluate_section, write_measured_section
 from training.core.cli import output_dir, output_file, positive_int
 from training.core.progress import cpu_description, setup_logging
+from training.data import corpora
 from training.data.judgements import DEFAULT_DATA_DIR, JudgedItem, SETS, load_set
 from training.data.references import Recovery, is_reference_reply, recover
-from training.evaluation import parts
+from training.evaluation import parts, synthetic, synthetic_cases
+from training.evaluation.held_in import read_whole, trained_text
 from training.evaluation.pairwise import MIN_PAIRS
 from training.evaluation.reranking import CONTEXT_PART, context_part_scores, pairwise, pairwise_table, reranking_table
 from training.evaluation.vectors import SharedVectors
@@ -332,24 +335,30 @@ def served_as(components: list[dict], providers: list[str]) -> str:
                      for c in components if c.get("provider")) or providers[0]
 
 
-def card_entry(results: dict[str, Result], command: str, split: str, served: str = "") -> dict:
-    """{command, split, served, item_level: {set: {pearson, spearman, n}}} for the sets the model ran on."""
+def card_entry(results: dict[str, Result], command: str, split: str, served: str = "",
+               check: synthetic.Agreement | None = None) -> dict:
+    """{command, split, served, item_level: {set: {pearson, spearman, n}}, synthetic} for the sets the model
+    ran on (`check`: its synthetic check, where it took one)."""
     item_level = {name: {"pearson": _round(r.pearson), "spearman": _round(r.spearman), "n": r.n,
                          **({"pairwise": _round(r.pairwise), "pairs": r.pairs} if r.pairs >= MIN_PAIRS else {})}
                   for name, r in results.items() if not r.skipped}
-    return {"command": command, "split": split, **({"served": served} if served else {}), "item_level": item_level}
+    return {"command": command, "split": split, **({"served": served} if served else {}), "item_level": item_level,
+            **({"synthetic": synthetic.card_entry(check)} if check else {})}
 
 
 def write_cards(store_root: Path, results: dict[str, dict[str, Result]], models: list[str], command: str,
-                split: str, served: dict[str, str] | None = None) -> list[str]:
-    """Update the card of every model in `models` (`served`: served_as by model); returns the names written."""
+                split: str, served: dict[str, str] | None = None,
+                checks: dict[str, synthetic.Agreement] | None = None) -> list[str]:
+    """Update the card of every model in `models` (`served`: served_as by model; `checks`: the synthetic
+    check by model); returns the names written."""
     written = []
     for model in models:
         folder = Path(store_root) / model
         if not (folder / "manifest.json").is_file():
             continue
         entry = card_entry({set_name: per_model[model] for set_name, per_model in results.items()
-                            if model in per_model}, command, split, (served or {}).get(model, ""))
+                            if model in per_model}, command, split, (served or {}).get(model, ""),
+                           (checks or {}).get(model))
         update_manifest_card(folder, evaluate=entry)
         if model in FROM_MANIFEST:  # its template shows evaluate's section, or a table of its own instead
             rewrite_readme(folder)
@@ -424,12 +433,26 @@ def load_store(root: Path, models: list[str] | None, strict: bool = False):
     return store
 
 
+@dataclass
+class Run:
+    """What one evaluate run measured (`run`'s answer)."""
+
+    results: dict[str, dict[str, Result]]  # set -> row -> figures
+    names: list[str]  # the rows, in order
+    recovered: dict[str, Recovery]
+    kinds: dict[str, str]
+    context_part: dict[str, Result]  # set -> minilm-cosine's context part, where minilm-cosine ran
+    served: dict[str, str]  # row -> served_as
+    synthetic: dict[str, synthetic.Agreement] = field(default_factory=dict)  # reference-free row -> its check
+    cases: list[synthetic_cases.Case] = field(default_factory=list)
+
+
 def run(store_root: Path, sets: list[str], models: list[str] | None, split: str, max_refs: int,
         data_dir: Path = DEFAULT_DATA_DIR, recover_references: bool = True, vectors: list[Path] = (),
-        ) -> tuple[dict[str, dict[str, Result]], list[str], dict[str, Recovery], dict[str, str], dict[str, Result],
-                   dict[str, str]]:
+        check: bool = True) -> Run:
     """Every model on every set; also each model's kind, where minilm-cosine is evaluated its context part
-    per set (the reference-free bar of the re-ranking table), and how each model's encoders ran (served_as)."""
+    per set (the reference-free bar of the re-ranking table), how each model's encoders ran (served_as)
+    and, with `check`, the synthetic check of every reference-free row."""
     store = load_store(store_root, models, strict=True)
     shared = SharedVectors(store, vectors)
     names = served_specs(store, models)
@@ -471,7 +494,32 @@ def run(store_root: Path, sets: list[str], models: list[str] | None, split: str,
                 store.scorers["minilm-cosine"], items, shared.cache))
     served = {name: served_as([store.components[c].describe() for c in store.scorers[model_of(name)].manifest.uses
                                if c in store.components], store.scorers[model_of(name)].providers()) for name in names}
-    return results, names, recovered, {name: scorer_of(store, name).kind for name in names}, context_part, served
+    done = Run(results, names, recovered, {name: scorer_of(store, name).kind for name in names}, context_part, served)
+    if check:
+        done.cases, done.synthetic = synthetic_check(store, [n for n in names if done.kinds[n] == "unreferenced"],
+                                                     shared, data_dir)
+    return done
+
+
+def synthetic_check(store: ModelStore, free: list[str], shared: SharedVectors, data_dir: Path = DEFAULT_DATA_DIR,
+                    ) -> tuple[list[synthetic_cases.Case], dict[str, synthetic.Agreement]]:
+    """The cases, and the synthetic check of each reference-free row of `free` and of minilm-cosine's context
+    part where minilm-cosine is served; no case where there is no row."""
+    scorers: dict[str, synthetic.Scores] = {
+        name: lambda items, scorer=scorer_of(store, name): scorer.score(items, None, shared.cache()).scores
+        for name in free}
+    if "minilm-cosine" in store.scorers and free:
+        scorers[CONTEXT_PART] = lambda items: context_part_scores(store.scorers["minilm-cosine"], items, shared.cache)
+    if not scorers:
+        return [], {}
+    started = time.monotonic()
+    cases = synthetic_cases.build(corpora.held_aside(data_dir), read_whole(trained_text()))
+    log.info("synthetic check: %d pairs built in %.0fs; scoring %s", len(cases), time.monotonic() - started,
+             ", ".join(scorers))
+    found = {name: synthetic.measure(cases, score, f"synthetic {name}") for name, score in scorers.items()}
+    for name, result in found.items():
+        log.info("synthetic %s: %.4f", name, result.mean)
+    return cases, found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -498,6 +546,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vectors", type=Path, nargs="+", default=[],
                         help="embedding caches (train-minilm's, train-unref's) to take sentence vectors from where "
                              "the graph that made them is the one served (sha256 checked): the same figures, faster")
+    parser.add_argument("--no-synthetic", dest="synthetic", action="store_false",
+                        help="leave out the synthetic check of the reference-free models (its section and card lines)")
     args = parser.parse_args(argv)
     if args.max_refs < 1:
         parser.error("--max-refs must be at least 1")
@@ -509,27 +559,31 @@ def main(argv: list[str] | None = None) -> int:
     plots = args.plots or (Path("docs/plots") if full else None)
     setup_logging(args.log)
     started = time.monotonic()
-    results, names, recovered, kinds, context_part, served = run(args.store, args.sets, args.models, args.split,
-                                                         args.max_refs, args.data_dir, args.recover_references,
-                                                         args.vectors)
+    done = run(args.store, args.sets, args.models, args.split, args.max_refs, args.data_dir, args.recover_references,
+               args.vectors, args.synthetic)
     command = "python -m training evaluate " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[2:]))
     if plots is not None:
         for set_name in args.sets:
-            path = scatter_plot(set_name, [results[set_name][m] for m in names], plots / f"evaluate-{set_name}.png")
+            path = scatter_plot(set_name, [done.results[set_name][m] for m in done.names],
+                                plots / f"evaluate-{set_name}.png")
             log.info("wrote %s", path)
     link = None if plots is None else (os.path.relpath(plots, out.parent) if out is not None else str(plots))
-    section = markdown(results, args.sets, names, command.strip(), args.split, time.monotonic() - started,
-                       recovered, link, kinds, context_part)
+    section = markdown(done.results, args.sets, done.names, command.strip(), args.split, time.monotonic() - started,
+                       done.recovered, link, done.kinds, done.context_part)
+    check = synthetic.markdown(done.synthetic, done.cases, command.strip()) if done.synthetic else ""
     if out is None:
-        print(section, end="")
+        print(section + check, end="")
         log.info("a partial run: the table is printed, docs/evaluation.md is left as it is (give --out to write)")
     else:
         write_section(out, section)
+        if check:
+            docs_section.write_section(out, check, synthetic.BEGIN, synthetic.END)
         log.info("wrote %s", out)
     if args.no_cards or not whole_protocol:
         log.info("cards not written (%s)", "--no-cards" if args.no_cards else "only a run of every set on its dev "
                                                                              "split with the default protocol is")
     else:
-        written = write_cards(args.store, results, names, command.strip(), args.split, served)
+        written = write_cards(args.store, done.results, done.names, command.strip(), args.split, done.served,
+                              done.synthetic)
         log.info("wrote the figures into the cards of %s", ", ".join(written))
     return 0

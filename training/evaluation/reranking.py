@@ -5,7 +5,7 @@ its distance to minilm-cosine, which reads the reference, on the items whose rep
 Every mean and tally over sets counts each distinct set of items once (judgements.counted_once)."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -27,8 +27,10 @@ def pairwise(items: list[JudgedItem], human: np.ndarray, scores: np.ndarray) -> 
     return pairwise_agreement(groups, human, scores)
 
 
-def context_part_scores(scorer: Scorer, items: list[JudgedItem], caches: Callable[[], EncodeCache]) -> np.ndarray:
-    """minilm-cosine's s_context, cos(last turn, reply), per item: its reference-free part's details."""
+def context_part_scores(scorer: Scorer, items: Sequence[JudgedItem | Item], caches: Callable[[], EncodeCache],
+                        ) -> np.ndarray:
+    """minilm-cosine's s_context, cos(last turn, reply), per item (a judged one or one to score): its
+    reference-free part's details."""
     values: list[float] = []
     for start in range(0, len(items), BATCH):
         chunk = [Item(list(i.context), i.response) for i in items[start:start + BATCH]]

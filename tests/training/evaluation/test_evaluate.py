@@ -9,6 +9,7 @@ from service.scorers.base import ScoreBatch
 from service.text import word_count
 from tests.conftest import MODEL_STORE, copy_store
 from training.data.judgements import JudgedItem, load_set
+from training.evaluation import synthetic
 from training.evaluation.evaluate import BEGIN, END, correlate, main, score_items, system_level, write_section
 
 
@@ -72,6 +73,11 @@ def test_evaluate_runs_served_models_on_real_dev_sets(tmp_path):
     assert "beats both BLEU-4 and ROUGE-L" not in text  # rouge-l was not run here
     for name in sets:
         assert (plots / f"evaluate-{name}.png").stat().st_size > 1000
+    # the synthetic check of the one reference-free model, in its own section
+    check = text[text.index(synthetic.BEGIN):text.index(synthetic.END)]
+    row = next(line for line in check.splitlines() if line.startswith("| length |"))
+    assert 0.5 < float(row.split("|")[2]) < 1 and "| model | mean | random (" in check
+    assert text.index(END) < text.index(synthetic.BEGIN) and check.count("\n| ") == 2  # the header, one row
     # two sets of nine: a partial table, which must not replace the card's (the committed full run)
     from service.artifacts.manifest import read_manifest
 
@@ -88,12 +94,17 @@ def test_cards_get_the_figures_of_a_full_run(tmp_path):
                                  "bleu4": Result("bleu4", "holistic_eval", 0, skipped="needs a reference")},
                "dstc7": {"length": Result("length", "dstc7", 3400, pearson=0.104, spearman=0.098),
                          "bleu4": Result("bleu4", "dstc7", 3290, pearson=0.076, spearman=0.057)}}
-    assert write_cards(store, results, ["bleu4", "length"], "python -m training evaluate", "dev") == ["bleu4", "length"]
+    check = synthetic.Agreement(0.6, {"random": 0.55, "hard": 0.65}, {"dailydialog": 0.6})
+    assert write_cards(store, results, ["bleu4", "length"], "python -m training evaluate", "dev",
+                       checks={"length": check}) == ["bleu4", "length"]
     card = read_manifest(store / "length").card["evaluate"]  # the manifest still verifies: artifacts untouched
     assert card["item_level"]["dstc7"] == {"pearson": 0.104, "spearman": 0.098, "n": 3400}
+    assert card["synthetic"] == {"mean": 0.6, "kinds": {"random": 0.55, "hard": 0.65}, "sources": {"dailydialog": 0.6}}
     assert set(read_manifest(store / "bleu4").card["evaluate"]["item_level"]) == {"dstc7"}  # skipped sets left out
+    assert "synthetic" not in read_manifest(store / "bleu4").card["evaluate"]  # a referenced model takes no check
     readme = (store / "length" / "README.md").read_text()
     assert "| holistic_eval | 72 | -0.540 | -0.560 |" in readme
+    assert "mean 0.600; by kind random 0.550, hard 0.650; by source dailydialog 0.600." in readme
     write_cards(store, results, ["length"], "python -m training evaluate", "dev")  # a rerun replaces, never appends
     assert (store / "length" / "README.md").read_text().count("holistic_eval") == 1
 
