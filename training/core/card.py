@@ -134,11 +134,14 @@ def bullets(card: Mapping[str, Any], keys: tuple[str, ...], labels: dict[str, st
 def manifest_figures(manifest: Manifest) -> dict[str, Any]:
     """What a README rendered from its manifest reads: the card's text fields by name, the model's name, its kind
     line, and the measured sections the card holds, after a blank line or nothing (`measured`: evaluate's and the
-    degenerate check's; `measured_degenerate_only`: the check's, for a card with a table of its own)."""
+    degenerate check's; `measured_degenerate_only`: the check's, for a card with a table of its own;
+    `measured_synthetic`: evaluate's synthetic-check line alone, for such a card)."""
     measured, degenerate = measured_sections(manifest.card), measured_sections(manifest.card, evaluate=False)
+    check = (manifest.card.get("evaluate") or {}).get("synthetic")
     return {**{key: value for key, value in manifest.card.items() if isinstance(value, str)},
             "name": manifest.name, "kind_line": kind_line(manifest), "measured": f"\n\n{measured}" if measured else "",
-            "measured_degenerate_only": f"\n\n{degenerate}" if degenerate else ""}
+            "measured_degenerate_only": f"\n\n{degenerate}" if degenerate else "",
+            "measured_synthetic": f"\n\n{synthetic_line(check)}" if check else ""}
 
 
 def with_measured_fields(card: dict[str, Any], folder: Path) -> dict[str, Any]:
