@@ -61,6 +61,9 @@ class Settings:
     providers: tuple[str, ...] = ("auto",)
     cuda_options: tuple[str, ...] = ()  # DIALSCORE_CUDA_OPTIONS: key=value,... for ONNX Runtime's CUDA provider (CUDA_DEFAULTS below)
     load_sync: bool = False  # DIALSCORE_LOAD_SYNC: load models before serving instead of in the background
+    # DIALSCORE_OPEN_ACCESS: serve without DIALSCORE_API_TOKEN on an address other than loopback; without it
+    # `python -m service` refuses to start there (server/checks.py)
+    open_access: bool = False
     api_token: str = ""  # DIALSCORE_API_TOKEN: when set, every endpoint but /healthz and /readyz needs `Authorization: Bearer <token>` (several, comma-separated: any passes)
     log_level: str = "INFO"  # DIALSCORE_LOG_LEVEL
     encoder_precision: str = "auto"  # DIALSCORE_ENCODER_PRECISION: the sentence encoder's file, w8a8, int8, fp32 or auto (choose_precision)
@@ -71,6 +74,11 @@ class Settings:
     worker_timeout: int = 120  # DIALSCORE_WORKER_TIMEOUT: seconds without a heartbeat before a worker is killed (0: never)
     graceful_timeout: int = 25  # DIALSCORE_GRACEFUL_TIMEOUT: seconds in-flight requests get after SIGTERM
     read_timeout: float = 10.0  # DIALSCORE_READ_TIMEOUT: seconds a request may take to arrive whole
+    # DIALSCORE_REQUEST_TIMEOUT: a request's budget in seconds when it sends no X-Request-Timeout header; work that
+    # cannot start and finish within its budget is refused with 503 (server/admission.py)
+    request_timeout: float = 30.0
+    # DIALSCORE_MAX_QUEUE: requests a worker holds waiting for one of its threads; past it, 503 `overloaded`
+    max_queue: int = 16
     max_requests: int = 0  # DIALSCORE_MAX_REQUESTS: recycle a worker after this many (0: never)
     # DIALSCORE_MAX_WORKER_MEMORY_MIB: recycle a worker whose resident memory passed this after a request (0: never)
     max_worker_memory_mib: int = 0
@@ -89,11 +97,12 @@ def env_name(field: str) -> str:
 
 
 # --- the server's values: gunicorn takes them as they come, so each is held to what it can use -----
-# name: (lowest, highest) for the integers; read_timeout, host and worker_tmp_dir have their own checks
+# name: (lowest, highest) for the integers; the timeouts, host and worker_tmp_dir have their own checks
 SERVER_RANGES = {"port": (1, 65535), "threads": (1, 1024), "worker_timeout": (0, 86400),
-                 "graceful_timeout": (0, 86400), "max_requests": (0, 10**9), "max_worker_memory_mib": (0, 10**7)}
-SERVER_FIELDS = ("host", "port", "threads", "worker_timeout", "graceful_timeout", "read_timeout", "max_requests",
-                 "max_worker_memory_mib", "worker_tmp_dir")
+                 "graceful_timeout": (0, 86400), "max_requests": (0, 10**9), "max_queue": (0, 10**6),
+                 "max_worker_memory_mib": (0, 10**7)}
+SERVER_FIELDS = ("host", "port", "threads", "worker_timeout", "graceful_timeout", "read_timeout", "request_timeout",
+                 "max_queue", "max_requests", "max_worker_memory_mib", "worker_tmp_dir")
 MAX_READ_TIMEOUT = 3600.0  # seconds; socket timeouts past ~1e10 overflow time_t
 MAX_WORKERS = 64  # gunicorn workers the master runs
 
@@ -125,7 +134,7 @@ def _server_value(name: str, raw: Any) -> Any:
         raise ValueError(f"{key}='': give an address to listen on (0.0.0.0 for every interface)")
     if name in ("host", "worker_tmp_dir"):
         return raw
-    if name == "read_timeout":
+    if name in ("read_timeout", "request_timeout"):
         return _seconds(key, raw)
     return whole_number(key, raw, *SERVER_RANGES[name])
 

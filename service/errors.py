@@ -125,3 +125,37 @@ class NotReady(ServiceError):
         super().__init__(message, details)
         if retry_after is not None:
             self.headers["Retry-After"] = str(retry_after)
+
+
+class Refused(ServiceError):
+    """503 with `Retry-After`: work refused before it started, so a client may send it again (elsewhere)."""
+
+    status = 503
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None, retry_after: int = 1) -> None:
+        super().__init__(message, details)
+        self.headers["Retry-After"] = str(max(1, int(retry_after)))
+
+
+class Overloaded(Refused):
+    """503 `overloaded`: the worker's queue is full, or the request could not finish within its budget."""
+
+    code = "overloaded"
+
+
+class DeadlineExceeded(Refused):
+    """503 `deadline_exceeded`: the request's budget ran out while it waited; it was not computed."""
+
+    code = "deadline_exceeded"
+
+
+class ShuttingDown(Refused):
+    """503 `shutting_down`: the server got SIGTERM; another pod (or this one's replacement) will answer."""
+
+    code = "shutting_down"
+
+
+class BadHeader(ServiceError):
+    """400 `bad_request`: a header the service reads (X-Request-Timeout) holds a value it cannot use."""
+
+    status, code = 400, "bad_request"

@@ -38,6 +38,14 @@ ENCODER_LOADS = Counter("dialscore_encoder_loads_total", "Sentence encoders load
 MODEL_SECONDS = Histogram("dialscore_model_seconds", "Time inside a model's score() by model.", ["model"],
                           buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
 
+# Admission (server/admission.py): what a worker refused before computing it, how long admitted work
+# waited for a thread, and work that finished after its deadline (started in time, but ran past it).
+REFUSED = Counter("dialscore_refused_total", "Requests answered 503 before any work, by reason (overloaded, "
+                  "deadline_exceeded, shutting_down).", ["reason"])
+QUEUE_WAIT = Histogram("dialscore_queue_wait_seconds", "Time an admitted request waited for a thread.",
+                       buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+FINISHED_LATE = Counter("dialscore_finished_late_total", "Requests whose answer was written after their deadline.")
+
 
 # The latency histogram's `model` label of the request in hand: set by the data plane once it has
 # read the store, reset by the app before each request, read when the answer is recorded.
