@@ -27,7 +27,6 @@ MEASURED = re.compile("|".join([
     r"(?i:\b(?:faster|slower)\b)[^\n]{0,30}?(?<![\w.])\d+(?:\.\d+)?\s?[x×](?!\w)",
 ]))
 # service/'s docstrings and comments are not cut yet: asserted for training/ only until they are.
-NOT_YET = pytest.mark.xfail(strict=False, reason="service/ is not cut to these rules yet")
 
 
 def python_files(*roots: str) -> list[Path]:
@@ -216,7 +215,7 @@ def prose(path: Path) -> list[tuple[int, str]]:
                        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in specs]
 
 
-@pytest.mark.parametrize("package", ["training", pytest.param("service", marks=NOT_YET)])
+@pytest.mark.parametrize("package", ["training", "service"])
 def test_no_docstring_over_120_words(package: str) -> None:
     """A docstring states what holds in a few lines; the story of how it was found goes to docs/notes/."""
     long = [f"{p.relative_to(REPO)}:{line} ({len(doc.split())} words)" for p in python_files(package)
@@ -233,7 +232,7 @@ def test_the_figure_pattern_tells_measurements_from_code() -> None:
     assert [text for text in not_measured if MEASURED.search(text)] == []
 
 
-@pytest.mark.parametrize("package", ["training", pytest.param("service", marks=NOT_YET)])
+@pytest.mark.parametrize("package", ["training", "service"])
 def test_no_measured_figure_in_code(package: str) -> None:
     """Measured correlations and timings live in docs/ and the model cards, never in a .py file's prose."""
     found = [f"{p.relative_to(REPO)}:{line}: {m.group(0)!r}" for p in python_files(package)

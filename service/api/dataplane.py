@@ -274,14 +274,15 @@ def human_eval(body: dict[str, Any], settings: Settings) -> dict[str, Any]:
 
 
 def readiness(store: ModelStore, settings: Settings) -> tuple[bool, dict[str, Any]]:
-    """Whether this pod is ready (every configured model loaded, in every gunicorn worker), and why not."""
+    """Whether this pod is ready, and why not: ready while any worker serves its models, since a worker
+    still loading takes no new connections once a sibling has loaded (server/worker.py)."""
+    pod = pod_status()
     if not store.loaded:
+        if pod is not None and pod[0] > 0:
+            return True, {"models": sorted(store.scorers), "loading": True, "workers_ready": pod[0], "workers": pod[1]}
         return False, {"loading": True, "loaded": sorted(store.scorers)}
     if store.failures:
         return False, {"failed": dict(sorted(store.public_failures.items())), "loaded": sorted(store.scorers)}
-    pod = pod_status()
-    if pod is not None and pod[0] < pod[1]:
-        return False, {"loading": True, "workers_ready": pod[0], "workers": pod[1]}
     details: dict[str, Any] = {"models": sorted(store.scorers)}
     if pod is not None:
         details.update({"workers_ready": pod[0], "workers": pod[1]})
@@ -296,9 +297,6 @@ def ready(store: ModelStore, settings: Settings) -> dict[str, Any]:
     if "failed" in details:
         names = ", ".join(details["failed"])
         raise NotReady(f"Not ready: {names} failed to load; see details and the log.", details)
-    if "workers" in details:
-        raise NotReady(f"Not ready: {details['workers_ready']} of {details['workers']} workers have loaded "
-                       "their models.", details, LOADING_RETRY_AFTER_S)
     raise NotReady("Not ready: models are still loading.", details, LOADING_RETRY_AFTER_S)
 
 

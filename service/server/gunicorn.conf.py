@@ -16,8 +16,9 @@ from service.server.logs import gunicorn_logconfig
 _settings = load_server_settings()
 bind = f"{_settings.host}:{_settings.port}"
 workers = _settings.workers
-# gthread, with gunicorn's own 400/414/431 answers in the contract's JSON (service/server/worker.py).
-worker_class = "service.server.worker.ContractErrorThreadWorker"
+# gthread with admission control, requests read whole off the threads, probes on a thread of their own
+# (service/server/worker.py).
+worker_class = "service.server.worker.AdmissionWorker"
 threads = _settings.threads
 # Models load in each worker after the fork (ONNX Runtime sessions must not cross a fork).
 preload_app = False
@@ -106,15 +107,11 @@ def resident_mib() -> float:
 def pre_request(worker, req):
     """Recycle a worker whose memory passed DIALSCORE_MAX_WORKER_MEMORY_MIB, as max_requests does.
 
-    ONNX Runtime's arenas grow with the variety of input shapes a worker has seen and keep their
-    peak (docs/deploy.md, "Memory"): recycling by a count of requests restarted workers every few
-    seconds under cheap traffic and too late under heavy traffic, where memory is what runs out.
-    The worker finishes its requests in flight, and its replacement loads before it serves. Checked
-    before a request, not after: gunicorn reads `alive` when it writes the answer, which must then
-    say `Connection: close` rather than promise keep-alive on a connection the stopping worker drops.
-    So it reads what the earlier requests left. The kubelet's probes never recycle: they allocate
-    nothing, and restarting the worker that answers one would keep the pod from ever being ready
-    under a limit its idle workers already pass.
+    ONNX Runtime's arenas keep the peak of the input shapes a worker has seen, so memory, not a count
+    of requests, is what to recycle by (docs/deploy.md, "Memory"). The worker finishes its requests in
+    flight and its replacement loads before it serves. Checked before a request, so that its answer
+    says `Connection: close` rather than promise a keep-alive the stopping worker would drop. Probes
+    never recycle: restarting the worker that answers one could keep the pod from ever being ready.
     """
     worker.log.debug("%s %s", req.method, req.path)  # gunicorn's own pre_request, which this replaces
     limit = _settings.max_worker_memory_mib

@@ -1,200 +1,348 @@
-"""The gunicorn worker: gthread, with gunicorn's own error answers in the contract's JSON and a
-deadline for each request to arrive whole (ContractErrorThreadWorker)."""
+"""The gunicorn worker (AdmissionWorker): gthread, whose event loop reads each request whole before a
+thread takes it up, admits or refuses it at once, and gives the kubelet's probes a thread of their own.
+
+So an idle or slow client holds a socket, never a thread (intake.py); a request the worker cannot
+finish within its budget gets 503 with Retry-After instead of a place in an unbounded queue
+(admission.py); /healthz and /readyz never wait behind scoring. After SIGTERM the worker answers
+what it had accepted, refuses what arrives meanwhile with 503 `shutting_down`, and closes its
+listening socket only once none is left unanswered. gunicorn's own error answers are the
+contract's JSON (answers.py).
+"""
 from __future__ import annotations
 
-import json
+import errno
+import os
+import selectors
 import socket
+import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http import HTTPStatus
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from gunicorn import util
-from gunicorn.http.body import ChunkedReader, EOFReader, LengthReader
-from gunicorn.workers.gthread import ThreadWorker
+from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, TConn, ThreadWorker
 
-from service.config import load_server_settings
-from service.errors import ANSWER_HEADERS, RequestTimeout
+from service.config import MAX_READ_TIMEOUT, load_server_settings
+from service.errors import BadHeader, Refused, RequestTimeout, ServiceError, ShuttingDown
+from service.server.admission import Admission, Ticket
+from service.server.answers import request_id, write_answer, write_contract_error
+from service.server.intake import Head, Scan, scan_request
+from service.server.sockets import CONTINUE, RequestSocket, body_unread, drain
+from service.store import readiness
 
-# Contract codes for the statuses gunicorn answers itself. 414 and 431 are limits (gunicorn's
-# `limit_request_*` settings), so they share the contract's limit code.
-CODES = {400: "bad_request", 403: "forbidden", 414: "too_large", 417: "expectation_failed",
-         431: "too_large", 500: "internal", 501: "not_implemented"}
-
-# What a person can do about each; gunicorn's own text goes into `details.reason`.
-MESSAGES = {
-    400: "The request is not valid HTTP/1.1 (request line, header or chunked body); send a well-formed request.",
-    403: "The request was refused before it reached the service.",
-    414: "The request line is longer than the server accepts; send inputs in the JSON body, not the URL.",
-    417: "The Expect header names an expectation the server does not meet; send the request without it.",
-    431: "The request's headers are too many or too long; send fewer or shorter headers.",
-    500: "The server failed while reading the request; this is a bug, please report it.",
-    501: "The request's Transfer-Encoding is not supported; send the body with Content-Length or chunked.",
-}
+# Answered on the probe thread, never queued: the kubelet's probes and Prometheus' scrape.
+LIGHT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+SCORING_PATHS = frozenset({"/score", "/rerank", "/correlate", "/human-eval"})
+TIMEOUT_HEADER = "x-request-timeout"
+# The loop must get the GIL back quickly while request threads run Python between ONNX calls;
+# at Python's default switch interval a refusal or a probe waited behind them.
+SWITCH_INTERVAL_S = 0.001
+SERVING_CHECK_S = 0.1  # how often a worker still loading rereads whether a sibling has loaded
 
 
-def error_body(status: int, reason: str) -> dict[str, Any]:
-    """The contract's error object for a status gunicorn answered; `reason` is gunicorn's text."""
-    code = CODES.get(status, "bad_request" if 400 <= status < 500 else "internal")
-    message = MESSAGES.get(status, "The request could not be read.")
-    details = {"reason": reason} if reason else {}
-    return {"error": {"code": code, "message": message, "details": details}}
+@dataclass
+class Intake:
+    """What a connection has sent since its last request, and until when it may send the rest."""
 
-
-def write_contract_error(sock: socket.socket, status_int: int, reason: str, mesg: str,
-                         body: dict[str, Any] | None = None) -> None:
-    """Drop-in for `gunicorn.util.write_error`: the same status line, a JSON body (`body`, else one
-    made from the status and gunicorn's text), then close."""
-    # Imported here, not at the top: the master imports this module, and must not fix the metrics'
-    # multiprocess mode before gunicorn.conf.py sets PROMETHEUS_MULTIPROC_DIR.
-    from service import metrics
-
-    body = body or error_body(status_int, mesg)
-    metrics.ERRORS.labels(body["error"]["code"]).inc()
-    payload = json.dumps(body).encode("utf-8")
-    if reason == "Bad Request" and status_int != 400:  # gunicorn's phrase for its 501 (unknown Transfer-Encoding)
-        reason = HTTPStatus(status_int).phrase
-    head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
-            + "".join(f"{name}: {value}\r\n" for name, value in ANSWER_HEADERS.items()) + "\r\n")
-    # gunicorn's reason phrases are ASCII; latin-1 is what it writes its own status lines in.
-    util.write_nonblock(sock, head.encode("latin-1") + payload)
-
-
-class ReadDeadlineSocket:
-    """A client socket whose reads share one deadline while armed; everything else is the socket's.
-
-    Armed by the worker for each request it takes up and disarmed when that request is done, so
-    the app's time between reads, keep-alive waits and the response's writes are not counted.
-    """
-
-    def __init__(self, sock: socket.socket) -> None:
-        self._sock = sock
-        self._deadline: float | None = None
-        self._seconds = 0.0
-        self.request: Any = None  # gunicorn's Request being read, told to close once its body stalls
-
-    def arm(self, seconds: float) -> None:
-        self._seconds = seconds
-        self._deadline = time.monotonic() + seconds
-
-    def disarm(self) -> None:
-        self._deadline = None
-
-    @contextmanager
-    def draining(self, seconds: float) -> Iterator[None]:
-        """A block under a short deadline of its own; the request's deadline is back after it."""
-        saved = (self._deadline, self._seconds)
-        self.arm(seconds)
-        try:
-            yield
-        finally:
-            self._deadline, self._seconds = saved
-
-    def _timed_out(self) -> RequestTimeout:
-        # The rest of the body is never read, so the connection cannot carry another request: the
-        # app's 408 must say `Connection: close` (it said keep-alive and the server then closed).
-        if self.request is not None:
-            self.request.must_close = True
-        return RequestTimeout(self._seconds)
-
-    def _before_read(self) -> None:
-        if self._deadline is not None:
-            remaining = self._deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._timed_out()
-            self._sock.settimeout(remaining)
-
-    def _read(self, method: str, *args: Any) -> Any:
-        self._before_read()
-        try:
-            return getattr(self._sock, method)(*args)
-        except TimeoutError:
-            if self._deadline is None:
-                raise
-            raise self._timed_out() from None
-        finally:
-            if self._deadline is not None:
-                self._sock.settimeout(None)  # writes in between are not held to the read deadline
-
-    def recv(self, *args: Any) -> bytes:
-        return self._read("recv", *args)
-
-    def recv_into(self, *args: Any) -> int:
-        return self._read("recv_into", *args)
-
-    def fileno(self) -> int:
-        return self._sock.fileno()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._sock, name)
-
-
-DRAIN_BYTES = 64 * 1024  # the most of an unread body read so that the connection can be kept
-DRAIN_SECONDS = 0.05  # for what the client has already sent: it is in the socket's buffer
-
-
-def body_unread(body: Any) -> bool:
-    """Whether the app left part of the request body unread (gunicorn's three body readers)."""
-    reader = getattr(body, "reader", None)
-    if isinstance(reader, LengthReader):
-        return reader.length > 0
-    if isinstance(reader, ChunkedReader):
-        return reader.parser is not None  # set to None once the last chunk was read
-    if isinstance(reader, EOFReader):
-        return not reader.finished
-    return False
-
-
-def drain(body: Any, sock: Any) -> bool:
-    """Read the rest of a small body that has already arrived; True when the body was read to its end."""
-    reader = getattr(body, "reader", None)
-    if not isinstance(sock, ReadDeadlineSocket) or (isinstance(reader, LengthReader) and reader.length > DRAIN_BYTES):
-        return False
-    try:
-        with sock.draining(DRAIN_SECONDS):
-            read = 0
-            while read <= DRAIN_BYTES:
-                chunk = body.read(8192)
-                if not chunk:
-                    return True
-                read += len(chunk)
-    except Exception:  # noqa: BLE001 - a stall (RequestTimeout), a bad chunk, a reset: the connection ends
-        return False
-    return False
+    started: float
+    deadline: float
+    buffer: bytearray = field(default_factory=bytearray)
+    continue_sent: bool = False
 
 
 def read_timeout() -> float:
-    """DIALSCORE_READ_TIMEOUT (seconds, default 10): 1 MiB, the body limit, in 10 s is 100 KB/s."""
+    """DIALSCORE_READ_TIMEOUT in seconds (docs/deploy.md gives the default and why)."""
     return load_server_settings().read_timeout
 
 
-class ContractErrorThreadWorker(ThreadWorker):
-    """gunicorn's gthread worker, with two changes.
+def budget_of(head: Head, default: float) -> float:
+    """The request's budget in seconds: X-Request-Timeout, else `default`; BadHeader for a bad value."""
+    raw = head.headers.get(TIMEOUT_HEADER)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= MAX_READ_TIMEOUT:  # also NaN
+        raise BadHeader(f"X-Request-Timeout must be a number of seconds above 0 and at most {MAX_READ_TIMEOUT:g}.",
+                        {"X-Request-Timeout": raw})
+    return value
 
-    Its own answers (a malformed request line or header, 414, 431, 501) are the contract's JSON,
-    not gunicorn's HTML page (`gunicorn.util.write_error`, which has no setting: benoitc/gunicorn#993),
-    since a client parses every error as `{"error": {...}}`; status, reason and logging stay
-    gunicorn's, and each is counted in `dialscore_errors_total`. The replacement is installed in the
-    worker process only, where `gunicorn.workers.base` is the one caller of `write_error`.
 
-    A request has DIALSCORE_READ_TIMEOUT seconds, from when a thread takes it up, to arrive whole,
-    else 408 and the connection closes: gthread reads with blocking calls and no deadline, so a few
-    slow clients would hold every thread, /healthz included (ReadDeadlineSocket). The deadline bounds
-    the harm of one slow client; a pod open to untrusted clients still wants a buffering proxy in
-    front (docs/deploy.md).
-    """
+class AdmissionWorker(ThreadWorker):
+    """gthread with admission control; see the module's docstring."""
 
     def init_process(self) -> None:
-        util.write_error = write_contract_error
-        self.read_timeout = read_timeout()
+        util.write_error = write_contract_error  # gunicorn's HTML error page has no setting (benoitc/gunicorn#993)
+        settings = load_server_settings()
+        self.read_timeout = settings.read_timeout
+        self.request_timeout = settings.request_timeout
+        self.body_limit = settings.max_body_bytes
+        self.admission = Admission(self.cfg.threads, settings.max_queue)
+        self.intakes: dict[TConn, Intake] = {}
+        self.tickets: dict[TConn, Ticket] = {}
+        self.probe_pool = ThreadPoolExecutor(1, thread_name_prefix="probe")
+        self.side_pool = ThreadPoolExecutor(1, thread_name_prefix="handover")
+        self.terminating = False  # SIGTERM, as against a recycle (max_requests, memory)
+        self._serving, self._serving_checked = True, -1.0
+        self.store: Any = None
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         super().init_process()
 
+    # --- the loop ---------------------------------------------------------------------------------
+    def run(self) -> None:
+        self.poller.register(self.method_queue.fileno(), selectors.EVENT_READ, self.method_queue.run_callbacks)
+        self.set_accept_enabled(True)
+        while self.alive:
+            self.notify()
+            self.set_accept_enabled(self.nr_conns < self.worker_connections and self.serving())
+            self.wait_for_and_dispatch_events(timeout=self.loop_timeout())
+            if not self.is_parent_alive():
+                break
+            self.sweep()
+        self.stop()
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        self.terminating = True
+        super().handle_exit(sig, frame)
+
+    def loop_timeout(self) -> float:
+        """Seconds until the next intake or queue deadline, at most one (the heartbeat)."""
+        due = [intake.deadline for intake in self.intakes.values()]
+        queued = self.admission.next_deadline()
+        if queued is not None:
+            due.append(queued)
+        longest = 1.0 if self.loaded() else SERVING_CHECK_S
+        return max(0.0, min([longest, *(d - time.monotonic() for d in due)]))
+
+    def sweep(self) -> None:
+        self.murder_keepalived()
+        self.murder_intakes()
+        self.dispatch()
+
+    def loaded(self) -> bool:
+        return self.store is None or self.store.loaded
+
+    def serving(self) -> bool:
+        """Whether to accept: once a worker of the pod has loaded, one still loading leaves new
+        connections to it, so a pod that is ready does not answer 503 not_ready."""
+        if self.loaded():
+            return True
+        now = time.monotonic()
+        if now - self._serving_checked >= SERVING_CHECK_S:
+            self._serving_checked = now
+            self._serving = not (readiness.loaded_workers() or set()) - {os.getpid()}
+        return self._serving
+
+    def stop(self) -> None:
+        """After SIGTERM: answer every accepted connection (those accepted from now on get 503
+        `shutting_down`), and close the listening socket once none is left and none is waiting in its
+        backlog. After a recycle (max_requests, memory), stop accepting at once: siblings take them."""
+        give_up = time.monotonic() + self.cfg.graceful_timeout
+        self._cap_keepalive(time.monotonic() + STOP_KEEPALIVE_LINGER)
+        while time.monotonic() < give_up:
+            self.notify()
+            self.set_accept_enabled(self.terminating and self.nr_conns < self.worker_connections)
+            self.wait_for_and_dispatch_events(timeout=min(self.loop_timeout(), 0.1))
+            self.sweep()
+            if self.nr_conns == 0 and not (self.terminating and self.accept_backlog()):
+                break
+        self.set_accept_enabled(False)
+        for conn in list(self.intakes):
+            self.end_intake(conn)
+            self.close_conn(conn)
+        self.murder_keepalived(force=True)
+        for pool in (self.tpool, self.probe_pool, self.side_pool):
+            pool.shutdown(wait=False)
+        self.poller.close()
+        self.method_queue.close()
+        for listener in self.sockets:
+            listener.close()
+
+    def accept_backlog(self) -> int:
+        """Accept what waits in the listening sockets' backlog (closing them would reset it)."""
+        taken = 0
+        for listener in self.sockets:
+            while True:
+                before = self.nr_conns
+                self.accept(listener)
+                if self.nr_conns == before:
+                    break
+                taken += 1
+        return taken
+
+    # --- connections ------------------------------------------------------------------------------
+    def accept(self, listener: Any) -> None:
+        if self.cfg.is_ssl:  # TLS is never served (a proxy in front terminates it); gthread's path then
+            return super().accept(listener)
+        try:
+            client, address = listener.accept()
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
+                raise
+            return
+        self.nr_conns += 1
+        conn = TConn(self.cfg, RequestSocket(client), address, listener.getsockname())
+        conn.after_stop = self.terminating
+        self.start_intake(conn)
+
+    def enqueue_req(self, conn: TConn) -> None:
+        # gthread's entry for a kept-alive connection that turned readable, or that holds read-ahead bytes
+        self.start_intake(conn)
+
+    def start_intake(self, conn: TConn) -> None:
+        if not isinstance(conn.sock, RequestSocket):  # TLS: gthread's own way
+            return self.submit(conn, self.tpool)
+        now = time.monotonic()
+        intake = Intake(now, now + self.read_timeout)
+        intake.buffer += getattr(conn, "leftover", b"")
+        if conn.parser is not None:
+            intake.buffer += conn.parser.unreader.take_buffered()
+        conn.leftover = b""
+        self.intakes[conn] = intake
+        conn.sock.setblocking(False)
+        self.poller.register(conn.sock, selectors.EVENT_READ, partial(self.on_intake_readable, conn))
+        if intake.buffer:
+            self.examine(conn, intake)
+
+    def on_intake_readable(self, conn: TConn, _sock: Any) -> None:
+        intake = self.intakes.get(conn)
+        if intake is None:
+            return
+        try:
+            data = conn.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:  # the client closed (or reset) before its request was whole
+            self.end_intake(conn)
+            self.close_conn(conn)
+            return
+        intake.buffer += data
+        self.examine(conn, intake)
+
+    def examine(self, conn: TConn, intake: Intake) -> None:
+        scanned = scan_request(intake.buffer, self.body_limit)
+        head = scanned.head
+        scoring = head is not None and head.method == "POST" and head.path in SCORING_PATHS
+        if scanned.state is Scan.WAITING and (head is None or scoring):
+            if scoring and head.expects_continue and not scanned.body_started and not intake.continue_sent:
+                intake.continue_sent = True
+                try:
+                    conn.sock.send(CONTINUE)
+                except OSError:
+                    pass
+            return
+        self.end_intake(conn)
+        if scanned.state is Scan.WHOLE and scoring:
+            conn.sock.replay(bytes(intake.buffer[:scanned.end]), intake.continue_sent)
+            conn.leftover = bytes(intake.buffer[scanned.end:])
+            return self.route(conn, head, intake, scanned.end)
+        # Everything else goes to a thread once its head is here, with what came so far: the app answers
+        # it without reading a body it does not need (a probe, a 404, a 413), gunicorn refuses a bad one.
+        conn.sock.replay(bytes(intake.buffer), intake.continue_sent)
+        conn.leftover = b""
+        light = head is not None and head.path in LIGHT_PATHS and head.method in ("GET", "HEAD")
+        self.submit(conn, self.probe_pool if light else self.side_pool)
+
+    def route(self, conn: TConn, head: Head, intake: Intake, size: int) -> None:
+        """Admit a whole scoring request, or refuse it from the loop."""
+        conn.request_id = request_id(head.headers.get("x-request-id"))
+        if getattr(conn, "after_stop", False):
+            return self.refuse(conn, head, ShuttingDown(
+                "This server is shutting down; send the request again (another replica will answer it).",
+                retry_after=1), "shutting_down")
+        try:
+            budget = budget_of(head, self.request_timeout)
+        except BadHeader as error:
+            return self.refuse(conn, head, error, None)
+        conn.head = head
+        ticket = Ticket(head.path, size, intake.started, intake.started + budget, payload=conn)
+        refusal = self.admission.offer(ticket, time.monotonic())
+        if refusal is not None:
+            return self.refuse(conn, head, refusal, refusal.code)
+        self.tickets[conn] = ticket
+        self.dispatch()
+
+    def dispatch(self) -> None:
+        from service import metrics  # not at import: the master imports this module before metrics' folder is set
+
+        now = time.monotonic()
+        # While its models load, a worker holds what it admitted (within each one's budget)
+        starting, dropped = self.admission.due(now, start=self.loaded())
+        for ticket, refusal in dropped:
+            conn = ticket.payload
+            self.tickets.pop(conn, None)
+            self.refuse(conn, conn.head, refusal, refusal.code)
+        for ticket in starting:
+            metrics.QUEUE_WAIT.observe(now - ticket.arrived)
+            self.submit(ticket.payload, self.tpool)
+
+    def submit(self, conn: TConn, pool: ThreadPoolExecutor) -> None:
+        conn.data_ready = True  # whole, or handed over: gthread must not wait for data in the thread
+        future = pool.submit(self.handle, conn)
+        future.add_done_callback(lambda done: self.method_queue.defer(self.finish_request, conn, done))
+
+    def refuse(self, conn: TConn, head: Head, error: ServiceError, reason: str | None) -> None:
+        """Answer from the loop, then close: the request is never computed."""
+        from service import metrics
+
+        if reason is not None and isinstance(error, Refused):
+            metrics.REFUSED.labels(reason).inc()
+        endpoint = head.path if head.path in SCORING_PATHS else "other"
+        metrics.REQUESTS.labels(endpoint, metrics.method_label(head.method), str(error.status)).inc()
+        write_answer(conn.sock, error, getattr(conn, "request_id", request_id(None)))
+        self.log.debug("answered %s %s %s: %s", head.method, head.path, error.status, error.code)
+        self.close_conn(conn)
+
+    def finish_request(self, conn: TConn, fs: Any) -> None:
+        from service import metrics
+
+        ticket = self.tickets.pop(conn, None)
+        if ticket is not None:
+            now = time.monotonic()
+            self.admission.finished(ticket, now)
+            if now > ticket.deadline:
+                metrics.FINISHED_LATE.inc()
+        kept = not fs.cancelled() and fs.exception() is None and fs.result() is True
+        if kept and self.alive and getattr(conn, "leftover", b""):
+            self.start_intake(conn)  # a pipelined request already read: the socket will not turn readable
+        else:
+            super().finish_request(conn, fs)
+        if ticket is not None:
+            self.dispatch()
+
+    def end_intake(self, conn: TConn) -> None:
+        self.intakes.pop(conn, None)
+        try:
+            self.poller.unregister(conn.sock)
+        except (KeyError, ValueError, OSError):
+            pass
+
+    def close_conn(self, conn: TConn) -> None:
+        self.nr_conns -= 1
+        conn.close()
+
+    def murder_intakes(self) -> None:
+        """Requests not whole within DIALSCORE_READ_TIMEOUT: 408 where something came, else just closed."""
+        now = time.monotonic()
+        for conn, intake in list(self.intakes.items()):
+            if now < intake.deadline:
+                continue
+            self.end_intake(conn)
+            if intake.buffer:
+                self.log.info("request not received within %.0f s from %s; answered 408", self.read_timeout,
+                              conn.client[0] if conn.client else "?")
+                write_answer(conn.sock, RequestTimeout(self.read_timeout), request_id(None))
+            self.close_conn(conn)
+
+    # --- in the request thread ----------------------------------------------------------------------
     def handle(self, conn: Any) -> Any:
-        if not self.cfg.is_ssl and not isinstance(conn.sock, ReadDeadlineSocket):
-            conn.sock = ReadDeadlineSocket(conn.sock)  # TLS would wrap it again in conn.init(); none is served
-        armed = isinstance(conn.sock, ReadDeadlineSocket)
+        armed = isinstance(conn.sock, RequestSocket)
         if armed:
             conn.sock.arm(self.read_timeout)
         try:
@@ -206,6 +354,7 @@ class ContractErrorThreadWorker(ThreadWorker):
     def load_wsgi(self) -> None:
         super().load_wsgi()
         app = self.wsgi
+        self.store = getattr(app, "extensions", {}).get("dialscore.store")  # loading in the background
 
         def close_if_body_unread(environ: dict[str, Any], start_response: Any) -> Any:
             # An answer given without reading the whole body (a 401, a 404, a GET with a body) leaves
@@ -224,12 +373,12 @@ class ContractErrorThreadWorker(ThreadWorker):
         self.wsgi = close_if_body_unread
 
     def handle_request(self, req: Any, conn: Any) -> Any:
-        if isinstance(conn.sock, ReadDeadlineSocket):
+        if isinstance(conn.sock, RequestSocket):
             conn.sock.request = req
         try:
             return super().handle_request(req, conn)
         finally:
-            if isinstance(conn.sock, ReadDeadlineSocket):
+            if isinstance(conn.sock, RequestSocket):
                 conn.sock.request = None
 
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
@@ -240,7 +389,7 @@ class ContractErrorThreadWorker(ThreadWorker):
                           addr[0] if addr else "?")
             try:
                 write_contract_error(client, exc.status, "Request Timeout", "", exc.body())  # as the app's 408
-                # gunicorn then closes "gracefully", lingering up to 2 s in the worker's main loop for
+                # gunicorn then closes "gracefully", lingering in the worker's main loop for
                 # the client to close first; a client that stalled would not, so both sides end here.
                 client.shutdown(socket.SHUT_RDWR)
             except OSError:

@@ -2,8 +2,9 @@
 
 The kubelet's probe reaches whichever worker accepts the connection, so each worker, once its store has loaded
 cleanly, drops a marker named after its pid into a folder the pod shares (server/gunicorn.conf.py
-sets it; the master removes a dead worker's marker), and a worker reports ready only when there are
-markers for as many workers as the master runs. Without the folder (tests) readiness is per process.
+sets it; the master removes a dead worker's marker). The pod is ready while any worker serves: a
+worker still loading leaves new connections to one that has loaded (server/worker.py), so the
+worker that answers /readyz is one that serves. Without the folder (tests) readiness is per process.
 """
 from __future__ import annotations
 
@@ -48,14 +49,24 @@ def clear(folder: Path) -> None:
             path.unlink(missing_ok=True)
 
 
+def loaded_workers() -> set[int] | None:
+    """The pids of live workers with their models loaded, or None outside gunicorn."""
+    folder = marker_dir()
+    if folder is None:
+        return None
+    if not folder.is_dir():
+        return set()
+    names = (path.name[len(PREFIX):] for path in folder.glob(f"{PREFIX}*"))
+    return {int(name) for name in names if _alive(name)}
+
+
 def pod_status() -> tuple[int, int] | None:
     """(workers with their models loaded, workers the master runs), or None outside gunicorn."""
-    folder = marker_dir()
     expected = os.environ.get(WORKERS_ENV)
-    if folder is None or not expected:
+    loaded = loaded_workers()
+    if loaded is None or not expected:
         return None
-    ready = sum(1 for path in folder.glob(f"{PREFIX}*") if _alive(path.name[len(PREFIX):])) if folder.is_dir() else 0
-    return ready, int(expected)
+    return len(loaded), int(expected)
 
 
 def _alive(pid: str) -> bool:

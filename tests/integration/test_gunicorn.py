@@ -46,8 +46,8 @@ def test_every_endpoint_over_http(server):
     assert _call(port, "GET", "/healthz")[:2] == (200, {"status": "ok"})
     status, body, _ = _call(port, "GET", "/readyz")
     assert status == 200 and set(body["models"]) >= set(BASELINES)
-    # Ready means every worker of the pod has loaded, whichever worker answers the probe.
-    assert body["workers_ready"] == body["workers"] == 2
+    # Ready while any worker of the pod serves (issue 43): a worker still loading takes no connections.
+    assert 1 <= body["workers_ready"] <= body["workers"] == 2
     status, models, _ = _call(port, "GET", "/models")
     assert status == 200
     assert all(m["providers"] for m in models["models"])

@@ -1,0 +1,145 @@
+"""Which requests a worker takes on, and when each starts (Admission); no sockets, no clock of its own.
+
+A request comes with a deadline: its arrival plus its budget (X-Request-Timeout, else
+DIALSCORE_REQUEST_TIMEOUT). It is refused at once, 503 `overloaded`, when the queue holds
+DIALSCORE_MAX_QUEUE requests or when the work ahead of it and its own expected time would run past
+its deadline. A queued request whose deadline can no longer be met is dropped, 503
+`deadline_exceeded`, never computed. Expected times are moving averages of what this worker measured
+per endpoint and body size, so they follow the machine and the load. Expensive endpoints never take
+every thread, so cheap requests keep a thread of their own.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from service.errors import DeadlineExceeded, Overloaded, Refused
+
+EXPENSIVE_PATHS = frozenset({"/correlate", "/human-eval"})
+SMOOTHING = 0.2  # weight of the newest measurement in the moving average
+MAX_RETRY_AFTER_S = 30
+
+
+def cost_key(path: str, body_bytes: int) -> tuple[str, int]:
+    """Requests alike in cost: the endpoint and the body's size to a power of two."""
+    return path, max(0, body_bytes).bit_length()
+
+
+@dataclass(eq=False)
+class Ticket:
+    """One request from its arrival to its answer; `payload` is the worker's (the connection)."""
+
+    path: str
+    body_bytes: int
+    arrived: float
+    deadline: float
+    payload: object = None
+    started: float | None = None
+    key: tuple[str, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.key = cost_key(self.path, self.body_bytes)
+
+    @property
+    def budget(self) -> float:
+        return self.deadline - self.arrived
+
+    @property
+    def expensive(self) -> bool:
+        return self.path in EXPENSIVE_PATHS
+
+
+class Admission:
+    """The queue and the running set of one worker with `threads` request threads."""
+
+    def __init__(self, threads: int, max_queue: int) -> None:
+        self.threads = threads
+        self.max_queue = max_queue
+        self.queue: deque[Ticket] = deque()
+        self.running: list[Ticket] = []
+        self._by_key: dict[tuple[str, int], float] = {}
+        self._by_path: dict[str, float] = {}
+
+    def expected(self, ticket: Ticket) -> float:
+        """Seconds the request is expected to run: its size's average, else its endpoint's, else 0."""
+        return self._by_key.get(ticket.key, self._by_path.get(ticket.path, 0.0))
+
+    def _work_ahead(self, now: float) -> float:
+        """Thread-seconds of work before a new request can start."""
+        left = sum(max(self.expected(t) - (now - (t.started or now)), 0.1 * self.expected(t)) for t in self.running)
+        return left + sum(self.expected(t) for t in self.queue)
+
+    def start_wait(self, now: float) -> float:
+        """Seconds until a thread is expected to take up a request that arrives now."""
+        if len(self.running) < self.threads and not self.queue:
+            return 0.0
+        return self._work_ahead(now) / self.threads
+
+    def offer(self, ticket: Ticket, now: float) -> Refused | None:
+        """Queue the request, or the refusal to answer it with."""
+        wait = self.start_wait(now)
+        details = {"queued": len(self.queue), "running": len(self.running), "expected_wait_s": round(wait, 3),
+                   "expected_run_s": round(self.expected(ticket), 3), "budget_s": round(ticket.budget, 3)}
+        if len(self.queue) >= self.max_queue:
+            return Overloaded("This worker's queue is full; send the request again after Retry-After seconds, "
+                              "or to another replica.", {**details, "max_queue": self.max_queue},
+                              retry_after=retry_after(wait))
+        if now + wait + self.expected(ticket) > ticket.deadline:
+            return Overloaded("The server could not start and finish this request within its budget "
+                              "(X-Request-Timeout); send it again after Retry-After seconds, with a larger "
+                              "budget, or to another replica.", details, retry_after=retry_after(wait))
+        self.queue.append(ticket)
+        return None
+
+    def _may_start(self, ticket: Ticket) -> bool:
+        if not ticket.expensive:
+            return True
+        return sum(t.expensive for t in self.running) < max(1, self.threads - 1)
+
+    def due(self, now: float, start: bool = True) -> tuple[list[Ticket], list[tuple[Ticket, Refused]]]:
+        """The requests to start now (marked running; none unless `start`), and the queued ones whose
+        deadline can no longer be met, with their refusal (taken off the queue)."""
+        dropped = [(t, self._expired(t, now)) for t in self.queue if now + self.expected(t) > t.deadline]
+        for ticket, _ in dropped:
+            self.queue.remove(ticket)
+        starting: list[Ticket] = []
+        for ticket in list(self.queue) if start else []:
+            if len(self.running) >= self.threads:
+                break
+            if self._may_start(ticket):
+                self.queue.remove(ticket)
+                ticket.started = now
+                self.running.append(ticket)
+                starting.append(ticket)
+        return starting, dropped
+
+    def _expired(self, ticket: Ticket, now: float) -> Refused:
+        waited = now - ticket.arrived
+        passed = now >= ticket.deadline
+        reason = "its budget ran out" if passed else "what is left of its budget is less than it takes"
+        return DeadlineExceeded(f"The request waited {waited:.2f} s for a thread and {reason}; it was not "
+                                "computed. Send it again with a larger budget, or to another replica.",
+                                {"waited_s": round(waited, 3), "budget_s": round(ticket.budget, 3),
+                                 "expected_run_s": round(self.expected(ticket), 3)},
+                                retry_after=retry_after(self.start_wait(now)))
+
+    def finished(self, ticket: Ticket, now: float) -> None:
+        """Take a running request off and learn from its time."""
+        if ticket in self.running:
+            self.running.remove(ticket)
+        if ticket.started is None:
+            return
+        took = now - ticket.started
+        for table, key in ((self._by_key, ticket.key), (self._by_path, ticket.path)):
+            old = table.get(key)
+            table[key] = took if old is None else (1 - SMOOTHING) * old + SMOOTHING * took
+
+    def next_deadline(self) -> float | None:
+        """The earliest deadline of a queued request (the worker's loop wakes for it)."""
+        return min((t.deadline - self.expected(t) for t in self.queue), default=None)
+
+
+def retry_after(wait: float) -> int:
+    """Whole seconds for Retry-After: the expected wait, at least 1, at most MAX_RETRY_AFTER_S."""
+    return min(MAX_RETRY_AFTER_S, max(1, math.ceil(wait)))
