@@ -29,6 +29,7 @@ class Proxy(ThreadingHTTPServer):
         self.busy = 0  # requests still to answer with 503
         self.retry_after: str | None = None  # the header sent with those 503s
         self.refusal: str | None = None  # their contract error code; None: a proxy's HTML page
+        self.delay = 0.0  # seconds each forwarded request is held first (a slow upstream)
         self.arrivals: list[float] = []
         self.received: list[dict[str, str]] = []
         self.exchanges: list[tuple[str, str, int]] = []
@@ -65,6 +66,7 @@ class _Forward(BaseHTTPRequestHandler):
                 return self._answer(503, "text/html", UNAVAILABLE, extra)
             error = {"code": self.server.refusal, "message": "Refused by the test's proxy.", "details": {}}
             return self._answer(503, "application/json", json.dumps({"error": error}).encode(), extra)
+        time.sleep(self.server.delay)
         upstream = http.client.HTTPConnection("127.0.0.1", self.server.upstream_port, timeout=60)
         try:
             headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}

@@ -6,8 +6,8 @@ import pickle
 import time
 
 import pytest
-from dialscore_client import (Client, DeadlineExceeded, NotReady, Overloaded, ShuttingDown, Unavailable,
-                              transport)
+from dialscore_client import (Client, DeadlineExceeded, NotReady, Overloaded, ShuttingDown, TransportError,
+                              Unavailable, transport)
 
 from tests.clients.conftest import TOKEN
 from tests.clients.proxy import proxy
@@ -132,6 +132,19 @@ def test_the_chunks_of_a_batch_share_one_deadline(small_server):
     sent = budgets(hop, start)
     assert 4.5 < sent[0] <= 5 and all(later < earlier for earlier, later in zip(sent, sent[1:])), sent
     assert sent[2] <= 5 - 0.99 and sent[3] <= sent[0] - (hop.arrivals[start + 3] - hop.arrivals[start]) + 0.01
+
+
+def test_the_client_waits_no_longer_than_its_budget(server):
+    """An answer slower than what is left of the timeout: the client stops waiting then, and does not retry."""
+    with proxy(server.port) as hop, Client(hop.url, timeout=0.5) as client:
+        client.limits()
+        hop.delay = 1.5
+        start, started = len(hop.arrivals), time.monotonic()
+        with pytest.raises(TransportError) as caught:
+            client.score("length", [ITEM])
+        elapsed = time.monotonic() - started
+    assert 0.45 <= elapsed < 0.8, elapsed
+    assert caught.value.code == "timeout" and len(hop.arrivals) - start == 1
 
 
 def test_a_batch_ends_with_its_deadline(small_server):
