@@ -11,12 +11,14 @@ from service.api import middleware, schemas
 from service.stats.correlation import METHODS
 
 VERSION = "1.0.0"
+MAX_REQUEST_TIMEOUT_S = 3600  # the largest X-Request-Timeout the server takes (docs/api.md)
 
 _ERRORS = {
     "400": ("`bad_json`: the body is empty, not UTF-8, not JSON, not a JSON object, repeats a key within one "
             "object, or holds a lone UTF-16 surrogate or `NaN`, `Infinity` or `-Infinity`, which are not JSON "
             "(`details` names where; a number too large for a double is JSON, and a 422). `bad_request`: the HTTP request "
-            "itself is malformed, answered by the server before the app reads it."),
+            "itself is malformed, answered by the server before the app reads it, or its `X-Request-Timeout` is not "
+            f"a positive number of seconds up to {MAX_REQUEST_TIMEOUT_S}."),
     "401": "A token is configured and missing or wrong (`unauthorized`).",
     "404": "Unknown model (`unknown_model`).",
     "408": ("The request did not arrive whole within the server's read timeout (`request_timeout`, "
@@ -32,6 +34,24 @@ _ERRORS = {
     "503": ("Models are not loaded yet, or the one asked for failed to load on this server (`not_ready`). "
             "While they load, `Retry-After` says when to try again; a model that failed to load will not load by "
             "waiting, and that answer carries no `Retry-After`."),
+}
+# The 503s of an operation that computes: refused before the work started (admission control, deadlines,
+# shutdown) or a model not loaded; /readyz answers only `not_ready`.
+_REFUSED = (
+    "Refused before any work was done; `code` says why and what to do. `overloaded`: past the server's admission "
+    "bound, or the request cannot start and finish within its budget; retry after `Retry-After`. "
+    "`deadline_exceeded`: the budget ran out while the request waited; it was not computed; retry only with "
+    "budget left. `shutting_down`: this pod is stopping; retry after `Retry-After` (another pod answers). "
+    "`not_ready`: models still loading (with `Retry-After`), or the model failed to load on this server "
+    "(without: waiting will not help; do not retry).")
+_REQUEST_TIMEOUT = {
+    "description": (f"The request's time budget in seconds (a positive decimal, at most {MAX_REQUEST_TIMEOUT_S}); "
+                    "without it, the server's DIALSCORE_REQUEST_TIMEOUT (default 30). Work that cannot start and "
+                    "finish within it is refused with 503 `overloaded`, and work whose budget ran out before it "
+                    "started is never computed (503 `deadline_exceeded`). A bad value is a 400 `bad_request`."),
+    "required": False,
+    "schema": {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": MAX_REQUEST_TIMEOUT_S},
+    "example": 1,
 }
 # Any operation can answer these; 400 (malformed HTTP), 408, 414 and 431 come from the server itself
 # (service/server/worker.py), before the path is known.
@@ -96,16 +116,29 @@ def _error(code: str) -> dict[str, Any]:
     return response
 
 
+def _refused() -> dict[str, Any]:
+    """The 503 of a scoring or analysis operation: every refusal code, and when its Retry-After is sent."""
+    response = _error("503")
+    response["description"] = _REFUSED
+    response["headers"]["Retry-After"]["description"] = (
+        "Whole seconds to wait before sending the request again: with `overloaded`, `deadline_exceeded`, "
+        "`shutting_down`, and `not_ready` while models load; absent when a model failed to load.")
+    return response
+
+
 def _responses(ok: dict[str, Any], codes: tuple[str, ...]) -> dict[str, Any]:
     return {"200": ok, **{code: _error(code) for code in sorted(set(codes + _ALWAYS))}}
 
 
 def _post(operation_id: str, summary: str, request_schema: str, example: dict[str, Any], ok: dict[str, Any],
           codes: tuple[str, ...]) -> dict[str, Any]:
+    """A computing operation: it takes X-Request-Timeout and may be refused with 503."""
+    responses = {**_responses(ok, codes + ("503",)), "503": _refused()}
     return {"post": {"operationId": operation_id, "summary": summary,
+                     "parameters": ["RequestTimeout"],  # apispec: a component by name
                      "requestBody": {"required": True, "content": {"application/json": {
                          "schema": {"$ref": f"#/components/schemas/{request_schema}"}, "example": example}}},
-                     "responses": _responses(ok, codes)}}
+                     "responses": responses}}
 
 
 def _get(operation_id: str, summary: str, content: dict[str, Any], codes: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -178,6 +211,7 @@ def openapi_document() -> dict[str, Any]:
         "items": {"oneOf": [human_score, {"type": "array", "minItems": 1, "items": human_score}]}}
     _document_rules(spec.components.schemas)
     spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
+    spec.components.parameter("RequestTimeout", "header", {"name": "X-Request-Timeout", **_REQUEST_TIMEOUT})
     for path, operations in _operations().items():
         spec.path(path, operations=_guarded(path, operations))
     document = spec.to_dict()
@@ -208,7 +242,8 @@ def _document_rules(components: dict[str, Any]) -> None:
         "(`speaker: bot`) whose text is not blank; turns with blank text are dropped before scoring.")
     components["ErrorBody"]["properties"]["code"]["description"] = (
         "bad_json, bad_request (400); unauthorized (401); unknown_model, not_found (404); method_not_allowed "
-        "(405); request_timeout (408); too_large (413, 414, 431); invalid_request (422); internal (500); not_ready (503).")
+        "(405); request_timeout (408); too_large (413, 414, 431); invalid_request (422); internal (500); not_ready, "
+        "overloaded, deadline_exceeded, shutting_down (503).")
 
 
 def _operations() -> dict[str, dict[str, Any]]:

@@ -176,9 +176,25 @@ def test_every_operation_has_a_lower_camel_case_operation_id(client):
 def test_a_503_declares_retry_after(client):
     """What a client may wait for (test_errors.py: sent while loading, not for a model that failed)."""
     document = client.get("/openapi.json").get_json()
-    for path, method in (("/score", "post"), ("/rerank", "post"), ("/readyz", "get")):
+    for path, method in (("/score", "post"), ("/rerank", "post"), ("/correlate", "post"), ("/human-eval", "post"),
+                         ("/readyz", "get")):
         header = document["paths"][path][method]["responses"]["503"]["headers"]["Retry-After"]
         assert header["schema"]["type"] == "integer" and "failed" in header["description"]
+
+
+def test_the_computing_operations_take_a_budget_and_name_every_refusal(client):
+    """X-Request-Timeout on the operations that compute, and the 503 codes a client acts on (docs/api.md)."""
+    document = client.get("/openapi.json").get_json()
+    parameter = document["components"]["parameters"]["RequestTimeout"]
+    assert (parameter["name"], parameter["in"], parameter["required"]) == ("X-Request-Timeout", "header", False)
+    assert parameter["schema"] == {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 3600}
+    for path in ("/score", "/rerank", "/correlate", "/human-eval"):
+        operation = document["paths"][path]["post"]
+        assert operation["parameters"] == [{"$ref": "#/components/parameters/RequestTimeout"}]
+        refused = operation["responses"]["503"]["description"]
+        assert all(f"`{code}`" in refused for code in ("overloaded", "deadline_exceeded", "shutting_down",
+                                                       "not_ready"))
+    assert "parameters" not in document["paths"]["/readyz"]["get"]
 
 
 def test_the_readme_example_bodies_give_full_results(client):

@@ -1,13 +1,15 @@
 """A reverse proxy on a loopback port, in front of a real server as an ingress would be.
 
 It forwards each request to its upstream as it is; it answers `busy` requests with 503 and a
-`Retry-After` header first (a deployment draining its pods), and answers an HTML 502, as nginx does,
-when the upstream cannot be reached. `arrivals` records when each request came (time.monotonic()),
-`exchanges` its method, path and the status answered.
+`Retry-After` header first (a deployment draining its pods; with `refusal`, the service's own JSON error of
+that code), and answers an HTML 502, as nginx does, when the upstream cannot be reached. `arrivals` records
+when each request came (time.monotonic()), `received` its headers, `exchanges` its method, path and the
+status answered.
 """
 from __future__ import annotations
 
 import http.client
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -26,7 +28,10 @@ class Proxy(ThreadingHTTPServer):
         self.upstream_port = upstream_port
         self.busy = 0  # requests still to answer with 503
         self.retry_after: str | None = None  # the header sent with those 503s
+        self.refusal: str | None = None  # their contract error code; None: a proxy's HTML page
+        self.delay = 0.0  # seconds each forwarded request is held first (a slow upstream)
         self.arrivals: list[float] = []
+        self.received: list[dict[str, str]] = []
         self.exchanges: list[tuple[str, str, int]] = []
         self.lock = threading.Lock()
 
@@ -52,11 +57,16 @@ class _Forward(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         with self.server.lock:
             self.server.arrivals.append(time.monotonic())
+            self.server.received.append(dict(self.headers.items()))
             busy = self.server.busy > 0
             self.server.busy -= busy
         if busy:
             extra = {"Retry-After": self.server.retry_after} if self.server.retry_after else {}
-            return self._answer(503, "text/html", UNAVAILABLE, extra)
+            if self.server.refusal is None:
+                return self._answer(503, "text/html", UNAVAILABLE, extra)
+            error = {"code": self.server.refusal, "message": "Refused by the test's proxy.", "details": {}}
+            return self._answer(503, "application/json", json.dumps({"error": error}).encode(), extra)
+        time.sleep(self.server.delay)
         upstream = http.client.HTTPConnection("127.0.0.1", self.server.upstream_port, timeout=60)
         try:
             headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}

@@ -24,14 +24,14 @@ class Client:
     """A client of one dialscore server (or a load balancer in front of several).
 
     base_url: the server's root, e.g. "http://127.0.0.1:8000". token: sent as `Authorization: Bearer <token>`.
-    timeout: seconds to wait for a connection, and for the answer between its bytes (requests' timeout; a slow
-    answer is not retried). retry_deadline: seconds after a request's first attempt within which refused or
-    reset connections, 502 and 503 (models still loading) are retried with exponential backoff and jitter, or
-    after the `Retry-After` the server asks for; 0 turns retries off. session: a `requests.Session` of your
-    own (certificates, proxies, adapters); it is not closed.
+    timeout: seconds one method call may take in all (attempts, waits, every chunk of a split batch); each
+    attempt sends what is left as `X-Request-Timeout`. None: no header, the server's default budget, and up
+    to 60 s of waiting for a connection or between an answer's bytes. retry_deadline: seconds after a
+    request's first attempt within which refused connections, 502 and 503s that waiting may cure are
+    retried, after `Retry-After` or with backoff; 0 turns retries off. session: your own `requests.Session`.
     """
 
-    def __init__(self, base_url: str, token: str | None = None, timeout: float = 60.0,
+    def __init__(self, base_url: str, token: str | None = None, timeout: float | None = None,
                  retry_deadline: float = 60.0, session: requests.Session | None = None) -> None:
         self._transport = Transport(base_url, token, timeout, retry_deadline, session,
                                     user_agent=f"dialscore-client/{__version__}")
@@ -56,7 +56,10 @@ class Client:
     # --- discovery ---------------------------------------------------------------------------------
     def models(self) -> ServedModels:
         """GET /models: the served models, the server's limits, and whether it is still loading."""
-        answer = self._transport.get("/models")
+        return self._models(self._transport.deadline())
+
+    def _models(self, deadline: float | None) -> ServedModels:
+        answer = self._transport.get("/models", deadline)
         served = ServedModels(
             models=[ModelInfo(name=m["name"], version=m["version"], kind=m["kind"], requires=list(m["requires"]),
                               score_range=(m["score_range"][0], m["score_range"][1]), sha256=m["sha256"],
@@ -70,9 +73,12 @@ class Client:
 
     def limits(self, refresh: bool = False) -> dict[str, int]:
         """The server's limits (GET /models `limits`), fetched once and kept; `refresh` fetches them again."""
+        return self._limits_by(self._transport.deadline(), refresh)
+
+    def _limits_by(self, deadline: float | None, refresh: bool = False) -> dict[str, int]:
         with self._limits_lock:
             cached = None if refresh else self._limits
-        return dict(cached if cached is not None else self.models().limits)
+        return dict(cached if cached is not None else self._models(deadline).limits)
 
     # --- scoring -----------------------------------------------------------------------------------
     @overload
@@ -115,7 +121,7 @@ class Client:
                    "scores": {name: list(values) for name, values in scores.items()},
                    **_given(systems=_list(systems), methods=_list(methods), confidence=confidence,
                             resamples=resamples, seed=seed)}
-        report: CorrelationReport = self._transport.post("/correlate", payload)
+        report: CorrelationReport = self._transport.post("/correlate", payload, self._transport.deadline())
         return report
 
     def human_eval(self, ratings: Sequence[Rating | Mapping[str, Any]], reverse: Sequence[str] | None = None,
@@ -126,31 +132,34 @@ class Client:
         payload = {"ratings": [dict(rating) for rating in ratings],
                    **_given(reverse=_list(reverse), scale=_list(scale), qc_system=qc_system, alpha=alpha,
                             qc_criteria=_list(qc_criteria))}
-        report: HumanEvalReport = self._transport.post("/human-eval", payload)
+        report: HumanEvalReport = self._transport.post("/human-eval", payload, self._transport.deadline())
         return report
 
     # --- splitting ---------------------------------------------------------------------------------
     def _send_split(self, path: str, payload: dict[str, Any], field: str, elements: list[Any],
                     skip: bool) -> list[batching.Piece]:
-        limits = self.limits()
+        """The chunks' answers, in order; the limits' look-up and every chunk share one deadline (`timeout`)."""
+        deadline = self._transport.deadline()
+        limits = self._limits_by(deadline)
         envelope = len(encode({**payload, field: []}))
         sizes = [len(encode(element)) for element in elements]
         chunks = batching.plan(sizes, envelope, limits.get(COUNT_LIMIT[field]), limits.get(BODY_LIMIT))
         return [piece for chunk in chunks
-                for piece in self._send_chunk(path, payload, field, elements, chunk.start, chunk.stop, skip)]
+                for piece in self._send_chunk(path, payload, field, elements, chunk.start, chunk.stop, skip,
+                                              deadline)]
 
     def _send_chunk(self, path: str, payload: dict[str, Any], field: str, elements: list[Any], start: int,
-                    stop: int, skip: bool) -> list[batching.Piece]:
+                    stop: int, skip: bool, deadline: float | None) -> list[batching.Piece]:
         """One chunk's answer; a chunk over a batch-wide limit the client cannot measure (the encoder's word
         pieces; limits lowered since they were read) is halved and sent again."""
         try:
-            return [batching.Piece(start, stop, answer=self._transport.post(path, {**payload,
-                                                                                   field: elements[start:stop]}))]
+            answer = self._transport.post(path, {**payload, field: elements[start:stop]}, deadline)
+            return [batching.Piece(start, stop, answer=answer)]
         except DialscoreError as error:
             if stop - start > 1 and batching.names_the_batch(error, field):
                 middle = (start + stop) // 2
-                return (self._send_chunk(path, payload, field, elements, start, middle, skip)
-                        + self._send_chunk(path, payload, field, elements, middle, stop, skip))
+                return (self._send_chunk(path, payload, field, elements, start, middle, skip, deadline)
+                        + self._send_chunk(path, payload, field, elements, middle, stop, skip, deadline))
             rebased = error.rebased(field, start)
             if skip and batching.every_element_invalid(error, field, stop - start):
                 return [batching.Piece(start, stop, failure=rebased)]

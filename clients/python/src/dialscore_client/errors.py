@@ -32,7 +32,8 @@ class DialscoreError(Exception):
         return f"{self.code} ({where}): {self.message}"
 
     def __reduce__(self) -> tuple[Any, ...]:  # pickles (multiprocessing) with its keyword argument
-        return (_rebuild, (type(self), self.status, self.code, self.message, self.details, self.attempts))
+        return (_rebuild, (type(self), self.status, self.code, self.message, self.details, self.attempts,
+                           self.retry_after))
 
     def rebased(self, field: str, offset: int) -> DialscoreError:
         """The same error with `<field>.<i>` paths in details and message read as `<field>.<i + offset>`:
@@ -41,12 +42,14 @@ class DialscoreError(Exception):
         message = _PATH_IN_TEXT[field].sub(lambda m: f"{field}.{int(m.group(1)) + offset}", self.message)
         if (message, list(details)) == (self.message, list(self.details)):
             return self
-        return type(self)(self.status, self.code, message, details, attempts=self.attempts)
+        return _rebuild(type(self), self.status, self.code, message, details, self.attempts, self.retry_after)
 
 
 def _rebuild(cls: type[DialscoreError], status: int | None, code: str, message: str, details: dict[str, Any],
-             attempts: int) -> DialscoreError:
-    return cls(status, code, message, details, attempts=attempts)
+             attempts: int, retry_after: float | None = None) -> DialscoreError:
+    error = cls(status, code, message, details, attempts=attempts)
+    error.retry_after = retry_after
+    return error
 
 
 class InvalidRequest(DialscoreError):
@@ -69,8 +72,26 @@ class TooLarge(DialscoreError):
     """413 `too_large`: over a configured limit that splitting cannot help (one item's turns or characters)."""
 
 
-class NotReady(DialscoreError):
-    """503 `not_ready`: models still loading (retried up to `retry_deadline`) or failed to load on that server."""
+class Unavailable(DialscoreError):
+    """503: the server cannot take the request now; `retry_after` says when to try again (None: not by waiting)."""
+
+
+class NotReady(Unavailable):
+    """503 `not_ready`: models still loading (with `retry_after`; retried) or failed to load on that server
+    (without; not retried). Also a 503 that is not the service's JSON (a proxy with no pod behind it)."""
+
+
+class Overloaded(Unavailable):
+    """503 (or 429) `overloaded`: past the server's admission bound, or the request could not finish within its
+    budget; refused before any work, so sending it again after `retry_after` is safe."""
+
+
+class DeadlineExceeded(Unavailable):
+    """503 `deadline_exceeded`: the request's budget ran out while it waited on the server; it was not computed."""
+
+
+class ShuttingDown(Unavailable):
+    """503 `shutting_down`: that pod is stopping; another one answers the request sent again."""
 
 
 class ServerError(DialscoreError):
@@ -84,7 +105,8 @@ class TransportError(DialscoreError):
 _BY_CODE: dict[str, type[DialscoreError]] = {
     "bad_json": InvalidRequest, "bad_request": InvalidRequest, "invalid_request": InvalidRequest,
     "unauthorized": Unauthorized, "not_found": NotFound, "unknown_model": UnknownModel,
-    "too_large": TooLarge, "not_ready": NotReady, "internal": ServerError,
+    "too_large": TooLarge, "not_ready": NotReady, "overloaded": Overloaded, "deadline_exceeded": DeadlineExceeded,
+    "shutting_down": ShuttingDown, "internal": ServerError,
 }
 _BY_STATUS: dict[int, type[DialscoreError]] = {400: InvalidRequest, 401: Unauthorized, 404: NotFound,
                                                413: TooLarge, 422: InvalidRequest, 503: NotReady}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import time
 from typing import Any
@@ -19,11 +20,17 @@ from dialscore_client.errors import (BODY_EXCERPT, DialscoreError, InvalidReques
 
 log = logging.getLogger("dialscore_client")
 
-# 503: a pod still loading its models (`not_ready`), or a proxy with no ready pod behind it; 502: a
-# proxy whose pod went away (a restart). Every other status is the answer: a 4xx will not change.
+# 502: a proxy whose pod went away (a restart); 503 without the service's JSON: a proxy with no ready pod behind
+# it. The service's own 503s are retried by code (`retryable`). Every other status is the answer.
 RETRY_STATUSES = frozenset({502, 503})
+RETRY_CODES = frozenset({"overloaded", "shutting_down", "deadline_exceeded"})  # refused before any work was done
 FIRST_BACKOFF = 0.25  # seconds before the second attempt; doubled each time, up to MAX_BACKOFF
 MAX_BACKOFF = 4.0
+MAX_RETRY_AFTER = 120.0  # seconds: a longer Retry-After (a wrong header, a far HTTP date) is waited this long
+MIN_ATTEMPT = 0.1  # seconds an attempt needs at least: no retry is made that would leave it less of the timeout
+TIMEOUT_HEADER = "X-Request-Timeout"
+MAX_BUDGET = 3600.0  # the largest X-Request-Timeout the server takes
+IDLE_TIMEOUT = 60.0  # without a timeout: seconds to wait for a connection, and between an answer's bytes
 
 
 def encode(payload: Any) -> bytes:
@@ -40,10 +47,11 @@ def backoff(attempt: int) -> float:
 
 
 class Transport:
-    """Sends requests to one server; retries connection failures, 502 and 503 until `retry_deadline` seconds
-    after the first attempt, then raises the last failure."""
+    """Sends requests to one server within a call's deadline (`timeout` seconds after the call began; None:
+    none); retries connection failures, 502, and 503s that waiting may cure, until `retry_deadline` seconds
+    after the first attempt or until too little of the deadline is left, then raises the last failure."""
 
-    def __init__(self, base_url: str, token: str | None, timeout: float, retry_deadline: float,
+    def __init__(self, base_url: str, token: str | None, timeout: float | None, retry_deadline: float,
                  session: requests.Session | None, user_agent: str) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
@@ -58,50 +66,68 @@ class Transport:
         if self.owns_session:
             self.session.close()
 
-    def get(self, path: str) -> Any:
-        return self.send("GET", path, None)
+    def deadline(self) -> float | None:
+        """The `time.monotonic()` by which a call starting now must be answered; None without a timeout."""
+        return None if self.timeout is None else time.monotonic() + self.timeout
 
-    def post(self, path: str, payload: Any) -> Any:
+    def get(self, path: str, deadline: float | None) -> Any:
+        return self.send("GET", path, None, deadline)
+
+    def post(self, path: str, payload: Any, deadline: float | None) -> Any:
         try:
             body = encode(payload)
         except ValueError as exc:  # NaN or infinity
             raise InvalidRequest(None, "invalid_request", f"The request cannot be sent as JSON: {exc}.") from exc
-        return self.send("POST", path, body)
+        return self.send("POST", path, body, deadline)
 
-    def send(self, method: str, path: str, body: bytes | None) -> Any:
+    def send(self, method: str, path: str, body: bytes | None, deadline: float | None) -> Any:
         url = self.base_url + path
         headers = dict(self.headers)
         if body is not None:
             headers["Content-Type"] = "application/json"
         started = time.monotonic()
-        deadline = started + self.retry_deadline
+        retry_until = started + self.retry_deadline
+        ends = retry_until if deadline is None else min(retry_until, deadline - MIN_ATTEMPT)
         attempt = 0
         while True:
             attempt += 1
             try:
-                return self._once(method, url, headers, body)
+                return self._once(method, url, headers, body, deadline)
             except DialscoreError as failure:
                 if not retryable(failure):
                     raise
-                left = deadline - time.monotonic()
-                asked = failure.retry_after
+                left = ends - time.monotonic()
+                asked = None if failure.retry_after is None else min(failure.retry_after, MAX_RETRY_AFTER)
                 if left <= 0 or (asked is not None and asked > left):
-                    raise _gave_up(failure, attempt, time.monotonic() - started, self.retry_deadline) from failure
+                    bound = (f"retry_deadline {self.retry_deadline:g} s" if ends == retry_until
+                             else f"timeout {self.timeout:g} s")
+                    raise _gave_up(failure, attempt, time.monotonic() - started, bound) from failure
                 pause = min(asked if asked is not None else backoff(attempt), left)
                 log.info("dialscore: %s %s: %s -> attempt %d in %.2f s", method, url, failure, attempt + 1, pause)
                 time.sleep(pause)
 
-    def _once(self, method: str, url: str, headers: dict[str, str], body: bytes | None) -> Any:
-        """The decoded answer of one attempt, or its failure raised."""
+    def _once(self, method: str, url: str, headers: dict[str, str], body: bytes | None,
+              deadline: float | None) -> Any:
+        """The decoded answer of one attempt, or its failure raised. With a deadline, the attempt carries what
+        is left of it as X-Request-Timeout and waits for the answer no longer."""
+        wait = IDLE_TIMEOUT
+        if deadline is not None:
+            wait = deadline - time.monotonic()
+            budget = math.floor(min(wait, MAX_BUDGET) * 1000) / 1000  # the server's budget never outlasts ours
+            if budget <= 0:
+                raise TransportError(None, "timeout", f"The call's timeout of {self.timeout:g} s ran out before "
+                                     f"{method} {url} was sent.")
+            headers = {**headers, TIMEOUT_HEADER: f"{budget:.3f}"}
         try:
-            response = self.session.request(method, url, data=body, headers=headers, timeout=self.timeout)
+            response = self.session.request(method, url, data=body, headers=headers, timeout=wait)
         except requests.exceptions.SSLError as exc:  # a certificate will not fix itself: not retried
             raise TransportError(None, "tls_error", f"TLS with {url} failed: {exc}") from exc
         except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
             raise TransportError(None, "connection_error", f"Could not reach {url}: {exc}") from exc
         except requests.Timeout as exc:  # a slow answer is not retried: that would repeat the slow work
-            raise TransportError(None, "timeout", f"{url} sent no answer within {self.timeout:g} s (the client's "
-                                 "timeout).") from exc
+            within = (f"the {wait:.2f} s left of the call's timeout ({self.timeout:g} s)" if deadline is not None
+                      else f"{wait:g} s (the client's wait without a timeout)")
+            raise TransportError(None, "timeout", f"{url} sent no answer within {within}.") from exc
         if not response.ok:
             raise error_from_response(response)
         try:
@@ -113,15 +139,21 @@ class Transport:
 
 
 def retryable(failure: DialscoreError) -> bool:
-    """Whether waiting may help: no connection (refused, reset), or a 502 / 503."""
+    """Whether waiting may help: no connection (refused, reset); the service's refusals of work it did not start
+    (`overloaded`, `shutting_down`, `deadline_exceeded`); `not_ready` with a Retry-After (models loading; without
+    one a model failed to load); a proxy's 502 or 503."""
     if failure.status is None:
         return failure.code == "connection_error"
+    if failure.code in RETRY_CODES:
+        return True
+    if failure.code == "not_ready":
+        return failure.retry_after is not None
     return failure.status in RETRY_STATUSES
 
 
-def _gave_up(failure: DialscoreError, attempts: int, elapsed: float, deadline: float) -> DialscoreError:
+def _gave_up(failure: DialscoreError, attempts: int, elapsed: float, bound: str) -> DialscoreError:
     given_up = type(failure)(failure.status, failure.code,
                              f"{failure.message} Gave up after {attempts} attempt{'s' if attempts > 1 else ''} in "
-                             f"{elapsed:.1f} s (retry_deadline {deadline:g} s).", failure.details, attempts=attempts)
+                             f"{elapsed:.1f} s ({bound}).", failure.details, attempts=attempts)
     given_up.retry_after = failure.retry_after
     return given_up
