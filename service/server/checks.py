@@ -1,8 +1,11 @@
 """What `python -m service` checks before gunicorn starts: every DIALSCORE_* value, the folders the
-workers write, the provider names, and variables nothing reads (typos); one line names a bad one."""
+workers write, the provider names, that an address beyond loopback has a token or explicit open access,
+and variables nothing reads (typos); one line names a bad one."""
 from __future__ import annotations
 
+import ipaddress
 import json
+import logging
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -18,15 +21,44 @@ OTHER_NAMES = frozenset({
 })
 
 
+log = logging.getLogger(__name__)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (DIALSCORE_HOST, an IPv6 address possibly in brackets) reaches this machine only:
+    127.0.0.0/8, ::1 or localhost. A name other than localhost may resolve anywhere, so it is not."""
+    host = host.strip().strip("[]").lower()
+    if host in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_access(settings: Settings) -> None:
+    """ValueError when the server would listen beyond loopback with no DIALSCORE_API_TOKEN and without
+    DIALSCORE_OPEN_ACCESS=true; a warning when open access was chosen there."""
+    if settings.api_token or is_loopback(settings.host):
+        return
+    if not settings.open_access:
+        raise ValueError(f"DIALSCORE_HOST={settings.host!r} is reachable from other machines and no "
+                         "DIALSCORE_API_TOKEN is set: set a token, bind 127.0.0.1, or set "
+                         "DIALSCORE_OPEN_ACCESS=true to serve every endpoint without one")
+    log.warning("DIALSCORE_OPEN_ACCESS=true: serving on %s without DIALSCORE_API_TOKEN; every endpoint is open "
+                "to whoever can reach it", settings.host)
+
+
 def unknown_names(environ: Mapping[str, str], known: frozenset[str]) -> list[str]:
     """DIALSCORE_* variables that nothing reads: a misspelt limit is otherwise silently the default."""
     return sorted(k for k in environ if k.startswith("DIALSCORE_") and k not in known)
 
 
 def check_configuration(environ: Mapping[str, str]) -> list[str]:
-    """Every DIALSCORE_* value the server and the service read, checked before gunicorn starts;
-    ValueError naming the first bad one. Returns the DIALSCORE_* names nothing reads (typos)."""
-    load_server_settings(environ)
+    """Every DIALSCORE_* value the server and the service read, and the access rule above, checked before
+    gunicorn starts; ValueError naming the first bad one. Returns the DIALSCORE_* names nothing reads (typos)."""
+    settings = load_server_settings(environ)
+    check_access(settings)
     if environ.get("DIALSCORE_PROVIDERS"):
         check_provider_names_apart(environ["DIALSCORE_PROVIDERS"])
     for key in ("PROMETHEUS_MULTIPROC_DIR", "DIALSCORE_READY_DIR"):

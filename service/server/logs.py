@@ -2,12 +2,14 @@
 
 A cluster's log pipeline (Loki, Cloud Logging, Elasticsearch) indexes JSON fields without a
 parser per format, so every record, gunicorn's access and error logs included, goes through the
-same formatter and carries the request ID of the request it belongs to.
+same formatter and carries the request ID of the request it belongs to. gunicorn's records keep the
+names of a URL's query parameters, never their values (QueryValuesFilter).
 """
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import traceback
 from datetime import datetime, timezone
@@ -22,6 +24,43 @@ _ACCESS_FIELDS = {"h": "remote", "m": "method", "U": "path", "q": "query", "s": 
                   "a": "user_agent"}
 
 _HANDLER_MARK = "_dialscore_json"
+
+# gunicorn's access-log atoms that carry a URL (the request line, the referer) or a query string, the
+# environ's included (`{name}e`): a token pasted into a URL would otherwise be logged verbatim.
+_URL_ATOMS = ("r", "f", "{referer}i", "{raw_uri}e", "{http_referer}e", "{request_uri}e")
+_QUERY_ATOMS = ("q", "{query_string}e")
+_QUERY = re.compile(r"\?([^\s#'\"]*)")
+_FRAGMENT = re.compile(r"#[^\s'\"]*")
+
+
+def query_names(query: str) -> str:
+    """A query string's parameter names in order, without their values: `a=1&token=x` -> `a&token`."""
+    return "&".join(part.split("=", 1)[0] for part in query.split("&") if part)
+
+
+def without_query_values(text: str) -> str:
+    """`text` (a URL, a request line, a message quoting one) with every query value and fragment dropped:
+    `GET /models?token=x HTTP/1.1` -> `GET /models?token HTTP/1.1`."""
+    return _QUERY.sub(lambda match: "?" + query_names(match.group(1)), _FRAGMENT.sub("", text))
+
+
+class QueryValuesFilter(logging.Filter):
+    """Drops query values from gunicorn's records before any handler sees them: the access log's atoms,
+    and the error log's messages and arguments, which quote a failed request's URI or request line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == "gunicorn.access" and isinstance(record.args, dict):
+            atoms = record.args  # gunicorn's SafeAtoms, changed in place: it answers '-' for absent atoms
+            for key in _URL_ATOMS + _QUERY_ATOMS:
+                if isinstance(atoms.get(key), str):
+                    clean = query_names if key in _QUERY_ATOMS else without_query_values
+                    atoms[key] = clean(atoms[key])
+        elif record.name == "gunicorn.error":
+            if isinstance(record.msg, str):
+                record.msg = without_query_values(record.msg)
+            if isinstance(record.args, tuple):
+                record.args = tuple(without_query_values(a) if isinstance(a, str) else a for a in record.args)
+        return True
 
 
 def current_request_id() -> str | None:
@@ -56,6 +95,7 @@ class JsonFormatter(logging.Formatter):
         }
         access = record.name == "gunicorn.access" and isinstance(record.args, dict)
         if access:
+            QueryValuesFilter().filter(record)  # also where the logger was configured without it
             atoms = record.args
             entry["message"] = f"{atoms.get('m', '-')} {atoms.get('U', '-')} {atoms.get('s', '-')}"
             for atom, name in _ACCESS_FIELDS.items():
@@ -109,6 +149,7 @@ def gunicorn_logconfig(level: str = "INFO") -> dict[str, Any]:
 
     The access log is emitted after the response, outside the app context, so its request ID is
     read from the response's X-Request-ID header (which service/api/middleware.py always sets).
+    Both gunicorn loggers drop query values before any handler (QueryValuesFilter).
     """
     level = level.upper()
     handler = {"class": "logging.StreamHandler", "formatter": "json", "filters": ["request_id"],
@@ -117,12 +158,14 @@ def gunicorn_logconfig(level: str = "INFO") -> dict[str, Any]:
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {"json": {"()": "service.server.logs.JsonFormatter"}},
-        "filters": {"request_id": {"()": "service.server.logs.RequestIdFilter"}},
+        "filters": {"request_id": {"()": "service.server.logs.RequestIdFilter"},
+                    "query_values": {"()": "service.server.logs.QueryValuesFilter"}},
         "handlers": {"console": handler, "error_console": dict(handler)},
         "root": {"level": level, "handlers": ["console"]},
         "loggers": {
-            "gunicorn.error": {"level": level, "handlers": ["console"], "propagate": False, "qualname": "gunicorn.error"},
-            "gunicorn.access": {"level": "INFO", "handlers": ["console"], "propagate": False,
+            "gunicorn.error": {"level": level, "handlers": ["console"], "filters": ["query_values"], "propagate": False,
+                               "qualname": "gunicorn.error"},
+            "gunicorn.access": {"level": "INFO", "handlers": ["console"], "filters": ["query_values"], "propagate": False,
                                 "qualname": "gunicorn.access"},
         },
     }

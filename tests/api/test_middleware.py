@@ -95,6 +95,29 @@ def test_gunicorn_access_records_become_fields():
     assert "query" not in entry
 
 
+def test_access_records_keep_query_names_never_values():
+    """A token pasted into a URL (`?token=...`) must not reach the log: the path and the names only."""
+    atoms = {"h": "10.0.0.1", "m": "GET", "U": "/models", "q": "token=s3cret&verbose=1&flag",
+             "r": "GET /models?token=s3cret&verbose=1&flag HTTP/1.1", "s": "200",
+             "f": "https://bot.example/chat?session=hunter2#access_token=zz", "{raw_uri}e": "/models?token=s3cret"}
+    record = logging.LogRecord("gunicorn.access", logging.INFO, __file__, 1, '"%(r)s" %(f)s %({raw_uri}e)s',
+                               (atoms,), None)
+    entry = json.loads(logging_setup.JsonFormatter().format(record))
+    assert entry["path"] == "/models" and entry["query"] == "token&verbose&flag"
+    assert record.getMessage() == '"GET /models?token&verbose&flag HTTP/1.1" https://bot.example/chat?session /models?token'
+
+
+@pytest.mark.parametrize("msg, args, logged", [
+    ("Error handling request %s", ("/score?token=s3cret",), "Error handling request /score?token"),
+    ("Invalid request from ip=1.2.3.4: Invalid HTTP request line: 'GET /x?token=s3cret'", (),
+     "Invalid request from ip=1.2.3.4: Invalid HTTP request line: 'GET /x?token'"),
+    ("Booting worker with pid: %s", (123,), "Booting worker with pid: 123"),
+])
+def test_gunicorn_error_records_drop_query_values(msg, args, logged):
+    record = logging.LogRecord("gunicorn.error", logging.WARNING, __file__, 1, msg, args, None)
+    assert logging_setup.QueryValuesFilter().filter(record) and record.getMessage() == logged
+
+
 def test_gunicorn_logconfig_is_accepted_by_dictconfig():
     import logging.config
 

@@ -196,6 +196,24 @@ def test_requests_gunicorn_refuses_itself_get_contract_errors(server):
     assert 'dialscore_errors_total{code="bad_request"}' in text
 
 
+def test_query_values_never_reach_the_log(server):
+    """A secret in a URL, in the referer or in a request line gunicorn refuses is logged as names only."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    conn.request("GET", "/models?token=leak-one&verbose=1",
+                 headers={"Referer": "https://bot.example/chat?session=leak-two", "X-Request-ID": "query-log"})
+    assert conn.getresponse().read() and conn.close() is None
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as raw:
+        raw.sendall(b"GET /models?token=leak-three\r\n\r\n")  # no HTTP version: gunicorn refuses the line
+        raw.makefile("rb").read()
+    deadline = time.monotonic() + 10
+    while '"query-log"' not in server.log() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    log = server.log()
+    assert "leak-" not in log
+    [access] = [json.loads(line) for line in log.splitlines() if '"query-log"' in line and '"gunicorn.access"' in line]
+    assert (access["path"], access["query"], access["status"]) == ("/models", "token&verbose", 200)
+
+
 def test_a_refused_body_leaves_the_connection_usable(server):
     """A 413 says keep-alive; gunicorn drained 64 KiB of the unread body and closed, so the
     client's next request on the connection failed (7 of 10)."""

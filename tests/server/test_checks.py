@@ -125,3 +125,33 @@ def test_memory_recycling_can_be_turned_off_with_zero():
     assert load_server_settings({"DIALSCORE_MAX_WORKER_MEMORY_MIB": "512"}).max_worker_memory_mib == 512
     with pytest.raises(ValueError, match="^DIALSCORE_MAX_WORKER_MEMORY_MIB="):
         load_server_settings({"DIALSCORE_MAX_WORKER_MEMORY_MIB": "-1"})
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.53", "localhost", "::1", "[::1]"])
+def test_loopback_serves_without_a_token(host):
+    assert check_configuration({"DIALSCORE_HOST": host}) == []
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "[::]", "10.1.2.3", "dialscore.internal"])
+def test_beyond_loopback_without_a_token_is_refused_naming_the_fix(host):
+    with pytest.raises(ValueError, match="DIALSCORE_HOST=.*no DIALSCORE_API_TOKEN.*DIALSCORE_OPEN_ACCESS=true"):
+        check_configuration({"DIALSCORE_HOST": host})
+
+
+def test_a_token_or_explicit_open_access_lets_it_start(caplog):
+    assert check_configuration({"DIALSCORE_HOST": "0.0.0.0", "DIALSCORE_API_TOKEN": "s3cret"}) == []
+    assert not caplog.records
+    with pytest.raises(ValueError, match="DIALSCORE_OPEN_ACCESS=true"):
+        check_configuration({"DIALSCORE_HOST": "0.0.0.0", "DIALSCORE_OPEN_ACCESS": "false"})
+    check_configuration({"DIALSCORE_HOST": "0.0.0.0", "DIALSCORE_OPEN_ACCESS": "true"})
+    [warning] = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert "DIALSCORE_OPEN_ACCESS=true" in warning.getMessage() and "0.0.0.0" in warning.getMessage()
+
+
+def test_python_m_service_refuses_an_open_port_in_one_line():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DIALSCORE_")}
+    done = subprocess.run([sys.executable, "-m", "service", "--host", "0.0.0.0", "--port", "8059"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "no DIALSCORE_API_TOKEN is set" in lines[0], done.stderr
