@@ -10,6 +10,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
 
 import aiohttp
 import numpy as np
@@ -206,13 +207,13 @@ class IdleConnections:
 
 async def idle(target: Target, args: argparse.Namespace) -> dict:
     url = await target.fresh()
-    host, port = url.split("//", 1)[1].split(":")
+    where = urlsplit(url)
     async with target.session() as session:
         make = _rerank(session, url, args, None, args.idle_timeout)
         await make(0)  # warm-up
         progress(f"idle: {args.idle_requests} lone /rerank requests, no idle connections")
         without = await _lone(make, args.idle_requests, args.idle_budget)
-        holder = IdleConnections(host, int(port.rstrip("/")), args.idle_connections)
+        holder = IdleConnections(where.hostname, where.port or 80, args.idle_connections)
         holder.start()
         await asyncio.sleep(0.5)
         progress(f"idle: the same with {args.idle_connections} idle connections open ({holder.opened} so far)")
