@@ -23,7 +23,7 @@ help:
 	@echo "make test     install everything and run the whole test suite"
 	@echo "make lint     hadolint, kustomize + kubernetes-validate, yamllint, ruff, shellcheck"
 	@echo "make bench    throughput and latency of /score through gunicorn on this machine"
-	@echo "make loadtest open-loop overload, idle connections, SIGTERM and crash against gunicorn (about 8 min;"
+	@echo "make loadtest open-loop overload, idle connections, SIGTERM and crash against gunicorn (5-12 min;"
 	@echo "              LOADTEST_ARGS=\"--write-docs docs/benchmarks.md\" adds the figures there)"
 	@echo "make train    retrain every model from ../shared/data (DATA=path) and rewrite model_store/ (about 3 h)"
 	@echo "make evaluate correlations of every served model on every development set: docs/evaluation.md"
