@@ -16,13 +16,15 @@ else
 export DIALSCORE_DATA_DIR ?= $(abspath $(DATA))
 endif
 
-.PHONY: help venv venv-dev run test lint bench train encoder-fp32 encoder-w8a8 encoder-mpnet evaluate clean reproduce-human-eval constraints
+.PHONY: help venv venv-dev run test lint bench loadtest train encoder-fp32 encoder-w8a8 encoder-mpnet evaluate clean reproduce-human-eval constraints
 
 help:
 	@echo "make run      serve the committed model store on $(HOST):$(PORT) (creates $(VENV))"
 	@echo "make test     install everything and run the whole test suite"
 	@echo "make lint     hadolint, kustomize + kubernetes-validate, yamllint, ruff, shellcheck"
 	@echo "make bench    throughput and latency of /score through gunicorn on this machine"
+	@echo "make loadtest open-loop overload, idle connections, SIGTERM and crash against gunicorn (5-12 min;"
+	@echo "              LOADTEST_ARGS=\"--write-docs docs/benchmarks.md\" adds the figures there)"
 	@echo "make train    retrain every model from ../shared/data (DATA=path) and rewrite model_store/ (about 3 h)"
 	@echo "make evaluate correlations of every served model on every development set: docs/evaluation.md"
 	@echo "make encoder-fp32  the fp32 MiniLM encoder for GPU images (90 MB, not committed)"
@@ -70,6 +72,10 @@ lint: $(VENV)/.dev
 
 bench: $(VENV)/.serve
 	$(PY) -m service.bench --workers $(WORKERS) $(BENCH_ARGS)
+
+# Issue 43's figures (service/loadtest): its own server a scenario on a free port; aiohttp is a dev requirement.
+loadtest: $(VENV)/.dev
+	$(PY) -m service.loadtest $(LOADTEST_ARGS)
 
 train: $(VENV)/.dev
 	bash scripts/train.sh

@@ -39,10 +39,11 @@ def section(machine: str, header: list[str], runs: dict[str, dict[str, dict]], n
     return "\n".join(lines) + "\n"
 
 
-def write(path: Path, machine: str, text: str) -> None:
-    """Replace `machine`'s section of `path` with `text` (a section()), or add it at the end."""
+def write(path: Path, machine: str, text: str, begin: str = BEGIN, end: str = END) -> None:
+    """Replace `machine`'s section of `path` with `text` (a section()), or add it at the end. `begin` and
+    `end` are the markers' templates: another generator (service/loadtest) keeps its own sections."""
     old = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    pattern = re.compile(re.escape(BEGIN.format(machine=machine)) + ".*?" + re.escape(END.format(machine=machine))
+    pattern = re.compile(re.escape(begin.format(machine=machine)) + ".*?" + re.escape(end.format(machine=machine))
                          + r"\n?", re.DOTALL)
     new = pattern.sub(lambda _: text, old, count=1) if pattern.search(old) else old.rstrip("\n") + "\n\n" + text
     path.write_text(new, encoding="utf-8")
