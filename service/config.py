@@ -70,7 +70,10 @@ class Settings:
     # The server's own, read by gunicorn (server/gunicorn.conf.py) in the master: SERVER_FIELDS.
     host: str = "127.0.0.1"  # DIALSCORE_HOST
     port: int = 8000  # DIALSCORE_PORT
-    threads: int = 2  # DIALSCORE_THREADS: request threads per worker
+    # DIALSCORE_THREADS: scoring requests a worker runs at once. ONNX Runtime already spreads one request over
+    # the worker's cores, so a second one shares them and both take twice as long: more threads add latency,
+    # not throughput, on CPUs (docs/benchmarks.md, load test)
+    threads: int = 1
     worker_timeout: int = 120  # DIALSCORE_WORKER_TIMEOUT: seconds without a heartbeat before a worker is killed (0: never)
     graceful_timeout: int = 25  # DIALSCORE_GRACEFUL_TIMEOUT: seconds in-flight requests get after SIGTERM
     read_timeout: float = 10.0  # DIALSCORE_READ_TIMEOUT: seconds a request may take to arrive whole

@@ -7,11 +7,12 @@ from typing import Any
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
+from service.config import MAX_READ_TIMEOUT
 from service.api import middleware, schemas
 from service.stats.correlation import METHODS
 
 VERSION = "1.0.0"
-MAX_REQUEST_TIMEOUT_S = 3600  # the largest X-Request-Timeout the server takes (docs/api.md)
+MAX_REQUEST_TIMEOUT_S = int(MAX_READ_TIMEOUT)  # the largest X-Request-Timeout the server takes (server/worker.py)
 
 _ERRORS = {
     "400": ("`bad_json`: the body is empty, not UTF-8, not JSON, not a JSON object, repeats a key within one "

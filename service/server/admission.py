@@ -18,6 +18,12 @@ from service.errors import DeadlineExceeded, Overloaded, Refused
 
 EXPENSIVE_PATHS = frozenset({"/correlate", "/human-eval"})
 SMOOTHING = 0.2  # weight of the newest measurement in the moving average
+# Admitted only where it would finish with this share of its expected wait and run to spare: times
+# vary (a sibling worker idle or busy changes a request's cores), and a request admitted at the edge of
+# its budget is dropped from the queue late or finishes after its deadline.
+HEADROOM = 0.3
+# The wait is the less certain part (the requests ahead may each run long): counted this many times over.
+WAIT_FACTOR = 2.0
 MAX_RETRY_AFTER_S = 30
 
 
@@ -65,6 +71,9 @@ class Admission:
         """Seconds the request is expected to run: its size's average, else its endpoint's, else 0."""
         return self._by_key.get(ticket.key, self._by_path.get(ticket.path, 0.0))
 
+    def measured(self, ticket: Ticket) -> bool:
+        return ticket.path in self._by_path
+
     def _work_ahead(self, now: float) -> float:
         """Thread-seconds of work before a new request can start."""
         left = sum(max(self.expected(t) - (now - (t.started or now)), 0.1 * self.expected(t)) for t in self.running)
@@ -81,11 +90,17 @@ class Admission:
         wait = self.start_wait(now)
         details = {"queued": len(self.queue), "running": len(self.running), "expected_wait_s": round(wait, 3),
                    "expected_run_s": round(self.expected(ticket), 3), "budget_s": round(ticket.budget, 3)}
+        busy = len(self.running) >= self.threads or bool(self.queue)
+        if busy and not (self.measured(ticket) and all(map(self.measured, self.running + list(self.queue)))):
+            # Before its first measurement a wait cannot be told: a new worker queued every request of a
+            # burst, and dropped them late; it takes what a free thread can start at once.
+            return Overloaded("The server is busy and has not yet measured what this request costs; send it "
+                              "again after Retry-After seconds, or to another replica.", details, retry_after=1)
         if len(self.queue) >= self.max_queue:
             return Overloaded("This worker's queue is full; send the request again after Retry-After seconds, "
                               "or to another replica.", {**details, "max_queue": self.max_queue},
                               retry_after=retry_after(wait))
-        if now + wait + self.expected(ticket) > ticket.deadline:
+        if now + WAIT_FACTOR * wait + (1 + HEADROOM) * self.expected(ticket) > ticket.deadline:
             return Overloaded("The server could not start and finish this request within its budget "
                               "(X-Request-Timeout); send it again after Retry-After seconds, with a larger "
                               "budget, or to another replica.", details, retry_after=retry_after(wait))

@@ -1,0 +1,78 @@
+"""Which requests a worker takes on and when each starts, on a clock of the test's own."""
+from service.server.admission import Admission, Ticket
+
+
+def _ticket(arrived: float, budget: float, path: str = "/rerank", size: int = 5000) -> Ticket:
+    return Ticket(path, size, arrived, arrived + budget)
+
+
+def _measured(admission: Admission, seconds: float, path: str = "/rerank") -> None:
+    ticket = _ticket(0.0, 100.0, path)
+    assert admission.offer(ticket, 0.0) is None
+    started, _ = admission.due(0.0)
+    assert started == [ticket]
+    admission.finished(ticket, seconds)
+
+
+def test_a_free_thread_starts_a_request_at_once_and_learns_its_time():
+    admission = Admission(threads=1, max_queue=4)
+    _measured(admission, 0.4)
+    ticket = _ticket(10.0, 1.0)
+    assert admission.expected(ticket) == 0.4
+    assert admission.offer(ticket, 10.0) is None and admission.due(10.0)[0] == [ticket]
+
+
+def test_work_that_cannot_finish_within_its_budget_is_refused_at_once_with_retry_after():
+    admission = Admission(threads=1, max_queue=4)
+    _measured(admission, 0.4)
+    running = _ticket(10.0, 1.0)
+    admission.offer(running, 10.0)
+    admission.due(10.0)
+    refusal = admission.offer(_ticket(10.05, 1.0), 10.05)  # waits about 0.35 s, then runs 0.4: too close
+    assert refusal is not None and refusal.code == "overloaded" and refusal.headers["Retry-After"] == "1"
+    assert refusal.details["running"] == 1 and refusal.details["budget_s"] == 1.0
+    assert admission.offer(_ticket(10.05, 5.0), 10.05) is None  # a larger budget is queued
+
+
+def test_a_full_queue_refuses_whatever_the_budget():
+    admission = Admission(threads=1, max_queue=1)
+    _measured(admission, 0.1)
+    admission.offer(_ticket(1.0, 60.0), 1.0)
+    admission.due(1.0)
+    assert admission.offer(_ticket(1.0, 60.0), 1.0) is None
+    refusal = admission.offer(_ticket(1.0, 60.0), 1.0)
+    assert refusal is not None and refusal.details["max_queue"] == 1
+
+
+def test_a_queued_request_that_can_no_longer_finish_is_dropped_not_started():
+    admission = Admission(threads=1, max_queue=4)
+    _measured(admission, 0.4)
+    first, second = _ticket(1.0, 10.0), _ticket(1.0, 2.0)
+    admission.offer(first, 1.0)
+    admission.due(1.0)
+    assert admission.offer(second, 1.0) is None
+    admission.finished(first, 2.9)  # ran far longer than expected: the second has 0.1 s left
+    started, dropped = admission.due(2.9)
+    assert started == [] and [t for t, _ in dropped] == [second]
+    assert dropped[0][1].code == "deadline_exceeded" and dropped[0][1].details["waited_s"] == 1.9
+
+
+def test_before_its_first_measurement_a_busy_worker_queues_nothing():
+    admission = Admission(threads=1, max_queue=4)
+    admission.offer(_ticket(0.0, 30.0), 0.0)
+    admission.due(0.0)
+    refusal = admission.offer(_ticket(0.0, 30.0), 0.0)
+    assert refusal is not None and refusal.code == "overloaded"
+
+
+def test_expensive_endpoints_leave_a_thread_to_cheap_requests_and_loading_holds_the_queue():
+    admission = Admission(threads=2, max_queue=8)
+    _measured(admission, 1.0, "/correlate")
+    _measured(admission, 0.1)
+    heavy = [_ticket(5.0, 60.0, "/correlate") for _ in range(2)]
+    cheap = _ticket(5.0, 60.0)
+    for ticket in [*heavy, cheap]:
+        assert admission.offer(ticket, 5.0) is None
+    assert admission.due(5.0, start=False) == ([], [])  # models still loading: nothing starts
+    started, _ = admission.due(5.0)
+    assert started == [heavy[0], cheap]
