@@ -90,10 +90,11 @@ class Admission:
         wait = self.start_wait(now)
         details = {"queued": len(self.queue), "running": len(self.running), "expected_wait_s": round(wait, 3),
                    "expected_run_s": round(self.expected(ticket), 3), "budget_s": round(ticket.budget, 3)}
-        busy = len(self.running) >= self.threads or bool(self.queue)
-        if busy and not (self.measured(ticket) and all(map(self.measured, self.running + list(self.queue)))):
-            # Before its first measurement a wait cannot be told: a new worker queued every request of a
-            # burst, and dropped them late; it takes what a free thread can start at once.
+        unmeasured = not all(map(self.measured, [ticket, *self.running, *self.queue]))
+        if unmeasured and len(self.running) + len(self.queue) >= 2 * self.threads:
+            # Before a first measurement a wait cannot be told: a new worker queued every request of a
+            # burst, and dropped them late. It takes what its threads start, and one more a thread (whose
+            # predecessor may have been answered already, its end not yet seen by the loop).
             return Overloaded("The server is busy and has not yet measured what this request costs; send it "
                               "again after Retry-After seconds, or to another replica.", details, retry_after=1)
         if len(self.queue) >= self.max_queue:

@@ -57,10 +57,11 @@ def test_a_queued_request_that_can_no_longer_finish_is_dropped_not_started():
     assert dropped[0][1].code == "deadline_exceeded" and dropped[0][1].details["waited_s"] == 1.9
 
 
-def test_before_its_first_measurement_a_busy_worker_queues_nothing():
+def test_before_its_first_measurement_a_busy_worker_queues_one_a_thread():
     admission = Admission(threads=1, max_queue=4)
     admission.offer(_ticket(0.0, 30.0), 0.0)
     admission.due(0.0)
+    assert admission.offer(_ticket(0.0, 30.0), 0.0) is None
     refusal = admission.offer(_ticket(0.0, 30.0), 0.0)
     assert refusal is not None and refusal.code == "overloaded"
 
