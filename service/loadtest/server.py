@@ -14,6 +14,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent.parent
 LOG_TAIL = 3000  # characters of the server's log shown when it fails to start
+STOP_WAIT_S = 30  # a stopped server's grace before SIGKILL
 RUNNING: list[OwnServer] = []
 
 
@@ -99,15 +100,15 @@ class OwnServer:
             return None
 
     def stop(self, kill: bool = False) -> None:
-        """SIGTERM to the group, SIGKILL after 30 s (at once with `kill`: a backlog is not worth draining);
+        """SIGTERM to the group, SIGKILL after STOP_WAIT_S (at once with `kill`: a backlog is not worth draining);
         then any worker that outlived the master."""
         if self.process is None:
             return
         if self.process.poll() is None and not kill:
             os.killpg(self.process.pid, signal.SIGTERM)
-            if self.wait_exit(30) is None:
+            if self.wait_exit(STOP_WAIT_S) is None:
                 os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=30)
+                self.process.wait(timeout=STOP_WAIT_S)
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except ProcessLookupError:
