@@ -5,18 +5,20 @@ DIALSCORE_REQUEST_TIMEOUT). It is refused at once, 503 `overloaded`, when the qu
 DIALSCORE_MAX_QUEUE requests or when the work ahead of it and its own expected time would run past
 its deadline. A queued request whose deadline can no longer be met is dropped, 503
 `deadline_exceeded`, never computed. Expected times are moving averages of what this worker measured
-per endpoint and body size, so they follow the machine and the load. Expensive endpoints never take
-every thread, so cheap requests keep a thread of their own.
+per endpoint, model and body size, so they follow the machine and the load. The worker keeps one Admission
+for scoring and one for the research endpoints (RESEARCH_PATHS), each with threads of its own, so a
+long /correlate never holds a live bot's re-ranking.
 """
 from __future__ import annotations
 
 import math
+import re
 from collections import deque
 from dataclasses import dataclass, field
 
 from service.errors import DeadlineExceeded, Overloaded, Refused
 
-EXPENSIVE_PATHS = frozenset({"/correlate", "/human-eval"})
+RESEARCH_PATHS = frozenset({"/correlate", "/human-eval"})  # seconds of statistics each, no model
 SMOOTHING = 0.2  # weight of the newest measurement in the moving average
 # Admitted only where it would finish with this share of its expected wait and run to spare: times
 # vary (a sibling worker idle or busy changes a request's cores), and a request admitted at the edge of
@@ -27,9 +29,19 @@ WAIT_FACTOR = 2.0
 MAX_RETRY_AFTER_S = 30
 
 
-def cost_key(path: str, body_bytes: int) -> tuple[str, int]:
-    """Requests alike in cost: the endpoint and the body's size to a power of two."""
-    return path, max(0, body_bytes).bit_length()
+MODEL_FIELD = re.compile(rb'"models?"\s*:\s*(\[[^\]]{0,400}\]|"[^"]{0,100}")')
+HINT_BYTES = 4096  # where a body names its model(s): the schema's first fields, in practice
+
+
+def model_hint(body: bytes) -> str:
+    """The model(s) a body names, read without parsing it (a cost class, never trusted as input)."""
+    found = MODEL_FIELD.search(body[:HINT_BYTES])
+    return found.group(1).decode("utf-8", "replace") if found else ""
+
+
+def size_class(body_bytes: int) -> int:
+    """The body's size to a power of two."""
+    return max(1, body_bytes).bit_length()
 
 
 @dataclass(eq=False)
@@ -41,19 +53,16 @@ class Ticket:
     arrived: float
     deadline: float
     payload: object = None
+    model: str = ""  # model_hint of the body
     started: float | None = None
-    key: tuple[str, int] = field(init=False)
+    kind: tuple[str, str] = field(init=False)  # requests alike in cost per byte: endpoint and model(s)
 
     def __post_init__(self) -> None:
-        self.key = cost_key(self.path, self.body_bytes)
+        self.kind = (self.path, self.model)
 
     @property
     def budget(self) -> float:
         return self.deadline - self.arrived
-
-    @property
-    def expensive(self) -> bool:
-        return self.path in EXPENSIVE_PATHS
 
 
 class Admission:
@@ -64,15 +73,24 @@ class Admission:
         self.max_queue = max_queue
         self.queue: deque[Ticket] = deque()
         self.running: list[Ticket] = []
-        self._by_key: dict[tuple[str, int], float] = {}
-        self._by_path: dict[str, float] = {}
+        self._times: dict[tuple[str, str], dict[int, float]] = {}  # kind -> size class -> seconds
+
+    def estimate(self, ticket: Ticket) -> float | None:
+        """Seconds the request is expected to run: the average of its kind and size, else of its kind's
+        nearest size measured, in proportion to the size; None before its kind's first measurement."""
+        sizes = self._times.get(ticket.kind)
+        if not sizes:
+            return None
+        size = size_class(ticket.body_bytes)
+        nearest = min(sizes, key=lambda known: (abs(known - size), known))
+        return sizes[nearest] * 2.0 ** (size - nearest)
 
     def expected(self, ticket: Ticket) -> float:
-        """Seconds the request is expected to run: its size's average, else its endpoint's, else 0."""
-        return self._by_key.get(ticket.key, self._by_path.get(ticket.path, 0.0))
+        """estimate(), with 0 for a kind not measured yet (the cold-start rule in offer bounds those)."""
+        return self.estimate(ticket) or 0.0
 
     def measured(self, ticket: Ticket) -> bool:
-        return ticket.path in self._by_path
+        return ticket.kind in self._times
 
     def _work_ahead(self, now: float) -> float:
         """Thread-seconds of work before a new request can start."""
@@ -108,11 +126,6 @@ class Admission:
         self.queue.append(ticket)
         return None
 
-    def _may_start(self, ticket: Ticket) -> bool:
-        if not ticket.expensive:
-            return True
-        return sum(t.expensive for t in self.running) < max(1, self.threads - 1)
-
     def due(self, now: float, start: bool = True) -> tuple[list[Ticket], list[tuple[Ticket, Refused]]]:
         """The requests to start now (marked running; none unless `start`), and the queued ones whose
         deadline can no longer be met, with their refusal (taken off the queue)."""
@@ -123,11 +136,10 @@ class Admission:
         for ticket in list(self.queue) if start else []:
             if len(self.running) >= self.threads:
                 break
-            if self._may_start(ticket):
-                self.queue.remove(ticket)
-                ticket.started = now
-                self.running.append(ticket)
-                starting.append(ticket)
+            self.queue.remove(ticket)
+            ticket.started = now
+            self.running.append(ticket)
+            starting.append(ticket)
         return starting, dropped
 
     def _expired(self, ticket: Ticket, now: float) -> Refused:
@@ -147,9 +159,10 @@ class Admission:
         if ticket.started is None:
             return
         took = now - ticket.started
-        for table, key in ((self._by_key, ticket.key), (self._by_path, ticket.path)):
-            old = table.get(key)
-            table[key] = took if old is None else (1 - SMOOTHING) * old + SMOOTHING * took
+        sizes = self._times.setdefault(ticket.kind, {})
+        size = size_class(ticket.body_bytes)
+        old = sizes.get(size)
+        sizes[size] = took if old is None else (1 - SMOOTHING) * old + SMOOTHING * took
 
     def next_deadline(self) -> float | None:
         """The earliest deadline of a queued request (the worker's loop wakes for it)."""

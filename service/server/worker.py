@@ -26,7 +26,7 @@ from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, TConn, ThreadWorker
 
 from service.config import MAX_READ_TIMEOUT, load_server_settings
 from service.errors import BadHeader, Refused, RequestTimeout, ServiceError, ShuttingDown
-from service.server.admission import Admission, Ticket
+from service.server.admission import RESEARCH_PATHS, Admission, Ticket, model_hint
 from service.server.answers import request_id, write_answer, write_contract_error
 from service.server.intake import Head, Scan, scan_request
 from service.server.sockets import CONTINUE, RequestSocket, body_unread, drain
@@ -82,10 +82,12 @@ class AdmissionWorker(ThreadWorker):
         self.request_timeout = settings.request_timeout
         self.body_limit = settings.max_body_bytes
         self.admission = Admission(self.cfg.threads, settings.max_queue)
+        self.research = Admission(1, settings.max_queue)  # /correlate, /human-eval: a thread of their own
         self.intakes: dict[TConn, Intake] = {}
         self.tickets: dict[TConn, Ticket] = {}
         self.probe_pool = ThreadPoolExecutor(1, thread_name_prefix="probe")
         self.side_pool = ThreadPoolExecutor(1, thread_name_prefix="handover")
+        self.research_pool = ThreadPoolExecutor(1, thread_name_prefix="research")
         self.terminating = False  # SIGTERM, as against a recycle (max_requests, memory)
         self._serving, self._serving_checked = True, -1.0
         self.store: Any = None
@@ -112,9 +114,7 @@ class AdmissionWorker(ThreadWorker):
     def loop_timeout(self) -> float:
         """Seconds until the next intake or queue deadline, at most one (the heartbeat)."""
         due = [intake.deadline for intake in self.intakes.values()]
-        queued = self.admission.next_deadline()
-        if queued is not None:
-            due.append(queued)
+        due += [d for lane, _ in self.lanes() if (d := lane.next_deadline()) is not None]
         longest = 1.0 if self.loaded() else SERVING_CHECK_S
         return max(0.0, min([longest, *(d - time.monotonic() for d in due)]))
 
@@ -155,7 +155,7 @@ class AdmissionWorker(ThreadWorker):
             self.end_intake(conn)
             self.close_conn(conn)
         self.murder_keepalived(force=True)
-        for pool in (self.tpool, self.probe_pool, self.side_pool):
+        for pool in (self.tpool, self.probe_pool, self.side_pool, self.research_pool):
             pool.shutdown(wait=False)
         self.poller.close()
         self.method_queue.close()
@@ -261,8 +261,10 @@ class AdmissionWorker(ThreadWorker):
         except BadHeader as error:
             return self.refuse(conn, head, error, None)
         conn.head = head
-        ticket = Ticket(head.path, size, intake.started, intake.started + budget, payload=conn)
-        refusal = self.admission.offer(ticket, time.monotonic())
+        ticket = Ticket(head.path, size, intake.started, intake.started + budget, payload=conn,
+                        model=model_hint(bytes(intake.buffer[:size])))
+        lane = self.research if head.path in RESEARCH_PATHS else self.admission
+        refusal = lane.offer(ticket, time.monotonic())
         if refusal is not None:
             return self.refuse(conn, head, refusal, refusal.code)
         self.tickets[conn] = ticket
@@ -272,15 +274,20 @@ class AdmissionWorker(ThreadWorker):
         from service import metrics  # not at import: the master imports this module before metrics' folder is set
 
         now = time.monotonic()
-        # While its models load, a worker holds what it admitted (within each one's budget)
-        starting, dropped = self.admission.due(now, start=self.loaded())
-        for ticket, refusal in dropped:
-            conn = ticket.payload
-            self.tickets.pop(conn, None)
-            self.refuse(conn, conn.head, refusal, refusal.code)
-        for ticket in starting:
-            metrics.QUEUE_WAIT.observe(now - ticket.arrived)
-            self.submit(ticket.payload, self.tpool)
+        for lane, pool in self.lanes():
+            # While its models load, a worker holds what it admitted (within each one's budget)
+            starting, dropped = lane.due(now, start=self.loaded())
+            for ticket, refusal in dropped:
+                conn = ticket.payload
+                self.tickets.pop(conn, None)
+                self.refuse(conn, conn.head, refusal, refusal.code)
+            for ticket in starting:
+                metrics.QUEUE_WAIT.observe(now - ticket.arrived)
+                self.submit(ticket.payload, pool)
+
+    def lanes(self) -> tuple[tuple[Admission, ThreadPoolExecutor], ...]:
+        """Each admission with the threads it starts requests on."""
+        return (self.admission, self.tpool), (self.research, self.research_pool)
 
     def submit(self, conn: TConn, pool: ThreadPoolExecutor) -> None:
         conn.data_ready = True  # whole, or handed over: gthread must not wait for data in the thread
@@ -305,7 +312,7 @@ class AdmissionWorker(ThreadWorker):
         ticket = self.tickets.pop(conn, None)
         if ticket is not None:
             now = time.monotonic()
-            self.admission.finished(ticket, now)
+            (self.research if ticket.path in RESEARCH_PATHS else self.admission).finished(ticket, now)
             if now > ticket.deadline:
                 metrics.FINISHED_LATE.inc()
         kept = not fs.cancelled() and fs.exception() is None and fs.result() is True

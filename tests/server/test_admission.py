@@ -66,14 +66,27 @@ def test_before_its_first_measurement_a_busy_worker_queues_one_a_thread():
     assert refusal is not None and refusal.code == "overloaded"
 
 
-def test_expensive_endpoints_leave_a_thread_to_cheap_requests_and_loading_holds_the_queue():
-    admission = Admission(threads=2, max_queue=8)
-    _measured(admission, 1.0, "/correlate")
+def test_loading_holds_the_queue():
+    admission = Admission(threads=1, max_queue=8)
     _measured(admission, 0.1)
-    heavy = [_ticket(5.0, 60.0, "/correlate") for _ in range(2)]
-    cheap = _ticket(5.0, 60.0)
-    for ticket in [*heavy, cheap]:
-        assert admission.offer(ticket, 5.0) is None
+    ticket = _ticket(5.0, 60.0)
+    assert admission.offer(ticket, 5.0) is None
     assert admission.due(5.0, start=False) == ([], [])  # models still loading: nothing starts
-    started, _ = admission.due(5.0)
-    assert started == [heavy[0], cheap]
+    assert admission.due(5.0)[0] == [ticket]
+
+
+def test_costs_are_learnt_per_endpoint_and_model_and_scale_with_the_body():
+    from service.server.admission import model_hint
+
+    assert model_hint(b'{"model": "unref-minilm", "context": []}') == '"unref-minilm"'
+    assert model_hint(b'{"items": [], "models": ["adem", "length"]}') == '["adem", "length"]'
+    assert model_hint(b'{"human": [1, 2]}') == ""
+    admission = Admission(threads=1, max_queue=4)
+    heavy = Ticket("/score", 1 << 20, 0.0, 100.0, model='"minilm-cosine"')
+    admission.offer(heavy, 0.0)
+    admission.due(0.0)
+    admission.finished(heavy, 8.0)
+    light = Ticket("/score", 300, 9.0, 10.0, model='"length"')
+    assert admission.estimate(light) is None  # another model's time says nothing of this one
+    smaller = Ticket("/score", 1 << 18, 9.0, 10.0, model='"minilm-cosine"')
+    assert admission.estimate(smaller) == 2.0  # a quarter of the body, a quarter of the time

@@ -1,0 +1,91 @@
+"""Admission control on real gunicorn: one worker, one scoring thread (the defaults' per-worker shape)."""
+from __future__ import annotations
+
+import http.client
+import json
+import random
+import threading
+import time
+
+import pytest
+
+from tests.conftest import copy_store
+from tests.live_server import running_server
+
+
+def _post(port: int, path: str, body: object, headers: dict[str, str] | None = None):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        conn.request("POST", path, body=json.dumps(body).encode(),
+                     headers={"Content-Type": "application/json", **(headers or {})})
+        response = conn.getresponse()
+        return response.status, json.loads(response.read()), response
+    finally:
+        conn.close()
+
+
+def _metric(port: int, line_start: str) -> float:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(line_start))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    store = copy_store(tmp_path_factory.mktemp("astore") / "model_store", ("length", "minilm-cosine"))
+    with running_server(store, {"DIALSCORE_MODELS": "length,minilm-cosine"}, workers=1) as srv:
+        yield srv
+
+
+def _slow_items(n: int) -> list[dict]:
+    rng = random.Random(7)
+    words = "the a cat dog river market bread rain song city train friend letter morning".split()
+    text = lambda k: " ".join(rng.choice(words) for _ in range(k))  # noqa: E731
+    return [{"context": [text(60)], "response": text(60), "reference": text(60)} for _ in range(n)]
+
+
+def test_a_request_that_cannot_finish_in_its_budget_is_refused_with_retry_after_and_never_computed(server):
+    slow = threading.Thread(target=_post, args=(server.port, "/score", {"model": "minilm-cosine",
+                                                                        "items": _slow_items(48)}))
+    slow.start()
+    time.sleep(0.3)  # the slow request holds the worker's one scoring thread
+    scored_before = _metric(server.port, 'dialscore_items_scored_total{model="length"}')
+    status, body, response = _post(server.port, "/score", {"model": "length", "items": _slow_items(1)},
+                                   {"X-Request-Timeout": "0.2", "X-Request-ID": "late-1"})
+    slow.join()
+    assert status == 503 and body["error"]["code"] in ("overloaded", "deadline_exceeded"), body
+    assert int(response.getheader("Retry-After")) >= 1 and response.getheader("X-Request-ID") == "late-1"
+    assert body["error"]["details"]["budget_s"] == 0.2
+    assert _metric(server.port, 'dialscore_items_scored_total{model="length"}') == scored_before  # not computed
+    assert _metric(server.port, "dialscore_refused_total") >= 1
+    # with the worker free again, the same request is served
+    assert _post(server.port, "/score", {"model": "length", "items": _slow_items(1)},
+                 {"X-Request-Timeout": "5"})[0] == 200
+
+
+def test_a_long_correlate_does_not_hold_a_live_bots_request(server):
+    rng = random.Random(3)
+    n = 2_000
+    human = [rng.random() for _ in range(n)]
+    body = {"human": human, "scores": {f"m{k}": [h + rng.random() for h in human] for k in range(3)},
+            "methods": ["pearson", "spearman", "kendall"], "resamples": 4_000, "seed": 0}
+    done: list[float] = []
+    research = threading.Thread(target=lambda: (_post(server.port, "/correlate", body), done.append(time.monotonic())))
+    research.start()
+    time.sleep(0.5)
+    started = time.monotonic()
+    status, _, _ = _post(server.port, "/score", {"model": "length", "items": _slow_items(1)})
+    answered = time.monotonic()
+    research.join()
+    assert status == 200
+    assert done and done[0] > answered, "the /correlate ended first: the check proves nothing"
+    assert answered - started < 1.0
+
+
+def test_a_bad_budget_is_400_naming_the_header(server):
+    status, body, _ = _post(server.port, "/score", {"model": "length", "items": _slow_items(1)},
+                            {"X-Request-Timeout": "soon"})
+    assert status == 400 and body["error"]["code"] == "bad_request"
+    assert body["error"]["details"] == {"X-Request-Timeout": "soon"}
