@@ -27,6 +27,7 @@ HEADROOM = 0.3
 # The wait is the less certain part (the requests ahead may each run long): counted this many times over.
 WAIT_FACTOR = 2.0
 MAX_RETRY_AFTER_S = 30
+UNMEASURED_S = 1.0  # the least a request of a kind not measured yet is expected to take
 
 
 MODEL_FIELD = re.compile(rb'"models?"\s*:\s*(\[[^\]]{0,400}\]|"[^"]{0,100}")')
@@ -86,8 +87,12 @@ class Admission:
         return sizes[nearest] * 2.0 ** (size - nearest)
 
     def expected(self, ticket: Ticket) -> float:
-        """estimate(), with 0 for a kind not measured yet (the cold-start rule in offer bounds those)."""
-        return self.estimate(ticket) or 0.0
+        """estimate(), else UNMEASURED_S or the longest time measured, whichever is more: a new worker
+        that took a burst of unknown cost for cheap queued all of it, and dropped it late."""
+        known = self.estimate(ticket)
+        if known is not None:
+            return known
+        return max([UNMEASURED_S, *(max(sizes.values()) for sizes in self._times.values())])
 
     def measured(self, ticket: Ticket) -> bool:
         return ticket.kind in self._times
@@ -108,13 +113,9 @@ class Admission:
         wait = self.start_wait(now)
         details = {"queued": len(self.queue), "running": len(self.running), "expected_wait_s": round(wait, 3),
                    "expected_run_s": round(self.expected(ticket), 3), "budget_s": round(ticket.budget, 3)}
-        unmeasured = not all(map(self.measured, [ticket, *self.running, *self.queue]))
-        if unmeasured and len(self.running) + len(self.queue) >= 2 * self.threads:
-            # Before a first measurement a wait cannot be told: a new worker queued every request of a
-            # burst, and dropped them late. It takes what its threads start, and one more a thread (whose
-            # predecessor may have been answered already, its end not yet seen by the loop).
-            return Overloaded("The server is busy and has not yet measured what this request costs; send it "
-                              "again after Retry-After seconds, or to another replica.", details, retry_after=1)
+        if wait == 0 and not self.measured(ticket):
+            self.queue.append(ticket)  # a free thread takes a kind not measured yet: the only way to measure it
+            return None
         if len(self.queue) >= self.max_queue:
             return Overloaded("This worker's queue is full; send the request again after Retry-After seconds, "
                               "or to another replica.", {**details, "max_queue": self.max_queue},
@@ -129,7 +130,8 @@ class Admission:
     def due(self, now: float, start: bool = True) -> tuple[list[Ticket], list[tuple[Ticket, Refused]]]:
         """The requests to start now (marked running; none unless `start`), and the queued ones whose
         deadline can no longer be met, with their refusal (taken off the queue)."""
-        dropped = [(t, self._expired(t, now)) for t in self.queue if now + self.expected(t) > t.deadline]
+        dropped = [(t, self._expired(t, now)) for t in self.queue
+                   if now >= t.deadline or (self.measured(t) and now + self.expected(t) > t.deadline)]
         for ticket, _ in dropped:
             self.queue.remove(ticket)
         starting: list[Ticket] = []

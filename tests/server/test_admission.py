@@ -57,13 +57,13 @@ def test_a_queued_request_that_can_no_longer_finish_is_dropped_not_started():
     assert dropped[0][1].code == "deadline_exceeded" and dropped[0][1].details["waited_s"] == 1.9
 
 
-def test_before_its_first_measurement_a_busy_worker_queues_one_a_thread():
+def test_a_kind_not_measured_yet_starts_on_a_free_thread_and_queues_only_with_time_to_spare():
     admission = Admission(threads=1, max_queue=4)
-    admission.offer(_ticket(0.0, 30.0), 0.0)
-    admission.due(0.0)
-    assert admission.offer(_ticket(0.0, 30.0), 0.0) is None
-    refusal = admission.offer(_ticket(0.0, 30.0), 0.0)
+    first = _ticket(0.0, 1.0)
+    assert admission.offer(first, 0.0) is None and admission.due(0.0)[0] == [first]  # nothing to go by: try
+    refusal = admission.offer(_ticket(0.1, 1.0), 0.1)  # behind work of unknown length, with 1 s to spare
     assert refusal is not None and refusal.code == "overloaded"
+    assert admission.offer(_ticket(0.1, 30.0), 0.1) is None  # a generous budget waits
 
 
 def test_loading_holds_the_queue():
