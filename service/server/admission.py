@@ -1,12 +1,11 @@
 """Which requests a worker takes on, and when each starts (Admission); no sockets, no clock of its own.
 
-A request comes with a deadline: its arrival plus its budget (X-Request-Timeout, else
-DIALSCORE_REQUEST_TIMEOUT). It is refused at once, 503 `overloaded`, when the queue holds
-DIALSCORE_MAX_QUEUE requests or when the work ahead of it and its own expected time would run past
-its deadline. A queued request whose deadline can no longer be met is dropped, 503
-`deadline_exceeded`, never computed. Expected times are moving averages of what this worker measured
-per endpoint, model and body size, so they follow the machine and the load. The worker keeps one Admission
-for scoring and one for the research endpoints (RESEARCH_PATHS), each with threads of its own, so a
+A request's deadline is its arrival plus its budget (X-Request-Timeout, else
+DIALSCORE_REQUEST_TIMEOUT). It is refused at once, 503 `overloaded`, when the queue is full or the
+work ahead and its own expected time would pass its deadline; a queued request that can no longer
+make it is dropped, 503 `deadline_exceeded`, never computed. Expected times are moving averages of
+this worker's own measurements per endpoint, model and body size. The worker keeps one Admission
+for scoring and one for the research endpoints (RESEARCH_PATHS), each with its own threads, so a
 long /correlate never holds a live bot's re-ranking.
 """
 from __future__ import annotations
