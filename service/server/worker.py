@@ -37,7 +37,7 @@ LIGHT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 SCORING_PATHS = frozenset({"/score", "/rerank", "/correlate", "/human-eval"})
 TIMEOUT_HEADER = "x-request-timeout"
 # The loop must get the GIL back quickly while request threads run Python between ONNX calls;
-# at Python's default switch interval a refusal or a probe waited behind them.
+# at Python's default switch interval a refusal or a health check waited behind them.
 SWITCH_INTERVAL_S = 0.001
 SERVING_CHECK_S = 0.1  # how often a worker still loading rereads whether a sibling has loaded
 
@@ -243,7 +243,7 @@ class AdmissionWorker(ThreadWorker):
             conn.leftover = bytes(intake.buffer[scanned.end:])
             return self.route(conn, head, intake, scanned.end)
         # Everything else goes to a thread once its head is here, with what came so far: the app answers
-        # it without reading a body it does not need (a probe, a 404, a 413), gunicorn refuses a bad one.
+        # it without reading a body it does not need (a health check, a 404, a 413), gunicorn refuses a bad one.
         conn.sock.replay(bytes(intake.buffer), intake.continue_sent)
         conn.leftover = b""
         light = head is not None and head.path in LIGHT_PATHS and head.method in ("GET", "HEAD")

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from service.artifacts.manifest import update_card as update_manifest_card
+from training.core.command_line import command_line
 from service.scorers.base import EncodeCache, Item
 from training.core.card import DEGENERATE_BEGIN, DEGENERATE_END, degenerate_section, write_measured_section
 from training.core.cli import check_output_file, positive_int
@@ -137,8 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         started = time.time()
         table[name] = shares(scorer, cases, caches=shared.cache)
         print(f"{name}: {table[name]['all']:.1%} ({time.time() - started:.0f} s)", flush=True)
-    command = "python -m training degenerate " + " ".join(argv if argv is not None else sys.argv[2:])
-    section = markdown(table, len(cases) // len(KINDS), command.strip())
+    command = command_line("python -m training degenerate", argv if argv is not None else sys.argv[2:])
+    section = markdown(table, len(cases) // len(KINDS), command)
     if out is None:
         print(section, end="")
     else:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import shlex
 import sys
 import time
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from service.store.model_store import ModelStore
 from training.core import docs_section
 from training.core.card import EVALUATE_BEGIN, EVALUATE_END, evaluate_section, write_measured_section
 from training.core.cli import output_dir, output_file, positive_int
+from training.core.command_line import command_line
 from training.core.progress import cpu_description, setup_logging
 from training.data import corpora
 from training.data.judgements import DEFAULT_DATA_DIR, JudgedItem, SETS, load_set
@@ -561,7 +561,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     done = run(args.store, args.sets, args.models, args.split, args.max_refs, args.data_dir, args.recover_references,
                args.vectors, args.synthetic)
-    command = "python -m training evaluate " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[2:]))
+    command = command_line("python -m training evaluate", argv if argv is not None else sys.argv[2:])
     if plots is not None:
         for set_name in args.sets:
             path = scatter_plot(set_name, [done.results[set_name][m] for m in done.names],
