@@ -1,6 +1,8 @@
 """Errors carry their HTTP status and contract code; one handler writes `{"error": {...}}`."""
 from __future__ import annotations
 
+import re
+import uuid
 from typing import Any
 
 
@@ -24,6 +26,15 @@ class ServiceError(Exception):
 # Every answer, the app's and gunicorn's own errors (service/server/worker.py) alike, is JSON (or the
 # metrics text) about one request: no browser may read it as another type, no cache may keep it.
 ANSWER_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
+# Every answer echoes the caller's request ID where it is short and printable (it cannot forge log
+# lines or headers), else a new one: the app's (api/middleware.py) and the worker's own (server/answers.py).
+REQUEST_ID_HEADER = "X-Request-ID"
+VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+=@-]{1,128}")
+
+
+def request_id(offered: str | None) -> str:
+    """The caller's request ID where VALID_REQUEST_ID takes it, else a new one."""
+    return offered if offered and VALID_REQUEST_ID.fullmatch(offered) else uuid.uuid4().hex
 
 MAX_DETAILS = 100  # entries of `details` an error answers with
 MAX_ECHO = 200  # characters of a client's string (a field path, a model name) echoed back

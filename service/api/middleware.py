@@ -10,21 +10,16 @@ from __future__ import annotations
 
 import hmac
 import logging
-import re
-import uuid
 from typing import Any
 
 from flask import Flask, Response, g, jsonify, request
 
 from service import metrics
-from service.errors import Unauthorized
+from service.errors import REQUEST_ID_HEADER, Unauthorized, request_id
 from service.store.readiness import PROBE_PATHS as OPEN_PATHS
 
 log = logging.getLogger(__name__)
 
-REQUEST_ID_HEADER = "X-Request-ID"
-# What we accept from a caller: short and printable, so that it cannot forge log lines or headers.
-_VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+=@-]{1,128}")
 
 
 def init_app(app: Flask) -> None:
@@ -42,14 +37,13 @@ def init_app(app: Flask) -> None:
 
 
 def _assign_request_id() -> None:
-    offered = request.headers.get(REQUEST_ID_HEADER, "")
-    g.request_id = offered if _VALID_REQUEST_ID.fullmatch(offered) else uuid.uuid4().hex
+    g.request_id = request_id(request.headers.get(REQUEST_ID_HEADER))
 
 
 def _echo_request_id(response: Response) -> Response:
-    request_id = g.get("request_id")
-    if request_id:
-        response.headers[REQUEST_ID_HEADER] = request_id
+    assigned = g.get("request_id")
+    if assigned:
+        response.headers[REQUEST_ID_HEADER] = assigned
     return response
 
 

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
 import socket
-import uuid
 from http import HTTPStatus
 from typing import Any
 
 from gunicorn import util
 
-from service.errors import ANSWER_HEADERS, ServiceError
+from service.errors import ANSWER_HEADERS, REQUEST_ID_HEADER, ServiceError
 
 # Contract codes for the statuses gunicorn answers itself. 414 and 431 are limits (gunicorn's
 # `limit_request_*` settings), so they share the contract's limit code.
@@ -58,13 +56,6 @@ def write_contract_error(sock: socket.socket, status_int: int, reason: str, mesg
     util.write_nonblock(sock, head.encode("latin-1") + payload)
 
 
-REQUEST_ID_HEADER = "X-Request-ID"
-_VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+=@-]{1,128}")  # as service/api/middleware.py keeps one
-
-
-def request_id(offered: str | None) -> str:
-    """The caller's request ID where it is one the app would keep, else a new one."""
-    return offered if offered and _VALID_REQUEST_ID.fullmatch(offered) else uuid.uuid4().hex
 
 
 def answer_bytes(error: ServiceError, request_id_value: str) -> bytes:

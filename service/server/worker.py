@@ -25,9 +25,9 @@ from gunicorn import util
 from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, TConn, ThreadWorker
 
 from service.config import MAX_READ_TIMEOUT, load_server_settings
-from service.errors import BadHeader, Refused, RequestTimeout, ServiceError, ShuttingDown
+from service.errors import BadHeader, Refused, RequestTimeout, ServiceError, ShuttingDown, request_id
 from service.server.admission import RESEARCH_PATHS, Admission, Ticket, model_hint
-from service.server.answers import request_id, write_answer, write_contract_error
+from service.server.answers import write_answer, write_contract_error
 from service.server.intake import Head, Scan, scan_request
 from service.server.sockets import CONTINUE, RequestSocket, body_unread, drain
 from service.store import readiness

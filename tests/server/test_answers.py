@@ -3,7 +3,7 @@ import json
 import socket
 
 from service.server import answers as http_worker
-from service.errors import Overloaded
+from service.errors import Overloaded, request_id
 
 
 def test_every_status_gunicorn_answers_gets_a_contract_error():
@@ -53,5 +53,5 @@ def test_a_refusal_is_a_whole_answer_that_closes_and_keeps_the_request_id():
     assert lines[0] == "HTTP/1.1 503 Service Unavailable"
     assert {"Connection: close", "Retry-After: 2", "X-Request-ID: abc-1", f"Content-Length: {len(body)}"} <= set(lines)
     assert json.loads(body) == {"error": {"code": "overloaded", "message": "Busy.", "details": {"queued": 3}}}
-    assert http_worker.request_id("abc-1") == "abc-1"
-    assert http_worker.request_id("bad id\r\nX: y") != "bad id\r\nX: y"
+    assert request_id("abc-1") == "abc-1"
+    assert request_id("bad id\r\nX: y") != "bad id\r\nX: y"
