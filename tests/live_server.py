@@ -12,7 +12,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,15 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from service.loadtest.server import free_port
+
 REPO = Path(__file__).resolve().parent.parent
 LOG_TAIL = 3000  # characters of the server's log shown when something fails
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on now (the kernel's choice)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @dataclass
