@@ -33,7 +33,7 @@ MODEL_FIELD = re.compile(rb'"models?"\s*:\s*(\[[^\]]{0,400}\]|"[^"]{0,100}")')
 HINT_BYTES = 4096  # where a body names its model(s): the schema's first fields, in practice
 
 
-def model_hint(body: bytes) -> str:
+def model_hint(body: bytes | bytearray) -> str:
     """The model(s) a body names, read without parsing it (a cost class, never trusted as input)."""
     found = MODEL_FIELD.search(body[:HINT_BYTES])
     return found.group(1).decode("utf-8", "replace") if found else ""

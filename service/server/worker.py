@@ -26,7 +26,7 @@ from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, TConn, ThreadWorker
 
 from service.config import MAX_READ_TIMEOUT, load_server_settings
 from service.errors import BadHeader, Refused, RequestTimeout, ServiceError, ShuttingDown, request_id
-from service.server.admission import RESEARCH_PATHS, Admission, Ticket, model_hint
+from service.server.admission import HINT_BYTES, RESEARCH_PATHS, Admission, Ticket, model_hint
 from service.server.answers import write_answer, write_contract_error
 from service.server.intake import Head, Scan, scan_request
 from service.server.sockets import CONTINUE, RequestSocket, body_unread, drain
@@ -262,7 +262,7 @@ class AdmissionWorker(ThreadWorker):
             return self.refuse(conn, head, error, None)
         conn.head = head
         ticket = Ticket(head.path, size, intake.started, intake.started + budget, payload=conn,
-                        model=model_hint(bytes(intake.buffer[:size])))
+                        model=model_hint(intake.buffer[:min(size, HINT_BYTES)]))
         lane = self.research if head.path in RESEARCH_PATHS else self.admission
         refusal = lane.offer(ticket, time.monotonic())
         if refusal is not None:
