@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PY:-.venv/bin/python}"
-STEPS="${STEPS:-components vhred adem-autojudge ruber minilm unref mh evaluate}"
+STEPS="${STEPS:-components vhred adem-autojudge ruber minilm unref mh trained-items evaluate}"
 
 step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
 has() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -56,6 +56,10 @@ fi
 if has mh; then
     step "M_H: leave-bot-out regression of conversation proxies on ConvAI2"
     $PY -m training train-mh --figures docs/cards
+fi
+if has trained-items; then
+    step "each learned model's training-item keys (dialscore score --exclude-trained reads them)"
+    $PY -m training trained-items
 fi
 if has evaluate; then
     step "evaluation tables and plots (docs/evaluation.md)"

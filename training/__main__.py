@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "minilm-cosine": ("training.baselines.cosine", "the store folder of the untrained minilm-cosine"),
     "minilm-report": ("training.evaluation.minilm_report", "the -minilm models against their bars: docs and cards"),
     "degenerate": ("training.evaluation.degenerate", "degenerate replies against human ones, every model"),
+    "trained-items": ("training.data.trained_items", "each learned model's training-item keys into its store folder"),
     "train-unref": ("training.unref.train", "unref-minilm, unref-mpnet, unref-mpnet-minilm: stacked reference-free models"),
     "finetune-minilm": ("training.autojudge.finetune", "experiment: AutoJudge with MiniLM itself fine-tuned"),
 }
