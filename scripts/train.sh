@@ -63,8 +63,10 @@ if has trained-items; then
 fi
 if has evaluate; then
     step "evaluation tables and plots (docs/evaluation.md)"
+    # minilm-report first: evaluate then writes every card's correlations from the served figures
+    # (docs/evaluation.json, the one source README, cards and GET /models agree with).
+    $PY -m training minilm-report
     $PY -m training evaluate
     $PY -m training degenerate
-    $PY -m training minilm-report
     $PY -m training selfplay --bot vhred --conversations 100 --turns 10 --docs docs/evaluation.md
 fi

@@ -263,6 +263,7 @@ def write_manifest(
     card: dict[str, Any] | None = None,
     optional: tuple[str, ...] = (),
     build: dict[str, Any] | None = None,
+    trained_items: dict[str, Any] | None = None,
 ) -> Manifest:
     """Hash every artifact in `folder` and write its manifest.json; returns the manifest read back.
 
@@ -313,6 +314,8 @@ def write_manifest(
     }
     if build:
         manifest["build"] = build
+    if trained_items:
+        manifest["trained_items"] = trained_items
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
     return read_manifest(folder)
 
@@ -325,4 +328,4 @@ def update_card(folder: Path, **changes: Any) -> Manifest:
                           scorer=manifest.scorer, score_range=manifest.score_range, requires=manifest.requires,
                           tokenizer=manifest.tokenizer, uses=manifest.uses, options=manifest.options,
                           config=manifest.config, card={**manifest.card, **changes}, optional=manifest.optional,
-                          build=manifest.build or None)
+                          build=manifest.build or None, trained_items=manifest.trained_items or None)

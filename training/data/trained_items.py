@@ -74,7 +74,7 @@ def write(folder: Path, model: str, data_dir: Path = judgements.DEFAULT_DATA_DIR
     manifest["files"][trained_items.FILE] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
     manifest["files"] = dict(sorted(manifest["files"].items()))
     manifest[trained_items.MANIFEST_KEY] = about
-    manifest_path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     read_manifest(folder)  # still a manifest the service reads
     return about
 
