@@ -170,7 +170,10 @@ def evaluate_section(entry: Mapping[str, Any]) -> str:
              "the share of reply pairs to the same context (human gap >= 0.5 on 1-5) ordered as people order "
              "them, where a set has such pairs. "
              f"Written by `{entry['command']}` (the full table, every model side by side, is in "
-             "docs/evaluation.md)." + (f" Served as: {entry['served']}." if entry.get("served") else ""), "",
+             "docs/evaluation.md)." + (f" Served as: {entry['served']}." if entry.get("served") else "")
+             + " Where an item has several references, a referenced model is scored against each of the first four "
+             "and keeps the best: its rule for several references, which `dialscore score` applies to a "
+             "`references` list.", "",
              "| set | n | Pearson r | Spearman ρ | pairwise agreement (pairs) |", "|---|---|---|---|---|"]
     for name, row in entry["item_level"].items():
         pairwise = f"{cell(row['pairwise'])} ({row['pairs']})" if row.get("pairs") else "–"

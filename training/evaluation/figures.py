@@ -22,7 +22,8 @@ from training.data.judgements import SETS
 PATH = Path("docs/evaluation.json")
 BASELINES = ("bleu4", "rouge-l")  # the bar a learned metric must clear (README's standings)
 TIE = 1e-12
-CORRELATIONS_COMMAND = "python -m training evaluate (the served model; docs/evaluation.json)"
+CORRELATIONS_COMMAND = ("python -m training evaluate (the served model; docs/evaluation.json; a referenced model "
+                        "keeps its best score over an item's first four references, its rule for several)")
 
 Rows = Mapping[str, Mapping[str, Mapping[str, Any]]]  # model -> set -> {pearson, spearman, n, ...}
 
