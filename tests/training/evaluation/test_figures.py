@@ -110,3 +110,18 @@ def test_the_readmes_standings_are_the_jsons() -> None:
             assert (int(claimed.group(1)), int(claimed.group(2))) == (best, contested), model
         for name, value in re.findall(r"\((\w+) (-?\.\d{3})\)", cell):
             assert three(ITEM_LEVEL[model][name]["pearson"]).replace("0.", ".", 1) == value, (model, name)
+
+
+def test_the_standings_rules_bold_ties_and_need_a_contest() -> None:
+    rows = {"a": {"s1": {"pearson": 0.5}, "s2": {"pearson": 0.2}, "s3": {"pearson": 0.1}},
+            "b": {"s1": {"pearson": 0.5}, "s2": {"pearson": None}},
+            "bleu4": {"s1": {"pearson": 0.4}, "s2": {"pearson": 0.3}, "s3": {"pearson": 0.0}},
+            "rouge-l": {"s1": {"pearson": 0.45}, "s2": {"pearson": 0.1}}}
+    assert figures.best_models({m: r.get("s1", {}).get("pearson") for m, r in rows.items()}) == {"a", "b"}
+    assert figures.best_models({"a": 0.3, "b": None}) == set()  # no contest, no bold
+    standings = figures.standings(rows, ["s1", "s2", "s3"])
+    assert standings["a"] == {"best": [2, 3], "beats_bleu4_and_rouge_l": [1, 2]}  # s3 lacks rouge-l
+    assert standings["b"] == {"best": [1, 3], "beats_bleu4_and_rouge_l": [1, 1]}
+    tie = {"m": {"s": {"pearson": 0.3}}, "bleu4": {"s": {"pearson": 0.3}}, "rouge-l": {"s": {"pearson": 0.1}}}
+    assert figures.beats(tie, "m", ["s"]) == (0, 1)  # level with a baseline is no win
+    assert standings["bleu4"] == {"best": [1, 3]}
