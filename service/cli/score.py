@@ -236,7 +236,8 @@ def trained_lines(summary: Summary, trained: list[TrainedItems], exclude: bool) 
         else:
             lines.append(f"{keys.model}: none of the lines is one of its training items")
     if exclude:
-        lines.append(f"--exclude-trained: {summary.excluded} lines left out, {summary.every.lines} scored")
+        noun = "line" if summary.excluded == 1 else "lines"
+        lines.append(f"--exclude-trained: {summary.excluded} {noun} left out, {summary.every.lines} scored")
     return lines
 
 
