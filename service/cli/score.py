@@ -155,7 +155,9 @@ def _score_lines(batch: list[tuple[int, bytes]], scorer: Scorer, options: dict[s
         try:
             expanded = references.expand(raw)
         except ValueError as exc:
-            spans.append({"line": number, "error": {"code": "bad_line", "message": str(exc)}})
+            obj = _line_object(raw) or {}
+            spans.append({"line": number, **({"id": obj["id"]} if "id" in obj else {}),
+                          "error": {"code": "bad_line", "message": str(exc)}})
             continue
         spans.append((len(flat), len(flat) + len(expanded or [raw])))
         flat += [(number, line) for line in expanded or [raw]]

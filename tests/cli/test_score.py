@@ -145,6 +145,7 @@ def test_a_references_list_scores_against_each_and_keeps_the_best(baseline_store
         assert len(set(single)) == 3 and records[3]["scores"][model] == max(single)
         assert "non-empty list" in records[4]["errors"][model]["message"]
         assert "not both" in records[5]["errors"][model]["message"]
+    assert records[5]["id"] == ITEMS[0]["id"]
     assert {r["scores"]["length"] for r in records} == {records[0]["scores"]["length"]}
     with open(tmp_path / "in.csv", "w", encoding="utf-8", newline="") as handle:
         writer = csv.DictWriter(handle, ["context", "response", "references"])
