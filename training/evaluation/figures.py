@@ -78,16 +78,28 @@ def served_correlations(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, dict
     return {name: {key: row[key] for key in ("pearson", "spearman", "n")} for name, row in rows.items()}
 
 
+def training_run(correlations: Any, command: str | None) -> dict[str, Any]:
+    """A card's `training_run`: figures measured otherwise than on the served model, and by what."""
+    return {"note": "measured by the training run or minilm-report, not on the served model: the served "
+                    "model's figures are `correlations` and `evaluate`",
+            **({"command": command} if command else {}), "correlations": correlations}
+
+
 def write_card_correlations(store: Path, doc: Mapping[str, Any]) -> list[str]:
-    """The `correlations` of every evaluated model's card that has them (a training run's or minilm-report's)
-    set to its served figures, the READMEs rendered from the manifest rendered again; returns the models
-    written. A card without them shows the same figures under `evaluate` alone."""
+    """The `correlations` of every evaluated model's card that has them set to its served figures, the READMEs
+    rendered from the manifest rendered again; returns the models written. Figures another command wrote
+    there (a training run's, minilm-report's) move to `training_run`, named as such. A card without
+    `correlations` shows the served figures under `evaluate` alone."""
     written = []
     for model, rows in doc["item_level"].items():
         folder = Path(store) / model
-        if not (folder / "manifest.json").is_file() or "correlations" not in read_manifest(folder).card:
+        card = read_manifest(folder).card if (folder / "manifest.json").is_file() else {}
+        if "correlations" not in card:
             continue
-        update_manifest_card(folder, correlations=served_correlations(rows), correlations_command=CORRELATIONS_COMMAND)
+        changes: dict[str, Any] = {"correlations": served_correlations(rows), "correlations_command": CORRELATIONS_COMMAND}
+        if card.get("correlations_command") != CORRELATIONS_COMMAND:
+            changes["training_run"] = training_run(card["correlations"], card.get("correlations_command"))
+        update_manifest_card(folder, **changes)
         if model in FROM_MANIFEST:
             rewrite_readme(folder)
         written.append(model)

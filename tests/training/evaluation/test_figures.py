@@ -9,7 +9,7 @@ import re
 import pytest
 
 from service.artifacts.manifest import read_manifest
-from tests.conftest import MODEL_STORE, REPO
+from tests.conftest import MODEL_STORE, REPO, copy_store
 from training.evaluation import figures
 
 DOC = json.loads((REPO / "docs" / "evaluation.json").read_text(encoding="utf-8"))
@@ -35,6 +35,7 @@ def test_a_cards_dev_figures_are_the_served_models(model: str) -> None:
     assert card["evaluate"]["item_level"] == ITEM_LEVEL[model]
     if "correlations" in card:
         assert card["correlations"] == figures.served_correlations(ITEM_LEVEL[model])
+        assert card["correlations_command"] == figures.CORRELATIONS_COMMAND
     readme = (MODEL_STORE / model / "README.md").read_text(encoding="utf-8")
     for name, row in ITEM_LEVEL[model].items():
         # `| set | n | r | rho |` rows: the measured table and evaluate's section
@@ -125,3 +126,17 @@ def test_the_standings_rules_bold_ties_and_need_a_contest() -> None:
     tie = {"m": {"s": {"pearson": 0.3}}, "bleu4": {"s": {"pearson": 0.3}}, "rouge-l": {"s": {"pearson": 0.1}}}
     assert figures.beats(tie, "m", ["s"]) == (0, 1)  # level with a baseline is no win
     assert standings["bleu4"] == {"best": [1, 3]}
+
+
+def test_a_trainers_correlations_move_to_training_run_once(tmp_path) -> None:
+    from service.artifacts.manifest import update_card
+
+    store = copy_store(tmp_path / "store", ("adem",))
+    trained = {"dev": {"dstc7": {"pearson": 0.1403, "spearman": 0.1407, "n": 3290}}}
+    update_card(store / "adem", correlations=trained, correlations_command=None)
+    for _ in range(2):  # a second evaluate keeps the trainer's figures where the first put them
+        assert figures.write_card_correlations(store, DOC) == ["adem"]
+        card = read_manifest(store / "adem").card
+        assert card["correlations"] == figures.served_correlations(ITEM_LEVEL["adem"])
+        assert card["training_run"]["correlations"] == trained and "command" not in card["training_run"]
+    assert read_manifest(store / "adem").trained_items == read_manifest(MODEL_STORE / "adem").trained_items
