@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PY:-.venv/bin/python}"
-STEPS="${STEPS:-components vhred adem-autojudge ruber minilm unref mh evaluate}"
+STEPS="${STEPS:-components vhred adem-autojudge ruber minilm unref mh trained-items evaluate}"
 
 step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
 has() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -57,10 +57,16 @@ if has mh; then
     step "M_H: leave-bot-out regression of conversation proxies on ConvAI2"
     $PY -m training train-mh --figures docs/cards
 fi
+if has trained-items; then
+    step "each learned model's training-item keys (dialscore score --exclude-trained reads them)"
+    $PY -m training trained-items
+fi
 if has evaluate; then
     step "evaluation tables and plots (docs/evaluation.md)"
+    # minilm-report first: evaluate then writes every card's correlations from the served figures
+    # (docs/evaluation.json, the one source README, cards and GET /models agree with).
+    $PY -m training minilm-report
     $PY -m training evaluate
     $PY -m training degenerate
-    $PY -m training minilm-report
     $PY -m training selfplay --bot vhred --conversations 100 --turns 10 --docs docs/evaluation.md
 fi

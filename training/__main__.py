@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("", "train adem | autojudge | ruber"),
     "export": ("training.export", "ONNX export of the VHRED encoder, ADEM and AutoJudge, with parity checks"),
     "evaluate": ("training.evaluation.evaluate", "every served model on every development set: docs/evaluation.md"),
+    "figures": ("training.evaluation.figures", "docs/evaluation.json and the cards' dev figures again from the cards' evaluate entries"),
     "dev-items": ("training.evaluation.dev_items", "the items evaluate scores (split, recovered references) as JSON lines"),
     "export-minilm": ("training.encoders.minilm.export", "MiniLM to ONNX (int8; --fp32 for GPU images, --w8a8 for CPUs)"),
     "reference-speed": ("training.encoders.minilm.reference_speed", "sentence-transformers' texts/s, for make bench"),
@@ -30,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "minilm-cosine": ("training.baselines.cosine", "the store folder of the untrained minilm-cosine"),
     "minilm-report": ("training.evaluation.minilm_report", "the -minilm models against their bars: docs and cards"),
     "degenerate": ("training.evaluation.degenerate", "degenerate replies against human ones, every model"),
+    "trained-items": ("training.data.trained_items", "each learned model's training-item keys into its store folder"),
     "train-unref": ("training.unref.train", "unref-minilm, unref-mpnet, unref-mpnet-minilm: stacked reference-free models"),
     "finetune-minilm": ("training.autojudge.finetune", "experiment: AutoJudge with MiniLM itself fine-tuned"),
 }

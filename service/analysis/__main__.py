@@ -39,6 +39,8 @@ def _parser() -> argparse.ArgumentParser:
     corr.add_argument("--system", default="system",
                       help="CSV column labelling each row's system, for system-level results (default: system); "
                            "every other column but the human ones is read as a metric")
+    corr.add_argument("--id-column", help="CSV column naming each row's item, never read as a metric (a column "
+                                          "named id never is either)")
     corr.add_argument("--aspect", help="DSTC annotation to use (default: overall, else the first)")
     # Defaults are None so that a /correlate body's own settings apply unless the command line says otherwise.
     corr.add_argument("--methods", nargs="+", default=None, choices=METHODS, help="default: all three")
@@ -84,7 +86,7 @@ CORRELATE_DEFAULTS = {"methods": list(METHODS), "confidence": 0.95, "resamples":
 
 
 def run_correlate(args: argparse.Namespace) -> int:
-    data = importers.load_correlate(args.file, args.format, args.human, args.aspect, args.system)
+    data = importers.load_correlate(args.file, args.format, args.human, args.aspect, args.system, args.id_column)
     chosen = {key: getattr(args, key) if getattr(args, key) is not None else data.settings.get(key, default)
               for key, default in CORRELATE_DEFAULTS.items()}
     # Whatever the file's format, what reaches the statistics is what the HTTP schema admits, so a

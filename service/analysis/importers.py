@@ -217,11 +217,12 @@ def _number(path: Path, line: int, column: str, value: str, what: str, comma: bo
     return number
 
 
-def correlate_csv(path: Path, human: list[str] | None = None, system: str = "system") -> CorrelateInput:
+def correlate_csv(path: Path, human: list[str] | None = None, system: str = "system",
+                  id_column: str | None = None) -> CorrelateInput:
     """One item per row. Human columns: those named in `human`, else every column starting 'human' (several
     give several ratings per item; empty cells are missing ratings, and a row needs one at least, never a
-    NaN). An optional `system` column labels systems; every other column is a metric. Non-numeric metric
-    columns are refused."""
+    NaN). An optional `system` column labels systems; a column named `id`, and the one `id_column` names,
+    hold item ids; every other column is a metric. Non-numeric metric columns are refused."""
     columns, rows, delimiter = read_csv_rows(path)
     comma = decimal_comma(delimiter)
     absent = [c for c in human or [] if c not in columns]
@@ -230,12 +231,16 @@ def correlate_csv(path: Path, human: list[str] | None = None, system: str = "sys
     human_cols = human or [c for c in columns if c.lower().startswith("human")]
     if not human_cols:
         raise ImporterError(f"{path}: no human column (name one with --human, or start its name with 'human')")
-    metric_cols = [c for c in columns if c not in human_cols and c != system]
+    if id_column is not None and id_column not in columns:
+        raise ImporterError(f"{path}: no id column {id_column!r} (columns: {', '.join(columns)})")
+    id_cols = list(dict.fromkeys([c for c in (id_column, "id") if c in columns]))
+    metric_cols = [c for c in columns if c not in human_cols and c != system and c not in id_cols]
     if not metric_cols:
         raise ImporterError(f"{path}: no metric columns")
-    as_metric = (f"a metric's score: every column but the human ones ({', '.join(human_cols)}) and the system "
-                 f"column ({system!r}{'' if system in columns else ', absent here'}) is; --human and --system "
-                 "name those columns")
+    as_metric = (f"a metric's score: every column but the human ones ({', '.join(human_cols)}), the system "
+                 f"column ({system!r}{'' if system in columns else ', absent here'}) and the item ids "
+                 f"({', '.join(map(repr, id_cols)) or 'none here'}) is; --human, --system and --id-column name "
+                 "those columns")
     ratings: list[Any] = []
     scores: dict[str, list[float]] = {c: [] for c in metric_cols}
     for line, row in rows:
@@ -352,13 +357,13 @@ def _read_as(reader, path: Path, fmt: str, *args: Any, detected: bool = False):
 
 
 def load_correlate(path: Path, fmt: str = "auto", human: list[str] | None = None,
-                   aspect: str | None = None, system: str = "system") -> CorrelateInput:
+                   aspect: str | None = None, system: str = "system", id_column: str | None = None) -> CorrelateInput:
     """Read a correlate input; `fmt` is auto, csv, json (a /correlate body) or dstc."""
     path = Path(path)
     detected = fmt == "auto"  # a message names the format tried, never 'auto'
     if detected:
         fmt = _read_as(_detect_correlate, path, "a correlate input", path)
-    return _read_as(_load_correlate, path, fmt, path, fmt, human, aspect, system, detected=detected)
+    return _read_as(_load_correlate, path, fmt, path, fmt, human, aspect, system, id_column, detected=detected)
 
 
 def load_upstream(paths: list[Path]) -> dict[str, Any] | None:
@@ -383,10 +388,10 @@ def _detect_correlate(path: Path) -> str:
 
 
 def _load_correlate(path: Path, fmt: str, human: list[str] | None, aspect: str | None,
-                    system: str = "system") -> CorrelateInput:
+                    system: str = "system", id_column: str | None = None) -> CorrelateInput:
     path = Path(path)
     if fmt == "csv":
-        return correlate_csv(path, human, system)
+        return correlate_csv(path, human, system, id_column)
     if fmt == "json":
         return correlate_json(path)
     if fmt == "dstc":

@@ -59,6 +59,9 @@ class Manifest:
     # A component built on the serving machine from installed packages, never committed (mpnet-base):
     # {"command": "make encoder-mpnet", "files": [optional files, at least one of which it serves]}.
     build: dict[str, Any] = field(default_factory=dict)
+    # The keys of the judged items a learned model was fitted to (service/store/trained_items.py): {"file",
+    # "sets", "split", "items", "keys", "key"}; empty for a model fitted to none.
+    trained_items: dict[str, Any] = field(default_factory=dict)
 
     @property
     def built(self) -> bool:
@@ -169,7 +172,7 @@ def _build(folder: Path, raw: dict[str, Any]) -> Manifest:
     if len(score_range) != 2:
         raise ValueError(f"score_range must be [low, high], not {score_range!r}")
     for key, kind in (("uses", list), ("requires", list), ("options", dict), ("config", dict), ("card", dict),
-                      ("onnx", dict)):
+                      ("onnx", dict), ("trained_items", dict)):
         if key in raw and not isinstance(raw[key], kind):
             raise TypeError(f"{key} must be a JSON {'array' if kind is list else 'object'}")
     for key in ("uses", "requires"):  # names: `uses` entries are looked up as store folders
@@ -194,6 +197,7 @@ def _build(folder: Path, raw: dict[str, Any]) -> Manifest:
         card=dict(raw.get("card", {})),
         optional=optional,
         build=build,
+        trained_items=dict(raw.get("trained_items", {})),
     )
 
 
@@ -259,6 +263,7 @@ def write_manifest(
     card: dict[str, Any] | None = None,
     optional: tuple[str, ...] = (),
     build: dict[str, Any] | None = None,
+    trained_items: dict[str, Any] | None = None,
 ) -> Manifest:
     """Hash every artifact in `folder` and write its manifest.json; returns the manifest read back.
 
@@ -309,6 +314,8 @@ def write_manifest(
     }
     if build:
         manifest["build"] = build
+    if trained_items:
+        manifest["trained_items"] = trained_items
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
     return read_manifest(folder)
 
@@ -321,4 +328,4 @@ def update_card(folder: Path, **changes: Any) -> Manifest:
                           scorer=manifest.scorer, score_range=manifest.score_range, requires=manifest.requires,
                           tokenizer=manifest.tokenizer, uses=manifest.uses, options=manifest.options,
                           config=manifest.config, card={**manifest.card, **changes}, optional=manifest.optional,
-                          build=manifest.build or None)
+                          build=manifest.build or None, trained_items=manifest.trained_items or None)

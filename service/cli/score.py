@@ -1,11 +1,12 @@
 """`dialscore score FILE --models A [B ...] --output SCORES.jsonl`: a file through several models.
 
-Each JSONL line (the /score item shape) or CSV row is scored by every model in this process with bulk's
-reading of a line, so a line one model cannot score is an error record for that model, never a failed
-run. Output: one JSON record a line, `{"line", "id"?, "system"?, "scores": {model: score or null},
-"errors"?: {model: {code, message}}}`; then, as sacrebleu prints a corpus score, each system's mean score
-per model (every line is in `all`), the models' versions under the table. CSV columns: `context` (one
-turn a line), `response`, `reference` (may be empty), optional `id` and `system`. Dialogues are JSONL only."""
+Each JSONL line (the /score item shape; `references` [...] may stand for `reference`: references.py) or
+CSV row is scored by every model with bulk's reading of a line. Output: a record a line, `{"line",
+"id"?, "system"?, "scores": {model: score or null}, "trained"?: [models], "errors"?: {model: {code,
+message}}}`; then each system's mean per model (`all`: every line) and the models' versions; on stderr,
+how many lines are each model's training items (service/store/trained_items.py). A line a model cannot
+score fails the run unless `--on-invalid skip`. CSV columns: `context` and `references` (one a line),
+`response`, `reference`, optional `id` and `system`. Dialogues are JSONL only."""
 from __future__ import annotations
 
 import argparse
@@ -14,18 +15,23 @@ import io
 import json
 import logging
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from service.artifacts.manifest import ManifestError
 from service.bulk.cli import json_object, load_scorers
 from service.bulk.errors import BulkError
 from service.bulk.records import score_batch
+from service.cli import references
 from service.components.cache import EncodeCache
 from service.config import load_settings
-from service.scorers.base import Scorer
+from service.scorers.base import Call, Scorer
 from service.server.logs import configure_logging
+from service.store.trained_items import TrainedItems
+from service.store.trained_items import load as load_trained
 
 log = logging.getLogger("service.cli")
 ALL = "all"  # the row of every line, under the systems'
@@ -46,6 +52,13 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--options", type=json_object, default={},
                         help='options keyed by model, as /score with several models: \'{"ruber": {"blend": "max"}}\'')
     parser.add_argument("--json", action="store_true", help="print the means as JSON instead of a table")
+    parser.add_argument("--exclude-trained", action="store_true",
+                        help="leave out every line that is a training item of one of --models (its context is one "
+                             "the model was fitted to: service/store/trained_items.py); without it such lines are marked "
+                             "`trained` and counted")
+    parser.add_argument("--on-invalid", choices=("fail", "skip"), default="fail",
+                        help="a line some model cannot score: fail (default) exits 1 and writes no output; skip "
+                             "writes it as an error record and goes on (exit 0)")
     parser.add_argument("--batch-size", type=int, default=256, help="lines scored together (default 256)")
     parser.add_argument("--model-store", type=Path, default=settings.model_store)
     parser.add_argument("--threads", type=int, default=settings.intra_op_threads,
@@ -70,6 +83,8 @@ def _csv_lines(path: Path, system: str) -> Iterator[tuple[int, bytes]]:
             for name in dict.fromkeys((*CSV_FIELDS, system)):
                 if row.get(name):  # an empty cell is no value: no reference, no system
                     item[name] = row[name]
+            if row.get(references.FIELD):
+                item[references.FIELD] = [r for r in row[references.FIELD].splitlines() if r.strip()]
             yield number, json.dumps(item, ensure_ascii=False).encode("utf-8")
 
 
@@ -78,13 +93,26 @@ def _jsonl_lines(path: Path) -> Iterator[tuple[int, bytes]]:
         yield from enumerate(handle, 1)
 
 
-def _system_of(raw: bytes, key: str) -> str | None:
-    """The line's system as text, or None (a line that is not a JSON object has none: it is an error record)."""
+def _line_object(raw: bytes) -> dict[str, Any] | None:
+    """The line's JSON object, or None (a line that is not one is an error record of every model)."""
     try:
-        value = json.loads(raw).get(key)
-    except (ValueError, AttributeError, RecursionError):
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
         return None
+    return value if isinstance(value, dict) else None
+
+
+def _system_of(obj: dict[str, Any] | None, key: str) -> str | None:
+    value = None if obj is None else obj.get(key)
     return None if value is None else str(value)
+
+
+def _trained_by(obj: dict[str, Any] | None, trained: list[TrainedItems]) -> list[str]:
+    """The models among `trained` whose training items hold this line (a turn-level line only)."""
+    context = None if obj is None else obj.get("context")
+    if not isinstance(context, list) or not all(isinstance(t, str) for t in context):
+        return []
+    return [t.model for t in trained if t.holds(context)]
 
 
 @dataclass
@@ -111,28 +139,59 @@ class Summary:
     systems: dict[str, Means] = field(default_factory=dict)  # in the order first met
     every: Means = field(default_factory=Means)
     errors: dict[str, list[str]] = field(default_factory=dict)  # model: "line n: message", in line order
+    failed_lines: int = 0  # lines at least one model could not score
+    trained: dict[str, int] = field(default_factory=dict)  # model: lines that are its training items
+    excluded: int = 0  # lines left out as a model's training items (--exclude-trained)
+
+
+def _score_lines(batch: list[tuple[int, bytes]], scorer: Scorer, options: dict[str, Any],
+                 cache: EncodeCache) -> list[dict[str, Any]]:
+    """score_batch's records for `batch`, a line with a `references` list scored against each (references.py)."""
+    if not Call(scorer, options).reads_reference:
+        return score_batch(batch, scorer, options, cache=cache)
+    flat: list[tuple[int, bytes]] = []
+    spans: list[tuple[int, int] | dict[str, Any]] = []
+    for number, raw in batch:
+        try:
+            expanded = references.expand(raw)
+        except ValueError as exc:
+            obj = _line_object(raw) or {}
+            spans.append({"line": number, **({"id": obj["id"]} if "id" in obj else {}),
+                          "error": {"code": "bad_line", "message": str(exc)}})
+            continue
+        spans.append((len(flat), len(flat) + len(expanded or [raw])))
+        flat += [(number, line) for line in expanded or [raw]]
+    records = score_batch(flat, scorer, options, cache=cache)
+    return [span if isinstance(span, dict) else references.best(records[span[0]:span[1]]) for span in spans]
 
 
 def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], options: list[dict[str, Any]],
-               sink: io.TextIOBase, system_key: str, batch_size: int) -> Summary:
-    """Score every line with every model, write one record a line to `sink`, and return the means."""
+               sink: io.TextIOBase, system_key: str, batch_size: int, trained: list[TrainedItems] | None = None,
+               exclude_trained: bool = False) -> Summary:
+    """Score every line with every model, write one record a line to `sink`, and return the means. A line
+    that is a training item of a model in `trained` is marked (`"trained": [models]`), or with
+    `exclude_trained` left out of the output and the means (of every model, so they compare on one set)."""
     summary = Summary()
     batch: list[tuple[int, bytes]] = []
+    found: list[tuple[dict[str, Any] | None, list[str]]] = []
 
     def flush() -> None:
         cache = EncodeCache()  # the models share their encoders' work on these lines
-        by_model = [score_batch(batch, scorer, opts, cache=cache) for scorer, opts in zip(scorers, options)]
-        for (number, raw), records in zip(batch, zip(*by_model)):
+        by_model = [_score_lines(batch, scorer, opts, cache) for scorer, opts in zip(scorers, options)]
+        for (number, _), (obj, marks), records in zip(batch, found, zip(*by_model)):
             out: dict[str, Any] = {"line": number}
             if "id" in records[0]:
                 out["id"] = records[0]["id"]
-            system = _system_of(raw, system_key)
+            system = _system_of(obj, system_key)
             if system is not None:
                 out["system"] = system
             out["scores"] = {scorer.name: r.get("score") for scorer, r in zip(scorers, records)}
+            if marks:
+                out["trained"] = marks
             errors = {scorer.name: r["error"] for scorer, r in zip(scorers, records) if "error" in r}
             if errors:
                 out["errors"] = errors
+                summary.failed_lines += 1
                 for name, error in errors.items():
                     summary.errors.setdefault(name, []).append(f"line {number}: {error['message']}")
             sink.write(json.dumps(out, ensure_ascii=False, allow_nan=False) + "\n")
@@ -140,9 +199,18 @@ def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], option
             if system is not None:
                 summary.systems.setdefault(system, Means()).add(out["scores"])
         batch.clear()
+        found.clear()
 
     for number, raw in lines:
+        obj = _line_object(raw)
+        marks = _trained_by(obj, trained or [])
+        for model in marks:
+            summary.trained[model] = summary.trained.get(model, 0) + 1
+        if marks and exclude_trained:
+            summary.excluded += 1
+            continue
         batch.append((number, raw))
+        found.append((obj, marks))
         if len(batch) >= batch_size:
             flush()
     if batch:
@@ -152,6 +220,27 @@ def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], option
 
 def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
+
+
+def trained_lines(summary: Summary, trained: list[TrainedItems], exclude: bool) -> list[str]:
+    """How many lines were each model's training items (every model with shipped keys is named, 0
+    included), and what became of them: the warning a reader must see before comparing with a paper."""
+    lines = []
+    for keys in trained:
+        count = summary.trained.get(keys.model, 0)
+        sets = ", ".join(keys.about.get("sets", {}))
+        where = f"its {keys.about.get('split', 'train')} partition of {sets}"
+        if count and exclude:
+            lines.append(f"left out: {count} lines are {keys.model}'s training items ({where})")
+        elif count:
+            lines.append(f"warning: {count} of {summary.every.lines} lines are {keys.model}'s training items ({where}): "
+                         "its scores there are no held-out figures; --exclude-trained leaves them out")
+        else:
+            lines.append(f"{keys.model}: none of the lines is one of its training items")
+    if exclude:
+        noun = "line" if summary.excluded == 1 else "lines"
+        lines.append(f"--exclude-trained: {summary.excluded} {noun} left out, {summary.every.lines} scored")
+    return lines
 
 
 def table(summary: Summary, scorers: list[Scorer], options: list[dict[str, Any]]) -> str:
@@ -181,18 +270,22 @@ def as_json(summary: Summary, scorers: list[Scorer]) -> dict[str, Any]:
 
     return {"models": {s.name: s.version for s in scorers},
             "systems": {name: row(m) for name, m in summary.systems.items()}, ALL: row(summary.every),
-            "errors": {name: len(errors) for name, errors in summary.errors.items()}}
+            "errors": {name: len(errors) for name, errors in summary.errors.items()},
+            "failed_lines": summary.failed_lines, "trained": summary.trained, "excluded": summary.excluded}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """0 done (lines a model could not score are error records); 2 a set-up or I/O error: the output is
-    replaced only once whole, so it is then left as it was."""
+    """0 done; 1 lines a model could not score, with `--on-invalid fail` (the default: the output is then
+    left as it was, as /score answers a 422 and scores nothing); 2 a set-up or I/O error (the output is
+    replaced only once whole, so it is then left as it was too). With `--on-invalid skip` such lines are
+    error records of the output and the run is done (0)."""
     configure_logging()
     args = _parse_args(argv)
     # The table is what a person reads: the store's loading lines only when DIALSCORE_LOG_LEVEL asks.
     configure_logging(args.settings.log_level if os.environ.get("DIALSCORE_LOG_LEVEL") else "WARNING")
     try:
         scorers = load_scorers(args.model_store, args.models, args.settings, args.threads)
+        trained = [keys for keys in (load_trained(args.model_store / s.name) for s in scorers) if keys is not None]
         options = []
         for scorer in scorers:
             try:
@@ -204,12 +297,26 @@ def main(argv: list[str] | None = None) -> int:
         partial = args.output.with_name(args.output.name + ".partial")
         try:
             with open(partial, "w", encoding="utf-8") as sink:
-                summary = score_file(lines, scorers, options, sink, args.system, args.batch_size)
-            os.replace(partial, args.output)
+                summary = score_file(lines, scorers, options, sink, args.system, args.batch_size, trained,
+                                     args.exclude_trained)
+            if not summary.failed_lines or args.on_invalid == "skip":
+                os.replace(partial, args.output)
         finally:
             partial.unlink(missing_ok=True)
-    except (BulkError, OSError, csv.Error, UnicodeDecodeError) as exc:
+    except (BulkError, ManifestError, OSError, csv.Error, UnicodeDecodeError) as exc:
         log.error("dialscore score: %s", exc, extra={"exit_status": 2})
         return 2
     print(json.dumps(as_json(summary, scorers)) if args.json else table(summary, scorers, options), flush=True)
+    for line in trained_lines(summary, trained, args.exclude_trained):
+        print(f"dialscore score: {line}", file=sys.stderr)
+    if summary.failed_lines:
+        noun = "line" if summary.failed_lines == 1 else "lines"
+        if args.on_invalid == "skip":
+            print(f"dialscore score: {summary.failed_lines} {noun} not scored by every model: error records in "
+                  f"{args.output} (--on-invalid skip)", file=sys.stderr)
+        else:
+            print(f"dialscore score: {summary.failed_lines} {noun} could not be scored, {args.output} not written "
+                  "(the lines are under the table; --on-invalid skip writes the rest with error records)",
+                  file=sys.stderr)
+            return 1
     return 0

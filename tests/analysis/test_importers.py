@@ -86,6 +86,21 @@ def test_correlate_csv_with_several_human_columns(tmp_path: Path) -> None:
         importers.load_correlate(path, human=["human_1"])
 
 
+def test_correlate_csv_reads_an_item_id_column_as_ids_never_as_a_metric(tmp_path: Path) -> None:
+    """A column named `id`, and the one --id-column names, are left out of the metrics, numeric or not; a
+    non-numeric column read as a metric is refused with a message naming the options that set it apart."""
+    path = tmp_path / "scores.csv"
+    path.write_text("id,item,human,bleu\n7,pe0,3,0.1\n8,pe1,1,0.3\n9,pe2,5,0.2\n", encoding="utf-8")
+    with pytest.raises(ImporterError, match=r"column 'item' holds 'pe0', not a number .*--id-column"):
+        importers.load_correlate(path)
+    data = importers.load_correlate(path, id_column="item")
+    assert data.scores == {"bleu": [0.1, 0.3, 0.2]}
+    path.write_text("id,human,bleu\n7,3,0.1\n8,1,0.3\n", encoding="utf-8")
+    assert importers.load_correlate(path).scores == {"bleu": [0.1, 0.3]}
+    with pytest.raises(ImporterError, match="no id column 'item_id'"):
+        importers.load_correlate(path, id_column="item_id")
+
+
 def test_correlate_json_body_and_dstc_json(tmp_path: Path) -> None:
     body = {"human": [3.0, 4.5, 1.0], "scores": {"adem": [2.9, 4.0, 1.7]}, "systems": ["a", "b", "c"]}
     (tmp_path / "body.json").write_text(json.dumps(body), encoding="utf-8")

@@ -311,8 +311,8 @@ def test_csv_mistakes_are_named_by_line_and_column(tmp_path: Path, capsys: pytes
         "empty.csv": ("", "the file is empty"),
         "extra.csv": ("system,human,m\na,1,2\nb,2,3,9\na,3,1\n", "extra.csv:3: 4 field(s), the header has 3"),
         "short.csv": ("system,human,m\na,1,2\nb,4\n", "short.csv:3: 2 field(s), the header has 3"),
-        "idcol.csv": ("id,human,m\nx1,1,2\nx2,2,3\n",
-                      "idcol.csv:2: column 'id' holds 'x1', not a number (it is read as a metric's score"),
+        "idcol.csv": ("item,human,m\nx1,1,2\nx2,2,3\n",
+                      "idcol.csv:2: column 'item' holds 'x1', not a number (it is read as a metric's score"),
         "nan.csv": ("human,m\n1,2\n2,NaN\n", "nan.csv:3: column 'm' holds 'NaN': give a finite number"),
         "blanksys.csv": ("system,human,m\na,1,2\n,2,3\nb,3,1\n", "blanksys.csv:3: no system in column 'system'"),
     }
@@ -328,6 +328,11 @@ def test_csv_mistakes_are_named_by_line_and_column(tmp_path: Path, capsys: pytes
                  "--no-plots"]) == 0
     result = json.loads((out / "correlate.json").read_text())
     assert list(result["metrics"]) == ["m1"] and result["systems"]["labels"] == ["s0", "s1", "s2"]
+    # --id-column sets an item id column apart from the metrics.
+    rows = ["item,human,m"] + [f"x{i},{i},{i * 2 % 7}" for i in range(12)]
+    (tmp_path / "ids.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "ids.csv"), "--id-column", "item", "--out", str(out), "--no-plots"]) == 0
+    assert list(json.loads((out / "correlate.json").read_text())["metrics"]) == ["m"]
 
 
 def test_an_out_that_is_a_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -5,9 +5,13 @@ import csv
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from service.store import trained_items
+from service.artifacts.manifest import sha256_file
 from service.cli.score import main
+from tests.conftest import MODEL_STORE, copy_store
 
 MODELS = ["bleu4", "length", "rouge-l"]
 ITEMS = [
@@ -37,7 +41,8 @@ def read(path: Path) -> list[dict]:
 def test_every_line_through_every_model_as_score_gives_it(baseline_store, client, tmp_path, capsys) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(i) for i in ITEMS] + ["not json"])
     out = tmp_path / "scores.jsonl"
-    assert score(baseline_store, str(source), "--models", *MODELS, "--output", str(out), "--json") == 0
+    assert score(baseline_store, str(source), "--models", *MODELS, "--output", str(out), "--json",
+                 "--on-invalid", "skip") == 0
     records = read(out)
     assert [r["line"] for r in records] == [1, 2, 3, 4, 5]
     assert [r.get("id") for r in records] == ["a1", "b1", "a2", "b2", None]
@@ -65,7 +70,8 @@ def test_every_line_through_every_model_as_score_gives_it(baseline_store, client
 def test_the_table_has_a_row_per_system_then_all_and_the_versions(baseline_store, tmp_path, capsys) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(i) for i in ITEMS])
     out = tmp_path / "scores.jsonl"
-    assert score(baseline_store, str(source), "--models", "length", "bleu4", "--output", str(out)) == 0
+    assert score(baseline_store, str(source), "--models", "length", "bleu4", "--output", str(out),
+                 "--on-invalid", "skip") == 0
     lines = capsys.readouterr().out.splitlines()
     length = [r["scores"]["length"] for r in read(out)]
     assert lines[0].split() == ["system", "lines", "length", "bleu4"]
@@ -86,7 +92,7 @@ def test_a_csv_file_scores_as_the_same_lines_in_jsonl(baseline_store, tmp_path, 
     write_jsonl(tmp_path / "in.jsonl", [json.dumps(i) for i in ITEMS])
     for name in ("in.csv", "in.jsonl"):
         assert score(baseline_store, str(tmp_path / name), "--models", *MODELS, "--output",
-                     str(tmp_path / f"{name}.out")) == 0
+                     str(tmp_path / f"{name}.out"), "--on-invalid", "skip") == 0
     assert read(tmp_path / "in.csv.out") == read(tmp_path / "in.jsonl.out")
     capsys.readouterr()
 
@@ -105,3 +111,97 @@ def test_set_up_errors_exit_2_and_leave_the_output_as_it_was(baseline_store, tmp
         score(baseline_store, str(source), "--models", "length", "--output", str(out), "--options",
               '{"bleu4": {}}')
     assert exited.value.code == 2 and "not among --models" in capsys.readouterr().err
+
+
+def test_a_line_that_fails_exits_1_with_the_count_and_writes_nothing(baseline_store, tmp_path, capsys) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(i) for i in ITEMS] + ["not json"])
+    out = tmp_path / "scores.jsonl"
+    out.write_text("an earlier run's\n", encoding="utf-8")
+    assert score(baseline_store, str(source), "--models", *MODELS, "--output", str(out)) == 1
+    captured = capsys.readouterr()
+    assert "2 lines could not be scored" in captured.err and "--on-invalid skip" in captured.err
+    assert "not scored by bleu4: 2 lines" in captured.out
+    assert out.read_text(encoding="utf-8") == "an earlier run's\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "scores.jsonl"]
+    assert score(baseline_store, str(source), "--models", *MODELS, "--output", str(out), "--on-invalid", "skip") == 0
+    assert "2 lines not scored by every model" in capsys.readouterr().err
+    assert len(read(out)) == 5
+
+
+def test_a_references_list_scores_against_each_and_keeps_the_best(baseline_store, tmp_path, capsys) -> None:
+    """references.py: the rule `training evaluate` measures referenced models by; an unreferenced model
+    scores the line once; a bad list is that line's error."""
+    item = {k: v for k, v in ITEMS[0].items() if k != "reference"}
+    references = ["it was lovely, we went to the lake.", "great, i went hiking with my brother!", "fine."]
+    lines = [json.dumps({**item, "reference": r}) for r in references]
+    lines += [json.dumps({**item, "references": references}), json.dumps({**item, "references": []}),
+              json.dumps({**ITEMS[0], "references": references})]
+    source = write_jsonl(tmp_path / "in.jsonl", lines)
+    out = tmp_path / "scores.jsonl"
+    assert score(baseline_store, str(source), "--models", *MODELS, "--output", str(out), "--on-invalid", "skip") == 0
+    records = read(out)
+    for model in ("bleu4", "rouge-l"):
+        single = [r["scores"][model] for r in records[:3]]
+        assert len(set(single)) == 3 and records[3]["scores"][model] == max(single)
+        assert "non-empty list" in records[4]["errors"][model]["message"]
+        assert "not both" in records[5]["errors"][model]["message"]
+    assert records[5]["id"] == ITEMS[0]["id"]
+    assert {r["scores"]["length"] for r in records} == {records[0]["scores"]["length"]}
+    with open(tmp_path / "in.csv", "w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, ["context", "response", "references"])
+        writer.writeheader()
+        writer.writerow({"context": "\n".join(item["context"]), "response": item["response"],
+                         "references": "\n".join(references)})
+    assert score(baseline_store, str(tmp_path / "in.csv"), "--models", *MODELS, "--output", str(out)) == 0
+    assert read(out)[0]["scores"] == records[3]["scores"]
+    capsys.readouterr()
+
+
+def with_trained_items(store: Path, model: str, contexts: list[list[str]]) -> None:
+    """Give a store folder the keys of `contexts`, as `python -m training trained-items` writes them."""
+    folder = store / model
+    np.save(folder / trained_items.FILE, trained_items.hashes(trained_items.item_key(c) for c in contexts))
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    manifest["files"][trained_items.FILE] = {"sha256": sha256_file(folder / trained_items.FILE)}
+    manifest["trained_items"] = {"file": trained_items.FILE, "split": "train", "sets": {"a-set": len(contexts)}}
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def test_a_models_training_items_are_marked_counted_and_left_out_on_request(tmp_path, capsys) -> None:
+    store = copy_store(tmp_path / "store", ("length", "bleu4"))
+    with_trained_items(store, "length", [["any plans for dinner?"], ["something else entirely"]])
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(i) for i in ITEMS[:3]])
+    out = tmp_path / "scores.jsonl"
+    assert score(store, str(source), "--models", "length", "bleu4", "--output", str(out), "--json") == 0
+    captured = capsys.readouterr()
+    assert [r.get("trained") for r in read(out)] == [None, None, ["length"]]
+    assert json.loads(captured.out)["trained"] == {"length": 1}
+    assert "warning: 1 of 3 lines are length's training items" in captured.err
+    assert score(store, str(source), "--models", "length", "bleu4", "--output", str(out), "--json",
+                 "--exclude-trained") == 0
+    captured = capsys.readouterr()
+    assert [r["line"] for r in read(out)] == [1, 2]
+    assert json.loads(captured.out)["all"]["scored"] == {"length": 2, "bleu4": 2}
+    assert "1 line left out, 2 scored" in captured.err
+    (store / "length" / trained_items.FILE).write_bytes(b"altered")
+    assert score(store, str(source), "--models", "length", "--output", str(out)) == 2
+    assert "trained_items.npy has sha256" in capsys.readouterr().err  # the store checks every file
+
+
+@pytest.mark.data
+def test_adem_minilm_on_guptas_500_items_warns_of_its_310_training_items(tmp_path, capsys) -> None:
+    """The acceptance of issue 52: the warning, and --exclude-trained scores the 190 others."""
+    from training.data.judgements import load_set
+
+    items = load_set("dailydialog_gupta_multiref", "all")
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps({"id": i.item_id, "system": i.system, "context": i.context,
+                                                             "response": i.response, "references": i.references})
+                                                 for i in items])
+    out = tmp_path / "scores.jsonl"
+    assert len(items) == 500
+    assert score(MODEL_STORE, str(source), "--models", "adem-minilm", "--output", str(out), "--json",
+                 "--exclude-trained") == 0
+    captured = capsys.readouterr()
+    assert "left out: 310 lines are adem-minilm's training items" in captured.err
+    assert json.loads(captured.out)["all"]["scored"] == {"adem-minilm": 190}
+    assert {r["id"] for r in read(out)} >= {i.item_id for i in load_set("dailydialog_gupta_multiref", "dev")}

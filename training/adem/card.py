@@ -26,14 +26,6 @@ def variant_epochs(training: Mapping[str, Any]) -> str:
     return "; ".join(parts) + "."
 
 
-def gap(dev: Mapping[str, Any], paper: float) -> str:
-    """ADEM's dev Pearson on each set against the paper's."""
-    parts = [TEMPLATES.phrase("gap", pearson=f"{rows['adem']['item']['pearson']:.3f}", set=name,
-                              diff=f"{rows['adem']['item']['pearson'] - paper:+.3f}")
-             for name, rows in dev.items() if rows["adem"]["item"]["pearson"] is not None]
-    return ", ".join(parts) or TEMPLATES.phrase("no_gap")
-
-
 def correlations(metrics: Mapping[str, Any]) -> dict[str, Any]:
     """The manifest card's `correlations`: ADEM's, C-ADEM's and R-ADEM's dev figures per set."""
     return {"dev": dev_summary(metrics["dev"], "adem"), "c-adem": dev_summary(metrics["dev"], "c-adem"),
@@ -44,13 +36,11 @@ def figures(folder: Path, metrics: Mapping[str, Any], parity: Mapping[str, float
             turns: int) -> dict[str, Any]:
     """The figures of adem's card: the `train adem` run's metrics.json, the export's parity, the encoder's turns."""
     t = metrics["training"]["adem"]
-    paper = TEMPLATES.phrases()["paper_adem"]
     return {**head_figures(folder, metrics, parity, dim, turns),
             "n": t["n"], "alpha": f"{t['alpha']:.4g}", "beta": f"{t['beta']:.4g}", "alpha_repr": repr(float(t["alpha"])),
             "beta_repr": repr(float(t["beta"])),
             **{key: t[key] for key in ("gamma", "lr", "batch_size", "valid_items", "fit_items", "best_epoch", "epochs_run")},
             "variant_epochs": variant_epochs(metrics["training"]), "dev_table": dev_table(metrics["dev"]),
-            "gap": gap(metrics["dev"], paper),
             "correlations": correlations(metrics)}
 
 

@@ -20,9 +20,10 @@ from training.core.cli import SetupError, nonnegative_float, positive_int
 from training.core.heads import (add_head_options, calibrate_head, clear_head_outputs, context_groups, dev_report, encoder_record,
                                  load_judged, save_run, train_head, validation_mask)
 from training.core.progress import setup_logging
+from training.data.trained_items import ADEM_SETS
 from training.encoders.hred.encoder import HREDTextEncoder
 
-DEFAULT_SETS = ("dstc7", "dailydialog_gupta_multiref")
+DEFAULT_SETS = ADEM_SETS  # the served head's, whose training keys the store ships
 
 
 def encode_items(encoder: HREDTextEncoder, items: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

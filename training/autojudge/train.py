@@ -17,10 +17,10 @@ from training.core.heads import (add_head_options, calibrate_head, clear_head_ou
                                  validation_mask)
 from training.core.progress import setup_logging
 from training.data.judgements import SETS
+from training.data.trained_items import AUTOJUDGE_SETS
 from training.encoders.hred.encoder import HREDTextEncoder
 
-DEFAULT_SETS = ("xdial_dailydialog_zhao", "xdial_persona_zhao", "conture", "holistic_eval",
-                "predictive_engagement", "dailydialog_gupta_multiref")
+DEFAULT_SETS = AUTOJUDGE_SETS  # the served head's, whose training keys the store ships
 SYSTEM_SETS = ("dstc7", "dailydialog_gupta_multiref")
 
 

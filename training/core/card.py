@@ -18,8 +18,9 @@ from training.core.docs_section import with_section, write_section
 SECTIONS = ("Description", "Intended uses", "Inputs and outputs", "Training data and licence", "Evaluation",
             "Limitations and bias", "Reproduce", "Citation")
 AFTER_EVALUATION = "## Limitations and bias"  # a measured section without its markers yet goes in before it
-# Card fields that measuring commands (evaluate, degenerate, minilm-report) write into a manifest.
-MEASURED_CARD_FIELDS = ("evaluate", "degenerate", "correlations", "correlations_command")
+# Card fields that measuring commands (evaluate, degenerate, minilm-report) write into a manifest; evaluate
+# moves a trainer's `correlations` to `training_run` (training/evaluation/figures.py).
+MEASURED_CARD_FIELDS = ("evaluate", "degenerate", "correlations", "correlations_command", "training_run")
 # The markers of a card's measured sections: evaluate's are those of its section of docs/evaluation.md.
 EVALUATE_BEGIN, EVALUATE_END = "<!-- evaluate:begin -->", "<!-- evaluate:end -->"
 DEGENERATE_BEGIN, DEGENERATE_END = "<!-- degenerate-card:begin -->", "<!-- degenerate-card:end -->"
@@ -170,7 +171,10 @@ def evaluate_section(entry: Mapping[str, Any]) -> str:
              "the share of reply pairs to the same context (human gap >= 0.5 on 1-5) ordered as people order "
              "them, where a set has such pairs. "
              f"Written by `{entry['command']}` (the full table, every model side by side, is in "
-             "docs/evaluation.md)." + (f" Served as: {entry['served']}." if entry.get("served") else ""), "",
+             "docs/evaluation.md)." + (f" Served as: {entry['served']}." if entry.get("served") else "")
+             + " Where an item has several references, a referenced model is scored against each of the first four "
+             "and keeps the best: its rule for several references, which `dialscore score` applies to a "
+             "`references` list.", "",
              "| set | n | Pearson r | Spearman ρ | pairwise agreement (pairs) |", "|---|---|---|---|---|"]
     for name, row in entry["item_level"].items():
         pairwise = f"{cell(row['pairwise'])} ({row['pairs']})" if row.get("pairs") else "–"

@@ -165,7 +165,8 @@ def test_committed_adem(tmp_path) -> None:
     scorer = store.scorers["adem"]
     check_batch_invariance(scorer)
     card = scorer.manifest.card
-    assert card["correlations"]["dev"] and card["citation"].startswith("Lowe")
+    assert card["training_run"]["correlations"]["dev"] and card["citation"].startswith("Lowe")
+    assert card["correlations"]["dstc7"]["pearson"] == card["evaluate"]["item_level"]["dstc7"]["pearson"]
     check_terms(scorer)
     good = Item(["where is the station?"], "it is two blocks from here, turn left at the bank.",
                 "go straight and turn left at the bank.")

@@ -71,7 +71,7 @@ def test_committed_autojudge(tmp_path) -> None:
     assert store.load(), store.failures
     scorer = store.scorers["autojudge"]
     check_batch_invariance(scorer)
-    assert scorer.manifest.card["correlations"]["convo_split"]["pearson"] is not None
+    assert scorer.manifest.card["training_run"]["correlations"]["convo_split"]["pearson"] is not None
     # A reply far from the training data: the unbounded head gave 6.09 here before soft_bound.
     low, high = scorer.manifest.score_range
     scores = scorer.score([Item(["שלום"], "مرحبا كيف حالك"), Item(["hi, how are you?"], "fine thanks")]).scores

@@ -1,0 +1,42 @@
+"""Several references to one line (`"references": [...]` in place of `"reference"`) for `dialscore score`.
+
+/score takes one `reference` an item (API.md). A file line may give a list instead: a model that reads a
+reference scores the reply against each and keeps the best score (with that reference's details), the
+rule `python -m training evaluate` measures every referenced model by (docs/evaluation.md) and each
+referenced model's card states; a model that reads none scores the line once and ignores the list.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from service.bulk.records import MAX_LINE_DEPTH
+from service.json_body import parse_object
+
+FIELD = "references"
+RULE = "the best score over the references"
+
+
+def expand(raw: bytes) -> list[bytes] | None:
+    """One line per reference for a line holding a `references` list, else None (scored as it is).
+    ValueError with a message for a list that is empty, not of texts, or given beside `reference`."""
+    try:
+        obj = parse_object(raw, max_depth=MAX_LINE_DEPTH, finite=True)
+    except ValueError:  # json_body's refusals are ValueErrors
+        return None  # scoring reports the line as it reads it
+    if FIELD not in obj:
+        return None
+    references = obj.pop(FIELD)
+    if "reference" in obj:
+        raise ValueError("give one `reference` or a `references` list, not both")
+    if not isinstance(references, list) or not references or not all(isinstance(r, str) for r in references):
+        raise ValueError("references: a non-empty list of texts")
+    return [json.dumps({**obj, "reference": r}, ensure_ascii=False).encode("utf-8") for r in references]
+
+
+def best(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The record of a line scored against each of its references: the best score, or the first error."""
+    for record in records:
+        if "error" in record:
+            return record
+    return max(records, key=lambda r: r["score"])
