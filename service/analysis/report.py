@@ -20,6 +20,24 @@ def _ci(ci: list[float] | None) -> str:
     return "—" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
+def _p(entry: dict[str, Any]) -> str:
+    """A p-value, or `< 1/(B+1)` where it sits at its bootstrap's floor (then it is a bound, not a figure)."""
+    if entry.get("p_at_floor") and entry.get("p"):
+        return f"< 1/{round(1 / entry['p'])}"
+    return _num(entry.get("p"))
+
+
+def _resampling(summary: dict[str, Any] | None) -> str:
+    """One line naming what a level's intervals and p-values come from: method, level, B, seed, design."""
+    if summary is None:
+        return ""
+    line = (f"{summary['method']}, {summary['confidence']:.12g} intervals, B = {summary['resamples']} resamples, "
+            f"seed {summary['seed']}, design `{summary['design']}`: {summary['resampled']}. p: {summary['p']}.")
+    if "reason" in summary:
+        line += f" No interval: {summary['reason']}."
+    return f"Resampling: {line}\n\n"
+
+
 def _table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -34,12 +52,13 @@ def correlate_markdown(result: dict[str, Any]) -> str:
         rows = []
         for name, per_level in result["metrics"].items():
             for method, entry in per_level[level].items():
-                rows.append([name, method, _num(entry["r"]), _ci(entry.get("ci")), _num(entry.get("p")),
-                             str(entry["n"]), entry.get("reason", entry.get("ci_reason", ""))])
+                rows.append([name, method, _num(entry["r"]), _ci(entry.get("ci")), _p(entry),
+                             str(entry["n"]), entry.get("reason", entry.get("ci_reason", entry.get("p_reason", "")))])
         parts.append(f"### {level.capitalize()} level\n\n"
+                     + _resampling(result.get("resampling", {}).get(level))
                      + _table(["metric", "method", "r", "CI", "p", "n", "note"], rows))
     if result["comparisons"]:
-        rows = [[c["level"], c["a"], c["b"], c["method"], c["test"], _num(c["delta"]), _num(c["p"]),
+        rows = [[c["level"], c["a"], c["b"], c["method"], c["test"], _num(c["delta"]), _p(c),
                  _ci(c.get("ci")), c.get("reason", "")] for c in result["comparisons"]]
         parts.append("### Comparisons (delta = r_a - r_b)\n\n"
                      + _table(["level", "a", "b", "method", "test", "delta", "p", "CI of delta", "note"], rows))

@@ -280,14 +280,12 @@ def percentile_interval(distribution: np.ndarray, confidence: float = 0.95) -> l
 
 def bootstrap_p(distribution: np.ndarray) -> dict[str, Any]:
     """Two-sided p of r = 0 from a correlation's bootstrap distribution: the dual of its percentile
-    interval, so that a (1 - alpha) interval excludes 0 exactly where p < alpha (up to the interval's
-    interpolation between resamples).
+    interval, so a (1 - alpha) interval excludes 0 where p < alpha (up to interpolation).
 
-    With k the resamples on the smaller side of 0 (a resample at 0 counts on both) among B defined
-    ones, p = (2k + 1) / (B + 1), capped at 1: the +1 counts the sample itself, so p is never 0 from
-    finitely many resamples. At k = 0 it is the floor 1 / (B + 1), and `at_floor` says so: p is then
-    below the resolution of B resamples, not equal to it. None where more than MAX_UNDEFINED_SHARE
-    of the resamples are undefined, as for the interval.
+    With k the resamples on the smaller side of 0 (one at 0 counts on both) among B defined ones,
+    p = (2k + 1) / (B + 1), capped at 1: the +1 counts the sample itself, so p is never 0. At k = 0
+    it is the floor 1 / (B + 1) and `at_floor` says so: p is then below what B resamples resolve.
+    None where more than MAX_UNDEFINED_SHARE of the resamples are undefined, as for the interval.
     """
     finite = distribution[np.isfinite(distribution)]
     if not _mostly_defined(distribution, finite):

@@ -21,3 +21,16 @@ def test_correlate_markdown_has_a_system_level_table_when_systems_are_given():
     assert f"| m | pearson | {r_item:.3f} |" in item
     assert f"| m | pearson | {r_system:.3f} |" in system
     assert "### System level" not in correlate_markdown(stats.correlate(human, {"m": metric}, resamples=0))
+
+
+def test_a_p_at_the_bootstrap_floor_is_shown_as_a_bound():
+    """Every resample on one side of 0: p is below 1/(B+1), which the table says instead of a figure."""
+    human = [float(h) for h in range(40)]
+    metric = [h + (i % 3) for i, h in enumerate(human)]
+    result = stats.correlate(human, {"m": metric}, systems=[f"s{i % 8}" for i in range(40)], methods=["pearson"],
+                             resamples=500, seed=1)
+    entry = result["metrics"]["m"]["system"]["pearson"]
+    assert entry["p_at_floor"] and entry["p"] == 1 / 501
+    text = correlate_markdown(result)
+    assert "| < 1/501 |" in text.split("### System level")[1]
+    assert "design `both`" in text and "B = 500 resamples, seed 1" in text

@@ -103,6 +103,8 @@ def test_responses_match_the_schemas_the_openapi_document_declares(client, basel
          schemas.RerankResponseSchema),
         ("POST", "/correlate", {"human": human, "scores": {"a": a, "b": b}, "systems": list("xyzxyzxyzx"),
                                 "resamples": 50}, schemas.CorrelateResponseSchema),
+        ("POST", "/correlate", {"human": human, "scores": {"a": a}, "systems": list("xyzxyzxyzx"), "resamples": 50,
+                                "system_resampling": "systems"}, schemas.CorrelateResponseSchema),
         ("POST", "/correlate", {"human": [[h, h + 1] for h in human], "scores": {"a": a, "flat": [1] * 10},
                                 "resamples": 0}, schemas.CorrelateResponseSchema),
         ("POST", "/human-eval", {"ratings": ratings, "reverse": ["robotic"], "qc_system": "degraded"},
