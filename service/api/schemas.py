@@ -441,11 +441,21 @@ class RatersSchema(StrictSchema):
 
 class SystemSummarySchema(StrictSchema):
     system = fields.String(required=True)
-    n = fields.Integer(required=True)
+    n = fields.Integer(required=True, metadata={"description": "Dialogues (ratings of every criterion) kept."})
+    n_ratings = fields.Integer(required=True, metadata={
+        "description": "N as Ji et al. 2022 count it (Table 3): kept dialogues x criteria, one score each."})
     raw = fields.Dict(keys=fields.String(), values=fields.Float(), required=True)
     z = fields.Dict(keys=fields.String(), values=fields.Float(), required=True)
     overall_z = fields.Float(required=True)
     overall_z_ci = fields.List(fields.Float(), required=True, allow_none=True)
+
+
+class QualityControlSchema(StrictSchema):
+    test = fields.String(required=True)
+    qc_system = fields.String(required=True)
+    criteria = fields.List(fields.String(), required=True, metadata={"description": "The criteria the test pools."})
+    alpha = fields.Float(required=True)
+    passes = fields.String(required=True, metadata={"description": "A rater passes where this holds."})
 
 
 class HumanEvalResponseSchema(StrictSchema):
@@ -460,7 +470,10 @@ class HumanEvalResponseSchema(StrictSchema):
                                                     "`reverse` (an entry no rating uses is ignored, so a misspelt one "
                                                     "is missing here)."})
     qc_criteria = fields.List(fields.String(), required=True)
-    kept_ratings = fields.Integer(required=True)
+    kept_ratings = fields.Integer(required=True, metadata={
+        "description": "Dialogues of the ordinary systems by passed raters (a rating here scores every criterion)."})
+    quality_control = fields.Nested(QualityControlSchema, required=True, allow_none=True, metadata={
+        "description": "The test that decided each rater's pass or fail and its threshold; null without qc_system."})
     warnings = fields.List(fields.String(), metadata={
         "description": "Present when the request could not be assessed as asked: a `qc_system` that no rating "
                        "holds (every rater then fails quality control, and no system is ranked)."})
