@@ -191,10 +191,9 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
     a rater passes quality control when a one-sided rank-sum test finds their ratings of the degraded
     quality-control system lower than those of the other systems (p < alpha); systems are ranked by mean
     z-score over passed raters; every ordered pair of systems gets a one-sided rank-sum test (scipy's
-    Mann-Whitney U, as upstream). `ratings`: [{"rater", "system", "item", "scores": {criterion: number}}].
+    Mann-Whitney U). `ratings`: [{"rater", "system", "item", "scores": {criterion: number}}].
     Without `qc_system` every rater passes. `qc_criteria` (default: the positive criteria, as upstream)
-    are those the quality-control test pools. A system's `n` counts its kept dialogues and `n_ratings`
-    its scores, dialogues x criteria: the paper's N."""
+    are those the quality-control test pools. `n_ratings` is Table 3's N."""
     criteria = _check(ratings, list(reverse), scale, qc_system, alpha)
     reversed_names = set(reverse)
     if qc_criteria is None:
