@@ -3,9 +3,9 @@
 After Deutsch, Dror and Roth (TACL 2021), "A Statistical Analysis of Summarization Evaluation
 Metrics using Resampling Methods": BOOT-SYSTEMS, BOOT-INPUTS and BOOT-BOTH, with items resampled
 within each system, since /correlate's items need not share inputs across systems. `items` alone
-treats the systems as the whole population: in simulation its 95% intervals held a correlation
-over new systems in 57-70% of runs, `both` in 92-97.5% (tests/stats/test_designs.py), hence the
-default.
+treats the systems as the whole population, and its intervals are far too narrow for a claim about
+other systems; `both` is the default because its 95% intervals held the population correlation at
+about the nominal rate in simulation (tests/stats/test_designs.py; the table: docs/api.md).
 """
 from __future__ import annotations
 
