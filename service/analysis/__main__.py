@@ -94,10 +94,11 @@ def run_correlate(args: argparse.Namespace) -> int:
     # Whatever the file's format, what reaches the statistics is what the HTTP schema admits, so a
     # word where a number goes is a message naming the field, as it is for /correlate.
     body = _validated(CorrelateRequestSchema(), {"human": data.human, "scores": data.scores,
-                                                 "systems": data.systems, **chosen}, StatsInputError)
+                                                 "systems": data.systems, "inputs": data.inputs, **chosen},
+                      StatsInputError)
     _check_bootstrap_budget(body["human"], body["resamples"])
     result = correlate(body["human"], body["scores"], body["systems"], body["methods"], body["confidence"],
-                       body["resamples"], body["seed"], body["system_resampling"])
+                       body["resamples"], body["seed"], body["system_resampling"], body["inputs"])
     markdown = report.correlate_markdown(result)
     _write(args.out, "correlate", result, markdown)
     if args.no_plots:

@@ -237,6 +237,10 @@ class CorrelateRequestSchema(StrictSchema):
         "description": "Bootstrap resamples for the intervals and paired tests; 0 turns them off, and fewer "
                        "than 2 / (1 - confidence) (40 at 0.95) give `ci: null` with a `ci_reason`."})
     seed = Whole(load_default=0, validate=validate.Range(min=0))
+    inputs = fields.List(fields.String(), load_default=None, allow_none=True, metadata={
+        "description": "The input (e.g. the context) each item answers, where systems answered the same ones: the "
+                       "system level then resamples whole inputs, each with every system's items for it, instead "
+                       "of items within each system.", "example": ["c1", "c1", "c1"]})
     system_resampling = fields.String(load_default=DEFAULT_DESIGN, validate=validate.OneOf(DESIGNS), metadata={
         "description": "What the system level's bootstrap resamples (Deutsch, Dror and Roth 2021): `systems` (with "
                        "replacement, each keeping its items), `items` (within each system; the systems fixed) or "

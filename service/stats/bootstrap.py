@@ -380,36 +380,42 @@ def _system_sum_matrix(columns: Sequence[np.ndarray], groups: np.ndarray, count:
 
 def system_bootstrap_distributions(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[str],
                                    groups: np.ndarray, count: int, indices: np.ndarray | None,
-                                   slots: np.ndarray | None = None) -> dict[str, dict[str, np.ndarray]]:
+                                   slots: np.ndarray | None = None,
+                                   inputs: np.ndarray | None = None) -> dict[str, dict[str, np.ndarray]]:
     """{method: {metric: system-level correlation with the humans on every resample}}.
 
-    `indices` (resamples, items) resample items within each system (stratified, so every system keeps
-    its size), or None to keep every system's items; `slots` (resamples, systems) resample the systems
-    themselves (service/stats/designs.py), or None to keep them. A resample's system means are its item
-    multiplicities times the values, summed per system (one sparse product for the humans and all
-    metrics) and divided by the sizes. Summing before dividing keeps equal means exactly equal
-    (integer ratings), which the ranks of Spearman and Kendall depend on. Rows go in chunks of
-    `_CHUNK_CELLS`: memory O(chunk x (items + systems)) however many resamples or systems.
+    `indices` (resamples, items) resample items within each system (stratified: every system keeps its
+    size); with `inputs` (each item's input, 0..m-1) they are (resamples, m) draws of inputs, each
+    bringing every item of that input; None keeps the items. `slots` (resamples, systems) resample the
+    systems (designs.py), or None. A resample's system means are its item multiplicities times the
+    values, summed per system (one sparse product for all columns) and divided by the sizes: summing
+    first keeps equal means exactly equal (integer ratings), which ranks depend on. A system none of
+    whose inputs was drawn has no mean (NaN). Memory O(chunk x (items + systems)).
     """
     if indices is None and slots is None:
         raise ValueError("give item indices, system slots or both")
     n = groups.size
     resamples = (indices if indices is not None else slots).shape[0]
     names = list(metrics)
-    stacked = _system_sum_matrix([human, *(metrics[name] for name in names)], groups, count)
-    sizes = np.bincount(groups, minlength=count)
-    chunk = max(1, _CHUNK_CELLS // max(n, (len(names) + 1) * count, 1))
+    columns = [np.ones(n), human, *(metrics[name] for name in names)]  # the first sums to each system's size
+    stacked = _system_sum_matrix(columns, groups, count)
+    chunk = max(1, _CHUNK_CELLS // max(n, len(columns) * count, 1))
     out = {method: {name: np.empty(resamples) for name in names} for method in methods}
-    observed = None if indices is not None else decimal_ties(
-        np.asarray(np.ones((1, n)) @ stacked).reshape(1, len(names) + 1, count) / sizes)
+
+    def means_of(weights: np.ndarray) -> np.ndarray:
+        sums = np.asarray(weights @ stacked).reshape(weights.shape[0], len(columns), count)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return decimal_ties(sums[:, 1:] / sums[:, :1])
+
+    observed = means_of(np.ones((1, n))) if indices is None else None
     for start in range(0, resamples, chunk):
         part = slice(start, start + chunk)
-        if indices is not None:
-            weights = _counts(indices[part], n)
-            means = decimal_ties(np.asarray(weights @ stacked).reshape(weights.shape[0], len(names) + 1, count)
-                                 / sizes)
+        if indices is None:
+            means = np.broadcast_to(observed, (slots[part].shape[0],) + observed.shape[1:])
+        elif inputs is None:
+            means = means_of(_counts(indices[part], n))
         else:
-            means = np.broadcast_to(observed, (slots[part].shape[0], len(names) + 1, count))
+            means = means_of(_counts(indices[part], indices.shape[1])[:, inputs])
         if slots is not None:
             means = np.take_along_axis(means, slots[part][:, None, :], axis=2)
         rows = {name: means[:, k + 1] for k, name in enumerate(names)}

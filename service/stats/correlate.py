@@ -18,7 +18,7 @@ from service.stats.bootstrap import (MIN_BOOTSTRAP, UNDEFINED_REASON, bootstrap_
                                      decimal_ties, min_resamples, paired_bootstrap_from, percentile_interval,
                                      resample_indices, system_bootstrap_distributions)
 from service.stats.correlation import METHODS, MIN_ITEMS, correlation
-from service.stats.designs import DEFAULT_DESIGN, DESCRIPTIONS, DESIGNS, ITEMS, system_resamples
+from service.stats.designs import BY_INPUTS, DEFAULT_DESIGN, DESCRIPTIONS, DESIGNS, ITEMS, SYSTEMS, system_resamples
 from service.stats.significance import williams_test
 
 
@@ -27,7 +27,8 @@ class StatsInputError(FieldsError):
 
 
 def _check_inputs(human: Any, scores: dict[str, Any], systems: Any, methods: Sequence[str],
-                  confidence: float, resamples: int, design: str) -> tuple[np.ndarray, list[np.ndarray] | None]:
+                  confidence: float, resamples: int, design: str,
+                  inputs: Any = None) -> tuple[np.ndarray, list[np.ndarray] | None]:
     """Validate and average the human ratings; returns (per-item means, per-item ratings or None)."""
     errors: dict[str, str] = {}
     if not isinstance(human, (list, tuple)) or len(human) == 0:
@@ -63,6 +64,8 @@ def _check_inputs(human: Any, scores: dict[str, Any], systems: Any, methods: Seq
             errors[f"scores.{name}.{int(bad[0])}"] = "Scores must be finite numbers (no NaN or infinity)."
     if systems is not None and len(systems) != n:
         errors["systems"] = f"Has {len(systems)} labels for {n} human ratings."
+    if inputs is not None and len(inputs) != n:
+        errors["inputs"] = f"Has {len(inputs)} labels for {n} human ratings."
     if not methods or any(method not in METHODS for method in methods):
         errors["methods"] = f"Give one or more of: {', '.join(METHODS)}."
     if not 0 < confidence < 1:
@@ -145,7 +148,7 @@ def _p_of(distribution: np.ndarray | None, no_bootstrap: str | None) -> dict[str
 
 
 def resampling_summary(level: str, design: str, confidence: float, resamples: int, seed: int,
-                       no_bootstrap: str | None) -> dict[str, Any]:
+                       no_bootstrap: str | None, by_inputs: bool = False) -> dict[str, Any]:
     """What one level's intervals and p-values resample, for the report: method, confidence level,
     resamples (B), seed, design, and how p was found."""
     p = ("bootstrap: (2k + 1) / (B + 1), k the resamples on the smaller side of 0 (the percentile "
@@ -153,7 +156,7 @@ def resampling_summary(level: str, design: str, confidence: float, resamples: in
          "scipy's, exact permutation p for rank correlations up to 9 items, Monte Carlo permutation p for "
          "tied ranks up to 50 items")
     summary = {"method": "percentile bootstrap", "confidence": confidence, "resamples": resamples, "seed": seed,
-               "design": design, "resampled": DESCRIPTIONS[design] if level == "system" else
+               "design": design, "resampled": (BY_INPUTS if by_inputs else DESCRIPTIONS)[design] if level == "system" else
                "items resampled with replacement", "p": p,
                "comparisons": "paired bootstrap (both metrics on the same resamples) and, for Pearson, Williams' t"}
     if no_bootstrap is not None:
@@ -202,18 +205,19 @@ def binary_rescaled(values: np.ndarray) -> np.ndarray:
 def correlate(human: list[float] | list[list[float]], scores: dict[str, list[float]],
               systems: list[str] | None = None, methods: Sequence[str] = METHODS,
               confidence: float = 0.95, resamples: int = 1000, seed: int = 0,
-              system_resampling: str = DEFAULT_DESIGN) -> dict[str, Any]:
+              system_resampling: str = DEFAULT_DESIGN, inputs: list[str] | None = None) -> dict[str, Any]:
     """The body of a /correlate 200 response: per metric, level and method {r, p, ci, n}, comparisons,
     agreement, and `resampling`: what each level's intervals and p-values resample.
 
     Item level uses every item; system level (when `systems` is given) correlates per-system means,
     its bootstrap resampling what `system_resampling` names (service/stats/designs.py: systems, items
-    within each system, or both), and its p coming from the same resamples. Every comparison carries
+    within each system, or both; with `inputs`, each item's input, whole inputs instead of items), and
+    its p coming from the same resamples. Every comparison carries
     `test`: 'williams' (Pearson only) or 'paired_bootstrap' (every method).
     """
     methods = list(dict.fromkeys(methods))
     design = system_resampling
-    means, units = _check_inputs(human, scores, systems, methods, confidence, resamples, design)
+    means, units = _check_inputs(human, scores, systems, methods, confidence, resamples, design, inputs)
     means = binary_rescaled(means)
     metrics = {name: binary_rescaled(np.asarray(values, dtype=np.float64)) for name, values in scores.items()}
     n = int(means.size)
@@ -249,23 +253,32 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
         count = labels.size
         sys_human = _system_means(means, groups, count)
         sys_metrics = {name: _system_means(values, groups, count) for name, values in metrics.items()}
-        # Resampling items within each system cannot move a system with one item: if none has two,
-        # every resample is the sample itself and an interval would be a zero-width [r, r].
-        sys_no_bootstrap = no_bootstrap or ("every system has a single item, so resampling within systems "
-                                            "cannot vary" if count == n and design == ITEMS else None)
-        sys_indices, sys_slots = (system_resamples(design, groups, count, resamples, seed)
+        by_inputs = inputs is not None and design != SYSTEMS
+        input_groups, input_count = None, None
+        if by_inputs:
+            input_groups = np.unique(np.asarray([str(x) for x in inputs], dtype=object)[order], return_inverse=True)[1]
+            input_count = int(input_groups.max()) + 1
+        # Resampling items within each system cannot move a system with one item (nor resampling inputs
+        # a single input): every resample would be the sample itself, an interval a zero-width [r, r].
+        cannot_vary = (None if design != ITEMS else
+                       "every item answers one input, so resampling inputs cannot vary" if by_inputs and input_count == 1
+                       else "every system has a single item, so resampling within systems cannot vary"
+                       if not by_inputs and count == n else None)
+        sys_no_bootstrap = no_bootstrap or cannot_vary
+        sys_indices, sys_slots = (system_resamples(design, groups, count, resamples, seed, input_count)
                                   if sys_no_bootstrap is None else (None, None))
         sys_cache: dict[str, dict[str, np.ndarray]] = {}
 
         def system_distribution(method: str) -> dict[str, np.ndarray]:
             if not sys_cache:  # every method in one pass: the resampled system means are shared
                 sys_cache.update(system_bootstrap_distributions(means, metrics, methods, groups, count, sys_indices,
-                                                                sys_slots))
+                                                                sys_slots, input_groups))
             return sys_cache[method]
 
         system, sys_comparisons = _level(sys_human, sys_metrics, methods, confidence, sys_no_bootstrap,
                                          system_distribution, p_from_bootstrap=True)
-        resampling["system"] = resampling_summary("system", design, confidence, resamples, seed, sys_no_bootstrap)
+        resampling["system"] = resampling_summary("system", design, confidence, resamples, seed, sys_no_bootstrap,
+                                                  by_inputs)
         for entry in sys_comparisons:
             entry["level"] = "system"
             _say_systems(entry)

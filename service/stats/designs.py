@@ -1,8 +1,9 @@
 """What a system-level bootstrap resamples: the systems, the items within each system, or both.
 
 After Deutsch, Dror and Roth (TACL 2021), "A Statistical Analysis of Summarization Evaluation
-Metrics using Resampling Methods": BOOT-SYSTEMS, BOOT-INPUTS and BOOT-BOTH, with items resampled
-within each system, since /correlate's items need not share inputs across systems. `items` alone
+Metrics using Resampling Methods": BOOT-SYSTEMS, BOOT-INPUTS and BOOT-BOTH. Items are resampled
+within each system, or, where the request names each item's input (the context every system
+answered), as whole inputs with every system's items for them, as Deutsch et al. do. `items` alone
 treats the systems as the whole population, and its intervals are far too narrow for a claim about
 other systems; `both` is the default because its 95% intervals held the population correlation at
 about the nominal rate in simulation (tests/stats/test_designs.py; the table: docs/api.md).
@@ -21,6 +22,12 @@ DESCRIPTIONS = {
     ITEMS: "items resampled with replacement within each system (the systems are fixed, not resampled)",
     BOTH: "systems resampled with replacement, then items with replacement within each drawn system",
 }
+BY_INPUTS = {
+    SYSTEMS: DESCRIPTIONS[SYSTEMS],
+    ITEMS: "inputs resampled with replacement, each bringing every system's items for it (the systems fixed)",
+    BOTH: "systems resampled with replacement, and inputs with replacement, each bringing every drawn "
+          "system's items for it",
+}
 # The system draws come from their own stream of the seed, so `both` draws the same items as `items`.
 # Not scipy.stats.bootstrap: it resamples one level of observations (no two-stage design), and each
 # call draws its own resamples where the paired comparisons need every metric on the same ones. p
@@ -36,12 +43,16 @@ def system_slots(count: int, resamples: int, seed: int) -> np.ndarray:
     return rng.integers(0, count, size=(resamples, count))
 
 
-def system_resamples(design: str, groups: np.ndarray, count: int, resamples: int,
-                     seed: int) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """(item indices, system slots) of a design: item indices (resamples, items) stratified by system,
-    or None where the items stay as they are; slots (resamples, systems), or None where the systems do."""
+def system_resamples(design: str, groups: np.ndarray, count: int, resamples: int, seed: int,
+                     input_count: int | None = None) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(item draws, system slots) of a design. Item draws: (resamples, items) indices stratified by
+    system, or with `input_count` (resamples, inputs) draws of inputs; None where the items stay as
+    they are. Slots: (resamples, systems), or None where the systems stay."""
     if design not in DESIGNS:
         raise ValueError(f"unknown design {design!r}")
-    items = stratified_indices(groups, count, resamples, seed) if design in (ITEMS, BOTH) else None
+    items = None
+    if design in (ITEMS, BOTH):
+        items = (stratified_indices(groups, count, resamples, seed) if input_count is None else
+                 np.random.default_rng(seed).integers(0, input_count, size=(resamples, input_count)))
     slots = system_slots(count, resamples, seed) if design in (SYSTEMS, BOTH) else None
     return items, slots

@@ -50,6 +50,12 @@ def test_correlate_takes_the_system_design_from_the_command_line_or_the_body(tmp
     system = printed.split("### System level")[1]
     assert "Resampling: percentile bootstrap, 0.95 intervals, B = 200 resamples, seed 3, design `systems`" in system
     assert (tmp_path / "b" / "correlate.md").read_text(encoding="utf-8") in printed
+    # a body's `inputs` reach the statistics (resampled as whole inputs), not dropped on the way
+    body = {**body, "inputs": [f"c{i // 6}" for i in range(24)], "system_resampling": "both"}
+    (tmp_path / "inputs.json").write_text(json.dumps(body), encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "inputs.json"), "--out", str(tmp_path / "c"), "--no-plots"]) == 0
+    resampled = json.loads((tmp_path / "c" / "correlate.json").read_text())["resampling"]["system"]["resampled"]
+    assert resampled.startswith("systems resampled with replacement, and inputs")
 
 
 def test_human_eval_writes_ranking_and_significance_plots(tmp_path: Path) -> None:

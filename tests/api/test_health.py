@@ -105,6 +105,8 @@ def test_responses_match_the_schemas_the_openapi_document_declares(client, basel
                                 "resamples": 50}, schemas.CorrelateResponseSchema),
         ("POST", "/correlate", {"human": human, "scores": {"a": a}, "systems": list("xyzxyzxyzx"), "resamples": 50,
                                 "system_resampling": "systems"}, schemas.CorrelateResponseSchema),
+        ("POST", "/correlate", {"human": human, "scores": {"a": a}, "systems": list("xyxyxyxyxy"), "resamples": 50,
+                                "inputs": [f"c{i // 2}" for i in range(10)]}, schemas.CorrelateResponseSchema),
         ("POST", "/correlate", {"human": [[h, h + 1] for h in human], "scores": {"a": a, "flat": [1] * 10},
                                 "resamples": 0}, schemas.CorrelateResponseSchema),
         ("POST", "/human-eval", {"ratings": ratings, "reverse": ["robotic"], "qc_system": "degraded"},

@@ -8,7 +8,8 @@ rho is the system-level Pearson correlation of the population of systems and of 
 6/pi asin(rho/2) and 2/pi asin(rho) its Spearman and Kendall correlations. `slope` > 0 makes the
 items shared inputs instead (every system answers the same ones) on which the metric's response
 to quality varies (Deutsch, Dror and Roth 2021's setting): a finite set of inputs then moves every
-system together, which resampling the systems alone cannot see.
+system together, which resampling the systems alone cannot see. `by_inputs` resamples those inputs
+(every system's items for a drawn input) instead of items within each system.
 
 `python -m tests.stats.coverage` prints the table docs/api.md quotes.
 """
@@ -39,15 +40,18 @@ def simulated_runs(runs: int, systems: int, items: int, rho: float, noise: float
 
 
 def coverage(design: str, systems: int, methods: list[str], rho: float = 0.6, runs: int = 200, items: int = 10,
-             noise: float = 1.0, slope: float = 0.0, resamples: int = 400, seed: int = 0) -> dict[str, float]:
+             noise: float = 1.0, slope: float = 0.0, resamples: int = 400, seed: int = 0,
+             by_inputs: bool = False) -> dict[str, float]:
     """{method: share of runs whose 95% interval under `design` holds the true correlation}."""
     human, metric, groups = simulated_runs(runs, systems, items, rho, noise, slope, seed)
     truth = true_correlations(rho)
+    inputs = np.tile(np.arange(items), systems) if by_inputs else None
     covered = dict.fromkeys(methods, 0)
     for run in range(runs):
-        indices, slots = system_resamples(design, groups, systems, resamples, seed + run)
+        indices, slots = system_resamples(design, groups, systems, resamples, seed + run,
+                                          items if by_inputs else None)
         dist = system_bootstrap_distributions(human[run], {"m": metric[run]}, methods, groups, systems, indices,
-                                              slots)
+                                              slots, inputs)
         for method in methods:
             ci = percentile_interval(dist[method]["m"])
             covered[method] += ci is not None and ci[0] <= truth[method] <= ci[1]
@@ -58,10 +62,11 @@ def main() -> None:
     methods = ["pearson", "spearman", "kendall"]
     print("| items | systems | design | " + " | ".join(methods) + " |")
     print("|---|---|---|" + "---|" * len(methods))
-    for label, slope in (("nested", 0.0), ("shared inputs", 1.0)):
+    for label, slope, by_inputs in (("nested", 0.0, False), ("shared inputs", 1.0, False),
+                                    ("shared inputs, resampled as inputs", 1.0, True)):
         for systems in (5, 20):
             for design in DESIGNS:
-                shares = coverage(design, systems, methods, slope=slope)
+                shares = coverage(design, systems, methods, slope=slope, by_inputs=by_inputs)
                 print(f"| {label} | {systems} | {design} | " + " | ".join(f"{shares[m]:.3f}" for m in methods) + " |",
                       flush=True)
 

@@ -22,6 +22,13 @@ def test_the_default_design_covers_the_population_correlation(systems: int, slop
     assert shares["spearman"] >= 0.90 and shares["kendall"] >= 0.90, shares
 
 
+@pytest.mark.parametrize("systems", [5, 20])
+def test_the_default_design_over_shared_inputs_covers_the_population_correlation(systems: int) -> None:
+    shares = coverage(stats.DEFAULT_DESIGN, systems, list(stats.METHODS), slope=1.0, by_inputs=True)
+    assert 0.90 <= shares["pearson"] <= 0.99, shares
+    assert shares["spearman"] >= 0.90 and shares["kendall"] >= 0.90, shares
+
+
 @pytest.mark.parametrize(("design", "systems", "slope"), [
     ("items", 20, 0.0),  # the systems taken as the whole population: intervals far too narrow
     ("systems", 5, 0.0),  # a percentile interval over 5 points is too narrow
@@ -124,3 +131,48 @@ def test_every_report_names_its_design_method_resamples_and_seed() -> None:
     assert body["resampling"]["system"]["resampled"] == designs.DESCRIPTIONS["systems"]
     no_systems = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, resamples=0)
     assert set(no_systems["resampling"]) == {"item"} and "off" in no_systems["resampling"]["item"]["reason"]
+
+
+@pytest.mark.parametrize("design", ["items", "both"])
+@pytest.mark.parametrize("method", stats.METHODS)
+def test_resampled_inputs_bring_every_systems_items_for_them(design: str, method: str) -> None:
+    human = RNG.integers(1, 6, size=36).astype(float)
+    metric = human + RNG.normal(scale=0.7, size=36)
+    groups = np.repeat(np.arange(6), 6)  # 6 systems answering the same 6 inputs, one system missing one
+    inputs = np.tile(np.arange(6), 6)
+    keep = np.arange(36) != 35
+    human, metric, groups, inputs = human[keep], metric[keep], groups[keep], inputs[keep]
+    draws, slots = stats.system_resamples(design, groups, 6, 60, seed=4, input_count=6)
+    assert draws.shape == (60, 6)
+    got = stats.system_bootstrap_distributions(human, {"m": metric}, [method], groups, 6, draws, slots,
+                                               inputs)[method]["m"]
+    for row in range(60):
+        weight = np.bincount(draws[row], minlength=6)[inputs].astype(float)
+        with np.errstate(invalid="ignore"):
+            h = np.array([np.sum((weight * human)[groups == g]) / np.sum(weight[groups == g]) for g in range(6)])
+            m = np.array([np.sum((weight * metric)[groups == g]) / np.sum(weight[groups == g]) for g in range(6)])
+        h, m = bootstrap.decimal_ties(h), bootstrap.decimal_ties(m)
+        if slots is not None:
+            h, m = h[slots[row]], m[slots[row]]
+        if not np.all(np.isfinite(h)) or np.ptp(h) == 0 or np.ptp(m) == 0:
+            assert np.isnan(got[row])
+        else:
+            assert got[row] == pytest.approx(SCIPY[method](m, h).statistic, abs=1e-12)
+
+
+def test_correlate_resamples_inputs_where_the_request_names_them() -> None:
+    systems = [f"s{i % 5}" for i in range(40)]
+    inputs = [f"c{i // 5}" for i in range(40)]  # 8 contexts, each answered by all 5 systems
+    body = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, systems, ["pearson"], resamples=300, seed=2,
+                     inputs=inputs)
+    assert body["resampling"]["system"]["resampled"] == designs.BY_INPUTS["both"]
+    shuffled = np.random.default_rng(1).permutation(40)
+    again = correlate(HUMAN[shuffled].tolist(), {"good": GOOD[shuffled].tolist()}, [systems[i] for i in shuffled],
+                      ["pearson"], resamples=300, seed=2, inputs=[inputs[i] for i in shuffled])
+    assert again == body  # the draws follow the input labels, not the rows' order
+    one = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, systems, ["pearson"], resamples=300,
+                    system_resampling="items", inputs=["c"] * 40)["metrics"]["good"]["system"]["pearson"]
+    assert one["ci"] is None and "one input" in one["ci_reason"]
+    with pytest.raises(stats.StatsInputError) as caught:
+        correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, systems, inputs=inputs[:-1])
+    assert "inputs" in caught.value.fields
