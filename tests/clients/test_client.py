@@ -125,6 +125,9 @@ def test_correlate(server, client):
     systems_only = client.correlate(human, scores, systems=systems, methods=["pearson"], resamples=200,
                                     system_resampling="systems")
     assert systems_only["resampling"]["system"]["design"] == "systems"
+    by_inputs = client.correlate(human, scores, systems=systems, methods=["pearson"], resamples=200,
+                                 inputs=[f"c{i // 3}" for i in range(9)])
+    assert "inputs" in by_inputs["resampling"]["system"]["resampled"]
     assert report["resampling"]["system"]["design"] == "both"  # the server's default
 
 
