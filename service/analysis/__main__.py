@@ -23,7 +23,7 @@ from service.api import limits
 from service.api.schemas import CorrelateRequestSchema, HumanEvalRequestSchema, flatten_messages
 from service.config import load_settings
 from service.errors import FieldsError, TooLarge
-from service.stats import METHODS, StatsInputError, correlate
+from service.stats import DEFAULT_DESIGN, DESIGNS, METHODS, StatsInputError, correlate
 from service.stats.human_eval import HumanEvalInputError, assess
 
 
@@ -49,6 +49,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="default 1000; bounded like the service (DIALSCORE_MAX_RESAMPLES, "
                            "DIALSCORE_MAX_BOOTSTRAP_WORK: items x resamples), for memory")
     corr.add_argument("--seed", type=int, default=None, help="default 0")
+    corr.add_argument("--system-resampling", default=None, choices=DESIGNS,
+                      help=f"what the system level's bootstrap resamples: the systems, the items within each system, "
+                           f"or both (default: {DEFAULT_DESIGN}; docs/api.md shows why)")
     corr.add_argument("--out", type=Path, default=Path("correlate-report"),
                       help="folder for correlate.json, correlate.md and the PNGs (default: ./correlate-report)")
     corr.add_argument("--no-plots", action="store_true")
@@ -82,7 +85,8 @@ def _write(out: Path, stem: str, result: dict, markdown: str) -> None:
 
 MAX_FIELD_LINES = 50  # field errors printed, one a line; a count for the rest
 
-CORRELATE_DEFAULTS = {"methods": list(METHODS), "confidence": 0.95, "resamples": 1000, "seed": 0}
+CORRELATE_DEFAULTS = {"methods": list(METHODS), "confidence": 0.95, "resamples": 1000, "seed": 0,
+                      "system_resampling": DEFAULT_DESIGN}
 
 
 def run_correlate(args: argparse.Namespace) -> int:
@@ -92,10 +96,11 @@ def run_correlate(args: argparse.Namespace) -> int:
     # Whatever the file's format, what reaches the statistics is what the HTTP schema admits, so a
     # word where a number goes is a message naming the field, as it is for /correlate.
     body = _validated(CorrelateRequestSchema(), {"human": data.human, "scores": data.scores,
-                                                 "systems": data.systems, **chosen}, StatsInputError)
+                                                 "systems": data.systems, "inputs": data.inputs, **chosen},
+                      StatsInputError)
     _check_bootstrap_budget(body["human"], body["resamples"])
     result = correlate(body["human"], body["scores"], body["systems"], body["methods"], body["confidence"],
-                       body["resamples"], body["seed"])
+                       body["resamples"], body["seed"], body["system_resampling"], body["inputs"])
     markdown = report.correlate_markdown(result)
     _write(args.out, "correlate", result, markdown)
     if args.no_plots:

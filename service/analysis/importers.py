@@ -200,8 +200,8 @@ def correlate_json(path: Path) -> CorrelateInput:
         raise ImporterError(f"{path}: expected a /correlate request object with 'human' and 'scores'")
     if not isinstance(body["scores"], dict):
         raise ImporterError(f"{path}: 'scores' must map metric names to lists of scores")
-    settings = {k: body[k] for k in ("methods", "confidence", "resamples", "seed") if k in body}
-    return CorrelateInput(body["human"], body["scores"], body.get("systems"), settings)
+    settings = {k: body[k] for k in ("methods", "confidence", "resamples", "seed", "system_resampling") if k in body}
+    return CorrelateInput(body["human"], body["scores"], body.get("systems"), settings, body.get("inputs"))
 
 
 def _number(path: Path, line: int, column: str, value: str, what: str, comma: bool = False) -> float:

@@ -12,7 +12,8 @@ class CorrelateInput:
     human: list[Any]
     scores: dict[str, list[float]]
     systems: list[str] | None = None
-    settings: dict[str, Any] = field(default_factory=dict)  # methods, confidence, resamples, seed of a /correlate body
+    settings: dict[str, Any] = field(default_factory=dict)  # methods, ..., system_resampling of a /correlate body
+    inputs: list[str] | None = None  # the input each item answers, where systems share inputs
 
 
 @dataclass

@@ -20,6 +20,24 @@ def _ci(ci: list[float] | None) -> str:
     return "—" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
+def _p(entry: dict[str, Any]) -> str:
+    """A p-value, or `< 1/(B+1)` where it sits at its bootstrap's floor (then it is a bound, not a figure)."""
+    if entry.get("p_at_floor") and entry.get("p"):
+        return f"< 1/{round(1 / entry['p'])}"
+    return _num(entry.get("p"))
+
+
+def _resampling(summary: dict[str, Any] | None) -> str:
+    """One line naming what a level's intervals and p-values come from: method, level, B, seed, design."""
+    if summary is None:
+        return ""
+    line = (f"{summary['method']}, {summary['confidence']:.12g} intervals, B = {summary['resamples']} resamples, "
+            f"seed {summary['seed']}, design `{summary['design']}`: {summary['resampled']}. p: {summary['p']}.")
+    if "reason" in summary:
+        line += f" No interval: {summary['reason']}."
+    return f"Resampling: {line}\n\n"
+
+
 def _table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -34,12 +52,13 @@ def correlate_markdown(result: dict[str, Any]) -> str:
         rows = []
         for name, per_level in result["metrics"].items():
             for method, entry in per_level[level].items():
-                rows.append([name, method, _num(entry["r"]), _ci(entry.get("ci")), _num(entry.get("p")),
-                             str(entry["n"]), entry.get("reason", entry.get("ci_reason", ""))])
+                rows.append([name, method, _num(entry["r"]), _ci(entry.get("ci")), _p(entry),
+                             str(entry["n"]), entry.get("reason", entry.get("ci_reason", entry.get("p_reason", "")))])
         parts.append(f"### {level.capitalize()} level\n\n"
+                     + _resampling(result.get("resampling", {}).get(level))
                      + _table(["metric", "method", "r", "CI", "p", "n", "note"], rows))
     if result["comparisons"]:
-        rows = [[c["level"], c["a"], c["b"], c["method"], c["test"], _num(c["delta"]), _num(c["p"]),
+        rows = [[c["level"], c["a"], c["b"], c["method"], c["test"], _num(c["delta"]), _p(c),
                  _ci(c.get("ci")), c.get("reason", "")] for c in result["comparisons"]]
         parts.append("### Comparisons (delta = r_a - r_b)\n\n"
                      + _table(["level", "a", "b", "method", "test", "delta", "p", "CI of delta", "note"], rows))
@@ -53,19 +72,31 @@ def correlate_markdown(result: dict[str, Any]) -> str:
 def human_eval_markdown(result: dict[str, Any]) -> str:
     """Rater quality control, the system table (overall z, per-criterion z, raw) and significance."""
     raters = result["raters"]
-    if raters["p"]:
+    criteria = result["criteria"]
+    kept = (f"{result['kept_ratings']:,} dialogues kept (N = {result['kept_ratings'] * len(criteria):,} ratings: "
+            f"dialogues x {len(criteria)} criteria, as Ji et al. 2022 count N).")
+    qc = result.get("quality_control")
+    if qc:
         parts = [f"Raters: {len(raters['passed'])} of {raters['total']} passed quality control "
-                 f"({100 * raters['pass_rate']:.1f}%); {result['kept_ratings']} ratings kept."]
+                 f"({100 * raters['pass_rate']:.1f}%); {kept}",
+                 f"Quality control: {qc['test']} (system `{qc['qc_system']}`; criteria "
+                 f"{', '.join(qc['criteria'])}); a rater passes at {qc['passes']} = {qc['alpha']:g}."]
     else:  # no quality-control system: every rater is kept, none was tested
         parts = [f"Raters: {raters['total']}, all kept: no quality-control system was given, so none was tested; "
-                 f"{result['kept_ratings']} ratings kept."]
+                 f"{kept}"]
     parts += [f"**Warning:** {warning}" for warning in result.get("warnings", [])]
-    criteria = result["criteria"]
-    rows = [[str(i + 1), s["system"], str(s["n"]), f"{s['overall_z']:.3f}", _ci(s.get("overall_z_ci"))]
-            + [f"{s['z'][c]:.3f}" for c in criteria] + [f"{s['raw'][OVERALL]:.2f}"]
+    reversed_names = set(result.get("reversed", []))
+    marked = [f"{c} (reversed)" if c in reversed_names else c for c in criteria]
+    rows = [[str(i + 1), s["system"], str(s["n"]), str(s["n_ratings"]), f"{s['overall_z']:.3f}",
+             _ci(s.get("overall_z_ci"))] + [f"{s['z'][c]:.3f}" for c in criteria] + [f"{s['raw'][OVERALL]:.2f}"]
             for i, s in enumerate(result["systems"])]
+    note = ""
+    if reversed_names:
+        note = ("\n\n(reversed): a negative criterion, scored as low + high - score before anything else, so that "
+                "higher is better in every column.")
     parts.append("### Systems, best first (mean z over passed raters)\n\n"
-                 + _table(["#", "system", "n", "overall z", "CI"] + criteria + ["raw overall"], rows))
+                 "n: dialogues; N: ratings, dialogues x criteria (Ji et al.'s N).\n\n"
+                 + _table(["#", "system", "n", "N", "overall z", "CI"] + marked + ["raw overall"], rows) + note)
     names = [s["system"] for s in result["systems"]]
     rows = [[a] + ["" if a == b else _num(result["significance"][a][b]) for b in names] for a in names]
     parts.append("### One-sided rank-sum p (row better than column)\n\n" + _table(["p"] + names, rows))

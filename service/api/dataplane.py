@@ -258,7 +258,8 @@ def correlate(body: dict[str, Any], settings: Settings) -> dict[str, Any]:
     limits.check_correlate(body, settings)
     try:
         return correlate_stats(body["human"], body["scores"], systems=body["systems"], methods=body["methods"],
-                               confidence=body["confidence"], resamples=body["resamples"], seed=body["seed"])
+                               confidence=body["confidence"], resamples=body["resamples"], seed=body["seed"],
+                               system_resampling=body["system_resampling"], inputs=body["inputs"])
     except StatsInputError as exc:
         raise InvalidRequest(str(exc) or "The numbers cannot be correlated as given.", exc.fields) from None
 

@@ -11,6 +11,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, post_load, valid
 
 from service.scorers.base import Dialogue, Item, Turn
 from service.stats.correlation import METHODS
+from service.stats.designs import DEFAULT_DESIGN, DESIGNS
 from service.text import is_blank
 
 _nonempty_list = validate.Length(min=1)
@@ -236,6 +237,17 @@ class CorrelateRequestSchema(StrictSchema):
         "description": "Bootstrap resamples for the intervals and paired tests; 0 turns them off, and fewer "
                        "than 2 / (1 - confidence) (40 at 0.95) give `ci: null` with a `ci_reason`."})
     seed = Whole(load_default=0, validate=validate.Range(min=0))
+    inputs = fields.List(fields.String(), load_default=None, allow_none=True, metadata={
+        "description": "The input (e.g. the context) each item answers, where systems answered the same ones: the "
+                       "system level then resamples whole inputs, each with every system's items for it, instead "
+                       "of items within each system.", "example": ["c1", "c1", "c1"]})
+    system_resampling = fields.String(load_default=DEFAULT_DESIGN, validate=validate.OneOf(DESIGNS), metadata={
+        "description": "What the system level's bootstrap resamples (Deutsch, Dror and Roth 2021): `systems` (with "
+                       "replacement, each keeping its items), `items` (within each system; the systems fixed) or "
+                       "`both` (systems, then items within each drawn one). `both` is the default: in simulation its "
+                       "95% intervals held the population correlation at about the nominal rate with 5 and with 20 "
+                       "systems, where `items` and `systems` fell short (docs/api.md, 'What a system-level "
+                       "interval resamples')."})
 
 
 _label = validate.Length(min=1, error="Must be a non-empty string.")  # also in the document: minLength 1
@@ -344,11 +356,18 @@ class ModelsResponseSchema(StrictSchema):
 class CorrelationSchema(StrictSchema):
     r = fields.Float(required=True, allow_none=True)
     p = fields.Float(required=True, allow_none=True, metadata={"description": (
-        "Two-sided p of r = 0: scipy's, except exact permutation p-values for few items (Spearman; Kendall "
-        "with ties) and Monte Carlo permutation p-values for tied ranks on a few dozen items.")})
+        "Two-sided p of r = 0. Item level: scipy's, except exact permutation p-values for few items (Spearman; "
+        "Kendall with ties) and Monte Carlo permutation p-values for tied ranks on a few dozen items. System "
+        "level: from the same bootstrap resamples as `ci` (`system_resampling`), (2k + 1) / (B + 1) with k the "
+        "resamples on the smaller side of 0, so the interval excludes 0 where p < 1 - confidence; null without "
+        "a bootstrap (`p_reason`).")})
+    p_at_floor = fields.Boolean(metadata={"description": (
+        "System level: no resample fell on the other side of 0, so p is only known to be below 1 / (B + 1) "
+        "(read `p` as `< 1/(B+1)`, not as an exact figure).")})
+    p_reason = fields.String(metadata={"description": "System level: why p is null."})
     ci = fields.List(fields.Float(), required=True, allow_none=True, metadata={"description": (
         "Percentile bootstrap interval at `confidence`: items resampled with replacement; at system level, "
-        "items resampled within each system (the systems themselves are fixed, not resampled).")})
+        "what `system_resampling` names (the response's `resampling.system` says it).")})
     n = fields.Integer(required=True)
     reason = fields.String(metadata={"description": "Why r is null."})
     ci_reason = fields.String(metadata={"description": "Why ci is null."})
@@ -367,10 +386,26 @@ class ComparisonSchema(StrictSchema):
                        "can disagree with p)."})
     delta = fields.Float(required=True, allow_none=True, metadata={"description": "r(a) - r(b)."})
     p = fields.Float(required=True, allow_none=True)
+    p_at_floor = fields.Boolean(metadata={"description": (
+        "paired_bootstrap: no resample's delta was as far from the observed one as 0 is, so p is only known to "
+        "be below 1 / (B + 1) (read `p` as `< 1/(B+1)`).")})
     ci = fields.List(fields.Float(), allow_none=True)
     t = fields.Float(allow_none=True)
     df = fields.Integer(allow_none=True)
     reason = fields.String()
+
+
+class ResamplingSchema(StrictSchema):
+    method = fields.String(required=True, metadata={"description": "How intervals are built: percentile bootstrap."})
+    confidence = fields.Float(required=True)
+    resamples = fields.Integer(required=True, metadata={"description": "B, as requested."})
+    seed = fields.Integer(required=True)
+    design = fields.String(required=True, validate=validate.OneOf(DESIGNS),
+                           metadata={"description": "What is resampled: always `items` at item level."})
+    resampled = fields.String(required=True, metadata={"description": "The design in words."})
+    p = fields.String(required=True, metadata={"description": "How this level's correlation p-values are found."})
+    comparisons = fields.String(required=True, metadata={"description": "How pairs of metrics are compared."})
+    reason = fields.String(metadata={"description": "Why nothing was resampled (intervals null)."})
 
 
 class AgreementSchema(StrictSchema):
@@ -393,6 +428,10 @@ class CorrelateResponseSchema(StrictSchema):
     comparisons = fields.List(fields.Nested(ComparisonSchema), required=True)
     agreement = fields.Nested(AgreementSchema, required=True, allow_none=True,
                               metadata={"description": "Krippendorff's alpha when several ratings per item came."})
+    resampling = fields.Dict(keys=fields.String(validate=validate.OneOf(["item", "system"])),
+                             values=fields.Nested(ResamplingSchema), metadata={
+                                 "description": "Per level: the interval method, confidence, resamples (B), seed and "
+                                                "design its intervals and bootstrap p-values come from."})
 
 
 class RatersSchema(StrictSchema):
@@ -407,11 +446,21 @@ class RatersSchema(StrictSchema):
 
 class SystemSummarySchema(StrictSchema):
     system = fields.String(required=True)
-    n = fields.Integer(required=True)
+    n = fields.Integer(required=True, metadata={"description": "Dialogues (ratings of every criterion) kept."})
+    n_ratings = fields.Integer(required=True, metadata={
+        "description": "N as Ji et al. 2022 count it (Table 3): kept dialogues x criteria, one score each."})
     raw = fields.Dict(keys=fields.String(), values=fields.Float(), required=True)
     z = fields.Dict(keys=fields.String(), values=fields.Float(), required=True)
     overall_z = fields.Float(required=True)
     overall_z_ci = fields.List(fields.Float(), required=True, allow_none=True)
+
+
+class QualityControlSchema(StrictSchema):
+    test = fields.String(required=True)
+    qc_system = fields.String(required=True)
+    criteria = fields.List(fields.String(), required=True, metadata={"description": "The criteria the test pools."})
+    alpha = fields.Float(required=True)
+    passes = fields.String(required=True, metadata={"description": "A rater passes where this holds."})
 
 
 class HumanEvalResponseSchema(StrictSchema):
@@ -426,7 +475,10 @@ class HumanEvalResponseSchema(StrictSchema):
                                                     "`reverse` (an entry no rating uses is ignored, so a misspelt one "
                                                     "is missing here)."})
     qc_criteria = fields.List(fields.String(), required=True)
-    kept_ratings = fields.Integer(required=True)
+    kept_ratings = fields.Integer(required=True, metadata={
+        "description": "Dialogues of the ordinary systems by passed raters (a rating here scores every criterion)."})
+    quality_control = fields.Nested(QualityControlSchema, required=True, allow_none=True, metadata={
+        "description": "The test that decided each rater's pass or fail and its threshold; null without qc_system."})
     warnings = fields.List(fields.String(), metadata={
         "description": "Present when the request could not be assessed as asked: a `qc_system` that no rating "
                        "holds (every rater then fails quality control, and no system is ranked)."})

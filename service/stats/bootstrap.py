@@ -5,7 +5,7 @@ paired bootstrap between two metrics then needs no extra resampling, and the hum
 ranked once per resample matrix rather than once per metric (scipy resamples each call
 independently). A resample is handled as the multiplicity of each item in it, so Pearson,
 Spearman and Kendall over thousands of resamples are a few matrix products. The system level
-resamples items within each system (`stratified_indices`).
+resamples the systems, the items within each system (`stratified_indices`) or both (designs.py).
 """
 from __future__ import annotations
 
@@ -278,6 +278,22 @@ def percentile_interval(distribution: np.ndarray, confidence: float = 0.95) -> l
     return [float(lo), float(hi)]
 
 
+def bootstrap_p(distribution: np.ndarray) -> dict[str, Any]:
+    """Two-sided p of r = 0 from a correlation's bootstrap distribution: the dual of its percentile
+    interval, so a (1 - alpha) interval excludes 0 where p < alpha (up to interpolation).
+
+    With k the resamples on the smaller side of 0 (one at 0 counts on both) among B defined ones,
+    p = (2k + 1) / (B + 1), capped at 1: the +1 counts the sample itself, so p is never 0. At k = 0
+    it is the floor 1 / (B + 1) and `at_floor` says so: p is then below what B resamples resolve.
+    None where more than MAX_UNDEFINED_SHARE of the resamples are undefined, as for the interval.
+    """
+    finite = distribution[np.isfinite(distribution)]
+    if not _mostly_defined(distribution, finite):
+        return {"p": None, "at_floor": False}
+    k = min(int(np.count_nonzero(finite <= 0)), int(np.count_nonzero(finite >= 0)))
+    return {"p": min(1.0, (2 * k + 1) / (finite.size + 1)), "at_floor": k == 0}
+
+
 def paired_bootstrap_from(delta_hat: float, deltas: np.ndarray, confidence: float = 0.95) -> dict[str, Any]:
     """Two-sided p and interval for a difference of correlations from its paired bootstrap deltas.
 
@@ -293,7 +309,7 @@ def paired_bootstrap_from(delta_hat: float, deltas: np.ndarray, confidence: floa
         return {"p": None, "ci": None, "reason": UNDEFINED_REASON}
     extreme = int(np.count_nonzero(np.abs(finite - delta_hat) >= abs(delta_hat) - 1e-12))
     p = min(1.0, (extreme + 1) / (finite.size + 1))
-    return {"p": p, "ci": percentile_interval(finite, confidence)}
+    return {"p": p, "p_at_floor": extreme == 0, "ci": percentile_interval(finite, confidence)}
 
 
 def paired_bootstrap(human: Sequence[float], a: Sequence[float], b: Sequence[float], method: str = "pearson",
@@ -363,26 +379,45 @@ def _system_sum_matrix(columns: Sequence[np.ndarray], groups: np.ndarray, count:
 
 
 def system_bootstrap_distributions(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[str],
-                                   groups: np.ndarray, count: int,
-                                   indices: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
-    """{method: {metric: system-level correlation with the humans on every row of stratified `indices`}}.
+                                   groups: np.ndarray, count: int, indices: np.ndarray | None,
+                                   slots: np.ndarray | None = None,
+                                   inputs: np.ndarray | None = None) -> dict[str, dict[str, np.ndarray]]:
+    """{method: {metric: system-level correlation with the humans on every resample}}.
 
-    Stratified resampling keeps every system's size, so a resample's system means are its item
-    multiplicities times the values, summed per system (one sparse product for the humans and all
-    metrics) and divided by the sizes. Summing before dividing keeps equal means exactly equal
-    (integer ratings), which the ranks of Spearman and Kendall depend on. Rows go in chunks of
-    `_CHUNK_CELLS`: memory O(chunk x (items + systems)) however many resamples or systems.
+    `indices` (resamples, items) resample items within each system (stratified: every system keeps its
+    size); with `inputs` (each item's input, 0..m-1) they are (resamples, m) draws of inputs, each
+    bringing every item of that input; None keeps the items. `slots` (resamples, systems) resample the
+    systems (designs.py), or None. A resample's system means are its item multiplicities times the
+    values, summed per system (one sparse product for all columns) and divided by the sizes: summing
+    first keeps equal means exactly equal (integer ratings), which ranks depend on. A system none of
+    whose inputs was drawn has no mean (NaN). Memory O(chunk x (items + systems)).
     """
-    resamples, n = indices.shape
+    if indices is None and slots is None:
+        raise ValueError("give item indices, system slots or both")
+    n = groups.size
+    resamples = (indices if indices is not None else slots).shape[0]
     names = list(metrics)
-    stacked = _system_sum_matrix([human, *(metrics[name] for name in names)], groups, count)
-    sizes = np.bincount(groups, minlength=count)
-    chunk = max(1, _CHUNK_CELLS // max(n, (len(names) + 1) * count, 1))
+    columns = [np.ones(n), human, *(metrics[name] for name in names)]  # the first sums to each system's size
+    stacked = _system_sum_matrix(columns, groups, count)
+    chunk = max(1, _CHUNK_CELLS // max(n, len(columns) * count, 1))
     out = {method: {name: np.empty(resamples) for name in names} for method in methods}
+
+    def means_of(weights: np.ndarray) -> np.ndarray:
+        sums = np.asarray(weights @ stacked).reshape(weights.shape[0], len(columns), count)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return decimal_ties(sums[:, 1:] / sums[:, :1])
+
+    observed = means_of(np.ones((1, n))) if indices is None else None
     for start in range(0, resamples, chunk):
         part = slice(start, start + chunk)
-        weights = _counts(indices[part], n)
-        means = decimal_ties(np.asarray(weights @ stacked).reshape(weights.shape[0], len(names) + 1, count) / sizes)
+        if indices is None:
+            means = np.broadcast_to(observed, (slots[part].shape[0],) + observed.shape[1:])
+        elif inputs is None:
+            means = means_of(_counts(indices[part], n))
+        else:
+            means = means_of(_counts(indices[part], indices.shape[1])[:, inputs])
+        if slots is not None:
+            means = np.take_along_axis(means, slots[part][:, None, :], axis=2)
         rows = {name: means[:, k + 1] for k, name in enumerate(names)}
         for method in methods:
             for name, dist in _distribution_from_rows(means[:, 0], rows, method).items():

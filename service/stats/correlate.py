@@ -14,10 +14,11 @@ import numpy as np
 
 from service.errors import FieldsError
 from service.stats.agreement import krippendorff_alpha_interval
-from service.stats.bootstrap import (MIN_BOOTSTRAP, UNDEFINED_REASON, bootstrap_distributions, decimal_ties, min_resamples,
-                                     paired_bootstrap_from, percentile_interval, resample_indices,
-                                     stratified_indices, system_bootstrap_distributions)
+from service.stats.bootstrap import (MIN_BOOTSTRAP, UNDEFINED_REASON, bootstrap_distributions, bootstrap_p,
+                                     decimal_ties, min_resamples, paired_bootstrap_from, percentile_interval,
+                                     resample_indices, system_bootstrap_distributions)
 from service.stats.correlation import METHODS, MIN_ITEMS, correlation
+from service.stats.designs import BY_INPUTS, DEFAULT_DESIGN, DESCRIPTIONS, DESIGNS, ITEMS, SYSTEMS, system_resamples
 from service.stats.significance import williams_test
 
 
@@ -26,7 +27,8 @@ class StatsInputError(FieldsError):
 
 
 def _check_inputs(human: Any, scores: dict[str, Any], systems: Any, methods: Sequence[str],
-                  confidence: float, resamples: int) -> tuple[np.ndarray, list[np.ndarray] | None]:
+                  confidence: float, resamples: int, design: str,
+                  inputs: Any = None) -> tuple[np.ndarray, list[np.ndarray] | None]:
     """Validate and average the human ratings; returns (per-item means, per-item ratings or None)."""
     errors: dict[str, str] = {}
     if not isinstance(human, (list, tuple)) or len(human) == 0:
@@ -62,23 +64,30 @@ def _check_inputs(human: Any, scores: dict[str, Any], systems: Any, methods: Seq
             errors[f"scores.{name}.{int(bad[0])}"] = "Scores must be finite numbers (no NaN or infinity)."
     if systems is not None and len(systems) != n:
         errors["systems"] = f"Has {len(systems)} labels for {n} human ratings."
+    if inputs is not None and len(inputs) != n:
+        errors["inputs"] = f"Has {len(inputs)} labels for {n} human ratings."
     if not methods or any(method not in METHODS for method in methods):
         errors["methods"] = f"Give one or more of: {', '.join(METHODS)}."
     if not 0 < confidence < 1:
         errors["confidence"] = "Must lie strictly between 0 and 1."
     if resamples < 0:
         errors["resamples"] = "Must not be negative."
+    if design not in DESIGNS:
+        errors["system_resampling"] = f"Give one of: {', '.join(DESIGNS)}."
     if errors:
         raise StatsInputError(errors)
     return means, units
 
 
 def _level(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[str], confidence: float,
-           no_bootstrap: str | None, indices_for: Any) -> tuple[dict[str, dict], list[dict]]:
+           no_bootstrap: str | None, indices_for: Any,
+           p_from_bootstrap: bool = False) -> tuple[dict[str, dict], list[dict]]:
     """Correlations, intervals and pairwise comparisons at one level (item or system).
 
     `indices_for(method)` returns {metric name: bootstrap distribution of its correlation}, every
-    metric on the same resamples; it is not called when `no_bootstrap` gives a reason not to.
+    metric on the same resamples; it is not called when `no_bootstrap` gives a reason not to. With
+    `p_from_bootstrap` a correlation's p comes from that distribution too (`bootstrap_p`), so p and
+    the interval resample the same things; without a bootstrap it is then None with `p_reason`.
     """
     n = int(human.size)
     results: dict[str, dict[str, Any]] = {name: {} for name in metrics}
@@ -92,6 +101,8 @@ def _level(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[
                 continue
             ci = percentile_interval(dist[name], confidence) if dist is not None else None
             entry = {"r": res["r"], "p": res["p"], "ci": ci, "n": n}
+            if p_from_bootstrap:
+                entry.update(_p_of(dist[name] if dist is not None else None, no_bootstrap))
             if ci is None:
                 entry["ci_reason"] = no_bootstrap or UNDEFINED_REASON
             results[name][method] = entry
@@ -124,6 +135,33 @@ def _level(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[
                 comparisons.append({**base, "delta": delta, "test": "paired_bootstrap",
                                     **paired_bootstrap_from(delta, dist[a] - dist[b], confidence)})
     return results, comparisons
+
+
+def _p_of(distribution: np.ndarray | None, no_bootstrap: str | None) -> dict[str, Any]:
+    """A correlation's bootstrap p and whether it is at its floor, or p None and why."""
+    if distribution is None:
+        return {"p": None, "p_reason": no_bootstrap}
+    found = bootstrap_p(distribution)
+    if found["p"] is None:
+        return {"p": None, "p_reason": UNDEFINED_REASON}
+    return {"p": found["p"], "p_at_floor": found["at_floor"]}
+
+
+def resampling_summary(level: str, design: str, confidence: float, resamples: int, seed: int,
+                       no_bootstrap: str | None, by_inputs: bool = False) -> dict[str, Any]:
+    """What one level's intervals and p-values resample, for the report: method, confidence level,
+    resamples (B), seed, design, and how p was found."""
+    p = ("bootstrap: (2k + 1) / (B + 1), k the resamples on the smaller side of 0 (the percentile "
+         "interval's dual); at its floor 1 / (B + 1) read it as p < 1 / (B + 1)" if level == "system" else
+         "scipy's, exact permutation p for rank correlations up to 9 items, Monte Carlo permutation p for "
+         "tied ranks up to 50 items")
+    summary = {"method": "percentile bootstrap", "confidence": confidence, "resamples": resamples, "seed": seed,
+               "design": design, "resampled": (BY_INPUTS if by_inputs else DESCRIPTIONS)[design] if level == "system" else
+               "items resampled with replacement", "p": p,
+               "comparisons": "paired bootstrap (both metrics on the same resamples) and, for Pearson, Williams' t"}
+    if no_bootstrap is not None:
+        summary["reason"] = no_bootstrap
+    return summary
 
 
 def _system_means(values: np.ndarray, groups: np.ndarray, count: int) -> np.ndarray:
@@ -166,15 +204,20 @@ def binary_rescaled(values: np.ndarray) -> np.ndarray:
 
 def correlate(human: list[float] | list[list[float]], scores: dict[str, list[float]],
               systems: list[str] | None = None, methods: Sequence[str] = METHODS,
-              confidence: float = 0.95, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """The body of a /correlate 200 response: per metric, level and method {r, p, ci, n}, comparisons, agreement.
+              confidence: float = 0.95, resamples: int = 1000, seed: int = 0,
+              system_resampling: str = DEFAULT_DESIGN, inputs: list[str] | None = None) -> dict[str, Any]:
+    """The body of a /correlate 200 response: per metric, level and method {r, p, ci, n}, comparisons,
+    agreement, and `resampling`: what each level's intervals and p-values resample.
 
     Item level uses every item; system level (when `systems` is given) correlates per-system means,
-    its bootstrap resampling items within each system so every system stays present. Every
-    comparison carries `test`: 'williams' (Pearson only) or 'paired_bootstrap' (every method).
+    its bootstrap resampling what `system_resampling` names (service/stats/designs.py: systems, items
+    within each system, or both; with `inputs`, each item's input, whole inputs instead of items), and
+    its p coming from the same resamples. Every comparison carries
+    `test`: 'williams' (Pearson only) or 'paired_bootstrap' (every method).
     """
     methods = list(dict.fromkeys(methods))
-    means, units = _check_inputs(human, scores, systems, methods, confidence, resamples)
+    design = system_resampling
+    means, units = _check_inputs(human, scores, systems, methods, confidence, resamples, design, inputs)
     means = binary_rescaled(means)
     metrics = {name: binary_rescaled(np.asarray(values, dtype=np.float64)) for name, values in scores.items()}
     n = int(means.size)
@@ -203,26 +246,39 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
     for entry in comparisons:
         entry["level"] = "item"
     body: dict[str, Any] = {"n": n, "metrics": {name: {"item": item[name]} for name in metrics}}
+    resampling = {"item": resampling_summary("item", ITEMS, confidence, resamples, seed, no_bootstrap)}
 
     if systems is not None:
         labels, groups = np.unique(labels_given[order], return_inverse=True)
         count = labels.size
         sys_human = _system_means(means, groups, count)
         sys_metrics = {name: _system_means(values, groups, count) for name, values in metrics.items()}
-        # Resampling items within each system cannot move a system with one item: if none has two,
-        # every resample is the sample itself and an interval would be a zero-width [r, r].
-        sys_no_bootstrap = no_bootstrap or ("every system has a single item, so resampling within systems "
-                                            "cannot vary" if count == n else None)
-        sys_indices = stratified_indices(groups, count, resamples, seed) if sys_no_bootstrap is None else None
+        by_inputs = inputs is not None and design != SYSTEMS
+        input_groups, input_count = None, None
+        if by_inputs:
+            input_groups = np.unique(np.asarray([str(x) for x in inputs], dtype=object)[order], return_inverse=True)[1]
+            input_count = int(input_groups.max()) + 1
+        # Resampling items within each system cannot move a system with one item (nor resampling inputs
+        # a single input): every resample would be the sample itself, an interval a zero-width [r, r].
+        cannot_vary = (None if design != ITEMS else
+                       "every item answers one input, so resampling inputs cannot vary" if by_inputs and input_count == 1
+                       else "every system has a single item, so resampling within systems cannot vary"
+                       if not by_inputs and count == n else None)
+        sys_no_bootstrap = no_bootstrap or cannot_vary
+        sys_indices, sys_slots = (system_resamples(design, groups, count, resamples, seed, input_count)
+                                  if sys_no_bootstrap is None else (None, None))
         sys_cache: dict[str, dict[str, np.ndarray]] = {}
 
         def system_distribution(method: str) -> dict[str, np.ndarray]:
             if not sys_cache:  # every method in one pass: the resampled system means are shared
-                sys_cache.update(system_bootstrap_distributions(means, metrics, methods, groups, count, sys_indices))
+                sys_cache.update(system_bootstrap_distributions(means, metrics, methods, groups, count, sys_indices,
+                                                                sys_slots, input_groups))
             return sys_cache[method]
 
         system, sys_comparisons = _level(sys_human, sys_metrics, methods, confidence, sys_no_bootstrap,
-                                         system_distribution)
+                                         system_distribution, p_from_bootstrap=True)
+        resampling["system"] = resampling_summary("system", design, confidence, resamples, seed, sys_no_bootstrap,
+                                                  by_inputs)
         for entry in sys_comparisons:
             entry["level"] = "system"
             _say_systems(entry)
@@ -233,6 +289,7 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
         comparisons += sys_comparisons
         body["systems"] = {"count": int(count), "labels": [str(label) for label in labels]}
     body["comparisons"] = comparisons
+    body["resampling"] = resampling
     if units is not None:
         alpha = krippendorff_alpha_interval(units)
         body["agreement"] = {"krippendorff_alpha": alpha,

@@ -17,6 +17,8 @@ class HumanEvalInputError(FieldsError):
 
 
 OVERALL = "overall"  # the key of the mean over criteria in each system's `raw`
+QC_TEST = ("one-sided Wilcoxon rank-sum (Mann-Whitney U, scipy): a rater's scores of the quality-control system "
+           "lower than their scores of the other systems, pooled over the quality-control criteria")
 
 
 def _check(ratings: list[dict], reverse: Sequence[str], scale: tuple[float, float],
@@ -189,9 +191,9 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
     a rater passes quality control when a one-sided rank-sum test finds their ratings of the degraded
     quality-control system lower than those of the other systems (p < alpha); systems are ranked by mean
     z-score over passed raters; every ordered pair of systems gets a one-sided rank-sum test (scipy's
-    Mann-Whitney U, as upstream). `ratings`: [{"rater", "system", "item", "scores": {criterion: number}}].
+    Mann-Whitney U). `ratings`: [{"rater", "system", "item", "scores": {criterion: number}}].
     Without `qc_system` every rater passes. `qc_criteria` (default: the positive criteria, as upstream)
-    are those the quality-control test pools."""
+    are those the quality-control test pools. `n_ratings` is Table 3's N."""
     criteria = _check(ratings, list(reverse), scale, qc_system, alpha)
     reversed_names = set(reverse)
     if qc_criteria is None:
@@ -240,6 +242,7 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
         summary.append({
             "system": system,
             "n": int(rows.size),
+            "n_ratings": int(rows.size) * len(criteria),
             "raw": {**{c: float(raw[rows, j].mean()) for j, c in enumerate(criteria)},
                     OVERALL: float(raw[rows].mean())},
             "z": {c: float(z[rows, j].mean()) for j, c in enumerate(criteria)},
@@ -257,6 +260,8 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
         "reversed": [c for c in criteria if c in reversed_names],  # a misspelt `reverse` entry shows as missing here
         "qc_criteria": list(qc_criteria),
         "kept_ratings": int(kept.sum()),
+        "quality_control": {"test": QC_TEST, "qc_system": qc_system, "criteria": list(qc_criteria),
+                            "alpha": alpha, "passes": "p < alpha"} if qc_system is not None else None,
     }
     if qc_system is not None and not is_qc.any():
         body["warnings"] = [f"No rating is of the quality-control system {qc_system!r}, so no rater could pass "

@@ -31,6 +31,33 @@ def test_correlate_writes_results_tables_and_plots(tmp_path: Path, capsys: pytes
             assert (out / f"correlate_{level}_{method}.png").read_bytes().startswith(PNG)
 
 
+def test_correlate_takes_the_system_design_from_the_command_line_or_the_body(tmp_path: Path,
+                                                                             capsys: pytest.CaptureFixture) -> None:
+    human = [float(h) for h in range(24)]
+    body = {"human": human, "scores": {"m": [h + (i % 4) for i, h in enumerate(human)]},
+            "systems": [f"s{i % 6}" for i in range(24)], "methods": ["pearson"], "resamples": 200, "seed": 3,
+            "system_resampling": "items"}
+    (tmp_path / "body.json").write_text(json.dumps(body), encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "body.json"), "--out", str(tmp_path / "a"), "--no-plots"]) == 0
+    assert json.loads((tmp_path / "a" / "correlate.json").read_text())["resampling"]["system"]["design"] == "items"
+    capsys.readouterr()
+    assert main(["correlate", str(tmp_path / "body.json"), "--system-resampling", "systems", "--out",
+                 str(tmp_path / "b"), "--no-plots"]) == 0
+    result = json.loads((tmp_path / "b" / "correlate.json").read_text())
+    assert result["resampling"]["system"] | {"design": "systems", "resamples": 200, "seed": 3} == \
+        result["resampling"]["system"]
+    printed = capsys.readouterr().out
+    system = printed.split("### System level")[1]
+    assert "Resampling: percentile bootstrap, 0.95 intervals, B = 200 resamples, seed 3, design `systems`" in system
+    assert (tmp_path / "b" / "correlate.md").read_text(encoding="utf-8") in printed
+    # a body's `inputs` reach the statistics (resampled as whole inputs), not dropped on the way
+    body = {**body, "inputs": [f"c{i // 6}" for i in range(24)], "system_resampling": "both"}
+    (tmp_path / "inputs.json").write_text(json.dumps(body), encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "inputs.json"), "--out", str(tmp_path / "c"), "--no-plots"]) == 0
+    resampled = json.loads((tmp_path / "c" / "correlate.json").read_text())["resampling"]["system"]["resampled"]
+    assert resampled.startswith("systems resampled with replacement, and inputs")
+
+
 def test_human_eval_writes_ranking_and_significance_plots(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     rows = ["rater,system,item,fun,robotic"]

@@ -4,7 +4,8 @@ from __future__ import annotations
 from scipy import stats as sps
 
 from service import stats
-from service.analysis.report import correlate_markdown
+from service.analysis.report import correlate_markdown, human_eval_markdown
+from service.stats.human_eval import assess
 
 
 def test_correlate_markdown_has_a_system_level_table_when_systems_are_given():
@@ -21,3 +22,28 @@ def test_correlate_markdown_has_a_system_level_table_when_systems_are_given():
     assert f"| m | pearson | {r_item:.3f} |" in item
     assert f"| m | pearson | {r_system:.3f} |" in system
     assert "### System level" not in correlate_markdown(stats.correlate(human, {"m": metric}, resamples=0))
+
+
+def test_a_p_at_the_bootstrap_floor_is_shown_as_a_bound():
+    """Every resample on one side of 0: p is below 1/(B+1), which the table says instead of a figure."""
+    human = [float(h) for h in range(40)]
+    metric = [h + (i % 3) for i, h in enumerate(human)]
+    result = stats.correlate(human, {"m": metric}, systems=[f"s{i % 8}" for i in range(40)], methods=["pearson"],
+                             resamples=500, seed=1)
+    entry = result["metrics"]["m"]["system"]["pearson"]
+    assert entry["p_at_floor"] and entry["p"] == 1 / 501
+    text = correlate_markdown(result)
+    assert "| < 1/501 |" in text.split("### System level")[1]
+    assert "design `both`" in text and "B = 500 resamples, seed 1" in text
+
+
+def test_the_human_eval_report_names_its_test_marks_reversed_criteria_and_counts_n():
+    ratings = [{"rater": rater, "system": system, "item": f"{rater}-{system}-{i}",
+                "scores": {"fun": base + 5 * i, "robotic": 100 - base - 3 * i}}
+               for rater in ("r1", "r2") for system, base in (("A", 70), ("B", 45), ("qc", 10)) for i in range(3)]
+    text = human_eval_markdown(assess(ratings, reverse=["robotic"], qc_system="qc"))
+    assert "Quality control: one-sided Wilcoxon rank-sum (Mann-Whitney U, scipy)" in text
+    assert "system `qc`; criteria fun); a rater passes at p < alpha = 0.05." in text
+    assert "12 dialogues kept (N = 24 ratings: dialogues x 2 criteria, as Ji et al. 2022 count N)" in text
+    assert "| # | system | n | N | overall z | CI | fun | robotic (reversed) | raw overall |" in text
+    assert "| 1 | A | 6 | 12 |" in text

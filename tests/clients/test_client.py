@@ -122,6 +122,13 @@ def test_correlate(server, client):
     assert item["n"] == 9 and item["r"] is not None and math.isclose(item["r"], 0.8786, abs_tol=1e-3)
     assert set(report["metrics"]["adem"]) == {"item", "system"} and "kendall" not in report["metrics"]["adem"]["item"]
     assert {(c["a"], c["b"]) for c in report["comparisons"]} == {("adem", "bleu4")}
+    systems_only = client.correlate(human, scores, systems=systems, methods=["pearson"], resamples=200,
+                                    system_resampling="systems")
+    assert systems_only["resampling"]["system"]["design"] == "systems"
+    by_inputs = client.correlate(human, scores, systems=systems, methods=["pearson"], resamples=200,
+                                 inputs=[f"c{i // 3}" for i in range(9)])
+    assert "inputs" in by_inputs["resampling"]["system"]["resampled"]
+    assert report["resampling"]["system"]["design"] == "both"  # the server's default
 
 
 def test_correlate_several_ratings_per_item(client):

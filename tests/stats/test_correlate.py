@@ -59,7 +59,9 @@ def test_correlate_body_item_and_system_levels() -> None:
 @pytest.mark.parametrize("method", stats.METHODS)
 def test_system_level_interval_resamples_items_within_systems(method: str) -> None:
     systems = [f"s{i % 6}" for i in range(40)]
-    body = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, systems, [method], resamples=80, seed=5)
+    body = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, systems, [method], resamples=80, seed=5,
+                     system_resampling="items")
+    assert body["resampling"]["system"]["design"] == "items"
     order = canonical_order(HUMAN, {"good": GOOD}, np.asarray(systems))  # the order the draws are made in
     human, good = HUMAN[order], GOOD[order]
     labels, groups = np.unique(np.asarray(systems)[order], return_inverse=True)
@@ -162,7 +164,9 @@ def test_any_valid_input_gives_finite_json_and_bounded_values(data, seed) -> Non
             for entry in entries.values():
                 assert (entry["r"] is None) == ("reason" in entry)
                 if entry["r"] is not None:
-                    assert -1.0 <= entry["r"] <= 1.0 and 0.0 <= entry["p"] <= 1.0
+                    assert -1.0 <= entry["r"] <= 1.0 and (entry["p"] is None) == ("p_reason" in entry)
+                if entry["p"] is not None:
+                    assert 0.0 <= entry["p"] <= 1.0
                 if entry.get("ci"):
                     assert -1.0 <= entry["ci"][0] <= entry["ci"][1] <= 1.0
     for comparison in body["comparisons"]:
@@ -177,7 +181,8 @@ def test_system_interval_keeps_tied_system_means_tied(method: str) -> None:
     human = rng.integers(1, 6, size=40).astype(float)
     good = np.clip(human + rng.integers(-1, 2, size=40), 1, 5).astype(float)
     systems = [f"s{i % 6}" for i in range(40)]
-    body = correlate(human.tolist(), {"good": good.tolist()}, systems, [method], resamples=200, seed=0)
+    body = correlate(human.tolist(), {"good": good.tolist()}, systems, [method], resamples=200, seed=0,
+                     system_resampling="items")
     order = canonical_order(human, {"good": good}, np.asarray(systems))
     human, good = human[order], good[order]
     groups = np.unique(np.asarray(systems)[order], return_inverse=True)[1]
@@ -210,24 +215,33 @@ def test_many_systems_need_no_items_times_systems_memory() -> None:
 def test_systems_of_one_item_each_get_no_zero_width_interval() -> None:
     human, metric = RNG.normal(size=50), RNG.normal(size=50)
     body = correlate(human.tolist(), {"m": metric.tolist(), "k": human.tolist()}, [f"s{i}" for i in range(50)],
-                     resamples=200)
+                     resamples=200, system_resampling="items")
     no_nan(body)
     for method in stats.METHODS:
         entry = body["metrics"]["m"]["system"][method]
         assert entry["r"] is not None and entry["ci"] is None and "single item" in entry["ci_reason"]
+        assert entry["p"] is None and "single item" in entry["p_reason"]
         assert body["metrics"]["m"]["item"][method]["ci"] is not None  # the item level still resamples
+    # Resampling the systems varies however few items each has.
+    both = correlate(human.tolist(), {"m": metric.tolist()}, [f"s{i}" for i in range(50)], resamples=200)
+    assert all(entry["ci"] is not None for entry in both["metrics"]["m"]["system"].values())
 
 
-def test_api_example_spearman_p_is_exact_at_both_levels_and_the_rest_unchanged() -> None:
+def test_api_example_spearman_p_is_exact_at_item_level_and_absent_without_a_system_bootstrap() -> None:
     body = correlate([3.0, 4.5, 1.0], {"adem": [2.9, 4.0, 1.7], "bleu4": [0.1, 0.0, 0.2]},
                      ["hred", "human", "tfidf"], resamples=1000)
     no_nan(body)
     for name, sign in (("adem", 1.0), ("bleu4", -1.0)):
         for level in ("item", "system"):
             entry = body["metrics"][name][level]
-            assert entry["spearman"]["r"] == sign and entry["spearman"]["p"] == pytest.approx(1 / 3)
-            assert entry["kendall"]["p"] == pytest.approx(entry["spearman"]["p"])  # n = 3: both exact
+            assert entry["spearman"]["r"] == sign
             assert entry["spearman"]["ci"] is None and "too few items" in entry["spearman"]["ci_reason"]
+        item = body["metrics"][name]["item"]
+        assert item["spearman"]["p"] == pytest.approx(1 / 3)
+        assert item["kendall"]["p"] == pytest.approx(item["spearman"]["p"])  # n = 3: both exact
+        # The system level's p comes from its bootstrap, which three items cannot have.
+        system = body["metrics"][name]["system"]["spearman"]
+        assert system["p"] is None and "too few items" in system["p_reason"]
 
 
 def test_correlate_is_scale_free_down_to_denormals() -> None:

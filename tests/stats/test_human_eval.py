@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from service.stats.human_eval import HumanEvalInputError, assess
+from service.stats.human_eval import QC_TEST, HumanEvalInputError, assess
 
 RNG = np.random.default_rng(7)
 SYSTEMS = {"good": 70.0, "fair": 50.0, "degraded": 15.0}
@@ -148,6 +148,12 @@ def test_reproduces_ji_et_al_free_run_1(data_dir: Path) -> None:
     assert order[0] == "A" and order[-1] == "E"  # the paper's Table 3
     assert body["systems"][0]["overall_z"] == pytest.approx(0.534, abs=5e-4)
     assert body["systems"][-1]["overall_z"] == pytest.approx(-0.243, abs=5e-4)
+    # Table 3's N: ratings, dialogues x 7 criteria (A: 114 dialogues, N = 798)
+    paper_n = {"A": 798, "B": 798, "A_p": 707, "C": 791, "C_p": 714, "B_p": 707, "D": 707, "D_p": 798,
+               "E_p": 763, "E": 742}
+    assert {s["system"]: s["n_ratings"] for s in body["systems"]} == paper_n
+    assert body["quality_control"]["alpha"] == 0.05 and body["quality_control"]["qc_system"] == data.qc_system
+    assert body["reversed"] == ["robotic", "repetitive"]
 
 
 @settings(max_examples=40, deadline=None)
@@ -285,3 +291,14 @@ def test_overall_z_interval_is_students_t_on_n_minus_one_df() -> None:
         sample = np.array([z[r["rater"], r["item"]] for r in ratings if r["system"] == entry["system"]])
         expected = sps.t.interval(0.95, sample.size - 1, loc=sample.mean(), scale=sps.sem(sample))
         assert entry["overall_z_ci"] == pytest.approx(list(expected), rel=1e-9)
+
+
+def test_the_body_names_its_quality_control_test_and_counts_n_as_the_paper() -> None:
+    ratings = [{"rater": rater, "system": system, "item": f"{rater}-{system}-{i}",
+                "scores": {"fun": base + 5 * i, "robotic": 100 - base - 3 * i, "fluent": base}}
+               for rater in ("r1", "r2") for system, base in (("A", 70), ("B", 45), ("qc", 10)) for i in range(3)]
+    body = assess(ratings, reverse=["robotic"], qc_system="qc", alpha=0.1)
+    assert body["quality_control"] == {"test": QC_TEST, "qc_system": "qc", "criteria": ["fun", "fluent"],
+                                       "alpha": 0.1, "passes": "p < alpha"}
+    assert all(s["n_ratings"] == 3 * s["n"] for s in body["systems"]) and body["systems"][0]["n"] == 6
+    assert assess(ratings, reverse=["robotic"])["quality_control"] is None

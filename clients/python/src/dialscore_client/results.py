@@ -126,6 +126,8 @@ class Correlation(TypedDict, total=False):
 
     r: float | None
     p: float | None
+    p_at_floor: bool  # system level: p is only known to be below 1/(B+1)
+    p_reason: str
     ci: list[float] | None
     n: int
     reason: str
@@ -142,6 +144,7 @@ class Comparison(TypedDict, total=False):
     test: Literal["williams", "paired_bootstrap"]
     delta: float | None
     p: float | None
+    p_at_floor: bool
     ci: list[float] | None
     t: float | None
     df: int | None
@@ -165,6 +168,7 @@ class CorrelationReport(TypedDict, total=False):
     systems: dict[str, Any]
     comparisons: list[Comparison]
     agreement: Agreement | None
+    resampling: dict[str, dict[str, Any]]  # per level: method, confidence, resamples, seed, design
 
 
 # --- /human-eval ---------------------------------------------------------------------------------
@@ -185,6 +189,7 @@ class SystemSummary(TypedDict, total=False):
 
     system: str
     n: int
+    n_ratings: int  # N as Ji et al. count it: dialogues x criteria
     raw: dict[str, float]
     z: dict[str, float]
     overall_z: float
@@ -201,4 +206,5 @@ class HumanEvalReport(TypedDict, total=False):
     reversed: list[str]
     qc_criteria: list[str]
     kept_ratings: int
+    quality_control: dict[str, Any] | None  # the test, its system, criteria and alpha
     warnings: list[str]
