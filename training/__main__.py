@@ -32,6 +32,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "degenerate": ("training.evaluation.degenerate", "degenerate replies against human ones, every model"),
     "train-unref": ("training.unref.train", "unref-minilm, unref-mpnet, unref-mpnet-minilm: stacked reference-free models"),
     "finetune-minilm": ("training.autojudge.finetune", "experiment: AutoJudge with MiniLM itself fine-tuned"),
+    "pack-rerank": ("training.rerank.pack", "the MiniLM cross-encoder's training data, packed for one GPU call"),
+    "train-rerank": ("training.rerank.train", "fine-tune the MiniLM cross-encoder on a pack, fold-wise (the GPU call)"),
+    "export-rerank": ("training.rerank.export", "the GPU call's returned weights to an int8 ONNX store folder"),
 }
 # `train <model>`: model -> (its trainer's module, what it trains)
 TRAINERS: dict[str, tuple[str, str]] = {
