@@ -284,7 +284,6 @@ def save_weights(model: CrossEncoder, out: Path) -> dict:
 def run(pack_folder: Path, out: Path, config: Config, device: torch.device, graph: Path = GRAPH, log=print) -> dict:
     """Train config.models in order (ALL first), write the weights of ALL and RESULTS; returns the results."""
     started = time.time()
-    torch.backends.cuda.matmul.allow_tf32 = True  # bf16 autocast does the products; TF32 for any left in float32
     pack = Pack.load(pack_folder)
     out.mkdir(parents=True, exist_ok=True)
     results: dict = {"config": asdict(config), "device": describe(device), "pack": {k: v for k, v in pack.info.items()
