@@ -156,6 +156,8 @@ def train_one(name: str, pack: Pack, config: Config, device: torch.device, start
     rng = np.random.default_rng(config.seed)
     rated = rated_rows(pack, name, config.limit)
     groups = np.arange(len(a["g_replies"]))[:config.limit]
+    if not len(rated) and not len(groups):
+        raise ValueError(f"{name}: no rated row and no next-turn group to train on")
     target = standardised(a["j_score"][rated], a["j_set"][rated])
     columns = pack.info["teacher_columns"]
     column = columns.index(name) if name in columns and config.teacher_weight > 0 else None
@@ -202,7 +204,9 @@ def train_one(name: str, pack: Pack, config: Config, device: torch.device, start
             with autocast(device):
                 scores = model(**inputs).float()
             rated_scores, group_flat = scores[:len(r)], scores[len(r):]
-            losses = {"rating": ((rated_scores - torch.from_numpy(target[r]).to(device)) ** 2).mean()}
+            losses = {}
+            if len(r):
+                losses["rating"] = ((rated_scores - torch.from_numpy(target[r]).to(device)) ** 2).mean()
             if len(g):
                 grid = torch.full(candidates.shape, -1e4, device=device)  # a missing candidate's score: never chosen
                 grid[torch.from_numpy(valid).to(device)] = group_flat
@@ -213,8 +217,9 @@ def train_one(name: str, pack: Pack, config: Config, device: torch.device, start
                 known = torch.isfinite(wanted)
                 if known.any():
                     losses["teacher"] = ((scores[known] - wanted[known]) ** 2).mean()
-            loss = (config.rating_weight * losses["rating"] + config.listwise_weight * losses.get("listwise", 0.0)
-                    + config.teacher_weight * losses.get("teacher", 0.0))
+            weights = {"rating": config.rating_weight, "listwise": config.listwise_weight,
+                       "teacher": config.teacher_weight}
+            loss = sum(weights[k] * v for k, v in losses.items())
             optimiser.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
