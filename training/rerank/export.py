@@ -21,6 +21,7 @@ from torch import nn
 
 from service.artifacts.manifest import read_manifest, write_manifest
 from training.core.card import Templates, kind_line, render, render_fields, write_card
+from training.core.cli import output_dir
 from training.encoders.minilm.export import weight_only_int8
 from training.rerank.model import CrossEncoder
 from training.rerank.pack import TOKENIZER
@@ -186,10 +187,17 @@ def export(returned: Path, out: Path, argv: list[str]) -> dict:
     return checked
 
 
+def returned_folder(text: str) -> Path:
+    path = Path(text)
+    if not (path / RESULTS).is_file():
+        raise argparse.ArgumentTypeError(f"{path} holds no {RESULTS} (the device call's files)")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training export-rerank", description=__doc__)
-    parser.add_argument("returned", type=Path, help="the folder the device call's files were fetched to")
-    parser.add_argument("--out", type=Path, default=Path("build") / NAME, help="the store folder to write")
+    parser.add_argument("returned", type=returned_folder, help="the folder the device call's files were fetched to")
+    parser.add_argument("--out", type=output_dir, default=Path("build") / NAME, help="the store folder to write")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     export(args.returned, args.out, argv)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from training.core.cli import count, input_file, positive_int
+from training.core.cli import count, input_file, output_dir, positive_int
 from training.data import judgements
 from training.data.negatives import negative_samples
 from training.evaluation.pairwise import context_groups
@@ -175,7 +175,7 @@ def travel_bytes(repo: Path, carried: list[Path]) -> dict[str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training pack-rerank", description=__doc__)
-    parser.add_argument("--out", type=Path, default=Path("build/rerank-pack"))
+    parser.add_argument("--out", type=output_dir, default=Path("build/rerank-pack"))
     parser.add_argument("--multi-contexts", type=count, default=3000,
                         help="negatives.py's multi-reply contexts (train-unref's negatives_contexts)")
     parser.add_argument("--ruber-pairs", type=count, default=40000,

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from training.core.cli import count, nonnegative_float, output_dir, positive_float, positive_int
 from training.evaluation.pairwise import MIN_PAIRS, pairwise_agreement
 from training.rerank.model import CrossEncoder, from_graph
 from training.rerank.pieces import Texts, batch
@@ -29,8 +30,11 @@ ALL = "all"
 PART_BYTES = 15 * 2**20  # the device returns files of at most 16 MiB
 WEIGHTS = "weights.safetensors"
 RESULTS = "results.json"
-INT_OPTIONS = ("epochs", "rated_batch", "max_length", "max_reply", "seed", "limit")
-FLOAT_OPTIONS = ("encoder_lr", "head_lr", "rating_weight", "listwise_weight", "teacher_weight", "dropout", "deadline_s")
+# option -> its argparse type (training/core/cli.py: a bad value is a usage error before the GPU is touched)
+OPTIONS = {"epochs": positive_int, "rated_batch": positive_int, "max_length": positive_int, "max_reply": positive_int,
+           "seed": count, "limit": positive_int, "encoder_lr": positive_float, "head_lr": positive_float,
+           "rating_weight": nonnegative_float, "listwise_weight": nonnegative_float,
+           "teacher_weight": nonnegative_float, "dropout": nonnegative_float, "deadline_s": positive_float}
 
 
 @dataclass
@@ -322,19 +326,25 @@ def describe(device: torch.device) -> dict:
     return found
 
 
+def pack_folder(text: str) -> Path:
+    """A folder pack-rerank wrote (its pack.json and pack.npz)."""
+    path = Path(text)
+    if not (path / "pack.json").is_file() or not (path / "pack.npz").is_file():
+        raise argparse.ArgumentTypeError(f"{path} holds no pack.json and pack.npz (python -m training pack-rerank)")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.rerank.train", description=__doc__)
-    parser.add_argument("--pack", type=Path, default=Path("build/rerank-pack"))
-    parser.add_argument("--out", type=Path, required=True, help="where the weights' parts and results.json go")
+    parser.add_argument("--pack", type=pack_folder, default=Path("build/rerank-pack"))
+    parser.add_argument("--out", type=output_dir, required=True, help="where the weights' parts and results.json go")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--graph", type=Path, default=GRAPH, help="the int8 MiniLM graph the weights start from")
     parser.add_argument("--models", default=ALL,
                         help=f"comma-separated: {ALL} and leave-one-set-out groups, or 'every' ({ALL} then each group)")
     defaults = Config()
-    for key in INT_OPTIONS:
-        parser.add_argument(f"--{key.replace('_', '-')}", type=int, default=getattr(defaults, key))
-    for key in FLOAT_OPTIONS:
-        parser.add_argument(f"--{key.replace('_', '-')}", type=float, default=getattr(defaults, key))
+    for key, kind in OPTIONS.items():
+        parser.add_argument(f"--{key.replace('_', '-')}", type=kind, default=getattr(defaults, key))
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (torch's default unless given)")
     args = parser.parse_args(argv)
     if args.threads:
@@ -344,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in models if m != ALL and m not in folds]
     if unknown:
         parser.error(f"--models: unknown groups {unknown}; the pack's are {folds}")
-    config = Config(**{k: getattr(args, k) for k in (*INT_OPTIONS, *FLOAT_OPTIONS)}, models=models)
+    config = Config(**{k: getattr(args, k) for k in OPTIONS}, models=models)
     run(args.pack, args.out, config, torch.device(args.device), args.graph)
     return 0
 
