@@ -34,6 +34,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "trained-items": ("training.data.trained_items", "each learned model's training-item keys into its store folder"),
     "train-unref": ("training.unref.train", "unref-minilm, unref-mpnet, unref-mpnet-minilm: stacked reference-free models"),
     "finetune-minilm": ("training.autojudge.finetune", "experiment: AutoJudge with MiniLM itself fine-tuned"),
+    "pack-rerank": ("training.rerank.pack", "the MiniLM cross-encoder's training data, packed for one GPU call"),
+    "train-rerank": ("training.rerank.train", "fine-tune the MiniLM cross-encoder on a pack, fold-wise (the GPU call)"),
+    "export-rerank": ("training.rerank.export", "the GPU call's returned weights to an int8 ONNX store folder"),
 }
 # `train <model>`: model -> (its trainer's module, what it trains)
 TRAINERS: dict[str, tuple[str, str]] = {

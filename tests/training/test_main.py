@@ -38,6 +38,10 @@ def test_unknown_command_and_missing_paths_are_set_up_errors(tmp_path, capsys) -
     (["degenerate", "--models", "length", "--contexts", "5", "--out", "/proc/nope/x.md"], "--out"),
     (["minilm-report", "--sets", "conture", "--out", "/proc/nope/x.md", "--no-cards"], "--out"),
     (["minilm-report", "--sets", "conture", "--tried", "/nonexist.jsonl"], "--tried"),
+    # the re-ranking cross-encoder's pack, GPU call and export: found wrong here, not on the device
+    (["pack-rerank", "--ruber-pairs", "-1"], "--ruber-pairs"), (["train-rerank", "--epochs", "0"], "--epochs"),
+    (["train-rerank", "--encoder-lr", "nan"], "--encoder-lr"), (["train-rerank", "--pack", "/nonexist"], "--pack"),
+    (["export-rerank", "/nonexist"], "returned"),
     # --threads 100000 crashed pretrain with SIGSEGV; --batch-size 1 left RUBER no negatives (a traceback)
     (["pretrain", "--threads", "100000"], "--threads"), (["train", "ruber", "--threads", "257"], "--threads"),
     (["train", "ruber", "--batch-size", "1"], "--batch-size"),
