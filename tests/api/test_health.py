@@ -120,6 +120,13 @@ def test_responses_match_the_schemas_the_openapi_document_declares(client, basel
         ("POST", "/score", {"models": ["bleu4", "length"], "items": [item]}, schemas.MultiScoreResponseSchema),
         ("POST", "/rerank", {"model": "length", "context": ["hi"], "candidates": ["a", "b c"]},
          schemas.RerankResponseSchema),
+        # the extensions' fields: context_dropped and warnings
+        ("POST", "/rerank", {"model": "length", "context": ["hi", "there"], "candidates": ["a", "да", "😀"],
+                             "on_long_context": "keep_last"}, schemas.RerankResponseSchema),
+        ("POST", "/score", {"model": "bleu4", "items": [item, {**item, "response": " "}],
+                            "on_long_context": "keep_last"}, schemas.ScoreResponseSchema),
+        ("POST", "/score", {"models": ["bleu4", "length"], "items": [{**item, "response": "你好"}],
+                            "on_long_context": "keep_last"}, schemas.MultiScoreResponseSchema),
         ("POST", "/correlate", {"human": human, "scores": {"a": a, "b": b}, "systems": list("xyzxyzxyzx"),
                                 "resamples": 50}, schemas.CorrelateResponseSchema),
         ("POST", "/correlate", {"human": [[h, h + 1] for h in human], "scores": {"a": a, "flat": [1] * 10},
