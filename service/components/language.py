@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from service.text import is_blank
+from service.text import is_blank, memoised_for_short_texts
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +28,9 @@ _FOREIGN_SCRIPTS = {"CYRILLIC": "Cyrillic", "CJK": "Han", "HIRAGANA": "Japanese"
 
 @dataclass(frozen=True)
 class Reading:
-    """What a text is, for the models: `english`, `not_english` (with the language or script, and how it
-    was found), `no_words` (no letter or digit: emoji, punctuation) or `empty` (blank)."""
+    """What a text is, for the models: `english` (nothing says otherwise: short foreign replies in the Latin
+    script often read so), `not_english` (with the language or script, and how it was found), `no_words`
+    (no letter or digit: emoji, punctuation) or `empty` (blank)."""
 
     code: str
     language: str = ""
@@ -38,6 +39,8 @@ class Reading:
 
 def foreign_script(text: str) -> str | None:
     """The script most of the text's letters are in, where that is one English is not written in."""
+    if text.isascii():
+        return None
     counts: dict[str, int] = {}
     letters = 0
     for ch in text:
@@ -78,6 +81,17 @@ class _Identifier:
 IDENTIFIER = _Identifier()
 
 
+@memoised_for_short_texts
+def _identified(text: str) -> tuple[str, float] | None:
+    """The identifier's language and confidence for `text` (None without an identifier); a bot's generic
+    candidates recur across requests, so short texts are looked up once."""
+    identifier = IDENTIFIER.get()
+    if identifier is None:
+        return None
+    language, probability = identifier.classify(text)
+    return str(language), float(probability)
+
+
 def preload() -> None:
     """Load the identifier now (the model store's loading thread), not in a request."""
     IDENTIFIER.get()
@@ -92,10 +106,10 @@ def read(text: str, confidence: float) -> Reading:
     script = foreign_script(text)
     if script is not None:
         return Reading("not_english", script, "script")
-    identifier = IDENTIFIER.get()
-    if identifier is None:
+    identified = _identified(text)
+    if identified is None:
         return Reading("english")
-    language, probability = identifier.classify(text)
+    language, probability = identified
     if language != "en" and probability >= confidence:
         return Reading("not_english", language, f"language identifier, confidence {probability:.2f}")
     return Reading("english")
