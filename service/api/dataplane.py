@@ -4,7 +4,8 @@ A handler reads the store once for the named models, checks the limits (api/limi
 contract orders them (the items' sizes before the models, the encoder's work after the items parse),
 parses each item once into the typed value scorers take (schemas.parse_item, which bulk calls too),
 resolves each model's options once into a Call, and runs the calls on one per-request cache, which
-also holds each distinct text's tokens for the limits and the encoder.
+also holds each distinct text's tokens for the limits and the encoder. `keep_last` cuts contexts
+before the limits; api/warnings.py names unreadable replies.
 """
 from __future__ import annotations
 
