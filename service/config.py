@@ -43,6 +43,9 @@ class Settings:
     max_ratings: int = 200_000  # DIALSCORE_MAX_RATINGS: /human-eval rows
     max_systems: int = 64  # DIALSCORE_MAX_SYSTEMS: /human-eval systems (pairwise tests grow with its square)
     max_criteria: int = 64  # DIALSCORE_MAX_CRITERIA: /human-eval criteria a rating scores, and entries of reverse / qc_criteria
+    # DIALSCORE_NOT_ENGLISH_CONFIDENCE: the language identifier's confidence at which a reply in the Latin script
+    # is warned about as `not_english` (docs/api.md: how 0.8 was chosen)
+    not_english_confidence: float = 0.8
     max_json_depth: int = 32  # DIALSCORE_MAX_JSON_DEPTH: nesting of a request body (the contract's need 5)
     # Read by gunicorn (server/gunicorn.conf.py), which answers 414 / 431 `too_large` before the app sees the request.
     max_request_line: int = 4094  # DIALSCORE_MAX_REQUEST_LINE: bytes of method, path and query (at most 8190)
@@ -206,6 +209,11 @@ def _convert(raw: Any, default: Any) -> Any:
             return int(raw)
         except ValueError:
             raise ValueError(f"must be a whole number, not {raw!r}") from None
+    if isinstance(default, float):
+        try:
+            return float(raw)
+        except ValueError:
+            raise ValueError(f"must be a number, not {raw!r}") from None
     if isinstance(default, Path):
         if not str(raw).strip():  # Path("") is the working directory, whose folders would be taken for models
             raise ValueError("must name a folder")
@@ -271,6 +279,9 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: Mapping[str,
     for name, lowest in (("batch_size", 1), ("workers", 1), ("intra_op_threads", 0), ("encoder_threads", 0)):
         if getattr(settings, name) < lowest:
             raise ValueError(f"DIALSCORE_{name.upper()}={getattr(settings, name)}: must be at least {lowest}")
+    if not 0 < settings.not_english_confidence <= 1:  # NaN fails too
+        raise ValueError(f"DIALSCORE_NOT_ENGLISH_CONFIDENCE={settings.not_english_confidence}: must be above 0 and "
+                         "at most 1")
     if settings.log_level.strip().upper() not in LOG_LEVELS:
         raise ValueError(f"DIALSCORE_LOG_LEVEL={settings.log_level!r}: must be one of {', '.join(LOG_LEVELS)}")
     if not settings.providers:

@@ -29,6 +29,9 @@ ERRORS = Counter("dialscore_errors_total", "Error responses by contract code.", 
 ITEMS = Counter("dialscore_items_scored_total", "Items scored by model.", ["model"])
 SKIPPED = Counter("dialscore_items_skipped_total",
                   "Invalid items (/score) and candidates (/rerank) left out under on_invalid skip.", ["endpoint"])
+WARNINGS = Counter("dialscore_warnings_total", "Replies (/score) and candidates (/rerank) warned about, by endpoint "
+                   "and code (not_english, no_words, empty): text the models were not made to read.",
+                   ["endpoint", "code"])
 BATCH = Histogram("dialscore_batch_items", "Items per scoring request by model.", ["model"],
                   buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024))
 # A worker adds 1 as it loads each sentence encoder: summed over workers, how many serve it where and how

@@ -41,6 +41,10 @@ def test_bad_values_say_which_variable():
         load_settings(environ={"DIALSCORE_CUDA_OPTIONS": "use_tf32"})
     with pytest.raises(ValueError, match="DIALSCORE_BATCH_SIZE"):
         load_settings(environ={"DIALSCORE_BATCH_SIZE": "0"})
+    for confidence in ("0", "1.5", "nan", "sure"):
+        with pytest.raises(ValueError, match="DIALSCORE_NOT_ENGLISH_CONFIDENCE"):
+            load_settings(environ={"DIALSCORE_NOT_ENGLISH_CONFIDENCE": confidence})
+    assert load_settings(environ={"DIALSCORE_NOT_ENGLISH_CONFIDENCE": "0.95"}).not_english_confidence == 0.95
 
 
 @pytest.mark.parametrize("variable, value", [("DIALSCORE_MAX_REQUEST_LINE", "0"), ("DIALSCORE_MAX_REQUEST_LINE", "8191"),

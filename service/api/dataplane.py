@@ -4,7 +4,8 @@ A handler reads the store once for the named models, checks the limits (api/limi
 contract orders them (the items' sizes before the models, the encoder's work after the items parse),
 parses each item once into the typed value scorers take (schemas.parse_item, which bulk calls too),
 resolves each model's options once into a Call, and runs the calls on one per-request cache, which
-also holds each distinct text's tokens for the limits and the encoder.
+also holds each distinct text's tokens for the limits and the encoder. `keep_last` cuts contexts
+before the limits; api/warnings.py names unreadable replies.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from marshmallow import ValidationError
 from service import metrics
 from service.api import limits
 from service.api.schemas import flatten_messages, parse_item
+from service.api.warnings import reply_warnings
 from service.components.cache import EncodeCache
 from service.config import Settings
 from service.errors import InvalidRequest, NotReady
@@ -168,6 +170,43 @@ def _spread(values: list[Any] | None, kept: list[int], total: int) -> list[Any] 
     return out
 
 
+# --- long contexts ---------------------------------------------------------------------------------
+def turns_kept(requested: list[Requested], settings: Settings) -> int:
+    """Under `on_long_context: "keep_last"`: the context turns kept, the most any named reply model reads
+    (Scorer.context_turns; the turn limit for one that reads every turn, or where none is served yet), at
+    least one (a context is never empty) and at most the limit."""
+    reads = [r.scorer.context_turns for r in requested if r.scorer is not None and r.scorer.kind != "dialogue"]
+    most = max((settings.max_turns if n is None else n for n in reads), default=settings.max_turns)
+    return max(1, min(most, settings.max_turns))
+
+
+def _keep_last(context: Any, keep: int) -> tuple[Any, int]:
+    """The context's last `keep` turns and how many were dropped; anything not a list as it came."""
+    if not isinstance(context, list) or len(context) <= keep:
+        return context, 0
+    return context[-keep:], len(context) - keep
+
+
+def _trim_items(items: list[Any], keep: int) -> tuple[list[Any], list[int]]:
+    """Each item with its context cut to its last `keep` turns, and the turns dropped from each."""
+    trimmed, dropped = [], []
+    for item in items:
+        if isinstance(item, dict) and "context" in item:
+            context, n = _keep_last(item["context"], keep)
+            item = {**item, "context": context}
+        else:
+            n = 0
+        trimmed.append(item)
+        dropped.append(n)
+    return trimmed, dropped
+
+
+def _with_warnings(out: dict[str, Any], warnings: list[dict[str, Any]]) -> dict[str, Any]:
+    if warnings:
+        out["warnings"] = warnings
+    return out
+
+
 # --- scoring -------------------------------------------------------------------------------------
 def _run(call: Call, items: list[Any], cache: EncodeCache) -> tuple[list[float], list[dict[str, Any]] | None]:
     started = time.perf_counter()
@@ -198,6 +237,10 @@ def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[s
                  for name in names]
     _label(requested)
     skip = body["on_invalid"] == "skip"
+    dropped: list[int] | None = None
+    if body["on_long_context"] == "keep_last":
+        trimmed, dropped = _trim_items(body["items"], turns_kept(requested, settings))
+        body = {**body, "items": trimmed}
     over = limits.check_items(body["items"], settings, check_reference=any(r.reads_reference for r in requested),
                               skip_items=skip)
     calls = _served(store, requested)
@@ -214,11 +257,17 @@ def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[s
             result["details"] = _spread(details, kept, total)
         results.append(result)
     if single:
-        return _with_skipped(results[0], errors, "/score")
-    # The contract's `model` and `version` on every scoring response, for all the models at once;
-    # each result carries its own as well.
-    return _with_skipped({"model": ",".join(names), "version": ",".join(f"{c.name}={c.version}" for c in calls),
-                          "models": names, "results": {r["model"]: r for r in results}}, errors, "/score")
+        out = results[0]
+    else:
+        # The contract's `model` and `version` on every scoring response, for all the models at once;
+        # each result carries its own as well.
+        out = {"model": ",".join(names), "version": ",".join(f"{c.name}={c.version}" for c in calls),
+               "models": names, "results": {r["model"]: r for r in results}}
+    if dropped is not None:
+        out["context_dropped"] = dropped
+    replies = [(i, item.response) for i, item in zip(kept, items) if isinstance(item, Item)]
+    return _with_warnings(_with_skipped(out, errors, "/score"),
+                          reply_warnings(replies, settings.not_english_confidence, "/score"))
 
 
 def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[str, Any]:
@@ -227,6 +276,10 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     Under `on_invalid: "skip"` over-long candidates are left out and named in `skipped` and `errors`."""
     requested = [_requested(store, body["model"], body["options"], "options")]
     _label(requested)
+    dropped: int | None = None
+    if body["on_long_context"] == "keep_last":
+        context, dropped = _keep_last(body["context"], turns_kept(requested, settings))
+        body = {**body, "context": context}
     errors = limits.check_rerank(body, settings, check_reference=requested[0].reads_reference,
                                  skip_candidates=body["on_invalid"] == "skip")
     (call,) = _served(store, requested)
@@ -250,7 +303,11 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     out = {"model": call.name, "version": call.version,
            "ranking": [{"index": kept[i], "response": body["candidates"][kept[i]], "score": scores[i]}
                        for i in order]}
-    return _with_skipped(out, errors, "/rerank")
+    if dropped is not None:
+        out["context_dropped"] = dropped
+    replies = [(j, body["candidates"][j]) for j in kept]
+    return _with_warnings(_with_skipped(out, errors, "/rerank"),
+                          reply_warnings(replies, settings.not_english_confidence, "/rerank"))
 
 
 def correlate(body: dict[str, Any], settings: Settings) -> dict[str, Any]:

@@ -37,6 +37,20 @@ def _on_invalid(what: str, null: str, shared: str, json: str) -> fields.String:
         "example": "skip"})
 
 
+ON_LONG_CONTEXT = ("reject", "keep_last")
+_ON_LONG_CONTEXT = ("Extension. `reject` (the default): a context over `max_turns` (or with an utterance over `max_chars`) "
+                    "is a 413, as the `limits` of GET /models say. `keep_last`: each context is cut to its last turns, "
+                    "as many as the named models read (the most of them, at least 1, at most `max_turns`): a "
+                    "model's score of the cut context is its score of the whole, and nothing over a limit in the "
+                    "dropped turns is refused. The response then says how many turns were dropped "
+                    "(`context_dropped`{where}).")
+
+
+def _on_long_context(where: str) -> fields.String:
+    return fields.String(load_default="reject", validate=validate.OneOf(ON_LONG_CONTEXT), metadata={
+        "description": _ON_LONG_CONTEXT.format(where=where), "example": "keep_last"})
+
+
 _SKIPPED = fields.List(fields.Integer(), metadata={
     "description": "Only under `on_invalid: \"skip\"`, when something was left out: the indices left out."})
 _SKIP_ERRORS = fields.Dict(keys=fields.String(), values=fields.String(), metadata={
@@ -129,11 +143,29 @@ class ScoreRequestSchema(StrictSchema):
                                                        + _REFERENCE_FREE})
     on_invalid = _on_invalid("item", "; their `scores` (and `details`) are null", ", the encoder's word-piece cap",
                              "object")
+    on_long_context = _on_long_context(", per item; a dialogue model's `turns` are never cut")
 
     @validates_schema
     def _one_model(self, data: dict, **_: object) -> None:
         if ("model" in data) == ("models" in data):
             raise ValidationError("Give exactly one of `model` or `models`.", "model")
+
+
+class WarningSchema(StrictSchema):
+    index = fields.Integer(required=True, metadata={"description": "The item (/score) or candidate (/rerank)."})
+    code = fields.String(required=True, validate=validate.OneOf(["not_english", "no_words", "empty"]), metadata={
+        "description": "`not_english`: the reply is mostly in a script English is not written in, or a language "
+                       "identifier names another language with confidence (DIALSCORE_NOT_ENGLISH_CONFIDENCE); "
+                       "`no_words`: no letter or digit (emoji, punctuation); `empty`: blank. docs/api.md says "
+                       "what a bot should do with each."})
+    message = fields.String(required=True)
+
+
+_WARNINGS = fields.List(fields.Nested(WarningSchema), metadata={
+    "description": "Only where some reply (the `response` of an item scored, a candidate ranked) is text the models "
+                   "were not made to read; the score is still given. Counted in dialscore_warnings_total."})
+_CONTEXT_DROPPED_ITEMS = fields.List(fields.Integer(), metadata={
+    "description": "Only under `on_long_context: \"keep_last\"`: per item, the context turns dropped (0 where none)."})
 
 
 class ModelScoresSchema(StrictSchema):
@@ -151,6 +183,8 @@ class ModelScoresSchema(StrictSchema):
 class ScoreResponseSchema(ModelScoresSchema):
     skipped = _SKIPPED
     errors = _SKIP_ERRORS
+    context_dropped = _CONTEXT_DROPPED_ITEMS
+    warnings = _WARNINGS
 
 
 class RerankRequestSchema(StrictSchema):
@@ -166,6 +200,7 @@ class RerankRequestSchema(StrictSchema):
                                                        + _REFERENCE_FREE})
     on_invalid = _on_invalid("candidate", "; they are not in `ranking`",
                              ", the context, the reference, the encoder's word-piece cap", "string")
+    on_long_context = _on_long_context(", once")
 
 
 class MultiScoreResponseSchema(StrictSchema):
@@ -179,6 +214,8 @@ class MultiScoreResponseSchema(StrictSchema):
     results = fields.Dict(keys=fields.String(), values=fields.Nested(ModelScoresSchema), required=True)
     skipped = _SKIPPED
     errors = _SKIP_ERRORS
+    context_dropped = _CONTEXT_DROPPED_ITEMS
+    warnings = _WARNINGS
 
 
 class RankedSchema(StrictSchema):
@@ -193,6 +230,9 @@ class RerankResponseSchema(StrictSchema):
     ranking = fields.List(fields.Nested(RankedSchema), required=True)
     skipped = _SKIPPED
     errors = _SKIP_ERRORS
+    context_dropped = fields.Integer(metadata={
+        "description": "Only under `on_long_context: \"keep_last\"`: the context turns dropped (0 where none)."})
+    warnings = _WARNINGS
 
 
 # --- analysis ----------------------------------------------------------------------------------
@@ -334,6 +374,14 @@ class ModelInfoSchema(StrictSchema):
         "description": "Whether an item's score is the same bits whatever other items share its request: true "
                        "where every session runs on the CPU EP; false on OpenVINO and CUDA, where a score may "
                        "move with its batch-mates within the bound docs/api.md states."})
+    license = fields.String(required=True, metadata={
+        "description": "The terms of what the model was trained on and built from, as an SPDX expression, or a "
+                       "`LicenseRef-`: `LicenseRef-unstated` for data whose upstream states no licence (and for a "
+                       "model whose card states none). The card's `license_reason` says which parts decide them.",
+        "example": "Apache-2.0 AND MIT"})
+    commercial_use = fields.Boolean(required=True, metadata={
+        "description": "Whether those terms allow commercial use of the model (false where any part is "
+                       "non-commercial or states no licence). The terms as stated, not legal advice."})
     card = fields.Dict(required=True, metadata={"description": "Training data, held-out correlations, licence, "
                                                                "citation (the model's README.md as fields)."})
     options = fields.Dict(required=True, metadata={"description": "The model's `options`, with types and defaults."})

@@ -37,6 +37,10 @@ class ManifestError(Exception):
         self.public = public
 
 
+# The licence of a model, or of data it was trained on, whose terms nobody stated (GET /models, docs/api.md).
+UNSTATED_LICENSE = "LicenseRef-unstated"
+
+
 @dataclass(frozen=True)
 class Manifest:
     name: str
@@ -73,6 +77,17 @@ class Manifest:
         if filename not in self.files:
             raise ManifestError(f"{self.name}: {filename} is not listed in manifest.json", "manifest invalid: files")
         return self.folder / filename
+
+    @property
+    def license(self) -> str:
+        """The card's SPDX expression (or LicenseRef-) of the terms of what the model was trained on and built
+        from; UNSTATED_LICENSE where the card states none."""
+        return self.card.get("license") or UNSTATED_LICENSE
+
+    @property
+    def commercial_use(self) -> bool:
+        """Whether those terms allow commercial use: only where the card says so; terms not stated grant nothing."""
+        return self.card.get("commercial_use") is True and "license" in self.card
 
     @property
     def sha256(self) -> str:
@@ -179,6 +194,7 @@ def _build(folder: Path, raw: dict[str, Any]) -> Manifest:
         if not all(isinstance(entry, str) for entry in raw.get(key, [])):
             raise TypeError(f"{key} must hold names (strings)")
     _check_requires(folder, raw)
+    _check_terms(raw.get("card", {}))
     build = _check_build(folder, raw, optional)
     return Manifest(
         name=raw["name"],
@@ -199,6 +215,14 @@ def _build(folder: Path, raw: dict[str, Any]) -> Manifest:
         build=build,
         trained_items=dict(raw.get("trained_items", {})),
     )
+
+
+def _check_terms(card: dict[str, Any]) -> None:
+    """The card's terms, where stated, as GET /models lists them: a non-empty string and a boolean."""
+    if "license" in card and not (isinstance(card["license"], str) and card["license"].strip()):
+        raise TypeError("card.license must be a non-empty string (an SPDX expression or a LicenseRef-)")
+    if "commercial_use" in card and not isinstance(card["commercial_use"], bool):
+        raise TypeError("card.commercial_use must be true or false")
 
 
 def _check_build(folder: Path, raw: dict[str, Any], optional: tuple[str, ...]) -> dict[str, Any]:

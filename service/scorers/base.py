@@ -133,6 +133,12 @@ class Scorer:
                 found.append(value)
         return found
 
+    @property
+    def context_turns(self) -> int | None:
+        """The most recent context turns its score reads, at most (None: every turn). `on_long_context:
+        "keep_last"` keeps that many, so the score of a trimmed context is the score of the whole."""
+        return None
+
     # --- the reference-free part ----------------------------------------------------------------
     @property
     def has_reference_free_part(self) -> bool:

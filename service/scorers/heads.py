@@ -42,6 +42,17 @@ def context_texts(context: list[str], encoding: str) -> list[str]:
     raise ValueError(f"unknown context encoding {encoding!r}")
 
 
+def turns_read(encoding: str) -> int:
+    """How many of a context's most recent turns `context_texts` reads under `encoding`."""
+    if encoding == "last":
+        return 1
+    if encoding.startswith("joined"):
+        return int(encoding[len("joined"):])
+    if encoding == "turns":
+        return MAX_TURNS
+    raise ValueError(f"unknown context encoding {encoding!r}")
+
+
 def pack_contexts(per_item: list[list[str]], vectors: dict[str, np.ndarray], dim: int) -> tuple[np.ndarray, np.ndarray]:
     """(batch, turns, dim) context vectors right-padded with zeros, and the (batch, turns) mask."""
     width = max(len(texts) for texts in per_item)
@@ -78,6 +89,10 @@ class SentenceHeadScorer(SentenceEncoderScorer):
         self.encoding = str(self.manifest.config.get("context_encoding", "last"))
         self.session = self.runtime.session(self.manifest.path(self.head_file))
 
+    @property
+    def context_turns(self) -> int | None:
+        return turns_read(self.encoding)
+
     def _run(self, items: list[Item], cache: EncodeCache) -> dict[str, np.ndarray]:
         per_item = [context_texts(item.context, self.encoding) for item in items]
         texts = [t for texts in per_item for t in texts] + [item.response for item in items]
@@ -113,6 +128,10 @@ class HREDHeadScorer(Scorer):
         self.encoder: HREDEncoder = self.components[uses[0]]
         self._check_encoder(uses[0])
         self.head = self.runtime.session(self.manifest.path(self.manifest.config.get("head", self.head_file)))
+
+    @property
+    def context_turns(self) -> int | None:
+        return self.encoder.max_context_turns
 
     def _check_encoder(self, name: str) -> None:
         """Refuse to serve the head on another encoder than the one it was trained on (config.encoder_files,

@@ -17,6 +17,7 @@ from typing import Any
 
 from service.artifacts.manifest import Manifest, ManifestError, read_manifest, verify_files
 from service.artifacts.runtime import Runtime, RuntimeSettings
+from service.components import language
 from service.components.base import Component
 from service.errors import NotReady, UnknownModel
 from service.scorers.base import Scorer
@@ -215,6 +216,8 @@ class ModelStore:
                 "requires": list(m.requires),
                 "score_range": [m.score_range[0], m.score_range[1]],
                 "sha256": m.sha256,
+                "license": m.license,
+                "commercial_use": m.commercial_use,
                 "providers": scorer.providers(),
                 "bit_exact_across_batches": scorer.bit_exact_across_batches(),
                 "options": scorer.option_spec,
@@ -255,6 +258,7 @@ def init_store(app: Any, background: bool) -> ModelStore:
     app.extensions["dialscore.store"] = store
 
     def load() -> None:
+        language.preload()  # the `not_english` warnings' identifier, before the first request needs it
         try:
             store.load()
         except Exception as exc:  # noqa: BLE001 - a bug must not leave the worker "still loading" for ever

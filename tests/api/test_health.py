@@ -25,6 +25,25 @@ def test_models_lists_everything_the_contract_names(client):
         assert ("reference" in model["requires"]) == (model["kind"] == "referenced")
 
 
+def test_models_list_every_served_models_terms(full_app):
+    """Every served model's `license` and `commercial_use`, as a live app lists them: the untrained baselines on
+    permissive pieces may be used commercially; every model trained on DailyDialog, xDial-Eval or data whose
+    licence is unstated may not."""
+    listed = {m["name"]: (m["license"], m["commercial_use"]) for m in
+              full_app.test_client().get("/models").get_json()["models"]}
+    commercial = {name for name, (_, allowed) in listed.items() if allowed}
+    assert commercial >= {"bleu4", "rouge-l", "length", "emb-average", "emb-extrema", "emb-greedy", "minilm-cosine"}
+    for name in ("adem", "autojudge", "adem-minilm", "autojudge-minilm", "ruber", "ruber-minilm", "mh",
+                 "unref-minilm"):
+        license, allowed = listed[name]
+        assert allowed is False and ("CC-BY-NC-SA-4.0" in license or "LicenseRef-unstated" in license), name
+    assert listed["length"] == ("MIT", True)
+    assert listed["unref-minilm"][0].startswith("CC-BY-NC-SA-4.0 AND GPL-3.0-only")
+    for name, (license, allowed) in listed.items():
+        assert isinstance(allowed, bool) and license, name
+        assert not (allowed and ("-NC-" in license or "GPL" in license or "unstated" in license)), name
+
+
 def test_models_say_which_component_files_run_where(full_app):
     """A GPU pod serves the fp32 encoder and a CPU pod the int8 file in float (int8-float), or w8a8 where
     built and the CPU has integer dot products, and says why; their scores differ slightly."""
@@ -101,6 +120,13 @@ def test_responses_match_the_schemas_the_openapi_document_declares(client, basel
         ("POST", "/score", {"models": ["bleu4", "length"], "items": [item]}, schemas.MultiScoreResponseSchema),
         ("POST", "/rerank", {"model": "length", "context": ["hi"], "candidates": ["a", "b c"]},
          schemas.RerankResponseSchema),
+        # the extensions' fields: context_dropped and warnings
+        ("POST", "/rerank", {"model": "length", "context": ["hi", "there"], "candidates": ["a", "да", "😀"],
+                             "on_long_context": "keep_last"}, schemas.RerankResponseSchema),
+        ("POST", "/score", {"model": "bleu4", "items": [item, {**item, "response": " "}],
+                            "on_long_context": "keep_last"}, schemas.ScoreResponseSchema),
+        ("POST", "/score", {"models": ["bleu4", "length"], "items": [{**item, "response": "你好"}],
+                            "on_long_context": "keep_last"}, schemas.MultiScoreResponseSchema),
         ("POST", "/correlate", {"human": human, "scores": {"a": a, "b": b}, "systems": list("xyzxyzxyzx"),
                                 "resamples": 50}, schemas.CorrelateResponseSchema),
         ("POST", "/correlate", {"human": human, "scores": {"a": a}, "systems": list("xyzxyzxyzx"), "resamples": 50,

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from service.artifacts.manifest import ManifestError, read_manifest, verify_files, write_manifest
+from tests.conftest import MODEL_STORE
 
 
 def _folder(tmp_path):
@@ -54,6 +55,8 @@ def test_missing_file_is_named(tmp_path):
     (lambda m: m.update(kind="referenced"), "contradicts kind 'referenced'"),
     (lambda m: m.update(requires=["turns"]), "contradicts"),
     (lambda m: m.update(requires=["context", "response", "response"]), "contradicts"),  # /models listed it twice
+    (lambda m: m.update(card={"license": ""}), "card.license"),  # GET /models lists it: a string, not blank
+    (lambda m: m.update(card={"license": "MIT", "commercial_use": "yes"}), "card.commercial_use"),
 ])
 def test_bad_manifests_are_refused(tmp_path, change, message):
     folder = _folder(tmp_path)
@@ -63,6 +66,33 @@ def test_bad_manifests_are_refused(tmp_path, change, message):
     (folder / "manifest.json").write_text(json.dumps(raw))
     with pytest.raises(ManifestError, match=message):
         read_manifest(folder)
+
+
+def test_terms_not_stated_grant_no_commercial_use(tmp_path):
+    folder = _folder(tmp_path)
+    unstated = write_manifest(folder, name="toy", version="1", kind="unreferenced", card={"commercial_use": True})
+    assert (unstated.license, unstated.commercial_use) == ("LicenseRef-unstated", False)
+    stated = write_manifest(folder, name="toy", version="1", kind="unreferenced",
+                            card={"license": "MIT", "commercial_use": True, "license_reason": "Ours."})
+    assert (stated.license, stated.commercial_use) == ("MIT", True)
+
+
+def test_every_committed_card_states_its_terms_as_spdx():
+    """Each committed model and component states its terms: an SPDX expression (license-expression parses it;
+    only LicenseRef- keys may be unknown to it), whether they allow commercial use, and why. Terms that hold a
+    non-commercial, copyleft or unstated part never claim commercial use."""
+    from license_expression import get_spdx_licensing
+
+    licensing = get_spdx_licensing()
+    for path in sorted(MODEL_STORE.glob("*/manifest.json")):
+        card = read_manifest(path.parent).card
+        assert isinstance(card.get("commercial_use"), bool) and card.get("license_reason"), path
+        parsed = licensing.parse(card["license"])
+        unknown = licensing.unknown_license_keys(parsed)
+        assert all(key.startswith("LicenseRef-") for key in unknown), (path, unknown)
+        keys = licensing.license_keys(parsed)
+        if card["commercial_use"]:
+            assert not [k for k in keys if "-NC" in k or k.startswith(("GPL", "LicenseRef-"))], (path, keys)
 
 
 def test_not_json_is_refused(tmp_path):

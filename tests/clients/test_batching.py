@@ -193,3 +193,15 @@ def test_a_chunked_reranking_orders_by_score_within_the_bound_a_provider_states(
         assert earlier.score >= later.score
     for i, earlier in enumerate(ranking):
         assert all(exact[later.index] - exact[earlier.index] <= 2 * bound for later in ranking[i + 1:])
+
+
+def test_warnings_and_dropped_turns_of_chunks_join_in_the_callers_indices(split):
+    candidates = ["sure", "прекрасно", "ok", "fine", "你好"]  # chunks of 3 candidates
+    ranking = split.rerank("length", ["one", "two"], candidates)
+    assert [(w["index"], w["code"]) for w in ranking.warnings] == [(1, "not_english"), (4, "not_english")]
+    assert ranking.context_dropped == 1  # length reads no turn; one is always kept
+    items = [{"context": ["a", "b", "c"][: 1 + i % 3], "response": text}
+             for i, text in enumerate(["yes", "no", "😀", "maybe", "ok", "да"])]  # chunks of 4 items
+    scored = split.score("length", items)
+    assert scored.context_dropped == [0, 1, 2, 0, 1, 2]
+    assert [(w["index"], w["code"]) for w in scored.warnings] == [(2, "no_words"), (5, "not_english")]

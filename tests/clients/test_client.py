@@ -6,7 +6,7 @@ import math
 
 import pytest
 import requests
-from dialscore_client import Client, MultiScoreResult, RankedCandidate, ScoreResult
+from dialscore_client import Client, MultiScoreResult, RankedCandidate, ScoreResult, TooLarge
 
 from tests.clients.conftest import SERVED
 
@@ -45,6 +45,23 @@ def test_models_lists_what_the_server_serves_and_its_limits(client):
     assert served.limits["max_items"] == 512 and served.limits["max_candidates"] == 64
     assert served.loading is False and served.failed == {}
     assert client.limits() == served.limits
+    terms = {m.name: (m.license, m.commercial_use) for m in served.models}
+    assert terms["length"] == ("MIT", True) and terms["unref-minilm"][1] is False
+
+
+def test_a_long_context_is_cut_by_default_and_unreadable_replies_are_warned(client):
+    """The client sends on_long_context="keep_last" unless told otherwise: an 80-turn context is re-ranked on
+    the turns the model reads; a chunked batch's warnings come back in the caller's indices."""
+    context = [f"turn {i}: and then we talked about hiking" for i in range(80)]
+    ranking = client.rerank("unref-minilm", context, [*CANDIDATES, "прекрасно!"])
+    assert ranking.context_dropped == 75 and len(ranking.ranking) == len(CANDIDATES) + 1
+    assert [(w["index"], w["code"]) for w in ranking.warnings] == [(len(CANDIDATES), "not_english")]
+    with pytest.raises(TooLarge):
+        client.rerank("unref-minilm", context, CANDIDATES, on_long_context="reject")
+    items = [{"context": context, "response": text} for text in ("sure!", "我们去爬山吧", "😀")]
+    scored = client.score("length", items)
+    assert scored.context_dropped == [79, 79, 79]
+    assert [(w["index"], w["code"]) for w in scored.warnings] == [(1, "not_english"), (2, "no_words")]
 
 
 def test_score_one_model_is_the_servers_answer(server, client):

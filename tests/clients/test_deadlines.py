@@ -90,7 +90,7 @@ def test_deadline_exceeded_is_not_retried_without_budget(server):
 
 def test_deadline_exceeded_is_retried_without_a_client_timeout(server):
     """No timeout: the server's default budget ran out, and the caller set none of its own."""
-    with proxy(server.port) as hop, Client(hop.url) as client:
+    with proxy(server.port) as hop, Client(hop.url, timeout=None) as client:
         client.limits()
         hop.busy, hop.retry_after, hop.refusal = 1, "1", "deadline_exceeded"
         assert client.score("length", [ITEM]).scores == [4.0]

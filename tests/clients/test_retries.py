@@ -10,7 +10,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from dialscore_client import Client, InvalidRequest, NotReady, ServerError, TransportError, transport
+from dialscore_client import DEFAULT_TIMEOUT, Client, InvalidRequest, NotReady, ServerError, TransportError, transport
 
 from tests.clients.conftest import SERVED
 from tests.clients.proxy import proxy
@@ -29,7 +29,7 @@ def test_waits_for_a_server_that_starts_after_it(store_link, server, caplog, mon
     caplog.set_level(logging.INFO, logger="dialscore_client")
     monkeypatch.setattr(transport, "MAX_BACKOFF", 0.5)  # several attempts inside the loading window
     port = free_port()
-    client = Client(f"http://127.0.0.1:{port}", retry_deadline=180)
+    client = Client(f"http://127.0.0.1:{port}", timeout=None, retry_deadline=180)
     log_path = store_link.parent / f"late-server-{port}.log"
     with ThreadPoolExecutor(1) as pool, open(log_path, "wb") as log:
         scoring = pool.submit(client.score, "adem", [ITEM])
@@ -94,6 +94,19 @@ def test_the_deadline_ends_refused_connections():
     assert 1 <= time.monotonic() - started < 2.5
     assert caught.value.status is None and caught.value.code == "connection_error"
     assert caught.value.attempts >= 2 and "Gave up after" in str(caught.value)
+
+
+def test_a_closed_port_fails_within_the_default_budget():
+    """No timeout given: the call still ends, within DEFAULT_TIMEOUT, however long retry_deadline is."""
+    client = Client(f"http://127.0.0.1:{free_port()}")
+    assert client._transport.timeout == DEFAULT_TIMEOUT < client._transport.retry_deadline
+    started = time.monotonic()
+    with pytest.raises(TransportError) as caught:
+        client.rerank("unref-minilm", ["hi! how was your weekend?"], ["great, thanks!", "no"])
+    elapsed = time.monotonic() - started
+    assert DEFAULT_TIMEOUT - 1 <= elapsed <= DEFAULT_TIMEOUT + 0.5, elapsed
+    assert caught.value.code == "connection_error" and caught.value.attempts >= 2
+    assert f"(timeout {DEFAULT_TIMEOUT:g} s)" in str(caught.value)
 
 
 def test_a_proxys_502_is_retried_until_the_deadline():

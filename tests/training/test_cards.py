@@ -15,7 +15,7 @@ from training.adem import card as adem
 from training.autojudge import card as autojudge
 from training.baselines import card as baselines
 from training.core.card import MEASURED_CARD_FIELDS, SECTIONS, headings, render, render_fields, with_measured_sections
-from training.core.turn_cards import head_card, head_figures, shared_phrases, templates_of
+from training.core.turn_cards import FROM_MANIFEST, head_card, head_figures, shared_phrases, templates_of
 from training.core.turn_cards import readme as turn_readme
 from training.encoders.hred import card as hred
 from training.encoders.minilm import export as minilm
@@ -59,9 +59,9 @@ def rendered(manifest: Manifest) -> tuple[str, dict[str, Any]]:
         readme = ruber.readme(ruber.figures(summary, saved(name)["torch"]))
         return with_measured_sections(readme, card), ruber.card(summary, summary["correlations"])
     if name == "minilm-l6":
-        return render(minilm.TEMPLATES.readme(name), {}), render_fields(minilm.TEMPLATES.card(name), {})
+        return minilm.readme(), render_fields(minilm.TEMPLATES.card(name), {})
     if name == "mpnet-base":
-        return render(mpnet.TEMPLATES.readme(name), card), render_fields(mpnet.TEMPLATES.card(name), {})
+        return mpnet.readme(card), render_fields(mpnet.TEMPLATES.card(name), {})
     raise AssertionError(f"{name}: no card templates known")
 
 

@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from training.core.card import Templates, render, render_fields
+from training.core.card import Templates, render, render_fields, terms_line
 from training.encoders.hred.card import TEMPLATES as HRED
 from training.encoders.hred.card import dev_summary, dev_table, head_figures
 
@@ -50,4 +50,5 @@ def card(figures: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def readme(figures: Mapping[str, Any]) -> str:
-    return render(TEMPLATES.readme(NAME), {**HRED.phrases(), **TEMPLATES.phrases(), **figures})
+    return render(TEMPLATES.readme(NAME), {**HRED.phrases(), **TEMPLATES.phrases(), **figures,
+                                           "terms": terms_line(TEMPLATES.card(NAME))})

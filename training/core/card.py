@@ -126,6 +126,12 @@ def kind_line(manifest: Manifest) -> str:
             f"score range {list(manifest.score_range)}\n- **uses**: {', '.join(manifest.uses) or 'nothing'}")
 
 
+def terms_line(card: Mapping[str, Any]) -> str:
+    """The card's terms as a README bullet: its SPDX expression, whether they allow commercial use, and why."""
+    use = "yes" if card["commercial_use"] is True else "no"
+    return f"- **terms**: `{card['license']}`; commercial use: {use}. {card['license_reason']}"
+
+
 def bullets(card: Mapping[str, Any], keys: tuple[str, ...], labels: dict[str, str] | None = None) -> str:
     """`- **key**: value` for each of `keys` the card has (key words joined by spaces, or its label)."""
     labels = labels or {}
@@ -140,7 +146,7 @@ def manifest_figures(manifest: Manifest) -> dict[str, Any]:
     measured, degenerate = measured_sections(manifest.card), measured_sections(manifest.card, evaluate=False)
     check = (manifest.card.get("evaluate") or {}).get("synthetic")
     return {**{key: value for key, value in manifest.card.items() if isinstance(value, str)},
-            "name": manifest.name, "kind_line": kind_line(manifest), "measured": f"\n\n{measured}" if measured else "",
+            "name": manifest.name, "kind_line": kind_line(manifest), "terms": terms_line(manifest.card), "measured": f"\n\n{measured}" if measured else "",
             "measured_degenerate_only": f"\n\n{degenerate}" if degenerate else "",
             "measured_synthetic": f"\n\n{synthetic_line(check)}" if check else ""}
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from service.scorers.mh import proxies
-from training.core.card import Templates, render, render_fields
+from training.core.card import Templates, render, render_fields, terms_line
 
 TEMPLATES = Templates(__file__)
 NAME = "mh"
@@ -107,4 +107,5 @@ def card(figures: Mapping[str, Any]) -> dict[str, Any]:
 
 def readme(figures: Mapping[str, Any]) -> str:
     fields = card(figures)
-    return render(TEMPLATES.readme(NAME), {**TEMPLATES.phrases(), **fields, **figures, "measured": measured(figures)})
+    return render(TEMPLATES.readme(NAME), {**TEMPLATES.phrases(), **fields, **figures, "measured": measured(figures),
+                                           "terms": terms_line(fields)})

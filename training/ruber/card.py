@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from training.core.card import Templates, render, render_fields
+from training.core.card import Templates, render, render_fields, terms_line
 from training.core.card import write_card as write_model_card
 from training.ruber.word_weights import SIF_A
 
@@ -116,7 +116,7 @@ def card(summary: Mapping[str, Any], correlations: Mapping[str, Any]) -> dict[st
 
 
 def readme(figures: Mapping[str, Any]) -> str:
-    return render(TEMPLATES.readme(NAME), figures)
+    return render(TEMPLATES.readme(NAME), {**figures, "terms": terms_line(TEMPLATES.card(NAME))})
 
 
 def write_card(folder: Path, summary: Mapping[str, Any]) -> Path:

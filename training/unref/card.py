@@ -32,6 +32,16 @@ def heads_note(recipe: Recipe, served_next_turn: bool) -> str:
     return "; ".join(notes)
 
 
+# Every recipe is fitted on the judged training sets (DailyDialog-derived and xDial-Eval among them): their terms.
+JUDGED_TERMS: dict[str, Any] = {
+    "license": "CC-BY-NC-SA-4.0 AND GPL-3.0-only AND O-UDA-1.0 AND CC-BY-4.0 AND Apache-2.0 AND MIT AND LicenseRef-unstated",
+    "commercial_use": False,
+    "license_reason": ("Its weights are fitted on the nine judged sets, among them xDial-Eval (GPL-3.0) and sets drawn "
+                       "from DailyDialog, with DailyDialog++ negatives, over Apache-2.0 encoders: DailyDialog's CC "
+                       "BY-NC-SA 4.0 (non-commercial, share-alike) decides; GPL-3.0 adds copyleft."),
+}
+
+
 def card_figures(recipe: Recipe, fit: Mapping[str, Any], seconds: float, machine: str, argv: list[str]) -> dict[str, Any]:
     """What the card template of a fitted recipe reads, from the run (its time, machine and command line)."""
     shared = shared_phrases()
@@ -42,7 +52,8 @@ def card_figures(recipe: Recipe, fit: Mapping[str, Any], seconds: float, machine
             "heads": heads_note(recipe, served_next_turn="--served-next-turn" in argv),
             "encoder_licences": encoders, "judged_licences": shared["judged_licences"],
             "ruber_licences": shared["ruber_licences"], "seconds": f"{seconds:.0f}",
-            "settings": fit["settings_tried"], "machine": machine, "fit": dict(fit), "argv": " ".join(argv)}
+            "settings": fit["settings_tried"], "machine": machine, "fit": dict(fit), "argv": " ".join(argv),
+            **JUDGED_TERMS}
 
 
 def card(figures: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,10 @@ class MiniLMCosine(SentenceEncoderScorer):
     computes = "referenced"
     default_options: ClassVar[dict[str, dict[str, Any]]] = {REFERENCE_FREE: REFERENCE_FREE_OPTION}
 
+    @property
+    def context_turns(self) -> int | None:
+        return 1  # the last turn
+
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         texts = [t for item in items for t in (item.response, item.reference or "", context_texts(item.context, "last")[0])]
         vectors = self._vectors(texts, cache)

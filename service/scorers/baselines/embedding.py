@@ -67,6 +67,10 @@ class _EmbeddingScorer(Scorer):
     computes = "referenced"
     similarity = staticmethod(average_similarity)
 
+    @property
+    def context_turns(self) -> int | None:
+        return 0  # the reply against the reference only
+
     def _load(self) -> None:
         self.glove: GloveTable = self.components["glove-50d"]
 

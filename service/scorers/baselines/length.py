@@ -15,5 +15,9 @@ from service.text import word_count
 class ReplyLength(Scorer):
     computes = "unreferenced"
 
+    @property
+    def context_turns(self) -> int | None:
+        return 0
+
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         return ScoreBatch([float(word_count(item.response)) for item in items])

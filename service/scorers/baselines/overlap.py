@@ -17,9 +17,17 @@ from service.components.cache import EncodeCache
 from service.scorers.base import Item, Scorer, ScoreBatch
 
 
-class Bleu4(Scorer):
+class _Overlap(Scorer):
+    """The reply's words against the reference's: no context turn read."""
+
     computes = "referenced"
 
+    @property
+    def context_turns(self) -> int | None:
+        return 0
+
+
+class Bleu4(_Overlap):
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         scores = [
             sacrebleu.sentence_bleu(item.response, [item.reference or ""], smooth_method="exp",
@@ -29,9 +37,7 @@ class Bleu4(Scorer):
         return ScoreBatch(scores)
 
 
-class RougeL(Scorer):
-    computes = "referenced"
-
+class RougeL(_Overlap):
     def _load(self) -> None:
         self._tokenizer = tokenizers.DefaultTokenizer(use_stemmer=False)  # RougeScorer's own default
 

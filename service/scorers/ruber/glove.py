@@ -73,6 +73,10 @@ class Ruber(Scorer):
         REFERENCE_FREE: REFERENCE_FREE_OPTION,
     }
 
+    @property
+    def context_turns(self) -> int | None:
+        return self.query_turns  # s_U's query; s_R reads no context
+
     def _load(self) -> None:
         self._load_unreferenced()
         self.bounds = self.manifest.config["normalisation"]

@@ -15,7 +15,7 @@ import numpy as np
 from service.components.cache import EncodeCache
 from service.components.sentence_encoder import SentenceEncoder
 from service.scorers.base import Item, ScoreBatch, Scorer
-from service.scorers.heads import SentenceHeadScorer
+from service.scorers.heads import MAX_TURNS, SentenceHeadScorer, turns_read
 from service.scorers.unref.signals import (TEXT_SIGNALS, TRANSFORMS, VECTOR_SIGNALS, logit, text_signal,
                                                   turns_of, vector_signal)
 from service.artifacts.manifest import ManifestError
@@ -70,6 +70,11 @@ class StackedUnreferenced(Scorer):
         self.weight = np.array([float(spec["weight"]) for spec in self.specs])
         if not np.all(self.sd > 0):
             raise ManifestError(f"{self.name}: every signal's sd must be above 0", "manifest invalid: config.signals")
+
+    @property
+    def context_turns(self) -> int | None:
+        """The vector signals' turns (signals.turns_of) or a head's, whichever reaches further back."""
+        return max([MAX_TURNS, *(turns_read(runner.encoding) for runner in self.heads.values())])
 
     def _encoder(self, spec: dict[str, Any]) -> SentenceEncoder:
         if spec.get("encoder") not in self.components:

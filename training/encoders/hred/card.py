@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from training.core.card import Templates, render, render_fields
+from training.core.card import Templates, render, render_fields, terms_line
 from training.data.judgements import SETS
 
 TEMPLATES = Templates(__file__)
@@ -112,4 +112,4 @@ def card(figures: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def readme(figures: Mapping[str, Any]) -> str:
-    return render(TEMPLATES.readme(NAME), {**TEMPLATES.phrases(), **figures})
+    return render(TEMPLATES.readme(NAME), {**TEMPLATES.phrases(), **figures, "terms": terms_line(TEMPLATES.card(NAME))})

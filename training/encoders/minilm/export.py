@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from service.artifacts.manifest import write_manifest
-from training.core.card import Templates, render, render_fields, write_card
+from training.core.card import Templates, render, render_fields, terms_line, write_card
 
 MAX_LENGTH = 256  # the model's max_seq_length (sentence_bert_config.json)
 DIMENSION = 384
@@ -175,7 +175,12 @@ def write_component_manifest(folder: Path) -> None:
         card=render_fields(TEMPLATES.card(NAME), {}),
         optional=(FP32_FILE, W8A8_FILE),
     )
-    write_card(folder, render(TEMPLATES.readme(NAME), {}))
+    write_card(folder, readme())
+
+
+def readme() -> str:
+    """The component's README: its template with the terms of its card."""
+    return render(TEMPLATES.readme(NAME), {"terms": terms_line(TEMPLATES.card(NAME))})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,7 @@ import json
 import os
 import tempfile
 import time
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ import numpy as np
 from service.components.sentence_encoder import SentenceEncoder
 from service.artifacts.manifest import read_manifest, write_manifest
 from service.artifacts.runtime import Runtime, RuntimeSettings
-from training.core.card import Templates, render, render_fields, write_card
+from training.core.card import Templates, render, render_fields, terms_line, write_card
 from training.core.cli import SetupError
 from training.encoders.mpnet.assemble import assemble
 
@@ -86,7 +87,12 @@ def write_component_manifest(folder: Path, dimension: int = 768) -> None:
                    config={"max_length": MAX_LENGTH, "dimension": dimension, "pooling": "mean", "normalise": True,
                            "files": {"fp32": FP32_FILE, "int8": INT8_FILE}, "cpu_precision": "fp32"},
                    card=card, optional=optional, build={"command": BUILD_COMMAND, "files": list(optional)})
-    write_card(folder, render(TEMPLATES.readme(NAME), card))
+    write_card(folder, readme(card))
+
+
+def readme(card: dict[str, Any]) -> str:
+    """The component's README from its manifest's card."""
+    return render(TEMPLATES.readme(NAME), {**card, "terms": terms_line(card)})
 
 
 def check_parity(model: Path, folder: Path, filename: str, texts: tuple[str, ...] = PARITY_TEXTS) -> dict[str, float]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dialscore_client.errors import DialscoreError, InvalidRequest, TooLarge, rebase_path
-from dialscore_client.results import MultiScoreResult, RankedCandidate, Ranking, ScoreResult
+from dialscore_client.results import MultiScoreResult, RankedCandidate, Ranking, ReplyWarning, ScoreResult
 
 # Paths of one element's own problems, which `on_invalid: "skip"` skips: an item's field, a candidate.
 _ELEMENT_PATH = {"items": re.compile(r"items\.(\d+)\..+"), "candidates": re.compile(r"candidates\.(\d+)")}
@@ -69,11 +69,15 @@ def join_scores(pieces: Sequence[Piece]) -> ScoreResult | MultiScoreResult:
     """The chunks' /score answers as one (one model's, or several models' joined per model)."""
     first = _first_answer(pieces)
     skipped, errors = _skips(pieces, "items")
+    dropped, warnings = _context_dropped(pieces), _warnings(pieces)
     if "results" not in first:
-        return _join_model(pieces, None, skipped, errors)
+        result = _join_model(pieces, None, skipped, errors)
+        result.context_dropped, result.warnings = dropped, warnings
+        return result
     _same(pieces)
     results = {name: _join_model(pieces, name, skipped, errors) for name in first["models"]}
-    return MultiScoreResult(first["model"], first["version"], list(first["models"]), results, skipped, errors)
+    return MultiScoreResult(first["model"], first["version"], list(first["models"]), results, skipped, errors,
+                            dropped, warnings)
 
 
 def join_rankings(pieces: Sequence[Piece], top_k: int | None) -> Ranking:
@@ -86,7 +90,7 @@ def join_rankings(pieces: Sequence[Piece], top_k: int | None) -> Ranking:
         ranking.sort(key=lambda entry: (-entry.score, entry.index))
         ranking = ranking[:top_k] if top_k is not None else ranking
     skipped, errors = _skips(pieces, "candidates")
-    return Ranking(first["model"], version, ranking, skipped, errors)
+    return Ranking(first["model"], version, ranking, skipped, errors, first.get("context_dropped"), _warnings(pieces))
 
 
 def _first_answer(pieces: Sequence[Piece]) -> dict[str, Any]:
@@ -119,6 +123,23 @@ def _join_model(pieces: Sequence[Piece], name: str | None, skipped: list[int], e
     versions = list(dict.fromkeys(answer["version"] for answer in answers if answer is not None))
     model = next(answer["model"] for answer in answers if answer is not None)
     return ScoreResult(model, _one(versions), scores, details if with_details else None, list(skipped), dict(errors))
+
+
+def _context_dropped(pieces: Sequence[Piece]) -> list[int] | None:
+    """Per item, the context turns the server dropped (on_long_context="keep_last"); 0 for a chunk not answered."""
+    if not any(piece.answer is not None and "context_dropped" in piece.answer for piece in pieces):
+        return None
+    dropped: list[int] = []
+    for piece in pieces:
+        answered = (piece.answer or {}).get("context_dropped")
+        dropped += answered if answered is not None else [0] * (piece.stop - piece.start)
+    return dropped
+
+
+def _warnings(pieces: Sequence[Piece]) -> list[ReplyWarning]:
+    """The chunks' warnings, their indices in the caller's batch."""
+    return [ReplyWarning(index=w["index"] + piece.start, code=w["code"], message=w["message"])
+            for piece in pieces if piece.answer is not None for w in piece.answer.get("warnings", [])]
 
 
 def _skips(pieces: Sequence[Piece], field: str) -> tuple[list[int], dict[str, str]]:

@@ -10,7 +10,7 @@ import requests
 from dialscore_client import batching
 from dialscore_client.errors import DialscoreError
 from dialscore_client.results import (CorrelationReport, HumanEvalReport, Method, ModelInfo, MultiScoreResult,
-                                      OnInvalid, Ranking, Rating, ScoreResult, ServedModels)
+                                      OnInvalid, OnLongContext, Ranking, Rating, ScoreResult, ServedModels)
 from dialscore_client.transport import Transport, encode
 from dialscore_client.version import __version__
 
@@ -18,6 +18,9 @@ from dialscore_client.version import __version__
 # taken as none).
 COUNT_LIMIT = {"items": "max_items", "candidates": "max_candidates"}
 BODY_LIMIT = "max_body_bytes"
+# Seconds a method call may take by default: a bot's call fails within it when the server is down or slow,
+# instead of retrying for retry_deadline. A large batch (split into many chunks) needs a larger one.
+DEFAULT_TIMEOUT = 10.0
 
 
 class Client:
@@ -25,13 +28,14 @@ class Client:
 
     base_url: the server's root, e.g. "http://127.0.0.1:8000". token: sent as `Authorization: Bearer <token>`.
     timeout: seconds one method call may take in all (attempts, waits, every chunk of a split batch); each
-    attempt sends what is left as `X-Request-Timeout`. None: no header, the server's default budget, and up
-    to 60 s of waiting for a connection or between an answer's bytes. retry_deadline: seconds after a
+    attempt sends what is left as `X-Request-Timeout`. DEFAULT_TIMEOUT unless given; None: no header, the
+    server's default budget, and up to 60 s of waiting for a connection or between an answer's bytes, retries
+    bounded by retry_deadline alone. retry_deadline: seconds after a
     request's first attempt within which refused connections, 502 and 503s that waiting may cure are
     retried, after `Retry-After` or with backoff; 0 turns retries off. session: your own `requests.Session`.
     """
 
-    def __init__(self, base_url: str, token: str | None = None, timeout: float | None = None,
+    def __init__(self, base_url: str, token: str | None = None, timeout: float | None = DEFAULT_TIMEOUT,
                  retry_deadline: float = 60.0, session: requests.Session | None = None) -> None:
         self._transport = Transport(base_url, token, timeout, retry_deadline, session,
                                     user_agent=f"dialscore-client/{__version__}")
@@ -63,7 +67,8 @@ class Client:
         served = ServedModels(
             models=[ModelInfo(name=m["name"], version=m["version"], kind=m["kind"], requires=list(m["requires"]),
                               score_range=(m["score_range"][0], m["score_range"][1]), sha256=m["sha256"],
-                              providers=list(m["providers"]), card=m.get("card", {}), options=m.get("options", {}))
+                              providers=list(m["providers"]), card=m.get("card", {}), options=m.get("options", {}),
+                              license=m.get("license", ""), commercial_use=m.get("commercial_use") is True)
                     for m in answer["models"]],
             limits=dict(answer["limits"]), loading=bool(answer.get("loading", False)),
             failed=dict(answer.get("failed", {})))
@@ -83,30 +88,36 @@ class Client:
     # --- scoring -----------------------------------------------------------------------------------
     @overload
     def score(self, model: str, items: Sequence[Mapping[str, Any]], options: Mapping[str, Any] | None = None,
-              on_invalid: OnInvalid | None = None) -> ScoreResult: ...
+              on_invalid: OnInvalid | None = None, on_long_context: OnLongContext | None = "keep_last"
+              ) -> ScoreResult: ...
 
     @overload
     def score(self, model: list[str] | tuple[str, ...], items: Sequence[Mapping[str, Any]],
-              options: Mapping[str, Any] | None = None, on_invalid: OnInvalid | None = None) -> MultiScoreResult: ...
+              options: Mapping[str, Any] | None = None, on_invalid: OnInvalid | None = None,
+              on_long_context: OnLongContext | None = "keep_last") -> MultiScoreResult: ...
 
     def score(self, model: str | list[str] | tuple[str, ...], items: Sequence[Mapping[str, Any]],
-              options: Mapping[str, Any] | None = None,
-              on_invalid: OnInvalid | None = None) -> ScoreResult | MultiScoreResult:
+              options: Mapping[str, Any] | None = None, on_invalid: OnInvalid | None = None,
+              on_long_context: OnLongContext | None = "keep_last") -> ScoreResult | MultiScoreResult:
         """POST /score: `items` (dicts of context, response, reference; or turns for dialogue models) scored by
         one model, or by several (a list of names) joined per model; any number of items, sent in chunks
-        within the server's limits. on_invalid="skip" scores the valid items and names the rest."""
+        within the server's limits. on_invalid="skip" scores the valid items and names the rest.
+        on_long_context="keep_last" (the default) cuts each context to the turns the models read instead of
+        the server refusing a long one (`context_dropped` says how many went); None or "reject": refused."""
         payload: dict[str, Any] = {"models": list(model)} if not isinstance(model, str) else {"model": model}
-        payload.update(_given(options=_dict(options), on_invalid=on_invalid))
+        payload.update(_given(options=_dict(options), on_invalid=on_invalid, on_long_context=on_long_context))
         pieces = self._send_split("/score", payload, "items", list(items), on_invalid == "skip")
         return batching.join_scores(pieces)
 
     def rerank(self, model: str, context: Sequence[str], candidates: Sequence[str], reference: str | None = None,
                top_k: int | None = None, options: Mapping[str, Any] | None = None,
-               on_invalid: OnInvalid | None = None) -> Ranking:
+               on_invalid: OnInvalid | None = None, on_long_context: OnLongContext | None = "keep_last") -> Ranking:
         """POST /rerank: `candidates` replies to `context` ranked best first (ties in their order), at most
-        `top_k`; more candidates than the server takes at once are scored in chunks and their rankings merged."""
+        `top_k`; more candidates than the server takes at once are scored in chunks and their rankings merged.
+        on_long_context as for `score`: a long context is cut to the turns the model reads by default."""
         payload: dict[str, Any] = {"model": model, "context": list(context)}
-        payload.update(_given(reference=reference, top_k=top_k, options=_dict(options), on_invalid=on_invalid))
+        payload.update(_given(reference=reference, top_k=top_k, options=_dict(options), on_invalid=on_invalid,
+                              on_long_context=on_long_context))
         pieces = self._send_split("/rerank", payload, "candidates", list(candidates), on_invalid == "skip")
         return batching.join_rankings(pieces, top_k)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
 OnInvalid = Literal["reject", "skip"]
+OnLongContext = Literal["reject", "keep_last"]
 Method = Literal["pearson", "spearman", "kendall"]
 
 
@@ -46,6 +47,15 @@ class Rating(TypedDict):
 
 
 # --- /score and /rerank --------------------------------------------------------------------------
+class ReplyWarning(TypedDict):
+    """A reply the models were not made to read (its score is still given): `index` into the items or
+    candidates, `code` (`not_english`, `no_words`, `empty`) and a message."""
+
+    index: int
+    code: str
+    message: str
+
+
 @dataclass
 class ScoreResult:
     """One model's answer: `scores[i]` is `items[i]`'s score (None where the item was skipped)."""
@@ -56,6 +66,8 @@ class ScoreResult:
     details: list[dict[str, Any] | None] | None = None  # components per item, where the model gives them
     skipped: list[int] = field(default_factory=list)  # under on_invalid="skip": the items left out
     errors: dict[str, str] = field(default_factory=dict)  # why, by field path (`items.3.reference`)
+    context_dropped: list[int] | None = None  # under on_long_context="keep_last": turns dropped, per item
+    warnings: list[ReplyWarning] = field(default_factory=list)
 
 
 @dataclass
@@ -68,6 +80,8 @@ class MultiScoreResult:
     results: dict[str, ScoreResult]
     skipped: list[int] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
+    context_dropped: list[int] | None = None
+    warnings: list[ReplyWarning] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -88,6 +102,8 @@ class Ranking:
     ranking: list[RankedCandidate]
     skipped: list[int] = field(default_factory=list)  # under on_invalid="skip": candidates left out
     errors: dict[str, str] = field(default_factory=dict)  # why, by `candidates.<i>`
+    context_dropped: int | None = None  # under on_long_context="keep_last": the context turns dropped
+    warnings: list[ReplyWarning] = field(default_factory=list)
 
 
 # --- GET /models ---------------------------------------------------------------------------------
@@ -104,6 +120,8 @@ class ModelInfo:
     providers: list[str]
     card: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
+    license: str = ""  # the terms of what it was trained on and built from (SPDX expression or LicenseRef-)
+    commercial_use: bool = False  # whether those terms allow commercial use (the card's license_reason says why)
 
 
 @dataclass

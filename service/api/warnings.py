@@ -1,0 +1,33 @@
+"""The `warnings` of a /score or /rerank response: replies the models were not made to read (API.md).
+
+Each is `{"index", "code", "message"}`, `index` pointing into `items` or `candidates`; the score is still
+given. Codes: `not_english` (service/components/language.py), `no_words` (emoji or punctuation only), `empty`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from service import metrics
+from service.components import language
+
+_MESSAGES = {
+    "empty": "The reply is empty or blank: its score says nothing about a reply; do not send it.",
+    "no_words": "The reply has no letter or digit (emoji or punctuation only): the models read words, so such "
+                "replies score alike and their order means little.",
+    "not_english": "The reply {what}, not English: the models were trained on English only, so its score and "
+                   "rank mean little.",
+}
+
+
+def reply_warnings(replies: list[tuple[int, str]], confidence: float, endpoint: str) -> list[dict[str, Any]]:
+    """A warning for each (index, reply) the models cannot read, in the order given; each counted in metrics."""
+    out = []
+    for index, text in replies:
+        reading = language.read(text, confidence)
+        if reading.code == "english":
+            continue
+        what = (f"is mostly in the {reading.language} script" if reading.how == "script" else
+                f"looks like language {reading.language!r} ({reading.how})")
+        out.append({"index": index, "code": reading.code, "message": _MESSAGES[reading.code].format(what=what)})
+        metrics.WARNINGS.labels(endpoint, reading.code).inc()
+    return out

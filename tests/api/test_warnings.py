@@ -1,0 +1,51 @@
+"""`warnings` on /score and /rerank: replies in another language or script, without words, or blank are
+named (index, code, message) and counted; the scores are still given, and English replies draw none."""
+from __future__ import annotations
+
+from tests.conftest import metric_sample
+
+CONTEXT = ["hi! how was your weekend?"]
+
+
+def test_russian_and_chinese_candidates_are_warned_and_english_ones_not(client):
+    before = metric_sample(client, 'dialscore_warnings_total{code="not_english",endpoint="/rerank"}')
+    candidates = ["great, i went hiking with my sister!", "прекрасно!", "我周末去爬山了，很开心。", "ok.",
+                  "Я ходил в кино с друзьями.", "no way!"]
+    answer = client.post("/rerank", json={"model": "length", "context": CONTEXT, "candidates": candidates})
+    assert answer.status_code == 200
+    body = answer.get_json()
+    assert len(body["ranking"]) == len(candidates)  # warned, still ranked
+    warned = {w["index"]: w for w in body["warnings"]}
+    assert sorted(warned) == [1, 2, 4]
+    assert all(w["code"] == "not_english" for w in warned.values())
+    assert "Cyrillic" in warned[1]["message"] and "Han" in warned[2]["message"]
+    after = metric_sample(client, 'dialscore_warnings_total{code="not_english",endpoint="/rerank"}')
+    assert after - before == 3
+
+
+def test_a_latin_script_language_is_warned_by_the_identifier(client):
+    items = [{"context": CONTEXT, "response": "Ich weiß nicht, was du meinst."},
+             {"context": CONTEXT, "response": "I don't know what you mean."}]
+    body = client.post("/score", json={"model": "length", "items": items}).get_json()
+    (warning,) = body["warnings"]
+    assert warning["index"] == 0 and warning["code"] == "not_english" and "'de'" in warning["message"]
+
+
+def test_emoji_only_and_blank_replies_are_named(client):
+    items = [{"context": CONTEXT, "response": "😀😀👍"}, {"context": CONTEXT, "response": " \u200b "},
+             {"context": CONTEXT, "response": "sure, sounds fun"}]
+    body = client.post("/score", json={"models": ["length", "bleu4"], "items": [{**i, "reference": "fun"} for i in items]}
+                       ).get_json()
+    assert [(w["index"], w["code"]) for w in body["warnings"]] == [(0, "no_words"), (1, "empty")]
+    assert body["results"]["length"]["scores"] == [0.0, 0.0, 3.0]
+
+
+def test_english_replies_draw_no_warnings_field(client):
+    body = client.post("/score", json={"model": "length", "items": [{"context": CONTEXT, "response": "Sure."}]})
+    assert "warnings" not in body.get_json()
+
+
+def test_skipped_items_are_not_warned_about(client):
+    items = [{"context": CONTEXT, "response": "прекрасно!", "unknown": 1}, {"context": CONTEXT, "response": "да"}]
+    body = client.post("/score", json={"model": "length", "items": items, "on_invalid": "skip"}).get_json()
+    assert body["skipped"] == [0] and [w["index"] for w in body["warnings"]] == [1]
