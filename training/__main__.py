@@ -30,7 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "minilm-cosine": ("training.baselines.cosine", "the store folder of the untrained minilm-cosine"),
     "minilm-report": ("training.evaluation.minilm_report", "the -minilm models against their bars: docs and cards"),
     "degenerate": ("training.evaluation.degenerate", "degenerate replies against human ones, every model"),
-    "train-unref": ("training.unref.train", "unref-minilm, unref-mpnet, unref-mpnet-minilm: stacked reference-free models"),
+    "train-unref": ("training.unref.train", "unref-minilm(-commercial), unref-mpnet, unref-mpnet-minilm: stacked reference-free models"),
+    "calibrate": ("training.calibration.calibrate", "human_percentile tables of the reference-free models, their checks"),
     "finetune-minilm": ("training.autojudge.finetune", "experiment: AutoJudge with MiniLM itself fine-tuned"),
 }
 # `train <model>`: model -> (its trainer's module, what it trains)

@@ -135,6 +135,13 @@ class ScoreRequestSchema(StrictSchema):
             raise ValidationError("Give exactly one of `model` or `models`.", "model")
 
 
+_HUMAN_PERCENTILE = (
+    "Reference-free models that ship a table of their scores of real next turns (`human_percentile.json` in the "
+    "model folder): the share, in [0, 1], of human next turns in held-out Chit-Chat conversations that this reply "
+    "outscores (ties count half), per item (null for a skipped one). 0.5 is a typical human reply; a bot can "
+    "threshold it (the README's re-ranking section gives operating points). Absent for other models.")
+
+
 class ModelScoresSchema(StrictSchema):
     """One model's scores: the /score response for `model`, and each entry of `results` for `models`."""
 
@@ -145,6 +152,7 @@ class ModelScoresSchema(StrictSchema):
     details = fields.List(fields.Dict(keys=fields.String(), allow_none=True), metadata={"description": (
         "Per item, parallel to `scores`, where the model or its options give components (the terms of its formula, "
         "a proxy's value): its card and options in GET /models say which.")})
+    human_percentile = fields.List(fields.Float(allow_none=True), metadata={"description": _HUMAN_PERCENTILE})
 
 
 class ScoreResponseSchema(ModelScoresSchema):
@@ -184,6 +192,8 @@ class RankedSchema(StrictSchema):
     index = fields.Integer(required=True)
     response = fields.String(required=True)
     score = fields.Float(required=True)
+    human_percentile = fields.Float(validate=validate.Range(min=0.0, max=1.0),
+                                    metadata={"description": _HUMAN_PERCENTILE})
 
 
 class RerankResponseSchema(StrictSchema):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from training.data.judgements import TRAINING_SETS
+
 MINILM = "minilm-l6"
 MPNET = "mpnet-base"
 AUTOJUDGE_HEAD = "autojudge_head.onnx"
@@ -57,8 +59,15 @@ class Recipe:
     uses: tuple[str, ...]
     signals: tuple[dict, ...]
     heads: dict[str, HeadSource]
+    rated_sets: tuple[str, ...] = TRAINING_SETS  # the judged sets whose train partitions the fit reads
+    negatives: bool = True  # the stacker's margin term on DailyDialog++ negative samples (train.Rows)
+    template: str = "unref"  # its card's templates (training/unref/cards)
 
 
+# Judged sets whose terms leave what is trained on them free for commercial use: DSTC7's judgements
+# (O-UDA v1.0: no restriction on Results, trained models included) and ConTurE (CC BY 4.0: attribution).
+# The others are DailyDialog text (CC BY-NC-SA 4.0), xDial-Eval copies (GPL-3.0) or state no terms.
+COMMERCIAL_SETS = ("dstc7", "conture")
 RECIPES = {
     "unref-minilm": Recipe(
         "unref-minilm", (MINILM,),
@@ -75,4 +84,8 @@ RECIPES = {
         (autojudge(MPNET), ruber_logit(MINILM), cos_mean(MPNET, 2), copy_excess(MPNET), *TEXT),
         {AUTOJUDGE_HEAD: HeadSource("autojudge-minilm", MPNET, served=False),
          RUBER_HEAD: HeadSource("ruber-minilm", MINILM, served=True)}),
+    "unref-minilm-commercial": Recipe(
+        "unref-minilm-commercial", (MINILM,),
+        (cos_mean(MINILM, 1), cos_mean(MINILM, 2), copy_excess(MINILM), *TEXT), {},
+        rated_sets=COMMERCIAL_SETS, negatives=False, template="unref-commercial"),
 }
