@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PY:-.venv/bin/python}"
-STEPS="${STEPS:-components vhred adem-autojudge ruber minilm unref mh evaluate}"
+STEPS="${STEPS:-components vhred adem-autojudge ruber minilm unref mh evaluate calibrate}"
 
 step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
 has() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -63,4 +63,8 @@ if has evaluate; then
     $PY -m training degenerate
     $PY -m training minilm-report
     $PY -m training selfplay --bot vhred --conversations 100 --turns 10 --docs docs/evaluation.md
+fi
+if has calibrate; then
+    step "human_percentile tables of the reference-free models, their checks (docs/calibration.md)"
+    $PY -m training calibrate  # every reference-free model served but length (the mpnet ones where built)
 fi

@@ -1,7 +1,8 @@
-"""human_percentile's table and checks: a model's served scores of human next turns in Chit-Chat's validation
-conversations (MIT; no training stream reads that split), the uniformity of the percentiles it gives to human
-next turns elsewhere (Kolmogorov-Smirnov distance from uniform), and operating points on the synthetic check's
-cases (the true next turn accepted, a candidate set made only of negatives rejected)."""
+"""human_percentile's table and checks: a model's served scores of human next turns, one a conversation, in
+Chit-Chat's train split (MIT; the largest permissive source: 6,450 conversations), the uniformity of the
+percentiles it gives to human next turns of held-out conversations (Kolmogorov-Smirnov distance from uniform;
+one turn a conversation, so the draws are independent), and operating points on the synthetic check's cases
+(the true next turn accepted, a candidate set made only of negatives rejected)."""
 from __future__ import annotations
 
 import random
@@ -15,20 +16,27 @@ from service.scorers.base import Item
 from service.scorers.heads import MAX_TURNS
 from training.evaluation.synthetic_cases import KINDS, Case
 
-TABLE_SOURCE = "chitchat validation"
-TABLE_TURNS = 4000  # human next turns in the table (at most)
-CHECK_TURNS = 2000  # human next turns a KS check reads per source (at most)
+TABLE_SOURCE = "chitchat train"
+TABLE_TURNS = 4000  # human next turns in the table (at most; one a conversation)
+CHECK_TURNS = 2000  # human next turns a KS check reads per source (at most; one a conversation)
 THRESHOLDS = (0.05, 0.1, 0.25, 0.5)
 SEED = 51
 Score = Callable[[list[Item]], Sequence[float]]
 
 
 def next_turns(dialogues: list[list[str]], limit: int, seed: int = SEED) -> list[Item]:
-    """Up to `limit` (context, human next turn) items, each from another position, the contexts the last
-    MAX_TURNS turns before the reply; seeded, so the same items wherever the data is the same."""
-    positions = [(d, i) for d, turns in enumerate(dialogues) for i in range(1, len(turns)) if turns[i].strip()]
-    chosen = random.Random(seed).sample(positions, min(limit, len(positions)))
-    return [Item(dialogues[d][max(0, i - MAX_TURNS):i], dialogues[d][i]) for d, i in sorted(chosen)]
+    """One (context, human next turn) item from each of up to `limit` conversations, at a random position,
+    the context the last MAX_TURNS turns before it; seeded, so the same items wherever the data is the same."""
+    rng = random.Random(seed)
+    chosen = sorted(rng.sample(range(len(dialogues)), min(limit, len(dialogues))))
+    items = []
+    for d in chosen:
+        turns = dialogues[d]
+        positions = [i for i in range(1, len(turns)) if turns[i].strip()]
+        if positions:
+            i = rng.choice(positions)
+            items.append(Item(turns[max(0, i - MAX_TURNS):i], turns[i]))
+    return items
 
 
 def ks_from_uniform(percentiles: Sequence[float]) -> float:
