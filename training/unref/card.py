@@ -69,8 +69,9 @@ def search_table(fit: Mapping[str, Any]) -> str:
     """The leave-one-set-out search: its best settings and the one chosen."""
     rows = fit["search"]
     groups = list(rows[0]["per_group"])
-    lines = [TEMPLATES.phrase("search", groups=len(groups), group_names=", ".join(groups),
-                              settings=fit["settings_tried"], shown=len(rows)), "",
+    measured = any(row["negatives_ordered"] is not None for row in rows)
+    lines = [TEMPLATES.phrase("search" if measured else "search.no_negatives", groups=len(groups),
+                              group_names=", ".join(groups), settings=fit["settings_tried"], shown=len(rows)), "",
              "| lambda | target | weighting | signed | rank | LOSO r | worst group | LOSO pairwise | negatives ordered |",
              "|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
