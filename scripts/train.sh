@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PY:-.venv/bin/python}"
-STEPS="${STEPS:-components vhred adem-autojudge ruber minilm unref mh trained-items evaluate}"
+STEPS="${STEPS:-components vhred adem-autojudge ruber minilm unref mh trained-items evaluate calibrate}"
 
 step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
 has() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -48,7 +48,7 @@ if has minilm; then
 fi
 if has unref; then
     step "reference-free models: the stacked combinations (the mpnet ones where built)"
-    $PY -m training train-unref --model unref-minilm --figures docs/cards
+    $PY -m training train-unref --model unref-minilm unref-minilm-commercial --figures docs/cards
     if [[ -f model_store/mpnet-base/encoder-fp32.onnx ]]; then  # make encoder-mpnet
         $PY -m training train-unref --model unref-mpnet unref-mpnet-minilm --figures docs/cards
     fi
@@ -69,4 +69,8 @@ if has evaluate; then
     $PY -m training evaluate
     $PY -m training degenerate
     $PY -m training selfplay --bot vhred --conversations 100 --turns 10 --docs docs/evaluation.md
+fi
+if has calibrate; then
+    step "human_percentile tables of the reference-free models, their checks (docs/calibration.md)"
+    $PY -m training calibrate  # every reference-free model served but length (the mpnet ones where built)
 fi

@@ -22,7 +22,7 @@ from service.api.warnings import reply_warnings
 from service.components.cache import EncodeCache
 from service.config import Settings
 from service.errors import InvalidRequest, NotReady
-from service.scorers.base import REFERENCE_FREE, Call, Item, Scorer, lacks_reference
+from service.scorers.base import REFERENCE_FREE, Call, Item, ScoreBatch, Scorer, lacks_reference
 from service.stats import StatsInputError, correlate as correlate_stats
 from service.stats.human_eval import HumanEvalInputError, assess
 from service.store.model_store import LOADING_RETRY_AFTER_S, ModelStore
@@ -208,13 +208,13 @@ def _with_warnings(out: dict[str, Any], warnings: list[dict[str, Any]]) -> dict[
 
 
 # --- scoring -------------------------------------------------------------------------------------
-def _run(call: Call, items: list[Any], cache: EncodeCache) -> tuple[list[float], list[dict[str, Any]] | None]:
+def _run(call: Call, items: list[Any], cache: EncodeCache) -> ScoreBatch:
     started = time.perf_counter()
     batch = call.score(items, cache=cache)
     metrics.MODEL_SECONDS.labels(call.name).observe(time.perf_counter() - started)
     metrics.ITEMS.labels(call.name).inc(len(items))
     metrics.BATCH.labels(call.name).observe(len(items))
-    return batch.scores, batch.details
+    return batch
 
 
 def _with_skipped(out: dict[str, Any], errors: dict[str, str], endpoint: str) -> dict[str, Any]:
@@ -251,10 +251,12 @@ def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[s
     calls = _resolved(requested, calls, [] if single else sorted(set(options) - set(names)))
     results = []
     for call in calls:
-        scores, details = _run(call, items, cache)
-        result = {"model": call.name, "version": call.version, "scores": _spread(scores, kept, total)}
-        if details is not None:
-            result["details"] = _spread(details, kept, total)
+        batch = _run(call, items, cache)
+        result = {"model": call.name, "version": call.version, "scores": _spread(batch.scores, kept, total)}
+        if batch.details is not None:
+            result["details"] = _spread(batch.details, kept, total)
+        if batch.human_percentile is not None:
+            result["human_percentile"] = _spread(batch.human_percentile, kept, total)
         results.append(result)
     if single:
         out = results[0]
@@ -296,13 +298,16 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     cache = EncodeCache()
     limits.check_encoder_work([call], items, settings, cache, path="candidates")
     (call,) = _resolved(requested, [call], [])
-    scores, _ = _run(call, items, cache)
+    batch = _run(call, items, cache)
+    scores = batch.scores
     order = sorted(range(len(items)), key=lambda i: -scores[i])  # stable: ties keep the candidates' order
     if body["top_k"] is not None:
         order = order[: body["top_k"]]
-    out = {"model": call.name, "version": call.version,
-           "ranking": [{"index": kept[i], "response": body["candidates"][kept[i]], "score": scores[i]}
-                       for i in order]}
+    ranking = [{"index": kept[i], "response": body["candidates"][kept[i]], "score": scores[i]} for i in order]
+    if batch.human_percentile is not None:
+        for entry, i in zip(ranking, order):
+            entry["human_percentile"] = batch.human_percentile[i]
+    out = {"model": call.name, "version": call.version, "ranking": ranking}
     if dropped is not None:
         out["context_dropped"] = dropped
     replies = [(j, body["candidates"][j]) for j in kept]

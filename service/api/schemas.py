@@ -166,6 +166,11 @@ _WARNINGS = fields.List(fields.Nested(WarningSchema), metadata={
                    "were not made to read; the score is still given. Counted in dialscore_warnings_total."})
 _CONTEXT_DROPPED_ITEMS = fields.List(fields.Integer(), metadata={
     "description": "Only under `on_long_context: \"keep_last\"`: per item, the context turns dropped (0 where none)."})
+_HUMAN_PERCENTILE = (
+    "Reference-free models that ship a table of their scores of real next turns (`human_percentile.json` in the "
+    "model folder): the share, in [0, 1], of human next turns (one from each of 3,612 Chit-Chat conversations) that "
+    "this reply outscores (ties count half), per item (null for a skipped one). 0.5 is a typical human reply; a bot can "
+    "threshold it (the README's re-ranking section gives operating points). Absent for other models.")
 
 
 class ModelScoresSchema(StrictSchema):
@@ -178,6 +183,7 @@ class ModelScoresSchema(StrictSchema):
     details = fields.List(fields.Dict(keys=fields.String(), allow_none=True), metadata={"description": (
         "Per item, parallel to `scores`, where the model or its options give components (the terms of its formula, "
         "a proxy's value): its card and options in GET /models say which.")})
+    human_percentile = fields.List(fields.Float(allow_none=True), metadata={"description": _HUMAN_PERCENTILE})
 
 
 class ScoreResponseSchema(ModelScoresSchema):
@@ -222,6 +228,8 @@ class RankedSchema(StrictSchema):
     index = fields.Integer(required=True)
     response = fields.String(required=True)
     score = fields.Float(required=True)
+    human_percentile = fields.Float(validate=validate.Range(min=0.0, max=1.0),
+                                    metadata={"description": _HUMAN_PERCENTILE})
 
 
 class RerankResponseSchema(StrictSchema):

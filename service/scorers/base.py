@@ -15,6 +15,7 @@ import numpy as np
 from service.components.cache import EncodeCache
 from service.artifacts.manifest import Manifest, ManifestError
 from service.artifacts.runtime import providers_of
+from service.scorers.percentile import HumanPercentile
 from service.text import is_blank
 
 
@@ -51,6 +52,7 @@ class Dialogue:
 class ScoreBatch:
     scores: list[float]
     details: list[dict[str, Any]] | None = None
+    human_percentile: list[float] | None = None  # where the model ships its table (service/scorers/percentile.py)
 
 
 def term_details(outputs: dict[str, Any], names: tuple[str, ...]) -> list[dict[str, float]] | None:
@@ -93,6 +95,7 @@ class Scorer:
         self.runtime = runtime
         self.option_spec = {**self.default_options, **manifest.options}
         self._load()
+        self.human_percentile = HumanPercentile.of(manifest)
 
     # --- identity -------------------------------------------------------------------------
     @property
@@ -207,6 +210,8 @@ class Scorer:
             # equal to its reference was 1.0000000000000004): /models promises score_range, so clip.
             scores = np.clip(scores, *self.manifest.score_range)
         batch.scores = [float(scores[j]) for j in where]
+        if self.human_percentile is not None and not part:  # the table holds the whole model's scores
+            batch.human_percentile = self.human_percentile(batch.scores)
         if batch.details is not None and len(distinct) < len(items):
             batch.details = [copy.deepcopy(batch.details[j]) for j in where]
         return batch

@@ -18,9 +18,10 @@ from training.core.docs_section import with_section, write_section
 SECTIONS = ("Description", "Intended uses", "Inputs and outputs", "Training data and licence", "Evaluation",
             "Limitations and bias", "Reproduce", "Citation")
 AFTER_EVALUATION = "## Limitations and bias"  # a measured section without its markers yet goes in before it
-# Card fields that measuring commands (evaluate, degenerate, minilm-report) write into a manifest; evaluate
-# moves a trainer's `correlations` to `training_run` (training/evaluation/figures.py).
-MEASURED_CARD_FIELDS = ("evaluate", "degenerate", "correlations", "correlations_command", "training_run")
+# Card fields that measuring commands (evaluate, degenerate, minilm-report, calibrate) write into a manifest;
+# evaluate moves a trainer's `correlations` to `training_run` (training/evaluation/figures.py).
+MEASURED_CARD_FIELDS = ("evaluate", "degenerate", "correlations", "correlations_command", "training_run",
+                        "human_percentile")
 # The markers of a card's measured sections: evaluate's are those of its section of docs/evaluation.md.
 EVALUATE_BEGIN, EVALUATE_END = "<!-- evaluate:begin -->", "<!-- evaluate:end -->"
 DEGENERATE_BEGIN, DEGENERATE_END = "<!-- degenerate-card:begin -->", "<!-- degenerate-card:end -->"

@@ -368,6 +368,10 @@ SETS: dict[str, SetInfo] = {
 
 # The sets training reads (its train partitions) and chooses settings by (their dev partitions).
 TRAINING_SETS: tuple[str, ...] = tuple(name for name, info in SETS.items() if info.for_training)
+# Judged sets whose terms leave what is trained on them free for commercial use: DSTC7's judgements
+# (O-UDA v1.0: no restriction on Results, trained models included) and ConTurE (CC BY 4.0: attribution).
+# The others are DailyDialog text (CC BY-NC-SA 4.0), xDial-Eval copies (GPL-3.0) or state no terms.
+COMMERCIAL_SETS: tuple[str, ...] = ("dstc7", "conture")
 # The sets whose dev text no training stream may hold (`dev_holdout`).
 HELD_OUT_SETS: tuple[str, ...] = tuple(name for name, info in SETS.items() if info.held_out)
 # Set -> the set whose items it holds again (SetInfo.alias_of).

@@ -8,10 +8,10 @@ from typing import Any
 from service.artifacts.manifest import Manifest
 from training.core.card import Templates, manifest_figures, render, render_fields
 from training.core.turn_cards import shared_phrases
-from training.unref.recipes import MINILM, Recipe
+from training.unref.recipes import MINILM, RECIPES, Recipe
 
 TEMPLATES = Templates(__file__)
-TEMPLATE = "unref"  # one template serves every recipe
+TEMPLATE = "unref"  # the template of a recipe that names none of its own (Recipe.template)
 
 
 def heads_note(recipe: Recipe, served_next_turn: bool) -> str:
@@ -29,7 +29,7 @@ def heads_note(recipe: Recipe, served_next_turn: bool) -> str:
             note = TEMPLATES.phrase("head.trained", model=source.model, encoder=source.encoder)
             note += TEMPLATES.phrase("head.out_of_fold") if source.rated else ""
         notes.append(TEMPLATES.phrase("head", file=file, note=note))
-    return "; ".join(notes)
+    return "; ".join(notes) or TEMPLATES.phrase("head.none")
 
 
 # Every recipe is fitted on the judged training sets (DailyDialog-derived and xDial-Eval among them): their terms.
@@ -53,12 +53,12 @@ def card_figures(recipe: Recipe, fit: Mapping[str, Any], seconds: float, machine
             "encoder_licences": encoders, "judged_licences": shared["judged_licences"],
             "ruber_licences": shared["ruber_licences"], "seconds": f"{seconds:.0f}",
             "settings": fit["settings_tried"], "machine": machine, "fit": dict(fit), "argv": " ".join(argv),
-            **JUDGED_TERMS}
+            "template": recipe.template, **JUDGED_TERMS}
 
 
 def card(figures: Mapping[str, Any]) -> dict[str, Any]:
     """The manifest's card of a fitted recipe (card_figures)."""
-    return render_fields(TEMPLATES.card(TEMPLATE), figures)
+    return render_fields(TEMPLATES.card(figures.get("template", TEMPLATE)), figures)
 
 
 def signals_table(config: Mapping[str, Any]) -> str:
@@ -79,8 +79,9 @@ def search_table(fit: Mapping[str, Any]) -> str:
     """The leave-one-set-out search: its best settings and the one chosen."""
     rows = fit["search"]
     groups = list(rows[0]["per_group"])
-    lines = [TEMPLATES.phrase("search", groups=len(groups), group_names=", ".join(groups),
-                              settings=fit["settings_tried"], shown=len(rows)), "",
+    measured = any(row["negatives_ordered"] is not None for row in rows)
+    lines = [TEMPLATES.phrase("search" if measured else "search.no_negatives", groups=len(groups),
+                              group_names=", ".join(groups), settings=fit["settings_tried"], shown=len(rows)), "",
              "| lambda | target | weighting | signed | rank | LOSO r | worst group | LOSO pairwise | negatives ordered |",
              "|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
@@ -99,4 +100,5 @@ def readme(manifest: Manifest) -> str:
     """The README of a stacked model, from its template and its manifest."""
     figures = {**manifest_figures(manifest), "signals_table": signals_table(manifest.config),
                "search_table": search_table(manifest.card["fit"])}
-    return render(TEMPLATES.readme(TEMPLATE), figures)
+    recipe = RECIPES.get(manifest.name)
+    return render(TEMPLATES.readme(recipe.template if recipe else TEMPLATE), figures)

@@ -156,8 +156,21 @@ def leave_one_set_out(X: np.ndarray, y: np.ndarray, sets: np.ndarray, groups: np
                  float(np.mean(per_pair)) if per_pair else None, per_group)
 
 
+def figure(value: float | None) -> str:
+    """A share to three decimals, or "none" where it was not measured."""
+    return "none" if value is None else f"{value:.3f}"
+
+
 def choose(trials: list[Trial]) -> Trial:
     """The highest leave-one-set-out Pearson among the settings that order NEGATIVES_FLOOR of the train
-    negative samples (all of them where none does, or none was measured)."""
+    negative samples (all of them where none does, or none was measured); of tied ones, the most default."""
     eligible = [t for t in trials if t.negatives_ordered is None or t.negatives_ordered >= NEGATIVES_FLOOR]
-    return max(eligible or trials, key=lambda t: t.loso_pearson)
+    default = Setting()
+
+    def rank(trial: Trial) -> tuple[float, int]:
+        # Ties (to 4 decimals) go to the setting nearest the default: with two groups each fold fits one set,
+        # where set weighting and per-set targets change nothing the held-out Pearson sees, so they tie exactly.
+        alike = sum(getattr(trial.setting, key) == getattr(default, key) for key in ("target", "weighting", "nonneg"))
+        return round(trial.loso_pearson, 4), alike
+
+    return max(eligible or trials, key=rank)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from training.data.judgements import COMMERCIAL_SETS, TRAINING_SETS
+
 MINILM = "minilm-l6"
 MPNET = "mpnet-base"
 AUTOJUDGE_HEAD = "autojudge_head.onnx"
@@ -57,6 +59,9 @@ class Recipe:
     uses: tuple[str, ...]
     signals: tuple[dict, ...]
     heads: dict[str, HeadSource]
+    rated_sets: tuple[str, ...] = TRAINING_SETS  # the judged sets whose train partitions the fit reads
+    negatives: bool = True  # the stacker's margin term on DailyDialog++ negative samples (train.Rows)
+    template: str = "unref"  # its card's templates (training/unref/cards)
 
 
 RECIPES = {
@@ -75,4 +80,8 @@ RECIPES = {
         (autojudge(MPNET), ruber_logit(MINILM), cos_mean(MPNET, 2), copy_excess(MPNET), *TEXT),
         {AUTOJUDGE_HEAD: HeadSource("autojudge-minilm", MPNET, served=False),
          RUBER_HEAD: HeadSource("ruber-minilm", MINILM, served=True)}),
+    "unref-minilm-commercial": Recipe(
+        "unref-minilm-commercial", (MINILM,),
+        (cos_mean(MINILM, 1), cos_mean(MINILM, 2), copy_excess(MINILM), *TEXT), {},
+        rated_sets=COMMERCIAL_SETS, negatives=False, template="unref-commercial"),
 }

@@ -51,17 +51,18 @@ class Rows:
     sets: np.ndarray
     contexts_of: np.ndarray  # context group ids, for pairwise agreement
     per_set: dict[str, tuple[list[list[str]], list[str]]]
-    negatives: Any  # training.data.negatives.Ranked
+    negatives: Any  # training.data.negatives.Ranked, or None where the recipe's stacker reads none
 
     @classmethod
-    def load(cls, limit: int | None, negatives: Config, seed: int) -> "Rows":
-        items = {name: rows[:limit] for name, rows in judged("train", tuple(GROUPS)).items()}
+    def load(cls, limit: int | None, negatives: Config, seed: int, sets: tuple[str, ...] = tuple(GROUPS),
+             with_negatives: bool = True) -> "Rows":
+        items = {name: rows[:limit] for name, rows in judged("train", sets).items()}
         flat = [item for rows in items.values() for item in rows]
         return cls([list(i.context) for i in flat], [i.response for i in flat], np.array([i.score for i in flat]),
                    np.array([i.set for i in flat]),
                    context_groups([(i.conversation, tuple(i.context)) for i in flat]),
                    {name: ([list(i.context) for i in rows], [i.response for i in rows]) for name, rows in items.items()},
-                   negative_samples(negatives, random.Random(seed), for_ruber=False))
+                   negative_samples(negatives, random.Random(seed), for_ruber=False) if with_negatives else None)
 
 
 class Heads:
@@ -102,8 +103,8 @@ class Heads:
         return self.train_outputs[source]
 
 
-def signals(recipe: Recipe, heads: Heads, rows: Rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The train rows' signals (head signals out of fold) and the negative samples' (good, bad)."""
+def signals(recipe: Recipe, heads: Heads, rows: Rows) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The train rows' signals (head signals out of fold) and the negative samples' (good, bad), None without."""
     negatives = rows.negatives
 
     def at(contexts, replies, train_rows: bool) -> np.ndarray:
@@ -111,6 +112,8 @@ def signals(recipe: Recipe, heads: Heads, rows: Rows) -> tuple[np.ndarray, np.nd
                   for file, s in recipe.heads.items()}
         return matrix(recipe.signals, heads.caches, contexts, replies, values)
 
+    if negatives is None:
+        return at(rows.contexts, rows.replies, True), None, None
     return (at(rows.contexts, rows.replies, True), at(negatives.contexts, negatives.good, False),
             at(negatives.contexts, negatives.bad, False))
 
@@ -118,15 +121,19 @@ def signals(recipe: Recipe, heads: Heads, rows: Rows) -> tuple[np.ndarray, np.nd
 def search(X, rows: Rows, names: list[str], good, bad, one_setting: bool, log=print) -> list[stacker.Trial]:
     groups = np.array([GROUPS[s] for s in rows.sets])
     trials = []
-    for setting in [stacker.Setting()] if one_setting else stacker.settings():
+    # Without negative samples the margin term's weight changes nothing: its settings are not searched.
+    search_space = stacker.SEARCH if good is not None else {**stacker.SEARCH, "rank": (0.0,)}
+    for setting in [stacker.Setting(rank=1.0 if good is not None else 0.0)] if one_setting else stacker.settings(
+            search_space):
         trial = stacker.leave_one_set_out(X, rows.human, rows.sets, groups, rows.contexts_of, names, setting, good, bad)
-        whole = stacker.fit(X, rows.human, rows.sets, names, setting, good, bad)
-        trial.negatives_ordered = float((whole(good) > whole(bad)).mean())
+        if good is not None:
+            whole = stacker.fit(X, rows.human, rows.sets, names, setting, good, bad)
+            trial.negatives_ordered = float((whole(good) > whole(bad)).mean())
         trials.append(trial)
     trials.sort(key=lambda t: -t.loso_pearson)
     for trial in trials[:5]:
         log(f"  {trial.setting}: LOSO r {trial.loso_pearson:.4f} (worst {trial.loso_worst:.4f}), pairwise "
-            f"{trial.loso_pairwise}, negatives ordered {trial.negatives_ordered:.3f}")
+            f"{trial.loso_pairwise}, negatives ordered {stacker.figure(trial.negatives_ordered)}")
     return trials
 
 
@@ -182,10 +189,16 @@ def main(argv: list[str] | None = None) -> int:
                                    ("ruber_pairs", args.ruber_pairs)) if v is not None}
     encoders = sorted({e for recipe in recipes for e in recipe.uses})
     caches = {e: EmbeddingCache(folders.get(e, default_cache(e)), encoder_folder=args.store / e) for e in encoders}
-    rows = Rows.load(args.max_judged, dataclasses.replace(Config(seed=args.seed), **overrides), args.seed)
+    negatives_config = dataclasses.replace(Config(seed=args.seed), **overrides)
     heads = Heads(args.store, caches, overrides, served_next_turn=args.served_next_turn)
-    print(f"{len(rows.replies)} judged train items, {len(rows.negatives.good)} negative samples", flush=True)
+    loaded: dict[tuple, Rows] = {}
     for recipe in recipes:
+        key = (recipe.rated_sets, recipe.negatives)
+        if key not in loaded:
+            loaded[key] = Rows.load(args.max_judged, negatives_config, args.seed, recipe.rated_sets, recipe.negatives)
+        rows = loaded[key]
+        print(f"{recipe.name}: {len(rows.replies)} judged train items of {', '.join(recipe.rated_sets)}, "
+              f"{len(rows.negatives.good) if rows.negatives else 0} negative samples", flush=True)
         names = [spec["name"] for spec in recipe.signals]
         X, good, bad = signals(recipe, heads, rows)
         print(f"{recipe.name}: signals {names}; leave-one-set-out search", flush=True)

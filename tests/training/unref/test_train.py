@@ -45,3 +45,43 @@ def test_leave_one_set_out_leaves_a_set_out_with_its_aliases():
     from training.unref.heads import GROUPS
 
     assert all(GROUPS[alias] == GROUPS[original] for alias, original in ALIASES.items())
+
+
+@pytest.mark.data
+def test_a_tiny_commercial_model_reads_only_commercially_usable_sets_and_serves(tmp_path: Path, monkeypatch):
+    """Its fit reads the train partitions of COMMERCIAL_SETS alone and no negative sample (DailyDialog++ text);
+    its card says the terms in the keys GET /models reads."""
+    from training.unref import train as unref_train
+    from training.unref.recipes import COMMERCIAL_SETS
+
+    read: list[tuple[str, ...]] = []
+    judged = unref_train.judged
+
+    def recording(split: str, sets: tuple[str, ...]):
+        read.append(tuple(sets))
+        return judged(split, sets)
+
+    monkeypatch.setattr(unref_train, "judged", recording)
+    monkeypatch.setattr(unref_train, "negative_samples", lambda *a, **k: pytest.fail("read negative samples"))
+    store = copy_store(tmp_path / "store", ("minilm-l6",))
+    assert unref_train.main(["--model", "unref-minilm-commercial", "--store", str(store), "--cache",
+                             f"minilm-l6={tmp_path / 'cache'}", "--one-setting", "--max-judged", "8"]) == 0
+    assert read == [COMMERCIAL_SETS]
+    served = ModelStore(store, models=("unref-minilm-commercial",))
+    assert served.load(), served.failures
+    scorer = served.scorers["unref-minilm-commercial"]
+    assert [f for f in scorer.manifest.files if f.endswith(".onnx")] == []
+    card = scorer.manifest.card
+    assert card["commercial_use"] is True and card["license"] == "Apache-2.0 AND CC-BY-4.0" and card["license_reason"]
+    scores = scorer.score([Item(["do you like jazz?"], "yes, coltrane is my favourite."),
+                           Item(["do you like jazz?"], "the train leaves at noon.")]).scores
+    assert len(set(scores)) == 2 and all(1.0 < s < 5.0 for s in scores)
+
+
+def test_the_commercial_sets_state_terms_that_allow_commercial_use():
+    from training.data.judgements import SETS
+    from training.unref.recipes import COMMERCIAL_SETS
+
+    for name in COMMERCIAL_SETS:
+        licence = SETS[name].licence
+        assert licence in ("O-UDA v1.0", "CC BY 4.0"), (name, licence)
