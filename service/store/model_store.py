@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from service.artifacts import batch_bounds
 from service.artifacts.manifest import Manifest, ManifestError, read_manifest, verify_files
 from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.components.base import Component
@@ -208,6 +209,8 @@ class ModelStore:
         for name in sorted(self.scorers):
             scorer = self.scorers[name]
             m = scorer.manifest
+            components = [self.components[c].describe() for c in m.uses if c in self.components]
+            bit_exact = scorer.bit_exact_across_batches()
             models.append({
                 "name": name,
                 "version": m.version,
@@ -216,10 +219,11 @@ class ModelStore:
                 "score_range": [m.score_range[0], m.score_range[1]],
                 "sha256": m.sha256,
                 "providers": scorer.providers(),
-                "bit_exact_across_batches": scorer.bit_exact_across_batches(),
+                "bit_exact_across_batches": bit_exact,
+                "batch_bound": batch_bounds.bound(name, bit_exact, components),
                 "options": scorer.option_spec,
                 "uses": list(m.uses),
-                "components": [self.components[c].describe() for c in m.uses if c in self.components],
+                "components": components,
                 "card": m.card,
             })
         return models
