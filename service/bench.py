@@ -142,8 +142,10 @@ class MemorySampler(threading.Thread):
 
 
 def _cpu_model() -> str:
-    """The CPU's name and the integer dot-product instructions it reports (what picks the encoder file)."""
-    from service.artifacts.runtime import int8_dot_products
+    """The CPU's name, the integer dot-product instructions it reports (what picks the encoder file) and
+    its bf16 arithmetic (where auto runs the encoders on OpenVINO in bf16)."""
+    from service.artifacts.openvino import BF16
+    from service.artifacts.runtime import cpu_flags, int8_dot_products
 
     name = platform.processor() or "unknown CPU"
     try:
@@ -153,7 +155,8 @@ def _cpu_model() -> str:
                 break
     except OSError:
         pass
-    return f"{name} (int8 dot products: {int8_dot_products() or 'none reported'})"
+    bf16 = ", ".join(flag for flag in BF16 if flag in cpu_flags()) or "none reported"
+    return f"{name} (int8 dot products: {int8_dot_products() or 'none reported'}; bf16: {bf16})"
 
 
 def _commit() -> str:
@@ -473,9 +476,14 @@ def _load() -> str:
 
 
 def _machine() -> str:
-    """The machine as a section of docs/benchmarks.md names it: the CPU's name and its cores."""
+    """The machine as a section of docs/benchmarks.md names it: the CPU's name, its bf16 arithmetic where
+    it has some (two VMs both called "AMD EPYC", one AVX2-only, must not overwrite each other) and its cores."""
+    from service.artifacts.openvino import BF16
+    from service.artifacts.runtime import cpu_flags
+
     name = _cpu_model().split(" (")[0]
-    return f"{name}, {os.cpu_count()} cores"
+    bf16 = [flag for flag in BF16 if flag in cpu_flags()]
+    return f"{name}{' with ' + ', '.join(bf16) if bf16 else ''}, {os.cpu_count()} cores"
 
 
 def _suite(args: argparse.Namespace, extra: dict[str, str] | None, header: list[str],

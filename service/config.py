@@ -302,7 +302,7 @@ def load_server_settings(environ: Mapping[str, str] | None = None) -> Settings:
 AUTO_PROVIDERS = "auto"
 # Providers served by a runtime of their own (OpenVINO's, service/artifacts/openvino.py): no onnxruntime
 # build lists them as available.
-PLUGIN_PROVIDERS = ("OpenVINOExecutionProvider",)
+PLUGIN_PROVIDERS = ("OpenVINOExecutionProvider",)  # a name for OpenVINO's own runtime here
 
 
 def refuse_unknown_providers(providers: Sequence[str], known: Sequence[str]) -> None:

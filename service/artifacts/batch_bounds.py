@@ -50,7 +50,6 @@ def round_up(value: float) -> float:
 def record(where: str, machine: str, moves: dict[str, float], path: Path = FIGURES) -> None:
     """Write `moves` (bench's batch_moves) as the bounds of provider and compute `where`, keeping the others."""
     figures = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    figures[where] = {"machine": machine, "models": {name: round_up(move)
-                                                      for name, move in sorted(moves.items()) if move > 0}}
+    figures[where] = {"machine": machine, "models": {name: round_up(move) for name, move in sorted(moves.items())}}
     path.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     measured.cache_clear()
