@@ -3,6 +3,8 @@ bit-exact on the CPU EP, within the bound docs/api.md states on OpenVINO. OpenVI
 why, where its runtime (the `openvino` package) is not installed."""
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -23,7 +25,8 @@ PROVIDERS = (CPU, openvino.EP)
 # lowest, .9917, is a 384-piece repetition of one phrase, every other text here above .9998).
 BATCH_BOUND = 1e-2
 PARITY = {"minilm-l6": 0.999, "mpnet-base": 0.99, "mpnet-tiny": 0.99}
-CACHE = Path(tempfile.mkdtemp(prefix="dialscore-openvino-test-"))
+CACHE = Path(tempfile.mkdtemp(prefix="dialscore-openvino-test-"))  # MiniLM's float graph and blobs: 180 MB
+atexit.register(shutil.rmtree, CACHE, True)
 
 
 def _runtime(provider: str) -> Runtime:
