@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from service import bench_docs
+from service.artifacts import batch_bounds
 from service.scorers.base import REFERENCE_FREE
 
 REPO = Path(__file__).resolve().parent.parent
@@ -141,8 +142,10 @@ class MemorySampler(threading.Thread):
 
 
 def _cpu_model() -> str:
-    """The CPU's name and the integer dot-product instructions it reports (what picks the encoder file)."""
-    from service.artifacts.runtime import int8_dot_products
+    """The CPU's name, the integer dot-product instructions it reports (what picks the encoder file) and
+    its bf16 arithmetic (where auto runs the encoders on OpenVINO in bf16)."""
+    from service.artifacts.openvino import BF16
+    from service.artifacts.runtime import cpu_flags, int8_dot_products
 
     name = platform.processor() or "unknown CPU"
     try:
@@ -152,7 +155,8 @@ def _cpu_model() -> str:
                 break
     except OSError:
         pass
-    return f"{name} (int8 dot products: {int8_dot_products() or 'none reported'})"
+    bf16 = ", ".join(flag for flag in BF16 if flag in cpu_flags()) or "none reported"
+    return f"{name} (int8 dot products: {int8_dot_products() or 'none reported'}; bf16: {bf16})"
 
 
 def _commit() -> str:
@@ -355,9 +359,13 @@ def serving(store: Path, workers: int, extra: dict[str, str] | None = None,
         server.wait(timeout=60)
 
 
-def reference_speed(texts: int, lone: list[str] | None = None) -> dict | str:
-    """sentence-transformers on `texts` distinct DailyDialog turns, and on the `lone` texts as one call
-    (`python -m training reference-speed`, in its own process: the service never imports torch), or why not."""
+MPNET_WHEELS = REPO / "build" / "mpnet-wheels"  # make encoder-mpnet's download (MPNET_WHEELS)
+
+
+def reference_speed(texts: int, lone: list[str] | None = None, mpnet: bool = False) -> dict | str:
+    """sentence-transformers on `texts` distinct DailyDialog turns, and on the `lone` texts as one call with
+    MiniLM (and with mpnet where `mpnet` and its wheels are here) (`python -m training reference-speed`,
+    in its own process: the service never imports torch), or why not."""
     missing = [m for m in ("torch", "sentence_transformers") if importlib.util.find_spec(m) is None]
     if missing or not (REPO / "training").is_dir():
         return f"{' and '.join(missing) or 'the training package'} not installed: no sentence-transformers row"
@@ -366,7 +374,8 @@ def reference_speed(texts: int, lone: list[str] | None = None) -> dict | str:
         lone_file.write_text(json.dumps(lone or []))
         done = subprocess.run([sys.executable, "-m", "training", "reference-speed", "--texts", str(texts),
                                "--threads", str(os.cpu_count() or 1), "--out", str(out),
-                               *(["--lone", str(lone_file)] if lone else [])],
+                               *(["--lone", str(lone_file)] if lone else []),
+                               *(["--mpnet-wheels", str(MPNET_WHEELS)] if mpnet and MPNET_WHEELS.is_dir() else [])],
                               cwd=REPO, capture_output=True, text=True, timeout=1800)
         if done.returncode != 0 or not out.exists():
             return f"reference-speed failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}"
@@ -420,6 +429,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", default="CPUExecutionProvider", metavar="PROVIDERS",
                         help="where the encoders run elsewhere, the same scenarios again with DIALSCORE_PROVIDERS "
                              "set to this, in the same run, beside the first (empty: never)")
+    parser.add_argument("--write-bounds", action="store_true",
+                        help="also write the default run's moves with batch-mates as the batch bounds GET /models "
+                             "states for its encoders' provider and compute (service/artifacts/batch_bounds.json)")
     parser.add_argument("--write-docs", type=Path, metavar="MARKDOWN",
                         help="also write this machine's section of MARKDOWN (docs/benchmarks.md), keeping the rest")
     args = parser.parse_args(argv)
@@ -428,7 +440,12 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
     runs: dict[str, dict[str, dict]] = {}
     try:
-        served, runs["default"], memory = _suite(args, None, header, notes)
+        moves: dict[str, float] = {}
+        served, runs["default"], memory = _suite(args, None, header, notes, moves)
+        where = batch_bounds.key([c for m in served.values() for c in m.get("components", [])])
+        if args.write_bounds and where and not where.startswith("CPUExecutionProvider"):
+            batch_bounds.record(where, f"{_cpu_model()}, {os.cpu_count()} cores", moves)
+            _say(notes, f"batch bounds for {where} written to {batch_bounds.FIGURES.relative_to(REPO)}")
         elsewhere = {c.get("provider") for m in served.values() for c in m.get("components", [])} - {args.baseline}
         if args.baseline and elsewhere - {None}:
             _say(header, f"baseline: the same scenarios with DIALSCORE_PROVIDERS={args.baseline}, after the first")
@@ -460,15 +477,21 @@ def _load() -> str:
 
 
 def _machine() -> str:
-    """The machine as a section of docs/benchmarks.md names it: the CPU's name and its cores."""
+    """The machine as a section of docs/benchmarks.md names it: the CPU's name, its bf16 arithmetic where
+    it has some (two VMs both called "AMD EPYC", one AVX2-only, must not overwrite each other) and its cores."""
+    from service.artifacts.openvino import BF16
+    from service.artifacts.runtime import cpu_flags
+
     name = _cpu_model().split(" (")[0]
-    return f"{name}, {os.cpu_count()} cores"
+    bf16 = [flag for flag in BF16 if flag in cpu_flags()]
+    return f"{name}{' with ' + ', '.join(bf16) if bf16 else ''}, {os.cpu_count()} cores"
 
 
 def _suite(args: argparse.Namespace, extra: dict[str, str] | None, header: list[str],
-           notes: list[str]) -> tuple[dict[str, dict], dict[str, dict], dict]:
+           notes: list[str], moves: dict[str, float] | None = None) -> tuple[dict[str, dict], dict[str, dict], dict]:
     """One server's scenarios, latency rows, heavy request and memory; header lines for the first run
-    (and, for a baseline run, what differs), the memory as a note."""
+    (and, for a baseline run, what differs), the memory as a note; each score's move with its batch-mates
+    also into `moves`."""
     results: dict[str, dict] = {}
     with serving(args.store, args.workers, extra) as (port, server, env):
         served = {m["name"]: m for m in _get(port, "/models")[1]["models"]}
@@ -508,9 +531,11 @@ def _suite(args: argparse.Namespace, extra: dict[str, str] | None, header: list[
             results[label] = run_scenario(port, body, n, args.clients, seconds=None)
             print_row(label, results[label])
         where = f"DIALSCORE_PROVIDERS={extra['DIALSCORE_PROVIDERS']}" if extra else "default providers"
+        measured = batch_moves(port, served, args.batch)
+        (moves if moves is not None else {}).update(measured)
         _say(notes, f"largest move of a score with its batch-mates ({where}; "
                     f"{args.batch} distinct items scored together and each alone, as a share of the model's range): "
-                    + ", ".join(f"{name} {move:.1e}" for name, move in batch_moves(port, served, args.batch).items()))
+                    + ", ".join(f"{name} {move:.1e}" for name, move in measured.items()))
         sampler.halt.set()
         sampler.join()
         memory = {"idle_worker_mib": idle_worker / 1024, "idle_total_mib": idle_total / 1024,
@@ -575,7 +600,7 @@ def _encoder_section(args: argparse.Namespace, served: dict[str, dict], results:
     and each lone MiniLM re-ranking's p50 against torch encoding its 33 texts (the last context turn and
     the 32 candidates) one call at a time."""
     lone = [CONTEXT[-1], *rerank_body(RERANK_MODEL, CONTEXT, 32)["candidates"]]
-    reference = reference_speed(args.encoder_texts, lone)
+    reference = reference_speed(args.encoder_texts, lone, mpnet=any("mpnet" in label for label in results))
     if isinstance(reference, dict):
         texts, source = reference["texts"], (f"{len(reference['texts'])} distinct DailyDialog validation turns, "
                                              f"{reference['mean_pieces']:.1f} word pieces on average")
@@ -597,6 +622,10 @@ def _encoder_section(args: argparse.Namespace, served: dict[str, dict], results:
             _say(notes, f"{label.removeprefix('one at a time: ')}: p50 {result['p50_ms']:.1f} ms against torch "
                         f"encoding its {reference['lone_texts']} texts in {reference['lone_ms']:.1f} ms (median): "
                         f"{reference['lone_ms'] / result['p50_ms']:.2f}x")
+        if "unref-mpnet /rerank" in label and label.startswith("one at a time:") and "mpnet_lone_ms" in reference:
+            _say(notes, f"{label.removeprefix('one at a time: ')}: p50 {result['p50_ms']:.1f} ms against torch "
+                        f"encoding its {reference['lone_texts']} texts with mpnet in {reference['mpnet_lone_ms']:.1f} "
+                        f"ms (median): {reference['mpnet_lone_ms'] / result['p50_ms']:.2f}x")
     return {"service": service, "reference": {k: v for k, v in reference.items() if k != "texts"}, "ratio": ratio}
 
 

@@ -59,9 +59,13 @@ class Settings:
     # request uses them all
     encoder_threads: int = 0
     # DIALSCORE_PROVIDERS: execution providers in order of preference; `auto` is CUDA where this build has it, then
-    # OpenVINO where the plugin offers this CPU and it reports AMX or AVX-512 VNNI, then the CPU EP
-    # (service/artifacts/providers.py). CPUExecutionProvider alone keeps every score bit-exact across batches.
+    # OpenVINO's own runtime (OpenVINOExecutionProvider) for the sentence encoders where the CPU reports bf16
+    # arithmetic (AMX, AVX512_BF16) or AVX-512 VNNI, then the CPU EP (service/artifacts/providers.py).
+    # CPUExecutionProvider alone keeps every score bit-exact across batches.
     providers: tuple[str, ...] = ("auto",)
+    # DIALSCORE_OPENVINO_CACHE_DIR: OpenVINO's compiled-model cache, so that a restart and the second worker load
+    # the compiled encoders instead of compiling them (docs/deploy.md); empty: ~/.cache/dialscore/openvino
+    openvino_cache_dir: str = ""
     cuda_options: tuple[str, ...] = ()  # DIALSCORE_CUDA_OPTIONS: key=value,... for ONNX Runtime's CUDA provider (CUDA_DEFAULTS below)
     load_sync: bool = False  # DIALSCORE_LOAD_SYNC: load models before serving instead of in the background
     # DIALSCORE_OPEN_ACCESS: serve without DIALSCORE_API_TOKEN on an address other than loopback; without it
@@ -307,9 +311,9 @@ def load_server_settings(environ: Mapping[str, str] | None = None) -> Settings:
 
 
 AUTO_PROVIDERS = "auto"
-# Execution providers that come as plugins, registered at run time (service/artifacts/openvino.py): no
-# onnxruntime build lists them as available.
-PLUGIN_PROVIDERS = ("OpenVINOExecutionProvider",)
+# Providers served by a runtime of their own (OpenVINO's, service/artifacts/openvino.py): no onnxruntime
+# build lists them as available.
+PLUGIN_PROVIDERS = ("OpenVINOExecutionProvider",)  # a name for OpenVINO's own runtime here
 
 
 def refuse_unknown_providers(providers: Sequence[str], known: Sequence[str]) -> None:

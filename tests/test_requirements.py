@@ -42,5 +42,5 @@ def test_the_gpu_service_installs_what_the_cpu_service_does_but_its_runtime() ->
     """rapidfuzz went into requirements.txt alone at first: the GPU image would have served no rouge-l."""
     cpu, gpu = pins(REPO / "requirements.txt"), pins(REPO / "requirements-gpu.txt")
     assert cpu.pop("onnxruntime") == gpu.pop("onnxruntime-gpu")
-    cpu.pop("onnxruntime-ep-openvino")  # a CPU provider: a GPU worker's encoders run on CUDA
+    cpu.pop("openvino")  # the CPU encoders' runtime: a GPU worker's encoders run on CUDA
     assert cpu == gpu

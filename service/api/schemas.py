@@ -352,8 +352,9 @@ class ComponentInfoSchema(StrictSchema):
                                                        "(DIALSCORE_ENCODER_PRECISION, auto: fp32 on CUDA where "
                                                        "built, w8a8 where built on a CPU with integer dot "
                                                        "products, else the component's CPU file: int8-float for "
-                                                       "MiniLM on the CPU EP, int8 on OpenVINO; their scores "
-                                                       "differ slightly)."})
+                                                       "MiniLM, the int8 file's weights in float arithmetic, on "
+                                                       "the CPU EP and on OpenVINO; the files' scores differ "
+                                                       "slightly)."})
     file = fields.String(metadata={"description": "Sentence encoder only: the ONNX file loaded."})
     chosen_by = fields.String(metadata={"description": "Sentence encoder only: why that file, e.g. "
                                                        "\"auto: the CPU reports avx2\"."})
@@ -381,7 +382,7 @@ class ModelInfoSchema(StrictSchema):
     bit_exact_across_batches = fields.Boolean(required=True, metadata={
         "description": "Whether an item's score is the same bits whatever other items share its request: true "
                        "where every session runs on the CPU EP; false on OpenVINO and CUDA, where a score may "
-                       "move with its batch-mates within the bound docs/api.md states."})
+                       "move with its batch-mates within `batch_bound`."})
     license = fields.String(required=True, metadata={
         "description": "The terms of what the model was trained on and built from, as an SPDX expression, or a "
                        "`LicenseRef-`: `LicenseRef-unstated` for data whose upstream states no licence (and for a "
@@ -390,6 +391,10 @@ class ModelInfoSchema(StrictSchema):
     commercial_use = fields.Boolean(required=True, metadata={
         "description": "Whether those terms allow commercial use of the model (false where any part is "
                        "non-commercial or states no licence). The terms as stated, not legal advice."})
+    batch_bound = fields.Float(allow_none=True, metadata={
+        "description": "The largest move of a score with its batch-mates, as a share of `score_range`, that "
+                       "make bench measured on the provider and compute its encoders run on here: 0 where "
+                       "bit_exact_across_batches; null where none was measured for them yet (docs/api.md)."})
     card = fields.Dict(required=True, metadata={"description": "Training data, held-out correlations, licence, "
                                                                "citation (the model's README.md as fields)."})
     options = fields.Dict(required=True, metadata={"description": "The model's `options`, with types and defaults."})

@@ -1,84 +1,67 @@
-"""ONNX Runtime's OpenVINO execution provider, a plugin (`onnxruntime-ep-openvino`): loading it, whether
-`auto` takes it on this CPU, and the options its sessions get.
+"""OpenVINO's own runtime (the `openvino` package) as the sentence encoders' CPU backend: whether it is
+installed, whether `auto` takes it on this CPU, what it computes in, and a compiled model behind the
+surface of ONNX Runtime's InferenceSession that runtime.Session wraps.
 
-The plugin is registered once per process, in the worker (after gunicorn's fork, like every session).
-Its device factory offers OpenVINO only for Intel devices: on another vendor's CPU it loads and offers
-nothing, and the CPU EP serves.
+It compiles the committed ONNX files at load (any x86-64 CPU, AMD's too), with a compiled-model cache
+directory so that a restart and the second worker load the compiled blob instead of compiling again.
+Everything is created in the worker, after gunicorn's fork, like every ONNX Runtime session.
 """
 from __future__ import annotations
 
-import json
+import hashlib
 import logging
-import threading
-from dataclasses import dataclass, field
+import os
+import queue
+import tempfile
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any
 
-import onnxruntime as ort
+import numpy as np
 
 log = logging.getLogger(__name__)
 
+# The name DIALSCORE_PROVIDERS and GET /models give OpenVINO: ONNX Runtime's for its OpenVINO EP, kept so
+# that settings and clients written against it still hold, though the runtime is now OpenVINO's own.
 EP = "OpenVINOExecutionProvider"
-# CPU features on which OpenVINO beat ONNX Runtime's CPU EP on MiniLM and mpnet (docs/notes/2026-11-27-openvino.md),
-# strongest first. AVX2 alone is not among them: there it was not measured, and the CPU EP is today's path.
-GAINS = ("amx_bf16", "amx_int8", "avx512_vnni")
-# Where the CPU has bf16 arithmetic, OpenVINO computes in bf16 by default; the hint makes it explicit,
-# so that what GET /models reports is what was asked for.
+# CPU features where `auto` takes OpenVINO, strongest first: bf16 arithmetic (computes in bf16, 1.5-2x the
+# CPU EP on MiniLM and mpnet, docs/notes/2026-11-28-openvino-runtime.md) and AVX-512 VNNI (f32, 1.2x on
+# MiniLM). AVX2 alone is not among them: no such CPU was at hand to measure, so the CPU EP stays its path.
+GAINS = ("amx_bf16", "avx512_bf16", "avx512_vnni")
 BF16 = ("amx_bf16", "avx512_bf16")
+# OpenVINO's CPU plugin quantises activations of int8-weight MatMuls on the fly by default, which moves a
+# vector by up to 1.4e-3 with its batch-mates; the service compiles float weights only, and says so.
+COMPILE_CONFIG = {"PERFORMANCE_HINT": "LATENCY", "DYNAMIC_QUANTIZATION_GROUP_SIZE": 0}
+_ONNX_TYPES = {np.dtype(np.float32): "tensor(float)", np.dtype(np.float16): "tensor(float16)",
+               np.dtype(np.int64): "tensor(int64)", np.dtype(np.int32): "tensor(int32)",
+               np.dtype(np.bool_): "tensor(bool)"}
 
 
-@dataclass
-class Plugin:
-    """The plugin as this process found it: its CPU devices (empty where it offers none) and why."""
+@dataclass(frozen=True)
+class Found:
+    """OpenVINO's runtime as this process found it: whether it can compile for the CPU, and why."""
 
-    devices: list[Any] = field(default_factory=list)
-    reason: str = ""
+    usable: bool
+    reason: str
     version: str | None = None
 
-    @property
-    def usable(self) -> bool:
-        return bool(self.devices)
 
-
-_plugin: Plugin | None = None
-_lock = threading.Lock()
-
-
-def plugin() -> Plugin:
-    """The plugin, registered with ONNX Runtime on first call (ONNX Runtime refuses a second registration
-    under the same name), and its CPU devices."""
-    global _plugin
-    with _lock:
-        if _plugin is None:
-            _plugin = _register()
-        return _plugin
-
-
-def _register() -> Plugin:
+@cache
+def found() -> Found:
+    """Whether `openvino` is installed and offers the CPU device (imported once, in the worker)."""
     try:
-        import onnxruntime_ep_openvino as package
+        import openvino as ov
     except ImportError:
-        return Plugin(reason="onnxruntime-ep-openvino is not installed")
-    version = _version()
+        return Found(False, "the openvino package is not installed")
+    version = ov.get_version().split("-")[0]
     try:
-        ort.register_execution_provider_library(package.get_ep_name(), package.get_library_path())
-    except Exception as exc:  # noqa: BLE001 - a plugin that fails to load leaves the CPU EP serving
-        return Plugin(reason=f"the plugin did not load ({type(exc).__name__}: {exc})", version=version)
-    found = [d for d in ort.get_ep_devices() if d.ep_name == EP]
-    cpus = [d for d in found if d.device.type == ort.OrtHardwareDeviceType.CPU]
-    if cpus:
-        return Plugin(devices=cpus, reason=f"the plugin offers the CPU ({cpus[0].device.vendor})", version=version)
-    vendors = sorted({d.device.vendor for d in ort.get_ep_devices() if d.device.type == ort.OrtHardwareDeviceType.CPU})
-    return Plugin(reason=f"the plugin offers no device for this CPU ({', '.join(vendors) or 'unknown vendor'}): its "
-                         "factory serves Intel devices only", version=version)
-
-
-def _version() -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("onnxruntime-ep-openvino")
-    except PackageNotFoundError:
-        return None
+        devices = ov.Core().available_devices
+    except Exception as exc:  # noqa: BLE001 - a runtime that fails to start leaves the CPU EP serving
+        return Found(False, f"OpenVINO {version} did not start ({type(exc).__name__}: {exc})", version)
+    if "CPU" not in devices:
+        return Found(False, f"OpenVINO {version} offers no CPU device ({', '.join(devices) or 'none'})", version)
+    return Found(True, f"OpenVINO {version} runtime", version)
 
 
 def gains(flags: set[str]) -> str | None:
@@ -86,17 +69,99 @@ def gains(flags: set[str]) -> str | None:
     return next((name for name in GAINS if name in flags), None)
 
 
-def inference_precision(flags: set[str], weights: str = "fp32") -> str:
-    """What OpenVINO computes in: f32 for a file of int8 weights (OpenVINO runs them as int8, and a bf16
-    hint only adds conversions); for float weights bf16 where the CPU has bf16 arithmetic, else f32."""
-    if weights == "int8":
-        return "f32"
+def inference_precision(flags: set[str]) -> str:
+    """What OpenVINO computes in: bf16 where the CPU has bf16 arithmetic, else f32."""
     return "bf16" if any(name in flags for name in BF16) else "f32"
 
 
-def provider_options(threads: int, streams: int, precision: str) -> dict[str, str]:
-    """Options of a session on the plugin: `threads` in all (the EP keeps as many infer requests, so
-    concurrent runs do not wait for one another), `streams` runs at once (one per share of a request, as
-    the CPU EP's parallel runs), and `precision` as OpenVINO's INFERENCE_PRECISION_HINT."""
-    return {"num_of_threads": str(threads), "num_streams": str(streams),
-            "load_config": json.dumps({"CPU": {"INFERENCE_PRECISION_HINT": precision}})}
+def cache_dir(setting: str) -> Path | None:
+    """The compiled-model cache (DIALSCORE_OPENVINO_CACHE_DIR; empty: ~/.cache/dialscore/openvino),
+    created where missing, or None where it cannot be written: then each worker compiles for itself."""
+    folder = Path(setting).expanduser() if setting else Path.home() / ".cache" / "dialscore" / "openvino"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        log.warning("OpenVINO's compiled-model cache %s is not writable (%s): every worker compiles the "
+                    "encoders itself", folder, exc)
+        return None
+    return folder
+
+
+def float_graph(path: Path, folder: Path | None) -> Path:
+    """The int8 file `path` with its weights dequantised to float initialisers, as ONNX Runtime's CPU EP
+    serves it as int8-float (session.disable_quant_qdq folds each DequantizeLinear): the same int8-rounded
+    weights in float arithmetic, a plain ONNX graph OpenVINO compiles to bf16. Written once into `folder`
+    (the cache; a private temporary folder without one) under the int8 file's hash, by rename, so that
+    two workers starting together never read half a file."""
+    import onnxruntime as ort
+
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    folder = folder or Path(tempfile.mkdtemp(prefix="dialscore-openvino-"))
+    target = folder / f"{path.stem}-float-{digest}.onnx"
+    if target.exists():
+        return target
+    partial = folder / f".{target.name}.{os.getpid()}.partial"
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC  # standard ONNX ops only
+    options.add_session_config_entry("session.disable_quant_qdq", "1")
+    options.optimized_model_filepath = str(partial)
+    options.log_severity_level = 3
+    ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    os.replace(partial, target)
+    return target
+
+
+@dataclass(frozen=True)
+class Port:
+    """An input or output as ONNX Runtime's NodeArg describes it (the parts runtime.Session reads)."""
+
+    name: str
+    type: str
+    shape: list[Any]
+
+
+class CompiledSession:
+    """A model OpenVINO compiled for the CPU, run like an ONNX Runtime session: `streams` runs may be in
+    flight at once (one infer request each, taken from a queue), on `threads` threads in all."""
+
+    def __init__(self, path: Path, threads: int, streams: int, precision: str, cache: Path | None) -> None:
+        import openvino as ov
+
+        config: dict[str, Any] = {**COMPILE_CONFIG, "INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": streams,
+                                  "INFERENCE_PRECISION_HINT": precision}
+        if cache is not None:
+            config["CACHE_DIR"] = str(cache)
+        self.compiled = ov.Core().compile_model(str(path), "CPU", config)
+        self.precision = precision
+        self._inputs = [_port(p) for p in self.compiled.inputs]
+        self._outputs = [_port(p) for p in self.compiled.outputs]
+        self._requests: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        for _ in range(max(1, streams)):
+            self._requests.put(self.compiled.create_infer_request())
+
+    def get_inputs(self) -> list[Port]:
+        return self._inputs
+
+    def get_outputs(self) -> list[Port]:
+        return self._outputs
+
+    def get_providers(self) -> list[str]:
+        return [EP]
+
+    def run(self, outputs: list[str] | None, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """The named outputs (all where None), copied out of the infer request before it serves another run."""
+        request = self._requests.get()
+        try:
+            results = request.infer(feeds)
+            return [np.array(results[self.compiled.output(name)], copy=True)
+                    for name in (outputs or [p.name for p in self._outputs])]
+        finally:
+            self._requests.put(request)
+
+
+def _port(port: Any) -> Port:
+    shape = port.get_partial_shape()
+    dims = [d.get_length() if d.is_static else None for d in shape] if shape.rank.is_static else []
+    return Port(port.get_any_name(), _ONNX_TYPES.get(np.dtype(port.get_element_type().to_dtype()), "tensor(float)"), dims)

@@ -1,5 +1,5 @@
 """Which execution provider each kind of graph runs on, and why: DIALSCORE_PROVIDERS read against this
-build, this CPU and the OpenVINO plugin.
+build, this CPU and OpenVINO's runtime.
 
 The sentence encoders (the transformers, where nearly all the time goes) take the first usable provider
 of the list; every other graph (the GRU models, the small heads) takes the list without OpenVINO: they
@@ -27,10 +27,10 @@ class ProviderChoice:
 
 
 def choose_providers(requested: Sequence[str], available: Sequence[str], flags: set[str],
-                     find_plugin: Callable[[], openvino.Plugin]) -> ProviderChoice:
+                     find_openvino: Callable[[], openvino.Found]) -> ProviderChoice:
     """`requested`: DIALSCORE_PROVIDERS (names, `auto` among them); `available`: this build's providers
-    (ort.get_available_providers(), which never lists a plugin); `flags`: the CPU's features;
-    `find_plugin`: openvino.plugin, called only where OpenVINO is asked for (it loads the plugin)."""
+    (ort.get_available_providers(), which does not list OpenVINO's own runtime); `flags`: the CPU's
+    features; `find_openvino`: openvino.found, called only where OpenVINO is asked for (it imports it)."""
     names: list[str] = []
     for name in requested:
         for expanded in (AUTO_ORDER if name == AUTO else (name,)):
@@ -45,15 +45,16 @@ def choose_providers(requested: Sequence[str], available: Sequence[str], flags: 
     for name in names:
         if name == openvino.EP:
             gain = openvino.gains(flags)
-            if by_auto and not gain:  # asked first: a loaded plugin costs every worker memory
-                passed_over.append("the CPU reports neither AMX nor AVX-512 VNNI, where OpenVINO was measured faster")
+            if by_auto and not gain:  # asked first: a loaded runtime costs every worker memory
+                passed_over.append("the CPU reports neither bf16 arithmetic nor AVX-512 VNNI, where OpenVINO "
+                                   "was measured faster")
                 continue
-            plugin = find_plugin()
-            if not plugin.usable:
-                passed_over.append(plugin.reason)
+            runtime = find_openvino()
+            if not runtime.usable:
+                passed_over.append(runtime.reason)
             else:
                 why = f"the CPU reports {gain}" if by_auto else f"{asked} names it"
-                return ProviderChoice(general, name, f"{'auto: ' if by_auto else ''}{why}; {plugin.reason}")
+                return ProviderChoice(general, name, f"{'auto: ' if by_auto else ''}{why}; {runtime.reason}")
         elif name in available:
             return ProviderChoice(general, name, "; ".join([f"auto: {name}" if by_auto else asked, *passed_over]))
     return ProviderChoice(general, CPU, "; ".join([f"{asked}: none available, CPU", *passed_over]))

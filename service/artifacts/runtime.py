@@ -1,4 +1,4 @@
-"""ONNX Runtime sessions for one worker: providers, threads, and checked inputs.
+"""ONNX Runtime sessions (and OpenVINO's compiled encoders) for one worker: providers, threads, and checked inputs.
 
 Sessions are created after gunicorn forks (the store loads inside each worker), never in the
 master: ONNX Runtime thread pools do not survive a fork.
@@ -40,6 +40,7 @@ class RuntimeSettings:
     cuda_options: tuple[str, ...] = ()  # "key=value" entries for the CUDA provider, over CUDA_DEFAULTS
     batch_size: int = 64  # texts per ONNX run after length bucketing (memory grows with it)
     encoder_precision: str = "auto"  # the sentence encoder's file: int8, fp32, or auto (choose_precision)
+    openvino_cache_dir: str = ""  # OpenVINO's compiled-model cache (openvino.cache_dir)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> "RuntimeSettings":
@@ -108,7 +109,7 @@ class Runtime:
         self.encoder_run_threads = max(1, self.threads // self.encoder_threads)
         self.flags = cpu_flags()
         self.choice: ProviderChoice = choose_providers(self.settings.providers, ort.get_available_providers(),
-                                                       self.flags, openvino.plugin)
+                                                       self.flags, openvino.found)
         self.providers = self.choice.providers
         self.cuda_options = cuda_provider_options(self.settings.cuda_options)
         self._pool: ThreadPoolExecutor | None = None
@@ -141,23 +142,24 @@ class Runtime:
         return Session(raw, Path(path).name)
 
     def encoder_session(self, path: Path, config: dict[str, str] | None = None, weights: str = "fp32") -> "Session":
-        """A sentence encoder's session on the encoders' provider (self.choice): on OpenVINO one stream a
-        share of a request (encoder_threads) with the same threads a share gets on the CPU EP; where the
-        plugin fails to build it, the CPU EP's, with a warning. `config` applies to the CPU EP only; `weights`
-        (int8 or fp32) sets what OpenVINO computes in (openvino.inference_precision)."""
+        """A sentence encoder's session on the encoders' provider (self.choice). On OpenVINO a compiled
+        model with one stream a share of a request (encoder_threads), each on the threads a share gets on
+        the CPU EP, computing in openvino.inference_precision; `weights` int8-float or int8 compiles the
+        int8 file's weights dequantised to float (openvino.float_graph). Where OpenVINO cannot compile
+        it, the CPU EP's session, with a warning. `config` applies to the CPU EP only."""
         if self.choice.encoder != openvino.EP:
             return self.session(path, self.encoder_run_threads, config)
-        precision = openvino.inference_precision(self.flags, weights)
-        options = self._options(self.encoder_run_threads, None)
+        precision = openvino.inference_precision(self.flags)
+        cache = openvino.cache_dir(self.settings.openvino_cache_dir)
         try:
-            options.add_provider_for_devices(openvino.plugin().devices, openvino.provider_options(
-                self.encoder_threads * self.encoder_run_threads, self.encoder_threads, precision))
-            raw = ort.InferenceSession(str(path), sess_options=options)
-        except Exception as exc:  # noqa: BLE001 - the CPU EP serves what the plugin cannot
-            log.warning("%s: %s could not build the session (%s: %s); the CPU EP serves it", Path(path).name,
-                        openvino.EP, type(exc).__name__, exc)
+            graph = openvino.float_graph(Path(path), cache) if weights in ("int8", "int8-float") else Path(path)
+            compiled = openvino.CompiledSession(graph, self.encoder_threads * self.encoder_run_threads,
+                                                self.encoder_threads, precision, cache)
+        except Exception as exc:  # noqa: BLE001 - the CPU EP serves what OpenVINO cannot
+            log.warning("%s: OpenVINO could not compile it (%s: %s); the CPU EP serves it", Path(path).name,
+                        type(exc).__name__, exc)
             return self.session(path, self.encoder_run_threads, config)
-        return Session(raw, Path(path).name, compute=precision if raw.get_providers()[0] == openvino.EP else None)
+        return Session(compiled, Path(path).name, compute=precision)
 
     def _options(self, threads: int, config: dict[str, str] | None) -> ort.SessionOptions:
         options = ort.SessionOptions()
@@ -173,7 +175,8 @@ class Runtime:
 class Session:
     """A thin wrapper that feeds the dtypes the graph asks for and checks names and ranks."""
 
-    def __init__(self, session: ort.InferenceSession, name: str, compute: str | None = None) -> None:
+    def __init__(self, session: ort.InferenceSession | openvino.CompiledSession, name: str,
+                 compute: str | None = None) -> None:
         self._session = session
         self.name = name
         self.compute = compute  # OpenVINO's inference precision where it runs the graph; None: the graph's own

@@ -40,18 +40,18 @@ def choose_precision(requested: str, cuda: bool, built: dict[str, bool], int8_do
 def wanted_precision(requested: str, cuda: bool, built: dict[str, bool], int8_dot: str | None,
                      cpu: str = "int8", openvino: bool = False) -> tuple[str, str]:
     """choose_precision's first step: the file the settings and the machine ask for, and why. On
-    OpenVINO (`openvino`) auto is the component's CPU file, int8-float being the int8 file as it is
-    (OpenVINO decompresses its weights itself); w8a8 only where asked for (measured on the CPU EP only)."""
+    OpenVINO (`openvino`) auto is the component's CPU file, and int8 is served as int8-float (OpenVINO
+    compiles the int8 weights in float, openvino.float_graph); w8a8 only where asked for (OpenVINO
+    cannot read it: the CPU EP then serves it)."""
     requested = encoder_precision(requested)
-    as_file = "int8" if openvino and cpu == "int8-float" else cpu
     if requested != "auto":
-        if openvino and requested == "int8-float":
-            return "int8", f"DIALSCORE_ENCODER_PRECISION={requested}: on OpenVINO the int8 file"
+        if openvino and requested == "int8":
+            return "int8-float", f"DIALSCORE_ENCODER_PRECISION={requested}: on OpenVINO the int8 weights in float"
         return requested, f"DIALSCORE_ENCODER_PRECISION={requested}"
     if cuda:
         return "fp32", "auto: CUDA"
     if openvino:
-        return as_file, f"auto: {as_file} on OpenVINO"
+        return cpu, f"auto: {cpu} on OpenVINO"
     if "w8a8" in built and int8_dot:
         return "w8a8", f"auto: the CPU reports {int8_dot}"
     if "w8a8" in built:
@@ -103,12 +103,11 @@ class SentenceEncoder(Component):
         self.tokenizer = Tokenizer.from_file(str(self.manifest.path(self.manifest.tokenizer or "tokenizer.json")))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=self.max_length)
-        # Where OpenVINO cannot build the session the CPU EP serves the same file, as it would by itself
-        on_cpu = self._precision_on_the_cpu_ep(config.get("cpu_precision", "int8"))
-        self.session = self.runtime.encoder_session(self.manifest.path(filename), SESSION_CONFIG.get(on_cpu),
-                                                    "int8" if on_cpu in ("int8", "int8-float") else "fp32")
+        # Where OpenVINO cannot compile it the CPU EP serves the same file as it would by itself
+        self.session = self.runtime.encoder_session(self.manifest.path(filename), SESSION_CONFIG.get(self.precision),
+                                                    self.precision)
         if self.runtime.choice.encoder == OPENVINO and self.session.get_providers()[0] != OPENVINO:
-            self.precision, self.chosen_by = on_cpu, f"{self.chosen_by}; the CPU EP serves it (OpenVINO could not)"
+            self.chosen_by = f"{self.chosen_by}; the CPU EP serves it (OpenVINO could not)"
         metrics.ENCODER_LOADS.labels(self.name, self.session.get_providers()[0], self.precision,
                                      self.session.compute or "-").inc()
         log.info("%s: %s on %s%s (%s; %s)", self.name, filename, self.session.get_providers()[0],
@@ -128,20 +127,11 @@ class SentenceEncoder(Component):
         wanted, why = wanted_precision(requested, cuda, built, int8_dot_products(), cpu,
                                        openvino=self.runtime.choice.encoder == OPENVINO)
         chosen, reason = fall_back(wanted, why, built, cpu, self.manifest.build.get("command", "make encoder-fp32"))
-        if chosen == "int8-float" and self.runtime.choice.encoder == OPENVINO:
-            chosen = "int8"  # the same file; int8-float names the CPU EP's float MatMuls
         if chosen != wanted:
             # the clone's own choice (MiniLM without w8a8) is no fault: a warning where a file was asked for
             clone_default = wanted == "w8a8" and encoder_precision(requested) == "auto"
             log.log(logging.INFO if clone_default else logging.WARNING, "%s: %s; using %s", self.name, reason, chosen)
         return chosen, reason
-
-    def _precision_on_the_cpu_ep(self, cpu: str) -> str:
-        """The precision the CPU EP serves this encoder's file as: int8-float for an int8 file OpenVINO
-        took in its place (auto, or int8-float asked for), else the chosen one."""
-        requested = encoder_precision(self.runtime.settings.encoder_precision)
-        took_its_place = self.runtime.choice.encoder == OPENVINO and requested in ("auto", "int8-float")
-        return "int8-float" if took_its_place and self.precision == "int8" and cpu == "int8-float" else self.precision
 
     def sessions(self) -> list[Any]:
         return [self.session]

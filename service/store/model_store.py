@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from service.artifacts import batch_bounds
 from service.artifacts.manifest import Manifest, ManifestError, read_manifest, verify_files
 from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.components import language
@@ -209,6 +210,8 @@ class ModelStore:
         for name in sorted(self.scorers):
             scorer = self.scorers[name]
             m = scorer.manifest
+            components = [self.components[c].describe() for c in m.uses if c in self.components]
+            bit_exact = scorer.bit_exact_across_batches()
             models.append({
                 "name": name,
                 "version": m.version,
@@ -219,10 +222,11 @@ class ModelStore:
                 "license": m.license,
                 "commercial_use": m.commercial_use,
                 "providers": scorer.providers(),
-                "bit_exact_across_batches": scorer.bit_exact_across_batches(),
+                "bit_exact_across_batches": bit_exact,
+                "batch_bound": batch_bounds.bound(name, bit_exact, components),
                 "options": scorer.option_spec,
                 "uses": list(m.uses),
-                "components": [self.components[c].describe() for c in m.uses if c in self.components],
+                "components": components,
                 "card": m.card,
             })
         return models

@@ -46,20 +46,29 @@ def test_models_list_every_served_models_terms(full_app):
 
 def test_models_say_which_component_files_run_where(full_app):
     """A GPU pod serves the fp32 encoder and a CPU pod the int8 file in float (int8-float), or w8a8 where
-    built and the CPU has integer dot products, and says why; their scores differ slightly."""
-    from service.artifacts.runtime import int8_dot_products
+    built and the CPU has integer dot products (on the CPU EP), and says why; their scores differ slightly.
+    Where auto takes OpenVINO (bf16 or AVX-512 VNNI), it serves int8-float there and says so."""
+    from service.artifacts import openvino
+    from service.artifacts.runtime import cpu_flags, int8_dot_products
 
     models = {m["name"]: m for m in full_app.test_client().get("/models").get_json()["models"]}
     (encoder,) = models["adem-minilm"]["components"]
-    assert encoder["name"] == "minilm-l6" and encoder["providers"] == ["CPUExecutionProvider"]
+    on_openvino = openvino.found().usable and openvino.gains(cpu_flags()) is not None
+    provider = openvino.EP if on_openvino else "CPUExecutionProvider"
+    assert encoder["name"] == "minilm-l6" and encoder["providers"] == [provider] == [encoder["provider"]]
     built = (Path(full_app.config["SETTINGS"].model_store) / "minilm-l6" / "encoder-w8a8.onnx").is_file()
-    precision, file = ("w8a8", "encoder-w8a8.onnx") if int8_dot_products() and built else ("int8-float",
-                                                                                          "encoder-int8.onnx")
+    w8a8 = int8_dot_products() and built and not on_openvino
+    precision, file = ("w8a8", "encoder-w8a8.onnx") if w8a8 else ("int8-float", "encoder-int8.onnx")
     assert (encoder["precision"], encoder["file"]) == (precision, file)
-    assert encoder["chosen_by"].startswith("auto: the CPU reports")
+    if on_openvino:  # its bound: what make bench measured for OpenVINO at this compute, or null where unmeasured
+        assert encoder["chosen_by"] == "auto: int8-float on OpenVINO"
+        assert models["adem-minilm"]["batch_bound"] is None or 0 <= models["adem-minilm"]["batch_bound"] < 0.05
+    else:
+        assert encoder["chosen_by"].startswith("auto: the CPU reports")
+        assert models["adem-minilm"]["batch_bound"] == 0.0
     assert models["ruber"]["components"][0]["name"] == "glove-50d"
     assert "precision" not in models["ruber"]["components"][0]
-    assert models["bleu4"]["components"] == []
+    assert models["bleu4"]["components"] == [] and models["bleu4"]["batch_bound"] == 0.0
     assert all([c["name"] for c in m["components"]] == m["uses"] for m in models.values())
 
 

