@@ -7,8 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from service.server.checks import check_configuration
-from service.server.logs import configure_logging
+from service.startup_checks import check_configuration
+from service.logs import configure_logging
 
 CONFIG = Path(__file__).parent / "server" / "gunicorn.conf.py"
 log = logging.getLogger("service")

@@ -62,7 +62,7 @@ class Settings:
     cuda_options: tuple[str, ...] = ()  # DIALSCORE_CUDA_OPTIONS: key=value,... for ONNX Runtime's CUDA provider (CUDA_DEFAULTS below)
     load_sync: bool = False  # DIALSCORE_LOAD_SYNC: load models before serving instead of in the background
     # DIALSCORE_OPEN_ACCESS: serve without DIALSCORE_API_TOKEN on an address other than loopback; without it
-    # `python -m service` refuses to start there (server/checks.py)
+    # `python -m service` refuses to start there (startup_checks.py)
     open_access: bool = False
     api_token: str = ""  # DIALSCORE_API_TOKEN: when set, every endpoint but /healthz and /readyz needs `Authorization: Bearer <token>` (several, comma-separated: any passes)
     log_level: str = "INFO"  # DIALSCORE_LOG_LEVEL

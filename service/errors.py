@@ -1,6 +1,7 @@
 """Errors carry their HTTP status and contract code; one handler writes `{"error": {...}}`."""
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from typing import Any
@@ -30,6 +31,14 @@ ANSWER_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-stor
 # lines or headers), else a new one: the app's (api/middleware.py) and the worker's own (server/front.py).
 REQUEST_ID_HEADER = "X-Request-ID"
 VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+=@-]{1,128}")
+
+
+def contract_answer(error: ServiceError, request_id_value: str) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """The headers and JSON body of the server's own answer for `error` (the app's: app.py)."""
+    payload = json.dumps(error.body()).encode()
+    headers = {"content-type": "application/json", "content-length": str(len(payload)), **ANSWER_HEADERS,
+               **error.headers, REQUEST_ID_HEADER: request_id_value}
+    return [(name.lower().encode(), value.encode("latin-1")) for name, value in headers.items()], payload
 
 
 def request_id(offered: str | None) -> str:

@@ -25,7 +25,7 @@ from service.bulk.records import score_batch
 from service.components.cache import EncodeCache
 from service.config import load_settings
 from service.scorers.base import Scorer
-from service.server.logs import configure_logging
+from service.logs import configure_logging
 
 log = logging.getLogger("service.cli")
 ALL = "all"  # the row of every line, under the systems'

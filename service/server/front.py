@@ -14,22 +14,22 @@ import asyncio
 import json
 import logging
 import os
+import resource
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from a2wsgi import WSGIMiddleware
-from werkzeug.exceptions import HTTPException
 
 from service import metrics
 from service.config import MAX_READ_TIMEOUT, Settings, load_server_settings
-from service.errors import (ANSWER_HEADERS, BadHeader, BadRequest, HeadersTooLarge, Overloaded, Refused, RequestTimeout,
-                            ServiceError, ShuttingDown, TooLarge, UriTooLong, request_id)
+from service.errors import (BadHeader, BadRequest, HeadersTooLarge, Overloaded, Refused, RequestTimeout,
+                            ServiceError, ShuttingDown, TooLarge, UriTooLong, contract_answer, request_id)
 from service.server.admission import RESEARCH_PATHS, Admission, Ticket, model_hint
+from service.logs import log_access
 from service.store import readiness
 
-ACCESS = logging.getLogger("gunicorn.access")  # the logger and atoms gunicorn's access log had (logs.py)
 LOG = logging.getLogger("gunicorn.error")
 PROBES = frozenset({"health.healthz", "health.readyz", "health.prometheus"})  # never queued behind scoring
 # A refused body is read and dropped up to this many times the body limit, each part within
@@ -66,17 +66,8 @@ def head_bytes(scope: dict[str, Any]) -> int:
 
 
 def resident_mib() -> float:
-    """This process's resident memory in MiB (Linux /proc; elsewhere the peak, which ONNX Runtime's
-    arenas keep anyway)."""
-    try:
-        with open("/proc/self/statm", encoding="ascii") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError):
-        import resource
-        import sys
-
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
+    """This process's peak resident memory in MiB (Linux counts KiB), which ONNX Runtime's arenas keep anyway."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 @dataclass
@@ -117,20 +108,12 @@ class Exchange:
         metrics.ERRORS.labels(error.code).inc()
         if isinstance(error, Refused):
             metrics.REFUSED.labels(error.code).inc()
-        payload = json.dumps(error.body()).encode()
-        headers = {"content-type": "application/json", "content-length": str(len(payload)), **ANSWER_HEADERS,
-                   **error.headers, "x-request-id": self.request_id}
-        await self.send({"type": "http.response.start", "status": error.status,
-                         "headers": [(k.lower().encode(), v.encode("latin-1")) for k, v in headers.items()]})
+        headers, payload = contract_answer(error, self.request_id)
+        await self.send({"type": "http.response.start", "status": error.status, "headers": headers})
         await self.send({"type": "http.response.body", "body": payload})
 
     def log(self) -> None:
-        query = self.scope.get("query_string", b"").decode("latin-1")
-        client = self.scope.get("client") or ("-",)
-        ACCESS.info('%(h)s "%(m)s %(U)s" %(s)s', {
-            "h": client[0], "m": self.scope["method"], "U": self.scope["path"], "q": query, "s": self.status,
-            "B": self.sent, "a": self.headers.get("user-agent", "-"),
-            "D": int((time.perf_counter() - self.started) * 1e6), "{x-request-id}o": self.request_id})
+        log_access(self.scope, self.status, self.sent, time.perf_counter() - self.started, self.request_id)
 
 
 class Front:
@@ -158,9 +141,7 @@ class Front:
         a redirect) reads no body."""
         try:
             endpoint, _ = self.routes.match(path, method)
-        except HTTPException:
-            return self.unrouted
-        except Exception:  # noqa: BLE001 - werkzeug's RequestRedirect is no HTTPException in every version
+        except Exception:  # noqa: BLE001 - NotFound, MethodNotAllowed, RequestRedirect: the app answers them
             return self.unrouted
         if endpoint in PROBES:
             return self.probes
@@ -258,7 +239,8 @@ class Front:
                 chunk, more = message.get("body", b""), message.get("more_body", False)
                 size += len(chunk)
                 if self.held + len(chunk) > self.settings.max_pending_bytes:
-                    exchange.close = True
+                    exchange.close = True  # the rest is dropped as it comes, so the answer meets no reset
+                    await drain(receive, more, DRAIN_FACTOR * limit)
                     raise Overloaded("This worker holds as many request bodies as it may; send the request again "
                                      "after Retry-After seconds, or to another replica.",
                                      {"max_pending_bytes": self.settings.max_pending_bytes}, retry_after=1)

@@ -9,10 +9,10 @@ import shutil
 import tempfile
 
 from service.config import check_writable, load_server_settings
-from service.server.logs import gunicorn_logconfig
+from service.logs import gunicorn_logconfig
 
 # One settings object (service/config.py); `python -m service` checks it before gunicorn starts
-# (server/checks.py) and stops with one line naming a bad variable.
+# (service/startup_checks.py) and stops with one line naming a bad variable.
 _settings = load_server_settings()
 bind = f"{_settings.host}:{_settings.port}"
 workers = _settings.workers

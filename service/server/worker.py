@@ -1,19 +1,16 @@
 """The gunicorn worker (DialscoreWorker): uvicorn's, parsing with h11, serving the front (front.py).
 
-h11, not httptools: llhttp as httptools drives it has no bound on a request's line, headers or chunked
-trailers, so one connection could hold any amount of memory; h11 refuses a head or trailer section
-over `h11_max_incomplete_event_size` with 400 (docs/notes/front-door.md has the measurements).
-Kept from uvicorn's protocol, with three changes: its 400 is the contract's JSON, a request's head
-must arrive within the read timeout (uvicorn waits for it without end), and a client that half-closes
-after its request still gets the answer. After SIGTERM the worker answers 503 `shutting_down` to
-what arrives and closes its listening socket only once no connection is left open or arriving:
-closing it with connections in its backlog would reset them.
+h11, not httptools: httptools bounds neither a request's head nor its chunked trailers; h11 refuses
+either past `h11_max_incomplete_event_size` with 400 (docs/notes/2026-11-28-front-door.md). uvicorn's
+protocol is kept with these changes: its 400 is the contract's JSON, a head must arrive within the
+read timeout, and a client that half-closes after its request still gets the answer. After SIGTERM
+the worker answers 503 `shutting_down` to what arrives and closes its listener only once no
+connection is open: closing it with connections in its backlog would reset them.
 """
 from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import os
 import signal
 import sys
@@ -27,7 +24,7 @@ from uvicorn.server import Server
 from uvicorn_worker import UvicornWorker
 
 from service.config import load_server_settings
-from service.errors import ANSWER_HEADERS, BadRequest, RequestTimeout, ServiceError, request_id
+from service.errors import BadRequest, RequestTimeout, ServiceError, contract_answer, request_id
 from service.server.front import LOAD_CHECK_S
 from service.store import readiness
 
@@ -37,24 +34,15 @@ DRAIN_TICK_S = 0.01
 HEAD_SLACK_BYTES = 16384  # the whole head: the request line, the largest field and this for the others
 
 
-def answer_events(error: ServiceError) -> list[Any]:
-    """`error` as h11 events: the contract's JSON, then the connection closes."""
-    payload = json.dumps(error.body()).encode()
-    headers = [("content-type", "application/json"), ("content-length", str(len(payload))), ("connection", "close"),
-               *ANSWER_HEADERS.items(),
-               *error.headers.items(), ("x-request-id", request_id(None))]
-    return [h11.Response(status_code=error.status, headers=headers), h11.Data(data=payload), h11.EndOfMessage()]
-
-
 class ContractH11Protocol(H11Protocol):
     """uvicorn's h11 protocol; see the module's docstring."""
 
     stopping = False  # set on every connection at shutdown: the request under way is the last
+    read_timeout = 10.0  # DIALSCORE_READ_TIMEOUT, set by the worker
 
     def connection_made(self, transport: Any) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self.head_timer: asyncio.TimerHandle | None = None
-        self.read_timeout = load_server_settings().read_timeout
         self.watch_head()
 
     def data_received(self, data: bytes) -> None:
@@ -86,7 +74,10 @@ class ContractH11Protocol(H11Protocol):
         fresh = h11.Connection(h11.SERVER)
         fresh.receive_data(b"GET / HTTP/1.1\r\nHost: -\r\n\r\n")
         fresh.next_event()
-        self.transport.write(b"".join(fresh.send(event) or b"" for event in answer_events(error)))
+        headers, payload = contract_answer(error, request_id(None))
+        for event in (h11.Response(status_code=error.status, headers=[*headers, (b"connection", b"close")]),
+                      h11.Data(data=payload), h11.EndOfMessage()):
+            self.transport.write(fresh.send(event) or b"")
 
     def send_400_response(self, msg: str) -> None:
         self.write_fresh(BadRequest("The request is not valid HTTP/1.1 (request line, header or chunked body); send "
@@ -177,6 +168,7 @@ class DialscoreWorker(UvicornWorker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         settings = load_server_settings()
         head = settings.max_request_line + settings.max_header_bytes + HEAD_SLACK_BYTES
+        ContractH11Protocol.read_timeout = settings.read_timeout
         self.CONFIG_KWARGS = {"loop": "asyncio", "http": ContractH11Protocol, "lifespan": "off", "access_log": False, "server_header": False,
                               "h11_max_incomplete_event_size": head,
                               "timeout_graceful_shutdown": settings.graceful_timeout}

@@ -38,7 +38,7 @@ def worker_pids(master: int) -> set[int]:
 def server(tmp_path_factory):
     store = copy_store(tmp_path_factory.mktemp("framing") / "model_store", ("length",))
     env = {"DIALSCORE_MODELS": "length", "DIALSCORE_READ_TIMEOUT": str(READ_TIMEOUT),
-           "DIALSCORE_MAX_BODY_BYTES": "65536"}
+           "DIALSCORE_MAX_BODY_BYTES": "65536", "DIALSCORE_MAX_PENDING_BYTES": "100000"}
     with running_server(store, env) as srv:
         srv.pids = worker_pids(srv.process.pid)
         assert len(srv.pids) == 2
@@ -53,12 +53,16 @@ def exchange(port: int, raw: bytes, timeout: float = READ_TIMEOUT + 5) -> bytes:
             conn.shutdown(socket.SHUT_WR)
         except OSError:  # the server answered and closed while we were still sending
             pass
-        answer = b""
-        try:
-            while chunk := conn.recv(65536):
-                answer += chunk
-        except ConnectionResetError:
-            pass
+        return read_all(conn)
+
+
+def read_all(conn: socket.socket) -> bytes:
+    answer = b""
+    try:
+        while chunk := conn.recv(65536):
+            answer += chunk
+    except ConnectionResetError:
+        pass
     return answer
 
 
@@ -170,6 +174,30 @@ def test_every_spelling_of_a_scoring_path_passes_admission(server, target):
                    b"X-Request-Timeout: soon\r\nContent-Length: %d\r\n\r\n" % len(BODY) + BODY)
     # admission reads X-Request-Timeout: a bad value is its 400, so the request went through it
     assert assert_contract_answers(raw) == [400] and b"X-Request-Timeout" in raw, raw
+
+
+def test_a_client_that_half_closes_after_its_request_gets_the_answer(server):
+    """uvicorn let asyncio close the connection at the client's FIN, dropping the answer under way."""
+    raw = exchange(server.port, b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: %d\r\n\r\n" % len(BODY) + BODY)
+    assert assert_contract_answers(raw) == [200]
+
+
+def test_bodies_still_arriving_are_bounded_per_worker_as_a_sum(server):
+    """Four uploads of 60 KB each (under the 64 KiB body limit): two on one worker pass its 100,000
+    bytes, and one of them gets 503 `overloaded`, not a place in memory."""
+    uploads = [socket.create_connection(("127.0.0.1", server.port), timeout=READ_TIMEOUT + 5) for _ in range(4)]
+    try:
+        for conn in uploads:
+            conn.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Length: 65000\r\n\r\n" + b" " * 60000)
+        answers = [read_all(conn) for conn in uploads]
+    finally:
+        for conn in uploads:
+            conn.close()
+    statuses = [assert_contract_answers(raw) for raw in answers if raw]
+    assert [503] in statuses and all(s in ([503], [408]) for s in statuses), statuses
+    assert any(b'"overloaded"' in raw for raw in answers)
+    assert_still_serving(server)
 
 
 def test_the_cost_table_keys_only_served_models():
