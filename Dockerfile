@@ -38,7 +38,7 @@ RUN python -m compileall -q /app/service \
     && chown 10001:10001 /var/cache/dialscore/openvino
 # HOME=/tmp: gunicorn and Python look there for caches; /tmp is the one writable mount (emptyDir).
 # DIALSCORE_HOST=0.0.0.0 is beyond loopback: the server starts only with DIALSCORE_API_TOKEN or an
-# explicit DIALSCORE_OPEN_ACCESS=true given at run time (service/server/checks.py), never open by default.
+# explicit DIALSCORE_OPEN_ACCESS=true given at run time (service/startup_checks.py), never open by default.
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

@@ -71,11 +71,11 @@ lint: $(VENV)/.dev
 	bash scripts/lint.sh
 
 bench: $(VENV)/.serve
-	$(PY) -m service.bench --workers $(WORKERS) $(BENCH_ARGS)
+	$(PY) -m benchmarks.bench --workers $(WORKERS) $(BENCH_ARGS)
 
-# Issue 43's figures (service/loadtest): its own server a scenario on a free port; aiohttp is a dev requirement.
+# Issue 43's figures (benchmarks/loadtest): its own server a scenario on a free port; aiohttp is a dev requirement.
 loadtest: $(VENV)/.dev
-	$(PY) -m service.loadtest $(LOADTEST_ARGS)
+	$(PY) -m benchmarks.loadtest $(LOADTEST_ARGS)
 
 train: $(VENV)/.dev
 	bash scripts/train.sh

@@ -50,12 +50,12 @@ bench() {  # label, then environment assignments and bench arguments
     echo "peak GPU memory used during $label: $(sort -n "$OUT/mem-$label.txt" | tail -1) MiB" | tee -a "$OUT/bench-$label.txt"
 }
 for workers in ${BENCH_WORKERS-1 2 4}; do
-    bench "cuda-fp32-w$workers" DIALSCORE_ENCODER_PRECISION=fp32 "$PY" -m service.bench --store "$STORE" \
+    bench "cuda-fp32-w$workers" DIALSCORE_ENCODER_PRECISION=fp32 "$PY" -m benchmarks.bench --store "$STORE" \
         --workers "$workers" --clients 16 --seconds "$SECONDS_PER"
 done
 if [ "${CPU_BENCH:-1}" = 1 ]; then
     workers=$(( $(nproc) / 2 ))
-    bench "cpu-int8-w$workers" DIALSCORE_PROVIDERS=CPUExecutionProvider "$PY" -m service.bench --store "$STORE" \
+    bench "cpu-int8-w$workers" DIALSCORE_PROVIDERS=CPUExecutionProvider "$PY" -m benchmarks.bench --store "$STORE" \
         --workers "$workers" --clients 16 --seconds "$SECONDS_PER"
 fi
 exit $(( test_rc || bench_rc ))

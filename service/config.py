@@ -47,7 +47,7 @@ class Settings:
     # is warned about as `not_english` (docs/api.md: how 0.8 was chosen)
     not_english_confidence: float = 0.8
     max_json_depth: int = 32  # DIALSCORE_MAX_JSON_DEPTH: nesting of a request body (the contract's need 5)
-    # Read by gunicorn (server/gunicorn.conf.py), which answers 414 / 431 `too_large` before the app sees the request.
+    # Checked by the worker's front (server/front.py), which answers 414 / 431 `too_large` before the app sees the request.
     max_request_line: int = 4094  # DIALSCORE_MAX_REQUEST_LINE: bytes of method, path and query (at most 8190)
     max_headers: int = 100  # DIALSCORE_MAX_HEADERS: header fields per request
     max_header_bytes: int = 8190  # DIALSCORE_MAX_HEADER_BYTES: bytes of one header field
@@ -69,7 +69,7 @@ class Settings:
     cuda_options: tuple[str, ...] = ()  # DIALSCORE_CUDA_OPTIONS: key=value,... for ONNX Runtime's CUDA provider (CUDA_DEFAULTS below)
     load_sync: bool = False  # DIALSCORE_LOAD_SYNC: load models before serving instead of in the background
     # DIALSCORE_OPEN_ACCESS: serve without DIALSCORE_API_TOKEN on an address other than loopback; without it
-    # `python -m service` refuses to start there (server/checks.py)
+    # `python -m service` refuses to start there (startup_checks.py)
     open_access: bool = False
     api_token: str = ""  # DIALSCORE_API_TOKEN: when set, every endpoint but /healthz and /readyz needs `Authorization: Bearer <token>` (several, comma-separated: any passes)
     log_level: str = "INFO"  # DIALSCORE_LOG_LEVEL
@@ -92,6 +92,9 @@ class Settings:
     max_requests: int = 0  # DIALSCORE_MAX_REQUESTS: recycle a worker after this many (0: never)
     # DIALSCORE_MAX_WORKER_MEMORY_MIB: recycle a worker whose resident memory passed this after a request (0: never)
     max_worker_memory_mib: int = 0
+    # DIALSCORE_MAX_PENDING_BYTES: bytes of request bodies a worker holds while they arrive, all connections
+    # together; past it, a request gets 503 `overloaded` (each is also under max_body_bytes)
+    max_pending_bytes: int = 16 << 20
     worker_tmp_dir: str = ""  # DIALSCORE_WORKER_TMP_DIR: gunicorn's heartbeat files ("": the system's)
 
     def limits(self) -> dict[str, int]:
@@ -110,9 +113,9 @@ def env_name(field: str) -> str:
 # name: (lowest, highest) for the integers; the timeouts, host and worker_tmp_dir have their own checks
 SERVER_RANGES = {"port": (1, 65535), "threads": (1, 1024), "worker_timeout": (0, 86400),
                  "graceful_timeout": (0, 86400), "max_requests": (0, 10**9), "max_queue": (0, 10**6),
-                 "max_worker_memory_mib": (0, 10**7)}
+                 "max_worker_memory_mib": (0, 10**7), "max_pending_bytes": (1, 1 << 40)}
 SERVER_FIELDS = ("host", "port", "threads", "worker_timeout", "graceful_timeout", "read_timeout", "request_timeout",
-                 "max_queue", "max_requests", "max_worker_memory_mib", "worker_tmp_dir")
+                 "max_queue", "max_requests", "max_worker_memory_mib", "max_pending_bytes", "worker_tmp_dir")
 MAX_READ_TIMEOUT = 3600.0  # seconds; socket timeouts past ~1e10 overflow time_t
 MAX_WORKERS = 64  # gunicorn workers the master runs
 

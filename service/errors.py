@@ -1,6 +1,7 @@
 """Errors carry their HTTP status and contract code; one handler writes `{"error": {...}}`."""
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from typing import Any
@@ -23,13 +24,21 @@ class ServiceError(Exception):
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
 
 
-# Every answer, the app's and gunicorn's own errors (service/server/worker.py) alike, is JSON (or the
+# Every answer, the app's and the server's own errors (service/server/) alike, is JSON (or the
 # metrics text) about one request: no browser may read it as another type, no cache may keep it.
 ANSWER_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 # Every answer echoes the caller's request ID where it is short and printable (it cannot forge log
-# lines or headers), else a new one: the app's (api/middleware.py) and the worker's own (server/answers.py).
+# lines or headers), else a new one: the app's (api/middleware.py) and the worker's own (server/front.py).
 REQUEST_ID_HEADER = "X-Request-ID"
 VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+=@-]{1,128}")
+
+
+def contract_answer(error: ServiceError, request_id_value: str) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """The headers and JSON body of the server's own answer for `error` (the app's: app.py)."""
+    payload = json.dumps(error.body()).encode()
+    headers = {"content-type": "application/json", "content-length": str(len(payload)), **ANSWER_HEADERS,
+               **error.headers, REQUEST_ID_HEADER: request_id_value}
+    return [(name.lower().encode(), value.encode("latin-1")) for name, value in headers.items()], payload
 
 
 def request_id(offered: str | None) -> str:
@@ -118,6 +127,24 @@ class TooLarge(ServiceError):
     """413: body, items, candidates, turns or characters over the configured limits."""
 
     status, code = 413, "too_large"
+
+
+class UriTooLong(TooLarge):
+    """414 `too_large`: the request line is over DIALSCORE_MAX_REQUEST_LINE."""
+
+    status = 414
+
+
+class HeadersTooLarge(TooLarge):
+    """431 `too_large`: more header fields than DIALSCORE_MAX_HEADERS, or one over DIALSCORE_MAX_HEADER_BYTES."""
+
+    status = 431
+
+
+class BadRequest(ServiceError):
+    """400 `bad_request`: not valid HTTP/1.1, as the server's parser (h11) found it."""
+
+    status, code = 400, "bad_request"
 
 
 class InvalidRequest(ServiceError):

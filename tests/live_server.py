@@ -4,7 +4,7 @@ One copy of what tests/integration/test_gunicorn.py and tests/server/test_shutdo
 pick a free port, start the server in its own session, wait for /readyz, and on the way out stop
 the master and every worker (the whole process group), printing the end of the server's log
 when the server or the test failed. tests/server/test_readonly_root.py takes only free_port (its server
-starts inside a mount namespace, from a script). service/bench.py has its own, as product code.
+starts inside a mount namespace, from a script). benchmarks/bench.py has its own.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from service.loadtest.server import free_port
+from benchmarks.loadtest.server import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 LOG_TAIL = 3000  # characters of the server's log shown when something fails

@@ -1,6 +1,6 @@
 """`pip install <checkout>` in a fresh venv outside the checkout, as the README's "Installing with pip"
 says: no torch, `dialscore serve` serves every committed model from another folder, the README's
-`dialscore score` example runs with the installed command (so do `correlate` and `bench`), and the
+`dialscore score` example runs with the installed command (so does `correlate`), and the
 client installed beside it re-ranks.
 
 Minutes (pip builds the wheel and installs onnxruntime, scipy, ...; its cache makes later runs faster),
@@ -82,12 +82,11 @@ def test_a_fresh_venv_installs_serves_every_committed_model_and_the_client_reran
         assert f"model store {venv}" in server.log()  # the copy pip installed, not the checkout's
         run_score_example(elsewhere, str(venv / "bin"))
         (elsewhere / "ratings.csv").write_text("system,human,metric\na,1,0.1\na,2,0.3\nb,3,0.2\nb,4,0.6\n")
-        for command in (["correlate", "ratings.csv", "--no-plots"],  # matplotlib is not a service requirement
-                        ["bench", "--models", "length", "--seconds", "1", "--workers", "1"]):
-            done = subprocess.run([str(venv / "bin" / "dialscore"), *command], capture_output=True, text=True,
-                                  timeout=300, cwd=elsewhere, env=env)
-            assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
-        assert (elsewhere / "correlate-report" / "correlate.json").is_file() and "length x32" in done.stdout
+        command = ["correlate", "ratings.csv", "--no-plots"]  # matplotlib is not a service requirement
+        done = subprocess.run([str(venv / "bin" / "dialscore"), *command], capture_output=True, text=True,
+                              timeout=300, cwd=elsewhere, env=env)
+        assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
+        assert (elsewhere / "correlate-report" / "correlate.json").is_file()
 
         pip_install(venv, source / "clients" / "python", env)
         done = subprocess.run([python, "-c", RERANK, server.url], capture_output=True, text=True, timeout=120,

@@ -4,7 +4,7 @@ that does not keep scores bit-exact (OpenVINO in bf16 or f32). 0 where the model
 batches; None where no bench has measured that provider and compute yet.
 
 The figures live in batch_bounds.json, keyed by "<provider> <compute>", written by
-`python -m service.bench --write-bounds` (each figure rounded up to two significant digits).
+`python -m benchmarks.bench --write-bounds` (each figure rounded up to two significant digits).
 """
 from __future__ import annotations
 

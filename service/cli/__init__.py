@@ -19,7 +19,6 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...], str]] = {
                                                                 "from a file (python -m service.analysis)"),
     "human-eval": ("service.analysis.__main__", ("human-eval",), "Ji et al. 2022 reliable human assessment, "
                                                                   "from a file (python -m service.analysis)"),
-    "bench": ("service.bench", (), "throughput and latency of /score through gunicorn (python -m service.bench)"),
 }
 
 

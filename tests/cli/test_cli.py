@@ -23,7 +23,7 @@ def test_without_a_command_it_lists_them_and_exits_2(capsys) -> None:
 @pytest.mark.parametrize("command, usage", [("serve", "python -m service "), ("bulk", "python -m service.bulk"),
                                             ("correlate", "python -m service.analysis correlate"),
                                             ("human-eval", "python -m service.analysis human-eval"),
-                                            ("bench", "python -m service.bench"), ("score", "dialscore score")])
+                                            ("score", "dialscore score")])
 def test_each_command_is_its_modules_command_line(command, usage) -> None:
     done = subprocess.run([sys.executable, "-m", "service.cli", command, "--help"], cwd=REPO, capture_output=True,
                           text=True, timeout=120)

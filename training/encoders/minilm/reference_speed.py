@@ -1,5 +1,5 @@
 """`python -m training reference-speed`: sentence-transformers' texts/s on distinct DailyDialog turns, the
-reference `make bench` (service/bench.py) sets the service's MiniLM path against, in the same run.
+reference `make bench` (benchmarks/bench.py) sets the service's MiniLM path against, in the same run.
 
 Writes JSON: the texts (so that the bench sends the service the very same ones), their mean word
 pieces, and the texts/s of all-MiniLM-L6-v2 in torch, fp32, eager, batch 32, on `--threads` threads

@@ -1,5 +1,5 @@
 """The benchmark's report of where it ran: providers per model, and the GPU when one is used."""
-from service.bench import _gpu_names, _providers_line
+from benchmarks.bench import _gpu_names, _providers_line
 
 
 def test_providers_are_grouped_so_a_cpu_fallback_shows():
@@ -15,7 +15,7 @@ def test_no_gpu_line_when_nothing_runs_on_cuda():
 
 
 def test_every_text_of_a_default_batch_is_distinct_and_the_reranking_one_shares_its_context():
-    from service.bench import items_for
+    from benchmarks.bench import items_for
 
     items = items_for("referenced", 32)
     texts = [t for i in items for t in (*i["context"], i["response"], i["reference"])]
@@ -31,7 +31,7 @@ def test_memory_is_read_from_the_workers_of_a_process(tmp_path):
     import subprocess
     import sys
 
-    from service.bench import MemorySampler, _pss_kib, _workers_of
+    from benchmarks.bench import MemorySampler, _pss_kib, _workers_of
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
@@ -49,7 +49,7 @@ def test_heavy_bodies_fit_the_published_limits():
     cut so the body fits max_body_bytes, and each still passes the encoder's 256 word pieces."""
     import json
 
-    from service.bench import HEAVY_PIECES, heavy_chars, heavy_items
+    from benchmarks.bench import HEAVY_PIECES, heavy_chars, heavy_items
     from service.config import load_settings
 
     limits = load_settings(environ={}).limits()
@@ -64,7 +64,7 @@ def test_heavy_bodies_fit_the_published_limits():
 def test_every_reference_free_model_served_gets_a_reranking_scenario():
     import argparse
 
-    from service.bench import _scenarios
+    from benchmarks.bench import _scenarios
 
     served = {"adem": {"kind": "referenced"}, "autojudge": {"kind": "unreferenced"},
               "unref-new": {"kind": "unreferenced"}, "mh": {"kind": "dialogue"}}
@@ -76,7 +76,7 @@ def test_every_reference_free_model_served_gets_a_reranking_scenario():
 
 
 def test_write_docs_replaces_its_machines_section_and_keeps_every_hand_written_line(tmp_path):
-    from service.bench_docs import section, write
+    from benchmarks.bench_docs import section, write
 
     row = {"items_per_s": 10.0, "requests_per_s": 1.0, "p50_ms": 5.0, "p99_ms": 9.0, "failed": 0, "spread": 0.1}
     path = tmp_path / "benchmarks.md"

@@ -41,7 +41,7 @@ def section(machine: str, header: list[str], runs: dict[str, dict[str, dict]], n
 
 def write(path: Path, machine: str, text: str, begin: str = BEGIN, end: str = END) -> None:
     """Replace `machine`'s section of `path` with `text` (a section()), or add it at the end. `begin` and
-    `end` are the markers' templates: another generator (service/loadtest) keeps its own sections."""
+    `end` are the markers' templates: another generator (benchmarks/loadtest) keeps its own sections."""
     old = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
     pattern = re.compile(re.escape(begin.format(machine=machine)) + ".*?" + re.escape(end.format(machine=machine))
                          + r"\n?", re.DOTALL)

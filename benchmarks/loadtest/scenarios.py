@@ -15,10 +15,10 @@ from urllib.parse import urlsplit
 import aiohttp
 import numpy as np
 
-from service.loadtest import client
-from service.loadtest.client import OUTCOMES, Result
-from service.loadtest.server import OwnServer
-from service.loadtest.workload import rerank_body
+from benchmarks.loadtest import client
+from benchmarks.loadtest.client import OUTCOMES, Result
+from benchmarks.loadtest.server import OwnServer
+from benchmarks.loadtest.workload import rerank_body
 
 JSON = {"Content-Type": "application/json"}
 

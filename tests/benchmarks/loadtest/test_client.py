@@ -4,7 +4,7 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
-from service.loadtest.client import arrivals, classify_answer, classify_error, counter_deltas, parse_metrics
+from benchmarks.loadtest.client import arrivals, classify_answer, classify_error, counter_deltas, parse_metrics
 
 
 @pytest.mark.parametrize(("status", "retry_after", "outcome"), [

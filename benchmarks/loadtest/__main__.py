@@ -1,4 +1,4 @@
-"""`python -m service.loadtest [--scenario NAME ...] [--url URL] [--json PATH] [--write-docs MARKDOWN]`.
+"""`python -m benchmarks.loadtest [--scenario NAME ...] [--url URL] [--json PATH] [--write-docs MARKDOWN]`.
 
 Starts its own server (`python -m service` on a free port, default settings, afresh for each scenario)
 unless given --url, where the scenarios that send signals (sigterm, crash) are skipped. Progress goes to
@@ -15,15 +15,15 @@ import sys
 from pathlib import Path
 
 from service.config import load_settings
-from service.loadtest import report, scenarios, server
-from service.loadtest.scenarios import Target, progress
+from benchmarks.loadtest import report, scenarios, server
+from benchmarks.loadtest.scenarios import Target, progress
 
 SCENARIOS = ("capacity", "overload", "idle", "crash", "sigterm")  # the order they run in
 SIGNALLING = ("sigterm", "crash")
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m service.loadtest", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m benchmarks.loadtest", description=__doc__,
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--scenario", action="append", choices=SCENARIOS, help="repeatable; default: all")
     p.add_argument("--url", help="test this server instead of starting one (no sigterm, no crash)")

@@ -1,4 +1,4 @@
-"""`python -m service.bench` (`make bench`): throughput and latency through real gunicorn.
+"""`python -m benchmarks.bench` (`make bench`): throughput and latency through real gunicorn.
 
 Starts `python -m service` on a free loopback port, waits for /readyz, keeps `--clients` connections
 busy for `--seconds` a scenario and prints items/s, requests/s, p50/p99 and the spread over the
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from service import bench_docs
+from benchmarks import bench_docs
 from service.artifacts import batch_bounds
 from service.scorers.base import REFERENCE_FREE
 
@@ -409,7 +409,7 @@ def encoder_throughput(store: Path, texts: list[str], batch: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m service.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench", description=__doc__)
     parser.add_argument("--models", default="length,bleu4,emb-greedy,adem,adem-minilm,ruber,autojudge,minilm-cosine",
                         help="comma list; models not in the store are skipped")
     parser.add_argument("--batch", type=int, default=32, help="items per request")

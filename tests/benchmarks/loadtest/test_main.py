@@ -1,11 +1,11 @@
-"""`python -m service.loadtest` end to end on real gunicorn, every scenario shortened to a second or two."""
+"""`python -m benchmarks.loadtest` end to end on real gunicorn, every scenario shortened to a second or two."""
 from __future__ import annotations
 
 import json
 
-from service.loadtest.__main__ import SCENARIOS, main
-from service.loadtest.client import OUTCOMES
-from service.loadtest.report import BEGIN
+from benchmarks.loadtest.__main__ import SCENARIOS, main
+from benchmarks.loadtest.client import OUTCOMES
+from benchmarks.loadtest.report import BEGIN
 
 # `length` is the cheapest model /rerank serves; a fixed capacity keeps the open-loop rates low.
 SHORT = ["--reuse-server", "--model", "length", "--capacity", "5", "--capacity-seconds", "1", "--clients", "2",

@@ -9,7 +9,7 @@ import pytest
 
 from service.config import Settings as ServerSettings  # one settings object for the server and the service
 from service.config import check_writable, load_server_settings
-from service.server.checks import check_configuration
+from service.startup_checks import check_configuration
 from tests.conftest import REPO
 
 
@@ -90,7 +90,7 @@ def test_every_variable_is_documented():
     from dataclasses import fields
 
     from service.config import Settings, env_name
-    from service.server.checks import OTHER_NAMES
+    from service.startup_checks import OTHER_NAMES
 
     known = OTHER_NAMES | {env_name(f.name) for f in fields(Settings)} | {
         env_name(f.name) for f in fields(ServerSettings)}

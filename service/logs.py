@@ -118,6 +118,16 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str, ensure_ascii=False)
 
 
+def log_access(scope: dict[str, Any], status: int, sent: int, seconds: float, request_id: str) -> None:
+    """One access-log record of an ASGI request, with the atoms gunicorn's access log had (JsonFormatter)."""
+    client = scope.get("client") or ("-",)
+    headers = dict(scope["headers"])
+    logging.getLogger("gunicorn.access").info('%(h)s "%(m)s %(U)s" %(s)s', {
+        "h": client[0], "m": scope["method"], "U": scope["path"], "q": scope.get("query_string", b"").decode("latin-1"),
+        "s": status, "B": sent, "a": headers.get(b"user-agent", b"-").decode("latin-1"), "D": int(seconds * 1e6),
+        "{x-request-id}o": request_id})
+
+
 def _number(value: Any) -> Any:
     try:
         return int(value)
@@ -157,9 +167,9 @@ def gunicorn_logconfig(level: str = "INFO") -> dict[str, Any]:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"json": {"()": "service.server.logs.JsonFormatter"}},
-        "filters": {"request_id": {"()": "service.server.logs.RequestIdFilter"},
-                    "query_values": {"()": "service.server.logs.QueryValuesFilter"}},
+        "formatters": {"json": {"()": "service.logs.JsonFormatter"}},
+        "filters": {"request_id": {"()": "service.logs.RequestIdFilter"},
+                    "query_values": {"()": "service.logs.QueryValuesFilter"}},
         "handlers": {"console": handler, "error_console": dict(handler)},
         "root": {"level": level, "handlers": ["console"]},
         "loggers": {

@@ -1,1 +1,0 @@
-"""`python -m service.loadtest` (`make loadtest`): open-loop load against real gunicorn, issue 43's figures."""

@@ -1,0 +1,307 @@
+"""The ASGI application the uvicorn worker serves (create_front): the Flask app, run through a2wsgi on
+bounded thread pools, behind admission. uvicorn parses and frames HTTP; this module only decides.
+
+A request goes to a lane by the endpoint the app's own URL map routes its decoded path to (probes,
+scoring, research, the rest), so no spelling of a path passes by its lane. A body the app reads is
+read whole here on the event loop, bounded by DIALSCORE_MAX_BODY_BYTES, the read timeout and the
+worker's sum of bytes held for requests not yet admitted (DIALSCORE_MAX_PENDING_BYTES); then the
+lane's Admission queues it for a thread or refuses it 503 at once. Idle and slow clients hold a
+socket, never a thread.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import resource
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from a2wsgi import WSGIMiddleware
+
+from service import metrics
+from service.config import MAX_READ_TIMEOUT, Settings, load_server_settings
+from service.errors import (BadHeader, BadRequest, HeadersTooLarge, Overloaded, Refused, RequestTimeout,
+                            ServiceError, ShuttingDown, TooLarge, UriTooLong, contract_answer, request_id)
+from service.logs import log_access
+from service.server.admission import RESEARCH_PATHS, Admission, Ticket, model_hint
+from service.store import readiness
+
+Receive = Callable[[], Awaitable[dict]]
+PROBES = frozenset({"health.healthz", "health.readyz", "health.prometheus"})  # never queued behind scoring
+# A refused body is read and dropped up to this many times the body limit, each part within
+# DRAIN_IDLE_S, so that the connection can carry the client's next request; past that, it is closed.
+DRAIN_FACTOR, DRAIN_IDLE_S = 4, 0.5
+LOAD_CHECK_S = 0.1  # how often requests admitted while the models load look whether they have
+ENDPOINTS = frozenset({"/score", "/rerank", *RESEARCH_PATHS})  # metrics' endpoint label; anything else "other"
+SHARED_COST_KEY = "?"  # a body naming no served model: one entry in the cost table, whatever it names
+
+
+class ClientGone(Exception):
+    """The client closed before its request was whole: nothing to answer."""
+
+
+def budget_of(raw: str | None, default: float) -> float:
+    """The request's budget in seconds: X-Request-Timeout, else `default`; BadHeader for a bad value."""
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= MAX_READ_TIMEOUT:  # also NaN
+        raise BadHeader(f"X-Request-Timeout must be a number of seconds above 0 and at most {MAX_READ_TIMEOUT:g}.",
+                        {"X-Request-Timeout": raw})
+    return value
+
+
+def line_bytes(scope: dict[str, Any]) -> int:
+    return len(scope["method"]) + len(scope["raw_path"]) + len(scope.get("query_string", b"")) + 12
+
+
+@dataclass
+class Lane:
+    """Requests alike in cost, with their admission and the threads that run them."""
+
+    admission: Admission
+    run: WSGIMiddleware
+    reads_body: bool = True
+
+
+class Exchange:
+    """One request and its answer, as the access log and the metrics see them."""
+
+    def __init__(self, scope: dict[str, Any], send: Callable[[dict], Awaitable[None]]) -> None:
+        self.scope, self._send, self.started = scope, send, time.perf_counter()
+        self.headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])}
+        self.status, self.sent, self.request_id = 0, 0, request_id(self.headers.get("x-request-id"))
+        self.close = False  # the answer says `Connection: close`
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.status, headers = message["status"], list(message.get("headers", []))
+            self.request_id = next((v.decode("latin-1") for k, v in headers if k.lower() == b"x-request-id"), self.request_id)
+            message = {**message, "headers": headers + [(b"connection", b"close")] * self.close}
+        self.sent += len(message.get("body", b""))
+        await self._send(message)
+
+    async def refuse(self, error: ServiceError) -> None:
+        """Answer `error` from the loop in the contract's form; the app never sees the request."""
+        endpoint = self.scope["path"] if self.scope["path"] in ENDPOINTS else "other"
+        metrics.REQUESTS.labels(endpoint, metrics.method_label(self.scope["method"]), str(error.status)).inc()
+        metrics.ERRORS.labels(error.code).inc()
+        if isinstance(error, Refused):
+            metrics.REFUSED.labels(error.code).inc()
+        headers, payload = contract_answer(error, self.request_id)
+        await self.send({"type": "http.response.start", "status": error.status, "headers": headers})
+        await self.send({"type": "http.response.body", "body": payload})
+
+
+class Front:
+    """The ASGI app; see the module's docstring. `stopping_since`, `recycle` and `max_requests` are the worker's."""
+
+    def __init__(self, app: Any, settings: Settings) -> None:
+        self.settings, self.routes = settings, app.url_map.bind("localhost")
+        self.store = app.extensions.get("dialscore.store")
+        lane = lambda threads, **kw: Lane(Admission(threads, settings.max_queue), WSGIMiddleware(app, threads), **kw)  # noqa: E731
+        self.probes, self.scoring = lane(1, reads_body=False), lane(settings.threads)
+        self.research, self.other = lane(1), lane(1)
+        self.unrouted = Lane(self.other.admission, self.other.run, reads_body=False)
+        self.held = 0  # bytes of bodies being read, not yet admitted
+        self.stopping_since: float | None = None  # SIGTERM: what arrives from then on is refused
+        self.recycle: Callable[[], None] = lambda: None
+        self.max_requests = self.answered = 0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def lane_of(self, method: str, path: str) -> Lane:
+        """The lane of the endpoint the app routes `path` to; one it answers unrouted (404, 405, a
+        redirect) reads no body."""
+        try:
+            endpoint, _ = self.routes.match(path, method)
+        except Exception:  # noqa: BLE001 - NotFound, MethodNotAllowed, RequestRedirect: the app answers them
+            return self.unrouted
+        if endpoint in PROBES or method == "OPTIONS":
+            return self.probes if endpoint in PROBES else self.other
+        return {"scoring": self.scoring, "analysis": self.research}.get(endpoint.partition(".")[0], self.other)
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Callable[[dict], Awaitable[None]]) -> None:
+        if scope["type"] != "http":
+            return
+        exchange, arrived = Exchange(scope, send), time.monotonic()
+        self.answered += 1
+        recycling = self.over_memory(scope["path"]) or self.answered == self.max_requests
+        if recycling:  # stop accepting before this answer goes out: its client's next connection goes to a sibling
+            self.stopping_since = self.stopping_since or float("inf")  # served to the end, and no second recycle
+            self.recycle()
+        exchange.close = self.stopping_since is not None
+        try:
+            await self.serve(exchange, receive, arrived)
+        except ClientGone:
+            exchange.status = exchange.status or 499
+        finally:
+            log_access(scope, exchange.status, exchange.sent, time.perf_counter() - exchange.started,
+                       exchange.request_id)
+
+    async def serve(self, exchange: Exchange, receive: Receive, arrived: float) -> None:
+        scope, settings, headers = exchange.scope, self.settings, exchange.headers
+        lane, body = self.lane_of(scope["method"], scope["path"]), b""
+        try:
+            self.check_head(scope)
+            if self.stopping_since is not None and arrived >= self.stopping_since:
+                exchange.close = True
+                raise ShuttingDown("This server is shutting down; send the request again (another replica will "
+                                   "answer it).", retry_after=1)
+            budget = budget_of(headers.get("x-request-timeout"), settings.request_timeout)
+            if lane.reads_body:
+                body = await self.read_body(exchange, receive, arrived)
+            elif headers.get("content-length", "0") != "0" or "transfer-encoding" in headers:
+                # the app answers without reading the body: the connection is kept where it ends soon
+                ended = lane is self.unrouted and await drain(receive, True, DRAIN_FACTOR * settings.max_body_bytes)
+                exchange.close = exchange.close or not ended
+        except ServiceError as error:
+            return await exchange.refuse(error)
+        size = line_bytes(scope) + sum(len(k) + len(v) + 4 for k, v in scope["headers"]) + len(body)  # as admission counts
+        ticket = Ticket(scope["path"], size, arrived, arrived + budget, asyncio.get_running_loop().create_future(),
+                        model=self.cost_key(model_hint(body)))
+        refusal = lane.admission.offer(ticket, time.monotonic())
+        if refusal is None:
+            self.dispatch()
+            try:
+                refusal = await ticket.payload
+            except asyncio.CancelledError:
+                if ticket in lane.admission.queue:
+                    lane.admission.queue.remove(ticket)
+                raise
+        if refusal is not None:
+            return await exchange.refuse(refusal)
+        metrics.QUEUE_WAIT.observe(time.monotonic() - arrived)
+        try:
+            await lane.run(scope, replay(body, receive), exchange.send)
+        finally:
+            lane.admission.finished(ticket, time.monotonic())
+            if time.monotonic() > ticket.deadline:
+                metrics.FINISHED_LATE.inc()
+            self.dispatch()
+
+    def check_head(self, scope: dict[str, Any]) -> None:
+        """The HTTP version, and the request line and header limits (DIALSCORE_MAX_REQUEST_LINE, _MAX_HEADERS,
+        _MAX_HEADER_BYTES); h11 bounds the head as a whole (worker.py)."""
+        s = self.settings
+        if scope["http_version"] not in ("1.0", "1.1"):
+            raise BadRequest(f"HTTP/{scope['http_version']} is not served; send HTTP/1.1.")
+        if line_bytes(scope) > s.max_request_line:
+            raise UriTooLong("The request line is longer than the server accepts; send inputs in the JSON body, "
+                             "not the URL.", {"max_request_line": s.max_request_line})
+        if len(scope["headers"]) > s.max_headers or any(len(k) + len(v) + 2 > s.max_header_bytes
+                                                        for k, v in scope["headers"]):
+            raise HeadersTooLarge("The request's headers are too many or too long; send fewer or shorter headers.",
+                                  {"max_headers": s.max_headers, "max_header_bytes": s.max_header_bytes})
+
+    async def read_body(self, exchange: Exchange, receive: Receive, arrived: float) -> bytes:
+        """The whole body; TooLarge (after draining what the client sends at once), RequestTimeout, or
+        Overloaded where the worker holds DIALSCORE_MAX_PENDING_BYTES for requests not yet admitted."""
+        limit, pending, parts, size, more = self.settings.max_body_bytes, self.settings.max_pending_bytes, [], 0, True
+        deadline, declared = arrived + self.settings.read_timeout, exchange.headers.get("content-length", "")
+        try:
+            while more and not (size > limit or declared.isdigit() and int(declared) > limit):
+                message = await _receive(receive, deadline - time.monotonic())
+                chunk, more = message.get("body", b""), message.get("more_body", False)
+                size += len(chunk)
+                if self.held + len(chunk) > pending:
+                    exchange.close = True  # the rest is dropped as it comes, so the answer meets no reset
+                    await drain(receive, more, DRAIN_FACTOR * limit)
+                    raise Overloaded("This worker holds as many request bodies as it may; send the request again "
+                                     "after Retry-After seconds, or to another replica.", {"max_pending_bytes": pending})
+                self.held += len(chunk)
+                parts.append(chunk)
+        except asyncio.TimeoutError:
+            exchange.close = True
+            raise RequestTimeout(self.settings.read_timeout) from None
+        finally:
+            self.held -= sum(map(len, parts))
+        if size <= limit and not more:
+            return b"".join(parts)
+        exchange.close = not await drain(receive, more, DRAIN_FACTOR * limit)
+        raise TooLarge(f"The body is larger than {limit} bytes (DIALSCORE_MAX_BODY_BYTES); split the request.",
+                       {"max_body_bytes": limit})
+
+    def cost_key(self, hint: str) -> str:
+        """The model(s) a body names, as admission's cost table keys them: served names only."""
+        try:
+            named = json.loads(hint) if hint else []
+        except ValueError:
+            return SHARED_COST_KEY
+        names = named if isinstance(named, list) else [named]
+        served = getattr(self.store, "scorers", None) or {}
+        ok = names and all(isinstance(n, str) and n in served for n in names)
+        return ",".join(names) if ok else SHARED_COST_KEY
+
+    def loaded(self) -> bool:
+        return self.store is None or bool(self.store.loaded)
+
+    def dispatch(self) -> None:
+        """Start what a free thread may take, refuse what can no longer meet its deadline, and wake at
+        the next deadline (or to look whether the models have loaded: until then nothing starts)."""
+        now, loaded, lanes = time.monotonic(), self.loaded(), (self.probes, self.scoring, self.research, self.other)
+        for lane in lanes:
+            starting, dropped = lane.admission.due(now, start=loaded or lane is self.probes)
+            for ticket, result in [(t, None) for t in starting] + dropped:
+                ticket.payload.done() or ticket.payload.set_result(result)
+        wake = [d for lane in lanes if (d := lane.admission.next_deadline()) is not None]
+        wake += [now + LOAD_CHECK_S] if not loaded and any(lane.admission.queue for lane in lanes) else []
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = asyncio.get_running_loop().call_later(max(0.0, min(wake) - now), self.dispatch) if wake else None
+
+    def over_memory(self, path: str) -> bool:
+        """Whether to recycle this worker after this answer (DIALSCORE_MAX_WORKER_MEMORY_MIB): ONNX Runtime's
+        arenas keep the peak of the shapes seen, so the peak resident memory is what to recycle by. Probes
+        never recycle: restarting the worker that answers one could keep the pod from ever being ready."""
+        limit = self.settings.max_worker_memory_mib
+        if not limit or path in readiness.PROBE_PATHS or self.stopping_since is not None:
+            return False
+        held = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux counts KiB
+        if held > limit:
+            logging.getLogger("gunicorn.error").info(
+                "worker %s holds %.0f MiB, over DIALSCORE_MAX_WORKER_MEMORY_MIB=%d: restarting it after its "
+                "requests in flight", os.getpid(), held, limit)
+        return held > limit
+
+
+async def _receive(receive: Receive, timeout: float) -> dict[str, Any]:
+    message = await asyncio.wait_for(receive(), max(0.0, timeout))
+    if message["type"] == "http.disconnect":
+        raise ClientGone
+    return message
+
+
+async def drain(receive: Receive, more: bool, budget: int) -> bool:
+    """Read and drop the rest of a refused body, up to `budget` bytes, each part within DRAIN_IDLE_S;
+    whether it ended (the connection can carry the next request)."""
+    try:
+        while more and budget > 0:
+            message = await _receive(receive, DRAIN_IDLE_S)
+            budget, more = budget - len(message.get("body", b"")), message.get("more_body", False)
+    except (asyncio.TimeoutError, ClientGone):
+        return False
+    return not more
+
+
+def replay(body: bytes, receive: Receive) -> Receive:
+    """`receive` for the app: the body already read, then the connection's own (its disconnect)."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replayed() -> dict[str, Any]:
+        return pending.pop() if pending else await receive()
+
+    return replayed
+
+
+def create_front() -> Front:
+    """The app gunicorn's worker loads (gunicorn.conf.py): the Flask app, loading its models, behind the front."""
+    from service.app import create_app
+
+    return Front(create_app(), load_server_settings())
