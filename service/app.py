@@ -11,7 +11,7 @@ from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
 
 from service import metrics
-from service.api import analysis, health, middleware, scoring
+from service.api import analysis, docs_page, health, middleware, scoring
 from service.config import load_settings
 from service.errors import ANSWER_HEADERS, BadJson, MethodNotAllowed, NotFound, ServiceError, TooLarge
 from service.store.model_store import init_store
@@ -70,7 +70,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # refuses what is longer than the limit (service/api/body.py).
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1
     app.json = StrictJSONProvider(app)
-    for blueprint in (health.bp, scoring.bp, analysis.bp):
+    for blueprint in (health.bp, scoring.bp, analysis.bp, docs_page.bp):
         app.register_blueprint(blueprint)
     middleware.init_app(app)  # first: request IDs and the token check precede everything else
     _install_error_handlers(app)
