@@ -23,6 +23,18 @@ class ServiceError(Exception):
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
 
 
+# Open Inference Protocol v2 paths (service/api/inference_v2.py) answer errors in that protocol's form.
+V2_PREFIX = "/v2"
+
+
+def error_body(error: ServiceError, path: str) -> dict[str, Any]:
+    """The error as the path's protocol writes it: the contract's object, or v2's `{"error": message}`."""
+    if path == V2_PREFIX or path.startswith(V2_PREFIX + "/"):
+        where = "; ".join(f"{field}: {problem}" for field, problem in list(error.details.items())[:3])
+        return {"error": f"{error.message} ({where})" if where else error.message}
+    return error.body()
+
+
 # Every answer, the app's and gunicorn's own errors (service/server/worker.py) alike, is JSON (or the
 # metrics text) about one request: no browser may read it as another type, no cache may keep it.
 ANSWER_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}

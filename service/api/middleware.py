@@ -15,11 +15,11 @@ from typing import Any
 from flask import Flask, Response, g, jsonify, request
 
 from service import metrics
-from service.errors import REQUEST_ID_HEADER, Unauthorized, request_id
-from service.store.readiness import PROBE_PATHS
+from service.errors import REQUEST_ID_HEADER, Unauthorized, error_body, request_id
+from service.store.readiness import PROBE_PATHS, V2_PROBE_PATHS
 
-# Open without a token: the probes, and what a browser loads before its user can enter one.
-OPEN_PATHS = PROBE_PATHS | {"/openapi.json", "/docs"}
+# Open without a token: the probes (v1's and the Open Inference Protocol's), and what a browser loads before its user can enter one.
+OPEN_PATHS = PROBE_PATHS | V2_PROBE_PATHS | {"/openapi.json", "/docs"}
 OPEN_PREFIX = "/docs/"
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ def _require_token() -> Any:
         return None
     error = Unauthorized("This endpoint needs the header `Authorization: Bearer <token>` with the configured token.")
     metrics.ERRORS.labels(error.code).inc()  # answered here, not by the app's error handler
-    response = jsonify(error.body())
+    response = jsonify(error_body(error, request.path))
     response.status_code = error.status
     response.headers["WWW-Authenticate"] = 'Bearer realm="dialscore"'
     return response
