@@ -14,7 +14,7 @@ from typing import Any
 
 from marshmallow import ValidationError
 
-from service import metrics
+from service import metrics, tracing
 from service.api import limits
 from service.api.schemas import flatten_messages, parse_item
 from service.components.cache import EncodeCache
@@ -171,7 +171,8 @@ def _spread(values: list[Any] | None, kept: list[int], total: int) -> list[Any] 
 # --- scoring -------------------------------------------------------------------------------------
 def _run(call: Call, items: list[Any], cache: EncodeCache) -> tuple[list[float], list[dict[str, Any]] | None]:
     started = time.perf_counter()
-    batch = call.score(items, cache=cache)
+    with tracing.span("model", model=call.name, version=call.version, items=len(items)):
+        batch = call.score(items, cache=cache)
     metrics.MODEL_SECONDS.labels(call.name).observe(time.perf_counter() - started)
     metrics.ITEMS.labels(call.name).inc(len(items))
     metrics.BATCH.labels(call.name).observe(len(items))
@@ -188,6 +189,7 @@ def _with_skipped(out: dict[str, Any], errors: dict[str, str], endpoint: str) ->
 
 
 # --- the handlers ----------------------------------------------------------------------------------
+@tracing.traced("dataplane.score")
 def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """/score: the items' sizes (413), the models (503, 404), the items (422), the encoder's work
     (413), the options (422), in that order; then every model scores the items, sharing one cache."""
@@ -221,6 +223,7 @@ def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[s
                           "models": names, "results": {r["model"]: r for r in results}}, errors, "/score")
 
 
+@tracing.traced("dataplane.rerank")
 def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """/rerank: the candidates, context and reference sizes (413), the model (503, 404), its kind and
     reference (422), the encoder's work (413), the options (422); then the ranking, best first.

@@ -13,11 +13,13 @@ import logging
 from typing import Any
 
 from flask import Flask, Response, g, jsonify, request
+from opentelemetry import trace
 
 from service import metrics
 from service.errors import REQUEST_ID_HEADER, Unauthorized, error_body, request_id
 from service.store.readiness import PROBE_PATHS, V2_PROBE_PATHS
 
+REQUEST_ID_ATTRIBUTE = "dialscore.request_id"
 # Open without a token: the probes (v1's and the Open Inference Protocol's), and what a browser loads before its user can enter one.
 OPEN_PATHS = PROBE_PATHS | V2_PROBE_PATHS | {"/openapi.json", "/docs"}
 OPEN_PREFIX = "/docs/"
@@ -42,6 +44,7 @@ def init_app(app: Flask) -> None:
 
 def _assign_request_id() -> None:
     g.request_id = request_id(request.headers.get(REQUEST_ID_HEADER))
+    trace.get_current_span().set_attribute(REQUEST_ID_ATTRIBUTE, g.request_id)  # the request's server span
 
 
 def _echo_request_id(response: Response) -> Response:
