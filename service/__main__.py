@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         log.warning("%s is set but nothing reads it (misspelt?); it has no effect", name)
     from gunicorn.app.wsgiapp import run
 
-    sys.argv = ["gunicorn", "-c", str(CONFIG), "--no-control-socket", "service.app:create_app()"]
+    sys.argv = ["gunicorn", "-c", str(CONFIG), "--no-control-socket", "service.server.front:create_front()"]
     run()
     return 0
 

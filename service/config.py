@@ -44,7 +44,7 @@ class Settings:
     max_systems: int = 64  # DIALSCORE_MAX_SYSTEMS: /human-eval systems (pairwise tests grow with its square)
     max_criteria: int = 64  # DIALSCORE_MAX_CRITERIA: /human-eval criteria a rating scores, and entries of reverse / qc_criteria
     max_json_depth: int = 32  # DIALSCORE_MAX_JSON_DEPTH: nesting of a request body (the contract's need 5)
-    # Read by gunicorn (server/gunicorn.conf.py), which answers 414 / 431 `too_large` before the app sees the request.
+    # Checked by the worker's front (server/front.py), which answers 414 / 431 `too_large` before the app sees the request.
     max_request_line: int = 4094  # DIALSCORE_MAX_REQUEST_LINE: bytes of method, path and query (at most 8190)
     max_headers: int = 100  # DIALSCORE_MAX_HEADERS: header fields per request
     max_header_bytes: int = 8190  # DIALSCORE_MAX_HEADER_BYTES: bytes of one header field
@@ -85,6 +85,9 @@ class Settings:
     max_requests: int = 0  # DIALSCORE_MAX_REQUESTS: recycle a worker after this many (0: never)
     # DIALSCORE_MAX_WORKER_MEMORY_MIB: recycle a worker whose resident memory passed this after a request (0: never)
     max_worker_memory_mib: int = 0
+    # DIALSCORE_MAX_PENDING_BYTES: bytes of request bodies a worker holds while they arrive, all connections
+    # together; past it, a request gets 503 `overloaded` (each is also under max_body_bytes)
+    max_pending_bytes: int = 16 << 20
     worker_tmp_dir: str = ""  # DIALSCORE_WORKER_TMP_DIR: gunicorn's heartbeat files ("": the system's)
 
     def limits(self) -> dict[str, int]:
@@ -103,9 +106,9 @@ def env_name(field: str) -> str:
 # name: (lowest, highest) for the integers; the timeouts, host and worker_tmp_dir have their own checks
 SERVER_RANGES = {"port": (1, 65535), "threads": (1, 1024), "worker_timeout": (0, 86400),
                  "graceful_timeout": (0, 86400), "max_requests": (0, 10**9), "max_queue": (0, 10**6),
-                 "max_worker_memory_mib": (0, 10**7)}
+                 "max_worker_memory_mib": (0, 10**7), "max_pending_bytes": (1, 1 << 40)}
 SERVER_FIELDS = ("host", "port", "threads", "worker_timeout", "graceful_timeout", "read_timeout", "request_timeout",
-                 "max_queue", "max_requests", "max_worker_memory_mib", "worker_tmp_dir")
+                 "max_queue", "max_requests", "max_worker_memory_mib", "max_pending_bytes", "worker_tmp_dir")
 MAX_READ_TIMEOUT = 3600.0  # seconds; socket timeouts past ~1e10 overflow time_t
 MAX_WORKERS = 64  # gunicorn workers the master runs
 

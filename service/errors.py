@@ -35,11 +35,11 @@ def error_body(error: ServiceError, path: str) -> dict[str, Any]:
     return error.body()
 
 
-# Every answer, the app's and gunicorn's own errors (service/server/worker.py) alike, is JSON (or the
+# Every answer, the app's and the server's own errors (service/server/) alike, is JSON (or the
 # metrics text) about one request: no browser may read it as another type, no cache may keep it.
 ANSWER_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 # Every answer echoes the caller's request ID where it is short and printable (it cannot forge log
-# lines or headers), else a new one: the app's (api/middleware.py) and the worker's own (server/answers.py).
+# lines or headers), else a new one: the app's (api/middleware.py) and the worker's own (server/front.py).
 REQUEST_ID_HEADER = "X-Request-ID"
 VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+=@-]{1,128}")
 
@@ -130,6 +130,24 @@ class TooLarge(ServiceError):
     """413: body, items, candidates, turns or characters over the configured limits."""
 
     status, code = 413, "too_large"
+
+
+class UriTooLong(TooLarge):
+    """414 `too_large`: the request line is over DIALSCORE_MAX_REQUEST_LINE."""
+
+    status = 414
+
+
+class HeadersTooLarge(TooLarge):
+    """431 `too_large`: more header fields than DIALSCORE_MAX_HEADERS, or one over DIALSCORE_MAX_HEADER_BYTES."""
+
+    status = 431
+
+
+class BadRequest(ServiceError):
+    """400 `bad_request`: not valid HTTP/1.1, as the server's parser (h11) found it."""
+
+    status, code = 400, "bad_request"
 
 
 class InvalidRequest(ServiceError):

@@ -16,21 +16,16 @@ from service.server.logs import gunicorn_logconfig
 _settings = load_server_settings()
 bind = f"{_settings.host}:{_settings.port}"
 workers = _settings.workers
-# gthread with admission control, requests read whole off the threads, probes on a thread of their own
-# (service/server/worker.py).
-worker_class = "service.server.worker.AdmissionWorker"
-threads = _settings.threads
+# uvicorn's worker (HTTP parsed by h11) serving the Flask app through a2wsgi behind admission
+# (service/server/worker.py, front.py); the scoring threads are DIALSCORE_THREADS, read there.
+worker_class = "service.server.worker.DialscoreWorker"
 # Models load in each worker after the fork (ONNX Runtime sessions must not cross a fork).
 preload_app = False
-wsgi_app = "service.app:create_app()"
+wsgi_app = "service.server.front:create_front()"
 timeout = _settings.worker_timeout
 # SIGTERM: stop accepting, let in-flight requests finish for up to this long (< the pod's grace period).
 graceful_timeout = _settings.graceful_timeout
 keepalive = 5
-# The request line and header limits are settings (service/config.py, listed by GET /models).
-limit_request_line = _settings.max_request_line
-limit_request_fields = _settings.max_headers
-limit_request_field_size = _settings.max_header_bytes
 max_requests = _settings.max_requests
 # Half, not a tenth: workers that see the same traffic reach the count together, and reloading
 # together would leave the pod without a serving worker.
@@ -88,39 +83,6 @@ def post_fork(server, worker):
     os.environ[readiness.WORKERS_ENV] = str(server.num_workers)
     if worker.age > server.num_workers:
         os.environ["DIALSCORE_LOAD_SYNC"] = "true"
-
-
-def resident_mib() -> float:
-    """This process's resident memory in MiB (Linux /proc; elsewhere the peak, which ONNX Runtime's
-    arenas keep anyway)."""
-    try:
-        with open("/proc/self/statm", encoding="ascii") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError):
-        import resource
-        import sys
-
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
-
-
-def pre_request(worker, req):
-    """Recycle a worker whose memory passed DIALSCORE_MAX_WORKER_MEMORY_MIB, as max_requests does.
-
-    ONNX Runtime's arenas keep the peak of the input shapes a worker has seen, so memory, not a count
-    of requests, is what to recycle by (docs/deploy.md, "Memory"). The worker finishes its requests in
-    flight and its replacement loads before it serves. Checked before a request, so that its answer
-    says `Connection: close` rather than promise a keep-alive the stopping worker would drop. Probes
-    never recycle: restarting the worker that answers one could keep the pod from ever being ready.
-    """
-    worker.log.debug("%s %s", req.method, req.path)  # gunicorn's own pre_request, which this replaces
-    limit = _settings.max_worker_memory_mib
-    if limit and worker.alive and req.path not in readiness.PROBE_PATHS:
-        held = resident_mib()
-        if held > limit:
-            worker.log.info("worker %s holds %.0f MiB, over DIALSCORE_MAX_WORKER_MEMORY_MIB=%d: restarting it "
-                            "after its requests in flight", worker.pid, held, limit)
-            worker.alive = False
 
 
 def child_exit(server, worker):

@@ -1,0 +1,188 @@
+"""Hostile framing against real gunicorn (`python -m service`): generated request lines, headers,
+Content-Length and Transfer-Encoding values, chunk sizes and trailers; and one named test per
+finding of issue 48. Every answer is a 2xx, a 4xx or a 503 in the contract's error form, or a clean
+close; no worker exits (the pids are unchanged); /healthz answers after each."""
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import copy_store
+from tests.live_server import running_server
+
+READ_TIMEOUT = 2.0
+BODY = b'{"model": "length", "items": [{"context": ["hi"], "response": "hello"}]}'
+
+
+def worker_pids(master: int) -> set[int]:
+    """The master's children, from /proc."""
+    children = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[1]) == master:
+            children.add(int(stat.parent.name))
+    return children
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    store = copy_store(tmp_path_factory.mktemp("framing") / "model_store", ("length",))
+    env = {"DIALSCORE_MODELS": "length", "DIALSCORE_READ_TIMEOUT": str(READ_TIMEOUT),
+           "DIALSCORE_MAX_BODY_BYTES": "65536"}
+    with running_server(store, env) as srv:
+        srv.pids = worker_pids(srv.process.pid)
+        assert len(srv.pids) == 2
+        yield srv
+
+
+def exchange(port: int, raw: bytes, timeout: float = READ_TIMEOUT + 5) -> bytes:
+    """Send `raw`, close our side, and read until the server closes (or `timeout`)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as conn:
+        try:
+            conn.sendall(raw)
+            conn.shutdown(socket.SHUT_WR)
+        except OSError:  # the server answered and closed while we were still sending
+            pass
+        answer = b""
+        try:
+            while chunk := conn.recv(65536):
+                answer += chunk
+        except ConnectionResetError:
+            pass
+    return answer
+
+
+def assert_contract_answers(raw: bytes) -> list[int]:
+    """Each answer in `raw` (pipelined ones too): 2xx, 4xx or 503, errors as {"error": {code, message, details}}."""
+    statuses = []
+    while raw:
+        head, sep, rest = raw.partition(b"\r\n\r\n")
+        assert sep, raw[:200]
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ")[1])
+        headers = dict(line.lower().split(": ", 1) for line in lines[1:])
+        length = int(headers.get("content-length", "0"))
+        body, raw = rest[:length], rest[length:]
+        assert 200 <= status < 300 or 400 <= status < 500 or status == 503, lines
+        if status >= 400:
+            error = json.loads(body)["error"]
+            assert set(error) == {"code", "message", "details"} and error["code"] and error["message"], error
+        statuses.append(status)
+    return statuses
+
+
+def assert_still_serving(server) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.request("GET", "/healthz")
+    assert conn.getresponse().status == 200
+    conn.close()
+    assert worker_pids(server.process.pid) == server.pids
+
+
+TOKEN = st.text(st.sampled_from("abcxyz-_!#$%&'*+.^`|~0123456789"), min_size=1, max_size=12)
+OCTETS = st.binary(max_size=40)
+LINE_BYTES = st.sampled_from([b"\r\n", b"\n", b"\r", b"", b" ", b"\x00", b"\xb2", b"\xff", b"\t", b":", b"%", b"/"])
+
+
+@st.composite
+def requests(draw) -> bytes:
+    method = draw(st.sampled_from([b"POST", b"GET", b"HEAD", b"PUT", b"OPTIONS", b"P\xd6ST", b""]))
+    target = draw(st.sampled_from([b"/score", b"/%73core", b"http://h/score", b"//score", b"/healthz", b"*",
+                                   b"/score?x=1", b"/sc\x00ore", b"/" + b"a" * 5000]))
+    version = draw(st.sampled_from([b"HTTP/1.1", b"HTTP/1.0", b"HTTP/9.9", b"HTTP/1.1 ", b"http/1.1", b""]))
+    headers = [b"Host: x"] if draw(st.booleans()) else []
+    for _ in range(draw(st.integers(0, 3))):
+        name = draw(st.one_of(TOKEN.map(str.encode), OCTETS))
+        headers.append(name + draw(st.sampled_from([b": ", b":", b" : ", b""])) + draw(OCTETS))
+    body = BODY if draw(st.booleans()) else draw(OCTETS)
+    framing = draw(st.sampled_from(["length", "chunked", "both", "none", "bad-length"]))
+    if framing in ("length", "both"):
+        headers.append(b"Content-Length: " + str(len(body) + draw(st.integers(-3, 3))).encode())
+    if framing == "bad-length":
+        headers.append(b"Content-Length: " + draw(st.sampled_from([b"\xb2", b"\xb9", b"-1", b"1e3", b"0x10", b" 5",
+                                                                   b"99999999999999999999", b"5, 6"])))
+    if framing in ("chunked", "both"):
+        headers.append(b"Transfer-Encoding: " + draw(st.sampled_from([b"chunked", b"gzip, chunked", b"chunked, gzip",
+                                                                      b"identity", b"\xb2", b"chunked "])))
+        size = draw(st.sampled_from([b"%x" % len(body), b"-1", b"\xb2", b"fffffffffffffffffff", b"0", b"%x;e=1" % len(body)]))
+        trailers = b"".join(draw(st.lists(st.sampled_from([b"X-T: 1\r\n", b"Bad trailer\r\n", b"X: " + b"y" * 300 + b"\r\n"]),
+                                          max_size=3)))
+        body = size + b"\r\n" + body + b"\r\n0\r\n" + trailers + b"\r\n"
+    end = draw(LINE_BYTES)
+    head = method + b" " + target + b" " + version + end + b"".join(h + end for h in headers) + end
+    return head + body
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(raw=requests())
+def test_hostile_framing_never_costs_a_worker_and_is_answered_in_the_contracts_form(server, raw):
+    assert_contract_answers(exchange(server.port, raw))
+    assert_still_serving(server)
+
+
+def test_a_content_length_of_superscript_two_is_400_and_the_worker_lives(server):
+    """`Content-Length: ²` (0xB2) passed `str.isdigit()` and `int()` raised on the worker's loop: each
+    such packet cost a worker and a model reload."""
+    for value in (b"\xb2", b"\xb9", "²".encode()):
+        raw = exchange(server.port, b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Length: " + value + b"\r\n\r\n{}")
+        assert assert_contract_answers(raw) == [400]
+    assert_still_serving(server)
+
+
+def test_chunked_trailers_are_bounded(server):
+    """2 MiB of trailers after a chunked body: refused 400 (h11 bounds the section), not held."""
+    trailers = b"".join(b"X-T%d: %s\r\n" % (i, b"y" * 1000) for i in range(2048))
+    raw = exchange(server.port, b"POST /score HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                   + b"%x\r\n" % len(BODY) + BODY + b"\r\n0\r\n" + trailers + b"\r\n")
+    assert not raw or assert_contract_answers(raw)[-1] == 400  # the 200 may have gone out before the trailers
+    assert_still_serving(server)
+
+
+def test_a_body_sent_a_byte_at_a_time_does_not_hold_the_probes(server):
+    """Each read rescanned the whole buffer on the loop that also answers the probes."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as slow:
+        slow.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Length: 60000\r\n\r\n")
+        worst = 0.0
+        for _ in range(300):
+            slow.sendall(b"x")
+        for _ in range(5):
+            started = time.monotonic()
+            assert_still_serving(server)
+            worst = max(worst, time.monotonic() - started)
+    assert worst < 0.5, worst
+
+
+@pytest.mark.parametrize("target", [b"/%73core", b"http://h/score", b"http://h/%73core"])
+def test_every_spelling_of_a_scoring_path_passes_admission(server, target):
+    """`POST /%73core` and absolute-form targets reached the scoring code outside admission."""
+    raw = exchange(server.port, b"POST " + target + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   b"X-Request-Timeout: soon\r\nContent-Length: %d\r\n\r\n" % len(BODY) + BODY)
+    # admission reads X-Request-Timeout: a bad value is its 400, so the request went through it
+    assert assert_contract_answers(raw) == [400] and b"X-Request-Timeout" in raw, raw
+
+
+def test_the_cost_table_keys_only_served_models():
+    """Admission's cost table gained an entry for every distinct `model` string a client sent."""
+    from service.server.front import SHARED_COST_KEY, Front
+
+    class Store:
+        scorers = {"length": None, "bleu4": None}
+
+    front = Front.__new__(Front)
+    front.store = Store()
+    assert front.cost_key('"length"') == "length"
+    assert front.cost_key('["length", "bleu4"]') == "length,bleu4"
+    keys = {front.cost_key(json.dumps(f"no-such-model-{i}")) for i in range(1000)}
+    assert keys == {SHARED_COST_KEY}
+    assert front.cost_key('["length", "nope"]') == front.cost_key("{not json") == SHARED_COST_KEY
