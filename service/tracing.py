@@ -12,6 +12,7 @@ import atexit
 import functools
 import logging
 import os
+import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
@@ -81,6 +82,15 @@ def traced(name: str) -> Callable[[F], F]:
                 return function(*args, **kwargs)
         return inner  # type: ignore[return-value]
     return wrap
+
+
+def record(name: str, started: float, **attributes: Any) -> None:
+    """A span that began at `started` (time.monotonic()) and ends now, a child of the current span:
+    for a wait measured before anything could run inside it (a request's admission)."""
+    if _initialised_in is None:
+        return
+    begun = time.time_ns() - int((time.monotonic() - started) * 1e9)
+    TRACER.start_span(name, start_time=begun, attributes=attributes).end()
 
 
 def span(name: str, **attributes: Any) -> AbstractContextManager[trace.Span]:

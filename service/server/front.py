@@ -20,18 +20,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from a2wsgi import WSGIMiddleware
+from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 from werkzeug.exceptions import HTTPException
 
-from service import metrics
+from service import metrics, tracing
 from service.config import MAX_READ_TIMEOUT, Settings, load_server_settings
 from service.errors import (ANSWER_HEADERS, BadHeader, BadRequest, HeadersTooLarge, Overloaded, Refused, RequestTimeout,
-                            ServiceError, ShuttingDown, TooLarge, UriTooLong, request_id)
+                            ServiceError, ShuttingDown, TooLarge, UriTooLong, error_body, request_id)
 from service.server.admission import RESEARCH_PATHS, Admission, Ticket, model_hint
 from service.store import readiness
 
 ACCESS = logging.getLogger("gunicorn.access")  # the logger and atoms gunicorn's access log had (logs.py)
 LOG = logging.getLogger("gunicorn.error")
-PROBES = frozenset({"health.healthz", "health.readyz", "health.prometheus"})  # never queued behind scoring
+PROBES = frozenset({"health.healthz", "health.readyz", "health.prometheus",  # never queued behind scoring
+                    "inference_v2.live", "inference_v2.ready"})
+SCORING = frozenset({"inference_v2.infer"})  # scoring endpoints outside the scoring blueprint
+UNTRACED = ",".join(sorted(readiness.PROBE_PATHS | readiness.V2_PROBE_PATHS | {"/metrics"}))
 # A refused body is read and dropped up to this many times the body limit, each part within
 # DRAIN_IDLE_S, so that the connection can carry the client's next request; past that, it is closed.
 DRAIN_FACTOR = 4
@@ -86,6 +90,7 @@ class Lane:
     admission: Admission
     run: WSGIMiddleware
     reads_body: bool = True
+    name: str = "other"  # what traces call it
 
 
 class Exchange:
@@ -117,7 +122,7 @@ class Exchange:
         metrics.ERRORS.labels(error.code).inc()
         if isinstance(error, Refused):
             metrics.REFUSED.labels(error.code).inc()
-        payload = json.dumps(error.body()).encode()
+        payload = json.dumps(error_body(error, self.scope["path"])).encode()
         headers = {"content-type": "application/json", "content-length": str(len(payload)), **ANSWER_HEADERS,
                    **error.headers, "x-request-id": self.request_id}
         await self.send({"type": "http.response.start", "status": error.status,
@@ -141,9 +146,10 @@ class Front:
         self.routes = app.url_map.bind("localhost")
         self.store = app.extensions.get("dialscore.store")
         queue = settings.max_queue
-        self.probes = Lane(Admission(1, queue), WSGIMiddleware(app, workers=1), reads_body=False)
-        self.scoring = Lane(Admission(settings.threads, queue), WSGIMiddleware(app, workers=settings.threads))
-        self.research = Lane(Admission(1, queue), WSGIMiddleware(app, workers=1))
+        self.probes = Lane(Admission(1, queue), WSGIMiddleware(app, workers=1), reads_body=False, name="probes")
+        self.scoring = Lane(Admission(settings.threads, queue), WSGIMiddleware(app, workers=settings.threads),
+                            name="scoring")
+        self.research = Lane(Admission(1, queue), WSGIMiddleware(app, workers=1), name="research")
         self.other = Lane(Admission(1, queue), WSGIMiddleware(app, workers=1))
         self.unrouted = Lane(self.other.admission, self.other.run, reads_body=False)
         self.held = 0  # bytes of bodies being read, not yet admitted
@@ -152,6 +158,9 @@ class Front:
         self.max_requests = 0  # gunicorn's max_requests with its jitter (the worker's); 0: never
         self.answered = 0
         self._timer: asyncio.TimerHandle | None = None
+        # A server span per request (W3C traceparent continued) where OTEL_* asks for tracing (service/tracing.py).
+        self._traced = OpenTelemetryMiddleware(self.answer, excluded_urls=UNTRACED, exclude_spans=["receive", "send"]
+                                               ) if tracing.init_tracing() else None
 
     def lane_of(self, method: str, path: str) -> Lane:
         """The lane of the endpoint the app routes `path` to; one that it answers unrouted (404, 405,
@@ -164,12 +173,18 @@ class Front:
             return self.unrouted
         if endpoint in PROBES:
             return self.probes
+        if endpoint in SCORING:
+            return self.scoring
         if method == "OPTIONS":
             return self.other
         return {"scoring": self.scoring, "analysis": self.research}.get(endpoint.partition(".")[0], self.other)
 
     async def __call__(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict]],
                        send: Callable[[dict], Awaitable[None]]) -> None:
+        await self._traced(scope, receive, send) if self._traced else await self.answer(scope, receive, send)
+
+    async def answer(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict]],
+                     send: Callable[[dict], Awaitable[None]]) -> None:
         if scope["type"] != "http":
             return
         exchange = Exchange(scope, send)
@@ -208,7 +223,7 @@ class Front:
         except ServiceError as error:
             return await exchange.refuse(error)
         ticket = Ticket(scope["path"], head_bytes(scope) + len(body), arrived, arrived + budget, asyncio.get_running_loop().create_future(),
-                        model=self.cost_key(model_hint(body[:4096])))
+                        model=self.cost_key(self.model_in_path(scope) or model_hint(body[:4096])))
         refusal = lane.admission.offer(ticket, time.monotonic())
         if refusal is None:
             self.dispatch()
@@ -218,6 +233,7 @@ class Front:
                 if ticket in lane.admission.queue:
                     lane.admission.queue.remove(ticket)
                 raise
+        tracing.record("admission", arrived, lane=lane.name, outcome=refusal.code if refusal else "admitted")
         if refusal is not None:
             return await exchange.refuse(refusal)
         metrics.QUEUE_WAIT.observe(time.monotonic() - arrived)
@@ -275,6 +291,16 @@ class Front:
         raise TooLarge(f"The body is larger than {limit} bytes (DIALSCORE_MAX_BODY_BYTES); split the request.",
                        {"max_body_bytes": limit})
 
+    def model_in_path(self, scope: dict[str, Any]) -> str:
+        """The model an Open Inference Protocol path names (`/v2/models/<name>/infer`), as a body's hint reads."""
+        if not scope["path"].startswith("/v2/models/"):
+            return ""
+        try:
+            _, args = self.routes.match(scope["path"], scope["method"])
+        except Exception:  # noqa: BLE001 - unrouted: no model
+            return ""
+        return json.dumps(args["name"]) if "name" in args else ""
+
     def cost_key(self, hint: str) -> str:
         """The model(s) a body names, as admission's cost table keys them: served names only."""
         served = set(getattr(self.store, "scorers", None) or ())
@@ -313,7 +339,7 @@ class Front:
         arenas keep the peak of the shapes seen, so memory, not a count, is what to recycle by. Probes
         never recycle: restarting the worker that answers one could keep the pod from ever being ready."""
         limit = self.settings.max_worker_memory_mib
-        if not limit or path in readiness.PROBE_PATHS or self.stopping_since is not None:
+        if not limit or path in readiness.PROBE_PATHS | readiness.V2_PROBE_PATHS or self.stopping_since is not None:
             return False
         held = resident_mib()
         if held <= limit:
