@@ -16,11 +16,12 @@ else
 export DIALSCORE_DATA_DIR ?= $(abspath $(DATA))
 endif
 
-.PHONY: help venv venv-dev run test lint bench loadtest train encoder-fp32 encoder-w8a8 encoder-mpnet evaluate clean reproduce-human-eval constraints
+.PHONY: help venv venv-dev run test browser-test lint bench loadtest train encoder-fp32 encoder-w8a8 encoder-mpnet evaluate clean reproduce-human-eval constraints
 
 help:
 	@echo "make run      serve the committed model store on $(HOST):$(PORT) (creates $(VENV))"
 	@echo "make test     install everything and run the whole test suite"
+	@echo "make browser-test  the /docs/ page in headless Chromium (installs Debian's chromium where missing)"
 	@echo "make lint     hadolint, kustomize + kubernetes-validate, yamllint, ruff, shellcheck"
 	@echo "make bench    throughput and latency of /score through gunicorn on this machine"
 	@echo "make loadtest open-loop overload, idle connections, SIGTERM and crash against gunicorn (5-12 min;"
@@ -66,6 +67,14 @@ run: $(VENV)/.serve
 # PYTEST_ARGS: e.g. "-m install" (the pip-install test, deselected by default), "-m data" (the data tests only)
 test: $(VENV)/.dev
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The API page (/docs/) in a real browser: Debian's chromium and chromium-driver, installed where missing
+# (apt-get as root, else through sudo); the test may not skip here.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+browser-test: $(VENV)/.dev
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium chromium-driver; }
+	DIALSCORE_REQUIRE_BROWSER=1 $(PY) -m pytest tests/integration/test_docs_browser.py
 
 lint: $(VENV)/.dev
 	bash scripts/lint.sh

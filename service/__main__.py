@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from service.startup_checks import check_configuration
-from service.logs import configure_logging
+from service.observability.logs import configure_logging
 
 CONFIG = Path(__file__).parent / "server" / "gunicorn.conf.py"
 log = logging.getLogger("service")

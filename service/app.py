@@ -10,10 +10,10 @@ from flask import Flask, Response, g, jsonify, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
 
-from service import metrics
-from service.api import analysis, health, middleware, scoring
+from service.observability import metrics
+from service.api import analysis, docs_page, health, inference_v2, middleware, scoring
 from service.config import load_settings
-from service.errors import ANSWER_HEADERS, BadJson, MethodNotAllowed, NotFound, ServiceError, TooLarge
+from service.errors import ANSWER_HEADERS, BadJson, error_body, MethodNotAllowed, NotFound, ServiceError, TooLarge
 from service.store.model_store import init_store
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # refuses what is longer than the limit (service/api/body.py).
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes + 1
     app.json = StrictJSONProvider(app)
-    for blueprint in (health.bp, scoring.bp, analysis.bp):
+    for blueprint in (health.bp, scoring.bp, analysis.bp, docs_page.bp, inference_v2.bp):
         app.register_blueprint(blueprint)
     middleware.init_app(app)  # first: request IDs and the token check precede everything else
     _install_error_handlers(app)
@@ -96,7 +96,7 @@ class StrictJSONProvider(DefaultJSONProvider):
 
 def _error_response(error: ServiceError, headers: dict[str, str] | None = None) -> Response:
     metrics.ERRORS.labels(error.code).inc()
-    response = jsonify(error.body())
+    response = jsonify(error_body(error, request.path))
     response.status_code = error.status
     for key, value in {**error.headers, **(headers or {})}.items():
         response.headers[key] = value

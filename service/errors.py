@@ -24,6 +24,18 @@ class ServiceError(Exception):
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
 
 
+# Open Inference Protocol v2 paths (service/api/inference_v2.py) answer errors in that protocol's form.
+V2_PREFIX = "/v2"
+
+
+def error_body(error: ServiceError, path: str) -> dict[str, Any]:
+    """The error as the path's protocol writes it: the contract's object, or v2's `{"error": message}`."""
+    if path == V2_PREFIX or path.startswith(V2_PREFIX + "/"):
+        where = "; ".join(f"{field}: {problem}" for field, problem in list(error.details.items())[:3])
+        return {"error": f"{error.message} ({where})" if where else error.message}
+    return error.body()
+
+
 # Every answer, the app's and the server's own errors (service/server/) alike, is JSON (or the
 # metrics text) about one request: no browser may read it as another type, no cache may keep it.
 ANSWER_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
@@ -33,9 +45,10 @@ REQUEST_ID_HEADER = "X-Request-ID"
 VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:/+=@-]{1,128}")
 
 
-def contract_answer(error: ServiceError, request_id_value: str) -> tuple[list[tuple[bytes, bytes]], bytes]:
-    """The headers and JSON body of the server's own answer for `error` (the app's: app.py)."""
-    payload = json.dumps(error.body()).encode()
+def contract_answer(error: ServiceError, request_id_value: str, path: str = "") -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """The headers and JSON body of the server's own answer for `error` (the app's: app.py), in the form
+    of the protocol `path` belongs to (error_body)."""
+    payload = json.dumps(error_body(error, path)).encode()
     headers = {"content-type": "application/json", "content-length": str(len(payload)), **ANSWER_HEADERS,
                **error.headers, REQUEST_ID_HEADER: request_id_value}
     return [(name.lower().encode(), value.encode("latin-1")) for name, value in headers.items()], payload

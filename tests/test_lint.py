@@ -178,3 +178,70 @@ def test_bulk_job_shards_match_completions():
     [container] = job["spec"]["template"]["spec"]["containers"]
     assert container["command"] == ["python", "-m", "service.bulk"]
     assert container["securityContext"]["readOnlyRootFilesystem"]
+
+
+# The fields of KServe's CRDs the example uses (serving.kserve.io ServingRuntime v1alpha1 and
+# InferenceService v1beta1, as KServe's API reference documents them): kubernetes-validate has no schema
+# for custom kinds, so the example's KServe fields are held to these, and its pod parts to the
+# Kubernetes Pod schema below.
+_KSERVE = {
+    "ServingRuntime": {"supportedModelFormats", "protocolVersions", "multiModel", "containers", "volumes"},
+    "InferenceService": {"predictor"},
+}
+_PREDICTOR = {"minReplicas", "maxReplicas", "scaleMetric", "scaleTarget", "terminationGracePeriodSeconds",
+              "automountServiceAccountToken", "model"}
+_MODEL = {"modelFormat", "runtime", "protocolVersion"}
+
+
+def test_the_kserve_example_validates_and_probes_the_v2_paths():
+    from kubernetes_validate.utils import validate
+
+    docs = render(REPO / "k8s" / "kserve")
+    runtime, service = by_kind(docs, "ServingRuntime"), by_kind(docs, "InferenceService")
+    for doc in (runtime, service):
+        assert set(doc["spec"]) <= _KSERVE[doc["kind"]], doc["kind"]
+    # The runtime's pod template, as the Pod KServe makes of it: Kubernetes' own strict schema.
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "dialscore"},
+           "spec": {"containers": runtime["spec"]["containers"], "volumes": runtime["spec"]["volumes"]}}
+    for version in ("1.30.0", "1.37.0"):
+        validate(pod, version, strict=True)
+    predictor = service["spec"]["predictor"]
+    assert set(predictor) <= _PREDICTOR and set(predictor["model"]) <= _MODEL
+    format_ = runtime["spec"]["supportedModelFormats"][0]
+    assert predictor["model"]["modelFormat"] == {"name": format_["name"], "version": format_["version"]}
+    assert predictor["model"]["runtime"] == runtime["metadata"]["name"]
+    assert predictor["model"]["protocolVersion"] in runtime["spec"]["protocolVersions"] == ["v2"]
+
+    [container] = runtime["spec"]["containers"]
+    assert container["name"] == "kserve-container"
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+    [port] = container["ports"]
+    assert int(env["DIALSCORE_PORT"]) == port["containerPort"]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/v2/health/live"
+    assert container["readinessProbe"]["httpGet"]["path"] == container["startupProbe"]["httpGet"]["path"] == (
+        "/v2/health/ready")
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        assert container[probe]["httpGet"]["port"] == port["containerPort"]
+    ref = env["DIALSCORE_API_TOKEN"]["secretKeyRef"]
+    assert (ref["name"], ref["key"], ref.get("optional", False)) == ("dialscore-api-token", "token", False)
+    assert container["lifecycle"]["preStop"]["sleep"]["seconds"] + int(env["DIALSCORE_GRACEFUL_TIMEOUT"]) + 5 <= (
+        predictor["terminationGracePeriodSeconds"])
+    assert int(env["DIALSCORE_WORKERS"]) * int(env["DIALSCORE_INTRA_OP_THREADS"]) <= int(
+        container["resources"]["limits"]["cpu"])
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] and security["runAsNonRoot"] and security["capabilities"]["drop"] == [
+        "ALL"]
+    assert env["PROMETHEUS_MULTIPROC_DIR"] in {m["mountPath"] for m in container["volumeMounts"]}
+
+
+def test_a_kserve_pod_part_that_breaks_the_kubernetes_schema_fails(tmp_path):
+    from kubernetes_validate.utils import ValidationError, validate
+
+    k8s = Path(shutil.copytree(REPO / "k8s", tmp_path / "k8s"))
+    runtime_file = k8s / "kserve" / "servingruntime.yaml"
+    runtime_file.write_text(runtime_file.read_text().replace("containerPort: 8080", "containerPort: eighty"))
+    runtime = by_kind(render(k8s / "kserve"), "ServingRuntime")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": {"containers": runtime["spec"][
+        "containers"]}}
+    with pytest.raises(ValidationError):
+        validate(pod, "1.37.0", strict=True)

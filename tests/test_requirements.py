@@ -14,8 +14,8 @@ def pins(path: Path) -> dict[str, str]:
     for line in path.read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
-            # an environment marker may follow the pin
-            match = re.fullmatch(r"([A-Za-z0-9._-]+)==([^\s;]+)(?:\s*;\s*\S.*)?", line)
+            # extras may follow the name, an environment marker the pin
+            match = re.fullmatch(r"([A-Za-z0-9._-]+)(?:\[[A-Za-z0-9,._-]+\])?==([^\s;]+)(?:\s*;\s*\S.*)?", line)
             assert match, f"{path.name}: {line!r} is not pinned with =="
             found[re.sub(r"[-_.]+", "-", match.group(1)).lower()] = match.group(2)
     return found

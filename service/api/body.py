@@ -45,6 +45,29 @@ def _refuse_compressed(header: str, accepted: tuple[str, ...], detail: str) -> N
 
 def load_body(schema: Schema) -> dict[str, Any]:
     """The request's JSON object validated by `schema`: 400 if not a JSON object, 422 if invalid."""
+    return validate(schema, parse_json(read_body()))
+
+
+def parse_json(raw: bytes) -> dict[str, Any]:
+    """A body's bytes as a JSON object, refused as the contract says (400, or 413 for nesting)."""
+    if not raw.strip():
+        raise BadJson("The request body is empty; send a JSON object.")
+    if b"\x00" in raw:  # never in JSON text (a NUL in a string is written \u0000): UTF-16 or UTF-32
+        raise BadJson("The request body holds NUL bytes: it is UTF-16 or UTF-32, or not text; send UTF-8 JSON.")
+    return _parse(raw, settings().max_json_depth)
+
+
+def validate(schema: Schema, data: dict[str, Any]) -> dict[str, Any]:
+    """`data` loaded by `schema`; 422 naming each invalid field."""
+    try:
+        return schema.load(data)
+    except ValidationError as exc:
+        raise InvalidRequest("The request does not match the schema; see details for each field.",
+                             flatten_messages(exc.messages)) from None
+
+
+def read_body() -> bytes:
+    """The request's body, whole, within the limit (413) and uncompressed (400)."""
     try:
         raw = request.get_data(cache=True)  # over MAX_CONTENT_LENGTH raises 413 here
     except (HTTPException, ServiceError):  # 413, or 408 from the worker's read deadline
@@ -60,13 +83,4 @@ def load_body(schema: Schema) -> dict[str, Any]:
         raise RequestEntityTooLarge()
     _refuse_compressed("Content-Encoding", ("identity",), "Only identity.")
     _refuse_compressed("Transfer-Encoding", ("identity", "chunked"), "Only chunked.")
-    if not raw.strip():
-        raise BadJson("The request body is empty; send a JSON object.")
-    if b"\x00" in raw:  # never in JSON text (a NUL in a string is written \u0000): UTF-16 or UTF-32
-        raise BadJson("The request body holds NUL bytes: it is UTF-16 or UTF-32, or not text; send UTF-8 JSON.")
-    data = _parse(raw, settings().max_json_depth)
-    try:
-        return schema.load(data)
-    except ValidationError as exc:
-        raise InvalidRequest("The request does not match the schema; see details for each field.",
-                             flatten_messages(exc.messages)) from None
+    return raw

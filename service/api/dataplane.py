@@ -15,7 +15,7 @@ from typing import Any
 
 from marshmallow import ValidationError
 
-from service import metrics
+from service.observability import metrics, tracing
 from service.api import limits
 from service.api.schemas import flatten_messages, parse_item
 from service.api.warnings import reply_warnings
@@ -210,7 +210,8 @@ def _with_warnings(out: dict[str, Any], warnings: list[dict[str, Any]]) -> dict[
 # --- scoring -------------------------------------------------------------------------------------
 def _run(call: Call, items: list[Any], cache: EncodeCache) -> ScoreBatch:
     started = time.perf_counter()
-    batch = call.score(items, cache=cache)
+    with tracing.span("model", model=call.name, version=call.version, items=len(items)):
+        batch = call.score(items, cache=cache)
     metrics.MODEL_SECONDS.labels(call.name).observe(time.perf_counter() - started)
     metrics.ITEMS.labels(call.name).inc(len(items))
     metrics.BATCH.labels(call.name).observe(len(items))
@@ -227,6 +228,7 @@ def _with_skipped(out: dict[str, Any], errors: dict[str, str], endpoint: str) ->
 
 
 # --- the handlers ----------------------------------------------------------------------------------
+@tracing.traced("dataplane.score")
 def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """/score: the items' sizes (413), the models (503, 404), the items (422), the encoder's work
     (413), the options (422), in that order; then every model scores the items, sharing one cache."""
@@ -272,6 +274,7 @@ def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[s
                           reply_warnings(replies, settings.not_english_confidence, "/score"))
 
 
+@tracing.traced("dataplane.rerank")
 def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """/rerank: the candidates, context and reference sizes (413), the model (503, 404), its kind and
     reference (422), the encoder's work (413), the options (422); then the ranking, best first.

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from service import metrics
+from service.observability import metrics
 from service.api import dataplane, settings, store
 from service.api.openapi import openapi_document
 

@@ -3,7 +3,7 @@
 A caller's `X-Request-ID` is kept (one ID follows a request through a chatbot, an ingress and this
 service), else one is made; it is echoed in the response and stamped on every log record. With
 DIALSCORE_API_TOKEN set, every endpoint but the kubelet's probes (/healthz, /readyz, which carry no
-credentials) needs `Authorization: Bearer <token>`, compared in constant time; the variable may hold
+credentials), the API page (/docs/) and the document it reads (/openapi.json) needs `Authorization: Bearer <token>`, compared in constant time; the variable may hold
 several comma-separated tokens, so that a rotation reaches the pods before the clients.
 """
 from __future__ import annotations
@@ -13,10 +13,16 @@ import logging
 from typing import Any
 
 from flask import Flask, Response, g, jsonify, request
+from opentelemetry import trace
 
-from service import metrics
-from service.errors import REQUEST_ID_HEADER, Unauthorized, request_id
-from service.store.readiness import PROBE_PATHS as OPEN_PATHS
+from service.observability import metrics
+from service.errors import REQUEST_ID_HEADER, Unauthorized, error_body, request_id
+from service.store.readiness import PROBE_PATHS, V2_PROBE_PATHS
+
+REQUEST_ID_ATTRIBUTE = "dialscore.request_id"
+# Open without a token: the probes (v1's and the Open Inference Protocol's), and what a browser loads before its user can enter one.
+OPEN_PATHS = PROBE_PATHS | V2_PROBE_PATHS | {"/openapi.json", "/docs"}
+OPEN_PREFIX = "/docs/"
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +34,7 @@ def init_app(app: Flask) -> None:
     Says once per process whether the token is required: Kubernetes mounts the token's Secret as
     optional, so a missing or misnamed Secret would otherwise open the service without a word."""
     if _configured_token(app):
-        log.info("bearer token required on every endpoint but %s", ", ".join(sorted(OPEN_PATHS)))
+        log.info("bearer token required on every endpoint but %s", ", ".join(sorted(OPEN_PATHS | {OPEN_PREFIX})))
     else:
         log.warning("no DIALSCORE_API_TOKEN: every endpoint is open to whoever can reach the port")
     app.before_request(_assign_request_id)
@@ -38,6 +44,7 @@ def init_app(app: Flask) -> None:
 
 def _assign_request_id() -> None:
     g.request_id = request_id(request.headers.get(REQUEST_ID_HEADER))
+    trace.get_current_span().set_attribute(REQUEST_ID_ATTRIBUTE, g.request_id)  # the request's server span
 
 
 def _echo_request_id(response: Response) -> Response:
@@ -66,14 +73,14 @@ def _require_token() -> Any:
     from flask import current_app
 
     token = _configured_token(current_app)
-    if not token or request.path in OPEN_PATHS:
+    if not token or request.path in OPEN_PATHS or request.path.startswith(OPEN_PREFIX):
         return None
     scheme, _, offered = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() == "bearer" and _matches(offered.strip().encode(), token):
         return None
     error = Unauthorized("This endpoint needs the header `Authorization: Bearer <token>` with the configured token.")
     metrics.ERRORS.labels(error.code).inc()  # answered here, not by the app's error handler
-    response = jsonify(error.body())
+    response = jsonify(error_body(error, request.path))
     response.status_code = error.status
     response.headers["WWW-Authenticate"] = 'Bearer realm="dialscore"'
     return response

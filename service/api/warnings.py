@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service import metrics
+from service.observability import metrics
 from service.components import language
 
 _MESSAGES = {

@@ -5,6 +5,7 @@ master: ONNX Runtime thread pools do not survive a fork.
 """
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 import onnxruntime as ort
 
+from service.observability import tracing
 from service.artifacts import openvino
 from service.artifacts.providers import AUTO, CPU, ProviderChoice, choose_providers
 from service.config import Settings, cuda_provider_options
@@ -125,7 +127,8 @@ class Runtime:
             return [function(part) for part in work]
         if self._pool is None:  # made on first use, in the worker (a pool's threads do not survive a fork)
             self._pool = ThreadPoolExecutor(max_workers=self.encoder_threads, thread_name_prefix="encoder")
-        return list(self._pool.map(function, work))
+        caller = contextvars.copy_context()  # the request's trace context, which pool threads do not inherit
+        return list(self._pool.map(lambda part: caller.copy().run(function, part), work))
 
     def provider_list(self) -> list:
         """Providers as InferenceSession takes them, CUDA with its options."""
@@ -198,6 +201,10 @@ class Session:
         return self._session.get_providers()[0] == CPU
 
     def run(self, feeds: dict[str, Any], outputs: list[str] | None = None) -> list[np.ndarray]:
+        with tracing.span("onnx.run", graph=self.name, rows=_rows(feeds)):
+            return self._run(feeds, outputs)
+
+    def _run(self, feeds: dict[str, Any], outputs: list[str] | None = None) -> list[np.ndarray]:
         missing = set(self.inputs) - set(feeds)
         extra = set(feeds) - set(self.inputs)
         if missing or extra:
@@ -224,10 +231,18 @@ class Session:
         """`run_rows` for inputs that `pack(rows)` builds for a range of rows, so that a row run alone
         is packed to its own width (a context of its own turns, no padding): each row alone on the
         CPU, all `count` at once on CUDA (or when there are none); outputs stacked in row order."""
-        if self.on_cuda or not count:
-            return self.run(pack(range(count)))
-        parts = [self.run(pack(range(i, i + 1))) for i in range(count)]
-        return [np.concatenate([part[k] for part in parts]) for k in range(len(self.outputs))]
+        with tracing.span("onnx.rows", graph=self.name, rows=count):
+            if self.on_cuda or not count:
+                return self._run(pack(range(count)))
+            parts = [self._run(pack(range(i, i + 1))) for i in range(count)]
+            return [np.concatenate([part[k] for part in parts]) for k in range(len(self.outputs))]
+
+
+def _rows(feeds: dict[str, Any]) -> int | None:
+    """Rows of a run's first input, for its span."""
+    first = next(iter(feeds.values()), None)
+    shape = getattr(first, "shape", None)
+    return int(shape[0]) if shape else None
 
 
 STEP_CUT_ROWS = 4

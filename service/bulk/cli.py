@@ -18,7 +18,7 @@ from service.bulk.signals import Stop
 from service.config import Settings, load_settings
 from service.json_body import loads
 from service.scorers.base import Scorer
-from service.logs import configure_logging
+from service.observability.logs import configure_logging
 from service.store.model_store import ModelStore
 from service.artifacts.runtime import Runtime, RuntimeSettings
 

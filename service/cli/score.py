@@ -29,7 +29,7 @@ from service.cli import references
 from service.components.cache import EncodeCache
 from service.config import load_settings
 from service.scorers.base import Call, Scorer
-from service.logs import configure_logging
+from service.observability.logs import configure_logging
 from service.store.trained_items import TrainedItems
 from service.store.trained_items import load as load_trained
 

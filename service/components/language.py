@@ -9,11 +9,16 @@ was chosen on real English turns.
 """
 from __future__ import annotations
 
+import io
 import logging
+import lzma
 import threading
 import unicodedata
+from array import array
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from service.text import is_blank, memoised_for_short_texts
 
@@ -69,9 +74,7 @@ class _Identifier:
         with self._lock:
             if self._identifier is None and not self._failed:
                 try:
-                    from py3langid.langid import MODEL_FILE, LanguageIdentifier
-
-                    self._identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+                    self._identifier = _load_in_memory()
                 except Exception:  # noqa: BLE001 - without it the script test still warns
                     log.exception("the language identifier did not load; only the script test warns")
                     self._failed = True
@@ -79,6 +82,24 @@ class _Identifier:
 
 
 IDENTIFIER = _Identifier()
+
+
+def _load_in_memory() -> Any:
+    """py3langid's identifier with its model decompressed in memory. Its own loader writes the 65 MB
+    decompressed model to a temporary file first, which a pod's /tmp (a 64 MiB emptyDir, shared by the
+    workers) cannot hold; the arrays are the ones that loader gives (py3langid.modelio.load_model)."""
+    from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
+
+    with lzma.open(MODEL_DIR / MODEL_FILE) as packed, np.load(io.BytesIO(packed.read()), allow_pickle=False) as data:
+        def flat(name: str) -> array:
+            values = np.ascontiguousarray(data[name])
+            out = array({2: "H", 4: "I", 8: "L"}[values.dtype.itemsize])
+            out.frombytes(memoryview(values).cast("B"))
+            return out
+
+        return LanguageIdentifier(np.asarray(data["ptc"]), np.asarray(data["pc"]), data["classes"].tolist(),
+                                  flat("nextmove"), data["out_feat"].tolist(), norm_probs=True,
+                                  tk_row=flat("nextmove_row"))
 
 
 @memoised_for_short_texts

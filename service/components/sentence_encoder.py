@@ -17,7 +17,7 @@ from tokenizers import Tokenizer
 from service.components.base import Component
 from service.components.cache import EncodeCache
 from service.config import encoder_precision
-from service import metrics
+from service.observability import metrics, tracing
 from service.artifacts.openvino import EP as OPENVINO
 from service.artifacts.runtime import int8_dot_products, length_buckets, shares
 
@@ -190,5 +190,6 @@ class SentenceEncoder(Component):
             for batch in share:
                 run(batch)
 
-        self.runtime.map_threads(run_share, work)
+        with tracing.span("encoder", model=self.name, texts=len(texts), word_pieces=sum(lengths), runs=sum(map(len, work))):
+            self.runtime.map_threads(run_share, work)
         return out

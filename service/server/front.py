@@ -21,17 +21,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from a2wsgi import WSGIMiddleware
+from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 
-from service import metrics
+from service.observability import metrics, tracing
 from service.config import MAX_READ_TIMEOUT, Settings, load_server_settings
 from service.errors import (BadHeader, BadRequest, HeadersTooLarge, Overloaded, Refused, RequestTimeout,
                             ServiceError, ShuttingDown, TooLarge, UriTooLong, contract_answer, request_id)
-from service.logs import log_access
+from service.observability.logs import log_access
 from service.server.admission import RESEARCH_PATHS, Admission, Ticket, model_hint
 from service.store import readiness
 
 Receive = Callable[[], Awaitable[dict]]
-PROBES = frozenset({"health.healthz", "health.readyz", "health.prometheus"})  # never queued behind scoring
+PROBES = frozenset({"health.healthz", "health.readyz", "health.prometheus",  # never queued behind scoring
+                    "inference_v2.live", "inference_v2.ready"})
+SCORING = frozenset({"inference_v2.infer"})  # scoring endpoints outside the scoring blueprint
+UNTRACED = ",".join(sorted(readiness.PROBE_PATHS | readiness.V2_PROBE_PATHS | {"/metrics"}))
 # A refused body is read and dropped up to this many times the body limit, each part within
 # DRAIN_IDLE_S, so that the connection can carry the client's next request; past that, it is closed.
 DRAIN_FACTOR, DRAIN_IDLE_S = 4, 0.5
@@ -69,6 +73,7 @@ class Lane:
     admission: Admission
     run: WSGIMiddleware
     reads_body: bool = True
+    name: str = "other"  # what traces call it
 
 
 class Exchange:
@@ -95,7 +100,7 @@ class Exchange:
         metrics.ERRORS.labels(error.code).inc()
         if isinstance(error, Refused):
             metrics.REFUSED.labels(error.code).inc()
-        headers, payload = contract_answer(error, self.request_id)
+        headers, payload = contract_answer(error, self.request_id, self.scope["path"])
         await self.send({"type": "http.response.start", "status": error.status, "headers": headers})
         await self.send({"type": "http.response.body", "body": payload})
 
@@ -107,14 +112,17 @@ class Front:
         self.settings, self.routes = settings, app.url_map.bind("localhost")
         self.store = app.extensions.get("dialscore.store")
         lane = lambda threads, **kw: Lane(Admission(threads, settings.max_queue), WSGIMiddleware(app, threads), **kw)  # noqa: E731
-        self.probes, self.scoring = lane(1, reads_body=False), lane(settings.threads)
-        self.research, self.other = lane(1), lane(1)
+        self.probes, self.scoring = lane(1, reads_body=False, name="probes"), lane(settings.threads, name="scoring")
+        self.research, self.other = lane(1, name="research"), lane(1)
         self.unrouted = Lane(self.other.admission, self.other.run, reads_body=False)
         self.held = 0  # bytes of bodies being read, not yet admitted
         self.stopping_since: float | None = None  # SIGTERM: what arrives from then on is refused
         self.recycle: Callable[[], None] = lambda: None
         self.max_requests = self.answered = 0
         self._timer: asyncio.TimerHandle | None = None
+        # A server span per request (W3C traceparent continued) where OTEL_* asks for tracing (service/observability/tracing.py).
+        self._traced = OpenTelemetryMiddleware(self.answer, excluded_urls=UNTRACED, exclude_spans=["receive", "send"]
+                                               ) if tracing.init_tracing() else None
 
     def lane_of(self, method: str, path: str) -> Lane:
         """The lane of the endpoint the app routes `path` to; one it answers unrouted (404, 405, a
@@ -123,11 +131,14 @@ class Front:
             endpoint, _ = self.routes.match(path, method)
         except Exception:  # noqa: BLE001 - NotFound, MethodNotAllowed, RequestRedirect: the app answers them
             return self.unrouted
-        if endpoint in PROBES or method == "OPTIONS":
-            return self.probes if endpoint in PROBES else self.other
+        if endpoint in PROBES or endpoint in SCORING or method == "OPTIONS":
+            return self.probes if endpoint in PROBES else self.scoring if endpoint in SCORING else self.other
         return {"scoring": self.scoring, "analysis": self.research}.get(endpoint.partition(".")[0], self.other)
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Callable[[dict], Awaitable[None]]) -> None:
+        await self._traced(scope, receive, send) if self._traced else await self.answer(scope, receive, send)
+
+    async def answer(self, scope: dict[str, Any], receive: Receive, send: Callable[[dict], Awaitable[None]]) -> None:
         if scope["type"] != "http":
             return
         exchange, arrived = Exchange(scope, send), time.monotonic()
@@ -165,7 +176,7 @@ class Front:
             return await exchange.refuse(error)
         size = line_bytes(scope) + sum(len(k) + len(v) + 4 for k, v in scope["headers"]) + len(body)  # as admission counts
         ticket = Ticket(scope["path"], size, arrived, arrived + budget, asyncio.get_running_loop().create_future(),
-                        model=self.cost_key(model_hint(body)))
+                        model=self.cost_key(self.model_in_path(scope) or model_hint(body)))
         refusal = lane.admission.offer(ticket, time.monotonic())
         if refusal is None:
             self.dispatch()
@@ -175,6 +186,7 @@ class Front:
                 if ticket in lane.admission.queue:
                     lane.admission.queue.remove(ticket)
                 raise
+        tracing.record("admission", arrived, lane=lane.name, outcome=refusal.code if refusal else "admitted")
         if refusal is not None:
             return await exchange.refuse(refusal)
         metrics.QUEUE_WAIT.observe(time.monotonic() - arrived)
@@ -228,6 +240,14 @@ class Front:
         raise TooLarge(f"The body is larger than {limit} bytes (DIALSCORE_MAX_BODY_BYTES); split the request.",
                        {"max_body_bytes": limit})
 
+    def model_in_path(self, scope: dict[str, Any]) -> str:
+        """The model an Open Inference Protocol path names (`/v2/models/<name>/infer`), as a body's hint reads."""
+        try:
+            _, args = self.routes.match(scope["path"], scope["method"])
+        except Exception:  # noqa: BLE001 - unrouted: no model
+            return ""
+        return json.dumps(args["name"]) if scope["path"].startswith("/v2/") and "name" in args else ""
+
     def cost_key(self, hint: str) -> str:
         """The model(s) a body names, as admission's cost table keys them: served names only."""
         try:
@@ -261,7 +281,7 @@ class Front:
         arenas keep the peak of the shapes seen, so the peak resident memory is what to recycle by. Probes
         never recycle: restarting the worker that answers one could keep the pod from ever being ready."""
         limit = self.settings.max_worker_memory_mib
-        if not limit or path in readiness.PROBE_PATHS or self.stopping_since is not None:
+        if not limit or path in readiness.PROBE_PATHS | readiness.V2_PROBE_PATHS or self.stopping_since is not None:
             return False
         held = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux counts KiB
         if held > limit:

@@ -9,7 +9,7 @@ import shutil
 import tempfile
 
 from service.config import check_writable, load_server_settings
-from service.logs import gunicorn_logconfig
+from service.observability.logs import gunicorn_logconfig
 
 # One settings object (service/config.py); `python -m service` checks it before gunicorn starts
 # (service/startup_checks.py) and stops with one line naming a bad variable.
@@ -56,7 +56,7 @@ from prometheus_client import multiprocess  # noqa: E402
 check_writable(os.environ["PROMETHEUS_MULTIPROC_DIR"], "PROMETHEUS_MULTIPROC_DIR")
 check_writable(os.environ["DIALSCORE_READY_DIR"], "DIALSCORE_READY_DIR")
 
-from service import metrics as metrics_files  # noqa: E402
+from service.observability import metrics as metrics_files  # noqa: E402
 from service.store import readiness  # noqa: E402
 
 

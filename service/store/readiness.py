@@ -15,6 +15,7 @@ DIR_ENV = "DIALSCORE_READY_DIR"  # shared marker folder; set by gunicorn.conf.py
 WORKERS_ENV = "DIALSCORE_POD_WORKERS"  # how many workers the master runs; set in each worker by post_fork
 PREFIX = "ready-"
 PROBE_PATHS = frozenset({"/healthz", "/readyz"})  # the kubelet's: no credentials, no worker recycling
+V2_PROBE_PATHS = frozenset({"/v2/health/live", "/v2/health/ready"})  # the same, as the Open Inference Protocol names them
 
 
 def marker_dir() -> Path | None:

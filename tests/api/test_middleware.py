@@ -8,7 +8,7 @@ import logging
 import pytest
 from flask import Flask
 
-from service import logs as logging_setup
+from service.observability import logs as logging_setup
 from service.api import middleware
 from service.config import load_settings
 

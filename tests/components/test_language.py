@@ -35,3 +35,19 @@ def test_no_dailydialog_turn_is_taken_for_another_language(data_dir: Path):
              for t in line.split("__eou__") if t.strip()]
     assert len(turns) > 2500
     assert [t for t in turns if read(t, CONFIDENCE).code == "not_english"] == []
+
+
+def test_the_identifier_loads_without_a_temporary_folder(monkeypatch, tmp_path):
+    """py3langid's own loader writes its 65 MB decompressed model to a temporary file, which a pod's 64 MiB
+    /tmp cannot hold (tests/server/test_readonly_root.py); this loader needs none, and gives its answers."""
+    import tempfile
+
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    from service.components.language import _load_in_memory
+
+    expected = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True).classify("прекрасно, спасибо!")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    with pytest.raises(OSError):
+        LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    assert _load_in_memory().classify("прекрасно, спасибо!") == expected

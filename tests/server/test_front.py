@@ -23,3 +23,21 @@ def test_the_budget_is_the_header_else_the_default_and_a_bad_one_is_400():
         with pytest.raises(BadHeader) as raised:
             budget_of(bad, 30.0)
         assert raised.value.status == 400 and raised.value.details == {"X-Request-Timeout": bad}
+
+
+def test_open_inference_protocol_paths_take_the_lanes_of_their_v1_twins(baseline_store):
+    """/v2/.../infer is scoring work, admitted as /score is (its model, from the path, keys the cost);
+    the v2 health paths are probes."""
+    from service.app import create_app
+    from service.config import load_server_settings
+    from service.server.front import SHARED_COST_KEY, Front
+
+    front = Front(create_app({"model_store": baseline_store, "load_sync": True}), load_server_settings())
+    assert front.lane_of("POST", "/v2/models/length/infer") is front.scoring
+    assert front.lane_of("POST", "/v2/models/length/versions/1/infer") is front.scoring
+    assert front.lane_of("POST", "/v2/models/%6cength/infer") is front.scoring  # any spelling of the path
+    assert front.lane_of("GET", "/v2/health/ready") is front.probes
+    assert front.lane_of("GET", "/v2/models/length") is front.other
+    scope = {"path": "/v2/models/length/infer", "method": "POST"}
+    assert front.cost_key(front.model_in_path(scope)) == "length"
+    assert front.cost_key(front.model_in_path({**scope, "path": "/v2/models/made-up/infer"})) == SHARED_COST_KEY

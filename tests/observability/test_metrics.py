@@ -7,7 +7,7 @@ from prometheus_client import Counter, Histogram
 from prometheus_client.mmap_dict import MmapedDict, mmap_key
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from service import metrics
+from service.observability import metrics
 
 
 def _write(folder: Path, kind: str, pid: int, samples: dict[tuple[str, str], float]) -> None:

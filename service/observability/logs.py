@@ -167,9 +167,9 @@ def gunicorn_logconfig(level: str = "INFO") -> dict[str, Any]:
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {"json": {"()": "service.logs.JsonFormatter"}},
-        "filters": {"request_id": {"()": "service.logs.RequestIdFilter"},
-                    "query_values": {"()": "service.logs.QueryValuesFilter"}},
+        "formatters": {"json": {"()": "service.observability.logs.JsonFormatter"}},
+        "filters": {"request_id": {"()": "service.observability.logs.RequestIdFilter"},
+                    "query_values": {"()": "service.observability.logs.QueryValuesFilter"}},
         "handlers": {"console": handler, "error_console": dict(handler)},
         "root": {"level": level, "handlers": ["console"]},
         "loggers": {

@@ -1,0 +1,214 @@
+"""The Open Inference Protocol v2 (KServe, Triton, MLServer) beside the v1 API, on the same data plane.
+
+Health and metadata for the server and each model, and `infer`: BYTES inputs named after the item
+fields, one element an item, and the FP32 output `score`; with the parameter `rerank: true`, one
+`context` and the candidates as `response` give `index` (INT64) and `score`, best first. Each infer
+runs as a v1 body through the same schema, limits and data plane, so the scores equal /score's;
+errors take the protocol's `{"error": "..."}` form (service/errors.py, error_body). docs/api.md has
+the inputs' encoding.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request
+
+from service.api import dataplane, settings, store
+from service.api.body import parse_json, read_body, validate
+from service.api.openapi import VERSION
+from service.api.schemas import RERANK_REQUEST, SCORE_REQUEST
+from service.api.v2_tensors import HEADER_LENGTH, Tensor, output, read_inputs, split_body
+from service.errors import InvalidRequest, NotFound, NotReady
+from service.scorers.base import Scorer
+
+bp = Blueprint("inference_v2", __name__, url_prefix="/v2")
+
+SERVER_NAME = "dialscore"
+PLATFORM = "dialscore"  # a model is an ONNX graph (or none) with its pre- and post-processing, not one graph
+ITEM_INPUTS = ("context", "response", "reference")
+
+
+@bp.get("")
+def server_metadata() -> Response:
+    return jsonify({"name": SERVER_NAME, "version": VERSION, "extensions": []})
+
+
+@bp.get("/health/live")
+def live() -> Response:
+    return jsonify({"live": True})
+
+
+@bp.get("/health/ready")
+def ready() -> Response:
+    is_ready, _ = dataplane.readiness(store(), settings())
+    return _readiness({"ready": is_ready}, is_ready)
+
+
+@bp.get("/models/<name>")
+@bp.get("/models/<name>/versions/<version>")
+def model_metadata(name: str, version: str | None = None) -> Response:
+    scorer = _scorer(name, version)
+    manifest = scorer.manifest
+    inputs = ["turns"] if manifest.kind == "dialogue" else [f for f in ITEM_INPUTS if f in manifest.requires]
+    return jsonify({"name": name, "versions": [manifest.version], "platform": PLATFORM,
+                    "inputs": [{"name": f, "datatype": "BYTES", "shape": [-1]} for f in inputs],
+                    "outputs": [{"name": "score", "datatype": "FP32", "shape": [-1]}]})
+
+
+@bp.get("/models/<name>/ready")
+@bp.get("/models/<name>/versions/<version>/ready")
+def model_ready(name: str, version: str | None = None) -> Response:
+    try:
+        _scorer(name, version)  # 404 for a model (or version) not served
+    except NotReady:
+        return _readiness({"name": name, "ready": False}, False)
+    return _readiness({"name": name, "ready": True}, True)
+
+
+@bp.post("/models/<name>/infer")
+@bp.post("/models/<name>/versions/<version>/infer")
+def infer(name: str, version: str | None = None) -> Response:
+    json_part, binary = split_body(read_body(), request.headers.get(HEADER_LENGTH))
+    body = parse_json(json_part)
+    tensors = read_inputs(body, binary)
+    parameters = body.get("parameters") or {}
+    if not isinstance(parameters, dict):
+        raise InvalidRequest("`parameters` must be an object.", {"parameters": "Not an object."})
+    if version is not None:
+        _scorer(name, version)
+    options = _options(parameters)
+    if parameters.get("rerank") is True:
+        outputs, served_version = _rerank(name, tensors, options, parameters.get("top_k"))
+    else:
+        outputs, served_version = _score(name, tensors, options)
+    out: dict[str, Any] = {"model_name": name, "model_version": served_version,
+                           "outputs": _requested_outputs(body, outputs)}
+    if isinstance(body.get("id"), str):
+        out["id"] = body["id"]
+    return jsonify(out)
+
+
+# --- from tensors to the v1 bodies ------------------------------------------------------------------
+def _score(name: str, tensors: dict[str, Tensor], options: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    _known(tensors, ("turns",) + ITEM_INPUTS)
+    if "turns" in tensors:
+        items = [{"turns": _json_array(value, "turns", i)} for i, value in enumerate(tensors["turns"].values)]
+    else:
+        responses = _required(tensors, "response").values
+        contexts = _per_item(tensors, "context", len(responses))
+        references = _per_item(tensors, "reference", len(responses)) if "reference" in tensors else None
+        items = []
+        for i, response in enumerate(responses):
+            item: dict[str, Any] = {"context": _turns(contexts[i], i), "response": response}
+            if references is not None:
+                item["reference"] = references[i]
+            items.append(item)
+    answer = dataplane.score(store(), validate(SCORE_REQUEST, {"model": name, "items": items, "options": options}),
+                             settings())
+    return [output("score", "FP32", answer["scores"])], answer["version"]
+
+
+def _rerank(name: str, tensors: dict[str, Tensor], options: dict[str, Any],
+            top_k: Any) -> tuple[list[dict[str, Any]], str]:
+    _known(tensors, ITEM_INPUTS)
+    context = _required(tensors, "context").values
+    if len(context) != 1:
+        raise InvalidRequest("A re-ranking reads one `context` (its candidates are `response`).",
+                             {"inputs.context": "Must hold one element."})
+    reference = tensors["reference"].values if "reference" in tensors else [None]
+    if len(reference) != 1:
+        raise InvalidRequest("A re-ranking reads at most one `reference`.", {"inputs.reference": "One element."})
+    body = {"model": name, "context": _turns(context[0], 0), "candidates": _required(tensors, "response").values,
+            "reference": reference[0], "top_k": top_k, "options": options}
+    answer = dataplane.rerank(store(), validate(RERANK_REQUEST, body), settings())
+    ranking = answer["ranking"]
+    return ([output("index", "INT64", [entry["index"] for entry in ranking]),
+             output("score", "FP32", [entry["score"] for entry in ranking])], answer["version"])
+
+
+def _known(tensors: dict[str, Tensor], names: tuple[str, ...]) -> None:
+    unknown = sorted(set(tensors) - set(names))
+    if unknown:
+        raise InvalidRequest(f"Unknown input {unknown[0]!r}; the inputs are {', '.join(names)}.",
+                             {f"inputs.{n}": "Unknown input." for n in unknown})
+
+
+def _required(tensors: dict[str, Tensor], name: str) -> Tensor:
+    if name not in tensors:
+        raise InvalidRequest(f"The input {name!r} is required.", {f"inputs.{name}": "Required."})
+    return tensors[name]
+
+
+def _per_item(tensors: dict[str, Tensor], name: str, count: int) -> list[str]:
+    """One element an item, or one for every item."""
+    values = _required(tensors, name).values
+    if len(values) == 1:
+        return values * count
+    if len(values) != count:
+        raise InvalidRequest(f"Input {name!r} has {len(values)} elements for {count} responses.",
+                             {f"inputs.{name}": "One element per response, or one for all."})
+    return values
+
+
+def _turns(value: str, index: int) -> list[str]:
+    """A context element: a JSON array of turns, else turns joined by newlines."""
+    if value.lstrip().startswith("["):
+        turns = _json_array(value, "context", index)
+        if not all(isinstance(t, str) for t in turns):
+            raise InvalidRequest("A context's JSON array holds strings.", {f"inputs.context.{index}": "Not strings."})
+        return turns
+    return value.split("\n")
+
+
+def _json_array(value: str, name: str, index: int) -> list[Any]:
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, list):
+        raise InvalidRequest(f"Element {index} of {name!r} is not a JSON array.", {f"inputs.{name}.{index}": "Invalid."})
+    return parsed
+
+
+def _options(parameters: dict[str, Any]) -> dict[str, Any]:
+    raw = parameters.get("options")
+    if raw is None:
+        return {}
+    try:
+        options = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        options = None
+    if not isinstance(options, dict):
+        raise InvalidRequest("The parameter `options` is a JSON object in a string.", {"parameters.options": "Invalid."})
+    return options
+
+
+def _requested_outputs(body: dict[str, Any], outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    wanted = body.get("outputs")
+    if not wanted:
+        return outputs
+    names = [o.get("name") if isinstance(o, dict) else None for o in wanted] if isinstance(wanted, list) else [None]
+    by_name = {o["name"]: o for o in outputs}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise InvalidRequest(f"Unknown output {unknown[0]!r}; this model gives {', '.join(by_name)}.",
+                             {"outputs": "Unknown output."})
+    return [by_name[n] for n in names]
+
+
+# --- models and readiness ----------------------------------------------------------------------------
+def _scorer(name: str, version: str | None) -> Scorer:
+    """The served model (404 unknown, 503 loading), and 404 for a version it is not."""
+    scorer = store().served(name)
+    if version is not None and version != scorer.manifest.version:
+        raise NotFound(f"Model {name!r} is served at version {scorer.manifest.version}, not {version}.",
+                       {"versions": [scorer.manifest.version]})
+    return scorer
+
+
+def _readiness(body: dict[str, Any], is_ready: bool) -> Response:
+    """The protocol's health answer: 200 for true, a 4xx for false."""
+    response = jsonify(body)
+    response.status_code = 200 if is_ready else 400
+    return response

@@ -1,0 +1,114 @@
+"""The Open Inference Protocol v2 paths on the app: tensors in, the data plane's scores out, and every
+malformed request a 4xx in the protocol's `{"error": "..."}` form (tritonclient's run: tests/integration)."""
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+HEADER = "Inference-Header-Content-Length"
+
+
+def _bytes_tensor(values: list[str]) -> bytes:
+    return b"".join(struct.pack("<I", len(v.encode())) + v.encode() for v in values)
+
+
+def _text(name: str, values: list[str]) -> dict:
+    return {"name": name, "shape": [len(values)], "datatype": "BYTES", "data": values}
+
+
+def _infer(client, model: str, body: dict | bytes, headers: dict | None = None):
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return client.post(f"/v2/models/{model}/infer", data=data, headers=headers or {},
+                       content_type="application/octet-stream")
+
+
+def test_infer_scores_as_score_does(client):
+    body = {"id": "req-1", "inputs": [_text("context", ["hi\nhow are you?", '["hello", "who is it?"]']),
+                                      _text("response", ["fine, thanks", "me"]),
+                                      _text("reference", ["good, and you?", "it is me"])]}
+    answer = _infer(client, "bleu4", body)
+    assert answer.status_code == 200, answer.get_json()
+    out = answer.get_json()
+    v1 = client.post("/score", json={"model": "bleu4", "items": [
+        {"context": ["hi", "how are you?"], "response": "fine, thanks", "reference": "good, and you?"},
+        {"context": ["hello", "who is it?"], "response": "me", "reference": "it is me"}]}).get_json()
+    assert out["id"] == "req-1" and out["model_name"] == "bleu4" and out["model_version"] == v1["version"]
+    assert out["outputs"] == [{"name": "score", "datatype": "FP32", "shape": [2], "data": v1["scores"]}]
+
+
+def test_binary_tensors_read_as_json_ones(client):
+    context, responses = _bytes_tensor(["hi"]), _bytes_tensor(["ok", "très bien"])
+    header = json.dumps({"inputs": [
+        {"name": "context", "shape": [1], "datatype": "BYTES", "parameters": {"binary_data_size": len(context)}},
+        {"name": "response", "shape": [2], "datatype": "BYTES", "parameters": {"binary_data_size": len(responses)}},
+    ]}).encode()
+    binary = context + responses
+    answer = _infer(client, "length", header + binary, {HEADER: str(len(header))})
+    assert answer.status_code == 200, answer.get_json()
+    plain = _infer(client, "length", {"inputs": [_text("context", ["hi"]), _text("response", ["ok", "très bien"])]})
+    assert answer.get_json()["outputs"] == plain.get_json()["outputs"]
+
+
+def test_a_rerank_gives_index_and_score_best_first(client):
+    body = {"parameters": {"rerank": True, "top_k": 2},
+            "inputs": [_text("context", ["hi"]), _text("response", ["a", "a much longer reply", "mid reply"])]}
+    outputs = {o["name"]: o["data"] for o in _infer(client, "length", body).get_json()["outputs"]}
+    assert outputs["index"] == [1, 2] and outputs["score"][0] >= outputs["score"][1]
+
+
+@pytest.mark.parametrize("body,status,words", [
+    ({"inputs": []}, 422, "non-empty `inputs`"),
+    ({"inputs": [{"name": "response", "shape": [1], "datatype": "FP32", "data": [1.0]}]}, 422, "BYTES"),
+    ({"inputs": [{"name": "response", "shape": [2], "datatype": "BYTES", "data": ["a"]}]}, 422, "shape"),
+    ({"inputs": [_text("response", ["a"]), _text("context", ["b"]), _text("mood", ["c"])]}, 422, "Unknown input"),
+    ({"inputs": [_text("response", ["a", "b"]), _text("context", ["b", "c", "d"])]}, 422, "elements for 2"),
+    ({"inputs": [_text("response", ["a"]), _text("context", ["[1, 2]"])]}, 422, "strings"),
+    ({"inputs": [_text("response", ["a"]), _text("context", ["b"])], "parameters": {"options": "{"}}, 422, "options"),
+    ({"inputs": [_text("response", ["a"]), _text("context", ["b"])], "outputs": [{"name": "p"}]}, 422, "Unknown output"),
+    ({"parameters": {"rerank": True}, "inputs": [_text("response", ["a"]), _text("context", ["b", "c"])]}, 422, "one"),
+])
+def test_malformed_requests_are_4xx_in_the_protocols_form(client, body, status, words):
+    answer = _infer(client, "length", body)
+    assert answer.status_code == status
+    assert list(answer.get_json()) == ["error"] and words in answer.get_json()["error"]
+
+
+@pytest.mark.parametrize("header,binary", [("x", b""), ("99999", b""), ("", b"")])
+def test_a_bad_binary_header_is_400(client, header, binary):
+    body = json.dumps({"inputs": [_text("response", ["a"]), _text("context", ["b"])]}).encode()
+    answer = _infer(client, "length", body + binary, {HEADER: header or "-1"})
+    assert answer.status_code == 400 and "error" in answer.get_json()
+
+
+def test_binary_data_that_runs_past_its_size_is_400(client):
+    header = json.dumps({"inputs": [
+        {"name": "context", "shape": [1], "datatype": "BYTES", "parameters": {"binary_data_size": 4}},
+        {"name": "response", "shape": [1], "datatype": "BYTES", "data": ["a"]}]}).encode()
+    answer = _infer(client, "length", header + struct.pack("<I", 50), {HEADER: str(len(header))})
+    assert answer.status_code == 400 and "runs past" in answer.get_json()["error"]
+
+
+def test_metadata_health_and_versions(client):
+    assert client.get("/v2").get_json()["name"] == "dialscore"
+    assert client.get("/v2/health/live").status_code == 200
+    assert client.get("/v2/health/ready").get_json() == {"ready": True}
+    metadata = client.get("/v2/models/bleu4").get_json()
+    assert [i["name"] for i in metadata["inputs"]] == ["context", "response", "reference"]
+    version = metadata["versions"][0]
+    assert client.get(f"/v2/models/bleu4/versions/{version}/ready").get_json() == {"name": "bleu4", "ready": True}
+    missing = client.get("/v2/models/bleu4/versions/0.0.0")
+    assert missing.status_code == 404 and version in missing.get_json()["error"]
+    assert client.get("/v2/models/nope/ready").status_code == 404
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(
+                        ["inputs", "name", "shape", "datatype", "data", "parameters", "outputs", "rerank",
+                         "binary_data_size", "options", "top_k"]), inner, max_size=4), max_leaves=12))
+def test_no_request_body_is_a_500(client, body):
+    answer = _infer(client, "length", {"inputs": body} if not isinstance(body, dict) else body)
+    assert answer.status_code < 500, answer.get_json()
