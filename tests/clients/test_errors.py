@@ -42,7 +42,7 @@ def test_unknown_model(client):
 
 def test_a_wrong_base_path_is_not_found(server):
     with pytest.raises(NotFound) as caught:
-        Client(server.url + "/v2", retry_deadline=0).models()
+        Client(server.url + "/v1", retry_deadline=0).models()
     assert (caught.value.status, caught.value.code) == (404, "not_found")
 
 
