@@ -241,12 +241,15 @@ class Front:
                        {"max_body_bytes": limit})
 
     def model_in_path(self, scope: dict[str, Any]) -> str:
-        """The model an Open Inference Protocol path names (`/v2/models/<name>/infer`), as a body's hint reads."""
+        """The model an Open Inference Protocol path names (`/v2/models/<name>/infer`), as a body's hint reads;
+        other paths are not routed a second time."""
+        if not scope["path"].startswith("/v2/models/"):
+            return ""
         try:
             _, args = self.routes.match(scope["path"], scope["method"])
         except Exception:  # noqa: BLE001 - unrouted: no model
             return ""
-        return json.dumps(args["name"]) if scope["path"].startswith("/v2/") and "name" in args else ""
+        return json.dumps(args["name"]) if "name" in args else ""
 
     def cost_key(self, hint: str) -> str:
         """The model(s) a body names, as admission's cost table keys them: served names only."""
