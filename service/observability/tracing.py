@@ -73,6 +73,16 @@ def init_tracing(environ: Mapping[str, str] = os.environ) -> bool:
     return True
 
 
+def server_spans(app: Any, untraced_paths: str) -> Any:
+    """`app` (ASGI) inside a server span per request, continuing the caller's W3C traceparent, where
+    OTEL_* asks for tracing; None where it does not. `untraced_paths`: comma-separated (the probes)."""
+    if not init_tracing():
+        return None
+    from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+
+    return OpenTelemetryMiddleware(app, excluded_urls=untraced_paths, exclude_spans=["receive", "send"])
+
+
 def traced(name: str) -> Callable[[F], F]:
     """A decorator: the function runs inside a span called `name`."""
     def wrap(function: F) -> F:

@@ -1,15 +1,14 @@
 """Which requests a worker takes on, and when each starts (Admission); no sockets, no clock of its own.
 
-A request's deadline is its arrival plus its budget (X-Request-Timeout, else
-DIALSCORE_REQUEST_TIMEOUT). It is refused at once, 503 `overloaded`, when the queue is full or the
-work ahead and its own expected time would pass its deadline; a queued request that can no longer
-make it is dropped, 503 `deadline_exceeded`, never computed. Expected times are moving averages of
-this worker's own measurements per endpoint, model and body size. The worker keeps one Admission
-for scoring and one for the research endpoints (RESEARCH_PATHS), each with its own threads, so a
-long /correlate never holds a live bot's re-ranking.
+A request's deadline is its arrival plus its budget (X-Request-Timeout, else DIALSCORE_REQUEST_TIMEOUT).
+It is refused at once, 503 `overloaded`, when the queue is full or the work ahead and its own expected
+time would pass its deadline; a queued request that can no longer make it is dropped, 503
+`deadline_exceeded`, never computed. Expected times are moving averages of this worker's measurements
+per endpoint, model and body size. Each lane of the worker (front.py) has its own Admission and threads.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import deque
@@ -17,11 +16,9 @@ from dataclasses import dataclass, field
 
 from service.errors import DeadlineExceeded, Overloaded, Refused
 
-RESEARCH_PATHS = frozenset({"/correlate", "/human-eval"})  # seconds of statistics each, no model
 SMOOTHING = 0.2  # weight of the newest measurement in the moving average
-# Admitted only where it would finish with this share of its expected wait and run to spare: times
-# vary (a sibling worker idle or busy changes a request's cores), and a request admitted at the edge of
-# its budget is dropped from the queue late or finishes after its deadline.
+# Admitted only with this share of its expected run to spare: times vary (a sibling worker idle or busy
+# changes a request's cores), and one admitted at the edge of its budget is dropped late or finishes late.
 HEADROOM = 0.3
 # The wait is the less certain part (the requests ahead may each run long): counted this many times over.
 WAIT_FACTOR = 2.0
@@ -33,10 +30,14 @@ MODEL_FIELD = re.compile(rb'"models?"\s*:\s*(\[[^\]]{0,400}\]|"[^"]{0,100}")')
 HINT_BYTES = 4096  # where a body names its model(s): the schema's first fields, in practice
 
 
-def model_hint(body: bytes | bytearray) -> str:
-    """The model(s) a body names, read without parsing it (a cost class, never trusted as input)."""
+def named_models(body: bytes | bytearray) -> list[object]:
+    """The model(s) a body names, read without parsing the body (a cost class, never trusted as input)."""
     found = MODEL_FIELD.search(body[:HINT_BYTES])
-    return found.group(1).decode("utf-8", "replace") if found else ""
+    try:
+        named = json.loads(found.group(1)) if found else []
+    except ValueError:
+        return [None]  # named, but not readably: no served model
+    return named if isinstance(named, list) else [named]
 
 
 def size_class(body_bytes: int) -> int:
@@ -53,7 +54,7 @@ class Ticket:
     arrived: float
     deadline: float
     payload: object = None
-    model: str = ""  # model_hint of the body
+    model: str = ""  # the cost key of the model(s) it names
     started: float | None = None
     kind: tuple[str, str] = field(init=False)  # requests alike in cost per byte: endpoint and model(s)
 

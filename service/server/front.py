@@ -1,17 +1,15 @@
-"""The ASGI application the uvicorn worker serves (create_front): the Flask app, run through a2wsgi on
-bounded thread pools, behind admission. uvicorn parses and frames HTTP; this module only decides.
+"""The ASGI app the uvicorn worker serves (create_front): Flask through a2wsgi on bounded thread pools,
+behind admission. uvicorn parses and frames HTTP; this module only decides.
 
-A request goes to a lane by the endpoint the app's own URL map routes its decoded path to (probes,
-scoring, research, the rest), so no spelling of a path passes by its lane. A body the app reads is
-read whole here on the event loop, bounded by DIALSCORE_MAX_BODY_BYTES, the read timeout and the
-worker's sum of bytes held for requests not yet admitted (DIALSCORE_MAX_PENDING_BYTES); then the
-lane's Admission queues it for a thread or refuses it 503 at once. Idle and slow clients hold a
-socket, never a thread.
+A request's lane (probes, scoring, research, the rest) is that of the endpoint the app's URL map routes
+its decoded path to, so no spelling of a path passes by it. A body is read whole on the event loop,
+within DIALSCORE_MAX_BODY_BYTES, the read timeout and the worker's DIALSCORE_MAX_PENDING_BYTES, before
+the lane's Admission queues it for a thread or refuses it 503. Idle and slow clients hold a socket,
+never a thread.
 """
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import resource
@@ -21,14 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from a2wsgi import WSGIMiddleware
-from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 
 from service.observability import metrics, tracing
 from service.config import MAX_READ_TIMEOUT, Settings, load_server_settings
 from service.errors import (BadHeader, BadRequest, HeadersTooLarge, Overloaded, Refused, RequestTimeout,
                             ServiceError, ShuttingDown, TooLarge, UriTooLong, contract_answer, request_id)
 from service.observability.logs import log_access
-from service.server.admission import RESEARCH_PATHS, Admission, Ticket, model_hint
+from service.server.admission import Admission, Ticket, named_models
 from service.store import readiness
 
 Receive = Callable[[], Awaitable[dict]]
@@ -40,7 +37,7 @@ UNTRACED = ",".join(sorted(readiness.PROBE_PATHS | readiness.V2_PROBE_PATHS | {"
 # DRAIN_IDLE_S, so that the connection can carry the client's next request; past that, it is closed.
 DRAIN_FACTOR, DRAIN_IDLE_S = 4, 0.5
 LOAD_CHECK_S = 0.1  # how often requests admitted while the models load look whether they have
-ENDPOINTS = frozenset({"/score", "/rerank", *RESEARCH_PATHS})  # metrics' endpoint label; anything else "other"
+ENDPOINTS = frozenset({"/score", "/rerank", "/correlate", "/human-eval"})  # metrics' endpoint label; anything else "other"
 SHARED_COST_KEY = "?"  # a body naming no served model: one entry in the cost table, whatever it names
 
 
@@ -120,9 +117,7 @@ class Front:
         self.recycle: Callable[[], None] = lambda: None
         self.max_requests = self.answered = 0
         self._timer: asyncio.TimerHandle | None = None
-        # A server span per request (W3C traceparent continued) where OTEL_* asks for tracing (service/observability/tracing.py).
-        self._traced = OpenTelemetryMiddleware(self.answer, excluded_urls=UNTRACED, exclude_spans=["receive", "send"]
-                                               ) if tracing.init_tracing() else None
+        self._traced = tracing.server_spans(self.answer, UNTRACED)
 
     def lane_of(self, method: str, path: str) -> Lane:
         """The lane of the endpoint the app routes `path` to; one it answers unrouted (404, 405, a
@@ -176,7 +171,7 @@ class Front:
             return await exchange.refuse(error)
         size = line_bytes(scope) + sum(len(k) + len(v) + 4 for k, v in scope["headers"]) + len(body)  # as admission counts
         ticket = Ticket(scope["path"], size, arrived, arrived + budget, asyncio.get_running_loop().create_future(),
-                        model=self.cost_key(self.model_in_path(scope) or model_hint(body)))
+                        model=self.cost_key(self.model_in_path(scope) or named_models(body)))
         refusal = lane.admission.offer(ticket, time.monotonic())
         if refusal is None:
             self.dispatch()
@@ -240,27 +235,21 @@ class Front:
         raise TooLarge(f"The body is larger than {limit} bytes (DIALSCORE_MAX_BODY_BYTES); split the request.",
                        {"max_body_bytes": limit})
 
-    def model_in_path(self, scope: dict[str, Any]) -> str:
-        """The model an Open Inference Protocol path names (`/v2/models/<name>/infer`), as a body's hint reads;
-        other paths are not routed a second time."""
+    def model_in_path(self, scope: dict[str, Any]) -> list[object]:
+        """The model an Open Inference Protocol path names (`/v2/models/<name>/infer`)."""
         if not scope["path"].startswith("/v2/models/"):
-            return ""
+            return []
         try:
             _, args = self.routes.match(scope["path"], scope["method"])
         except Exception:  # noqa: BLE001 - unrouted: no model
-            return ""
-        return json.dumps(args["name"]) if "name" in args else ""
+            return []
+        return [args["name"]] if "name" in args else []
 
-    def cost_key(self, hint: str) -> str:
-        """The model(s) a body names, as admission's cost table keys them: served names only."""
-        try:
-            named = json.loads(hint) if hint else []
-        except ValueError:
-            return SHARED_COST_KEY
-        names = named if isinstance(named, list) else [named]
+    def cost_key(self, names: list[object]) -> str:
+        """Admission's cost-table key for the model(s) named: served names only, anything else one shared key."""
         served = getattr(self.store, "scorers", None) or {}
         ok = names and all(isinstance(n, str) and n in served for n in names)
-        return ",".join(names) if ok else SHARED_COST_KEY
+        return ",".join(names) if ok else SHARED_COST_KEY  # type: ignore[arg-type]
 
     def loaded(self) -> bool:
         return self.store is None or bool(self.store.loaded)

@@ -1,11 +1,10 @@
 """The gunicorn worker (DialscoreWorker): uvicorn's, parsing with h11, serving the front (front.py).
 
-h11, not httptools: httptools bounds neither a request's head nor its chunked trailers; h11 refuses
-either past `h11_max_incomplete_event_size` with 400 (docs/notes/2026-11-28-front-door.md). uvicorn's
-protocol is kept with these changes: its 400 is the contract's JSON, a head must arrive within the
-read timeout, and a client that half-closes after its request still gets the answer. After SIGTERM
-the worker answers 503 `shutting_down` to what arrives and closes its listener only once no
-connection is open: closing it with connections in its backlog would reset them.
+h11, not httptools: h11 bounds a request's head and chunked trailers (`h11_max_incomplete_event_size`),
+httptools neither. uvicorn's protocol changes here: its 400 is the contract's JSON, a head must arrive
+within the read timeout, and a client that half-closes after its request still gets the answer. After
+SIGTERM the worker answers 503 `shutting_down` and closes its listener only once no connection is
+open: closed with connections in its backlog, it would reset them.
 """
 from __future__ import annotations
 
@@ -52,7 +51,7 @@ class ContractH11Protocol(H11Protocol):
             self.cycle.keep_alive = False
 
     def watch_head(self) -> None:
-        """Arm the read deadline while a request's head is awaited (and not yet underway); disarm it after."""
+        """Arm the read deadline while a request's head is awaited; disarm it after."""
         awaiting = self.cycle is None or self.cycle.response_complete
         if awaiting and self.head_timer is None:
             self.head_timer = self.loop.call_later(self.read_timeout, self.head_too_late)
@@ -100,8 +99,8 @@ class ContractH11Protocol(H11Protocol):
         super().connection_lost(exc)
 
     def shutdown(self) -> None:
-        """uvicorn closes a connection with no request yet at once, which could drop one under way; here
-        its request (if one comes within the read timeout) is answered and the connection closed then."""
+        """A connection with no request yet stays open for one to come (uvicorn would close it, dropping a
+        request under way): it is answered, then closed."""
         self.stopping = True
         if self.cycle is None:
             return
@@ -118,7 +117,7 @@ class DrainingServer(Server):
         front.max_requests, config.limit_max_requests = config.limit_max_requests or 0, None  # counted by front
 
     def recycle(self) -> None:
-        """Stop taking connections now (the loop notices should_exit only at its next tick), then exit."""
+        """Stop taking connections now (should_exit is seen at the loop's next tick), then exit."""
         for server in self.servers:
             server.close()
         self.should_exit = True
@@ -135,8 +134,7 @@ class DrainingServer(Server):
         asyncio.get_running_loop().create_task(self.hold_while_loading())
 
     async def hold_while_loading(self) -> None:
-        """A worker still loading its models takes no connections while a sibling has loaded (a ready pod
-        would answer from it), and takes them again once it has loaded."""
+        """While loading its models, take no connections if a sibling has loaded (the pod is ready)."""
         paused = False
         while not self.front.loaded() and not self.should_exit:
             if not paused and (readiness.loaded_workers() or set()) - {os.getpid()}:

@@ -8,6 +8,7 @@ worker that answers /readyz is one that serves. Without the folder (tests) readi
 """
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -37,10 +38,15 @@ def mark_ready(pid: int | None = None) -> None:
 
 
 def forget(pid: int) -> None:
-    """Drop a worker's marker (the master calls this when the worker exits)."""
+    """Drop a worker's marker (the master calls this when the worker exits). An OSError is logged, not
+    raised: in a gunicorn hook it would end the master's loop; a marker left is not counted once its
+    worker is gone."""
     folder = marker_dir()
-    if folder is not None:
-        marker(pid, folder).unlink(missing_ok=True)
+    try:
+        if folder is not None:
+            marker(pid, folder).unlink(missing_ok=True)
+    except OSError:
+        logging.getLogger("gunicorn.error").exception("could not remove the readiness marker of worker %s", pid)
 
 
 def clear(folder: Path) -> None:

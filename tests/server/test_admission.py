@@ -76,11 +76,11 @@ def test_loading_holds_the_queue():
 
 
 def test_costs_are_learnt_per_endpoint_and_model_and_scale_with_the_body():
-    from service.server.admission import model_hint
+    from service.server.admission import named_models
 
-    assert model_hint(b'{"model": "unref-minilm", "context": []}') == '"unref-minilm"'
-    assert model_hint(b'{"items": [], "models": ["adem", "length"]}') == '["adem", "length"]'
-    assert model_hint(b'{"human": [1, 2]}') == ""
+    assert named_models(b'{"model": "unref-minilm", "context": []}') == ["unref-minilm"]
+    assert named_models(b'{"items": [], "models": ["adem", "length"]}') == ["adem", "length"]
+    assert named_models(b'{"human": [1, 2]}') == []
     admission = Admission(threads=1, max_queue=4)
     heavy = Ticket("/score", 1 << 20, 0.0, 100.0, model='"minilm-cosine"')
     admission.offer(heavy, 0.0)

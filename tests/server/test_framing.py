@@ -202,6 +202,7 @@ def test_bodies_still_arriving_are_bounded_per_worker_as_a_sum(server):
 
 def test_the_cost_table_keys_only_served_models():
     """Admission's cost table gained an entry for every distinct `model` string a client sent."""
+    from service.server.admission import named_models
     from service.server.front import SHARED_COST_KEY, Front
 
     class Store:
@@ -209,8 +210,8 @@ def test_the_cost_table_keys_only_served_models():
 
     front = Front.__new__(Front)
     front.store = Store()
-    assert front.cost_key('"length"') == "length"
-    assert front.cost_key('["length", "bleu4"]') == "length,bleu4"
-    keys = {front.cost_key(json.dumps(f"no-such-model-{i}")) for i in range(1000)}
+    assert front.cost_key(named_models(b'{"model": "length"}')) == "length"
+    assert front.cost_key(named_models(b'{"models": ["length", "bleu4"]}')) == "length,bleu4"
+    keys = {front.cost_key(named_models(json.dumps({"model": f"no-such-model-{i}"}).encode())) for i in range(1000)}
     assert keys == {SHARED_COST_KEY}
-    assert front.cost_key('["length", "nope"]') == front.cost_key("{not json") == SHARED_COST_KEY
+    assert front.cost_key(["length", "nope"]) == front.cost_key(named_models(b'{"models": [not json]}')) == SHARED_COST_KEY

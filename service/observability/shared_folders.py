@@ -1,0 +1,59 @@
+"""The folders a pod's gunicorn workers write and its master reads: Prometheus multiprocess samples
+(PROMETHEUS_MULTIPROC_DIR) and readiness markers (DIALSCORE_READY_DIR, service/store/readiness.py).
+
+The master makes them (a temporary folder each where the operator set none) before the workers fork,
+starts the samples empty, folds an exited worker's samples and removes the folders it made when it
+stops. prometheus_client picks its multiprocess value class when first imported, so nothing here
+imports it before `claim` has set the variable.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from service.config import check_writable
+
+METRICS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def claim(keys: Iterable[str]) -> list[str]:
+    """Set each variable of `keys` that is unset to a new temporary folder, and check every folder can
+    be written (ValueError naming the variable): a read-only one dropped every request without an
+    answer, or kept /readyz at "0 of 2 loaded" for good. The folders made here, for `remove`."""
+    owned = []
+    for key in keys:
+        if not os.environ.get(key):
+            os.environ[key] = tempfile.mkdtemp(prefix="dialscore-")
+            owned.append(os.environ[key])
+        check_writable(os.environ[key], key)
+    return owned
+
+
+def clear_metrics() -> None:
+    """Start from no samples: a previous run's would be counted again."""
+    for path in Path(os.environ[METRICS_ENV]).glob("*.db"):
+        path.unlink()
+
+
+def fold_worker(pid: int, log: logging.Logger) -> None:
+    """Fold an exited worker's samples into the archive. Nothing is raised: an exception in a gunicorn
+    hook ends the master's loop and every worker with it."""
+    from prometheus_client import multiprocess
+
+    from service.observability import metrics
+
+    folder = os.environ[METRICS_ENV]
+    try:
+        multiprocess.mark_process_dead(pid, folder)
+        metrics.fold_dead_worker(pid, folder)
+    except Exception:  # noqa: BLE001 - the dead worker's files stay, still counted as they are
+        log.exception("could not fold the metrics of worker %s; its files are kept", pid)
+
+
+def remove(owned: list[str]) -> None:
+    for folder in owned:
+        shutil.rmtree(folder, ignore_errors=True)
