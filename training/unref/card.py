@@ -2,6 +2,7 @@
 from the fit, the recipe and the run; evaluate and degenerate add their sections."""
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,8 +53,14 @@ def card_figures(recipe: Recipe, fit: Mapping[str, Any], seconds: float, machine
             "heads": heads_note(recipe, served_next_turn="--served-next-turn" in argv),
             "encoder_licences": encoders, "judged_licences": shared["judged_licences"],
             "ruber_licences": shared["ruber_licences"], "seconds": f"{seconds:.0f}",
-            "settings": fit["settings_tried"], "machine": machine, "fit": dict(fit), "argv": " ".join(argv),
+            "settings": fit["settings_tried"], "machine": machine, "fit": dict(fit), "argv": portable_command(argv),
             "template": recipe.template, **JUDGED_TERMS}
+
+
+def portable_command(argv: list[str]) -> str:
+    """The command line as a card prints it: each --cache folder as $CACHE/<its name>, not this machine's path."""
+    return " ".join(re.sub(r"=.*/([^/]+)/?$", r"=$CACHE/\1", arg) if before == "--cache" else arg
+                    for before, arg in zip(["", *argv], argv))
 
 
 def card(figures: Mapping[str, Any]) -> dict[str, Any]:
