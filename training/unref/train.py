@@ -62,10 +62,18 @@ class Rows:
                    np.array([i.set for i in flat]),
                    context_groups([(i.conversation, tuple(i.context)) for i in flat]),
                    {name: ([list(i.context) for i in rows], [i.response for i in rows]) for name, rows in items.items()},
-                   None if negatives_from == "none" else
-                   dstc7_copies(negatives.negatives_contexts, random.Random(seed))
-                   if negatives_from == "dstc7-copies" else
-                   negative_samples(negatives, random.Random(seed), for_ruber=False))
+                   negatives_of(negatives_from, negatives, seed))
+
+
+def negatives_of(source: str, config: Config, seed: int) -> Any:
+    """The negative samples a recipe's margin term reads (Recipe.negatives); None for "none"."""
+    if source == "samples":
+        return negative_samples(config, random.Random(seed), for_ruber=False)
+    if source == "dstc7-copies":
+        return dstc7_copies(config.negatives_contexts, random.Random(seed))
+    if source == "none":
+        return None
+    raise ValueError(f"unknown negatives {source!r}: samples, dstc7-copies or none")
 
 
 class Heads:
