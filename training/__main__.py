@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "degenerate": ("training.evaluation.degenerate", "degenerate replies against human ones, every model"),
     "trained-items": ("training.data.trained_items", "each learned model's training-item keys into its store folder"),
     "train-unref": ("training.unref.train", "unref-minilm(-commercial), unref-mpnet, unref-mpnet-minilm: stacked reference-free models"),
+    "unref-scan": ("training.unref.scan", "which signals a stacked recipe combines, by leave-one-set-out on its train partitions"),
     "calibrate": ("training.calibration.calibrate", "human_percentile tables of the reference-free models, their checks"),
     "finetune-minilm": ("training.autojudge.finetune", "experiment: AutoJudge with MiniLM itself fine-tuned"),
     "pack-rerank": ("training.rerank.pack", "the MiniLM cross-encoder's training data, packed for one GPU call"),

@@ -146,6 +146,27 @@ def negative_samples(config: NegativeOptions, rng: random.Random, for_ruber: boo
     return ranked
 
 
+def dstc7_copies(contexts: int, rng: random.Random) -> Ranked:
+    """DSTC7's train-partition contexts (Reddit, O-UDA v1.0; no score read), a human reference reply against a
+    copy of one of the last MAX_TURNS context turns: negatives of text whose terms allow commercial use, for the
+    one fault a cosine with the context cannot see (it scores a copy 1)."""
+    by_context: dict[str, judgements.JudgedItem] = {}
+    for item in judgements.load_set("dstc7", "train"):
+        if item.references:
+            by_context.setdefault(item.conversation or "\x1e".join(item.context), item)
+    ranked = Ranked([], [], [], [])
+    for key in rng.sample(sorted(by_context), min(contexts, len(by_context))):
+        item = by_context[key]
+        context, reply = list(item.context)[-MAX_TURNS:], item.references[0]
+        copies = [turn for turn in context if turn != reply]
+        if copies:
+            ranked.contexts.append(context)
+            ranked.good.append(reply)
+            ranked.bad.append(rng.choice(copies))
+            ranked.references.append(reply)
+    return ranked
+
+
 def judged_rows(split: str, referenced: bool, limit: int | None = None, recover_references: bool = False,
                 ) -> dict[str, tuple[list[list[str]], list[str], list[str] | None, np.ndarray]]:
     """Per set: contexts, responses, first references (referenced models: sets with references), scores.

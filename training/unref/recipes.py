@@ -60,7 +60,8 @@ class Recipe:
     signals: tuple[dict, ...]
     heads: dict[str, HeadSource]
     rated_sets: tuple[str, ...] = TRAINING_SETS  # the judged sets whose train partitions the fit reads
-    negatives: bool = True  # the stacker's margin term on DailyDialog++ negative samples (train.Rows)
+    negatives: str = "samples"  # the stacker's margin term: "samples" (DailyDialog++ and degenerate negative
+    # samples), "dstc7-copies" (DSTC7 references against copies of their context) or "none" (train.Rows)
     template: str = "unref"  # its card's templates (training/unref/cards)
 
 
@@ -82,6 +83,6 @@ RECIPES = {
          RUBER_HEAD: HeadSource("ruber-minilm", MINILM, served=True)}),
     "unref-minilm-commercial": Recipe(
         "unref-minilm-commercial", (MINILM,),
-        (cos_mean(MINILM, 1), cos_mean(MINILM, 2), copy_excess(MINILM), *TEXT), {},
-        rated_sets=COMMERCIAL_SETS, negatives=False, template="unref-commercial"),
+        (cos_mean(MINILM, 1), copy_excess(MINILM)), {},
+        rated_sets=COMMERCIAL_SETS, negatives="dstc7-copies", template="unref-commercial"),
 }

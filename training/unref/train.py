@@ -25,7 +25,7 @@ from training.core.cli import count, output_dir, positive_int, without_figures
 from training.core.progress import cpu_description
 from training.core.staging import check_replaceable, staged_folder
 from training.evaluation.pairwise import context_groups
-from training.data.negatives import judged, negative_samples
+from training.data.negatives import dstc7_copies, judged, negative_samples
 from training.encoders.minilm.embed import DEFAULT_CACHE, EmbeddingCache
 from training.core.turn_training import Config
 from training.train_minilm import train
@@ -51,18 +51,29 @@ class Rows:
     sets: np.ndarray
     contexts_of: np.ndarray  # context group ids, for pairwise agreement
     per_set: dict[str, tuple[list[list[str]], list[str]]]
-    negatives: Any  # training.data.negatives.Ranked, or None where the recipe's stacker reads none
+    negatives: Any  # training.data.negatives.Ranked, or None where the recipe's stacker reads none (Recipe.negatives)
 
     @classmethod
     def load(cls, limit: int | None, negatives: Config, seed: int, sets: tuple[str, ...] = tuple(GROUPS),
-             with_negatives: bool = True) -> "Rows":
+             negatives_from: str = "samples") -> "Rows":
         items = {name: rows[:limit] for name, rows in judged("train", sets).items()}
         flat = [item for rows in items.values() for item in rows]
         return cls([list(i.context) for i in flat], [i.response for i in flat], np.array([i.score for i in flat]),
                    np.array([i.set for i in flat]),
                    context_groups([(i.conversation, tuple(i.context)) for i in flat]),
                    {name: ([list(i.context) for i in rows], [i.response for i in rows]) for name, rows in items.items()},
-                   negative_samples(negatives, random.Random(seed), for_ruber=False) if with_negatives else None)
+                   negatives_of(negatives_from, negatives, seed))
+
+
+def negatives_of(source: str, config: Config, seed: int) -> Any:
+    """The negative samples a recipe's margin term reads (Recipe.negatives); None for "none"."""
+    if source == "samples":
+        return negative_samples(config, random.Random(seed), for_ruber=False)
+    if source == "dstc7-copies":
+        return dstc7_copies(config.negatives_contexts, random.Random(seed))
+    if source == "none":
+        return None
+    raise ValueError(f"unknown negatives {source!r}: samples, dstc7-copies or none")
 
 
 class Heads:

@@ -49,8 +49,9 @@ def test_leave_one_set_out_leaves_a_set_out_with_its_aliases():
 
 @pytest.mark.data
 def test_a_tiny_commercial_model_reads_only_commercially_usable_sets_and_serves(tmp_path: Path, monkeypatch):
-    """Its fit reads the train partitions of COMMERCIAL_SETS alone and no negative sample (DailyDialog++ text);
-    its card says the terms in the keys GET /models reads."""
+    """Its fit reads the train partitions of COMMERCIAL_SETS alone and, as negatives, copies of DSTC7 contexts, never
+    the DailyDialog++ negative samples; its card says the terms in the keys GET /models reads; a copy of the context
+    scores below a relevant reply (the bare cosine puts it first)."""
     from training.unref import train as unref_train
     from training.unref.recipes import COMMERCIAL_SETS
 
@@ -65,17 +66,22 @@ def test_a_tiny_commercial_model_reads_only_commercially_usable_sets_and_serves(
     monkeypatch.setattr(unref_train, "negative_samples", lambda *a, **k: pytest.fail("read negative samples"))
     store = copy_store(tmp_path / "store", ("minilm-l6",))
     assert unref_train.main(["--model", "unref-minilm-commercial", "--store", str(store), "--cache",
-                             f"minilm-l6={tmp_path / 'cache'}", "--one-setting", "--max-judged", "8"]) == 0
+                             f"minilm-l6={tmp_path / 'cache'}", "--one-setting", "--max-judged", "60",
+                             "--negatives-contexts", "24"]) == 0
     assert read == [COMMERCIAL_SETS]
     served = ModelStore(store, models=("unref-minilm-commercial",))
     assert served.load(), served.failures
     scorer = served.scorers["unref-minilm-commercial"]
     assert [f for f in scorer.manifest.files if f.endswith(".onnx")] == []
+    assert [spec["name"] for spec in scorer.manifest.config["signals"]] == ["cos_last", "copy_excess"]
     card = scorer.manifest.card
     assert card["commercial_use"] is True and card["license"] == "Apache-2.0 AND CC-BY-4.0" and card["license_reason"]
-    scores = scorer.score([Item(["do you like jazz?"], "yes, coltrane is my favourite."),
-                           Item(["do you like jazz?"], "the train leaves at noon.")]).scores
-    assert len(set(scores)) == 2 and all(1.0 < s < 5.0 for s in scores)
+    context = ["i went to a jazz concert last night.", "do you like jazz?"]
+    relevant, unrelated, copy = scorer.score([Item(context, "yes, coltrane is my favourite."),
+                                              Item(context, "the train leaves at noon."),
+                                              Item(context, "do you like jazz?")]).scores
+    assert all(1.0 < s < 5.0 for s in (relevant, unrelated, copy))
+    assert relevant > unrelated and relevant > copy
 
 
 def test_the_commercial_sets_state_terms_that_allow_commercial_use():

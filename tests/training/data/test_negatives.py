@@ -1,0 +1,25 @@
+"""Negative samples of commercially usable text: DSTC7 train-partition contexts, a human reference against a copy."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from service.scorers.heads import MAX_TURNS
+from training.data import judgements, negatives
+
+
+@pytest.mark.data
+def test_dstc7_copies_set_a_train_reference_against_a_copy_of_its_own_context() -> None:
+    ranked = negatives.dstc7_copies(40, random.Random(0))
+    assert 30 <= len(ranked.good) <= 40
+    assert len(ranked.contexts) == len(ranked.bad) == len(ranked.references) == len(ranked.good)
+    train: dict[tuple[str, ...], set[str]] = {}
+    for item in judgements.load_set("dstc7", "train"):
+        train.setdefault(tuple(item.context[-MAX_TURNS:]), set()).update(item.references)
+    dev = {tuple(i.context[-MAX_TURNS:]) for i in judgements.load_set("dstc7", "dev")}
+    for context, good, bad in zip(ranked.contexts, ranked.good, ranked.bad):
+        assert 1 <= len(context) <= MAX_TURNS and tuple(context) not in dev
+        assert good in train[tuple(context)]  # a human reply to a train-partition context
+        assert bad in context and bad != good
+    assert negatives.dstc7_copies(40, random.Random(0)) == ranked  # seeded
