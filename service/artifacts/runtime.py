@@ -226,7 +226,7 @@ class Session:
         exact either and costs a launch, the rows run as one batch (docs/gpu.md)."""
         arrays = {key: np.asarray(value) for key, value in feeds.items()}
         count = len(next(iter(arrays.values())))
-        return self.run_rows_packed(count, lambda rows: {key: value[list(rows)] for key, value in arrays.items()})
+        return self.run_rows_packed(count, lambda rows: {key: _take(value, rows) for key, value in arrays.items()})
 
     def run_rows_packed(self, count: int, pack: Callable[[Sequence[int]], dict[str, Any]],
                         widths: Sequence[int] | None = None) -> list[np.ndarray]:
@@ -242,9 +242,9 @@ class Session:
                 groups: dict[int, list[int]] = {}
                 for row, width in enumerate(widths):
                     groups.setdefault(width, []).append(row)
-                runs = list(groups.values())
+                runs: list[Sequence[int]] = list(groups.values())
             else:
-                runs = [[row] for row in range(count)]
+                runs = [range(row, row + 1) for row in range(count)]
             parts = [self._run(pack(rows)) for rows in runs]
             order = np.argsort(np.concatenate([np.asarray(rows) for rows in runs]), kind="stable")
             return [np.concatenate([part[k] for part in parts])[order] for k in range(len(self.outputs))]
@@ -260,6 +260,11 @@ class Session:
         alone = [self._run({key: value[i:i + 1] for key, value in arrays.items()}) for i in range(count)]
         return all(np.array_equal(together[k], np.concatenate([row[k] for row in alone]))
                    for k in range(len(self.outputs)))
+
+
+def _take(array: np.ndarray, rows: Sequence[int]) -> np.ndarray:
+    """The rows of `array` (axis 0): a view for a range, a copy for a list."""
+    return array[rows.start:rows.stop] if isinstance(rows, range) else array[list(rows)]
 
 
 def _rows(feeds: dict[str, Any]) -> int | None:
