@@ -11,7 +11,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import onnxruntime as ort
@@ -189,6 +189,7 @@ class Session:
         # whatever shares its batch (measured within 5.4e-7 of a range, docs/gpu.md), and a run costs
         # a launch and two copies: there, heads run a whole batch at once rather than a row at a time.
         self.on_cuda = session.get_providers()[0] == "CUDAExecutionProvider"
+        self.batch_exact = False  # rows of equal width may share a run (rows_exact_in_batch, run_rows_packed)
 
     def get_providers(self) -> list[str]:
         return self._session.get_providers()
@@ -225,17 +226,45 @@ class Session:
         exact either and costs a launch, the rows run as one batch (docs/gpu.md)."""
         arrays = {key: np.asarray(value) for key, value in feeds.items()}
         count = len(next(iter(arrays.values())))
-        return self.run_rows_packed(count, lambda rows: {key: value[rows.start:rows.stop] for key, value in arrays.items()})
+        return self.run_rows_packed(count, lambda rows: {key: _take(value, rows) for key, value in arrays.items()})
 
-    def run_rows_packed(self, count: int, pack: Callable[[range], dict[str, Any]]) -> list[np.ndarray]:
-        """`run_rows` for inputs that `pack(rows)` builds for a range of rows, so that a row run alone
+    def run_rows_packed(self, count: int, pack: Callable[[Sequence[int]], dict[str, Any]],
+                        widths: Sequence[int] | None = None) -> list[np.ndarray]:
+        """`run_rows` for inputs that `pack(rows)` builds for a list of rows, so that a row run alone
         is packed to its own width (a context of its own turns, no padding): each row alone on the
-        CPU, all `count` at once on CUDA (or when there are none); outputs stacked in row order."""
+        CPU, all `count` at once on CUDA (or when there are none); outputs stacked in row order.
+        Where `rows_exact_in_batch` held for this graph (`batch_exact`), rows of equal `widths` (nothing
+        to pad among them) run as one batch: the bits each would get alone, in one run instead of many."""
         with tracing.span("onnx.rows", graph=self.name, rows=count):
             if self.on_cuda or not count:
                 return self._run(pack(range(count)))
-            parts = [self._run(pack(range(i, i + 1))) for i in range(count)]
-            return [np.concatenate([part[k] for part in parts]) for k in range(len(self.outputs))]
+            if self.batch_exact and widths is not None:
+                groups: dict[int, list[int]] = {}
+                for row, width in enumerate(widths):
+                    groups.setdefault(width, []).append(row)
+                runs: list[Sequence[int]] = list(groups.values())
+            else:
+                runs = [range(row, row + 1) for row in range(count)]
+            parts = [self._run(pack(rows)) for rows in runs]
+            order = np.argsort(np.concatenate([np.asarray(rows) for rows in runs]), kind="stable")
+            return [np.concatenate([part[k] for part in parts])[order] for k in range(len(self.outputs))]
+
+    def rows_exact_in_batch(self, feeds: dict[str, Any]) -> bool:
+        """Whether every row of `feeds` (axis 0 of each input, nothing padded) gets the same output bits in
+        one run as run alone, on this CPU and this graph's kernels: where it does, run_rows_packed may batch
+        rows of equal width (`batch_exact`). A probe at load, not a proof: the tests hold every served
+        head to it over batches of 1 to 64 rows."""
+        arrays = {key: np.asarray(value) for key, value in feeds.items()}
+        count = len(next(iter(arrays.values())))
+        together = self._run(arrays)
+        alone = [self._run({key: value[i:i + 1] for key, value in arrays.items()}) for i in range(count)]
+        return all(np.array_equal(together[k], np.concatenate([row[k] for row in alone]))
+                   for k in range(len(self.outputs)))
+
+
+def _take(array: np.ndarray, rows: Sequence[int]) -> np.ndarray:
+    """The rows of `array` (axis 0): a view for a range, a copy for a list."""
+    return array[rows.start:rows.stop] if isinstance(rows, range) else array[list(rows)]
 
 
 def _rows(feeds: dict[str, Any]) -> int | None:

@@ -8,11 +8,13 @@ or the recent "turns" one vector each) is each model's manifest config; training
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from service.artifacts.manifest import ManifestError, encoder_drift
+from service.artifacts.runtime import Session
 from service.components.cache import EncodeCache
 from service.components.hred import HREDEncoder
 from service.components.sentence_encoder import SentenceEncoder
@@ -23,6 +25,9 @@ log = logging.getLogger(__name__)
 SENTENCE_ENCODER = "minilm-l6"
 HRED_ENCODER = "hred-encoder"
 MAX_TURNS = 5  # most recent context turns a "turns" head sees
+# Rows of the load-time probe of a head's batching (probe_batching): past the 4-, 8-, 16- and 32-row
+# blocks of matrix kernels, with a remainder.
+PROBE_ROWS = 37
 
 
 def context_texts(context: list[str], encoding: str) -> list[str]:
@@ -65,6 +70,30 @@ def pack_contexts(per_item: list[list[str]], vectors: dict[str, np.ndarray], dim
     return context, mask
 
 
+def probe_batching(session: Session, dim: int, encoding: str, seed: int = 0) -> bool:
+    """Whether the head graph gives every row the bits it gets alone when PROBE_ROWS rows of random unit
+    vectors, at each context width it may see, run as one batch (Session.rows_exact_in_batch): then rows
+    of equal width share a run (Session.batch_exact). On CUDA every row shares one run anyway."""
+    if session.on_cuda:
+        return False
+    rng = np.random.default_rng(seed)
+
+    def unit(*shape: int) -> np.ndarray:
+        vectors = rng.standard_normal((*shape, dim)).astype(np.float32)
+        return vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)
+
+    for width in sorted({1, min(3, turns_read(encoding)), min(MAX_TURNS, turns_read(encoding))}):
+        feeds = {"context": unit(PROBE_ROWS, width), "context_mask": np.ones((PROBE_ROWS, width), np.float32),
+                 "response": unit(PROBE_ROWS)}
+        if "reference" in session.inputs:
+            feeds["reference"] = unit(PROBE_ROWS)
+        if not session.rows_exact_in_batch(feeds):
+            log.info("%s: a row's score moves with its batch-mates on this CPU: its rows run one at a time",
+                     session.name)
+            return False
+    return True
+
+
 class SentenceEncoderScorer(Scorer):
     """A scorer reading the sentence encoder its manifest `uses` (MiniLM by default)."""
 
@@ -88,6 +117,7 @@ class SentenceHeadScorer(SentenceEncoderScorer):
         super()._load()
         self.encoding = str(self.manifest.config.get("context_encoding", "last"))
         self.session = self.runtime.session(self.manifest.path(self.head_file))
+        self.session.batch_exact = probe_batching(self.session, self.encoder.dim, self.encoding)
 
     @property
     def context_turns(self) -> int | None:
@@ -101,7 +131,7 @@ class SentenceHeadScorer(SentenceEncoderScorer):
             texts += [item.reference or "" for item in items]
         vectors = self._vectors(texts, cache)
 
-        def pack(rows: range) -> dict[str, np.ndarray]:
+        def pack(rows: Sequence[int]) -> dict[str, np.ndarray]:
             # A row run alone has its context packed to its own turns: padded turns change the float32
             # rounding of a score (Session.run_rows_packed).
             context, mask = pack_contexts([per_item[i] for i in rows], vectors, self.encoder.dim)
@@ -111,7 +141,8 @@ class SentenceHeadScorer(SentenceEncoderScorer):
                 feeds["reference"] = np.stack([vectors[items[i].reference or ""] for i in rows])
             return feeds
 
-        return dict(zip(self.session.outputs, self.session.run_rows_packed(len(items), pack)))
+        widths = [len(texts) for texts in per_item]
+        return dict(zip(self.session.outputs, self.session.run_rows_packed(len(items), pack, widths)))
 
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         return ScoreBatch([float(s) for s in self._run(items, cache)["score"]])

@@ -22,8 +22,11 @@ def _masked_mean_graph(path):
         helper.make_node("ReduceSum", ["mask", "axes"], ["count"], keepdims=1),
         helper.make_node("Div", ["total", "count"], ["mean"]),
     ]
-    graph = helper.make_graph(nodes, "masked_mean", [x, mask], [out], initializer=[axes, last])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return _saved(path, helper.make_graph(nodes, "masked_mean", [x, mask], [out], initializer=[axes, last]), 17)
+
+
+def _saved(path, graph, opset: int):
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
     onnx.checker.check_model(model)
     onnx.save(model, path)
     return path
@@ -203,3 +206,47 @@ def test_shares_are_never_empty_and_one_run_is_length_buckets():
     assert shares([], 2, max_batch=8) == []
     lengths = [3, 8, 9, 16, 17, 1, 24, 12, 8, 10, 11, 18, 19]
     assert shares(lengths, 1, max_batch=64, step=8) == [length_buckets(lengths, max_batch=64, step=8)]
+
+
+def _batch_centred_graph(path):
+    """x minus the mean over the batch: every row depends on its batch-mates."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])
+    axes = helper.make_tensor("axes", TensorProto.INT64, [1], [0])
+    nodes = [helper.make_node("ReduceMean", ["x", "axes"], ["mean"], keepdims=1),
+             helper.make_node("Sub", ["x", "mean"], ["y"])]
+    return _saved(path, helper.make_graph(nodes, "batch_centred", [x], [out], initializer=[axes]), 18)
+
+
+def test_the_batching_probe_tells_a_per_row_graph_from_one_that_mixes_rows(tmp_path):
+    runtime = Runtime(RuntimeSettings(intra_op_threads=1))
+    rng = np.random.default_rng(3)
+    per_row = runtime.session(_masked_mean_graph(tmp_path / "g.onnx"))
+    assert per_row.rows_exact_in_batch({"x": rng.normal(size=(9, 4, 3)), "mask": np.ones((9, 4))})
+    mixing = runtime.session(_batch_centred_graph(tmp_path / "c.onnx"))
+    assert not mixing.rows_exact_in_batch({"x": rng.normal(size=(9, 3))})
+
+
+def test_rows_of_equal_width_share_a_run_where_the_probe_held(tmp_path):
+    """run_rows_packed: one run a width, outputs back in row order, each row's bits as alone."""
+    from service.artifacts.runtime import Session
+
+    cpu = Runtime(RuntimeSettings(intra_op_threads=1)).session(_masked_mean_graph(tmp_path / "g.onnx"))
+    raw = _SaysCuda(cpu._session)
+    raw.get_providers = lambda: ["CPUExecutionProvider"]
+    session = Session(raw, "g.onnx")
+    rng = np.random.default_rng(4)
+    widths = [3, 1, 3, 2, 1, 3]
+    rows = [rng.normal(size=(1, w, 3)) for w in widths]
+
+    def pack(picked):
+        return {"x": np.concatenate([rows[i] for i in picked]), "mask": np.ones((len(picked), widths[picked[0]]))}
+
+    alone = session.run_rows_packed(len(rows), pack, widths)[0]
+    assert raw.runs == len(rows)  # batch_exact is off until a probe sets it
+    raw.runs = 0
+    session.batch_exact = True
+    (together,) = session.run_rows_packed(len(rows), pack, widths)
+    assert raw.runs == 3
+    np.testing.assert_array_equal(together, alone)
+    np.testing.assert_array_equal(together[1], rows[1][0].mean(axis=0).astype(np.float32))

@@ -147,3 +147,49 @@ def test_ruber_minilm_normalises_each_part_with_its_own_calibrated_range(store: 
         lo, hi = ranges[part]
         expected = np.clip((raw[part].astype(np.float64) - lo) / (hi - lo), 0.0, 1.0)
         assert [d[part] for d in details] == pytest.approx(list(expected), abs=1e-9), part
+
+
+SENTENCE_HEADS = sorted(p for name in (*TRAINED, "unref-minilm", "unref-minilm-commercial", "unref-mpnet",
+                                       "unref-mpnet-minilm") for p in (STORE / name).glob("*head.onnx"))
+
+
+@pytest.mark.parametrize("path", SENTENCE_HEADS, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_every_served_head_gives_a_row_its_own_bits_in_a_batch_of_equal_widths(path: Path, threads: int) -> None:
+    """What lets rows of equal context width share a run (Session.batch_exact): in a batch of 1 to 64 rows,
+    each row's outputs are the bits it gets run alone, at one turn and at three."""
+    session = Runtime(RuntimeSettings(providers=("CPUExecutionProvider",), intra_op_threads=threads)).session(path)
+    dim = session.inputs["response"].shape[-1]
+    rng = np.random.default_rng(5)
+    for width in (1, 3):
+        vectors = rng.standard_normal((64, width + 2, dim)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=-1, keepdims=True)
+        feeds = {"context": vectors[:, :width], "context_mask": np.ones((64, width), np.float32),
+                 "response": vectors[:, width]}
+        if "reference" in session.inputs:
+            feeds["reference"] = vectors[:, width + 1]
+        alone = [session.run({k: v[i:i + 1] for k, v in feeds.items()}) for i in range(64)]
+        for rows in range(1, 65):
+            together = session.run({k: v[:rows] for k, v in feeds.items()})
+            for k, output in enumerate(together):
+                np.testing.assert_array_equal(output, np.concatenate([row[k] for row in alone[:rows]]))
+
+
+def test_a_lone_re_ranking_runs_each_head_once(store: ModelStore) -> None:
+    """The probe at load held on this CPU, so a context's candidates share one run of the head, with
+    the scores they get run one at a time."""
+    scorer = store.scorers["autojudge-minilm"]
+    assert scorer.session.batch_exact
+    items = [Item(ITEMS[0].context, f"candidate reply number {i}") for i in range(9)]
+    runs = []
+    run = scorer.session._run
+    try:
+        scorer.session._run = lambda feeds, outputs=None: runs.append(len(feeds["response"])) or run(feeds, outputs)
+        together = scorer.score(items, cache=EncodeCache()).scores
+        assert runs == [9]
+        scorer.session.batch_exact = False
+        assert scorer.score(items, cache=EncodeCache()).scores == together
+        assert runs[1:] == [1] * 9
+    finally:
+        scorer.session._run = run
+        scorer.session.batch_exact = True

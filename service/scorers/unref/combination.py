@@ -15,7 +15,8 @@ import numpy as np
 from service.components.cache import EncodeCache
 from service.components.sentence_encoder import SentenceEncoder
 from service.scorers.base import Item, ScoreBatch, Scorer
-from service.scorers.heads import MAX_TURNS, SentenceHeadScorer, turns_read
+from service.scorers.heads import (MAX_TURNS, SentenceHeadScorer, context_texts, probe_batching,
+                                   turns_read)
 from service.scorers.unref.signals import (TEXT_SIGNALS, TRANSFORMS, VECTOR_SIGNALS, logit, text_signal,
                                                   turns_of, vector_signal)
 from service.artifacts.manifest import ManifestError
@@ -29,6 +30,7 @@ class HeadRunner(SentenceHeadScorer):
 
     def __init__(self, session: Any, encoder: SentenceEncoder, encoding: str) -> None:  # no manifest of its own
         self.session, self.encoder, self.encoding = session, encoder, encoding
+        self.session.batch_exact = probe_batching(session, encoder.dim, encoding)
 
     def outputs(self, items: list[Item], cache: EncodeCache) -> dict[str, np.ndarray]:
         """Every output by name. A graph with a `reference` input (ruber-minilm's, whose s_unref does
@@ -82,11 +84,27 @@ class StackedUnreferenced(Scorer):
                                 "which is not in `uses`", "manifest invalid: config.signals")
         return self.components[spec["encoder"]]
 
+    def _encode_once(self, items: list[Item], turns: list[list[str]], cache: EncodeCache) -> None:
+        """Every text that the heads and the vector signals read, one encoder call per encoder, into the
+        request's cache, which they then read: a context turn only the vector signals read (the heads read
+        the last) would otherwise be encoded alone, a run of its own."""
+        wanted: dict[str, tuple[SentenceEncoder, list[str]]] = {}
+        for runner in self.heads.values():
+            wanted.setdefault(runner.encoder.name, (runner.encoder, []))[1].extend(
+                t for item in items for t in context_texts(item.context, runner.encoding))
+        for spec in self.specs:
+            if spec["source"] in VECTOR_SIGNALS:
+                encoder = self.components[spec["encoder"]]
+                wanted.setdefault(encoder.name, (encoder, []))[1].extend(t for ts in turns for t in ts)
+        for encoder, texts in wanted.values():
+            encoder.encode(list(dict.fromkeys([*texts, *(item.response for item in items)])), cache)
+
     def signal_values(self, items: list[Item], cache: EncodeCache) -> np.ndarray:
         """(items, signals) raw signal values, in config.signals' order."""
         columns = np.zeros((len(items), len(self.specs)))
-        outputs = {head: runner.outputs(items, cache) for head, runner in self.heads.items()}
         turns = [turns_of(item.context) for item in items]
+        self._encode_once(items, turns, cache)
+        outputs = {head: runner.outputs(items, cache) for head, runner in self.heads.items()}
         vectors: dict[str, dict[str, np.ndarray]] = {}
         for spec in self.specs:
             if spec["source"] in VECTOR_SIGNALS and spec["encoder"] not in vectors:

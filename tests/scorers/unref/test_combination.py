@@ -130,3 +130,22 @@ def test_a_bad_signal_fails_that_model_only(tmp_path: Path, bad: dict, why: str)
     store.load()
     assert "stacked" in store.failures and why in store.failures["stacked"]
     assert "minilm-cosine" in store.scorers
+
+
+def test_a_request_encodes_every_text_it_reads_in_one_encoder_call(tmp_path: Path):
+    """The heads read the last turn, the vector signals the last two: both turns and the replies go
+    through the encoder together, not the earlier turn in a run of its own."""
+    store = ModelStore(copy_store(tmp_path / "store", ("unref-minilm",)), models=("unref-minilm",))
+    assert store.load(), store.failures
+    scorer = store.scorers["unref-minilm"]
+    encoder = scorer.components["minilm-l6"]
+    calls: list[list[str]] = []
+    encode = encoder._encode
+    encoder._encode = lambda texts, cache: calls.append(list(texts)) or encode(texts, cache)
+    context = ["hey, what do you want to do tonight?", "why don't we go see a movie?"]
+    replies = ["sure, when?", "nah, let's do something active.", "why don't we go see a movie?"]
+    cache = EncodeCache()
+    batch = scorer.score([Item(context, reply) for reply in replies], cache=cache)
+    assert [sorted(texts) for texts in calls] == [sorted({*context, *replies})]
+    encoder._encode = encode
+    assert batch.scores == scorer.score([Item(context, reply) for reply in replies]).scores
