@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 # that settings and clients written against it still hold, though the runtime is now OpenVINO's own.
 EP = "OpenVINOExecutionProvider"
 # CPU features where `auto` takes OpenVINO, strongest first: bf16 arithmetic (computes in bf16, 1.5-2x the
-# CPU EP on MiniLM and mpnet, docs/notes/2026-11-28-openvino-runtime.md) and AVX-512 VNNI (f32, 1.2x on
+# CPU EP on MiniLM and mpnet) and AVX-512 VNNI (f32, 1.2x on
 # MiniLM). AVX2 alone is not among them: no such CPU was at hand to measure, so the CPU EP stays its path.
 GAINS = ("amx_bf16", "avx512_bf16", "avx512_vnni")
 BF16 = ("amx_bf16", "avx512_bf16")

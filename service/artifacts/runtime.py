@@ -252,7 +252,7 @@ class Session:
     def rows_exact_in_batch(self, feeds: dict[str, Any]) -> bool:
         """Whether every row of `feeds` (axis 0 of each input, nothing padded) gets the same output bits in
         one run as run alone, on this CPU and this graph's kernels: where it does, run_rows_packed may batch
-        rows of equal width (`batch_exact`). A probe at load, not a proof: the tests hold every served
+        rows of equal width (`batch_exact`). Checked at load, not proven: the tests hold every served
         head to it over batches of 1 to 64 rows."""
         arrays = {key: np.asarray(value) for key, value in feeds.items()}
         count = len(next(iter(arrays.values())))

@@ -243,7 +243,7 @@ def test_rows_of_equal_width_share_a_run_where_the_probe_held(tmp_path):
         return {"x": np.concatenate([rows[i] for i in picked]), "mask": np.ones((len(picked), widths[picked[0]]))}
 
     alone = session.run_rows_packed(len(rows), pack, widths)[0]
-    assert raw.runs == len(rows)  # batch_exact is off until a probe sets it
+    assert raw.runs == len(rows)  # batch_exact stays off until probe_batching sets it at load
     raw.runs = 0
     session.batch_exact = True
     (together,) = session.run_rows_packed(len(rows), pack, widths)

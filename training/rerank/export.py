@@ -144,7 +144,7 @@ def figures(results: dict, path: Path, argv: list[str]) -> dict:
             "out_of_fold": json.dumps(folds) if folds else "none trained", "file": FILE, "precision": "int8-float",
             "file_mib": round(path.stat().st_size / 2**20, 2),
             "reproduce": "python -m training pack-rerank\n"
-                         "(the device call of docs/notes/2026-11-28-rerank-gpu-call.md)\n"
+                         "(then training/rerank/train.py on the lent GPU)\n"
                          f"python -m training export-rerank {' '.join(argv)}"}
 
 

@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
           f"= {mib['total']} of {mib['limit']}")
     if sizes["total"] > TRAVEL_LIMIT:
         print("error: the call would not travel; pack fewer --ruber-pairs or send a tree without model_store/ "
-              "(docs/notes/2026-11-28-rerank-gpu-call.md)")
+              "(a device call carries at most the limit above)")
         return 1
     return 0
 

@@ -1,8 +1,8 @@
 """`python -m training unref-scan`: which vector and text signals a stacked recipe should combine, chosen
 without a development item. Every subset of the candidates that keeps the first one is fitted by the stacker
 at each of its settings (no margin term) and measured by leave-one-set-out on the recipe's judged train
-partitions; the table lists each subset's best setting, highest LOSO Pearson first. unref-minilm-commercial's
-signals were chosen so (docs/notes/2026-11-28-commercial-reranker.md)."""
+partitions; the table lists each subset's best setting, highest LOSO Pearson first. unref-minilm-commercial
+serves the subset at the top of its table."""
 from __future__ import annotations
 
 import argparse
