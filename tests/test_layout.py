@@ -238,3 +238,10 @@ def test_no_measured_figure_in_code(package: str) -> None:
     found = [f"{p.relative_to(REPO)}:{line}: {m.group(0)!r}" for p in python_files(package)
              for line, text in prose(p) for m in MEASURED.finditer(text)]
     assert found == []
+
+
+def test_every_dated_note_is_listed_in_the_notes_index() -> None:
+    """docs/notes/README.md is how a reader finds a note: one left off it is as good as lost."""
+    index = (REPO / "docs" / "notes" / "README.md").read_text(encoding="utf-8")
+    unlisted = [p.name for p in sorted((REPO / "docs" / "notes").glob("20*.md")) if f"]({p.name})" not in index]
+    assert not unlisted, f"add to docs/notes/README.md: {unlisted}"

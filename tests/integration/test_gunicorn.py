@@ -96,7 +96,8 @@ def test_mh_scores_the_longest_public_benchmark_dialogues_with_the_default_limit
 
 # The reference-free models of issue 33: served wherever their encoder is built (mpnet-base's graphs come
 # from `make encoder-mpnet`, so a clean clone lists the mpnet ones under `not_built`).
-REFERENCE_FREE = ("unref-minilm", "unref-mpnet", "unref-mpnet-minilm")
+REFERENCE_FREE = ("unref-minilm", "unref-minilm-commercial", "unref-mpnet", "unref-mpnet-minilm",
+                  "unref-mpnet-commercial")
 CANDIDATES = ["sure.", "", "let's go climbing, i know a good wall downtown!", "hey, what do you want to do tonight?"]
 
 

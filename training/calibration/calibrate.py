@@ -24,7 +24,7 @@ from training.calibration import percentile as table
 from training.calibration.transfer import GOOD_ABOVE, Transfer, leave_one_set_out
 from training.core.cli import output_file, positive_int
 from training.core.command_line import command_line
-from training.core.progress import cpu_description, setup_logging
+from training.core.progress import Progress, cpu_description, setup_logging
 from training.data import corpora
 from training.data.judgements import TRAINING_SETS, counted_once, load_set
 from training.evaluation import synthetic_cases
@@ -40,8 +40,10 @@ NOT_CALIBRATED = ("length",)  # a baseline: its score is a word count already
 def scorer_calls(store, shared: SharedVectors, name: str) -> table.Score:
     def score(items: list[Item]) -> list[float]:
         out: list[float] = []
+        progress = Progress(len(items), f"{name}: items scored", log, every=BATCH * 8)
         for start in range(0, len(items), BATCH):
             out.extend(store.scorers[name].score(items[start:start + BATCH], None, shared.cache()).scores)
+            progress.step(len(out))
         return out
     return score
 
@@ -78,23 +80,25 @@ def markdown(figures: dict[str, dict], command: str, seconds: float) -> str:
               f"{names[0]}: " + ", ".join(f"{s} {first['base_rate'][s]:.2f} (p {first['mean_p'][s]:.2f})"
                                           for s in first["base_rate"]) + ".", "",
               "## human_percentile", "",
-              (f"Each model's table is its served scores of human next turns, one from each of {table.TABLE_TURNS:,} "
-               f"conversations of {table.TABLE_SOURCE} (MIT; those with a reply: n below), shipped as `{FILE}` in its folder; a reply's "
+              (f"Each model's table is its served scores of human next turns, up to {table.PER_CONVERSATION} from each "
+               f"of {table.TABLE_CONVERSATIONS:,} conversations of {table.TABLE_SOURCE} (MIT; n below), shipped as `{FILE}` in its folder; a reply's "
                "`human_percentile` is the share of them its score beats (ties count half). unref-minilm-commercial "
                "never read those conversations; autojudge-minilm's M (and unref-minilm's copy of that head) was "
                "pre-trained on their next turns, which would tilt its table up and its held-out percentiles down. "
-               "The check: the Kolmogorov-Smirnov distance from uniform of the percentiles of human next turns, one "
-               f"from each held-out conversation ({table.CHECK_TURNS:,} at most a source, so the draws are "
-               "independent): Chit-Chat validation and test (the same kind of conversation, the acceptance bar of "
-               ".05 or less; only a few hundred conversations, so its own sampling noise is near .05), DailyDialog "
-               "validation and test, Topical-Chat (how far the scale moves on other chat)."), "",
+               "The check: the Kolmogorov-Smirnov distance from uniform of the percentiles of human next turns, up "
+               f"to {table.PER_CONVERSATION} from each held-out conversation ({table.CHECK_CONVERSATIONS:,} "
+               "conversations at most a source), with a 95% interval that resamples whole conversations (turns of one "
+               "conversation are not independent draws; a resample's KS runs high, so the interval can sit "
+               "above a small KS and its upper end is a cautious bound): Chit-Chat validation and test (the same kind of "
+               "conversation, the acceptance bar of .05 or less; 401 conversations), DailyDialog validation and test, "
+               "Topical-Chat (how far the scale moves on other chat)."), "",
               "| model | table n | KS Chit-Chat val+test | KS DailyDialog val+test | KS Topical-Chat |",
               "|---|---|---|---|---|"]
     for name in names:
-        ks = figures[name]["ks"]
-        lines.append(f"| {name} | {figures[name]['n']} | {ks['chitchat']:.3f} (n={figures[name]['checked']['chitchat']}) | "
-                     f"{ks['dailydialog']:.3f} (n={figures[name]['checked']['dailydialog']}) | "
-                     f"{ks['topicalchat']:.3f} (n={figures[name]['checked']['topicalchat']}) |")
+        ks, interval, checked = figures[name]["ks"], figures[name]["ks_interval"], figures[name]["checked"]
+        lines.append(f"| {name} | {figures[name]['n']} | " + " | ".join(
+            f"{ks[s]:.3f} ({interval[s][0]:.3f}-{interval[s][1]:.3f}; n={checked[s]})"
+            for s in ("chitchat", "dailydialog", "topicalchat")) + " |")
     lines += ["", "## Operating points (synthetic check's cases)", "",
               ("Each held-aside context of the synthetic check (`training/evaluation/synthetic_cases.py`) as two candidate "
                "sets: its true next turn alone, and its negatives (random, out-of-place, copy, generic, hard) without "
@@ -119,8 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vectors", type=Path, nargs="+", default=[],
                         help="embedding caches to take sentence vectors from where the served graph made them")
     parser.add_argument("--out", type=output_file, default=Path("docs/calibration.md"))
-    parser.add_argument("--table-turns", type=positive_int, default=table.TABLE_TURNS)
-    parser.add_argument("--check-turns", type=positive_int, default=table.CHECK_TURNS)
+    parser.add_argument("--table-conversations", type=positive_int, default=table.TABLE_CONVERSATIONS)
+    parser.add_argument("--check-conversations", type=positive_int, default=table.CHECK_CONVERSATIONS)
+    parser.add_argument("--per-conversation", type=positive_int, default=table.PER_CONVERSATION,
+                        help="next turns read a conversation, in the table and in the checks")
     parser.add_argument("--log", type=Path, default=None)
     args = parser.parse_args(argv)
     setup_logging(args.log)
@@ -132,25 +138,29 @@ def main(argv: list[str] | None = None) -> int:
     if not names:
         print("error: no reference-free model to calibrate", file=sys.stderr)
         return 2
-    fit_items = table.next_turns(corpora.chitchat("train"), args.table_turns)
+    fit_items = table.next_turns(corpora.chitchat("train"), args.table_conversations, args.per_conversation).items
     aside = corpora.held_aside()
     # Chit-Chat's validation split joins its test split for the check: no training stream reads either.
     held_out = {**aside, "chitchat": corpora.chitchat("validation") + aside["chitchat"]}
-    checks = {source: table.next_turns(dialogues, args.check_turns) for source, dialogues in held_out.items()}
+    checks = {source: table.next_turns(dialogues, args.check_conversations, args.per_conversation)
+              for source, dialogues in held_out.items()}
     cases = synthetic_cases.build(aside, read_whole(trained_text()))
     train, dev = judged("train"), judged("dev")
     log.info("table %d human turns, checks %s, %d synthetic cases", len(fit_items),
-             {s: len(v) for s, v in checks.items()}, len(cases))
+             {s: len(v.items) for s, v in checks.items()}, len(cases))
     figures: dict[str, dict] = {}
     for name in names:
         score = scorer_calls(store, shared, name)
         scores = np.sort(np.asarray(score(fit_items)))
         lookup = HumanPercentile(scores, table.TABLE_SOURCE)
-        ks = {source: table.ks_from_uniform(lookup(score(items))) for source, items in checks.items()}
+        held = {source: lookup(score(turns.items)) for source, turns in checks.items()}
+        ks = {source: table.ks_from_uniform(p) for source, p in held.items()}
+        interval = {source: [round(v, 4) for v in table.ks_interval(p, checks[source].conversation)]
+                    for source, p in held.items()}
         points = table.operating_points(cases, lookup, score)
         moved = transfer_of(score, train, dev)
-        figures[name] = {"n": len(scores), "ks": {k: round(v, 4) for k, v in ks.items()},
-                         "checked": {source: len(items) for source, items in checks.items()},
+        figures[name] = {"n": len(scores), "ks": {k: round(v, 4) for k, v in ks.items()}, "ks_interval": interval,
+                         "checked": {source: len(turns.items) for source, turns in checks.items()},
                          "operating_points": [{k: round(v, 4) if isinstance(v, float) else v
                                                for k, v in vars(p).items()} for p in points],
                          "transfer": {"ece": {k: round(v, 4) for k, v in moved.ece.items()},
@@ -163,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                                    encoding="utf-8")
         update_card(folder, human_percentile={"table": f"{FILE}: served scores of {len(scores)} human next turns "
                                                        f"in {table.TABLE_SOURCE}", "ks": figures[name]["ks"],
+                                              "ks_interval": interval,
                                               "operating_points": figures[name]["operating_points"],
                                               "p_good_mean_ece": figures[name]["transfer"]["mean_ece"]})
         log.info("%s: KS %s; mean ECE of one p(good) map %.3f", name, figures[name]["ks"], moved.mean_ece)

@@ -42,6 +42,7 @@ TRAINED_ON: dict[str, TrainedOn] = {
     "unref-mpnet": TrainedOn(judgements.TRAINING_SETS, False),
     "unref-mpnet-minilm": TrainedOn(judgements.TRAINING_SETS, False),
     "unref-minilm-commercial": TrainedOn(judgements.COMMERCIAL_SETS, False),
+    "unref-mpnet-commercial": TrainedOn(judgements.COMMERCIAL_SETS, False),
 }
 
 

@@ -50,6 +50,8 @@ def card_figures(recipe: Recipe, fit: Mapping[str, Any], seconds: float, machine
                          for e in recipe.uses)
     return {"recipe_summary": TEMPLATES.phrase(f"recipe.{recipe.name}"),
             "encoder_cost": TEMPLATES.phrase("cost.minilm" if recipe.uses == (MINILM,) else "cost.mpnet"),
+            "encoder_pass": TEMPLATES.phrase(f"pass.{recipe.uses[0]}"),
+            "encoder_name": TEMPLATES.phrase(f"encoder.{recipe.uses[0]}"),
             "heads": heads_note(recipe, served_next_turn="--served-next-turn" in argv),
             "encoder_licences": encoders, "judged_licences": shared["judged_licences"],
             "ruber_licences": shared["ruber_licences"], "seconds": f"{seconds:.0f}",

@@ -85,4 +85,8 @@ RECIPES = {
         "unref-minilm-commercial", (MINILM,),
         (cos_mean(MINILM, 1), copy_excess(MINILM)), {},
         rated_sets=COMMERCIAL_SETS, negatives="dstc7-copies", template="unref-commercial"),
+    "unref-mpnet-commercial": Recipe(
+        "unref-mpnet-commercial", (MPNET,),
+        (cos_mean(MPNET, 1), copy_excess(MPNET)), {},
+        rated_sets=COMMERCIAL_SETS, negatives="dstc7-copies", template="unref-commercial"),
 }

@@ -17,12 +17,19 @@ from training.core.turn_training import Config
 from training.encoders.minilm.embed import EmbeddingCache
 from training.unref import fit as stacker
 from training.unref.heads import GROUPS
-from training.unref.recipes import MINILM, RECIPES, TEXT, copy_excess, cos_mean
+from training.unref.recipes import MINILM, MPNET, RECIPES, TEXT, copy_excess, cos_mean
 from training.unref.signals import matrix
 from training.unref.train import Rows, default_cache
 
-CANDIDATES = {spec["name"]: spec for spec in (cos_mean(MINILM, 1), cos_mean(MINILM, 2), cos_mean(MINILM, 5),
-                                              copy_excess(MINILM), *TEXT)}
+CANDIDATE_NAMES = ("cos_last", "cos_mean2", "cos_mean5", "copy_excess", "distinct_ratio", "log_length")
+
+
+def candidates(encoder: str) -> dict[str, dict]:
+    """The signals a subset is drawn from, the vector ones on `encoder`'s vectors."""
+    specs = (cos_mean(encoder, 1), cos_mean(encoder, 2), cos_mean(encoder, 5), copy_excess(encoder), *TEXT)
+    return {spec["name"]: spec for spec in specs}
+
+
 SETTINGS = {**stacker.SEARCH, "rank": (0.0,)}  # no negative samples: the margin term's weight changes nothing
 
 
@@ -57,19 +64,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training unref-scan", description=__doc__.split("\n")[0])
     parser.add_argument("--model", choices=sorted(RECIPES), default="unref-minilm-commercial",
                         help="the recipe whose judged train partitions are read")
-    parser.add_argument("--signals", nargs="+", choices=list(CANDIDATES), default=list(CANDIDATES),
+    parser.add_argument("--encoder", choices=(MINILM, MPNET), default=MINILM, help="the vector signals' encoder")
+    parser.add_argument("--signals", nargs="+", choices=CANDIDATE_NAMES, default=list(CANDIDATE_NAMES),
                         help="candidates, the first kept in every subset")
     parser.add_argument("--store", type=Path, default=Path("model_store"))
-    parser.add_argument("--cache", type=Path, default=None, help="MiniLM's embedding cache (train-unref's default)")
+    parser.add_argument("--cache", type=Path, default=None, help="the encoder's embedding cache (train-unref's default)")
     parser.add_argument("--max-judged", type=positive_int, default=None, help="tests: judged train items per set")
     args = parser.parse_args(argv)
     if len(set(args.signals)) != len(args.signals):
         parser.error("--signals: name each signal once")
     recipe = RECIPES[args.model]
     rows = Rows.load(args.max_judged, Config(), 0, recipe.rated_sets, "none")
-    cache = EmbeddingCache(args.cache or default_cache(MINILM), encoder_folder=args.store / MINILM)
-    specs = tuple(CANDIDATES[name] for name in args.signals)
-    X = matrix(specs, {MINILM: cache}, rows.contexts, rows.replies, {})
+    cache = EmbeddingCache(args.cache or default_cache(args.encoder), encoder_folder=args.store / args.encoder)
+    specs = tuple(candidates(args.encoder)[name] for name in args.signals)
+    X = matrix(specs, {args.encoder: cache}, rows.contexts, rows.replies, {})
     print(f"{len(rows.replies)} judged train items of {', '.join(recipe.rated_sets)}; "
           f"{2 ** (len(specs) - 1)} subsets x {len(stacker.settings(SETTINGS))} settings", flush=True)
     print(table(scan(X, rows.human, rows.sets, rows.contexts_of, list(args.signals))), end="")
