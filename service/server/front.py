@@ -119,16 +119,18 @@ class Front:
         self._timer: asyncio.TimerHandle | None = None
         self._traced = tracing.server_spans(self.answer, UNTRACED)
 
-    def lane_of(self, method: str, path: str) -> Lane:
-        """The lane of the endpoint the app routes `path` to; one it answers unrouted (404, 405, a
-        redirect) reads no body."""
+    def route(self, method: str, path: str) -> tuple[Lane, list[object]]:
+        """The lane of the endpoint the app routes `path` to, and the model the path names
+        (`/v2/models/<name>/...`); a request it answers unrouted (404, 405, a redirect) reads no body."""
         try:
-            endpoint, _ = self.routes.match(path, method)
+            endpoint, args = self.routes.match(path, method)
         except Exception:  # noqa: BLE001 - NotFound, MethodNotAllowed, RequestRedirect: the app answers them
-            return self.unrouted
+            return self.unrouted, []
+        named = [args["name"]] if "name" in args else []
         if endpoint in PROBES or endpoint in SCORING or method == "OPTIONS":
-            return self.probes if endpoint in PROBES else self.scoring if endpoint in SCORING else self.other
-        return {"scoring": self.scoring, "analysis": self.research}.get(endpoint.partition(".")[0], self.other)
+            return self.probes if endpoint in PROBES else self.scoring if endpoint in SCORING else self.other, named
+        lanes = {"scoring": self.scoring, "analysis": self.research}
+        return lanes.get(endpoint.partition(".")[0], self.other), named
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Callable[[dict], Awaitable[None]]) -> None:
         await self._traced(scope, receive, send) if self._traced else await self.answer(scope, receive, send)
@@ -153,7 +155,7 @@ class Front:
 
     async def serve(self, exchange: Exchange, receive: Receive, arrived: float) -> None:
         scope, settings, headers = exchange.scope, self.settings, exchange.headers
-        lane, body = self.lane_of(scope["method"], scope["path"]), b""
+        (lane, in_path), body = self.route(scope["method"], scope["path"]), b""
         try:
             self.check_head(scope)
             if self.stopping_since is not None and arrived >= self.stopping_since:
@@ -171,7 +173,7 @@ class Front:
             return await exchange.refuse(error)
         size = line_bytes(scope) + sum(len(k) + len(v) + 4 for k, v in scope["headers"]) + len(body)  # as admission counts
         ticket = Ticket(scope["path"], size, arrived, arrived + budget, asyncio.get_running_loop().create_future(),
-                        model=self.cost_key(self.model_in_path(scope) or named_models(body)))
+                        model=self.cost_key(in_path or named_models(body)))
         refusal = lane.admission.offer(ticket, time.monotonic())
         if refusal is None:
             self.dispatch()
@@ -234,16 +236,6 @@ class Front:
         exchange.close = not await drain(receive, more, DRAIN_FACTOR * limit)
         raise TooLarge(f"The body is larger than {limit} bytes (DIALSCORE_MAX_BODY_BYTES); split the request.",
                        {"max_body_bytes": limit})
-
-    def model_in_path(self, scope: dict[str, Any]) -> list[object]:
-        """The model an Open Inference Protocol path names (`/v2/models/<name>/infer`)."""
-        if not scope["path"].startswith("/v2/models/"):
-            return []
-        try:
-            _, args = self.routes.match(scope["path"], scope["method"])
-        except Exception:  # noqa: BLE001 - unrouted: no model
-            return []
-        return [args["name"]] if "name" in args else []
 
     def cost_key(self, names: list[object]) -> str:
         """Admission's cost-table key for the model(s) named: served names only, anything else one shared key."""

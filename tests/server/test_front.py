@@ -33,11 +33,12 @@ def test_open_inference_protocol_paths_take_the_lanes_of_their_v1_twins(baseline
     from service.server.front import SHARED_COST_KEY, Front
 
     front = Front(create_app({"model_store": baseline_store, "load_sync": True}), load_server_settings())
-    assert front.lane_of("POST", "/v2/models/length/infer") is front.scoring
-    assert front.lane_of("POST", "/v2/models/length/versions/1/infer") is front.scoring
-    assert front.lane_of("POST", "/v2/models/%6cength/infer") is front.scoring  # any spelling of the path
-    assert front.lane_of("GET", "/v2/health/ready") is front.probes
-    assert front.lane_of("GET", "/v2/models/length") is front.other
-    scope = {"path": "/v2/models/length/infer", "method": "POST"}
-    assert front.cost_key(front.model_in_path(scope)) == "length"
-    assert front.cost_key(front.model_in_path({**scope, "path": "/v2/models/made-up/infer"})) == SHARED_COST_KEY
+    lane = lambda method, path: front.route(method, path)[0]  # noqa: E731
+    assert lane("POST", "/v2/models/length/infer") is front.scoring
+    assert lane("POST", "/v2/models/length/versions/1/infer") is front.scoring
+    assert lane("POST", "/v2/models/%6cength/infer") is front.scoring  # any spelling of the path
+    assert lane("GET", "/v2/health/ready") is front.probes
+    assert lane("GET", "/v2/models/length") is front.other
+    assert lane("POST", "/score") is front.scoring and front.route("POST", "/score")[1] == []
+    assert front.cost_key(front.route("POST", "/v2/models/length/infer")[1]) == "length"
+    assert front.cost_key(front.route("POST", "/v2/models/made-up/infer")[1]) == SHARED_COST_KEY
