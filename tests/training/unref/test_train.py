@@ -91,3 +91,29 @@ def test_the_commercial_sets_state_terms_that_allow_commercial_use():
     for name in COMMERCIAL_SETS:
         licence = SETS[name].licence
         assert licence in ("O-UDA v1.0", "CC BY 4.0"), (name, licence)
+
+
+@pytest.mark.data
+def test_the_commercial_recipe_on_mpnet_reads_its_vectors_and_its_card_names_that_encoder(tmp_path: Path):
+    """unref-mpnet-commercial is unref-minilm-commercial's recipe with every vector signal on mpnet-base (a tiny
+    MPNet here); its card's summary and terms name that encoder, not MiniLM."""
+    from tests.mpnet_tiny import tiny_component
+    from training.unref import train as unref_train
+    from training.unref.recipes import RECIPES
+
+    minilm, mpnet = RECIPES["unref-minilm-commercial"], RECIPES["unref-mpnet-commercial"]
+    assert [s["name"] for s in mpnet.signals] == [s["name"] for s in minilm.signals]
+    assert mpnet.rated_sets == minilm.rated_sets and mpnet.negatives == minilm.negatives and mpnet.uses == ("mpnet-base",)
+    store = tiny_component(tmp_path).parent
+    assert unref_train.main(["--model", "unref-mpnet-commercial", "--store", str(store), "--cache",
+                             f"mpnet-base={tmp_path / 'cache'}", "--one-setting", "--max-judged", "40",
+                             "--negatives-contexts", "12"]) == 0
+    served = ModelStore(store, models=("unref-mpnet-commercial",))
+    assert served.load(), served.failures
+    scorer = served.scorers["unref-mpnet-commercial"]
+    assert {spec["encoder"] for spec in scorer.manifest.config["signals"]} == {"mpnet-base"}
+    card = scorer.manifest.card
+    assert card["commercial_use"] is True and "all-mpnet-base-v2 (Apache-2.0)" in card["license_reason"]
+    assert "all-mpnet-base-v2" in card["summary"] and "MiniLM" not in card["summary"] + card["license_reason"]
+    scores = scorer.score([Item(["do you like jazz?"], "yes, coltrane is my favourite.")]).scores
+    assert len(scores) == 1 and 1.0 <= scores[0] <= 5.0
