@@ -82,7 +82,7 @@ def markdown(figures: dict[str, dict], command: str, seconds: float) -> str:
               "## human_percentile", "",
               (f"Each model's table is its served scores of human next turns, up to {table.PER_CONVERSATION} from each "
                f"of {table.TABLE_CONVERSATIONS:,} conversations of {table.TABLE_SOURCE} (MIT; n below), shipped as `{FILE}` in its folder; a reply's "
-               "`human_percentile` is the share of them its score beats (ties count half). unref-minilm-commercial "
+               "`human_percentile` is the share of them its score beats (ties count half). The -commercial models "
                "never read those conversations; autojudge-minilm's M (and unref-minilm's copy of that head) was "
                "pre-trained on their next turns, which would tilt its table up and its held-out percentiles down. "
                "The check: the Kolmogorov-Smirnov distance from uniform of the percentiles of human next turns, up "

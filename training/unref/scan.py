@@ -21,15 +21,13 @@ from training.unref.recipes import MINILM, MPNET, RECIPES, TEXT, copy_excess, co
 from training.unref.signals import matrix
 from training.unref.train import Rows, default_cache
 
-CANDIDATE_NAMES = ("cos_last", "cos_mean2", "cos_mean5", "copy_excess", "distinct_ratio", "log_length")
-
-
 def candidates(encoder: str) -> dict[str, dict]:
     """The signals a subset is drawn from, the vector ones on `encoder`'s vectors."""
     specs = (cos_mean(encoder, 1), cos_mean(encoder, 2), cos_mean(encoder, 5), copy_excess(encoder), *TEXT)
     return {spec["name"]: spec for spec in specs}
 
 
+CANDIDATE_NAMES = tuple(candidates(MINILM))  # the same names on every encoder
 SETTINGS = {**stacker.SEARCH, "rank": (0.0,)}  # no negative samples: the margin term's weight changes nothing
 
 
