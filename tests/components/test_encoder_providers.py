@@ -3,9 +3,8 @@ bit-exact on the CPU EP, within the bound docs/api.md states on OpenVINO. OpenVI
 why, where its runtime (the `openvino` package) is not installed."""
 from __future__ import annotations
 
-import atexit
 import shutil
-import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -25,15 +24,23 @@ PROVIDERS = (CPU, openvino.EP)
 # lowest, .9917, is a 384-piece repetition of one phrase, every other text here above .9998).
 BATCH_BOUND = 1e-2
 PARITY = {"minilm-l6": 0.999, "mpnet-base": 0.99, "mpnet-tiny": 0.99}
-CACHE = Path(tempfile.mkdtemp(prefix="dialscore-openvino-test-"))  # MiniLM's float graph and blobs: 180 MB
-atexit.register(shutil.rmtree, CACHE, True)
+_cache: list[Path] = []  # the module's OpenVINO cache folder (MiniLM's float graph and blobs: 180 MB)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def openvino_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Under pytest's basetemp, which pytest prunes, so that a killed run leaves no folder for good."""
+    _cache.append(tmp_path_factory.mktemp("openvino-cache"))
+    yield
+    _served.clear()
+    shutil.rmtree(_cache.pop(), ignore_errors=True)
 
 
 def _runtime(provider: str) -> Runtime:
     if provider == openvino.EP and not openvino.found().usable:
         pytest.skip(f"OpenVINO: {openvino.found().reason}")
     return Runtime(RuntimeSettings(providers=(provider, CPU), intra_op_threads=2, encoder_threads=2,
-                                   openvino_cache_dir=str(CACHE)))
+                                   openvino_cache_dir=str(_cache[-1])))
 
 
 @pytest.fixture(scope="module")
