@@ -168,7 +168,7 @@ _CONTEXT_DROPPED_ITEMS = fields.List(fields.Integer(), metadata={
     "description": "Only under `on_long_context: \"keep_last\"`: per item, the context turns dropped (0 where none)."})
 _HUMAN_PERCENTILE = (
     "Reference-free models that ship a table of their scores of real next turns (`human_percentile.json` in the "
-    "model folder): the share, in [0, 1], of human next turns (one from each of 3,612 Chit-Chat conversations) that "
+    "model folder): the share, in [0, 1], of human next turns (up to four from each of 3,612 Chit-Chat conversations) that "
     "this reply outscores (ties count half), per item (null for a skipped one). 0.5 is a typical human reply; a bot can "
     "threshold it (the README's re-ranking section gives operating points). Absent for other models.")
 

@@ -1,7 +1,7 @@
 """`human_percentile`: the share of real next turns, in corpus contexts, that a reply's score beats.
 
 A reference-free model's folder may ship `human_percentile.json` (listed in its manifest with its sha256):
-the model's served scores of human next turns, one a conversation, sorted (its `source` names the corpus). A score's
+the model's served scores of human next turns, a few a conversation, sorted (its `source` names the corpus). A score's
 percentile is its mid-rank among them (ties count half), so it reads the same on every model and a bot can
 threshold it without knowing the model's scale; training/calibration builds the file and measures it.
 """
