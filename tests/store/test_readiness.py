@@ -94,3 +94,16 @@ def test_a_worker_running_under_another_user_counts_as_alive(pod: Path, monkeypa
 
     monkeypatch.setattr(os, "kill", kill)
     assert worker_readiness.pod_status() == (1, 2)
+
+
+def test_a_worker_whose_store_has_just_loaded_counts_itself_before_its_marker(pod: Path, tmp_path: Path) -> None:
+    """The store says loaded a moment before the worker writes its marker: a /readyz in between still counts
+    this worker (once), or it answered 200 with `workers_ready: 0`."""
+    from tests.conftest import copy_store
+
+    store = ModelStore(copy_store(tmp_path / "store", ("length",)))
+    assert store.load()
+    ready, details = readiness(store, None)
+    assert ready and details["workers_ready"] == 1 and details["workers"] == 2
+    worker_readiness.mark_ready(os.getpid())
+    assert readiness(store, None)[1]["workers_ready"] == 1
