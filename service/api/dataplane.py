@@ -342,7 +342,7 @@ def human_eval(body: dict[str, Any], settings: Settings) -> dict[str, Any]:
 def readiness(store: ModelStore, settings: Settings) -> tuple[bool, dict[str, Any]]:
     """Whether this pod is ready, and why not: ready while any worker serves its models, since a worker
     still loading takes no new connections once a sibling has loaded (server/worker.py)."""
-    pod = pod_status(this_worker_loaded=store.ready)
+    pod = pod_status()
     if not store.loaded:
         if pod is not None and pod[0] > 0:
             return True, {"models": sorted(store.scorers), "loading": True, "workers_ready": pod[0], "workers": pod[1]}

@@ -111,6 +111,8 @@ class ModelStore:
                     self._load_model(manifests[name])
             if not self.scorers and not self.failures:  # an empty store (or DIALSCORE_MODELS= on one) is not ready
                 self._fail(STORE_KEY, f"model store {self.root} holds no model to serve", "no model to serve")
+            if self.scorers and not self.failures:
+                mark_ready()  # before `loaded`: a /readyz that sees this store loaded finds the marker
             self.loaded = True
             self.load_seconds = time.perf_counter() - started
             log.info("model store %s: %d models served, %d failed in %.1fs", self.root, len(self.scorers),
@@ -269,8 +271,6 @@ def init_store(app: Any, background: bool) -> ModelStore:
             log.exception("loading the model store failed")
             store._fail(STORE_KEY, _reason(exc), _public(exc))
             store.loaded = True
-        if store.ready:
-            mark_ready()
 
     if background:
         threading.Thread(target=load, name="model-store-load", daemon=True).start()

@@ -67,14 +67,13 @@ def loaded_workers() -> set[int] | None:
     return {int(name) for name in names if _alive(name)}
 
 
-def pod_status(this_worker_loaded: bool = False) -> tuple[int, int] | None:
-    """(workers with their models loaded, workers the master runs), or None outside gunicorn. A worker whose
-    store has just loaded counts itself: its marker is written a moment after."""
+def pod_status() -> tuple[int, int] | None:
+    """(workers with their models loaded, workers the master runs), or None outside gunicorn."""
     expected = os.environ.get(WORKERS_ENV)
     loaded = loaded_workers()
     if loaded is None or not expected:
         return None
-    return len(loaded | ({os.getpid()} if this_worker_loaded else set())), int(expected)
+    return len(loaded), int(expected)
 
 
 def _alive(pid: str) -> bool:

@@ -97,8 +97,8 @@ def test_a_worker_running_under_another_user_counts_as_alive(pod: Path, monkeypa
 
 
 def test_a_worker_whose_store_has_just_loaded_counts_itself_before_its_marker(pod: Path, tmp_path: Path) -> None:
-    """The store says loaded a moment before the worker writes its marker: a /readyz in between still counts
-    this worker (once), or it answered 200 with `workers_ready: 0`."""
+    """The worker's marker is written before its store says loaded: a /readyz that sees the store loaded
+    counts this worker (once), never 200 with `workers_ready: 0`."""
     from tests.conftest import copy_store
 
     store = ModelStore(copy_store(tmp_path / "store", ("length",)))
