@@ -65,6 +65,13 @@ class Recipe:
     template: str = "unref"  # its card's templates (training/unref/cards)
 
 
+def commercial(name: str, encoder: str) -> Recipe:
+    """The last-turn cosine less a copy penalty on `encoder`, fitted only on commercially usable data (the
+    two signals `python -m training unref-scan` chose on either encoder)."""
+    return Recipe(name, (encoder,), (cos_mean(encoder, 1), copy_excess(encoder)), {},
+                  rated_sets=COMMERCIAL_SETS, negatives="dstc7-copies", template="unref-commercial")
+
+
 RECIPES = {
     "unref-minilm": Recipe(
         "unref-minilm", (MINILM,),
@@ -81,12 +88,6 @@ RECIPES = {
         (autojudge(MPNET), ruber_logit(MINILM), cos_mean(MPNET, 2), copy_excess(MPNET), *TEXT),
         {AUTOJUDGE_HEAD: HeadSource("autojudge-minilm", MPNET, served=False),
          RUBER_HEAD: HeadSource("ruber-minilm", MINILM, served=True)}),
-    "unref-minilm-commercial": Recipe(
-        "unref-minilm-commercial", (MINILM,),
-        (cos_mean(MINILM, 1), copy_excess(MINILM)), {},
-        rated_sets=COMMERCIAL_SETS, negatives="dstc7-copies", template="unref-commercial"),
-    "unref-mpnet-commercial": Recipe(
-        "unref-mpnet-commercial", (MPNET,),
-        (cos_mean(MPNET, 1), copy_excess(MPNET)), {},
-        rated_sets=COMMERCIAL_SETS, negatives="dstc7-copies", template="unref-commercial"),
+    "unref-minilm-commercial": commercial("unref-minilm-commercial", MINILM),
+    "unref-mpnet-commercial": commercial("unref-mpnet-commercial", MPNET),
 }
