@@ -9,11 +9,13 @@ from typing import Any
 from flask import Flask, Response, g, jsonify, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
+from werkzeug.routing import WebsocketMismatch
 
 from service.observability import metrics
 from service.api import analysis, docs_page, health, inference_v2, middleware, scoring
 from service.config import load_settings
-from service.errors import ANSWER_HEADERS, BadJson, error_body, MethodNotAllowed, NotFound, ServiceError, TooLarge
+from service.errors import (ANSWER_HEADERS, BadJson, BadRequest, error_body, MethodNotAllowed, NotFound, ServiceError,
+                            TooLarge)
 from service.store.model_store import init_store
 
 log = logging.getLogger(__name__)
@@ -126,6 +128,9 @@ def _install_error_handlers(app: Flask) -> None:
             limit = app.config["SETTINGS"].max_body_bytes
             drain_unread_body(request.environ, DRAIN_FACTOR * limit)
             return _error_response(TooLarge(f"The body is over the {limit}-byte limit.", {"max_body_bytes": limit}))
+        if isinstance(error, WebsocketMismatch):  # routing's 400 for `Upgrade: websocket`
+            return _error_response(BadRequest("This service does not speak WebSocket; send the request without "
+                                              "`Upgrade: websocket`."))
         if error.code == 400:
             return _error_response(BadJson("The request could not be read as JSON."))
         wrapped = ServiceError(error.description or "HTTP error")

@@ -155,7 +155,8 @@ class HeadersTooLarge(TooLarge):
 
 
 class BadRequest(ServiceError):
-    """400 `bad_request`: not valid HTTP/1.1, as the server's parser (h11) found it."""
+    """400 `bad_request`: not valid HTTP/1.1, as the server's parser (h11) found it, or an upgrade the service
+    does not speak."""
 
     status, code = 400, "bad_request"
 

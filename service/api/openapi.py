@@ -12,14 +12,14 @@ from service.api import middleware, schemas
 from service.stats.correlation import METHODS
 
 VERSION = "1.0.0"
-MAX_REQUEST_TIMEOUT_S = int(MAX_READ_TIMEOUT)  # the largest X-Request-Timeout the server takes (server/worker.py)
+MAX_REQUEST_TIMEOUT_S = int(MAX_READ_TIMEOUT)  # the largest X-Request-Timeout the server takes (server/front.py)
 
 _ERRORS = {
     "400": ("`bad_json`: the body is empty, not UTF-8, not JSON, not a JSON object, repeats a key within one "
             "object, or holds a lone UTF-16 surrogate or `NaN`, `Infinity` or `-Infinity`, which are not JSON "
             "(`details` names where; a number too large for a double is JSON, and a 422). `bad_request`: the HTTP request "
             "itself is malformed, answered by the server before the app reads it, or its `X-Request-Timeout` is not "
-            f"a positive number of seconds up to {MAX_REQUEST_TIMEOUT_S}."),
+            f"a positive number of seconds up to {MAX_REQUEST_TIMEOUT_S}, or it asks to upgrade to WebSocket."),
     "401": "A token is configured and missing or wrong (`unauthorized`).",
     "404": "Unknown model (`unknown_model`).",
     "408": ("The request did not arrive whole within the server's read timeout (`request_timeout`, "
@@ -55,7 +55,7 @@ _REQUEST_TIMEOUT = {
     "example": 1,
 }
 # Any operation can answer these; 400 (malformed HTTP), 408, 414 and 431 come from the server itself
-# (service/server/worker.py), before the path is known.
+# (service/server/), before the app reads the request.
 _ALWAYS = ("400", "405", "408", "414", "431", "500")
 
 _SCORE_EXAMPLE = {

@@ -37,7 +37,6 @@ UNTRACED = ",".join(sorted(readiness.PROBE_PATHS | readiness.V2_PROBE_PATHS | {"
 # DRAIN_IDLE_S, so that the connection can carry the client's next request; past that, it is closed.
 DRAIN_FACTOR, DRAIN_IDLE_S = 4, 0.5
 LOAD_CHECK_S = 0.1  # how often requests admitted while the models load look whether they have
-ENDPOINTS = frozenset({"/score", "/rerank", "/correlate", "/human-eval"})  # metrics' endpoint label; anything else "other"
 SHARED_COST_KEY = "?"  # a body naming no served model: one entry in the cost table, whatever it names
 
 
@@ -81,6 +80,7 @@ class Exchange:
         self.headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])}
         self.status, self.sent, self.request_id = 0, 0, request_id(self.headers.get("x-request-id"))
         self.close = False  # the answer says `Connection: close`
+        self.endpoint = "unmatched"  # the metrics' label: the app's route, as the app labels its own answers
 
     async def send(self, message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
@@ -92,8 +92,7 @@ class Exchange:
 
     async def refuse(self, error: ServiceError) -> None:
         """Answer `error` from the loop in the contract's form; the app never sees the request."""
-        endpoint = self.scope["path"] if self.scope["path"] in ENDPOINTS else "other"
-        metrics.REQUESTS.labels(endpoint, metrics.method_label(self.scope["method"]), str(error.status)).inc()
+        metrics.REQUESTS.labels(self.endpoint, metrics.method_label(self.scope["method"]), str(error.status)).inc()
         metrics.ERRORS.labels(error.code).inc()
         if isinstance(error, Refused):
             metrics.REFUSED.labels(error.code).inc()
@@ -119,18 +118,20 @@ class Front:
         self._timer: asyncio.TimerHandle | None = None
         self._traced = tracing.server_spans(self.answer, UNTRACED)
 
-    def route(self, method: str, path: str) -> tuple[Lane, list[object]]:
-        """The lane of the endpoint the app routes `path` to, and the model the path names
-        (`/v2/models/<name>/...`); a request it answers unrouted (404, 405, a redirect) reads no body."""
+    def route(self, method: str, path: str) -> tuple[Lane, str, list[object]]:
+        """The lane of the route the app matches `path` to, the route (or "unmatched"), and the model the
+        path names (`/v2/models/<name>/...`); a request the app answers unrouted (404, 405, a redirect)
+        reads no body."""
         try:
-            endpoint, args = self.routes.match(path, method)
+            rule, args = self.routes.match(path, method, return_rule=True)
         except Exception:  # noqa: BLE001 - NotFound, MethodNotAllowed, RequestRedirect: the app answers them
-            return self.unrouted, []
-        named = [args["name"]] if "name" in args else []
+            return self.unrouted, "unmatched", []
+        endpoint, named = rule.endpoint, [args["name"]] if "name" in args else []
         if endpoint in PROBES or endpoint in SCORING or method == "OPTIONS":
-            return self.probes if endpoint in PROBES else self.scoring if endpoint in SCORING else self.other, named
-        lanes = {"scoring": self.scoring, "analysis": self.research}
-        return lanes.get(endpoint.partition(".")[0], self.other), named
+            lane = self.probes if endpoint in PROBES else self.scoring if endpoint in SCORING else self.other
+        else:
+            lane = {"scoring": self.scoring, "analysis": self.research}.get(endpoint.partition(".")[0], self.other)
+        return lane, rule.rule, named
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Callable[[dict], Awaitable[None]]) -> None:
         await self._traced(scope, receive, send) if self._traced else await self.answer(scope, receive, send)
@@ -155,7 +156,7 @@ class Front:
 
     async def serve(self, exchange: Exchange, receive: Receive, arrived: float) -> None:
         scope, settings, headers = exchange.scope, self.settings, exchange.headers
-        (lane, in_path), body = self.route(scope["method"], scope["path"]), b""
+        (lane, exchange.endpoint, in_path), body = self.route(scope["method"], scope["path"]), b""
         try:
             self.check_head(scope)
             if self.stopping_since is not None and arrived >= self.stopping_since:

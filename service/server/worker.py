@@ -167,8 +167,10 @@ class DialscoreWorker(UvicornWorker):
         settings = load_server_settings()
         head = settings.max_request_line + settings.max_header_bytes + HEAD_SLACK_BYTES
         ContractH11Protocol.read_timeout = settings.read_timeout
-        self.CONFIG_KWARGS = {"loop": "asyncio", "http": ContractH11Protocol, "lifespan": "off", "access_log": False, "server_header": False,
-                              "h11_max_incomplete_event_size": head,
+        # ws "none": an Upgrade to WebSocket is served as plain HTTP by the front, never handed to a
+        # WebSocket library that happens to be installed (it answered 400 outside the contract and admission).
+        self.CONFIG_KWARGS = {"loop": "asyncio", "http": ContractH11Protocol, "ws": "none", "lifespan": "off",
+                              "access_log": False, "server_header": False, "h11_max_incomplete_event_size": head,
                               "timeout_graceful_shutdown": settings.graceful_timeout}
         super().__init__(*args, **kwargs)
 

@@ -66,8 +66,9 @@ def read_all(conn: socket.socket) -> bytes:
     return answer
 
 
-def assert_contract_answers(raw: bytes) -> list[int]:
-    """Each answer in `raw` (pipelined ones too): 2xx, 4xx or 503, errors as {"error": {code, message, details}}."""
+def assert_contract_answers(raw: bytes, bodiless: bool = False) -> list[int]:
+    """Each answer in `raw` (pipelined ones too): 2xx, 4xx or 503, errors as {"error": {code, message, details}};
+    `bodiless`: answers to HEAD, which carry no body."""
     statuses = []
     while raw:
         head, sep, rest = raw.partition(b"\r\n\r\n")
@@ -78,7 +79,7 @@ def assert_contract_answers(raw: bytes) -> list[int]:
         length = int(headers.get("content-length", "0"))
         body, raw = rest[:length], rest[length:]
         assert 200 <= status < 300 or 400 <= status < 500 or status == 503, lines
-        if status >= 400:
+        if status >= 400 and not bodiless:
             error = json.loads(body)["error"]
             assert set(error) == {"code", "message", "details"} and error["code"] and error["message"], error
         statuses.append(status)
@@ -131,7 +132,7 @@ def requests(draw) -> bytes:
                                                                   HealthCheck.too_slow])
 @given(raw=requests())
 def test_hostile_framing_never_costs_a_worker_and_is_answered_in_the_contracts_form(server, raw):
-    assert_contract_answers(exchange(server.port, raw))
+    assert_contract_answers(exchange(server.port, raw), bodiless=raw.startswith(b"HEAD "))
     assert_still_serving(server)
 
 
@@ -174,6 +175,35 @@ def test_every_spelling_of_a_scoring_path_passes_admission(server, target):
                    b"X-Request-Timeout: soon\r\nContent-Length: %d\r\n\r\n" % len(BODY) + BODY)
     # admission reads X-Request-Timeout: a bad value is its 400, so the request went through it
     assert assert_contract_answers(raw) == [400] and b"X-Request-Timeout" in raw, raw
+
+
+def test_a_refusal_by_the_front_is_counted_under_the_apps_route(server):
+    """A /v2 scoring request refused before the app reads it (a bad X-Request-Timeout) is counted where
+    the app counts that route's answers, not under "other"."""
+    target = b"/v2/models/%6cength/infer"
+    raw = exchange(server.port, b"POST " + target + b" HTTP/1.1\r\nHost: x\r\nX-Request-Timeout: soon\r\n"
+                   b"Content-Length: 2\r\n\r\n{}")
+    assert raw.startswith(b"HTTP/1.1 400"), raw  # in the Open Inference Protocol's error form
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    assert 'dialscore_requests_total{endpoint="/v2/models/<name>/infer",method="POST",status="400"}' in text
+
+
+def test_an_upgrade_to_websocket_is_refused_in_the_contracts_form(server):
+    """With a WebSocket library installed (wsproto comes with the browser test's selenium), uvicorn
+    handed `Upgrade: websocket` to it: an empty 400, outside the contract, admission and the access log."""
+    raw = exchange(server.port, b"POST /score HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: websocket\r\n"
+                   b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                   b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(BODY) + BODY)
+    assert assert_contract_answers(raw) == [400] and b'"bad_request"' in raw and b"WebSocket" in raw, raw
+
+
+def test_an_upgrade_to_h2c_is_served_as_http_1_1(server):
+    raw = exchange(server.port, b"POST /score HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: h2c\r\n"
+                   b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(BODY) + BODY)
+    assert assert_contract_answers(raw) == [200], raw
 
 
 def test_a_client_that_half_closes_after_its_request_gets_the_answer(server):

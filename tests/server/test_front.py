@@ -39,6 +39,20 @@ def test_open_inference_protocol_paths_take_the_lanes_of_their_v1_twins(baseline
     assert lane("POST", "/v2/models/%6cength/infer") is front.scoring  # any spelling of the path
     assert lane("GET", "/v2/health/ready") is front.probes
     assert lane("GET", "/v2/models/length") is front.other
-    assert lane("POST", "/score") is front.scoring and front.route("POST", "/score")[1] == []
-    assert front.cost_key(front.route("POST", "/v2/models/length/infer")[1]) == "length"
-    assert front.cost_key(front.route("POST", "/v2/models/made-up/infer")[1]) == SHARED_COST_KEY
+    assert lane("POST", "/score") is front.scoring and front.route("POST", "/score")[2] == []
+    assert front.cost_key(front.route("POST", "/v2/models/length/infer")[2]) == "length"
+    assert front.cost_key(front.route("POST", "/v2/models/made-up/infer")[2]) == SHARED_COST_KEY
+
+
+def test_a_refusal_is_counted_under_the_route_the_app_would_count_it_under(baseline_store):
+    """The metrics' endpoint label of an answer the front gives is the app's route for the decoded path,
+    as the app labels the answers it gives: refusals of /v2 scoring were "other"."""
+    from service.app import create_app
+    from service.config import load_server_settings
+    from service.server.front import Front
+
+    front = Front(create_app({"model_store": baseline_store, "load_sync": True}), load_server_settings())
+    assert front.route("POST", "/score")[1] == "/score"
+    assert front.route("POST", "/v2/models/length/infer")[1] == "/v2/models/<name>/infer"
+    assert front.route("POST", "/no-such-path")[1] == "unmatched"
+    assert front.route("DELETE", "/score")[1] == "unmatched"
