@@ -157,21 +157,22 @@ class Front:
     async def serve(self, exchange: Exchange, receive: Receive, arrived: float) -> None:
         scope, settings, headers = exchange.scope, self.settings, exchange.headers
         (lane, exchange.endpoint, in_path), body = self.route(scope["method"], scope["path"]), b""
+        unread = headers.get("content-length", "0") != "0" or "transfer-encoding" in headers  # a body not read yet
         try:
             self.check_head(scope)
             if self.stopping_since is not None and arrived >= self.stopping_since:
-                exchange.close = True
                 raise ShuttingDown("This server is shutting down; send the request again (another replica will "
                                    "answer it).", retry_after=1)
             budget = budget_of(headers.get("x-request-timeout"), settings.request_timeout)
             if lane.reads_body:
+                unread = False  # read_body drops what it refuses
                 body = await self.read_body(exchange, receive, arrived)
-            elif headers.get("content-length", "0") != "0" or "transfer-encoding" in headers:
-                # the app answers without reading the body: the connection is kept where it ends soon
-                ended = lane is self.unrouted and await drain(receive, True, DRAIN_FACTOR * settings.max_body_bytes)
-                exchange.close = exchange.close or not ended
         except ServiceError as error:
+            if unread:
+                await self.drop_body(exchange, receive)
             return await exchange.refuse(error)
+        if unread:  # the app answers without reading it: a probe's connection ends at once
+            await self.drop_body(exchange, receive, lane is self.unrouted)
         size = line_bytes(scope) + sum(len(k) + len(v) + 4 for k, v in scope["headers"]) + len(body)  # as admission counts
         ticket = Ticket(scope["path"], size, arrived, arrived + budget, asyncio.get_running_loop().create_future(),
                         model=self.cost_key(in_path or named_models(body)))
@@ -222,7 +223,7 @@ class Front:
                 size += len(chunk)
                 if self.held + len(chunk) > pending:
                     exchange.close = True  # the rest is dropped as it comes, so the answer meets no reset
-                    await drain(receive, more, DRAIN_FACTOR * limit)
+                    await drain(exchange, receive, more, DRAIN_FACTOR * limit, unsent=False)
                     raise Overloaded("This worker holds as many request bodies as it may; send the request again "
                                      "after Retry-After seconds, or to another replica.", {"max_pending_bytes": pending})
                 self.held += len(chunk)
@@ -234,9 +235,14 @@ class Front:
             self.held -= sum(map(len, parts))
         if size <= limit and not more:
             return b"".join(parts)
-        exchange.close = not await drain(receive, more, DRAIN_FACTOR * limit)
+        exchange.close = exchange.close or not await drain(exchange, receive, more, DRAIN_FACTOR * limit, not parts)
         raise TooLarge(f"The body is larger than {limit} bytes (DIALSCORE_MAX_BODY_BYTES); split the request.",
                        {"max_body_bytes": limit})
+
+    async def drop_body(self, exchange: Exchange, receive: Receive, read: bool = True) -> None:
+        """Before an answer that leaves the body unread: read and drop it (`drain`), or end the connection."""
+        ended = read and await drain(exchange, receive, True, DRAIN_FACTOR * self.settings.max_body_bytes)
+        exchange.close = exchange.close or not ended
 
     def cost_key(self, names: list[object]) -> str:
         """Admission's cost-table key for the model(s) named: served names only, anything else one shared key."""
@@ -283,9 +289,12 @@ async def _receive(receive: Receive, timeout: float) -> dict[str, Any]:
     return message
 
 
-async def drain(receive: Receive, more: bool, budget: int) -> bool:
+async def drain(exchange: Exchange, receive: Receive, more: bool, budget: int, unsent: bool = True) -> bool:
     """Read and drop the rest of a refused body, up to `budget` bytes, each part within DRAIN_IDLE_S;
-    whether it ended (the connection can carry the next request)."""
+    whether it ended (the connection can carry the next request). A body still `unsent` by a client
+    that awaits `100 Continue` is not drained: uvicorn would send that at the first read, inviting it."""
+    if unsent and exchange.headers.get("expect", "").lower() == "100-continue":
+        return False
     try:
         while more and budget > 0:
             message = await _receive(receive, DRAIN_IDLE_S)

@@ -206,6 +206,40 @@ def test_an_upgrade_to_h2c_is_served_as_http_1_1(server):
     assert assert_contract_answers(raw) == [200], raw
 
 
+def read_answer(conn: socket.socket) -> bytes:
+    """One answer's head and body (Content-Length framed), without waiting for the connection to end."""
+    raw = b""
+    while b"\r\n\r\n" not in raw and (chunk := conn.recv(65536)):
+        raw += chunk
+    head = raw.partition(b"\r\n\r\n")[0].lower()
+    length = int(head.partition(b"content-length: ")[2].partition(b"\r\n")[0] or 0)
+    while len(raw) < len(head) + 4 + length and (chunk := conn.recv(65536)):
+        raw += chunk
+    return raw
+
+
+def test_a_body_too_large_awaiting_100_continue_is_refused_without_inviting_it(server):
+    """`Expect: 100-continue` with a Content-Length over the limit: the drain's first read made uvicorn
+    send `100 Continue`, inviting the body it then dropped; now the 413 comes first, and closes."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=READ_TIMEOUT + 5) as conn:
+        conn.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 10000000\r\n\r\n")
+        raw = read_answer(conn)
+        assert raw.startswith(b"HTTP/1.1 413") and b"connection: close" in raw.lower(), raw
+        assert conn.recv(65536) == b""
+
+
+def test_an_answer_before_the_body_of_a_client_awaiting_100_continue_ends_the_connection(server):
+    """A refusal before the body (a bad X-Request-Timeout) kept the connection: the client, answered
+    without `100 Continue`, sends no body, and its next request was read as that body (a 400)."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=READ_TIMEOUT + 5) as conn:
+        conn.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nX-Request-Timeout: soon\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(BODY))
+        raw = read_answer(conn)
+        assert raw.startswith(b"HTTP/1.1 400") and b"X-Request-Timeout" in raw, raw
+        assert b"connection: close" in raw.lower() and conn.recv(65536) == b"", raw
+
+
 def test_a_client_that_half_closes_after_its_request_gets_the_answer(server):
     """uvicorn let asyncio close the connection at the client's FIN, dropping the answer under way."""
     raw = exchange(server.port, b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
