@@ -37,6 +37,7 @@ class ContractH11Protocol(H11Protocol):
     """uvicorn's h11 protocol; see the module's docstring."""
 
     stopping = False  # set on every connection at shutdown: the request under way is the last
+    discarding = False  # bytes past the last request arrived: what comes is dropped
     read_timeout = 10.0  # DIALSCORE_READ_TIMEOUT, set by the worker
 
     def connection_made(self, transport: Any) -> None:  # type: ignore[override]
@@ -45,6 +46,8 @@ class ContractH11Protocol(H11Protocol):
         self.watch_head()
 
     def data_received(self, data: bytes) -> None:
+        if self.discarding:  # read, so that the close sends no reset, and dropped
+            return
         super().data_received(data)
         self.watch_head()
         if self.stopping and self.cycle is not None:
@@ -79,6 +82,12 @@ class ContractH11Protocol(H11Protocol):
             self.transport.write(fresh.send(event) or b"")
 
     def send_400_response(self, msg: str) -> None:
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete and (cycle.response_started or not cycle.more_body):
+            # An answer is under way, or due to a whole request (bytes past `Connection: close`): it is the
+            # last, whole; the bytes after it are dropped.
+            cycle.keep_alive, self.discarding = False, True
+            return
         self.write_fresh(BadRequest("The request is not valid HTTP/1.1 (request line, header or chunked body); send "
                                     "a well-formed request.", {"reason": msg}))
         self.transport.close()

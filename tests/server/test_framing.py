@@ -240,6 +240,22 @@ def test_an_answer_before_the_body_of_a_client_awaiting_100_continue_ends_the_co
         assert b"connection: close" in raw.lower() and conn.recv(65536) == b"", raw
 
 
+def test_bytes_past_a_request_that_closes_the_connection_leave_its_answer_whole(server):
+    """A second request pipelined behind `Connection: close`, arriving while the first is computed: h11
+    refuses bytes past a closing request, and the 400 for them replaced or cut into the first answer."""
+    items = json.dumps({"model": "length", "items": [{"context": ["hi"], "response": "hello"}] * 500}).encode()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=READ_TIMEOUT + 5) as conn:
+        conn.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(items) + items)
+        time.sleep(0.005)
+        try:
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        except OSError:  # the first answer was sent and the connection closed already
+            pass
+        raw = read_all(conn)
+    assert assert_contract_answers(raw) == [200] and len(json.loads(raw.partition(b"\r\n\r\n")[2])["scores"]) == 500
+
+
 def test_a_client_that_half_closes_after_its_request_gets_the_answer(server):
     """uvicorn let asyncio close the connection at the client's FIN, dropping the answer under way."""
     raw = exchange(server.port, b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
