@@ -155,8 +155,8 @@ def requests(draw) -> bytes:
 HEADERS = st.sampled_from([
     b"X-Request-Timeout: 0", b"X-Request-Timeout: nan", b"X-Request-Timeout: 1e400", b"X-Request-Timeout: 0.001",
     b"X-Request-Timeout: \xb2", b"X-Request-ID: " + b"a" * 300, b"X-Request-ID: \xff\xfe", b"Expect: 100-continue",
-    b"Expect: bogus", b"Connection: close", b"Connection: upgrade", b"Upgrade: websocket", b"Upgrade: h2c",
-    b"Content-Type: text/plain", b"Authorization: Bearer x", b"Host: ", b"Transfer-Encoding: chunked",
+    b"Expect: bogus", b"Connection: close", b"Connection: keep-alive", b"Connection: upgrade", b"Upgrade: websocket",
+    b"Upgrade: h2c", b"Content-Type: text/plain", b"Authorization: Bearer x", b"Host: ", b"Transfer-Encoding: chunked",
     b"Content-Length: 5", b"Content-Length: 5, 5", b"X-Forwarded-For: \x00"])
 TARGETS = [b"/rerank", b"/score", b"/v2/models/length/infer", b"/v2/models/%ff/infer", b"/v2/models/length",
            b"/correlate", b"/human-eval", b"/metrics", b"/readyz", b"/openapi.json", b"/models", b"/%2e%2e/score",
@@ -176,7 +176,8 @@ def well_formed(draw) -> bytes:
         body = b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n" if body else b"0\r\n\r\n"
     elif not any(h.lower().startswith(b"content-length") for h in headers):
         headers.append(b"Content-Length: %d" % len(body))
-    return method + b" " + draw(st.sampled_from(TARGETS)) + b" HTTP/1.1\r\n" + b"\r\n".join(headers) + b"\r\n\r\n" + body
+    version = draw(st.sampled_from([b" HTTP/1.1\r\n", b" HTTP/1.0\r\n"]))
+    return method + b" " + draw(st.sampled_from(TARGETS)) + version + b"\r\n".join(headers) + b"\r\n\r\n" + body
 
 
 # Several requests on one connection, and where it is cut into writes; HEAD is left out of pipelines
