@@ -168,7 +168,7 @@ BODIES = [b"", b"{}", b"null", BODY, b'{"model": ["length", "length"], "items": 
 
 @st.composite
 def well_formed(draw) -> bytes:
-    """HTTP/1.1 the parser takes, with the headers, paths and bodies the service reads."""
+    """HTTP/1.1 or 1.0 the parser takes, with the headers, paths and bodies the service reads."""
     method = draw(st.sampled_from([b"POST", b"GET", b"OPTIONS", b"DELETE"]))
     headers = [b"Host: x"] + draw(st.lists(HEADERS, max_size=4))
     body = draw(st.sampled_from(BODIES))
@@ -187,10 +187,10 @@ CONNECTIONS = st.tuples(st.lists(st.one_of(requests(), well_formed()).filter(lam
                         st.lists(st.integers(0, 10_000), max_size=6), st.booleans())
 
 
-def send_in_pieces(port: int, requests: list[bytes], cuts: list[int], half_close: bool) -> bytes:
-    """Send the requests cut at `cuts` (a pause between pieces); then half-close, or ask for /healthz with
+def send_in_pieces(port: int, messages: list[bytes], cuts: list[int], half_close: bool) -> bytes:
+    """Send the messages cut at `cuts` (a pause between pieces); then half-close, or ask for /healthz with
     `Connection: close`; read until the server closes."""
-    raw = b"".join(requests) + (b"" if half_close else b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    raw = b"".join(messages) + (b"" if half_close else b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     with socket.create_connection(("127.0.0.1", port), timeout=READ_TIMEOUT + 10) as conn:
         try:
             start = 0
