@@ -24,6 +24,7 @@ from uvicorn_worker import UvicornWorker
 
 from service.config import load_server_settings
 from service.errors import BadRequest, RequestTimeout, ServiceError, contract_answer, request_id
+from service.observability import metrics
 from service.server.front import LOAD_CHECK_S
 from service.store import readiness
 
@@ -73,6 +74,7 @@ class ContractH11Protocol(H11Protocol):
 
     def write_fresh(self, error: ServiceError) -> None:
         """Answer on a connection whose request h11 has not read: a fresh h11 state takes the events."""
+        metrics.ERRORS.labels(error.code).inc()
         fresh = h11.Connection(h11.SERVER)
         fresh.receive_data(b"GET / HTTP/1.1\r\nHost: -\r\n\r\n")
         fresh.next_event()
@@ -91,6 +93,10 @@ class ContractH11Protocol(H11Protocol):
         self.write_fresh(BadRequest("The request is not valid HTTP/1.1 (request line, header or chunked body); send "
                                     "a well-formed request.", {"reason": msg}))
         self.transport.close()
+
+    def _unsupported_upgrade_warning(self) -> None:
+        """Silent: an upgrade is served as HTTP/1.1 (ws "none"), and uvicorn's advice to install a
+        WebSocket library, two warnings a request any client can send, does not apply."""
 
     def eof_received(self) -> bool:  # type: ignore[override]
         """After the client's FIN, answer a request that arrived whole, then close; else close now."""

@@ -294,6 +294,27 @@ def test_an_upgrade_to_websocket_is_refused_in_the_contracts_form(server):
                    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
                    b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(BODY) + BODY)
     assert assert_contract_answers(raw) == [400] and b'"bad_request"' in raw and b"WebSocket" in raw, raw
+    assert "WebSocket library" not in server.log()  # uvicorn's advice to install one, for any client's request
+
+
+def metric(server, line_start: str) -> float:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(line_start))
+
+
+def test_answers_to_malformed_http_are_counted_as_errors(server):
+    """The 400 written for what h11 cannot parse, and the 408 for a head that stalls, went uncounted in
+    dialscore_errors_total (the transport before counted them)."""
+    errors = 'dialscore_errors_total{code="bad_request"}', 'dialscore_errors_total{code="request_timeout"}'
+    before = [metric(server, name) for name in errors]
+    assert assert_contract_answers(exchange(server.port, b"NOT HTTP\r\n\r\n")) == [400]
+    with socket.create_connection(("127.0.0.1", server.port), timeout=READ_TIMEOUT + 5) as conn:
+        conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # the head never ends
+        assert assert_contract_answers(read_all(conn)) == [408]
+    assert [metric(server, name) - was for name, was in zip(errors, before)] == [1, 1]
 
 
 def test_an_upgrade_to_h2c_is_served_as_http_1_1(server):
