@@ -51,6 +51,15 @@ def _get(port: int, path: str) -> tuple[int, Any]:
     return response.status, payload.decode("utf-8", "replace")
 
 
+def metric(port: int, line_start: str) -> float:
+    """The sum of the /metrics samples whose line starts with `line_start` (every worker's, folded)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(line_start))
+
+
 def _failed_models(status: int, body: Any) -> bool:
     """A 503 that names models which failed to load: waiting longer will not make it ready."""
     return status == 503 and isinstance(body, dict) and bool(body.get("error", {}).get("details", {}).get("failed"))

@@ -80,6 +80,9 @@ class Exchange:
         self.headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])}
         self.status, self.sent, self.request_id = 0, 0, request_id(self.headers.get("x-request-id"))
         self.close = False  # the answer says `Connection: close`
+        # The client sends its body only after `100 Continue`, which uvicorn sends at the first read: a body
+        # not read yet is not coming unless a read invites it.
+        self.awaits_continue = self.headers.get("expect", "").lower() == "100-continue"
         self.endpoint = "unmatched"  # the metrics' label: the app's route, as the app labels its own answers
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -110,6 +113,7 @@ class Front:
         lane = lambda threads, **kw: Lane(Admission(threads, settings.max_queue), WSGIMiddleware(app, threads), **kw)  # noqa: E731
         self.probes, self.scoring = lane(1, reads_body=False, name="probes"), lane(settings.threads, name="scoring")
         self.research, self.other = lane(1, name="research"), lane(1)
+        self.by_blueprint = {"scoring": self.scoring, "analysis": self.research}
         self.unrouted = Lane(self.other.admission, self.other.run, reads_body=False)
         self.held = 0  # bytes of bodies being read, not yet admitted
         self.stopping_since: float | None = None  # SIGTERM: what arrives from then on is refused
@@ -130,7 +134,7 @@ class Front:
         if endpoint in PROBES or endpoint in SCORING or method == "OPTIONS":
             lane = self.probes if endpoint in PROBES else self.scoring if endpoint in SCORING else self.other
         else:
-            lane = {"scoring": self.scoring, "analysis": self.research}.get(endpoint.partition(".")[0], self.other)
+            lane = self.by_blueprint.get(endpoint.partition(".")[0], self.other)
         return lane, rule.rule, named
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Callable[[dict], Awaitable[None]]) -> None:
@@ -171,7 +175,7 @@ class Front:
             if unread:
                 await self.drop_body(exchange, receive)
             return await exchange.refuse(error)
-        if unread:  # the app answers without reading it: a probe's connection ends at once
+        if unread:  # the app answers without reading it: a health probe's connection ends at once
             await self.drop_body(exchange, receive, lane is self.unrouted)
         size = line_bytes(scope) + sum(len(k) + len(v) + 4 for k, v in scope["headers"]) + len(body)  # as admission counts
         ticket = Ticket(scope["path"], size, arrived, arrived + budget, asyncio.get_running_loop().create_future(),
@@ -223,7 +227,7 @@ class Front:
                 size += len(chunk)
                 if self.held + len(chunk) > pending:
                     exchange.close = True  # the rest is dropped as it comes, so the answer meets no reset
-                    await drain(exchange, receive, more, DRAIN_FACTOR * limit, unsent=False)
+                    await drain(receive, more, DRAIN_FACTOR * limit)
                     raise Overloaded("This worker holds as many request bodies as it may; send the request again "
                                      "after Retry-After seconds, or to another replica.", {"max_pending_bytes": pending})
                 self.held += len(chunk)
@@ -235,13 +239,16 @@ class Front:
             self.held -= sum(map(len, parts))
         if size <= limit and not more:
             return b"".join(parts)
-        exchange.close = exchange.close or not await drain(exchange, receive, more, DRAIN_FACTOR * limit, not parts)
+        invited = bool(parts) or not exchange.awaits_continue  # read from, or sent without waiting
+        exchange.close = exchange.close or not (invited and await drain(receive, more, DRAIN_FACTOR * limit))
         raise TooLarge(f"The body is larger than {limit} bytes (DIALSCORE_MAX_BODY_BYTES); split the request.",
                        {"max_body_bytes": limit})
 
     async def drop_body(self, exchange: Exchange, receive: Receive, read: bool = True) -> None:
-        """Before an answer that leaves the body unread: read and drop it (`drain`), or end the connection."""
-        ended = read and await drain(exchange, receive, True, DRAIN_FACTOR * self.settings.max_body_bytes)
+        """Before an answer that leaves the body unread: read and drop it (`drain`), or end the connection
+        (a health probe's, and one the client holds back for `100 Continue`)."""
+        ended = read and not exchange.awaits_continue and await drain(receive, True,
+                                                                       DRAIN_FACTOR * self.settings.max_body_bytes)
         exchange.close = exchange.close or not ended
 
     def cost_key(self, names: list[object]) -> str:
@@ -289,12 +296,9 @@ async def _receive(receive: Receive, timeout: float) -> dict[str, Any]:
     return message
 
 
-async def drain(exchange: Exchange, receive: Receive, more: bool, budget: int, unsent: bool = True) -> bool:
+async def drain(receive: Receive, more: bool, budget: int) -> bool:
     """Read and drop the rest of a refused body, up to `budget` bytes, each part within DRAIN_IDLE_S;
-    whether it ended (the connection can carry the next request). A body still `unsent` by a client
-    that awaits `100 Continue` is not drained: uvicorn would send that at the first read, inviting it."""
-    if unsent and exchange.headers.get("expect", "").lower() == "100-continue":
-        return False
+    whether it ended (the connection can carry the next request)."""
     try:
         while more and budget > 0:
             message = await _receive(receive, DRAIN_IDLE_S)

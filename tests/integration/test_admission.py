@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tests.conftest import copy_store
-from tests.live_server import running_server
+from tests.live_server import metric, running_server
 
 
 def _post(port: int, path: str, body: object, headers: dict[str, str] | None = None):
@@ -22,14 +22,6 @@ def _post(port: int, path: str, body: object, headers: dict[str, str] | None = N
         return response.status, json.loads(response.read()), response
     finally:
         conn.close()
-
-
-def _metric(port: int, line_start: str) -> float:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    conn.request("GET", "/metrics")
-    text = conn.getresponse().read().decode()
-    conn.close()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(line_start))
 
 
 @pytest.fixture(scope="module")
@@ -51,15 +43,15 @@ def test_a_request_that_cannot_finish_in_its_budget_is_refused_with_retry_after_
                                                                         "items": _slow_items(48)}))
     slow.start()
     time.sleep(0.3)  # the slow request holds the worker's one scoring thread
-    scored_before = _metric(server.port, 'dialscore_items_scored_total{model="length"}')
+    scored_before = metric(server.port, 'dialscore_items_scored_total{model="length"}')
     status, body, response = _post(server.port, "/score", {"model": "length", "items": _slow_items(1)},
                                    {"X-Request-Timeout": "0.2", "X-Request-ID": "late-1"})
     slow.join()
     assert status == 503 and body["error"]["code"] in ("overloaded", "deadline_exceeded"), body
     assert int(response.getheader("Retry-After")) >= 1 and response.getheader("X-Request-ID") == "late-1"
     assert body["error"]["details"]["budget_s"] == 0.2
-    assert _metric(server.port, 'dialscore_items_scored_total{model="length"}') == scored_before  # not computed
-    assert _metric(server.port, "dialscore_refused_total") >= 1
+    assert metric(server.port, 'dialscore_items_scored_total{model="length"}') == scored_before  # not computed
+    assert metric(server.port, "dialscore_refused_total") >= 1
     # with the worker free again, the same request is served
     assert _post(server.port, "/score", {"model": "length", "items": _slow_items(1)},
                  {"X-Request-Timeout": "5"})[0] == 200

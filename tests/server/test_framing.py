@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import copy_store
-from tests.live_server import running_server
+from tests.live_server import metric, running_server
 
 READ_TIMEOUT = 2.0
 EXAMPLES = int(os.environ.get("DIALSCORE_FRAMING_EXAMPLES", "60"))
@@ -280,11 +280,7 @@ def test_a_refusal_by_the_front_is_counted_under_the_apps_route(server):
     raw = exchange(server.port, b"POST " + target + b" HTTP/1.1\r\nHost: x\r\nX-Request-Timeout: soon\r\n"
                    b"Content-Length: 2\r\n\r\n{}")
     assert raw.startswith(b"HTTP/1.1 400"), raw  # in the Open Inference Protocol's error form
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    conn.request("GET", "/metrics")
-    text = conn.getresponse().read().decode()
-    conn.close()
-    assert 'dialscore_requests_total{endpoint="/v2/models/<name>/infer",method="POST",status="400"}' in text
+    assert metric(server.port, 'dialscore_requests_total{endpoint="/v2/models/<name>/infer",method="POST",status="400"}')
 
 
 def test_an_upgrade_to_websocket_is_refused_in_the_contracts_form(server):
@@ -297,24 +293,16 @@ def test_an_upgrade_to_websocket_is_refused_in_the_contracts_form(server):
     assert "WebSocket library" not in server.log()  # uvicorn's advice to install one, for any client's request
 
 
-def metric(server, line_start: str) -> float:
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    conn.request("GET", "/metrics")
-    text = conn.getresponse().read().decode()
-    conn.close()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(line_start))
-
-
 def test_answers_to_malformed_http_are_counted_as_errors(server):
     """The 400 written for what h11 cannot parse, and the 408 for a head that stalls, went uncounted in
     dialscore_errors_total (the transport before counted them)."""
     errors = 'dialscore_errors_total{code="bad_request"}', 'dialscore_errors_total{code="request_timeout"}'
-    before = [metric(server, name) for name in errors]
+    before = [metric(server.port, name) for name in errors]
     assert assert_contract_answers(exchange(server.port, b"NOT HTTP\r\n\r\n")) == [400]
     with socket.create_connection(("127.0.0.1", server.port), timeout=READ_TIMEOUT + 5) as conn:
         conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # the head never ends
         assert assert_contract_answers(read_all(conn)) == [408]
-    assert [metric(server, name) - was for name, was in zip(errors, before)] == [1, 1]
+    assert [metric(server.port, name) - was for name, was in zip(errors, before)] == [1, 1]
 
 
 def test_an_upgrade_to_h2c_is_served_as_http_1_1(server):
