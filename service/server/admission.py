@@ -113,7 +113,7 @@ class Admission:
         wait = self.start_wait(now)
         details = {"queued": len(self.queue), "running": len(self.running), "expected_wait_s": round(wait, 3),
                    "expected_run_s": round(self.expected(ticket), 3), "budget_s": round(ticket.budget, 3)}
-        if wait == 0 and not self.measured(ticket):
+        if not self.measured(ticket) and len(self.running) < self.threads and not self.queue:
             self.queue.append(ticket)  # a free thread takes a kind not measured yet: the only way to measure it
             return None
         if len(self.queue) >= self.max_queue:

@@ -44,6 +44,16 @@ def test_a_full_queue_refuses_whatever_the_budget():
     assert refusal is not None and refusal.details["max_queue"] == 1
 
 
+def test_a_kind_not_measured_yet_is_bound_by_the_queue_when_no_thread_is_free():
+    """Work ahead expected to take no time is not a free thread: a new kind still meets max_queue."""
+    admission = Admission(threads=1, max_queue=1)
+    _measured(admission, 0.0)
+    assert admission.offer(_ticket(0.0, 1.0), 0.0) is None and admission.due(0.0)[0]  # runs
+    assert admission.offer(_ticket(0.0, 1.0), 0.0) is None  # queued: the queue is full
+    refusal = admission.offer(_ticket(0.0, 1.0, path="/score"), 0.0)
+    assert refusal is not None and refusal.details["max_queue"] == 1 and len(admission.queue) == 1
+
+
 def test_a_queued_request_that_can_no_longer_finish_is_dropped_not_started():
     admission = Admission(threads=1, max_queue=4)
     _measured(admission, 0.4)
