@@ -49,7 +49,7 @@ def size_class(body_bytes: int) -> int:
 class Ticket:
     """One request from its arrival to its answer; `payload` is the worker's (the connection)."""
 
-    path: str
+    route: str  # the app's route (`/score`, `/v2/models/<name>/infer`, "unmatched"), never the raw path
     body_bytes: int
     arrived: float
     deadline: float
@@ -59,7 +59,7 @@ class Ticket:
     kind: tuple[str, str] = field(init=False)  # requests alike in cost per byte: endpoint and model(s)
 
     def __post_init__(self) -> None:
-        self.kind = (self.path, self.model)
+        self.kind = (self.route, self.model)
 
     @property
     def budget(self) -> float:

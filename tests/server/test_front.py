@@ -1,4 +1,4 @@
-"""The worker's settings and headers; its behaviour over real gunicorn in tests/integration."""
+"""The front in process: its routing, cost keys, settings and headers; over real gunicorn in test_framing.py and tests/integration."""
 import pytest
 
 from service.errors import BadHeader
@@ -56,3 +56,42 @@ def test_a_refusal_is_counted_under_the_route_the_app_would_count_it_under(basel
     assert front.route("POST", "/v2/models/length/infer")[1] == "/v2/models/<name>/infer"
     assert front.route("POST", "/no-such-path")[1] == "unmatched"
     assert front.route("DELETE", "/score")[1] == "unmatched"
+
+
+def _asgi_request(front, method: str, path: str, body: bytes = b"") -> int:
+    """One request through the front as uvicorn would hand it over; the answer's status."""
+    import asyncio
+
+    scope = {"type": "http", "http_version": "1.1", "method": method, "path": path, "raw_path": path.encode(),
+             "query_string": b"", "root_path": "", "scheme": "http", "server": ("127.0.0.1", 8000),
+             "client": ("127.0.0.1", 40000), "headers": [(b"host", b"127.0.0.1"),
+                                                          (b"content-length", str(len(body)).encode())]}
+    parts, statuses = [{"type": "http.request", "body": body, "more_body": False}], []
+
+    async def receive() -> dict:
+        return parts.pop() if parts else {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    asyncio.run(front(scope, receive, send))
+    return statuses[0]
+
+
+def test_the_cost_table_keys_by_route_not_by_the_path_a_client_spells(baseline_store):
+    """Admission learnt a cost per raw path: every distinct 404 path or /v2 model name a client sent
+    was a new entry, for as long as the worker lived."""
+    from service.app import create_app
+    from service.config import load_server_settings
+    from service.server.front import Front
+
+    front = Front(create_app({"model_store": baseline_store, "load_sync": True}), load_server_settings())
+    for i in range(40):
+        assert _asgi_request(front, "GET", f"/no-such-page/{i}") == 404
+        assert _asgi_request(front, "POST", f"/v2/models/made-up-{i}/infer", b'{"inputs": []}') in (400, 404, 422)
+    assert _asgi_request(front, "POST", "/score", b'{"model": "length", "items": [{"context": ["a"], '
+                                                  b'"response": "b"}]}') == 200
+    kinds = {kind for lane in (front.probes, front.scoring, front.research, front.other)
+             for kind in lane.admission._times}
+    assert kinds == {("unmatched", "?"), ("/v2/models/<name>/infer", "?"), ("/score", "length")}, kinds
