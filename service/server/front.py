@@ -145,9 +145,9 @@ class Front:
             return
         exchange, arrived = Exchange(scope, send), time.monotonic()
         self.answered += 1
-        recycling = self.over_memory(scope["path"]) or self.answered == self.max_requests
+        recycling = self.stopping_since is None and (self.over_memory(scope["path"]) or self.answered == self.max_requests)
         if recycling:  # stop accepting before this answer goes out: its client's next connection goes to a sibling
-            self.stopping_since = self.stopping_since or float("inf")  # served to the end, and no second recycle
+            self.stopping_since = float("inf")  # stopping (answers close) but every arrival served; once
             self.recycle()
         exchange.close = self.stopping_since is not None
         try:
@@ -279,7 +279,7 @@ class Front:
         arenas keep the peak of the shapes seen, so the peak resident memory is what to recycle by. Probes
         never recycle: restarting the worker that answers one could keep the pod from ever being ready."""
         limit = self.settings.max_worker_memory_mib
-        if not limit or path in readiness.PROBE_PATHS | readiness.V2_PROBE_PATHS or self.stopping_since is not None:
+        if not limit or path in readiness.PROBE_PATHS | readiness.V2_PROBE_PATHS:
             return False
         held = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux counts KiB
         if held > limit:

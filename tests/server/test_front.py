@@ -95,3 +95,21 @@ def test_the_cost_table_keys_by_route_not_by_the_path_a_client_spells(baseline_s
     kinds = {kind for lane in (front.probes, front.scoring, front.research, front.other)
              for kind in lane.admission._times}
     assert kinds == {("unmatched", "?"), ("/v2/models/<name>/infer", "?"), ("/score", "length")}, kinds
+
+
+def test_a_worker_stopping_on_sigterm_is_not_also_recycled(baseline_store):
+    """After SIGTERM the worker drains (listener open until no connection is left); reaching
+    max_requests then must not recycle it, which closes the listener at once."""
+    import time
+
+    from service.app import create_app
+    from service.config import load_server_settings
+    from service.server.front import Front
+
+    front = Front(create_app({"model_store": baseline_store, "load_sync": True}), load_server_settings())
+    recycled: list[int] = []
+    front.max_requests, front.recycle = 1, lambda: recycled.append(front.answered)
+    front.stopping_since = time.monotonic()
+    assert _asgi_request(front, "GET", "/healthz") == 503 and recycled == []
+    front.stopping_since, front.max_requests = None, 2
+    assert _asgi_request(front, "GET", "/healthz") == 200 and recycled == [2]  # the count, without a SIGTERM
