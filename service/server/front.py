@@ -147,7 +147,7 @@ class Front:
         self.answered += 1
         recycling = self.stopping_since is None and (self.over_memory(scope["path"]) or self.answered == self.max_requests)
         if recycling:  # stop accepting before this answer goes out: its client's next connection goes to a sibling
-            self.stopping_since = float("inf")  # stopping (answers close) but every arrival served; once
+            self.stopping_since = float("inf")  # from now answers close; every arrival is still served
             self.recycle()
         exchange.close = self.stopping_since is not None
         try:
