@@ -1,7 +1,7 @@
-"""Admission's promises over any sequence of arrivals, starts, finishes and clock steps (hypothesis
-drives a virtual clock): no thread overbooked, no queue past its bound, nothing started at or past
-its deadline or started twice, every request answered once (started, refused or dropped), and no
-thread idle while a request waits."""
+"""Admission's promises over any sequence of arrivals, starts, finishes, withdrawals and clock steps
+(hypothesis drives a virtual clock): no thread overbooked, no queue past its bound, nothing started
+at or past its deadline or started twice, every request answered once (started, refused, dropped or
+withdrawn), and no thread idle while a request waits."""
 from __future__ import annotations
 
 from hypothesis import settings
@@ -64,6 +64,15 @@ class AdmissionMachine(RuleBasedStateMachine):
         self.now += seconds
         self.admission.finished(ticket, self.now)
         assert ticket not in self.admission.running
+        self.settle()
+
+    @precondition(lambda self: bool(self.admission.queue))
+    @rule(which=st.integers(0, 5))
+    def withdraw(self, which: int) -> None:
+        """The front takes a queued request off when its task is cancelled (the worker exiting)."""
+        ticket = self.admission.queue[which % len(self.admission.queue)]
+        self.admission.queue.remove(ticket)
+        self.answer(ticket, "withdrawn")
         self.settle()
 
     @invariant()
