@@ -3,6 +3,7 @@ import pytest
 
 from service.errors import BadHeader
 from service.server.front import budget_of
+from tests.asgi_client import answer
 
 
 def test_the_read_timeout_setting_is_checked(monkeypatch):
@@ -25,14 +26,21 @@ def test_the_budget_is_the_header_else_the_default_and_a_bad_one_is_400():
         assert raised.value.status == 400 and raised.value.details == {"X-Request-Timeout": bad}
 
 
-def test_open_inference_protocol_paths_take_the_lanes_of_their_v1_twins(baseline_store):
-    """/v2/.../infer is scoring work, admitted as /score is (its model, from the path, keys the cost);
-    the v2 health paths are probes."""
+@pytest.fixture()
+def front(baseline_store):
+    """A worker's front over the Flask app on the baseline models, loaded."""
     from service.app import create_app
     from service.config import load_server_settings
-    from service.server.front import SHARED_COST_KEY, Front
+    from service.server.front import Front
 
-    front = Front(create_app({"model_store": baseline_store, "load_sync": True}), load_server_settings())
+    return Front(create_app({"model_store": baseline_store, "load_sync": True}), load_server_settings())
+
+
+def test_open_inference_protocol_paths_take_the_lanes_of_their_v1_twins(front):
+    """/v2/.../infer is scoring work, admitted as /score is (its model, from the path, keys the cost);
+    the v2 health paths are probes."""
+    from service.server.front import SHARED_COST_KEY
+
     lane = lambda method, path: front.route(method, path)[0]  # noqa: E731
     assert lane("POST", "/v2/models/length/infer") is front.scoring
     assert lane("POST", "/v2/models/length/versions/1/infer") is front.scoring
@@ -44,72 +52,36 @@ def test_open_inference_protocol_paths_take_the_lanes_of_their_v1_twins(baseline
     assert front.cost_key(front.route("POST", "/v2/models/made-up/infer")[2]) == SHARED_COST_KEY
 
 
-def test_a_refusal_is_counted_under_the_route_the_app_would_count_it_under(baseline_store):
+def test_a_refusal_is_counted_under_the_route_the_app_would_count_it_under(front):
     """The metrics' endpoint label of an answer the front gives is the app's route for the decoded path,
     as the app labels the answers it gives: refusals of /v2 scoring were "other"."""
-    from service.app import create_app
-    from service.config import load_server_settings
-    from service.server.front import Front
-
-    front = Front(create_app({"model_store": baseline_store, "load_sync": True}), load_server_settings())
     assert front.route("POST", "/score")[1] == "/score"
     assert front.route("POST", "/v2/models/length/infer")[1] == "/v2/models/<name>/infer"
     assert front.route("POST", "/no-such-path")[1] == "unmatched"
     assert front.route("DELETE", "/score")[1] == "unmatched"
 
 
-def _asgi_request(front, method: str, path: str, body: bytes = b"") -> int:
-    """One request through the front as uvicorn would hand it over; the answer's status."""
-    import asyncio
-
-    scope = {"type": "http", "http_version": "1.1", "method": method, "path": path, "raw_path": path.encode(),
-             "query_string": b"", "root_path": "", "scheme": "http", "server": ("127.0.0.1", 8000),
-             "client": ("127.0.0.1", 40000), "headers": [(b"host", b"127.0.0.1"),
-                                                          (b"content-length", str(len(body)).encode())]}
-    parts, statuses = [{"type": "http.request", "body": body, "more_body": False}], []
-
-    async def receive() -> dict:
-        return parts.pop() if parts else {"type": "http.disconnect"}
-
-    async def send(message: dict) -> None:
-        if message["type"] == "http.response.start":
-            statuses.append(message["status"])
-
-    asyncio.run(front(scope, receive, send))
-    return statuses[0]
-
-
-def test_the_cost_table_keys_by_route_not_by_the_path_a_client_spells(baseline_store):
+def test_the_cost_table_keys_by_route_not_by_the_path_a_client_spells(front):
     """Admission learnt a cost per raw path: every distinct 404 path or /v2 model name a client sent
     was a new entry, for as long as the worker lived."""
-    from service.app import create_app
-    from service.config import load_server_settings
-    from service.server.front import Front
-
-    front = Front(create_app({"model_store": baseline_store, "load_sync": True}), load_server_settings())
     for i in range(40):
-        assert _asgi_request(front, "GET", f"/no-such-page/{i}") == 404
-        assert _asgi_request(front, "POST", f"/v2/models/made-up-{i}/infer", b'{"inputs": []}') in (400, 404, 422)
-    assert _asgi_request(front, "POST", "/score", b'{"model": "length", "items": [{"context": ["a"], '
-                                                  b'"response": "b"}]}') == 200
+        assert answer(front, "GET", f"/no-such-page/{i}") == 404
+        assert answer(front, "POST", f"/v2/models/made-up-{i}/infer", b'{"inputs": []}') in (400, 404, 422)
+    assert answer(front, "POST", "/score", b'{"model": "length", "items": [{"context": ["a"], '
+                                           b'"response": "b"}]}') == 200
     kinds = {kind for lane in (front.probes, front.scoring, front.research, front.other)
              for kind in lane.admission._times}
     assert kinds == {("unmatched", "?"), ("/v2/models/<name>/infer", "?"), ("/score", "length")}, kinds
 
 
-def test_a_worker_stopping_on_sigterm_is_not_also_recycled(baseline_store):
+def test_a_worker_stopping_on_sigterm_is_not_also_recycled(front):
     """After SIGTERM the worker drains (listener open until no connection is left); reaching
     max_requests then must not recycle it, which closes the listener at once."""
     import time
 
-    from service.app import create_app
-    from service.config import load_server_settings
-    from service.server.front import Front
-
-    front = Front(create_app({"model_store": baseline_store, "load_sync": True}), load_server_settings())
     recycled: list[int] = []
     front.max_requests, front.recycle = 1, lambda: recycled.append(front.answered)
     front.stopping_since = time.monotonic()
-    assert _asgi_request(front, "GET", "/healthz") == 503 and recycled == []
+    assert answer(front, "GET", "/healthz") == 503 and recycled == []
     front.stopping_since, front.max_requests = None, 2
-    assert _asgi_request(front, "GET", "/healthz") == 200 and recycled == [2]  # the count, without a SIGTERM
+    assert answer(front, "GET", "/healthz") == 200 and recycled == [2]  # the count, without a SIGTERM

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from service.config import load_server_settings
+from tests.asgi_client import Client
 
 ITEM = {"context": ["how was your weekend?"], "response": "great, i went hiking!"}
 SHAPES = [  # (method, path, body)
@@ -33,53 +34,6 @@ SHAPES = [  # (method, path, body)
 ]
 EXAMPLES = int(os.environ.get("DIALSCORE_FRAMING_EXAMPLES", "60"))
 FRONT_CODES = {"shutting_down", "overloaded", "deadline_exceeded", "too_large", "request_timeout", "bad_header"}
-
-
-@dataclasses.dataclass
-class Client:
-    """One connection's side of a request: sends its body in `parts`, `gap_s` apart; leaves after
-    `leave_after` parts (None: stays until its answer is whole)."""
-
-    method: str
-    path: str
-    body: bytes
-    parts: int
-    gap_s: float
-    chunked: bool
-    leave_after: int | None
-    budget: str | None
-    start_s: float = 0.0  # after the first client's arrival
-    messages: list = dataclasses.field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        step = max(1, -(-len(self.body) // self.parts))
-        self.pieces = [self.body[i:i + step] for i in range(0, len(self.body), step)] or [b""]
-        self.given, self.answered = 0, asyncio.Event()
-
-    def scope(self) -> dict:
-        headers = [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")]
-        headers.append((b"transfer-encoding", b"chunked") if self.chunked
-                       else (b"content-length", str(len(self.body)).encode()))
-        headers += [(b"x-request-timeout", self.budget.encode())] if self.budget else []
-        return {"type": "http", "http_version": "1.1", "method": self.method, "path": self.path,
-                "raw_path": self.path.encode(), "query_string": b"", "root_path": "", "scheme": "http",
-                "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 40000), "headers": headers}
-
-    async def receive(self) -> dict:
-        if self.leave_after is not None and self.given >= self.leave_after:
-            return {"type": "http.disconnect"}
-        if self.given < len(self.pieces):
-            await asyncio.sleep(self.gap_s)
-            self.given += 1
-            return {"type": "http.request", "body": self.pieces[self.given - 1],
-                    "more_body": self.given < len(self.pieces)}
-        await self.answered.wait()  # the body is whole: the connection's next event is its end
-        return {"type": "http.disconnect"}
-
-    async def send(self, message: dict) -> None:
-        self.messages.append(message)
-        if message["type"] == "http.response.body" and not message.get("more_body", False):
-            self.answered.set()
 
 
 CLIENTS = st.builds(
