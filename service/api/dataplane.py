@@ -342,8 +342,9 @@ def human_eval(body: dict[str, Any], settings: Settings) -> dict[str, Any]:
 def readiness(store: ModelStore, settings: Settings) -> tuple[bool, dict[str, Any]]:
     """Whether this pod is ready, and why not: ready while any worker serves its models, since a worker
     still loading takes no new connections once a sibling has loaded (server/worker.py)."""
+    loaded = store.loaded  # before the markers: a store seen loaded has written its own (ModelStore.load)
     pod = pod_status()
-    if not store.loaded:
+    if not loaded:
         if pod is not None and pod[0] > 0:
             return True, {"models": sorted(store.scorers), "loading": True, "workers_ready": pod[0], "workers": pod[1]}
         return False, {"loading": True, "loaded": sorted(store.scorers)}

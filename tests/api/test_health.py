@@ -386,3 +386,23 @@ def test_models_says_whether_the_store_is_still_loading(client, baseline_store):
     app = create_app({"model_store": baseline_store, "load_sync": True, "models": ["length"]})
     app.extensions["dialscore.store"] = ModelStore(baseline_store)  # a store that has not loaded yet
     assert app.test_client().get("/models").get_json()["loading"] is True
+
+
+def test_readiness_seen_loaded_counts_the_workers_own_marker(tmp_path, monkeypatch):
+    """The loading thread writes this worker's marker, then sets `loaded`; /readyz read the markers
+    first, so a load finishing between the two reads answered ready with 0 workers ready."""
+    from service.api.dataplane import readiness
+    from service.store import readiness as markers
+
+    monkeypatch.setenv(markers.DIR_ENV, str(tmp_path / "ready"))
+    monkeypatch.setenv(markers.WORKERS_ENV, "1")
+
+    class StoreFinishingNow:  # its load ends as /readyz looks at it
+        scorers, failures = {"length": None}, {}
+
+        @property
+        def loaded(self) -> bool:
+            markers.mark_ready()
+            return True
+
+    assert readiness(StoreFinishingNow(), None) == (True, {"models": ["length"], "workers_ready": 1, "workers": 1})
