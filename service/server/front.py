@@ -17,6 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from a2wsgi import WSGIMiddleware
 
@@ -56,6 +57,15 @@ def budget_of(raw: str | None, default: float) -> float:
         raise BadHeader(f"X-Request-Timeout must be a number of seconds above 0 and at most {MAX_READ_TIMEOUT:g}.",
                         {"X-Request-Timeout": raw})
     return value
+
+
+def origin_form(scope: dict[str, Any]) -> dict[str, Any]:
+    """The scope with an absolute-form target (`POST http://h/score`, which RFC 9112 3.2.2 says a server must
+    accept) routed as the path it names: uvicorn hands the app the whole target, as ASGI allows.
+    `raw_path` stays the target as sent (the request line's limit counts it)."""
+    if not scope["raw_path"][:8].lower().startswith((b"http://", b"https://")):
+        return scope
+    return {**scope, "path": unquote(urlsplit(scope["raw_path"].decode("ascii")).path) or "/"}
 
 
 def line_bytes(scope: dict[str, Any]) -> int:
@@ -143,6 +153,7 @@ class Front:
     async def answer(self, scope: dict[str, Any], receive: Receive, send: Callable[[dict], Awaitable[None]]) -> None:
         if scope["type"] != "http":
             return
+        scope = origin_form(scope)
         exchange, arrived = Exchange(scope, send), time.monotonic()
         self.answered += 1
         recycling = self.stopping_since is None and (self.over_memory(scope["path"]) or self.answered == self.max_requests)
@@ -163,7 +174,7 @@ class Front:
         (lane, exchange.endpoint, in_path), body = self.route(scope["method"], scope["path"]), b""
         unread = headers.get("content-length", "0") != "0" or "transfer-encoding" in headers  # a body not read yet
         try:
-            self.check_head(scope)
+            self.check_head(exchange)
             if self.stopping_since is not None and arrived >= self.stopping_since:
                 raise ShuttingDown("This server is shutting down; send the request again (another replica will "
                                    "answer it).", retry_after=1)
@@ -201,11 +212,12 @@ class Front:
                 metrics.FINISHED_LATE.inc()
             self.dispatch()
 
-    def check_head(self, scope: dict[str, Any]) -> None:
+    def check_head(self, exchange: Exchange) -> None:
         """The HTTP version, and the request line and header limits (DIALSCORE_MAX_REQUEST_LINE, _MAX_HEADERS,
         _MAX_HEADER_BYTES); h11 bounds the head as a whole (worker.py)."""
-        s = self.settings
+        scope, s = exchange.scope, self.settings
         if scope["http_version"] not in ("1.0", "1.1"):
+            exchange.close = True  # what follows is another protocol's bytes (an HTTP/2 preface's), not a request
             raise BadRequest(f"HTTP/{scope['http_version']} is not served; send HTTP/1.1.")
         if line_bytes(scope) > s.max_request_line:
             raise UriTooLong("The request line is longer than the server accepts; send inputs in the JSON body, "

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import time
+from http import HTTPStatus
 from typing import Any
 
 import h11
@@ -79,7 +80,8 @@ class ContractH11Protocol(H11Protocol):
         fresh.receive_data(b"GET / HTTP/1.1\r\nHost: -\r\n\r\n")
         fresh.next_event()
         headers, payload = contract_answer(error, request_id(None))
-        for event in (h11.Response(status_code=error.status, headers=[*headers, (b"connection", b"close")]),
+        head = [*self.server_state.default_headers, *headers, (b"connection", b"close")]  # as uvicorn's answers
+        for event in (h11.Response(status_code=error.status, headers=head, reason=HTTPStatus(error.status).phrase),
                       h11.Data(data=payload), h11.EndOfMessage()):
             self.transport.write(fresh.send(event) or b"")
 

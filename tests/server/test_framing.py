@@ -273,6 +273,16 @@ def test_every_spelling_of_a_scoring_path_passes_admission(server, target):
     assert assert_contract_answers(raw) == [400] and b"X-Request-Timeout" in raw, raw
 
 
+@pytest.mark.parametrize("target", [b"http://h/score", b"HTTPS://h:8000/%73core?x=1", b"http://h/sc%3Fore"])
+def test_an_absolute_form_target_is_served_as_the_path_it_names(server, target):
+    """RFC 9112 3.2.2: a server must accept it. uvicorn hands the app the whole target as its path, which
+    the app answered 404 (`No endpoint /http://h/score`)."""
+    raw = exchange(server.port, b"POST " + target + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: %d\r\n\r\n" % len(BODY) + BODY)
+    expected = [404] if b"%3F" in target else [200]  # an encoded `?` is part of the path: `/sc?ore`
+    assert assert_contract_answers(raw) == expected, raw
+
+
 def test_a_refusal_by_the_front_is_counted_under_the_apps_route(server):
     """A /v2 scoring request refused before the app reads it (a bad X-Request-Timeout) is counted where
     the app counts that route's answers, not under "other"."""
@@ -303,6 +313,21 @@ def test_answers_to_malformed_http_are_counted_as_errors(server):
         conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # the head never ends
         assert assert_contract_answers(read_all(conn)) == [408]
     assert [metric(server.port, name) - was for name, was in zip(errors, before)] == [1, 1]
+
+def test_an_http_2_preface_gets_one_answer_and_the_connection_ends(server):
+    """The preface's request line was refused without `Connection: close`, so the rest of the preface was
+    read as a second request and answered a second 400."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=READ_TIMEOUT + 5) as conn:
+        conn.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")  # the client waits for the server's SETTINGS
+        raw = read_all(conn)
+    assert assert_contract_answers(raw) == [400] and b"connection: close" in raw.lower(), raw
+
+
+def test_an_answer_to_unparsable_http_has_the_heads_of_every_answer(server):
+    """Written outside uvicorn's answering path, it had no reason phrase and no Date."""
+    head = exchange(server.port, b"NOT HTTP\r\n\r\n").partition(b"\r\n\r\n")[0].lower()
+    assert head.startswith(b"http/1.1 400 bad request\r\n") and b"\r\ndate: " in head, head
+
 
 
 def test_an_upgrade_to_h2c_is_served_as_http_1_1(server):
