@@ -173,6 +173,7 @@ class Front:
         scope, settings, headers = exchange.scope, self.settings, exchange.headers
         (lane, exchange.endpoint, in_path), body = self.route(scope["method"], scope["path"]), b""
         unread = headers.get("content-length", "0") != "0" or "transfer-encoding" in headers  # a body not read yet
+        exchange.close |= "content-length" in headers and "transfer-encoding" in headers  # RFC 9112 6.1: a must
         try:
             self.check_head(exchange)
             if self.stopping_since is not None and arrived >= self.stopping_since:
@@ -205,7 +206,8 @@ class Front:
             return await exchange.refuse(refusal)
         metrics.QUEUE_WAIT.observe(time.monotonic() - arrived)
         try:
-            await lane.run(scope, replay(body, receive), exchange.send)
+            await lane.run(length_framed(scope, body) if "transfer-encoding" in headers else scope,
+                           replay(body, receive), exchange.send)
         finally:
             lane.admission.finished(ticket, time.monotonic())
             if time.monotonic() > ticket.deadline:
@@ -318,6 +320,13 @@ async def drain(receive: Receive, more: bool, budget: int) -> bool:
     except (asyncio.TimeoutError, ClientGone):
         return False
     return not more
+
+
+def length_framed(scope: dict[str, Any], body: bytes) -> dict[str, Any]:
+    """The scope of a chunked body read whole, as one of Content-Length: werkzeug reads a chunked body
+    as empty unless the server sets wsgi.input_terminated, which a2wsgi does not."""
+    headers = [(k, v) for k, v in scope["headers"] if k not in (b"transfer-encoding", b"content-length")]
+    return {**scope, "headers": [*headers, (b"content-length", b"%d" % len(body))]}
 
 
 def replay(body: bytes, receive: Receive) -> Receive:

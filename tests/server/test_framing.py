@@ -283,6 +283,25 @@ def test_an_absolute_form_target_is_served_as_the_path_it_names(server, target):
     assert assert_contract_answers(raw) == expected, raw
 
 
+def test_a_chunked_body_is_scored_as_the_body_it_carries(server):
+    """werkzeug read a chunked body as empty (a2wsgi sets no wsgi.input_terminated): 400 `bad_json`."""
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (BODY[:10], BODY[10:])) + b"0\r\n\r\n"
+    raw = exchange(server.port, b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   b"Transfer-Encoding: chunked\r\n\r\n" + chunks)
+    assert assert_contract_answers(raw) == [200] and b'"scores"' in raw, raw
+
+
+def test_a_body_framed_both_ways_is_read_chunked_and_ends_the_connection(server):
+    """RFC 9112 6.1: Transfer-Encoding wins, and the server must close after answering (a proxy in front
+    may have framed the body by its Content-Length: what follows could be another request smuggled)."""
+    chunks = b"%x\r\n%s\r\n0\r\n\r\n" % (len(BODY), BODY)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=READ_TIMEOUT + 5) as conn:
+        conn.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5\r\n"
+                     b"Transfer-Encoding: chunked\r\n\r\n" + chunks + b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        raw = read_all(conn)
+    assert assert_contract_answers(raw) == [200] and b"connection: close" in raw.lower(), raw
+
+
 def test_a_refusal_by_the_front_is_counted_under_the_apps_route(server):
     """A /v2 scoring request refused before the app reads it (a bad X-Request-Timeout) is counted where
     the app counts that route's answers, not under "other"."""

@@ -2,7 +2,8 @@
 requests over: bodies in parts, slow, stalled past the read timeout, too large, over the worker's
 pending bytes, clients that leave midway, tight budgets, full queues, a SIGTERM or a recycle midway,
 models still loading (only probes start until they have). Every request that stays gets
-one whole answer in the contract's form, none a 5xx but 503; once all are done the front holds no
+one whole answer in the contract's form, none a 5xx but 503, and the app's own answer wherever the
+front does not refuse it; once all are done the front holds no
 body bytes and no admission holds a ticket. DIALSCORE_FRAMING_EXAMPLES sets the examples, as for
 test_framing.py (60; a long run: 20000)."""
 from __future__ import annotations
@@ -59,15 +60,23 @@ def app(baseline_store):
     return create_app({"model_store": baseline_store, "load_sync": True})
 
 
+@pytest.fixture(scope="module")
+def app_answers(app) -> dict[tuple[str, str, bytes], int]:
+    """Each shape's status from the app alone (Flask's test client): what the front must hand on."""
+    client = app.test_client()
+    return {shape: client.open(shape[1], method=shape[0], data=shape[2], content_type="application/json").status_code
+            for shape in SHAPES}
+
+
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(clients=st.lists(CLIENTS, min_size=1, max_size=12), threads=st.integers(1, 2),
        max_queue=st.integers(1, 3), max_body_bytes=st.sampled_from([64, 400, 4000]),
        max_pending_bytes=st.sampled_from([100, 1000, 100_000]), sigterm_after_s=st.none() | st.floats(0, 0.1),
        max_requests=st.integers(0, 6), loaded_after_s=st.sampled_from([0.0, 0.0, 0.05, 0.3]))
-def test_every_request_is_answered_once_and_nothing_is_held_after(app, clients, threads, max_queue, max_body_bytes,
-                                                                  max_pending_bytes, sigterm_after_s, max_requests,
-                                                                  loaded_after_s):
+def test_every_request_is_answered_once_and_nothing_is_held_after(app, app_answers, clients, threads, max_queue,
+                                                                  max_body_bytes, max_pending_bytes, sigterm_after_s,
+                                                                  max_requests, loaded_after_s):
     from service.server.front import Front
 
     limits = dataclasses.replace(load_server_settings(), threads=threads, max_queue=max_queue, read_timeout=0.3,
@@ -113,6 +122,8 @@ def test_every_request_is_answered_once_and_nothing_is_held_after(app, clients, 
         status = starts[0]["status"]
         assert status < 500 or status == 503, (status, client)
         assert not stopped or status == 503, (status, client)
+        refused_by_front = status in (408, 413, 503) or client.budget == "x"
+        assert refused_by_front or status == app_answers[client.method, client.path, client.body], (status, client)
         payload = b"".join(m.get("body", b"") for m in client.messages if m["type"] == "http.response.body")
         if status in (408, 413, 503) and client.method != "HEAD":
             error = json.loads(payload)["error"]
