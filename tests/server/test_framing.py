@@ -232,6 +232,25 @@ def test_hostile_connections_at_once_leave_every_lane_serving(server, connection
     assert_still_serving(server, scoring=True)
 
 
+def status_and_body(raw: bytes) -> tuple[int, bytes]:
+    assert assert_contract_answers(raw), raw
+    head, _, body = raw.partition(b"\r\n\r\n")
+    return int(head.split(b" ")[1]), body
+
+
+@settings(max_examples=max(EXAMPLES // 2, 10), deadline=None, suppress_health_check=SLOW)
+@given(method=st.sampled_from([b"POST", b"GET", b"OPTIONS"]), body=st.sampled_from(BODIES),
+       target=st.sampled_from([t for t in TARGETS if t != b"/metrics"]), chunks=st.integers(1, 4))
+def test_a_request_gets_the_same_answer_with_its_body_chunked_or_by_length(server, method, target, body, chunks):
+    """The framing is the server's business: what the app answers depends on the bytes of the body alone."""
+    head = method + b" " + target + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    step = max(1, -(-len(body) // chunks))
+    chunked = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + step]), body[i:i + step]) for i in range(0, len(body), step))
+    by_length = exchange(server.port, head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    by_chunks = exchange(server.port, head + b"Transfer-Encoding: chunked\r\n\r\n" + chunked + b"0\r\n\r\n")
+    assert status_and_body(by_chunks) == status_and_body(by_length)
+
+
 def test_a_content_length_of_superscript_two_is_400_and_the_worker_lives(server):
     """`Content-Length: ²` (0xB2) passed `str.isdigit()` and `int()` raised on the worker's loop: each
     such packet cost a worker and a model reload."""
