@@ -238,17 +238,34 @@ def status_and_body(raw: bytes) -> tuple[int, bytes]:
     return int(head.split(b" ")[1]), body
 
 
+def escaped(target: bytes) -> bytes:
+    """The target with its first letter percent-escaped: the same path to the app."""
+    at = next(i for i, c in enumerate(target) if chr(c).isalpha() and b"%" not in target[max(0, i - 2):i])
+    return target[:at] + b"%%%02X" % target[at] + target[at + 1:]
+
+
 @settings(max_examples=max(EXAMPLES // 2, 10), deadline=None, suppress_health_check=SLOW)
 @given(method=st.sampled_from([b"POST", b"GET", b"OPTIONS"]), body=st.sampled_from(BODIES),
-       target=st.sampled_from([t for t in TARGETS if t != b"/metrics"]), chunks=st.integers(1, 4))
-def test_a_request_gets_the_same_answer_with_its_body_chunked_or_by_length(server, method, target, body, chunks):
-    """The framing is the server's business: what the app answers depends on the bytes of the body alone."""
-    head = method + b" " + target + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-    step = max(1, -(-len(body) // chunks))
-    chunked = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + step]), body[i:i + step]) for i in range(0, len(body), step))
-    by_length = exchange(server.port, head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    by_chunks = exchange(server.port, head + b"Transfer-Encoding: chunked\r\n\r\n" + chunked + b"0\r\n\r\n")
-    assert status_and_body(by_chunks) == status_and_body(by_length)
+       target=st.sampled_from([t for t in TARGETS if t != b"/metrics"]), parts=st.integers(1, 4),
+       variant=st.sampled_from(["chunked", "in parts", "absolute-form", "escaped"]))
+def test_a_request_gets_the_same_answer_however_it_is_framed_or_spelled(server, method, target, body, parts, variant):
+    """Framing and spelling are the server's business: the app's answer depends on the path and the
+    body's bytes alone, whether the body comes chunked or in `parts` writes, the target absolute or escaped."""
+    def head(target: bytes) -> bytes:
+        return method + b" " + target + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    step = max(1, -(-len(body) // parts))
+    pieces = [body[i:i + step] for i in range(0, len(body), step)]
+    plain = head(target) + b"Content-Length: %d\r\n\r\n" % len(body) + body
+    if variant == "chunked":
+        other = exchange(server.port, head(target) + b"Transfer-Encoding: chunked\r\n\r\n"
+                         + b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n")
+    elif variant == "in parts":
+        other = send_in_pieces(server.port, [plain], [len(plain) - len(body) + sum(map(len, pieces[:i]))
+                                                     for i in range(len(pieces))], half_close=True)
+    else:
+        spelled = b"http://h" + target if variant == "absolute-form" else escaped(target)
+        other = exchange(server.port, head(spelled) + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    assert status_and_body(other) == status_and_body(exchange(server.port, plain))
 
 
 def test_a_content_length_of_superscript_two_is_400_and_the_worker_lives(server):
