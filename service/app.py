@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import logging
 import time
-from contextlib import nullcontext
 from typing import Any
 
 from flask import Flask, Response, g, jsonify, request
@@ -19,37 +18,6 @@ from service.errors import (ANSWER_HEADERS, BadJson, BadRequest, error_body, Met
 from service.store.model_store import init_store
 
 log = logging.getLogger(__name__)
-
-
-# A refused body is read and dropped up to this many times the body limit, so that the connection
-# can carry the client's next request (see drain_unread_body), as long as each 64 KiB of it comes
-# within DRAIN_IDLE_SECONDS.
-DRAIN_FACTOR = 4
-DRAIN_IDLE_SECONDS = 0.5
-
-
-def drain_unread_body(environ: dict[str, Any], budget: int) -> None:
-    """Read and drop what is left of a request body that is refused unread, up to `budget` bytes.
-
-    gunicorn answers with `Connection: keep-alive`, drains at most 64 KiB of an unread body and closes
-    the connection if more is left (it drops an application's `Connection: close`), so the client's next
-    request on it would fail: the body is drained here. Past the budget the client gets its 413 and a
-    closed connection. Each read waits at most DRAIN_IDLE_SECONDS, so a client that declares more than it
-    sends gets its 413 at once. Refusing without draining is no answer: a client still sending would
-    meet a reset, not its 413."""
-    stream = environ.get("wsgi.input")
-    if stream is None:
-        return
-    draining = getattr(environ.get("gunicorn.socket"), "draining", None)
-    try:
-        while budget > 0:
-            with draining(DRAIN_IDLE_SECONDS) if draining else nullcontext():
-                chunk = stream.read(min(1 << 16, budget))
-            if not chunk:
-                return
-            budget -= len(chunk)
-    except Exception:  # noqa: BLE001 - the client went away or sent a broken body: nothing left to keep
-        return
 
 
 class ServiceFlask(Flask):
@@ -125,8 +93,7 @@ def _install_error_handlers(app: Flask) -> None:
                                                     f"use {allowed}.", {"allowed": error.valid_methods or []}),
                                    {"Allow": allowed})
         if error.code == 413:
-            limit = app.config["SETTINGS"].max_body_bytes
-            drain_unread_body(request.environ, DRAIN_FACTOR * limit)
+            limit = app.config["SETTINGS"].max_body_bytes  # served, the front refuses it first (server/front.py)
             return _error_response(TooLarge(f"The body is over the {limit}-byte limit.", {"max_body_bytes": limit}))
         if isinstance(error, WebsocketMismatch):  # routing's 400 for `Upgrade: websocket`
             return _error_response(BadRequest("This service does not speak WebSocket; send the request without "
