@@ -163,8 +163,8 @@ def check_writable(folder: str, key: str) -> None:
         raise ValueError(f"{key}={folder!r}: not a folder the server can write in ({exc.strerror or exc})") from None
 
 
-# gunicorn's own ceilings (gunicorn/http/message.py): above them it uses the ceiling, which would
-# make the limit GET /models lists differ from the one enforced.
+# Ceilings of the head limits (gunicorn's own, kept): h11 holds a head of up to the request line and
+# header field limits plus 16 KiB per connection (server/worker.py), so they bound what a socket holds.
 SERVER_LIMIT_CEILINGS = {"max_request_line": 8190, "max_headers": 32768, "max_header_bytes": 1 << 20}
 
 
@@ -276,7 +276,7 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: Mapping[str,
                          "token characters are safest)")
     for name, most in SERVER_LIMIT_CEILINGS.items():
         value = getattr(settings, name)
-        if not 1 <= value <= most:  # gunicorn reads 0 as "no limit" and silently caps larger values
+        if not 1 <= value <= most:  # 0 would refuse every request, not lift the limit
             raise ValueError(f"DIALSCORE_{name.upper()}={value}: must be from 1 to {most}")
     # 0 does not mean "no limit" here (as it does for DIALSCORE_MAX_REQUESTS and the thread count): it would refuse
     # every request while /readyz said ready.
