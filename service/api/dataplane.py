@@ -26,7 +26,7 @@ from service.scorers.base import REFERENCE_FREE, Call, Item, ScoreBatch, Scorer,
 from service.stats import StatsInputError, correlate as correlate_stats
 from service.stats.human_eval import HumanEvalInputError, assess
 from service.store.model_store import LOADING_RETRY_AFTER_S, ModelStore
-from service.store.readiness import pod_status
+from service.store.readiness import pod_status, served_models
 
 
 # --- the models a request names ---------------------------------------------------------------
@@ -346,7 +346,8 @@ def readiness(store: ModelStore, settings: Settings) -> tuple[bool, dict[str, An
     pod = pod_status()
     if not loaded:
         if pod is not None and pod[0] > 0:
-            return True, {"models": sorted(store.scorers), "loading": True, "workers_ready": pod[0], "workers": pod[1]}
+            return True, {"models": served_models() or sorted(store.scorers), "loading": True,  # a sibling's
+                          "workers_ready": pod[0], "workers": pod[1]}
         return False, {"loading": True, "loaded": sorted(store.scorers)}
     if store.failures:
         return False, {"failed": dict(sorted(store.public_failures.items())), "loaded": sorted(store.scorers)}

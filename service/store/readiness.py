@@ -4,12 +4,14 @@ The kubelet's probe reaches whichever worker accepts the connection, so each wor
 cleanly, drops a marker named after its pid into a folder the pod shares (server/gunicorn.conf.py
 sets it; the master removes a dead worker's marker). The pod is ready while any worker serves: a
 worker still loading leaves new connections to one that has loaded (server/worker.py), so the
-worker that answers /readyz is one that serves. Without the folder (tests) readiness is per process.
+worker that answers /readyz is one that serves, or, for a moment, one that names a sibling's models
+(each marker lists its worker's). Without the folder (tests) readiness is per process.
 """
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 DIR_ENV = "DIALSCORE_READY_DIR"  # shared marker folder; set by gunicorn.conf.py
@@ -28,13 +30,29 @@ def marker(pid: int, folder: Path) -> Path:
     return folder / f"{PREFIX}{pid}"
 
 
-def mark_ready(pid: int | None = None) -> None:
-    """Record that this worker's models are loaded (a no-op outside gunicorn)."""
+def mark_ready(pid: int | None = None, models: Iterable[str] = ()) -> None:
+    """Record that this worker's models are loaded, and which (a no-op outside gunicorn). The marker is
+    written whole before it takes its name: a reader never finds it half written."""
     folder = marker_dir()
     if folder is None:
         return
     folder.mkdir(parents=True, exist_ok=True)
-    marker(pid or os.getpid(), folder).touch()
+    path = marker(pid or os.getpid(), folder)
+    staged = path.with_name("." + path.name)
+    staged.write_text("\n".join(models))
+    os.replace(staged, path)
+
+
+def served_models() -> list[str]:
+    """The models a loaded worker of the pod serves, from its marker; [] where none is known. A worker
+    still loading can answer /readyz in the moment before it leaves connections to its siblings."""
+    folder = marker_dir()
+    for pid in sorted(loaded_workers() or ()):
+        try:
+            return marker(pid, folder).read_text().split()  # type: ignore[arg-type]
+        except OSError:  # its worker exited and the master removed it
+            continue
+    return []
 
 
 def forget(pid: int) -> None:

@@ -71,6 +71,17 @@ def test_the_pod_is_ready_while_any_worker_serves(pod: Path, tmp_path: Path) -> 
     assert not ready and details["loading"] is True
 
 
+def test_a_worker_still_loading_names_the_models_its_sibling_serves(pod: Path, tmp_path: Path) -> None:
+    """In the moment before a loading worker leaves connections to a loaded sibling, its /readyz said
+    ready with its own models: none yet (a fresh clone's CI run asserted the baselines and failed)."""
+    worker_readiness.mark_ready(LIVE[1], ["bleu4", "length"])
+    assert not list(pod.glob(".*")), "the staged marker was left"
+    ready, details = readiness(ModelStore(tmp_path / "empty-store"), None)  # this worker: loading, no model yet
+    assert ready and details["models"] == ["bleu4", "length"] and details["loading"] is True
+    worker_readiness.forget(LIVE[1])
+    assert worker_readiness.served_models() == []
+
+
 def test_readyz_counts_the_workers_that_serve(pod: Path, client) -> None:
     worker_readiness.clear(pod)
     worker_readiness.mark_ready(LIVE[0])
