@@ -88,9 +88,10 @@ def _install_error_handlers(app: Flask) -> None:
         if error.code == 404:
             return _error_response(NotFound(f"No endpoint {request.path}; see /openapi.json."))
         if error.code == 405:
-            allowed = ", ".join(error.valid_methods or [])  # type: ignore[attr-defined]
+            methods = sorted(error.valid_methods or [])  # type: ignore[attr-defined]  # werkzeug: a set, in hash order
+            allowed = ", ".join(methods)
             return _error_response(MethodNotAllowed(f"{request.method} is not allowed on {request.path}; "
-                                                    f"use {allowed}.", {"allowed": error.valid_methods or []}),
+                                                    f"use {allowed}.", {"allowed": methods}),
                                    {"Allow": allowed})
         if error.code == 413:
             limit = app.config["SETTINGS"].max_body_bytes  # served, the front refuses it first (server/front.py)

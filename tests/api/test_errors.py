@@ -225,6 +225,17 @@ def test_method_not_allowed_has_allow_header(client):
     assert response.get_json()["error"]["code"] == "method_not_allowed"
 
 
+def test_a_405_lists_the_allowed_methods_in_one_order_in_every_process(client):
+    """werkzeug gives them as a set's list, whose order follows each process's string hashing: two
+    workers of one pod answered `use POST, OPTIONS` and `use OPTIONS, POST` to the same request."""
+    from werkzeug.exceptions import MethodNotAllowed
+
+    with client.application.test_request_context("/score", method="GET"):
+        response = client.application.handle_user_exception(MethodNotAllowed(["POST", "OPTIONS"]))
+    assert response.headers["Allow"] == "OPTIONS, POST"
+    assert response.get_json()["error"]["details"]["allowed"] == ["OPTIONS", "POST"]
+
+
 def test_options_answers_the_allowed_methods_with_no_body(client):
     # Flask's own answer was a 200 with an empty text/html body; every body here is JSON, so none.
     response = client.options("/score")
