@@ -26,6 +26,7 @@ class ServiceFlask(Flask):
 
     def make_default_options_response(self) -> Response:
         response = super().make_default_options_response()
+        response.headers["Allow"] = ", ".join(sorted(response.allow))  # werkzeug's: a set, in hash order
         response.status_code = 204
         response.headers.pop("Content-Type", None)
         return response

@@ -236,6 +236,13 @@ def test_a_405_lists_the_allowed_methods_in_one_order_in_every_process(client):
     assert response.get_json()["error"]["details"]["allowed"] == ["OPTIONS", "POST"]
 
 
+def test_options_lists_the_allowed_methods_in_one_order_in_every_process(client, monkeypatch):
+    from werkzeug.routing import MapAdapter
+
+    monkeypatch.setattr(MapAdapter, "allowed_methods", lambda self, method=None: ["POST", "OPTIONS"])  # a set's order
+    assert client.options("/score").headers["Allow"] == "OPTIONS, POST"
+
+
 def test_options_answers_the_allowed_methods_with_no_body(client):
     # Flask's own answer was a 200 with an empty text/html body; every body here is JSON, so none.
     response = client.options("/score")
