@@ -101,8 +101,10 @@ class ContractH11Protocol(H11Protocol):
         WebSocket library, two warnings a request any client can send, does not apply."""
 
     def eof_received(self) -> bool:  # type: ignore[override]
-        """After the client's FIN, answer a request that arrived whole, then close; else close now."""
-        self.client_done = self.cycle is not None and not self.cycle.response_complete and not self.cycle.more_body
+        """After the client's FIN, answer a request that arrived whole, or finish an answer under way, then
+        close; else close now."""
+        cycle = self.cycle
+        self.client_done = bool(cycle and not cycle.response_complete and (cycle.response_started or not cycle.more_body))
         return self.client_done
 
     def on_response_complete(self) -> None:
