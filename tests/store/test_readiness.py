@@ -73,7 +73,7 @@ def test_the_pod_is_ready_while_any_worker_serves(pod: Path, tmp_path: Path) -> 
 
 def test_a_worker_still_loading_names_the_models_its_sibling_serves(pod: Path, tmp_path: Path) -> None:
     """In the moment before a loading worker leaves connections to a loaded sibling, its /readyz said
-    ready with its own models: none yet (a fresh clone's CI run asserted the baselines and failed)."""
+    ready with its own models: none yet."""
     worker_readiness.mark_ready(LIVE[1], ["bleu4", "length"])
     assert not list(pod.glob(".*")), "the staged marker was left"
     ready, details = readiness(ModelStore(tmp_path / "empty-store"), None)  # this worker: loading, no model yet
