@@ -571,10 +571,12 @@ def parse_item(raw: dict[str, Any], kind: str, *, unknown: str = RAISE) -> Item 
 
 
 def flatten_messages(messages: object, prefix: str = "") -> dict[str, str]:
-    """marshmallow's nested error dict -> {"items.3.reference": "message"} as the contract asks."""
+    """marshmallow's nested error dict -> {"items.3.reference": "message"} as the contract asks, in one
+    order: item indices by number, names alphabetically (marshmallow lists unknown fields in the order
+    of a set, which follows each process's string hashing)."""
     out: dict[str, str] = {}
     if isinstance(messages, dict):
-        for key, value in messages.items():
+        for key, value in sorted(messages.items(), key=lambda entry: (isinstance(entry[0], str), entry[0])):
             path = f"{prefix}.{key}" if prefix else str(key)
             if key == "value" and prefix.count(".") >= 1:  # marshmallow Dict values: scores.a.value.1 -> scores.a.1
                 path = prefix

@@ -236,6 +236,15 @@ def test_a_405_lists_the_allowed_methods_in_one_order_in_every_process(client):
     assert response.get_json()["error"]["details"]["allowed"] == ["OPTIONS", "POST"]
 
 
+def test_field_errors_are_listed_in_one_order_whatever_order_marshmallow_gives():
+    from service.api.schemas import flatten_messages
+
+    one = {"model": ["Unknown field."], "items": {10: {"response": ["Bad."]}, 2: {"context": ["Bad."]}}}
+    other = {"items": {2: {"context": ["Bad."]}, 10: {"response": ["Bad."]}}, "model": ["Unknown field."]}
+    assert list(flatten_messages(one).items()) == list(flatten_messages(other).items()) == [
+        ("items.2.context", "Bad."), ("items.10.response", "Bad."), ("model", "Unknown field.")]
+
+
 def test_options_lists_the_allowed_methods_in_one_order_in_every_process(client, monkeypatch):
     from werkzeug.routing import MapAdapter
 

@@ -6,6 +6,7 @@ contract's error form, or a clean close; no worker exits (the pids are unchanged
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
 import os
 import socket
@@ -44,7 +45,7 @@ def server(tmp_path_factory):
     env = {"DIALSCORE_MODELS": "length", "DIALSCORE_READ_TIMEOUT": str(READ_TIMEOUT),
            "DIALSCORE_MAX_BODY_BYTES": "65536", "DIALSCORE_MAX_PENDING_BYTES": "100000"}
     with running_server(store, env) as srv:
-        srv.pids = worker_pids(srv.process.pid)
+        srv.pids, srv.store = worker_pids(srv.process.pid), store
         assert len(srv.pids) == 2
         yield srv
 
@@ -276,6 +277,27 @@ def test_a_request_gets_the_same_answer_however_it_is_framed_or_spelled(server, 
     answers = status_and_body(other), status_and_body(exchange(server.port, plain))
     # a 503 is admission's, by the worker's load and timing (tight limits in a long run make them likely)
     assert answers[0] == answers[1] or 503 in (answers[0][0], answers[1][0]), answers
+
+
+def test_the_server_answers_as_the_app_alone_does(server):
+    """uvicorn's scope and a2wsgi's environ are the server's business: for each target (query strings,
+    non-ASCII and escaped paths, unrouted ones) and body, the live server's status and body are those
+    of the same app called in this process (Flask's test client)."""
+    from urllib.parse import unquote
+
+    from service.app import create_app
+
+    alone = create_app({"model_store": server.store, "models": ["length"], "max_body_bytes": 65536,
+                        "load_sync": True}).test_client()
+    targets = [t for t in TARGETS if t not in (b"/metrics", b"/readyz")] + [
+        b"/models?x=%C3%A9&x=2", b"/%C3%A9t%C3%A9", b"/score?model=length", b"/healthz?", b"/v2/models/length/ready"]
+    for method, target, body in itertools.product((b"GET", b"POST", b"OPTIONS"), targets, (b"", b"{}", BODY)):
+        raw = exchange(server.port, method + b" " + target + b" HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                       b"application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        path, _, query = target.decode().partition("?")
+        expected = alone.open(unquote(path), method=method.decode(), query_string=query, data=body,
+                              content_type="application/json")
+        assert status_and_body(raw) == (expected.status_code, expected.data), (method, target, body)
 
 
 def test_a_content_length_of_superscript_two_is_400_and_the_worker_lives(server):
