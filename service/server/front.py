@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import resource
 import time
 from collections.abc import Awaitable, Callable
@@ -38,6 +39,7 @@ UNTRACED = ",".join(sorted(readiness.PROBE_PATHS | readiness.V2_PROBE_PATHS | {"
 # DRAIN_IDLE_S, so that the connection can carry the client's next request; past that, it is closed.
 DRAIN_FACTOR, DRAIN_IDLE_S = 4, 0.5
 LOAD_CHECK_S = 0.1  # how often requests admitted while the models load look whether they have
+DECIMAL = re.compile(r"[0-9]+(\.[0-9]*)?|\.[0-9]+")  # X-Request-Timeout: a plain decimal number (API.md)
 SHARED_COST_KEY = "?"  # a body naming no served model: one entry in the cost table, whatever it names
 
 
@@ -49,11 +51,8 @@ def budget_of(raw: str | None, default: float) -> float:
     """The request's budget in seconds: X-Request-Timeout, else `default`; BadHeader for a bad value."""
     if raw is None:
         return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value <= MAX_READ_TIMEOUT:  # also NaN
+    value = float(raw) if DECIMAL.fullmatch(raw) else 0.0  # float() also reads "1_0", "1e3", "+2", "inf"
+    if not 0 < value <= MAX_READ_TIMEOUT:
         raise BadHeader(f"X-Request-Timeout must be a number of seconds above 0 and at most {MAX_READ_TIMEOUT:g}.",
                         {"X-Request-Timeout": raw})
     return value
@@ -127,6 +126,7 @@ class Front:
         self.unrouted = Lane(self.other.admission, self.other.run, reads_body=False)
         self.held = 0  # bytes of bodies being read, not yet admitted
         self.stopping_since: float | None = None  # SIGTERM: what arrives from then on is refused
+        self.sibling_serves = False  # while loading: a sibling worker has (the worker sets it)
         self.recycle: Callable[[], None] = lambda: None
         self.max_requests = self.answered = 0
         self._timer: asyncio.TimerHandle | None = None
@@ -276,14 +276,16 @@ class Front:
 
     def dispatch(self) -> None:
         """Start what a free thread may take, refuse what can no longer meet its deadline, and wake at
-        the next deadline (or to look whether the models have loaded: until then nothing starts)."""
+        the next deadline. While the models load the app answers 503 not_ready, but where a sibling
+        serves (the pod is ready) nothing but probes starts until they have loaded."""
         now, loaded, lanes = time.monotonic(), self.loaded(), (self.probes, self.scoring, self.research, self.other)
+        hold = not loaded and self.sibling_serves
         for lane in lanes:
-            starting, dropped = lane.admission.due(now, start=loaded or lane is self.probes)
+            starting, dropped = lane.admission.due(now, start=not hold or lane is self.probes)
             for ticket, result in [(t, None) for t in starting] + dropped:
                 ticket.payload.done() or ticket.payload.set_result(result)
         wake = [d for lane in lanes if (d := lane.admission.next_deadline()) is not None]
-        wake += [now + LOAD_CHECK_S] if not loaded and any(lane.admission.queue for lane in lanes) else []
+        wake += [now + LOAD_CHECK_S] if hold and any(lane.admission.queue for lane in lanes) else []
         if self._timer is not None:
             self._timer.cancel()
         self._timer = asyncio.get_running_loop().call_later(max(0.0, min(wake) - now), self.dispatch) if wake else None

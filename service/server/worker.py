@@ -159,7 +159,7 @@ class DrainingServer(Server):
             if not paused and (readiness.loaded_workers() or set()) - {os.getpid()}:
                 for server in self.servers:
                     server.close()
-                paused = True
+                paused = self.front.sibling_serves = True
             await asyncio.sleep(LOAD_CHECK_S)
         if paused and not self.should_exit:
             serve = functools.partial(self.config.http_protocol_class, config=self.config,

@@ -1,4 +1,6 @@
 """The front in process: its routing, cost keys, settings and headers; over real gunicorn in test_framing.py and tests/integration."""
+import asyncio
+
 import pytest
 
 from service.errors import BadHeader
@@ -20,7 +22,8 @@ def test_the_read_timeout_setting_is_checked(monkeypatch):
 def test_the_budget_is_the_header_else_the_default_and_a_bad_one_is_400():
     assert budget_of(None, 30.0) == 30.0
     assert budget_of("0.25", 30.0) == 0.25
-    for bad in ("0", "-1", "nan", "inf", "soon", "3601"):
+    assert budget_of("2.", 30.0) == 2.0 and budget_of(".5", 30.0) == 0.5
+    for bad in ("0", "-1", "nan", "inf", "soon", "3601", "1_0", "1e3", "+2", " 5", "0x10", "٣", ""):
         with pytest.raises(BadHeader) as raised:
             budget_of(bad, 30.0)
         assert raised.value.status == 400 and raised.value.details == {"X-Request-Timeout": bad}
@@ -85,3 +88,39 @@ def test_a_worker_stopping_on_sigterm_is_not_also_recycled(front):
     assert answer(front, "GET", "/healthz") == 503 and recycled == []
     front.stopping_since, front.max_requests = None, 2
     assert answer(front, "GET", "/healthz") == 200 and recycled == [2]  # the count, without a SIGTERM
+
+
+def test_while_the_models_load_scoring_is_answered_503_not_ready_unless_a_sibling_serves(baseline_store):
+    """The contract's 503 `not_ready` with Retry-After, at once, where no worker of the pod has loaded;
+    where a sibling has (the pod is ready), what this worker took waits for its own models instead."""
+    import json
+
+    from service.app import create_app
+    from service.config import load_server_settings
+    from service.server.front import Front
+    from tests.asgi_client import Client
+
+    app = create_app({"model_store": baseline_store, "load_sync": True})
+    store = app.extensions["dialscore.store"]
+    store.loaded = False  # as the store reports while it loads
+    front = Front(app, load_server_settings())
+    score = b'{"model": "length", "items": [{"context": ["a"], "response": "b"}]}'
+
+    def call(method: str, path: str, body: bytes = b"", budget: str | None = None) -> Client:
+        client = Client(method, path, body, budget=budget)
+        asyncio.run(front(client.scope(), client.receive, client.send))
+        return client
+
+    try:
+        refused = call("POST", "/score", score)
+        assert refused.status == 503 and (b"retry-after", b"1") in refused.messages[0]["headers"]
+        assert json.loads(refused.messages[1]["body"])["error"]["code"] == "not_ready"
+        listing = call("GET", "/models")
+        assert listing.status == 200 and json.loads(listing.messages[1]["body"])["loading"] is True
+        front.sibling_serves = True
+        held = call("POST", "/score", score, budget="0.3")
+        assert held.status == 503 and json.loads(held.messages[1]["body"])["error"]["code"] == "deadline_exceeded"
+    finally:
+        store.loaded = True
+    for lane in (front.probes, front.scoring, front.research, front.other):
+        lane.run.executor.shutdown(wait=True)
