@@ -77,8 +77,13 @@ def infer(name: str, version: str | None = None) -> Response:
         raise InvalidRequest("`parameters` must be an object.", {"parameters": "Not an object."})
     if version is not None:
         _scorer(name, version)
-    options = _options(parameters)
-    if parameters.get("rerank") is True:
+    options, rerank = _options(parameters), parameters.get("rerank", False)
+    if not isinstance(rerank, bool):
+        raise InvalidRequest("The parameter `rerank` is true or false.", {"parameters.rerank": "Not a boolean."})
+    if "top_k" in parameters and not rerank:
+        raise InvalidRequest("The parameter `top_k` applies to a re-ranking (`rerank: true`).",
+                             {"parameters.top_k": "Without `rerank: true`."})
+    if rerank:
         outputs, served_version = _rerank(name, tensors, options, parameters.get("top_k"))
     else:
         outputs, served_version = _score(name, tensors, options)
@@ -111,6 +116,9 @@ def _score(name: str, tensors: dict[str, Tensor], options: dict[str, Any]) -> tu
 
 def _rerank(name: str, tensors: dict[str, Tensor], options: dict[str, Any],
             top_k: Any) -> tuple[list[dict[str, Any]], str]:
+    if "turns" in tensors:
+        raise InvalidRequest("`turns` is a whole dialogue, which a re-ranking does not read: send one `context` "
+                             "and the candidates as `response`.", {"inputs.turns": "Not read by a re-ranking."})
     _known(tensors, ITEM_INPUTS)
     context = _required(tensors, "context").values
     if len(context) != 1:

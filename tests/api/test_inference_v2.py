@@ -69,6 +69,11 @@ def test_a_rerank_gives_index_and_score_best_first(client):
     ({"inputs": [_text("response", ["a"]), _text("context", ["b"])], "parameters": {"options": "{"}}, 422, "options"),
     ({"inputs": [_text("response", ["a"]), _text("context", ["b"])], "outputs": [{"name": "p"}]}, 422, "Unknown output"),
     ({"parameters": {"rerank": True}, "inputs": [_text("response", ["a"]), _text("context", ["b", "c"])]}, 422, "one"),
+    *(({"parameters": {"rerank": flag}, "inputs": [_text("response", ["a"]), _text("context", ["b"])]}, 422,
+       "true or false") for flag in ("true", 1, "yes", None)),
+    ({"parameters": {"top_k": 1}, "inputs": [_text("response", ["a"]), _text("context", ["b"])]}, 422, "re-ranking"),
+    ({"parameters": {"rerank": True}, "inputs": [_text("turns", ['[{"speaker": "a", "text": "b"}]'])]}, 422,
+     "whole dialogue"),
 ])
 def test_malformed_requests_are_4xx_in_the_protocols_form(client, body, status, words):
     answer = _infer(client, "length", body)
