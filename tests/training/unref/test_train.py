@@ -8,7 +8,7 @@ import pytest
 
 from service.scorers.base import Item
 from service.store.model_store import ModelStore
-from tests.conftest import copy_store
+from tests.conftest import MODEL_STORE, copy_store
 
 torch = pytest.importorskip("torch")
 
@@ -75,7 +75,7 @@ def test_a_tiny_commercial_model_reads_only_commercially_usable_sets_and_serves(
     assert [f for f in scorer.manifest.files if f.endswith(".onnx")] == []
     assert [spec["name"] for spec in scorer.manifest.config["signals"]] == ["cos_last", "copy_excess"]
     card = scorer.manifest.card
-    assert card["commercial_use"] is True and card["license"] == "Apache-2.0 AND CC-BY-4.0" and card["license_reason"]
+    assert card["commercial_use"] is True and card["license"] == "O-UDA-1.0 AND CC-BY-4.0 AND Apache-2.0 AND MIT" and card["license_reason"]
     context = ["i went to a jazz concert last night.", "do you like jazz?"]
     relevant, unrelated, copy = scorer.score([Item(context, "yes, coltrane is my favourite."),
                                               Item(context, "the train leaves at noon."),
@@ -91,6 +91,22 @@ def test_the_commercial_sets_state_terms_that_allow_commercial_use():
     for name in COMMERCIAL_SETS:
         licence = SETS[name].licence
         assert licence in ("O-UDA v1.0", "CC BY 4.0"), (name, licence)
+
+
+def test_the_commercial_cards_spdx_names_every_term_of_what_the_models_read_and_ship():
+    """The SPDX expression a compliance scanner reads: the sets the fit reads, the encoder, and the MIT
+    of this project's code and of chitchat-dataset (the human_percentile table)."""
+    import json
+
+    from training.data.judgements import SETS
+    from training.unref.recipes import COMMERCIAL_SETS
+
+    spdx = {"O-UDA v1.0": "O-UDA-1.0", "CC BY 4.0": "CC-BY-4.0"}
+    for name in ("unref-minilm-commercial", "unref-mpnet-commercial"):
+        card = json.loads((MODEL_STORE / name / "manifest.json").read_text())["card"]
+        terms = set(card["license"].split(" AND "))
+        assert {spdx[SETS[s].licence] for s in COMMERCIAL_SETS} | {"Apache-2.0", "MIT"} <= terms, (name, terms)
+        assert "chitchat" in card["human_percentile"]["table"]
 
 
 @pytest.mark.data
