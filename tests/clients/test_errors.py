@@ -61,6 +61,33 @@ def test_nan_is_refused_before_sending(client):
     assert caught.value.status is None and caught.value.code == "invalid_request"
 
 
+UNSENDABLE = [
+    (lambda c: c.rerank("unref-minilm", ["hi"], ["ok", "ok \ud83d", "fine"]), "candidates.1",
+     "surrogate '\\ud83d' at character 3"),
+    (lambda c: c.rerank("unref-minilm", ["hi", "x \udc00"], ["ok"]), "context.1", "surrogate"),
+    (lambda c: c.score("length", [ITEM] * 9 + [{"context": ["hi"], "response": math.nan}]), "items.9.response",
+     "Out of range float"),
+    (lambda c: c.score("length", [{"context": ["hi"], "response": b"x"}]), "items.0.response", "bytes"),
+    (lambda c: c.score("length", [ITEM], options={"blend": math.inf}), "options.blend", "Out of range float"),
+    (lambda c: c.correlate([1.0, 2.0], {"m": [1.0, math.nan]}), "scores.m.1", "Out of range float"),
+    (lambda c: c.human_eval([{"rater": "r", "system": "s", "item": "i", "scores": {"fun": {1, 2}}}]),
+     "ratings.0.scores.fun", "set"),
+]
+
+
+@pytest.mark.parametrize(("call", "path", "reason"), UNSENDABLE, ids=[path for _, path, _ in UNSENDABLE])
+def test_what_json_cannot_carry_is_refused_before_sending(call, path, reason):
+    """A lone surrogate, NaN or infinity, bytes or a set: a typed error naming the field by the caller's
+    indices, and no request (not even the limits' look-up)."""
+    with proxy(free_port()) as hop, Client(hop.url, retry_deadline=0) as client:
+        with pytest.raises(InvalidRequest) as caught:
+            call(client)
+    assert hop.exchanges == []
+    error = caught.value
+    assert (error.status, error.code, list(error.details)) == (None, "invalid_request", [path])
+    assert reason in error.details[path] and path in error.message
+
+
 def test_a_token_is_sent_as_a_bearer_token(small_server):
     for token in (None, "wrong-token"):
         with pytest.raises(Unauthorized) as caught:

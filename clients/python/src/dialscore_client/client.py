@@ -11,7 +11,7 @@ from dialscore_client import batching
 from dialscore_client.errors import DialscoreError
 from dialscore_client.results import (CorrelationReport, HumanEvalReport, Method, ModelInfo, MultiScoreResult,
                                       OnInvalid, OnLongContext, Ranking, Rating, ScoreResult, ServedModels)
-from dialscore_client.transport import Transport, encode
+from dialscore_client.transport import Transport, encode_checked
 from dialscore_client.version import __version__
 
 # The limits that splitting reads from GET /models' `limits` (a limit the server does not publish is
@@ -156,9 +156,9 @@ class Client:
                     skip: bool) -> list[batching.Piece]:
         """The chunks' answers, in order; the limits' look-up and every chunk share one deadline (`timeout`)."""
         deadline = self._transport.deadline()
+        envelope = len(encode_checked({**payload, field: []}))  # measured first: nothing unsendable is sent
+        sizes = [len(encode_checked(element, f"{field}.{i}")) for i, element in enumerate(elements)]
         limits = self._limits_by(deadline)
-        envelope = len(encode({**payload, field: []}))
-        sizes = [len(encode(element)) for element in elements]
         chunks = batching.plan(sizes, envelope, limits.get(COUNT_LIMIT[field]), limits.get(BODY_LIMIT))
         return [piece for chunk in chunks
                 for piece in self._send_chunk(path, payload, field, elements, chunk.start, chunk.stop, skip,

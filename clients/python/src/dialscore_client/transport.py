@@ -31,12 +31,50 @@ MIN_ATTEMPT = 0.1  # seconds an attempt needs at least: no retry is made that wo
 TIMEOUT_HEADER = "X-Request-Timeout"
 MAX_BUDGET = 3600.0  # the largest X-Request-Timeout the server takes
 IDLE_TIMEOUT = 60.0  # without a timeout: seconds to wait for a connection, and between an answer's bytes
+UNSENDABLE = (ValueError, TypeError)  # what json.dumps and UTF-8 raise for a value JSON has no form for
 
 
 def encode(payload: Any) -> bytes:
     """The bytes sent for `payload`, compact UTF-8 (what batches are measured in); NaN is refused, as
     JSON has no such number."""
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def encode_checked(payload: Any, path: str = "") -> bytes:
+    """encode(payload), or InvalidRequest naming the field path (`items.3.response`, under `path`) of the first
+    value JSON cannot carry: NaN or infinity, a lone surrogate (no UTF-8 form), bytes or another object."""
+    try:
+        return encode(payload)
+    except UNSENDABLE as exc:
+        where, reason = _first_unsendable(payload, path) or (path, str(exc))
+        field = where or "The request"
+        raise InvalidRequest(None, "invalid_request", f"{field} cannot be sent as JSON: {reason}.",
+                             {where or "body": reason}) from exc
+
+
+def _first_unsendable(value: Any, path: str, within: frozenset[int] = frozenset()) -> tuple[str, str] | None:
+    """The path and reason of the first value under `value` that encode() refuses; None if it takes them all.
+    `within`: the containers the path passes through, so that one holding itself is named, not recursed into."""
+    if id(value) not in within:
+        children = (value.items() if isinstance(value, dict)
+                    else enumerate(value) if isinstance(value, (list, tuple)) else ())
+        for key, child in children:
+            found = _first_unsendable(child, f"{path}.{key}" if path else str(key), within | {id(value)})
+            if found is not None:
+                return found
+    try:
+        encode(value)
+    except UNSENDABLE as exc:
+        return path, _reason(value, exc)
+    return None
+
+
+def _reason(value: Any, exc: Exception) -> str:
+    """Why encode() refused `value`; for text, where its lone surrogate (half of a UTF-16 pair) is."""
+    if isinstance(exc, UnicodeEncodeError) and isinstance(value, str):
+        at = next(i for i, char in enumerate(value) if "\ud800" <= char <= "\udfff")
+        return f"a lone surrogate {value[at]!r} at character {at}, which UTF-8 cannot encode"
+    return str(exc)
 
 
 def backoff(attempt: int) -> float:
@@ -74,11 +112,7 @@ class Transport:
         return self.send("GET", path, None, deadline)
 
     def post(self, path: str, payload: Any, deadline: float | None) -> Any:
-        try:
-            body = encode(payload)
-        except ValueError as exc:  # NaN or infinity
-            raise InvalidRequest(None, "invalid_request", f"The request cannot be sent as JSON: {exc}.") from exc
-        return self.send("POST", path, body, deadline)
+        return self.send("POST", path, encode_checked(payload), deadline)
 
     def send(self, method: str, path: str, body: bytes | None, deadline: float | None) -> Any:
         url = self.base_url + path
