@@ -2,9 +2,9 @@
 
 It forwards each request to its upstream as it is; it answers `busy` requests with 503 and a
 `Retry-After` header first (a deployment draining its pods; with `refusal`, the service's own JSON error of
-that code), and answers an HTML 502, as nginx does, when the upstream cannot be reached. `arrivals` records
-when each request came (time.monotonic()), `received` its headers, `exchanges` its method, path and the
-status answered.
+that code, its details `refusal_details`), and answers an HTML 502, as nginx does, when the upstream cannot
+be reached. `arrivals` records when each request came (time.monotonic()), `received` its headers,
+`exchanges` its method, path and the status answered.
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ class Proxy(ThreadingHTTPServer):
         self.busy = 0  # requests still to answer with 503
         self.retry_after: str | None = None  # the header sent with those 503s
         self.refusal: str | None = None  # their contract error code; None: a proxy's HTML page
+        self.refusal_details: dict[str, object] = {}  # the `details` of that error
         self.delay = 0.0  # seconds each forwarded request is held first (a slow upstream)
         self.arrivals: list[float] = []
         self.received: list[dict[str, str]] = []
@@ -64,7 +65,8 @@ class _Forward(BaseHTTPRequestHandler):
             extra = {"Retry-After": self.server.retry_after} if self.server.retry_after else {}
             if self.server.refusal is None:
                 return self._answer(503, "text/html", UNAVAILABLE, extra)
-            error = {"code": self.server.refusal, "message": "Refused by the test's proxy.", "details": {}}
+            error = {"code": self.server.refusal, "message": "Refused by the test's proxy.",
+                     "details": self.server.refusal_details}
             return self._answer(503, "application/json", json.dumps({"error": error}).encode(), extra)
         time.sleep(self.server.delay)
         upstream = http.client.HTTPConnection("127.0.0.1", self.server.upstream_port, timeout=60)

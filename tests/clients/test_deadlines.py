@@ -78,6 +78,33 @@ def test_the_wait_must_leave_time_for_an_attempt(server):
             client.score("length", [ITEM])
 
 
+@pytest.mark.parametrize(("code", "error"), [("overloaded", Overloaded), ("deadline_exceeded", DeadlineExceeded)])
+def test_a_refusal_whose_expected_run_does_not_fit_after_the_wait_is_raised_at_once(server, code, error):
+    """Retry-After 1 s fits in a 1.5 s timeout with MIN_ATTEMPT after it, but not with the 1.59 s of work
+    the server's refusal says the request takes: no second attempt."""
+    with proxy(server.port) as hop, Client(hop.url, timeout=1.5) as client:
+        client.limits()
+        hop.busy, hop.retry_after, hop.refusal = 5, "1", code
+        hop.refusal_details = {"expected_run_s": 1.59, "budget_s": 1.5}
+        start = len(hop.arrivals)
+        with pytest.raises(error) as caught:
+            client.score("length", [ITEM])
+    assert len(hop.arrivals) - start == 1
+    failure = caught.value
+    assert (failure.code, failure.attempts, failure.details["expected_run_s"]) == (code, 1, 1.59)
+    assert "(timeout 1.5 s): the wait and the 1.59 s the server expects the work to take" in failure.message
+
+
+def test_a_refusal_whose_expected_run_fits_after_the_wait_is_retried(server):
+    with proxy(server.port) as hop, Client(hop.url, timeout=5) as client:
+        client.limits()
+        hop.busy, hop.retry_after, hop.refusal = 1, "1", "overloaded"
+        hop.refusal_details = {"expected_run_s": 1.59, "budget_s": 5}
+        start = len(hop.arrivals)
+        assert client.score("length", [ITEM]).scores == [4.0]
+    assert [status for _, _, status in hop.exchanges[start:]] == [503, 200]
+
+
 def test_deadline_exceeded_is_not_retried_without_budget(server):
     with proxy(server.port) as hop, Client(hop.url, timeout=0.8) as client:
         client.limits()

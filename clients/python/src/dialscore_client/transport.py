@@ -121,7 +121,6 @@ class Transport:
             headers["Content-Type"] = "application/json"
         started = time.monotonic()
         retry_until = started + self.retry_deadline
-        ends = retry_until if deadline is None else min(retry_until, deadline - MIN_ATTEMPT)
         attempt = 0
         while True:
             attempt += 1
@@ -130,12 +129,16 @@ class Transport:
             except DialscoreError as failure:
                 if not retryable(failure):
                     raise
+                needs = attempt_needs(failure)
+                ends = retry_until if deadline is None else min(retry_until, deadline - needs)
                 left = ends - time.monotonic()
                 asked = None if failure.retry_after is None else min(failure.retry_after, MAX_RETRY_AFTER)
                 if left <= 0 or (asked is not None and asked > left):
                     bound = (f"retry_deadline {self.retry_deadline:g} s" if ends == retry_until
                              else f"timeout {self.timeout:g} s")
-                    raise _gave_up(failure, attempt, time.monotonic() - started, bound) from failure
+                    why = ("" if ends == retry_until or needs == MIN_ATTEMPT else f": the wait and the {needs:g} s "
+                           "the server expects the work to take do not fit in what is left of it")
+                    raise _gave_up(failure, attempt, time.monotonic() - started, bound, why) from failure
                 pause = min(asked if asked is not None else backoff(attempt), left)
                 log.info("dialscore: %s %s: %s -> attempt %d in %.2f s", method, url, failure, attempt + 1, pause)
                 time.sleep(pause)
@@ -185,9 +188,18 @@ def retryable(failure: DialscoreError) -> bool:
     return failure.status in RETRY_STATUSES
 
 
-def _gave_up(failure: DialscoreError, attempts: int, elapsed: float, bound: str) -> DialscoreError:
+def attempt_needs(failure: DialscoreError) -> float:
+    """Seconds the next attempt needs once sent: the work's run time the server expects, where its refusal
+    (`overloaded`, `deadline_exceeded`) gives `details.expected_run_s`; else MIN_ATTEMPT."""
+    expected = failure.details.get("expected_run_s")
+    if isinstance(expected, (int, float)) and not isinstance(expected, bool) and math.isfinite(expected):
+        return max(MIN_ATTEMPT, float(expected))
+    return MIN_ATTEMPT
+
+
+def _gave_up(failure: DialscoreError, attempts: int, elapsed: float, bound: str, why: str = "") -> DialscoreError:
     given_up = type(failure)(failure.status, failure.code,
                              f"{failure.message} Gave up after {attempts} attempt{'s' if attempts > 1 else ''} in "
-                             f"{elapsed:.1f} s ({bound}).", failure.details, attempts=attempts)
+                             f"{elapsed:.1f} s ({bound}){why}.", failure.details, attempts=attempts)
     given_up.retry_after = failure.retry_after
     return given_up
