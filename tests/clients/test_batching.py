@@ -116,6 +116,19 @@ def test_skipped_items_are_told_in_the_callers_indices(whole, split):
                                                                                       on_invalid="skip")
 
 
+def test_human_percentiles_of_chunks_join_in_the_callers_order(whole, split):
+    """Chunks of 4 items: [0-3] one skipped, [4-7] all skipped (no answer), [8-10] answered whole."""
+    items = [{"context": item["context"], "response": item["response"]} for item in ITEMS]
+    items[2] = items[4] = items[5] = items[6] = items[7] = BLANK_CONTEXT
+    joined = split.score("unref-minilm", items, on_invalid="skip")
+    assert joined == whole.score("unref-minilm", items, on_invalid="skip")
+    assert [p is None for p in joined.human_percentile] == [i in (2, 4, 5, 6, 7) for i in range(len(items))]
+    assert joined.human_percentile[8:] == split.score("unref-minilm", items[8:]).human_percentile
+    several = split.score(["length", "unref-minilm"], items, on_invalid="skip")
+    assert several.results["unref-minilm"].human_percentile == joined.human_percentile
+    assert several.results["length"].human_percentile is None
+
+
 def test_nothing_valid_fails_as_the_whole_batch_would(whole, split):
     items = [BLANK_CONTEXT, NO_REFERENCE] * 3
     with pytest.raises(InvalidRequest) as joined:
@@ -156,7 +169,9 @@ def test_rerank_merges_the_chunks_rankings(whole, split, small_server, model):
     """The duplicates score the same (`length` ties most): ties keep the candidates' order across chunks."""
     body = {"model": model, "context": CONTEXT, "candidates": CANDIDATES}
     assert refused_whole(small_server, "/rerank", body) == 413
-    assert split.rerank(model, CONTEXT, CANDIDATES) == whole.rerank(model, CONTEXT, CANDIDATES)
+    joined = split.rerank(model, CONTEXT, CANDIDATES)
+    assert joined == whole.rerank(model, CONTEXT, CANDIDATES)
+    assert all((entry.human_percentile is not None) == (model == "autojudge-minilm") for entry in joined.ranking)
     for top_k in (1, 3, 8, 20):
         assert split.rerank(model, CONTEXT, CANDIDATES, top_k=top_k) == whole.rerank(model, CONTEXT, CANDIDATES,
                                                                                       top_k=top_k)

@@ -116,10 +116,28 @@ def test_rerank_ranks_best_first_and_keeps_top_k(server, client):
     body = {"model": "autojudge-minilm", "context": CONTEXT, "candidates": CANDIDATES}
     expected = post(server, "/rerank", body)["ranking"]
     ranking = client.rerank("autojudge-minilm", CONTEXT, CANDIDATES)
-    assert ranking.ranking == [RankedCandidate(e["index"], e["response"], e["score"]) for e in expected]
+    assert ranking.ranking == [RankedCandidate(e["index"], e["response"], e["score"], e["human_percentile"])
+                               for e in expected]
     assert [c.score for c in ranking.ranking] == sorted((c.score for c in ranking.ranking), reverse=True)
     top = client.rerank("autojudge-minilm", CONTEXT, CANDIDATES, top_k=2)
     assert top.ranking == ranking.ranking[:2] and top.version == ranking.version
+
+
+def test_human_percentile_is_the_servers_where_the_model_has_one(server, client):
+    """unref-minilm ships human_percentile.json; length does not, and its answers carry none."""
+    items = [{**item, "reference": None} for item in ITEMS] + [{"context": [], "response": "x"}]
+    expected = post(server, "/score", {"model": "unref-minilm", "items": items, "on_invalid": "skip"})
+    scored = client.score("unref-minilm", items, on_invalid="skip")
+    assert scored.human_percentile == expected["human_percentile"]
+    assert scored.human_percentile[3] is None and all(0 <= p <= 1 for p in scored.human_percentile[:3])
+    several = client.score(["unref-minilm", "length"], items, on_invalid="skip")
+    assert several.results["unref-minilm"].human_percentile == expected["human_percentile"]
+    assert several.results["length"].human_percentile is None and client.score("length", ITEMS).human_percentile is None
+    body = {"model": "unref-minilm", "context": CONTEXT, "candidates": CANDIDATES}
+    ranked = client.rerank("unref-minilm", CONTEXT, CANDIDATES)
+    assert [c.human_percentile for c in ranked.ranking] == [e["human_percentile"]
+                                                            for e in post(server, "/rerank", body)["ranking"]]
+    assert all(c.human_percentile is None for c in client.rerank("length", CONTEXT, CANDIDATES).ranking)
 
 
 def test_rerank_with_a_reference_model(client):

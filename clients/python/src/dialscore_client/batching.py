@@ -84,7 +84,8 @@ def join_rankings(pieces: Sequence[Piece], top_k: int | None) -> Ranking:
     """The chunks' /rerank answers as one ranking: best first, ties in the candidates' order, then `top_k`."""
     first = _first_answer(pieces)
     version = _same(pieces)
-    ranking = [RankedCandidate(entry["index"] + piece.start, entry["response"], entry["score"])
+    ranking = [RankedCandidate(entry["index"] + piece.start, entry["response"], entry["score"],
+                               entry.get("human_percentile"))
                for piece in pieces if piece.answer is not None for entry in piece.answer["ranking"]]
     if len(pieces) > 1:  # one chunk's ranking is the server's, as it is
         ranking.sort(key=lambda entry: (-entry.score, entry.index))
@@ -106,23 +107,30 @@ def _first_answer(pieces: Sequence[Piece]) -> dict[str, Any]:
 
 
 def _join_model(pieces: Sequence[Piece], name: str | None, skipped: list[int], errors: dict[str, str]) -> ScoreResult:
-    """One model's scores and details across the chunks (`name`'s of a several-models answer); a chunk with
-    nothing scored gives None for each of its items."""
+    """One model's scores, details and human percentiles across the chunks (`name`'s of a several-models
+    answer); a chunk with nothing scored gives None for each of its items."""
     answers = [None if piece.answer is None else piece.answer if name is None else piece.answer["results"][name]
                for piece in pieces]
-    with_details = any(answer is not None and "details" in answer for answer in answers)
-    scores: list[float | None] = []
-    details: list[dict[str, Any] | None] = []
     for piece, answer in zip(pieces, answers):
-        count = piece.stop - piece.start
-        if answer is not None and len(answer["scores"]) != count:
+        if answer is not None and len(answer["scores"]) != piece.stop - piece.start:
             raise DialscoreError(None, "bad_answer", f"The server answered {len(answer['scores'])} scores for "
-                                 f"{count} items (items {piece.start} to {piece.stop - 1}).")
-        scores += answer["scores"] if answer is not None else [None] * count
-        details += (answer or {}).get("details") or [None] * count
+                                 f"{piece.stop - piece.start} items (items {piece.start} to {piece.stop - 1}).")
     versions = list(dict.fromkeys(answer["version"] for answer in answers if answer is not None))
     model = next(answer["model"] for answer in answers if answer is not None)
-    return ScoreResult(model, _one(versions), scores, details if with_details else None, list(skipped), dict(errors))
+    return ScoreResult(model, _one(versions), _per_item(pieces, answers, "scores") or [],
+                       _per_item(pieces, answers, "details"), list(skipped), dict(errors),
+                       human_percentile=_per_item(pieces, answers, "human_percentile"))
+
+
+def _per_item(pieces: Sequence[Piece], answers: Sequence[dict[str, Any] | None], key: str) -> list[Any] | None:
+    """The chunks' lists under `key` (parallel to their items) joined in the caller's order, None for the items
+    of a chunk without one; None when no chunk's answer has it."""
+    if not any(answer is not None and answer.get(key) is not None for answer in answers):
+        return None
+    joined: list[Any] = []
+    for piece, answer in zip(pieces, answers):
+        joined += (answer or {}).get(key) or [None] * (piece.stop - piece.start)
+    return joined
 
 
 def _context_dropped(pieces: Sequence[Piece]) -> list[int] | None:

@@ -68,6 +68,9 @@ class ScoreResult:
     errors: dict[str, str] = field(default_factory=dict)  # why, by field path (`items.3.reference`)
     context_dropped: list[int] | None = None  # under on_long_context="keep_last": turns dropped, per item
     warnings: list[ReplyWarning] = field(default_factory=list)
+    # Per item, the share in [0, 1] of human next turns its score beats (None where skipped); None for a
+    # model that ships no percentile table (GET /models, docs/calibration.md).
+    human_percentile: list[float | None] | None = None
 
 
 @dataclass
@@ -86,11 +89,13 @@ class MultiScoreResult:
 
 @dataclass(frozen=True)
 class RankedCandidate:
-    """A candidate in a ranking: its index in `candidates`, its text and its score."""
+    """A candidate in a ranking: its index in `candidates`, its text, its score, and the share in [0, 1] of
+    human next turns that score beats (None for a model that ships no percentile table)."""
 
     index: int
     response: str
     score: float
+    human_percentile: float | None = None
 
 
 @dataclass
