@@ -26,6 +26,7 @@ from uvicorn_worker import UvicornWorker
 from service.config import load_server_settings
 from service.errors import BadRequest, RequestTimeout, ServiceError, contract_answer, request_id
 from service.observability import metrics
+from service.observability.logs import log_access
 from service.server.front import LOAD_CHECK_S
 from service.store import readiness
 
@@ -76,14 +77,17 @@ class ContractH11Protocol(H11Protocol):
     def write_fresh(self, error: ServiceError) -> None:
         """Answer on a connection whose request h11 has not read: a fresh h11 state takes the events."""
         metrics.ERRORS.labels(error.code).inc()
+        metrics.REQUESTS.labels("unmatched", "other", str(error.status)).inc()
         fresh = h11.Connection(h11.SERVER)
         fresh.receive_data(b"GET / HTTP/1.1\r\nHost: -\r\n\r\n")
         fresh.next_event()
-        headers, payload = contract_answer(error, request_id(None))
+        headers, payload = contract_answer(error, answer_id := request_id(None))
         head = [*self.server_state.default_headers, *headers, (b"connection", b"close")]  # as uvicorn's answers
         for event in (h11.Response(status_code=error.status, headers=head, reason=HTTPStatus(error.status).phrase),
                       h11.Data(data=payload), h11.EndOfMessage()):
             self.transport.write(fresh.send(event) or b"")
+        unread = {"client": self.client, "method": "-", "path": "-", "headers": []}  # no request was read
+        log_access(unread, error.status, len(payload), 0.0, answer_id)
 
     def send_400_response(self, msg: str) -> None:
         cycle = self.cycle

@@ -391,15 +391,19 @@ def test_an_upgrade_to_websocket_is_refused_in_the_contracts_form(server):
 
 
 def test_answers_to_malformed_http_are_counted_as_errors(server):
-    """The 400 written for what h11 cannot parse, and the 408 for a head that stalls, went uncounted in
-    dialscore_errors_total (the transport before counted them)."""
-    errors = 'dialscore_errors_total{code="bad_request"}', 'dialscore_errors_total{code="request_timeout"}'
+    """The 400 written for what h11 cannot parse, and the 408 for a head that stalls, are counted in
+    dialscore_errors_total and dialscore_requests_total and logged, as every other answer is."""
+    errors = ('dialscore_errors_total{code="bad_request"}', 'dialscore_errors_total{code="request_timeout"}',
+              'dialscore_requests_total{endpoint="unmatched",method="other",status="400"}',
+              'dialscore_requests_total{endpoint="unmatched",method="other",status="408"}')
     before = [metric(server.port, name) for name in errors]
+    logged = server.log().count('"message": "- - 400"')
     assert assert_contract_answers(exchange(server.port, b"NOT HTTP\r\n\r\n")) == [400]
     with socket.create_connection(("127.0.0.1", server.port), timeout=READ_TIMEOUT + 5) as conn:
         conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")  # the head never ends
         assert assert_contract_answers(read_all(conn)) == [408]
-    assert [metric(server.port, name) - was for name, was in zip(errors, before)] == [1, 1]
+    assert [metric(server.port, name) - was for name, was in zip(errors, before)] == [1, 1, 1, 1]
+    assert server.log().count('"message": "- - 400"') == logged + 1, server.log()[-2000:]  # an access-log line, as for any answer
 
 def test_an_http_2_preface_gets_one_answer_and_the_connection_ends(server):
     """The preface's request line was refused without `Connection: close`, so the rest of the preface was
