@@ -51,6 +51,13 @@ def words(text: str) -> list[str]:
     return list(_words_cached(text))
 
 
+def match_key(text: str) -> str:
+    """Lower-case letters and digits only (no spaces, no punctuation): one key for a sentence under
+    every source's spelling (DailyDialog's "don ’ t", holistic_eval's "don't" and xDial's "do n't"),
+    where `words` keeps them apart. Training matches dev text by it; the service, training items."""
+    return "".join(ch for ch in str(text).lower() if ch.isalnum())
+
+
 def word_count(text: str) -> int:
     """Words only (punctuation excluded): the `length` baseline and M_H's length proxy."""
     return sum(1 for w in _words_cached(text) if any(ch.isalnum() for ch in w))

@@ -10,6 +10,12 @@ def test_words_are_lower_cased_and_split_on_punctuation() -> None:
     assert text.word_count("Hi, THERE!") == 2
 
 
+def test_the_match_key_is_one_for_every_spelling_of_a_sentence() -> None:
+    spellings = ["I didn't do it, it's late.", "i did n't do it , it 's late .", "I didn ’ t do it , it ’ s late ."]
+    assert {text.match_key(s) for s in spellings} == {"ididntdoititslate"}
+    assert text.match_key("?!") == ""
+
+
 def test_long_texts_never_enter_the_process_wide_memos() -> None:
     """Distinct 2,000-character CJK texts grew a worker by 27 MB per request."""
     text._words_cached.short.cache_clear()

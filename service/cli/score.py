@@ -53,8 +53,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help='options keyed by model, as /score with several models: \'{"ruber": {"blend": "max"}}\'')
     parser.add_argument("--json", action="store_true", help="print the means as JSON instead of a table")
     parser.add_argument("--exclude-trained", action="store_true",
-                        help="leave out every line that is a training item of one of --models (its context is one "
-                             "the model was fitted to: service/store/trained_items.py); without it such lines are marked "
+                        help="leave out every line that is a training item of one of --models (its last turn and reply, "
+                             "in any spelling, are an item the model read: service/store/trained_items.py); without it "
+                             "such lines are marked "
                              "`trained` and counted")
     parser.add_argument("--on-invalid", choices=("fail", "skip"), default="fail",
                         help="a line some model cannot score: fail (default) exits 1 and writes no output; skip "
@@ -110,9 +111,10 @@ def _system_of(obj: dict[str, Any] | None, key: str) -> str | None:
 def _trained_by(obj: dict[str, Any] | None, trained: list[TrainedItems]) -> list[str]:
     """The models among `trained` whose training items hold this line (a turn-level line only)."""
     context = None if obj is None else obj.get("context")
-    if not isinstance(context, list) or not all(isinstance(t, str) for t in context):
+    response = None if obj is None else obj.get("response")
+    if not isinstance(context, list) or not all(isinstance(t, str) for t in context) or not isinstance(response, str):
         return []
-    return [t.model for t in trained if t.holds(context)]
+    return [t.model for t in trained if t.holds(context, response)]
 
 
 @dataclass
@@ -222,14 +224,24 @@ def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
+def _trained_on(about: dict[str, Any]) -> str:
+    """What a model's keys come from, in words: the rated sets' partition and the unrated pair streams."""
+    parts = []
+    if about.get("sets"):
+        parts.append(f"its {about.get('split', 'train')} partition of {', '.join(about['sets'])}")
+    pairs = about.get("pairs") or {}
+    if pairs.get("sets"):
+        parts.append(f"(turn, reply) pairs of its training dialogues ({', '.join(pairs.get('sources', []))})")
+    return "; ".join(parts) or "its training items"
+
+
 def trained_lines(summary: Summary, trained: list[TrainedItems], exclude: bool) -> list[str]:
     """How many lines were each model's training items (every model with shipped keys is named, 0
     included), and what became of them: the warning a reader must see before comparing with a paper."""
     lines = []
     for keys in trained:
         count = summary.trained.get(keys.model, 0)
-        sets = ", ".join(keys.about.get("sets", {}))
-        where = f"its {keys.about.get('split', 'train')} partition of {sets}"
+        where = _trained_on(keys.about)
         if count and exclude:
             lines.append(f"left out: {count} lines are {keys.model}'s training items ({where})")
         elif count:

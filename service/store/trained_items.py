@@ -1,11 +1,12 @@
-"""Which lines a learned model was trained on: the keys of its training items, shipped beside it.
+"""Which lines a learned model was trained on: its training items' keys, shipped beside it.
 
-An item's key is training's split key (training/data/judgements.py `query_key` calls `item_key`): its
-last context turn, lower-cased and split into words. Every reply to one context shares one split, so a
-line whose key a model holds is one of its training items (or another reply to a context it was trained
-on), and its score there is no held-out figure. A model folder ships the keys as a sorted array of the
-keys' 8-byte hashes (`trained_items.npy`, listed in the manifest's `files` with its sha256) and says in
-the manifest's `trained_items` which sets and partition they come from.
+An item's key is its last context turn and its reply by the loose `service.text.match_key`, the unit
+every learned model here reads (rated items; RUBER's and the next-turn pre-training's (turn, next turn)
+pairs). So one reply to one turn is one key however a source spells it ("did n't", "didn't"), a generic
+turn ("what is it ?") flags only the reply read after it, and a training item under other earlier turns
+is still flagged. A model folder ships the keys' sorted 8-byte hashes (`trained_items.npy`, listed in
+the manifest's `files` with its sha256); the manifest's `trained_items` says what they come from and
+their `unit`.
 """
 from __future__ import annotations
 
@@ -18,15 +19,18 @@ from typing import Any
 import numpy as np
 
 from service.artifacts.manifest import ManifestError, read_manifest, sha256_file
-from service.text import words
+from service.text import match_key
 
 FILE = "trained_items.npy"
 MANIFEST_KEY = "trained_items"
+# The manifest's `trained_items.unit` for keys of this form; keys of another form cannot be matched.
+UNIT = "last context turn and reply, by service.text.match_key"
 
 
-def item_key(context: Sequence[str]) -> str:
-    """The split key of a context: "q:" and its last turn's words joined by spaces."""
-    return "q:" + " ".join(words(context[-1] if context else ""))
+def item_key(context: Sequence[str], response: str) -> str:
+    """A line's key: the match keys of its last context turn and of its reply, joined by a newline
+    (which neither holds)."""
+    return match_key(context[-1] if context else "") + "\n" + match_key(response)
 
 
 def key_hash(key: str) -> int:
@@ -47,18 +51,18 @@ class TrainedItems:
     hashes: np.ndarray  # sorted uint64
     about: dict[str, Any]
 
-    def holds(self, context: Sequence[str]) -> bool:
-        """Whether a line with this context is one of the model's training items."""
+    def holds(self, context: Sequence[str], response: str) -> bool:
+        """Whether a line with this context and reply is one of the model's training items."""
         if not self.hashes.size:
             return False
-        value = np.uint64(key_hash(item_key(context)))
+        value = np.uint64(key_hash(item_key(context, response)))
         at = int(np.searchsorted(self.hashes, value))
         return at < self.hashes.size and self.hashes[at] == value
 
 
 def load(folder: Path) -> TrainedItems | None:
     """The keys a model folder ships (checked against the manifest's sha256), or None where its manifest
-    names none: a model fitted to no judged item (a baseline, RUBER's negative sampling, M_H's dialogues)."""
+    names none: a model that read no judged item (a baseline, M_H's dialogues)."""
     manifest = read_manifest(folder)
     about = manifest.trained_items
     if not about:
@@ -66,6 +70,9 @@ def load(folder: Path) -> TrainedItems | None:
     if about.get("file") != FILE or FILE not in manifest.files:
         raise ManifestError(f"{manifest.name}: trained_items must name {FILE}, listed in files",
                             "manifest invalid: trained_items")
+    if about.get("unit") != UNIT:
+        raise ManifestError(f"{manifest.name}: {FILE} holds keys of another form than this service's "
+                            f"({UNIT}): rerun `python -m training trained-items`", "manifest invalid: trained_items")
     if sha256_file(manifest.path(FILE)) != manifest.files[FILE]["sha256"]:
         raise ManifestError(f"{manifest.name}: {FILE} does not have the manifest's sha256", f"hash mismatch in {FILE}")
     values = np.load(manifest.path(FILE), allow_pickle=False)

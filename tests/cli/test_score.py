@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -157,19 +158,21 @@ def test_a_references_list_scores_against_each_and_keeps_the_best(baseline_store
     capsys.readouterr()
 
 
-def with_trained_items(store: Path, model: str, contexts: list[list[str]]) -> None:
-    """Give a store folder the keys of `contexts`, as `python -m training trained-items` writes them."""
+def with_trained_items(store: Path, model: str, items: list[tuple[list[str], str]]) -> None:
+    """Give a store folder the keys of (context, reply) `items`, as `python -m training trained-items` writes them."""
     folder = store / model
-    np.save(folder / trained_items.FILE, trained_items.hashes(trained_items.item_key(c) for c in contexts))
+    np.save(folder / trained_items.FILE, trained_items.hashes(trained_items.item_key(c, r) for c, r in items))
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     manifest["files"][trained_items.FILE] = {"sha256": sha256_file(folder / trained_items.FILE)}
-    manifest["trained_items"] = {"file": trained_items.FILE, "split": "train", "sets": {"a-set": len(contexts)}}
+    manifest["trained_items"] = {"file": trained_items.FILE, "unit": trained_items.UNIT, "split": "train",
+                                 "sets": {"a-set": len(items)}}
     (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
 
 
 def test_a_models_training_items_are_marked_counted_and_left_out_on_request(tmp_path, capsys) -> None:
     store = copy_store(tmp_path / "store", ("length", "bleu4"))
-    with_trained_items(store, "length", [["any plans for dinner?"], ["something else entirely"]])
+    with_trained_items(store, "length", [(["any plans for dinner?"], "let's try the new thai place."),
+                                         (["how was your weekend?"], "something else entirely")])
     source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(i) for i in ITEMS[:3]])
     out = tmp_path / "scores.jsonl"
     assert score(store, str(source), "--models", "length", "bleu4", "--output", str(out), "--json") == 0
@@ -186,6 +189,46 @@ def test_a_models_training_items_are_marked_counted_and_left_out_on_request(tmp_
     (store / "length" / trained_items.FILE).write_bytes(b"altered")
     assert score(store, str(source), "--models", "length", "--output", str(out)) == 2
     assert "trained_items.npy has sha256" in capsys.readouterr().err  # the store checks every file
+
+
+def test_a_training_item_is_flagged_in_any_spelling_and_another_reply_to_its_turn_is_not(tmp_path, capsys) -> None:
+    """Training's tokenised "did n't" and a release's "didn't" are one item; a generic turn flags only its reply."""
+    store = copy_store(tmp_path / "store", ("length",))
+    with_trained_items(store, "length", [(["so what happened ?", "i did n't do a good job of it ."], "oh no , why ?"),
+                                         (["what is it ?"], "a present for you .")])
+    lines = [{"context": ["I didn't do a good job of it."], "response": "Oh no, why?"},
+             {"context": ["I didn’t do a good job of it."], "response": "Oh no, why?"},
+             {"context": ["What is it?"], "response": "A present for you."},
+             {"context": ["what is it ?"], "response": "it is a book ."}]
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(line) for line in lines])
+    out = tmp_path / "scores.jsonl"
+    assert score(store, str(source), "--models", "length", "--output", str(out)) == 0
+    assert [r.get("trained") for r in read(out)] == [["length"], ["length"], ["length"], None]
+    assert "warning: 3 of 4 lines are length's training items" in capsys.readouterr().err
+
+
+@pytest.mark.data
+def test_gupta_items_are_flagged_for_the_models_that_read_them_in_the_releases_spelling(tmp_path, capsys) -> None:
+    """adem-minilm's 310 Gupta items stay flagged with the last turn detokenised; ruber-minilm flags the
+    five whose (turn, reply) is a DailyDialog training pair; unref-minilm-commercial (DSTC7 and ConTurE
+    only) flags none, though some Gupta turns ("what is it ?") end a ConTurE training context."""
+    from training.data.judgements import load_set
+
+    items = load_set("dailydialog_gupta_multiref", "all")
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps({"context": i.context[:-1] + [detokenised(i.context[-1])],
+                                                             "response": i.response, "references": i.references})
+                                                for i in items])
+    out = tmp_path / "scores.jsonl"
+    assert score(MODEL_STORE, str(source), "--models", "adem-minilm", "ruber-minilm", "unref-minilm-commercial",
+                 "--output", str(out), "--json") == 0
+    assert json.loads(capsys.readouterr().out)["trained"] == {"adem-minilm": 310, "ruber-minilm": 5}
+
+
+def detokenised(text: str) -> str:
+    """DailyDialog's tokenised "it 's a deal , i did n't ." as its release spells it: "It's a deal, I didn't."."""
+    text = re.sub(r" (n't|'s|'m|'re|'ve|'ll|'d)\b", r"\1", text)
+    text = re.sub(r" ([,.?!])", r"\1", text)
+    return re.sub(r"\bi\b", "I", text[:1].upper() + text[1:])
 
 
 @pytest.mark.data

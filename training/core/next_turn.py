@@ -12,10 +12,8 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from training.data import corpora, judgements
-from training.data import negatives as data
-
-SOURCES = ("dailydialog", "chitchat")
+from training.data.negatives import NEXT_TURN_SOURCES as SOURCES
+from training.data.negatives import corpus_pairs
 
 
 class VectorCache(Protocol):
@@ -29,9 +27,6 @@ class VectorCache(Protocol):
     def get(self, texts: list[str]) -> np.ndarray: ...
 
 
-# (last turn, reply) of RUBER's negative-sampling pairs (training/data/negatives.py: ruber_pairs), ~10k:
-# the next turns a slower encoder's heads pre-train on, whose texts are embedded for them anyway.
-NEGATIVE_SAMPLING = "negative-sampling"
 # The heads whose M scores a reply against its context (ADEM: c^T M r_hat; AutoJudge: c^T M r;
 # RUBER: the quadratic feature of its unreferenced part, which then learns by negative sampling).
 NEXT_TURN_MODELS = ("adem-minilm", "autojudge-minilm", "ruber-minilm")
@@ -46,38 +41,6 @@ class NextTurnConfig:
     lr: float = 1e-3
     max_pairs: int | None = None  # tests: a handful
     sources: tuple[str, ...] = SOURCES
-
-
-def corpus_pairs(sources: tuple[str, ...] = SOURCES, max_pairs: int | None = None) -> tuple[list[str], list[str]]:
-    """(last turn, next turn) of every train dialogue that holds no dev text, deduplicated, in a fixed order."""
-    unknown = set(sources) - {*SOURCES, NEGATIVE_SAMPLING}
-    if unknown:
-        raise ValueError(f"unknown next-turn source(s) {sorted(unknown)}; known: {(*SOURCES, NEGATIVE_SAMPLING)}")
-    seen: set[tuple[str, str]] = set()
-    queries: list[str] = []
-    replies: list[str] = []
-    for pair in (pair for source in sources for pair in _pairs(source)):
-        if pair in seen:
-            continue
-        seen.add(pair)
-        queries.append(pair[0])
-        replies.append(pair[1])
-        if max_pairs is not None and len(queries) >= max_pairs:
-            break
-    return queries, replies
-
-
-def _pairs(source: str):
-    """One source's (last turn, next turn) pairs, in the corpus's order."""
-    if source == NEGATIVE_SAMPLING:  # contexts in the judgement train partition already (ruber_pairs)
-        yield from ((pair.context[-1], pair.reply) for pair in data.ruber_pairs())
-        return
-    dialogues, _ = judgements.dev_holdout().unseen(corpora.dailydialog("train") if source == "dailydialog"
-                                                   else corpora.chitchat("train"))
-    for turns in dialogues:
-        for i in range(1, len(turns)):
-            if source != "dailydialog" or data.in_train_partition([turns[i - 1]]):
-                yield turns[i - 1], turns[i]
 
 
 # One pre-training per (cache, settings, seed) in a process: `train-minilm --search` trains a head

@@ -15,7 +15,6 @@ from functools import lru_cache
 from pathlib import Path
 
 from service.text import words
-from service.store.trained_items import item_key
 from training.data.corpora import DEFAULT_DATA_DIR, TOPICALCHAT_FILES
 from training.data.holdout import DevHoldout
 
@@ -84,11 +83,10 @@ def _clean(text: str) -> str:
 
 
 def query_key(context: list[str]) -> str:
-    """The split key of a context: its last turn, normalised. Every stream that must keep to the
-    train/dev partition (the corpora, negative sampling, the degenerate check) asks this function,
-    so a change of key form cannot leak dev contexts into training. The service computes the same key
-    (service/store/trained_items.py) to tell a model's training items in a scored file."""
-    return item_key(context)
+    """The split key of a context: "q:" and its last turn, normalised. Every stream that must keep to the
+    train/dev partition (the corpora, negative sampling, the degenerate check) asks this function, so a
+    change of key form cannot leak dev contexts into training; a change re-draws every partition."""
+    return "q:" + normalise(context[-1] if context else "")
 
 
 # Split key of each item: kept beside the items (not a JudgedItem field, which is fixed).

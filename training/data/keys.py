@@ -1,8 +1,8 @@
 """The loose text key that matches one sentence across the sources' spellings: letters and digits only
-(DailyDialog's "don ’ t", holistic_eval's "don't" and xDial's "do n't" are one key)."""
+(DailyDialog's "don ’ t", holistic_eval's "don't" and xDial's "do n't" are one key). It is the service's
+`service.text.match_key`, so the service's training-item keys and training's dev hold-out match alike."""
 from __future__ import annotations
 
+from service.text import match_key
 
-def match_key(text: str) -> str:
-    """Normalised form for matching: lower-case letters and digits only (no spaces, no punctuation)."""
-    return "".join(ch for ch in str(text).lower() if ch.isalnum())
+__all__ = ["match_key"]

@@ -187,3 +187,42 @@ def judged_rows(split: str, referenced: bool, limit: int | None = None, recover_
                      [i.references[0] for i in items] if referenced else None,
                      np.array([i.score for i in items], np.float32))
     return out
+
+
+# The unrated dialogues the next-turn pre-training of M reads (training/core/next_turn.py); and by name,
+# (last turn, reply) of RUBER's negative-sampling pairs (ruber_pairs), ~10k: the next turns a slower
+# encoder's heads pre-train on, whose texts are embedded for them anyway.
+NEXT_TURN_SOURCES = ("dailydialog", "chitchat")
+NEGATIVE_SAMPLING = "negative-sampling"
+
+
+def corpus_pairs(sources: tuple[str, ...] = NEXT_TURN_SOURCES, max_pairs: int | None = None) -> tuple[list[str], list[str]]:
+    """(last turn, next turn) of every train dialogue that holds no dev text, deduplicated, in a fixed order."""
+    unknown = set(sources) - {*NEXT_TURN_SOURCES, NEGATIVE_SAMPLING}
+    if unknown:
+        raise ValueError(f"unknown next-turn source(s) {sorted(unknown)}; known: {(*NEXT_TURN_SOURCES, NEGATIVE_SAMPLING)}")
+    seen: set[tuple[str, str]] = set()
+    queries: list[str] = []
+    replies: list[str] = []
+    for pair in (pair for source in sources for pair in _pairs(source)):
+        if pair in seen:
+            continue
+        seen.add(pair)
+        queries.append(pair[0])
+        replies.append(pair[1])
+        if max_pairs is not None and len(queries) >= max_pairs:
+            break
+    return queries, replies
+
+
+def _pairs(source: str):
+    """One source's (last turn, next turn) pairs, in the corpus's order."""
+    if source == NEGATIVE_SAMPLING:  # contexts in the judgement train partition already (ruber_pairs)
+        yield from ((pair.context[-1], pair.reply) for pair in ruber_pairs())
+        return
+    dialogues, _ = judgements.dev_holdout().unseen(corpora.dailydialog("train") if source == "dailydialog"
+                                                   else corpora.chitchat("train"))
+    for turns in dialogues:
+        for i in range(1, len(turns)):
+            if source != "dailydialog" or in_train_partition([turns[i - 1]]):
+                yield turns[i - 1], turns[i]

@@ -18,7 +18,7 @@ import torch
 from service.artifacts.manifest import read_manifest
 from training.core.turn_training import predict
 from training.encoders.minilm.embed import EmbeddingCache
-from training.core.next_turn import NEGATIVE_SAMPLING
+from training.data.negatives import NEGATIVE_SAMPLING
 from training.core.turn_training import Config
 from training.train_minilm import train
 from training.unref.recipes import HeadSource
