@@ -94,9 +94,11 @@ def human_eval_markdown(result: dict[str, Any]) -> str:
     if reversed_names:
         note = ("\n\n(reversed): a negative criterion, scored as low + high - score before anything else, so that "
                 "higher is better in every column.")
+    intervals = result["intervals"]
+    level = f"{100 * intervals['confidence']:g}% CI"
     parts.append("### Systems, best first (mean z over passed raters)\n\n"
-                 "n: dialogues; N: ratings, dialogues x criteria (Ji et al.'s N).\n\n"
-                 + _table(["#", "system", "n", "N", "overall z", "CI"] + marked + ["raw overall"], rows) + note)
+                 f"n: dialogues; N: ratings, dialogues x criteria (Ji et al.'s N); {level}: {intervals['method']}.\n\n"
+                 + _table(["#", "system", "n", "N", "overall z", level] + marked + ["raw overall"], rows) + note)
     names = [s["system"] for s in result["systems"]]
     rows = [[a] + ["" if a == b else _num(result["significance"][a][b]) for b in names] for a in names]
     parts.append("### One-sided rank-sum p (row better than column)\n\n" + _table(["p"] + names, rows))

@@ -513,7 +513,9 @@ class SystemSummarySchema(StrictSchema):
     raw = fields.Dict(keys=fields.String(), values=fields.Float(), required=True)
     z = fields.Dict(keys=fields.String(), values=fields.Float(), required=True)
     overall_z = fields.Float(required=True)
-    overall_z_ci = fields.List(fields.Float(), required=True, allow_none=True)
+    overall_z_ci = fields.List(fields.Float(), required=True, allow_none=True, metadata={
+        "description": "95% Student-t interval of the mean per-dialogue z (the body's `intervals` says so); "
+                       "null below two dialogues or where they do not vary."})
 
 
 class QualityControlSchema(StrictSchema):
@@ -524,9 +526,18 @@ class QualityControlSchema(StrictSchema):
     passes = fields.String(required=True, metadata={"description": "A rater passes where this holds."})
 
 
+class IntervalsSchema(StrictSchema):
+    of = fields.String(required=True, metadata={"description": "The field of each system that holds the interval."})
+    confidence = fields.Float(required=True, metadata={
+        "description": "Its level: fixed (0.95), not the quality-control threshold `alpha`."})
+    method = fields.String(required=True)
+
+
 class HumanEvalResponseSchema(StrictSchema):
     raters = fields.Nested(RatersSchema, required=True)
     systems = fields.List(fields.Nested(SystemSummarySchema), required=True, metadata={"description": "Best first."})
+    intervals = fields.Nested(IntervalsSchema, required=True, metadata={
+        "description": "What each system's `overall_z_ci` is: its confidence level and how it is computed."})
     significance = fields.Dict(keys=fields.String(), required=True,
                                values=fields.Dict(keys=fields.String(), values=fields.Float(allow_none=True)),
                                metadata={"description": "p of the one-sided rank-sum test that row beats column."})

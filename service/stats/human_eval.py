@@ -17,6 +17,10 @@ class HumanEvalInputError(FieldsError):
 
 
 OVERALL = "overall"  # the key of the mean over criteria in each system's `raw`
+# The level of each system's `overall_z_ci`; fixed, not the quality-control threshold `alpha`, which
+# decides which raters pass and has nothing to say about how wide a system's interval should be.
+CI_CONFIDENCE = 0.95
+CI_METHOD = "Student-t interval of the mean per-dialogue z (n - 1 degrees of freedom)"
 QC_TEST = ("one-sided Wilcoxon rank-sum (Mann-Whitney U, scipy): a rater's scores of the quality-control system "
            "lower than their scores of the other systems, pooled over the quality-control criteria")
 
@@ -159,9 +163,9 @@ def quality_control_p(qc_scores: np.ndarray, ordinary_scores: np.ndarray) -> flo
     return rank_sum_p(qc_scores, ordinary_scores, "less")
 
 
-def mean_interval(values: np.ndarray, confidence: float = 0.95) -> list[float] | None:
+def mean_interval(values: np.ndarray, confidence: float = CI_CONFIDENCE) -> list[float] | None:
     """Student-t interval of a mean (the ranking plot's error bars); None below two values or no spread,
-    or where it is unbounded (an alpha below 1e-16 makes the confidence 1.0 in floating point)."""
+    or where it is unbounded (a confidence of 1.0)."""
     if values.size < 2 or np.ptp(values) == 0:
         return None
     lo, hi = sps.t.interval(confidence, values.size - 1, loc=values.mean(), scale=sps.sem(values))
@@ -247,7 +251,7 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
                     OVERALL: float(raw[rows].mean())},
             "z": {c: float(z[rows, j].mean()) for j, c in enumerate(criteria)},
             "overall_z": float(z[rows].mean()),
-            "overall_z_ci": mean_interval(per_rating_z[rows], 1 - alpha),
+            "overall_z_ci": mean_interval(per_rating_z[rows]),
         })
     summary.sort(key=lambda s: (-s["overall_z"], s["system"]))
     ordered = {s["system"]: samples[s["system"]] for s in summary}
@@ -255,6 +259,7 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
         "raters": {"passed": passed, "failed": failed, "p": pvalues,
                    "total": len(moments), "pass_rate": len(passed) / len(moments)},
         "systems": summary,
+        "intervals": {"of": "overall_z_ci", "confidence": CI_CONFIDENCE, "method": CI_METHOD},
         "significance": significance_matrix(ordered),
         "criteria": criteria,
         "reversed": [c for c in criteria if c in reversed_names],  # a misspelt `reverse` entry shows as missing here

@@ -45,5 +45,6 @@ def test_the_human_eval_report_names_its_test_marks_reversed_criteria_and_counts
     assert "Quality control: one-sided Wilcoxon rank-sum (Mann-Whitney U, scipy)" in text
     assert "system `qc`; criteria fun); a rater passes at p < alpha = 0.05." in text
     assert "12 dialogues kept (N = 24 ratings: dialogues x 2 criteria, as Ji et al. 2022 count N)" in text
-    assert "| # | system | n | N | overall z | CI | fun | robotic (reversed) | raw overall |" in text
+    assert "| # | system | n | N | overall z | 95% CI | fun | robotic (reversed) | raw overall |" in text
+    assert "95% CI: Student-t interval of the mean per-dialogue z" in text
     assert "| 1 | A | 6 | 12 |" in text

@@ -293,6 +293,30 @@ def test_overall_z_interval_is_students_t_on_n_minus_one_df() -> None:
         assert entry["overall_z_ci"] == pytest.approx(list(expected), rel=1e-9)
 
 
+@pytest.mark.parametrize("alpha", [0.05, 0.2, 0.5])
+def test_overall_z_interval_is_95_percent_whatever_the_quality_control_alpha(alpha) -> None:
+    """`alpha` is the raters' pass threshold; it must not set the width of the systems' intervals."""
+    ratings = _ratings_on_1_to_5()
+    body = assess(ratings, reverse=["repetitive"], scale=(1, 5), alpha=alpha)
+    for entry in body["systems"]:
+        lo, hi = entry["overall_z_ci"]
+        half = sps.t.ppf(0.975, entry["n"] - 1) * _per_rating_z_sem(ratings, entry["system"])
+        assert hi - lo == pytest.approx(2 * half, rel=1e-9)
+    assert body["intervals"]["of"] == "overall_z_ci" and body["intervals"]["confidence"] == 0.95
+    assert body["intervals"]["method"].startswith("Student-t")
+
+
+def _per_rating_z_sem(ratings: list[dict], system: str) -> float:
+    """Standard error of a system's per-rating mean z on _ratings_on_1_to_5 (repetitive reversed)."""
+    z = {}
+    for rater in {r["rater"] for r in ratings}:
+        mine = [r for r in ratings if r["rater"] == rater]
+        values = np.array([[r["scores"]["fluent"], 6 - r["scores"]["repetitive"]] for r in mine])
+        z.update({(rater, r["item"]): (row.mean() - values.mean()) / values.std(ddof=1)
+                  for r, row in zip(mine, values)})
+    return float(sps.sem([z[r["rater"], r["item"]] for r in ratings if r["system"] == system]))
+
+
 def test_the_body_names_its_quality_control_test_and_counts_n_as_the_paper() -> None:
     ratings = [{"rater": rater, "system": system, "item": f"{rater}-{system}-{i}",
                 "scores": {"fun": base + 5 * i, "robotic": 100 - base - 3 * i, "fluent": base}}

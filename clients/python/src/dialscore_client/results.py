@@ -224,6 +224,7 @@ class HumanEvalReport(TypedDict, total=False):
 
     raters: RaterCheck
     systems: list[SystemSummary]
+    intervals: dict[str, Any]  # what overall_z_ci is: {"of", "confidence" (0.95), "method"}
     significance: dict[str, dict[str, float | None]]
     criteria: list[str]
     reversed: list[str]
