@@ -156,11 +156,6 @@ def _hide_ids(text: str) -> str:
 
 def run_human_eval(args: argparse.Namespace) -> int:
     data = importers.load_human_eval(args.files, args.format)
-    criteria = {c for rating in data.ratings for c in (rating.get("scores") or {})}
-    unknown = sorted(set(args.reverse or []) - criteria)
-    if unknown:  # a typo here silently flips nothing and changes every rater's verdict
-        raise HumanEvalInputError({"reverse": f"{', '.join(unknown)}: not a criterion of the ratings "
-                                              f"({', '.join(sorted(criteria))})"})
     if args.rater_pairs and any(":" not in str(r.get("item", "")) for r in data.ratings):
         raise HumanEvalInputError({"rater_pairs": "item ids must be 'assignment:k' (as the Ji et al. importers "
                                                   "write them) to know which ratings one assignment made"})
@@ -188,6 +183,8 @@ def run_human_eval(args: argparse.Namespace) -> int:
     skipped = data.skipped
     if args.anonymise:
         result, skipped = anonymise(result), [_hide_ids(s) for s in skipped]
+    for warning in result.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
     markdown = report.human_eval_markdown(result)
     if skipped:
         markdown += "\nSkipped by the importer:\n" + "".join(f"- {s}\n" for s in skipped)

@@ -544,16 +544,17 @@ class HumanEvalResponseSchema(StrictSchema):
     criteria = fields.List(fields.String(), required=True)
     reversed = fields.List(fields.String(), required=True,
                            metadata={"description": "The criteria reversed: those of `criteria` named in the request's "
-                                                    "`reverse` (an entry no rating uses is ignored, so a misspelt one "
-                                                    "is missing here)."})
+                                                    "`reverse` (an entry no rating uses reverses nothing: it is missing "
+                                                    "here and named in `warnings`)."})
     qc_criteria = fields.List(fields.String(), required=True)
     kept_ratings = fields.Integer(required=True, metadata={
         "description": "Dialogues of the ordinary systems by passed raters (a rating here scores every criterion)."})
     quality_control = fields.Nested(QualityControlSchema, required=True, allow_none=True, metadata={
         "description": "The test that decided each rater's pass or fail and its threshold; null without qc_system."})
     warnings = fields.List(fields.String(), metadata={
-        "description": "Present when the request could not be assessed as asked: a `qc_system` that no rating "
-                       "holds (every rater then fails quality control, and no system is ranked)."})
+        "description": "Present when the request could not be assessed as asked: a `reverse` entry that no "
+                       "rating scores (it reverses nothing), or a `qc_system` that no rating holds (every rater "
+                       "then fails quality control, and no system is ranked)."})
 
 
 class ErrorBodySchema(StrictSchema):

@@ -43,9 +43,8 @@ def _check(ratings: list[dict], reverse: Sequence[str], scale: tuple[float, floa
     elif OVERALL in criteria and len(criteria) > 1:  # its mean would be overwritten by the mean over criteria
         errors[f"ratings.0.scores.{OVERALL}"] = (f"'{OVERALL}' names the mean over the criteria in each system's "
                                                  "`raw`; rename this criterion (alone, it may keep the name).")
-    # A `reverse` entry the ratings do not use is harmless (API.md's own example lists "repetitive"
-    # beside ratings without it): reversing nothing changes nothing, so it is not an error. The
-    # response's `reversed` names the criteria that were reversed, so a misspelling is visible.
+    # A `reverse` entry the ratings do not use is not an error (API.md's own example lists "repetitive"
+    # beside ratings without it), but a misspelt one reverses nothing, so assess() warns of it.
     seen: dict[tuple[str, str], int] = {}  # (rater, item) -> first rating: a repeat would count twice
     for i, rating in enumerate(ratings):
         pair = (rating.get("rater"), rating.get("item"))
@@ -185,6 +184,15 @@ def significance_matrix(samples: dict[str, np.ndarray]) -> dict[str, dict[str, f
     return {a: {b: p[a, b] for b in samples if b != a} for a in samples}
 
 
+def unused_reverse_warnings(reverse: Sequence[str], criteria: Sequence[str]) -> list[str]:
+    """One warning per `reverse` entry that no rating scores: it reverses nothing, so a misspelling
+    would leave a negative criterion unreversed and change every rater's z-scores."""
+    known = set(criteria)
+    unused = list(dict.fromkeys(name for name in reverse if name not in known))
+    return [f"`reverse` names {name!r}, which no rating scores, so it reversed nothing; the criteria are "
+            f"{', '.join(criteria)} (a misspelt negative criterion is left unreversed)." for name in unused]
+
+
 def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float, float] = (0, 100),
            qc_system: str | None = None, alpha: float = 0.05,
            qc_criteria: Sequence[str] | None = None) -> dict[str, Any]:
@@ -268,10 +276,13 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
         "quality_control": {"test": QC_TEST, "qc_system": qc_system, "criteria": list(qc_criteria),
                             "alpha": alpha, "passes": "p < alpha"} if qc_system is not None else None,
     }
+    warnings = unused_reverse_warnings(reverse, criteria)
     if qc_system is not None and not is_qc.any():
-        body["warnings"] = [f"No rating is of the quality-control system {qc_system!r}, so no rater could pass "
+        warnings.append(f"No rating is of the quality-control system {qc_system!r}, so no rater could pass "
                             "quality control and no system is ranked; name the system that holds the degraded "
-                            "dialogues, or leave qc_system out to keep every rater untested."]
+                            "dialogues, or leave qc_system out to keep every rater untested.")
+    if warnings:
+        body["warnings"] = warnings
     if reasons:
         body["raters"]["reasons"] = reasons
     if constant:

@@ -135,13 +135,26 @@ def test_bad_files_and_options_are_exit_2_with_a_message(tmp_path: Path, capsys:
     cases.append(["human-eval", str(tmp_path / "he.json")])
     rows = ["rater,system,item,fun"] + [f"w{r},{s},{r}{s}{i},{50 + i}" for r in range(2) for s in "AB" for i in range(3)]
     (tmp_path / "ratings.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    cases.append(["human-eval", str(tmp_path / "ratings.csv"), "--reverse", "funn"])
     cases.append(["human-eval", str(tmp_path / "ratings.csv"), "--rater-pairs"])
     (tmp_path / "latin1.csv").write_bytes("human,m\n1,caf\xe9\n".encode("latin-1"))
     cases.append(["correlate", str(tmp_path / "latin1.csv")])
     for argv in cases:
         assert main([*argv, "--out", str(tmp_path / "x"), "--no-plots"]) == 2, argv
         assert capsys.readouterr().err.startswith("error:"), argv
+
+
+def test_a_reverse_criterion_no_rating_scores_is_warned_of_as_over_http(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture) -> None:
+    """The command answers what POST /human-eval answers: the report, with a warning naming the entry."""
+    rows = ["rater,system,item,fun"] + [f"w{r},{s},{r}{s}{i},{50 + i}" for r in range(2) for s in "AB" for i in range(3)]
+    (tmp_path / "ratings.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    code = main(["human-eval", str(tmp_path / "ratings.csv"), "--reverse", "funn", "--out", str(tmp_path / "o"),
+                 "--no-plots"])
+    assert code == 0
+    result = json.loads((tmp_path / "o" / "human_eval.json").read_text(encoding="utf-8"))
+    assert result["reversed"] == [] and "'funn'" in result["warnings"][0]
+    out, err = capsys.readouterr()
+    assert "**Warning:** `reverse` names 'funn'" in out and "warning: `reverse` names 'funn'" in err
 
 
 GOOD_CORRELATE = {"human": [1, 2, 3, 4, 5], "scores": {"m": [1, 3, 2, 5, 4]}}

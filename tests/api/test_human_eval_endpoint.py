@@ -27,3 +27,14 @@ def test_human_eval_pools_the_qc_criteria_the_body_names(client):
     default = client.post("/human-eval", json=body).get_json()
     expected = sps.mannwhitneyu([10.0, 20.0, 30.0], [60.0, 70.0, 80.0], alternative="less").pvalue
     assert default["raters"]["p"] == {"r1": pytest.approx(expected), "r2": pytest.approx(expected)}
+
+
+def test_a_reverse_entry_no_rating_scores_is_answered_with_a_warning(client):
+    """As API.md's example needs, an unused `reverse` entry is not refused; the answer warns of it, as
+    `python -m service.analysis human-eval --reverse` does, so a misspelling does not pass unseen."""
+    body = {"ratings": _ratings(), "reverse": ["robtic"], "qc_system": "degraded", "scale": [0, 100]}
+    response = client.post("/human-eval", json=body)
+    assert response.status_code == 200, response.get_json()
+    answer = response.get_json()
+    assert answer["reversed"] == []
+    assert len(answer["warnings"]) == 1 and "'robtic'" in answer["warnings"][0]

@@ -98,10 +98,15 @@ def test_a_rater_without_quality_control_ratings_fails_with_a_reason() -> None:
     assert "new" in body["raters"]["failed"] and "no quality-control" in body["raters"]["reasons"]["new"]
 
 
-def test_reversing_an_unused_criterion_changes_nothing() -> None:
-    """API.md's own example reverses "repetitive" beside ratings that lack it."""
+def test_reversing_an_unused_criterion_changes_nothing_but_a_warning() -> None:
+    """API.md's own example reverses "repetitive" beside ratings that lack it: answered, with a
+    warning naming it, since a misspelt negative criterion would be left unreversed."""
     ratings = synthetic(careful=2, careless=0, items=2)
-    assert assess(ratings, reverse=["robotic"]) == assess(ratings, reverse=["robotic", "repetitive"])
+    plain = assess(ratings, reverse=["robotic"])
+    extra = assess(ratings, reverse=["robotic", "repetitive", "repetitive"])
+    warnings = extra.pop("warnings")
+    assert extra == plain and "warnings" not in plain
+    assert len(warnings) == 1 and "'repetitive'" in warnings[0] and "fun, robotic" in warnings[0]
 
 
 def test_the_response_names_the_criteria_it_reversed() -> None:
