@@ -290,10 +290,25 @@ def dstc_json(path: Path, aspect: str | None = None) -> CorrelateInput:
             raise ImporterError(f"{path}: entry {i} scores {sorted(metrics)}, entry 0 scores {sorted(scores)}")
         for name, value in metrics.items():
             scores[name].append(float(value))
-        systems.append(str(entry.get("model", entry.get("system", ""))))
+        label = entry.get("model") if entry.get("model") is not None else entry.get("system")
+        systems.append("" if label is None else str(label))
     if not scores:
         raise ImporterError(f"{path}: entries carry no metric scores (under 'scores', 'metric_scores' or 'metrics')")
-    return CorrelateInput(human, scores, systems if any(systems) else None)
+    return CorrelateInput(human, scores, _dstc_systems(path, systems))
+
+
+def _dstc_systems(path: Path, systems: list[str]) -> list[str] | None:
+    """Each entry's system, or None where no entry names one; like a CSV's blank system cell, an
+    entry without one beside entries with one is refused, not made a system named ''."""
+    blank = [i for i, label in enumerate(systems) if not label.strip()]
+    if len(blank) == len(systems):
+        return None
+    if blank:
+        shown = ", ".join(map(str, blank[:5])) + (f" and {len(blank) - 5} more" if len(blank) > 5 else "")
+        noun, verb = ("entry", "names") if len(blank) == 1 else ("entries", "name")
+        raise ImporterError(f"{path}: {noun} {shown} ({len(blank)} of {len(systems)}) {verb} no system under "
+                            "'model' or 'system' while other entries do (label every entry, or none)")
+    return systems
 
 
 def _read_json(path: Path) -> Any:

@@ -268,14 +268,21 @@ class HumanScoresField(fields.Field):
         return out
 
 
+# A blank label would make a system of its own out of the items nobody labelled; the CSV and DSTC
+# importers refuse such rows too. Also in the document: a pattern that reads alike in Python and ECMAScript.
+_system_label = validate.Regexp(r"^[\s\S]*\S", error="Must name a system (not blank): label every item, or leave "
+                                                    "`systems` out.")
+
+
 class CorrelateRequestSchema(StrictSchema):
     human = HumanScoresField(required=True, metadata={
         "description": "Human scores per item, or a list of ratings per item (averaged).", "example": [3.0, 4.5, 1.0]})
     scores = fields.Dict(keys=fields.String(), values=fields.List(Number()), required=True,
                          validate=_nonempty_list,
                          metadata={"example": {"adem": [2.9, 4.0, 1.7], "bleu4": [0.1, 0.0, 0.2]}})
-    systems = fields.List(fields.String(), load_default=None, allow_none=True,
-                          metadata={"description": "System of each item: adds system-level correlations.",
+    systems = fields.List(fields.String(validate=_system_label), load_default=None, allow_none=True,
+                          metadata={"description": "System of each item: adds system-level correlations. Every "
+                                                   "item needs a label that is not blank (as a CSV's system column).",
                                     "example": ["hred", "human", "tfidf"]})
     methods = fields.List(fields.String(validate=validate.OneOf(METHODS)),
                           load_default=lambda: list(METHODS), validate=_nonempty_list)

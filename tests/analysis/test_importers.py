@@ -122,6 +122,26 @@ def test_correlate_json_body_and_dstc_json(tmp_path: Path) -> None:
         importers.load_correlate(tmp_path / "uneven.json")
 
 
+def test_a_dstc_entry_without_a_system_beside_entries_with_one_is_refused(tmp_path: Path) -> None:
+    """As a CSV's blank system cell is: not read as a system named ''; with no entry naming a system
+    there is no system level."""
+    entries = [{"annotations": {"overall": [float(i % 5)]}, "scores": {"m": float(i)}, "model": "abc"[i % 3]}
+               for i in range(9)]
+    entries += [{"annotations": {"overall": [2.0]}, "scores": {"m": 1.0}} for _ in range(3)]
+    path = tmp_path / "dstc.json"
+    path.write_text(json.dumps(entries), encoding="utf-8")
+    with pytest.raises(ImporterError, match=r"entries 9, 10, 11 \(3 of 12\) name no system"):
+        importers.load_correlate(path)
+    path.write_text(json.dumps([{k: v for k, v in e.items() if k != "model"} for e in entries]), encoding="utf-8")
+    assert importers.load_correlate(path).systems is None
+    entries[9]["system"] = "d"
+    entries[10]["model"] = None
+    entries[10]["system"] = "d"
+    entries[11]["model"] = "c"
+    path.write_text(json.dumps(entries), encoding="utf-8")
+    assert importers.load_correlate(path).systems[9:] == ["d", "d", "c"]
+
+
 def test_a_json_file_is_read_as_a_request_body(tmp_path: Path) -> None:
     """Through json_body.parse, as bodies and bulk lines: a byte order mark is dropped (it was a
     parse error here alone), a repeated key is refused."""

@@ -94,6 +94,12 @@ CASES = [
     ("inputs of another length", "/correlate", json.dumps({"human": [1, 2, 3], "scores": {"m": [1, 2, 3]},
                                                            "inputs": ["a", "b"]}).encode(), 422,
      "invalid_request", "inputs"),
+    ("a blank system label, as a CSV's blank system cell", "/correlate",
+     json.dumps({"human": [1, 2, 3, 4], "scores": {"m": [1, 2, 3, 4]}, "systems": ["a", "b", "", "a"]}).encode(),
+     422, "invalid_request", "systems.2"),
+    ("a system label of spaces", "/correlate",
+     json.dumps({"human": [1, 2, 3, 4], "scores": {"m": [1, 2, 3, 4]}, "systems": ["a", " ", "b", "a"]}).encode(),
+     422, "invalid_request", "systems.1"),
     ("too many resamples", "/correlate", json.dumps({"human": [1, 2, 3], "scores": {"m": [1, 2, 3]},
                                                      "resamples": 10 ** 7}).encode(), 413, "too_large", "resamples"),
     ("human-eval bad scale", "/human-eval", json.dumps({"ratings": [{"rater": "a", "system": "s", "item": "i",
@@ -390,12 +396,15 @@ def test_a_chunked_body_of_exactly_the_limit_is_read_and_a_malformed_one_is_400(
     assert statuses[0].startswith("400") and reply["error"]["code"] == "bad_json", reply
 
 
-def test_human_eval_with_an_alpha_too_small_for_an_interval_gives_none_not_500(client):
+def test_human_eval_with_a_tiny_alpha_gives_the_same_95_percent_intervals_not_500(client):
+    """alpha is the raters' pass threshold only: 1e-17 (1 - alpha rounds to 1.0) leaves the intervals as they are."""
     ratings = [{"rater": "w", "system": s, "item": f"{s}{i}", "scores": {"x": v + i}}
                for s, v in (("A", 1), ("B", 9)) for i in range(3)]
     response = client.post("/human-eval", json={"ratings": ratings, "alpha": 1e-17})
     assert response.status_code == 200, response.get_json()
-    assert all(s["overall_z_ci"] is None for s in response.get_json()["systems"])
+    default = client.post("/human-eval", json={"ratings": ratings}).get_json()
+    intervals = [s["overall_z_ci"] for s in response.get_json()["systems"]]
+    assert None not in intervals and intervals == [s["overall_z_ci"] for s in default["systems"]]
 
 
 def _break_missing_folder(store):
