@@ -299,9 +299,10 @@ class CorrelateRequestSchema(StrictSchema):
     system_resampling = fields.String(load_default=DEFAULT_DESIGN, validate=validate.OneOf(DESIGNS), metadata={
         "description": "What the system level's bootstrap resamples (Deutsch, Dror and Roth 2021): `systems` (with "
                        "replacement, each keeping its items), `items` (within each system; the systems fixed) or "
-                       "`both` (systems, then items within each drawn one). `both` is the default: in simulation its "
-                       "95% intervals held the population correlation at about the nominal rate with 5 and with 20 "
-                       "systems, where `items` and `systems` fell short (docs/api.md, 'What a system-level "
+                       "`both` (systems, then items within each drawn one, each copy of a system its own). `both` is "
+                       "the default: in simulation its 95% intervals held the population correlation at about the "
+                       "nominal rate with 5 and with 20 systems, items nested in systems or shared inputs named in "
+                       "`inputs`, where `items` and `systems` fell short (docs/api.md, 'What a system-level "
                        "interval resamples')."})
 
 

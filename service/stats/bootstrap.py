@@ -263,6 +263,26 @@ UNDEFINED_REASON = (f"the correlation is undefined in more than {MAX_UNDEFINED_S
                     "the rest would describe only the resamples that drew the items that vary")
 
 
+def without_items_reason(empty: np.ndarray, labels: Sequence[str], answered: Sequence[int], input_count: int) -> str:
+    """Why a system-level correlation resampled by inputs is undefined where systems had no items:
+    `empty` (resamples, systems) from designs.systems_without_items, `answered` each system's inputs."""
+    resamples = empty.shape[0]
+    hit = int(empty.any(axis=1).sum())
+    counts = empty.sum(axis=0)
+    worst = np.argsort(-counts, kind="stable")[:3]
+    named = "; ".join(f"{labels[s]!r} in {int(counts[s])} of them (it answered {answered[s]} of the {input_count} inputs)"
+                      for s in worst if counts[s])
+    more = " and others" if np.count_nonzero(counts) > 3 else ""
+    cause = (f"in {hit} of the {resamples} resamples a system had no item, none of the inputs it answered having "
+             f"been drawn, and so no mean: {named}{more}")
+    advice = ("name as `inputs` only inputs that every system answered, or leave `inputs` out to resample items "
+              "within each system")
+    if hit > MAX_UNDEFINED_SHARE * resamples:
+        return (f"the correlation is undefined in more than {MAX_UNDEFINED_SHARE:.0%} of the bootstrap resamples: "
+                f"{cause}; {advice}")
+    return f"{UNDEFINED_REASON}; besides, {cause}"
+
+
 def _mostly_defined(distribution: np.ndarray, finite: np.ndarray) -> bool:
     return finite.size > 0 and distribution.size - finite.size <= MAX_UNDEFINED_SHARE * distribution.size
 
@@ -378,22 +398,53 @@ def _system_sum_matrix(columns: Sequence[np.ndarray], groups: np.ndarray, count:
     return sparse.csr_array((np.concatenate(columns), (rows, cols)), shape=(n, len(columns) * count))
 
 
+SLOT_ITEMS_STREAM = 2  # the seed's stream for each drawn system's own items (designs.py's slots use 1)
+
+
+class _SlotItems:
+    """Each drawn system (a slot of a resample) with its own resample of its items, drawn with
+    replacement from that system's items independently of every other slot, a copy of the same
+    system included: the second stage of a two-stage (cluster) bootstrap (Davison and Hinkley 1997,
+    section 3.8). The draws run slot by slot in row order from one generator, whose bounded
+    integers are the same however the slots are split into chunks."""
+
+    def __init__(self, values: np.ndarray, groups: np.ndarray, count: int, seed: int) -> None:
+        self.values = np.ascontiguousarray(values.T)  # (columns, items): a slot's draws are summed along a row
+        self.order = np.argsort(groups, kind="stable")  # items system by system, each in item order
+        self.sizes = np.bincount(groups, minlength=count)
+        self.starts = np.cumsum(self.sizes) - self.sizes
+        self.rng = np.random.default_rng((seed, SLOT_ITEMS_STREAM))
+
+    def means(self, slots: np.ndarray) -> np.ndarray:
+        """(rows, columns, systems) means of each slot's own resample of its system's items."""
+        flat = slots.ravel()
+        sizes = self.sizes[flat]  # every system has an item, so no slot's run of draws is empty
+        local = self.rng.integers(0, np.repeat(sizes, sizes))
+        picked = self.order[np.repeat(self.starts[flat], sizes) + local]
+        # Exact sums of integer ratings, then one division: equal draws give equal means.
+        sums = np.add.reduceat(np.take(self.values, picked, axis=1), np.cumsum(sizes) - sizes, axis=1)
+        means = (sums / sizes).reshape(self.values.shape[0], *slots.shape).transpose(1, 0, 2)
+        return decimal_ties(means)
+
+
 def system_bootstrap_distributions(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[str],
                                    groups: np.ndarray, count: int, indices: np.ndarray | None,
-                                   slots: np.ndarray | None = None,
-                                   inputs: np.ndarray | None = None) -> dict[str, dict[str, np.ndarray]]:
+                                   slots: np.ndarray | None = None, inputs: np.ndarray | None = None,
+                                   slot_seed: int | None = None) -> dict[str, dict[str, np.ndarray]]:
     """{method: {metric: system-level correlation with the humans on every resample}}.
 
     `indices` (resamples, items) resample items within each system (stratified: every system keeps its
     size); with `inputs` (each item's input, 0..m-1) they are (resamples, m) draws of inputs, each
     bringing every item of that input; None keeps the items. `slots` (resamples, systems) resample the
-    systems (designs.py), or None. A resample's system means are its item multiplicities times the
-    values, summed per system (one sparse product for all columns) and divided by the sizes: summing
+    systems (designs.py), or None; with `slot_seed` instead of `indices` each slot draws its own items
+    (_SlotItems). A system's mean is a sum of its drawn items' values divided by their count: summing
     first keeps equal means exactly equal (integer ratings), which ranks depend on. A system none of
     whose inputs was drawn has no mean (NaN). Memory O(chunk x (items + systems)).
     """
     if indices is None and slots is None:
         raise ValueError("give item indices, system slots or both")
+    if slot_seed is not None and (slots is None or indices is not None):
+        raise ValueError("slot_seed draws each slot's items: give slots and no item indices")
     n = groups.size
     resamples = (indices if indices is not None else slots).shape[0]
     names = list(metrics)
@@ -407,16 +458,20 @@ def system_bootstrap_distributions(human: np.ndarray, metrics: dict[str, np.ndar
         with np.errstate(invalid="ignore", divide="ignore"):
             return decimal_ties(sums[:, 1:] / sums[:, :1])
 
+    slot_items = (None if slot_seed is None else
+                  _SlotItems(np.stack([human, *(metrics[name] for name in names)], axis=1), groups, count, slot_seed))
     observed = means_of(np.ones((1, n))) if indices is None else None
     for start in range(0, resamples, chunk):
         part = slice(start, start + chunk)
-        if indices is None:
+        if slot_items is not None:
+            means = slot_items.means(slots[part])
+        elif indices is None:
             means = np.broadcast_to(observed, (slots[part].shape[0],) + observed.shape[1:])
         elif inputs is None:
             means = means_of(_counts(indices[part], n))
         else:
             means = means_of(_counts(indices[part], indices.shape[1])[:, inputs])
-        if slots is not None:
+        if slots is not None and slot_items is None:
             means = np.take_along_axis(means, slots[part][:, None, :], axis=2)
         rows = {name: means[:, k + 1] for k, name in enumerate(names)}
         for method in methods:

@@ -16,9 +16,10 @@ from service.errors import FieldsError
 from service.stats.agreement import krippendorff_alpha_interval
 from service.stats.bootstrap import (MIN_BOOTSTRAP, UNDEFINED_REASON, bootstrap_distributions, bootstrap_p,
                                      decimal_ties, min_resamples, paired_bootstrap_from, percentile_interval,
-                                     resample_indices, system_bootstrap_distributions)
+                                     resample_indices, system_bootstrap_distributions, without_items_reason)
 from service.stats.correlation import METHODS, MIN_ITEMS, correlation
-from service.stats.designs import BY_INPUTS, DEFAULT_DESIGN, DESCRIPTIONS, DESIGNS, ITEMS, SYSTEMS, system_resamples
+from service.stats.designs import (BY_INPUTS, DEFAULT_DESIGN, DESCRIPTIONS, DESIGNS, ITEMS, SYSTEMS, Resamples,
+                                   system_resamples, systems_without_items)
 from service.stats.significance import williams_test
 
 
@@ -80,14 +81,15 @@ def _check_inputs(human: Any, scores: dict[str, Any], systems: Any, methods: Seq
 
 
 def _level(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[str], confidence: float,
-           no_bootstrap: str | None, indices_for: Any,
-           p_from_bootstrap: bool = False) -> tuple[dict[str, dict], list[dict]]:
+           no_bootstrap: str | None, indices_for: Any, p_from_bootstrap: bool = False,
+           undefined_reason: str = UNDEFINED_REASON) -> tuple[dict[str, dict], list[dict]]:
     """Correlations, intervals and pairwise comparisons at one level (item or system).
 
     `indices_for(method)` returns {metric name: bootstrap distribution of its correlation}, every
     metric on the same resamples; it is not called when `no_bootstrap` gives a reason not to. With
     `p_from_bootstrap` a correlation's p comes from that distribution too (`bootstrap_p`), so p and
     the interval resample the same things; without a bootstrap it is then None with `p_reason`.
+    `undefined_reason` says why where too many resamples leave the correlation undefined.
     """
     n = int(human.size)
     results: dict[str, dict[str, Any]] = {name: {} for name in metrics}
@@ -102,9 +104,9 @@ def _level(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[
             ci = percentile_interval(dist[name], confidence) if dist is not None else None
             entry = {"r": res["r"], "p": res["p"], "ci": ci, "n": n}
             if p_from_bootstrap:
-                entry.update(_p_of(dist[name] if dist is not None else None, no_bootstrap))
+                entry.update(_p_of(dist[name] if dist is not None else None, no_bootstrap, undefined_reason))
             if ci is None:
-                entry["ci_reason"] = no_bootstrap or UNDEFINED_REASON
+                entry["ci_reason"] = no_bootstrap or undefined_reason
             results[name][method] = entry
         for a, b in combinations(metrics, 2):
             ra, rb = point[a]["r"], point[b]["r"]
@@ -132,18 +134,21 @@ def _level(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[
                 comparisons.append({**base, "delta": delta, "p": None, "ci": None, "test": "paired_bootstrap",
                                     "reason": no_bootstrap})
             else:
-                comparisons.append({**base, "delta": delta, "test": "paired_bootstrap",
-                                    **paired_bootstrap_from(delta, dist[a] - dist[b], confidence)})
+                paired = paired_bootstrap_from(delta, dist[a] - dist[b], confidence)
+                if paired.get("reason") == UNDEFINED_REASON:
+                    paired["reason"] = undefined_reason
+                comparisons.append({**base, "delta": delta, "test": "paired_bootstrap", **paired})
     return results, comparisons
 
 
-def _p_of(distribution: np.ndarray | None, no_bootstrap: str | None) -> dict[str, Any]:
+def _p_of(distribution: np.ndarray | None, no_bootstrap: str | None,
+          undefined_reason: str = UNDEFINED_REASON) -> dict[str, Any]:
     """A correlation's bootstrap p and whether it is at its floor, or p None and why."""
     if distribution is None:
         return {"p": None, "p_reason": no_bootstrap}
     found = bootstrap_p(distribution)
     if found["p"] is None:
-        return {"p": None, "p_reason": UNDEFINED_REASON}
+        return {"p": None, "p_reason": undefined_reason}
     return {"p": found["p"], "p_at_floor": found["at_floor"]}
 
 
@@ -265,18 +270,21 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
                        else "every system has a single item, so resampling within systems cannot vary"
                        if not by_inputs and count == n else None)
         sys_no_bootstrap = no_bootstrap or cannot_vary
-        sys_indices, sys_slots = (system_resamples(design, groups, count, resamples, seed, input_count)
-                                  if sys_no_bootstrap is None else (None, None))
+        draws = (system_resamples(design, groups, count, resamples, seed, input_count)
+                 if sys_no_bootstrap is None else None)
         sys_cache: dict[str, dict[str, np.ndarray]] = {}
 
         def system_distribution(method: str) -> dict[str, np.ndarray]:
             if not sys_cache:  # every method in one pass: the resampled system means are shared
-                sys_cache.update(system_bootstrap_distributions(means, metrics, methods, groups, count, sys_indices,
-                                                                sys_slots, input_groups))
+                sys_cache.update(system_bootstrap_distributions(means, metrics, methods, groups, count, draws.items,
+                                                                draws.slots, input_groups, draws.slot_seed))
             return sys_cache[method]
 
+        undefined_reason = UNDEFINED_REASON
+        if by_inputs and draws is not None:
+            undefined_reason = _without_items_reason(draws, groups, input_groups, labels, count)
         system, sys_comparisons = _level(sys_human, sys_metrics, methods, confidence, sys_no_bootstrap,
-                                         system_distribution, p_from_bootstrap=True)
+                                         system_distribution, p_from_bootstrap=True, undefined_reason=undefined_reason)
         resampling["system"] = resampling_summary("system", design, confidence, resamples, seed, sys_no_bootstrap,
                                                   by_inputs)
         for entry in sys_comparisons:
@@ -300,6 +308,16 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
     else:
         body["agreement"] = None
     return body
+
+
+def _without_items_reason(draws: Resamples, groups: np.ndarray, inputs: np.ndarray, labels: np.ndarray,
+                          count: int) -> str:
+    """The reason for undefined resamples where some had a system without items, else the usual one."""
+    empty = systems_without_items(draws, groups, inputs, count)
+    if not empty.any():
+        return UNDEFINED_REASON
+    answered = np.bincount(np.unique(inputs * count + groups) % count, minlength=count)
+    return without_items_reason(empty, [str(label) for label in labels], answered.tolist(), int(inputs.max()) + 1)
 
 
 def _say_systems(entry: dict[str, Any]) -> None:

@@ -10,6 +10,8 @@ about the nominal rate in simulation (tests/stats/test_designs.py; the table: do
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from service.stats.bootstrap import stratified_indices
@@ -20,7 +22,8 @@ DEFAULT_DESIGN = BOTH
 DESCRIPTIONS = {
     SYSTEMS: "systems resampled with replacement, each keeping all its items (the items are fixed)",
     ITEMS: "items resampled with replacement within each system (the systems are fixed, not resampled)",
-    BOTH: "systems resampled with replacement, then items with replacement within each drawn system",
+    BOTH: "systems resampled with replacement, then items with replacement within each drawn system (each copy "
+          "of a system drawn twice with its own items)",
 }
 BY_INPUTS = {
     SYSTEMS: DESCRIPTIONS[SYSTEMS],
@@ -28,7 +31,8 @@ BY_INPUTS = {
     BOTH: "systems resampled with replacement, and inputs with replacement, each bringing every drawn "
           "system's items for it",
 }
-# The system draws come from their own stream of the seed, so `both` draws the same items as `items`.
+# The system draws come from their own stream of the seed; so do `both`'s draws of each drawn system's
+# own items (bootstrap.SLOT_ITEMS_STREAM), while over inputs `both` draws the inputs as `items` does.
 # Not scipy.stats.bootstrap: it resamples one level of observations (no two-stage design), and each
 # call draws its own resamples where the paired comparisons need every metric on the same ones. p
 # comes from these draws too (bootstrap.bootstrap_p), not scipy.stats.permutation_test, whose
@@ -43,16 +47,44 @@ def system_slots(count: int, resamples: int, seed: int) -> np.ndarray:
     return rng.integers(0, count, size=(resamples, count))
 
 
+class Resamples(NamedTuple):
+    """A design's draws, as bootstrap.system_bootstrap_distributions takes them."""
+
+    items: np.ndarray | None  # (resamples, items) stratified by system, or (resamples, inputs); None: kept
+    slots: np.ndarray | None  # (resamples, systems) drawn systems; None: the systems kept
+    slot_seed: int | None = None  # `both` over items nested in systems: each slot's own items drawn from it
+
+
 def system_resamples(design: str, groups: np.ndarray, count: int, resamples: int, seed: int,
-                     input_count: int | None = None) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """(item draws, system slots) of a design. Item draws: (resamples, items) indices stratified by
-    system, or with `input_count` (resamples, inputs) draws of inputs; None where the items stay as
-    they are. Slots: (resamples, systems), or None where the systems stay."""
+                     input_count: int | None = None) -> Resamples:
+    """The draws of a design. `both` over items nested in systems draws each drawn system's items anew,
+    a copy of a system included (slot_seed); over inputs (`input_count`) it draws the inputs once per
+    resample, each bringing every drawn system's items for it, as Deutsch et al.'s BOOT-BOTH does."""
     if design not in DESIGNS:
         raise ValueError(f"unknown design {design!r}")
+    slots = system_slots(count, resamples, seed) if design in (SYSTEMS, BOTH) else None
+    if design == BOTH and input_count is None:
+        return Resamples(None, slots, seed)
     items = None
     if design in (ITEMS, BOTH):
         items = (stratified_indices(groups, count, resamples, seed) if input_count is None else
                  np.random.default_rng(seed).integers(0, input_count, size=(resamples, input_count)))
-    slots = system_slots(count, resamples, seed) if design in (SYSTEMS, BOTH) else None
-    return items, slots
+    return Resamples(items, slots)
+
+
+def systems_without_items(draws: Resamples, groups: np.ndarray, inputs: np.ndarray, count: int) -> np.ndarray:
+    """(resamples, systems): which systems had no item in a resample drawn by inputs, none of the inputs
+    they answered having been drawn (a system that answered few of them), counted where the resample
+    holds the system (every system under `items`, the drawn ones under `both`). Such a system has no
+    mean there, so the correlation is undefined."""
+    input_count = int(inputs.max()) + 1
+    answered = np.zeros((input_count, count), dtype=bool)
+    answered[inputs, groups] = True
+    drawn_inputs = np.zeros((draws.items.shape[0], input_count), dtype=bool)
+    drawn_inputs[np.arange(draws.items.shape[0])[:, None], draws.items] = True
+    empty = ~(drawn_inputs.astype(np.int64) @ answered.astype(np.int64)).astype(bool)
+    if draws.slots is not None:
+        held = np.zeros_like(empty)
+        held[np.arange(empty.shape[0])[:, None], draws.slots] = True
+        empty &= held
+    return empty

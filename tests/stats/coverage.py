@@ -48,10 +48,9 @@ def coverage(design: str, systems: int, methods: list[str], rho: float = 0.6, ru
     inputs = np.tile(np.arange(items), systems) if by_inputs else None
     covered = dict.fromkeys(methods, 0)
     for run in range(runs):
-        indices, slots = system_resamples(design, groups, systems, resamples, seed + run,
-                                          items if by_inputs else None)
-        dist = system_bootstrap_distributions(human[run], {"m": metric[run]}, methods, groups, systems, indices,
-                                              slots, inputs)
+        draws = system_resamples(design, groups, systems, resamples, seed + run, items if by_inputs else None)
+        dist = system_bootstrap_distributions(human[run], {"m": metric[run]}, methods, groups, systems, draws.items,
+                                              draws.slots, inputs, draws.slot_seed)
         for method in methods:
             ci = percentile_interval(dist[method]["m"])
             covered[method] += ci is not None and ci[0] <= truth[method] <= ci[1]

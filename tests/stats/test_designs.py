@@ -12,8 +12,8 @@ from tests.stats.samples import GOOD, HUMAN, POOR, RNG, SCIPY
 
 
 # --- coverage: the default is the design whose 95% intervals hold the population correlation ---------
-@pytest.mark.parametrize("slope", [0.0, 1.0], ids=["nested-items", "shared-inputs"])
-@pytest.mark.parametrize("systems", [5, 20])
+@pytest.mark.parametrize(("systems", "slope"), [(5, 0.0), (20, 0.0), (5, 1.0)],
+                         ids=["5-nested-items", "20-nested-items", "5-shared-inputs"])
 def test_the_default_design_covers_the_population_correlation(systems: int, slope: float) -> None:
     shares = coverage(stats.DEFAULT_DESIGN, systems, list(stats.METHODS), slope=slope)
     assert 0.90 <= shares["pearson"] <= 0.99, shares
@@ -38,38 +38,82 @@ def test_the_other_designs_cover_too_little(design: str, systems: int, slope: fl
     assert coverage(design, systems, ["pearson"], slope=slope)["pearson"] < 0.90
 
 
+def test_the_default_design_needs_inputs_named_where_many_systems_share_them() -> None:
+    """Items drawn within each system cannot see that a finite set of shared inputs moves every system
+    together: with 20 systems `both` then covers too little, and naming the inputs (above) mends it."""
+    assert coverage(stats.DEFAULT_DESIGN, 20, ["pearson"], slope=1.0)["pearson"] < 0.90
+
+
 # --- what each design draws ---------------------------------------------------------------------------
 def test_each_design_draws_what_it_names() -> None:
     groups = np.r_[RNG.integers(0, 5, size=30), np.arange(6)]
-    items, slots = stats.system_resamples("items", groups, 6, 20, seed=3)
+    items, slots, _ = stats.system_resamples("items", groups, 6, 20, seed=3)
     assert slots is None and np.array_equal(items, stats.stratified_indices(groups, 6, 20, 3))
-    items, slots = stats.system_resamples("systems", groups, 6, 20, seed=3)
+    items, slots, _ = stats.system_resamples("systems", groups, 6, 20, seed=3)
     assert items is None and slots.shape == (20, 6) and slots.min() >= 0 and slots.max() < 6
-    both_items, both_slots = stats.system_resamples("both", groups, 6, 20, seed=3)
-    assert np.array_equal(both_items, stats.stratified_indices(groups, 6, 20, 3))  # as `items` draws them
-    assert np.array_equal(both_slots, slots)  # and the systems as `systems` draws them
+    both = stats.system_resamples("both", groups, 6, 20, seed=3)
+    assert np.array_equal(both.slots, slots)  # the systems as `systems` draws them
+    assert both.items is None and both.slot_seed == 3  # then each drawn system's own items, from the seed
+    over_inputs = stats.system_resamples("both", groups, 6, 20, seed=3, input_count=4)
+    assert np.array_equal(over_inputs.items, stats.system_resamples("items", groups, 6, 20, 3, input_count=4).items)
     with pytest.raises(ValueError):
         stats.system_resamples("inputs", groups, 6, 20, seed=3)
 
 
-@pytest.mark.parametrize("design", ["systems", "both"])
 @pytest.mark.parametrize("method", stats.METHODS)
-def test_resampled_systems_are_each_resamples_drawn_systems(design: str, method: str,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resampled_systems_are_each_resamples_drawn_systems(method: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bootstrap, "_CHUNK_CELLS", 300)  # several chunks of resamples
     human = RNG.integers(1, 6, size=40).astype(float)
     metric = human + RNG.normal(scale=0.7, size=40)
     groups = np.r_[RNG.integers(0, 7, size=33), np.arange(7)]
-    items, slots = stats.system_resamples(design, groups, 7, 60, seed=2)
+    items, slots, _ = stats.system_resamples("systems", groups, 7, 60, seed=2)
     got = stats.system_bootstrap_distributions(human, {"m": metric}, [method], groups, 7, items, slots)[method]["m"]
     for row in range(60):
-        idx = np.arange(40) if items is None else items[row]
-        h = bootstrap.decimal_ties(np.array([human[idx][groups == g].mean() for g in range(7)]))[slots[row]]
-        m = bootstrap.decimal_ties(np.array([metric[idx][groups == g].mean() for g in range(7)]))[slots[row]]
-        if np.ptp(h) == 0 or np.ptp(m) == 0:
-            assert np.isnan(got[row])
-        else:
-            assert got[row] == pytest.approx(SCIPY[method](m, h).statistic, abs=1e-12)
+        h = bootstrap.decimal_ties(np.array([human[groups == g].mean() for g in range(7)]))[slots[row]]
+        m = bootstrap.decimal_ties(np.array([metric[groups == g].mean() for g in range(7)]))[slots[row]]
+        _assert_correlation(got[row], h, m, method)
+
+
+def _assert_correlation(got: float, h: np.ndarray, m: np.ndarray, method: str) -> None:
+    if not np.all(np.isfinite(h)) or np.ptp(h) == 0 or np.ptp(m) == 0:
+        assert np.isnan(got)
+    else:
+        assert got == pytest.approx(SCIPY[method](m, h).statistic, abs=1e-12)
+
+
+@pytest.mark.parametrize("chunk_cells", [300, 2_000_000])
+@pytest.mark.parametrize("method", stats.METHODS)
+def test_both_draws_each_drawn_systems_items_on_their_own(method: str, chunk_cells: int,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The two-stage bootstrap: systems with replacement, then items with replacement within each drawn
+    system, a second copy of a system with items of its own; slot by slot in row order, from the
+    seed's SLOT_ITEMS_STREAM, whatever the chunks."""
+    monkeypatch.setattr(bootstrap, "_CHUNK_CELLS", chunk_cells)
+    human = RNG.integers(1, 6, size=40).astype(float)
+    metric = human + RNG.normal(scale=0.7, size=40)
+    groups = np.r_[RNG.integers(0, 7, size=33), np.arange(7)]
+    draws = stats.system_resamples("both", groups, 7, 60, seed=2)
+    got = stats.system_bootstrap_distributions(human, {"m": metric}, [method], groups, 7, draws.items, draws.slots,
+                                               slot_seed=draws.slot_seed)[method]["m"]
+    rng = np.random.default_rng((2, bootstrap.SLOT_ITEMS_STREAM))
+    members = [np.flatnonzero(groups == g) for g in range(7)]
+    for row in range(60):
+        picks = [members[g][rng.integers(0, members[g].size, size=members[g].size)] for g in draws.slots[row]]
+        h = bootstrap.decimal_ties(np.array([human[p].sum() / p.size for p in picks]))
+        m = bootstrap.decimal_ties(np.array([metric[p].sum() / p.size for p in picks]))
+        _assert_correlation(got[row], h, m, method)
+
+
+def test_a_system_drawn_twice_is_not_the_same_resample_twice() -> None:
+    """Three systems of 50 items: a ninth of the resamples draw one system three times. Each copy has
+    items of its own, so the correlation is defined there; one shared draw made the copies a single
+    point, a constant side, and those resamples (over the 5% allowed) left no interval."""
+    human = np.arange(150, dtype=float)
+    metric = human + RNG.normal(size=150)
+    body = correlate(human.tolist(), {"m": metric.tolist()}, ["a"] * 50 + ["b"] * 50 + ["c"] * 50, ["pearson"],
+                     resamples=400, seed=0, system_resampling="both")
+    entry = body["metrics"]["m"]["system"]["pearson"]
+    assert entry["ci"] is not None and "ci_reason" not in entry, entry
 
 
 def test_correlate_serves_the_default_design_the_simulation_measured() -> None:
@@ -77,9 +121,9 @@ def test_correlate_serves_the_default_design_the_simulation_measured() -> None:
     body = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, systems.tolist(), ["pearson"], resamples=300, seed=7)
     order = canonical_order(HUMAN, {"good": GOOD}, systems)
     labels, groups = np.unique(systems[order], return_inverse=True)
-    items, slots = stats.system_resamples(stats.DEFAULT_DESIGN, groups, labels.size, 300, 7)
+    draws = stats.system_resamples(stats.DEFAULT_DESIGN, groups, labels.size, 300, 7)
     dist = stats.system_bootstrap_distributions(HUMAN[order], {"good": GOOD[order]}, ["pearson"], groups, labels.size,
-                                                items, slots)["pearson"]["good"]
+                                                draws.items, draws.slots, slot_seed=draws.slot_seed)["pearson"]["good"]
     entry = body["metrics"]["good"]["system"]["pearson"]
     assert entry["ci"] == pytest.approx(stats.percentile_interval(dist), abs=1e-12)
     assert entry["p"] == pytest.approx(stats.bootstrap_p(dist)["p"], abs=1e-12)
@@ -142,7 +186,7 @@ def test_resampled_inputs_bring_every_systems_items_for_them(design: str, method
     inputs = np.tile(np.arange(6), 6)
     keep = np.arange(36) != 35
     human, metric, groups, inputs = human[keep], metric[keep], groups[keep], inputs[keep]
-    draws, slots = stats.system_resamples(design, groups, 6, 60, seed=4, input_count=6)
+    draws, slots, _ = stats.system_resamples(design, groups, 6, 60, seed=4, input_count=6)
     assert draws.shape == (60, 6)
     got = stats.system_bootstrap_distributions(human, {"m": metric}, [method], groups, 6, draws, slots,
                                                inputs)[method]["m"]
@@ -176,3 +220,44 @@ def test_correlate_resamples_inputs_where_the_request_names_them() -> None:
     with pytest.raises(stats.StatsInputError) as caught:
         correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, systems, inputs=inputs[:-1])
     assert "inputs" in caught.value.fields
+
+
+def _one_system_answers_two_of_ten_inputs() -> tuple[list[float], list[float], list[str], list[str]]:
+    """5 systems over 10 shared inputs; system e answered only i0 and i1."""
+    human, metric, systems, inputs = [], [], [], []
+    for s, quality in zip("abcde", [1.0, 2.0, 3.0, 4.0, 5.0]):
+        for i in range(2 if s == "e" else 10):
+            h = quality + float(RNG.normal())
+            human.append(h)
+            metric.append(h + float(RNG.normal()))
+            systems.append(s)
+            inputs.append(f"i{i}")
+    return human, metric, systems, inputs
+
+
+@pytest.mark.parametrize("design", ["items", "both"])
+def test_a_system_without_items_in_many_resamples_is_named_as_the_reason(design: str) -> None:
+    """About a tenth of the resamples of 10 inputs draw neither of e's: e has no mean there. The answer
+    says so and names e, not that a side is constant."""
+    human, metric, systems, inputs = _one_system_answers_two_of_ten_inputs()
+    body = correlate(human, {"m": metric, "n": [-x for x in metric]}, systems, ["pearson"], resamples=1000, seed=0,
+                     system_resampling=design, inputs=inputs)
+    entry = body["metrics"]["m"]["system"]["pearson"]
+    assert entry["ci"] is None and entry["p"] is None
+    for reason in (entry["ci_reason"], entry["p_reason"],
+                   next(c["reason"] for c in body["comparisons"]
+                        if c["level"] == "system" and c["test"] == "paired_bootstrap")):
+        assert "a system had no item" in reason and "'e' in" in reason and "2 of the 10 inputs" in reason
+        assert "constant" not in reason
+
+
+def test_systems_without_items_are_those_none_of_whose_inputs_was_drawn() -> None:
+    groups = np.array([0, 0, 1, 1, 1, 2])
+    inputs = np.array([0, 1, 0, 1, 2, 3])
+    for design in ("items", "both"):
+        draws = stats.system_resamples(design, groups, 3, 50, seed=1, input_count=4)
+        empty = designs.systems_without_items(draws, groups, inputs, 3)
+        for row in range(50):
+            held = range(3) if draws.slots is None else set(draws.slots[row].tolist())
+            expected = [s in held and not set(inputs[groups == s]) & set(draws.items[row].tolist()) for s in range(3)]
+            assert empty[row].tolist() == expected
