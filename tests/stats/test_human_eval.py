@@ -281,19 +281,25 @@ def test_reversal_on_a_scale_that_does_not_start_at_zero() -> None:
         assert entry["raw"]["repetitive"] == pytest.approx(np.mean([6 - v for v in raw]))
 
 
-def test_overall_z_interval_is_students_t_on_n_minus_one_df() -> None:
-    """Each rater's z uses their mean and sample sd over all their oriented scores; a system's
-    interval is Student's t on its per-rating mean z with n - 1 degrees of freedom."""
-    ratings = _ratings_on_1_to_5()
-    body = assess(ratings, reverse=["repetitive"], scale=(1, 5))
+def _per_rating_z(ratings: list[dict], system: str) -> np.ndarray:
+    """A system's per-rating mean z on _ratings_on_1_to_5 (repetitive reversed): each rater's mean and
+    sample sd over all their oriented scores."""
     z = {}
     for rater in {r["rater"] for r in ratings}:
         mine = [r for r in ratings if r["rater"] == rater]
         values = np.array([[r["scores"]["fluent"], 6 - r["scores"]["repetitive"]] for r in mine])
         z.update({(rater, r["item"]): (row.mean() - values.mean()) / values.std(ddof=1)
                   for r, row in zip(mine, values)})
+    return np.array([z[r["rater"], r["item"]] for r in ratings if r["system"] == system])
+
+
+def test_overall_z_interval_is_students_t_on_n_minus_one_df() -> None:
+    """Each rater's z uses their mean and sample sd over all their oriented scores; a system's
+    interval is Student's t on its per-rating mean z with n - 1 degrees of freedom."""
+    ratings = _ratings_on_1_to_5()
+    body = assess(ratings, reverse=["repetitive"], scale=(1, 5))
     for entry in body["systems"]:
-        sample = np.array([z[r["rater"], r["item"]] for r in ratings if r["system"] == entry["system"]])
+        sample = _per_rating_z(ratings, entry["system"])
         expected = sps.t.interval(0.95, sample.size - 1, loc=sample.mean(), scale=sps.sem(sample))
         assert entry["overall_z_ci"] == pytest.approx(list(expected), rel=1e-9)
 
@@ -305,21 +311,10 @@ def test_overall_z_interval_is_95_percent_whatever_the_quality_control_alpha(alp
     body = assess(ratings, reverse=["repetitive"], scale=(1, 5), alpha=alpha)
     for entry in body["systems"]:
         lo, hi = entry["overall_z_ci"]
-        half = sps.t.ppf(0.975, entry["n"] - 1) * _per_rating_z_sem(ratings, entry["system"])
+        half = sps.t.ppf(0.975, entry["n"] - 1) * sps.sem(_per_rating_z(ratings, entry["system"]))
         assert hi - lo == pytest.approx(2 * half, rel=1e-9)
     assert body["intervals"]["of"] == "overall_z_ci" and body["intervals"]["confidence"] == 0.95
     assert body["intervals"]["method"].startswith("Student-t")
-
-
-def _per_rating_z_sem(ratings: list[dict], system: str) -> float:
-    """Standard error of a system's per-rating mean z on _ratings_on_1_to_5 (repetitive reversed)."""
-    z = {}
-    for rater in {r["rater"] for r in ratings}:
-        mine = [r for r in ratings if r["rater"] == rater]
-        values = np.array([[r["scores"]["fluent"], 6 - r["scores"]["repetitive"]] for r in mine])
-        z.update({(rater, r["item"]): (row.mean() - values.mean()) / values.std(ddof=1)
-                  for r, row in zip(mine, values)})
-    return float(sps.sem([z[r["rater"], r["item"]] for r in ratings if r["system"] == system]))
 
 
 def test_the_body_names_its_quality_control_test_and_counts_n_as_the_paper() -> None:
