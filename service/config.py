@@ -99,7 +99,8 @@ class Settings:
 
     def limits(self) -> dict[str, int]:
         """What GET /models lists as `limits`: every `max_*` setting but the server's, in declaration order,
-        so a new limit is published and checked (at least 1, load_settings) without a list to keep in step."""
+        so a new limit is published without a list to keep in step (its range: SERVICE_RANGES, which a test
+        holds to every integer field)."""
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if f.name.startswith("max_") and f.name not in SERVER_FIELDS}
 
@@ -118,6 +119,30 @@ SERVER_FIELDS = ("host", "port", "threads", "worker_timeout", "graceful_timeout"
                  "max_queue", "max_requests", "max_worker_memory_mib", "max_pending_bytes", "worker_tmp_dir")
 MAX_READ_TIMEOUT = 3600.0  # seconds; socket timeouts past ~1e10 overflow time_t
 MAX_WORKERS = 64  # gunicorn workers the master runs
+# A count a request may hold: below 2**31, so that no limit overflows the C ints of numpy and ONNX
+# Runtime; a request is also under max_body_bytes, which bounds every count in it.
+MAX_COUNT = 10**9
+MAX_SESSION_THREADS = 256  # ONNX Runtime / OpenVINO threads per worker: 100,000 hung a worker while loading
+
+# The service's integer settings: name: (lowest, highest), checked by load_settings (the server's are
+# SERVER_RANGES). A limit below 1 would refuse every request while /readyz said ready; 0 is "cores / workers"
+# for the thread counts.
+SERVICE_RANGES = {
+    **{name: (1, MAX_COUNT) for name in (
+        "max_items", "max_candidates", "max_turns", "max_dialogue_turns", "max_chars", "max_encoder_tokens",
+        "max_correlate_items", "max_resamples", "max_bootstrap_work", "max_bootstrap_metric_work", "max_metrics",
+        "max_ratings", "max_systems", "max_criteria")},
+    "max_body_bytes": (1, 1 << 30),  # a body is held whole in a worker's memory
+    # the schemas and the error handler recurse into a body: well within Python's recursion limit (1000)
+    "max_json_depth": (1, 256),
+    # the head limits' ceilings are gunicorn's own: h11 holds a head of up to the request line and header
+    # field limits plus 16 KiB per connection (server/worker.py), so they bound what a socket holds
+    "max_request_line": (1, 8190), "max_headers": (1, 32768), "max_header_bytes": (1, 1 << 20),
+    "batch_size": (1, 8192),  # a run holds at most 8,192 padded word pieces (MAX_TOKENS), so more changes nothing
+    "workers": (1, MAX_WORKERS),
+    "intra_op_threads": (0, MAX_SESSION_THREADS),
+    "encoder_threads": (0, MAX_SESSION_THREADS),
+}
 
 
 def whole_number(key: str, raw: str, lowest: int, highest: int) -> int:
@@ -163,9 +188,6 @@ def check_writable(folder: str, key: str) -> None:
         raise ValueError(f"{key}={folder!r}: not a folder the server can write in ({exc.strerror or exc})") from None
 
 
-# Ceilings of the head limits (gunicorn's own, kept): h11 holds a head of up to the request line and
-# header field limits plus 16 KiB per connection (server/worker.py), so they bound what a socket holds.
-SERVER_LIMIT_CEILINGS = {"max_request_line": 8190, "max_headers": 32768, "max_header_bytes": 1 << 20}
 
 
 # Our defaults for ONNX Runtime's CUDA provider, under what DIALSCORE_CUDA_OPTIONS sets.
@@ -274,18 +296,10 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: Mapping[str,
     if not settings.api_token.isascii():
         raise ValueError("DIALSCORE_API_TOKEN: must be ASCII (letters, digits and punctuation; RFC 6750's "
                          "token characters are safest)")
-    for name, most in SERVER_LIMIT_CEILINGS.items():
+    for name, (lowest, highest) in SERVICE_RANGES.items():
         value = getattr(settings, name)
-        if not 1 <= value <= most:  # 0 would refuse every request, not lift the limit
-            raise ValueError(f"DIALSCORE_{name.upper()}={value}: must be from 1 to {most}")
-    # 0 does not mean "no limit" here (as it does for DIALSCORE_MAX_REQUESTS and the thread count): it would refuse
-    # every request while /readyz said ready.
-    for name, limit in settings.limits().items():
-        if limit < 1:
-            raise ValueError(f"DIALSCORE_{name.upper()}={limit}: must be at least 1")
-    for name, lowest in (("batch_size", 1), ("workers", 1), ("intra_op_threads", 0), ("encoder_threads", 0)):
-        if getattr(settings, name) < lowest:
-            raise ValueError(f"DIALSCORE_{name.upper()}={getattr(settings, name)}: must be at least {lowest}")
+        if not lowest <= value <= highest:
+            raise ValueError(f"{env_name(name)}={value}: must be from {lowest} to {highest}")
     if not 0 < settings.not_english_confidence <= 1:  # NaN fails too
         raise ValueError(f"DIALSCORE_NOT_ENGLISH_CONFIDENCE={settings.not_english_confidence}: must be above 0 and "
                          "at most 1")

@@ -63,11 +63,19 @@ def test_server_limits_are_listed():
 
 # --- from a configuration probe: values that were taken and then failed far from their cause ----
 @pytest.mark.parametrize("variable, value, message", [
-    ("DIALSCORE_MAX_ITEMS", "0", "must be at least 1"),  # every /score was 413 while /readyz said ready
-    ("DIALSCORE_MAX_BODY_BYTES", "-1", "must be at least 1"),
-    ("DIALSCORE_MAX_ENCODER_TOKENS", "0", "must be at least 1"),
-    ("DIALSCORE_INTRA_OP_THREADS", "-1", "must be at least 0"),
-    ("DIALSCORE_WORKERS", "0", "must be at least 1"),
+    ("DIALSCORE_MAX_ITEMS", "0", "must be from 1 to"),  # every /score was 413 while /readyz said ready
+    ("DIALSCORE_MAX_BODY_BYTES", "-1", "must be from 1 to"),
+    ("DIALSCORE_MAX_ENCODER_TOKENS", "0", "must be from 1 to"),
+    ("DIALSCORE_INTRA_OP_THREADS", "-1", "must be from 0 to"),
+    ("DIALSCORE_WORKERS", "0", "must be from 1 to"),
+    # no ceiling: a worker spun at 100% CPU and never loaded; a pybind TypeError; a 413 naming the huge depth
+    ("DIALSCORE_INTRA_OP_THREADS", "100000", "must be from 0 to 256"),
+    ("DIALSCORE_INTRA_OP_THREADS", "99999999999999999999999", "must be from 0 to 256"),
+    ("DIALSCORE_ENCODER_THREADS", "100000", "must be from 0 to 256"),
+    ("DIALSCORE_MAX_JSON_DEPTH", "99999999999999999999999", "must be from 1 to 256"),
+    ("DIALSCORE_BATCH_SIZE", "99999999999999999999999", "must be from 1 to 8192"),
+    ("DIALSCORE_MAX_ITEMS", "99999999999999999999999", "must be from 1 to 1000000000"),
+    ("DIALSCORE_WORKERS", "65", "must be from 1 to 64"),
     ("DIALSCORE_LOAD_SYNC", "maybe", "must be true or false"),  # was read as false
     ("DIALSCORE_MODEL_STORE", "", "must name a folder"),  # was the working directory
     ("DIALSCORE_LOG_LEVEL", "verbose", "must be one of"),
@@ -102,3 +110,16 @@ def test_empty_list_entries_are_dropped_and_an_empty_list_means_every_model():
     """DIALSCORE_MODELS: "comma list; empty = every model in the store" (a trailing comma is no model '')."""
     assert load_settings(environ={"DIALSCORE_MODELS": ""}).models == ()
     assert load_settings(environ={"DIALSCORE_MODELS": " bleu4,, length ,"}).models == ("bleu4", "length")
+
+
+def test_every_integer_setting_has_a_range_declared_beside_it():
+    """A new number is bounded above as well as below (a huge thread count hung a worker), in one table."""
+    from dataclasses import fields
+
+    from service.config import SERVER_RANGES, SERVICE_RANGES, Settings
+
+    integers = {f.name for f in fields(Settings) if f.type == "int"}
+    assert integers == set(SERVER_RANGES) | set(SERVICE_RANGES) and not set(SERVER_RANGES) & set(SERVICE_RANGES)
+    for name, (lowest, highest) in SERVICE_RANGES.items():
+        assert lowest <= getattr(Settings(), name) <= highest < 2**31, name
+        load_settings({name: highest}, environ={}, check_providers=False)
