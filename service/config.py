@@ -4,6 +4,7 @@ Precedence in create_app: these defaults, then the environment, then the mapping
 """
 from __future__ import annotations
 
+import ipaddress
 import logging
 import math
 import os
@@ -170,11 +171,32 @@ def _server_value(name: str, raw: Any) -> Any:
     key, raw = env_name(name), str(raw).strip()
     if name == "host" and not raw:  # gunicorn binds an empty host on every interface
         raise ValueError(f"{key}='': give an address to listen on (0.0.0.0 for every interface)")
-    if name in ("host", "worker_tmp_dir"):
+    if name == "host":
+        return unbracketed(raw)
+    if name == "worker_tmp_dir":
         return raw
     if name in ("read_timeout", "request_timeout"):
         return _seconds(key, raw)
     return whole_number(key, raw, *SERVER_RANGES[name])
+
+
+def unbracketed(host: str) -> str:
+    """DIALSCORE_HOST without the brackets of an IPv6 literal (`[::1]` and `::1` are one address)."""
+    inner = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        return str(ipaddress.IPv6Address(inner))
+    except ValueError:
+        return host
+
+
+def bind_address(host: str, port: int) -> str:
+    """gunicorn's `bind` for a host and port: an IPv6 literal in brackets, or gunicorn reads its last
+    colon as the port's (`::1:8000`), and `::1` alone as an empty port."""
+    try:
+        ipaddress.IPv6Address(host)
+    except ValueError:
+        return f"{host}:{port}"
+    return f"[{host}]:{port}"
 
 
 def check_writable(folder: str, key: str) -> None:

@@ -1,11 +1,13 @@
 """What `python -m service` checks before gunicorn starts: every DIALSCORE_* value, the folders the
 workers write, the provider names, that an address beyond loopback has a token or explicit open access,
+that the host is an address or a name that resolves,
 and variables nothing reads (typos); one line names a bad one."""
 from __future__ import annotations
 
 import ipaddress
 import json
 import logging
+import socket
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -49,6 +51,22 @@ def check_access(settings: Settings) -> None:
                 "to whoever can reach it", settings.host)
 
 
+def check_host(host: str) -> None:
+    """ValueError unless DIALSCORE_HOST is an IP address or a name that resolves: gunicorn would retry
+    the bind five times and then stop with a line that does not name the variable."""
+    try:
+        ipaddress.ip_address(host)
+        return
+    except ValueError:
+        pass
+    try:
+        socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise ValueError(f"DIALSCORE_HOST={host!r}: not an IP address, and the name does not resolve ({reason}); "
+                         "give an address such as 127.0.0.1, ::1 or 0.0.0.0") from None
+
+
 def unknown_names(environ: Mapping[str, str], known: frozenset[str]) -> list[str]:
     """DIALSCORE_* variables that nothing reads: a misspelt limit is otherwise silently the default."""
     return sorted(k for k in environ if k.startswith("DIALSCORE_") and k not in known)
@@ -59,6 +77,7 @@ def check_configuration(environ: Mapping[str, str]) -> list[str]:
     gunicorn starts; ValueError naming the first bad one. Returns the DIALSCORE_* names nothing reads (typos)."""
     settings = load_server_settings(environ)
     check_access(settings)
+    check_host(settings.host)
     if environ.get("DIALSCORE_PROVIDERS"):
         check_provider_names_apart(environ["DIALSCORE_PROVIDERS"])
     for key in ("PROMETHEUS_MULTIPROC_DIR", "DIALSCORE_READY_DIR"):

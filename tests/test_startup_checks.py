@@ -155,3 +155,34 @@ def test_python_m_service_refuses_an_open_port_in_one_line():
     assert done.returncode == 2
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "no DIALSCORE_API_TOKEN is set" in lines[0], done.stderr
+
+
+@pytest.mark.parametrize("host", ["::1", "[::1]", "[0:0::1]"])
+def test_an_ipv6_host_is_bound_in_brackets_with_or_without_them(host):
+    """gunicorn reads `::1:8000` as host `::1:8000`'s last colon and `::1` alone as an empty port."""
+    from gunicorn.util import parse_address
+
+    from service.config import bind_address
+
+    settings = load_server_settings({"DIALSCORE_HOST": host, "DIALSCORE_PORT": "8141"})
+    assert settings.host == "::1"
+    assert parse_address(bind_address(settings.host, settings.port)) == ("::1", 8141)
+    assert bind_address("127.0.0.1", 8141) == "127.0.0.1:8141" and bind_address("localhost", 80) == "localhost:80"
+
+
+@pytest.mark.parametrize("host", ["no-such-host.invalid", "[::1", "-1"])
+def test_a_host_that_is_no_address_and_does_not_resolve_is_refused_naming_the_variable(host):
+    with pytest.raises(ValueError, match=r"^DIALSCORE_HOST=.*not an IP address, and the name does not resolve"):
+        check_configuration({"DIALSCORE_HOST": host, "DIALSCORE_API_TOKEN": "s3cret"})
+    assert check_configuration({"DIALSCORE_HOST": "localhost", "DIALSCORE_API_TOKEN": "s3cret"}) == []
+
+
+def test_python_m_service_refuses_an_unresolvable_host_in_one_line():
+    """gunicorn itself retried the bind five times, then exited 1 with a line naming no variable."""
+    env = {**os.environ, "DIALSCORE_HOST": "no-such-host.invalid", "DIALSCORE_API_TOKEN": "s3cret",
+           "DIALSCORE_PORT": "8060"}
+    done = subprocess.run([sys.executable, "-m", "service"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "DIALSCORE_HOST='no-such-host.invalid'" in lines[0], done.stderr

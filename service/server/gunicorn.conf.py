@@ -6,7 +6,7 @@ WORKERS, ...), so operators configure one set of DIALSCORE_* variables.
 import atexit
 import os
 
-from service.config import load_server_settings
+from service.config import bind_address, load_server_settings
 from service.observability import shared_folders
 from service.observability.logs import gunicorn_logconfig
 from service.store import readiness
@@ -14,7 +14,7 @@ from service.store import readiness
 # One settings object (service/config.py); `python -m service` checks it before gunicorn starts
 # (service/startup_checks.py) and stops with one line naming a bad variable.
 _settings = load_server_settings()
-bind = f"{_settings.host}:{_settings.port}"
+bind = bind_address(_settings.host, _settings.port)
 workers = _settings.workers
 # uvicorn's worker (HTTP parsed by h11) serving the Flask app through a2wsgi behind admission
 # (service/server/worker.py, front.py); the scoring threads are DIALSCORE_THREADS, read there.
