@@ -180,6 +180,40 @@ def test_bulk_job_shards_match_completions():
     assert container["securityContext"]["readOnlyRootFilesystem"]
 
 
+# Every pod that runs the CPU image: (kustomization under k8s/, the kind that holds its pod).
+IMAGE_PODS = [("overlays/cpu", "Deployment"), ("kserve", "ServingRuntime"), ("bulk", "Job")]
+
+
+def pod_spec(path: str, kind: str) -> dict:
+    doc = by_kind(render(REPO / "k8s" / path), kind)
+    return doc["spec"] if kind == "ServingRuntime" else doc["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize("path, kind", IMAGE_PODS)
+def test_every_pod_of_the_image_gives_openvinos_cache_a_volume_and_bounds_its_scratch_space(path, kind):
+    """The image's DIALSCORE_OPENVINO_CACHE_DIR is on its read-only root: without a volume there each worker
+    compiled MiniLM for itself through /tmp (90 MB a start; the bulk Job's /tmp holds 64Mi). An emptyDir
+    without a size limit may fill the node's disk."""
+    [cache] = re.findall(r"DIALSCORE_OPENVINO_CACHE_DIR=(\S+)", (REPO / "Dockerfile").read_text(encoding="utf-8"))
+    pod = pod_spec(path, kind)
+    [container] = pod["containers"]
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert cache in mounts and not any(m.get("readOnly") for m in container["volumeMounts"] if m["mountPath"] == cache)
+    assert volumes[mounts[cache]]["emptyDir"]["sizeLimit"] == "768Mi"  # MiniLM's 180 MB, mpnet-base's 440 MB
+    for volume in volumes.values():
+        if "emptyDir" in volume:
+            assert volume["emptyDir"].get("sizeLimit"), volume["name"]
+
+
+def test_the_documented_docker_run_gives_openvinos_cache_a_volume():
+    """docs/deploy.md's `docker run --read-only` mounts what the pods mount: /tmp and the compiled-model cache."""
+    [cache] = re.findall(r"DIALSCORE_OPENVINO_CACHE_DIR=(\S+)", (REPO / "Dockerfile").read_text(encoding="utf-8"))
+    [command] = re.findall(r"docker run [^\n]*--read-only.*?\n\s*-e [^\n]*", (REPO / "docs" / "deploy.md").read_text(
+        encoding="utf-8"), re.S)
+    assert "--tmpfs /tmp" in command and f":{cache}" in command
+
+
 # The fields of KServe's CRDs the example uses (serving.kserve.io ServingRuntime v1alpha1 and
 # InferenceService v1beta1, as KServe's API reference documents them): kubernetes-validate has no schema
 # for custom kinds, so the example's KServe fields are held to these, and its pod parts to the

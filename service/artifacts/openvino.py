@@ -13,6 +13,8 @@ import logging
 import os
 import queue
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -89,16 +91,29 @@ def cache_dir(setting: str) -> Path | None:
     return folder
 
 
-def float_graph(path: Path, folder: Path | None) -> Path:
+@contextmanager
+def graph_to_compile(path: Path, dequantise: bool, cache: Path | None) -> Iterator[Path]:
+    """The file OpenVINO compiles for `path`: itself, or with `dequantise` its float graph (float_graph),
+    kept in the cache; without one, in a private temporary folder removed once the `with` block has
+    compiled it (the compiled model holds its weights in memory), so that no worker start leaves its
+    90 MB in $TMPDIR."""
+    if not dequantise:
+        yield path
+    elif cache is not None:
+        yield float_graph(path, cache)
+    else:
+        with tempfile.TemporaryDirectory(prefix="dialscore-openvino-") as private:
+            yield float_graph(path, Path(private))
+
+
+def float_graph(path: Path, folder: Path) -> Path:
     """The int8 file `path` with its weights dequantised to float initialisers, as ONNX Runtime's CPU EP
     serves it as int8-float (session.disable_quant_qdq folds each DequantizeLinear): the same int8-rounded
     weights in float arithmetic, a plain ONNX graph OpenVINO compiles to bf16. Written once into `folder`
-    (the cache; a private temporary folder without one) under the int8 file's hash, by rename, so that
-    two workers starting together never read half a file."""
+    under the int8 file's hash, by rename, so that two workers starting together never read half a file."""
     import onnxruntime as ort
 
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-    folder = folder or Path(tempfile.mkdtemp(prefix="dialscore-openvino-"))
     target = folder / f"{path.stem}-float-{digest}.onnx"
     if target.exists():
         return target

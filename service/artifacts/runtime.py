@@ -148,16 +148,16 @@ class Runtime:
         """A sentence encoder's session on the encoders' provider (self.choice). On OpenVINO a compiled
         model with one stream a share of a request (encoder_threads), each on the threads a share gets on
         the CPU EP, computing in openvino.inference_precision; `weights` int8-float or int8 compiles the
-        int8 file's weights dequantised to float (openvino.float_graph). Where OpenVINO cannot compile
+        int8 file's weights dequantised to float (openvino.graph_to_compile). Where OpenVINO cannot compile
         it, the CPU EP's session, with a warning. `config` applies to the CPU EP only."""
         if self.choice.encoder != openvino.EP:
             return self.session(path, self.encoder_run_threads, config)
         precision = openvino.inference_precision(self.flags)
         cache = openvino.cache_dir(self.settings.openvino_cache_dir)
         try:
-            graph = openvino.float_graph(Path(path), cache) if weights in ("int8", "int8-float") else Path(path)
-            compiled = openvino.CompiledSession(graph, self.encoder_threads * self.encoder_run_threads,
-                                                self.encoder_threads, precision, cache)
+            with openvino.graph_to_compile(Path(path), weights in ("int8", "int8-float"), cache) as graph:
+                compiled = openvino.CompiledSession(graph, self.encoder_threads * self.encoder_run_threads,
+                                                    self.encoder_threads, precision, cache)
         except Exception as exc:  # noqa: BLE001 - the CPU EP serves what OpenVINO cannot
             log.warning("%s: OpenVINO could not compile it (%s: %s); the CPU EP serves it", Path(path).name,
                         type(exc).__name__, exc)

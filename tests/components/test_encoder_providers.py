@@ -4,6 +4,7 @@ why, where its runtime (the `openvino` package) is not installed."""
 from __future__ import annotations
 
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -139,6 +140,24 @@ def test_a_restart_loads_the_compiled_encoder_from_the_cache(tmp_path: Path) -> 
     assert sorted((p.name, p.stat().st_mtime_ns) for p in tmp_path.iterdir()) == written
     assert (first.precision, first.served_files()["provider"]) == ("int8-float", openvino.EP)
     assert np.array_equal(first.encode(TEXTS), second.encode(TEXTS))
+
+
+def test_without_a_writable_cache_a_worker_leaves_no_compiled_graph_in_the_temporary_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each worker then dequantises MiniLM for itself (90 MB): the folder goes once OpenVINO has compiled it,
+    and the compiled model still encodes."""
+    _runtime(openvino.EP)
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    settings = RuntimeSettings(providers=(openvino.EP, CPU), intra_op_threads=1,
+                               openvino_cache_dir=str(blocked / "openvino"))
+    encoder = SentenceEncoder(read_manifest(STORE / "minilm-l6"), Runtime(settings))
+    assert (encoder.precision, encoder.served_files()["provider"]) == ("int8-float", openvino.EP)
+    assert list(temporary.iterdir()) == []
+    assert encoder.encode(TEXTS).shape[0] == len(TEXTS)
 
 
 def test_on_openvino_minilm_is_served_as_int8_float_whether_auto_or_int8_is_asked() -> None:
