@@ -268,6 +268,18 @@ def test_the_kserve_example_validates_and_probes_the_v2_paths():
     assert env["PROMETHEUS_MULTIPROC_DIR"] in {m["mountPath"] for m in container["volumeMounts"]}
 
 
+def test_the_kserve_runtime_has_the_settings_of_the_base_configmap():
+    """docs/deploy.md: the runtime's threads, memory and limits are the Deployment's. Its 4Gi is sized on
+    recycling a worker past DIALSCORE_MAX_WORKER_MEMORY_MIB, which the runtime once lacked. Only the
+    port differs (KServe's 8080)."""
+    config = by_kind(render(REPO / "k8s" / "overlays" / "cpu"), "ConfigMap")["data"]
+    [container] = by_kind(render(REPO / "k8s" / "kserve"), "ServingRuntime")["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert {k: env.get(k) for k in config if k != "DIALSCORE_PORT"} == {k: v for k, v in config.items()
+                                                                         if k != "DIALSCORE_PORT"}
+    assert env["DIALSCORE_MAX_WORKER_MEMORY_MIB"] == "1800" and container["resources"]["limits"]["memory"] == "4Gi"
+
+
 def test_a_kserve_pod_part_that_breaks_the_kubernetes_schema_fails(tmp_path):
     from kubernetes_validate.utils import ValidationError, validate
 
