@@ -268,12 +268,12 @@ def _convert(raw: Any, default: Any) -> Any:
     if isinstance(default, Path):
         if not str(raw).strip():  # Path("") is the working directory, whose folders would be taken for models
             raise ValueError("must name a folder")
-        return Path(raw)
+        return Path(str(raw).strip())
     if isinstance(default, tuple):
         if isinstance(raw, (list, tuple)):
             return tuple(raw)
         return tuple(part.strip() for part in str(raw).split(",") if part.strip())
-    return raw
+    return str(raw).strip()  # as every other value: a Secret or a YAML value may end in a space or newline
 
 
 def load_settings(overrides: dict[str, Any] | None = None, environ: Mapping[str, str] | None = None,
@@ -325,7 +325,8 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: Mapping[str,
     if not 0 < settings.not_english_confidence <= 1:  # NaN fails too
         raise ValueError(f"DIALSCORE_NOT_ENGLISH_CONFIDENCE={settings.not_english_confidence}: must be above 0 and "
                          "at most 1")
-    if settings.log_level.strip().upper() not in LOG_LEVELS:
+    settings = replace(settings, log_level=settings.log_level.upper())  # the one spelling logging and gunicorn take
+    if settings.log_level not in LOG_LEVELS:
         raise ValueError(f"DIALSCORE_LOG_LEVEL={settings.log_level!r}: must be one of {', '.join(LOG_LEVELS)}")
     if not settings.providers:
         raise ValueError("DIALSCORE_PROVIDERS: name at least one ONNX Runtime execution provider")

@@ -123,3 +123,15 @@ def test_every_integer_setting_has_a_range_declared_beside_it():
     for name, (lowest, highest) in SERVICE_RANGES.items():
         assert lowest <= getattr(Settings(), name) <= highest < 2**31, name
         load_settings({name: highest}, environ={}, check_providers=False)
+
+
+def test_whitespace_around_a_value_is_dropped_and_the_log_level_is_read_in_one_spelling():
+    """A log level that passed the check with a space crashed gunicorn's logging set-up; a model store with
+    a trailing space was a folder that did not exist (/readyz 503)."""
+    from service.observability.logs import gunicorn_logconfig
+
+    settings = load_settings(environ={"DIALSCORE_LOG_LEVEL": " info ", "DIALSCORE_MODEL_STORE": "/srv/store ",
+                                      "DIALSCORE_OPENVINO_CACHE_DIR": "/var/cache/ov\n"})
+    assert (settings.log_level, settings.model_store, settings.openvino_cache_dir) == (
+        "INFO", Path("/srv/store"), "/var/cache/ov")
+    assert gunicorn_logconfig(settings.log_level)["root"]["level"] == "INFO"
