@@ -35,7 +35,26 @@ def test_the_images_install_with_the_constraints() -> None:
     for dockerfile in ("Dockerfile", "Dockerfile.gpu"):
         text = (REPO / dockerfile).read_text(encoding="utf-8")
         assert "-c /tmp/constraints.txt" in text, dockerfile
-    assert "!constraints.txt" in (REPO / ".dockerignore").read_text(encoding="utf-8")
+    for ignore in (".dockerignore", "Dockerfile.gpu.dockerignore"):
+        assert "!constraints.txt" in (REPO / ignore).read_text(encoding="utf-8")
+
+
+def _store_patterns(ignore: str) -> set[str]:
+    lines = (REPO / ignore).read_text(encoding="utf-8").splitlines()
+    return {line.removeprefix("model_store/") for line in lines if line.startswith("model_store/")}
+
+
+def test_the_cpu_image_leaves_out_the_built_encoders_the_wheel_leaves_out() -> None:
+    """docs/deploy.md: /app/model_store holds the committed models; a 436 MB mpnet-base built in the
+    checkout once went into the CPU image. The GPU image keeps them (it asks for the fp32 MiniLM)."""
+    import tomllib
+
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    wheel = set(pyproject["tool"]["setuptools"]["exclude-package-data"]["model_store"])
+    hidden = {"**/.*"}  # hidden build folders and partial files, which the wheel's "*/*" does not reach
+    assert _store_patterns(".dockerignore") == wheel | hidden
+    gpu = _store_patterns("Dockerfile.gpu.dockerignore")
+    assert "minilm-l6/encoder-fp32.onnx" not in gpu and "mpnet-base/*.onnx" not in gpu and hidden <= gpu
 
 
 def test_the_gpu_service_installs_what_the_cpu_service_does_but_its_runtime() -> None:
