@@ -34,10 +34,13 @@ WARNINGS = Counter("dialscore_warnings_total", "Replies (/score) and candidates 
                    ["endpoint", "code"])
 BATCH = Histogram("dialscore_batch_items", "Items per scoring request by model.", ["model"],
                   buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024))
-# A worker adds 1 as it loads each sentence encoder: summed over workers, how many serve it where and how
-# (the provider, the file's precision, OpenVINO's compute precision or "-" off OpenVINO).
-ENCODER_LOADS = Counter("dialscore_encoder_loads_total", "Sentence encoders loaded, by component, execution provider "
-                        "and precision.", ["component", "provider", "precision", "compute"])
+# A worker adds 1 as it loads each sentence encoder, by where and how (the provider, the file's precision,
+# OpenVINO's compute precision or "-" off OpenVINO). Folded across recycles like every counter, it counts the
+# loads since the server started, not the workers serving now (2 workers recycled 6 times: 8); those are
+# in GET /models. A rise in another provider's series is a load that fell back.
+ENCODER_LOADS = Counter("dialscore_encoder_loads_total", "Sentence encoder loads since the server started, every "
+                        "worker's (replaced ones included), by component, execution provider and precision.",
+                        ["component", "provider", "precision", "compute"])
 MODEL_SECONDS = Histogram("dialscore_model_seconds", "Time inside a model's score() by model.", ["model"],
                           buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
 

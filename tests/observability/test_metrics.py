@@ -45,3 +45,9 @@ def test_every_metric_is_of_a_type_that_folding_adds_up() -> None:
     others = [name for name, v in vars(metrics).items()
               if type(v).__module__ == "prometheus_client.metrics" and not isinstance(v, (Counter, Histogram))]
     assert not others, f"{others}: fold_dead_worker only knows {metrics.FOLDED_TYPES}"
+
+
+def test_the_encoder_loads_counter_says_it_counts_loads_not_serving_workers() -> None:
+    """Folded across recycles (above), it had counted 8 with 2 live workers after 6 recycles, while its
+    comment said "how many serve it"."""
+    assert "loads since the server started" in metrics.ENCODER_LOADS._documentation
