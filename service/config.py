@@ -174,7 +174,7 @@ def _server_value(name: str, raw: Any) -> Any:
     if name == "host":
         return unbracketed(raw)
     if name == "worker_tmp_dir":
-        return raw
+        return absolute_folder(key, raw)
     if name in ("read_timeout", "request_timeout"):
         return _seconds(key, raw)
     return whole_number(key, raw, *SERVER_RANGES[name])
@@ -197,6 +197,15 @@ def bind_address(host: str, port: int) -> str:
     except ValueError:
         return f"{host}:{port}"
     return f"[{host}]:{port}"
+
+
+def absolute_folder(key: str, folder: str, home: bool = False) -> str:
+    """`folder` (empty: unset), ValueError naming `key` where it is relative: it would be made in whatever
+    folder the server was started from (`-1` made ./-1). `home`: a leading ~ is expanded where it is read."""
+    if folder and not os.path.isabs(os.path.expanduser(folder) if home else folder):
+        raise ValueError(f"{key}={folder!r}: must be an absolute path (a relative one would be made in the folder "
+                         "the server was started from)")
+    return folder
 
 
 def check_writable(folder: str, key: str) -> None:
@@ -335,6 +344,7 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: Mapping[str,
     except ValueError as exc:
         raise ValueError(f"DIALSCORE_CUDA_OPTIONS: {exc}") from exc
     settings = replace(settings, encoder_precision=encoder_precision(settings.encoder_precision))
+    absolute_folder("DIALSCORE_OPENVINO_CACHE_DIR", settings.openvino_cache_dir, home=True)
     if not check_providers:
         return settings
     check_provider_names(settings.providers, explicit="DIALSCORE_PROVIDERS" in environ)

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import fields
 
-from service.config import Settings, check_writable, env_name, load_server_settings, refuse_unknown_providers
+from service.config import Settings, absolute_folder, check_writable, env_name, load_server_settings, refuse_unknown_providers
 
 # The DIALSCORE_* names read outside Settings (the worker's own, bulk's, training's), for the warning
 # about a misspelt one; the Settings fields are added where it is checked.
@@ -80,6 +80,7 @@ def check_configuration(environ: Mapping[str, str]) -> list[str]:
     check_host(settings.host)
     if environ.get("DIALSCORE_PROVIDERS"):
         check_provider_names_apart(environ["DIALSCORE_PROVIDERS"])
+    absolute_folder("DIALSCORE_READY_DIR", environ.get("DIALSCORE_READY_DIR", ""))
     for key in ("PROMETHEUS_MULTIPROC_DIR", "DIALSCORE_READY_DIR"):
         if environ.get(key):
             check_writable(environ[key], key)

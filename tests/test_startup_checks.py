@@ -71,7 +71,7 @@ def test_every_dialscore_variable_in_the_code_is_known():
     unknown = check_configuration({name: "auto" if name == "DIALSCORE_ENCODER_PRECISION" else "1" for name in names if name not in (
         "DIALSCORE_MODEL_STORE", "DIALSCORE_PROVIDERS", "DIALSCORE_CUDA_OPTIONS", "DIALSCORE_API_TOKEN",
         "DIALSCORE_LOG_LEVEL", "DIALSCORE_HOST", "DIALSCORE_WORKER_TMP_DIR", "DIALSCORE_READY_DIR",
-        "DIALSCORE_READ_TIMEOUT")})
+        "DIALSCORE_READ_TIMEOUT", "DIALSCORE_OPENVINO_CACHE_DIR")})
     assert unknown == []
 
 
@@ -186,3 +186,20 @@ def test_python_m_service_refuses_an_unresolvable_host_in_one_line():
     assert done.returncode == 2
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "DIALSCORE_HOST='no-such-host.invalid'" in lines[0], done.stderr
+
+
+@pytest.mark.parametrize("variable, value", [("DIALSCORE_WORKER_TMP_DIR", "-1"), ("DIALSCORE_READY_DIR", "ready"),
+                                             ("DIALSCORE_OPENVINO_CACHE_DIR", "cache/openvino")])
+def test_a_relative_folder_is_refused_before_anything_is_made_in_the_working_folder(variable, value, tmp_path,
+                                                                                    monkeypatch):
+    """DIALSCORE_WORKER_TMP_DIR=-1 made ./-1 wherever the server was started."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=f"^{variable}='{value}': must be an absolute path"):
+        check_configuration({variable: value})
+    assert list(tmp_path.iterdir()) == []
+    check_configuration({variable: str(tmp_path / "absolute")})
+
+
+def test_the_openvino_cache_may_start_at_the_home_folder():
+    """openvino.cache_dir expands ~, as its default (~/.cache/dialscore/openvino) does."""
+    assert check_configuration({"DIALSCORE_OPENVINO_CACHE_DIR": "~/.cache/dialscore/openvino"}) == []
