@@ -14,9 +14,10 @@ CONFIG = Path(__file__).parent / "server" / "gunicorn.conf.py"
 log = logging.getLogger("service")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m service") -> int:
+    """`prog`: the command line its usage names (`dialscore serve` passes its own)."""
     configure_logging()  # these messages are JSON lines like everything else the server logs
-    parser = argparse.ArgumentParser(prog="python -m service", description=__doc__)
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("--host", help="default: $DIALSCORE_HOST, else 127.0.0.1")
     parser.add_argument("--port", help="default: $DIALSCORE_PORT, else 8000")
     parser.add_argument("--workers", help="default: $DIALSCORE_WORKERS, else 2")

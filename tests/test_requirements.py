@@ -63,3 +63,13 @@ def test_the_gpu_service_installs_what_the_cpu_service_does_but_its_runtime() ->
     assert cpu.pop("onnxruntime") == gpu.pop("onnxruntime-gpu")
     cpu.pop("openvino")  # the CPU encoders' runtime: a GPU worker's encoders run on CUDA
     assert cpu == gpu
+
+
+def test_the_deploy_page_names_each_images_base() -> None:
+    """docs/deploy.md said python:3.11-slim while the Dockerfile pinned python:3.11-slim-bookworm."""
+    import re
+
+    page = (REPO / "docs" / "deploy.md").read_text(encoding="utf-8")
+    for dockerfile, arg, label in (("Dockerfile", "PYTHON_IMAGE", "CPU"), ("Dockerfile.gpu", "CUDA_IMAGE", "GPU")):
+        [base] = re.findall(rf"^ARG {arg}=(\S+)$", (REPO / dockerfile).read_text(encoding="utf-8"), re.M)
+        assert f"# {label}: {base} " in page or f"# {label}: {base}," in page, (dockerfile, base)

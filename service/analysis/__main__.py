@@ -27,8 +27,8 @@ from service.stats import DEFAULT_DESIGN, DESIGNS, METHODS, StatsInputError, cor
 from service.stats.human_eval import HumanEvalInputError, assess
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m service.analysis", description=__doc__.splitlines()[0])
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     corr = commands.add_parser("correlate", help="metric scores against human ratings")
@@ -227,8 +227,9 @@ def _remove_not_drawn(ours, drawn) -> None:
             path.unlink(missing_ok=True)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "python -m service.analysis") -> int:
+    """`prog`: the command line its usage names (the subcommand follows it)."""
+    args = _parser(prog).parse_args(argv)
     if args.out.exists() and not args.out.is_dir():
         print(f"error: --out {args.out} is a file; name a folder for the report (it is made if missing)",
               file=sys.stderr)

@@ -59,8 +59,8 @@ def json_object(text: str) -> dict[str, Any]:
     return value
 
 
-def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = _Parser(prog="python -m service.bulk", description=DESCRIPTION)
+def _parse_args(argv: list[str] | None, prog: str = "python -m service.bulk") -> argparse.Namespace:
+    parser = _Parser(prog=prog, description=DESCRIPTION)
     try:
         settings = load_settings()
     except (ValueError, KeyError) as exc:  # a DIALSCORE_* variable that does not parse
@@ -139,8 +139,8 @@ def _open_input(path: Path) -> BinaryIO:
         raise set_up_error(f"cannot read the input {path}", exc) from None
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the command; k8s/bulk/job.yaml's podFailurePolicy acts on the exit status.
+def main(argv: list[str] | None = None, prog: str = "python -m service.bulk") -> int:
+    """Run the command (`prog`: the command line its usage and errors name); k8s/bulk/job.yaml's podFailurePolicy acts on the exit status.
 
       0    done; lines that cannot be scored are error records in the output
       1    failed after set-up (an I/O error), on a transient set-up error (TransientSetUpError) or on a
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
            input): retrying the same command cannot help
       143  stopped by SIGTERM (130: Ctrl-C): reading ends, the lines in hand are written; a rerun resumes"""
     configure_logging()  # before the arguments are checked: their errors are JSON records too
-    args = _parse_args(argv)
+    args = _parse_args(argv, prog)
     configure_logging(args.settings.log_level)
     Stop.install()
     started = time.perf_counter()

@@ -38,4 +38,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dialscore: no command {argv[0]!r}\n\n{usage()}", file=sys.stderr)
         return 2
     module, first, _ = COMMANDS[argv[0]]
-    return importlib.import_module(module).main([*first, *argv[1:]])
+    # the usage names what the user typed; a module whose first argument is the subcommand adds it itself
+    prog = "dialscore" if first else f"dialscore {argv[0]}"
+    return importlib.import_module(module).main([*first, *argv[1:]], prog=prog)

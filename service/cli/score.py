@@ -38,8 +38,8 @@ ALL = "all"  # the row of every line, under the systems'
 CSV_FIELDS = ("id", "system", "response", "reference")
 
 
-def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="dialscore score", description=__doc__.split("\n\n")[0])
+def _parse_args(argv: list[str] | None, prog: str = "dialscore score") -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     try:
         settings = load_settings()
     except (ValueError, KeyError) as exc:  # a DIALSCORE_* variable that does not parse
@@ -286,13 +286,13 @@ def as_json(summary: Summary, scorers: list[Scorer]) -> dict[str, Any]:
             "failed_lines": summary.failed_lines, "trained": summary.trained, "excluded": summary.excluded}
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "dialscore score") -> int:
     """0 done; 1 lines a model could not score, with `--on-invalid fail` (the default: the output is then
     left as it was, as /score answers a 422 and scores nothing); 2 a set-up or I/O error (the output is
     replaced only once whole, so it is then left as it was too). With `--on-invalid skip` such lines are
     error records of the output and the run is done (0)."""
     configure_logging()
-    args = _parse_args(argv)
+    args = _parse_args(argv, prog)
     # The table is what a person reads: the store's loading lines only when DIALSCORE_LOG_LEVEL asks.
     configure_logging(args.settings.log_level if os.environ.get("DIALSCORE_LOG_LEVEL") else "WARNING")
     try:

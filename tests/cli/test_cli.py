@@ -20,15 +20,21 @@ def test_without_a_command_it_lists_them_and_exits_2(capsys) -> None:
     assert main(["scroe"]) == 2 and "no command 'scroe'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command, usage", [("serve", "python -m service "), ("bulk", "python -m service.bulk"),
-                                            ("correlate", "python -m service.analysis correlate"),
-                                            ("human-eval", "python -m service.analysis human-eval"),
-                                            ("score", "dialscore score")])
-def test_each_command_is_its_modules_command_line(command, usage) -> None:
+@pytest.mark.parametrize("command, module", [("serve", "service"), ("bulk", "service.bulk"),
+                                             ("correlate", "service.analysis"), ("human-eval", "service.analysis"),
+                                             ("score", None)])
+def test_each_command_is_its_modules_command_line_and_its_usage_names_what_was_typed(command, module) -> None:
+    """`dialscore serve --help` once began "usage: python -m service"."""
     done = subprocess.run([sys.executable, "-m", "service.cli", command, "--help"], cwd=REPO, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"usage: {usage}")
+    assert done.stdout.startswith(f"usage: dialscore {command} ")
+    if module is not None:
+        first = [command] if module == "service.analysis" else []
+        direct = subprocess.run([sys.executable, "-m", module, *first, "--help"], cwd=REPO, capture_output=True,
+                                text=True, timeout=120)
+        assert direct.stdout.startswith(f"usage: python -m {' '.join([module, *first])} ")
+        assert done.stdout.split("\n\n", 1)[1] == direct.stdout.split("\n\n", 1)[1]  # the same options
 
 
 def test_serve_serves_the_store_that_model_store_names_from_the_working_folder(tmp_path: Path) -> None:
