@@ -234,6 +234,8 @@ class Front:
         Overloaded where the worker holds DIALSCORE_MAX_PENDING_BYTES for requests not yet admitted."""
         limit, pending, parts, size, more = self.settings.max_body_bytes, self.settings.max_pending_bytes, [], 0, True
         deadline, declared = arrived + self.settings.read_timeout, exchange.headers.get("content-length", "")
+        if declared == "0" and "transfer-encoding" not in exchange.headers:
+            return b""  # nothing to read, nor to invite with `100 Continue`, which the first read would send
         try:
             while more and not (size > limit or declared.isdigit() and int(declared) > limit):
                 message = await _receive(receive, deadline - time.monotonic())

@@ -450,6 +450,17 @@ def test_a_body_too_large_awaiting_100_continue_is_refused_without_inviting_it(s
         assert conn.recv(65536) == b""
 
 
+def test_an_empty_body_awaiting_100_continue_is_answered_without_inviting_it(server):
+    """`Expect: 100-continue` with `Content-Length: 0`: the front's first read of the (empty) body made
+    uvicorn send `100 Continue` before the answer, and a client reading one answer per read saw the
+    100 and the answer arrive together, some of the time, and misread them."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=READ_TIMEOUT + 5) as conn:
+        conn.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 0\r\n\r\n")
+        raw = read_answer(conn)
+    assert raw.startswith(b"HTTP/1.1 400") and b"empty" in raw, raw
+
+
 def test_an_answer_before_the_body_of_a_client_awaiting_100_continue_ends_the_connection(server):
     """A refusal before the body (a bad X-Request-Timeout) kept the connection: the client, answered
     without `100 Continue`, sends no body, and its next request was read as that body (a 400)."""
