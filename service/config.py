@@ -219,8 +219,6 @@ def check_writable(folder: str, key: str) -> None:
         raise ValueError(f"{key}={folder!r}: not a folder the server can write in ({exc.strerror or exc})") from None
 
 
-
-
 # Our defaults for ONNX Runtime's CUDA provider, under what DIALSCORE_CUDA_OPTIONS sets.
 # use_tf32=0: TF32 (ONNX Runtime's default) rounds fp32 matrix products to a 10-bit mantissa, which moved
 # H100 scores by up to 2e-4 of their range from the CPU's (1e-6 without); a research tool gives the CPU's

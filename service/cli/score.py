@@ -55,8 +55,7 @@ def _parse_args(argv: list[str] | None, prog: str = "dialscore score") -> argpar
     parser.add_argument("--exclude-trained", action="store_true",
                         help="leave out every line that is a training item of one of --models (its last turn and reply, "
                              "in any spelling, are an item the model read: service/store/trained_items.py); without it "
-                             "such lines are marked "
-                             "`trained` and counted")
+                             "such lines are marked `trained` and counted")
     parser.add_argument("--on-invalid", choices=("fail", "skip"), default="fail",
                         help="a line some model cannot score: fail (default) exits 1 and writes no output; skip "
                              "writes it as an error record and goes on (exit 0)")
