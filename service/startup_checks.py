@@ -80,8 +80,8 @@ def check_configuration(environ: Mapping[str, str]) -> list[str]:
     check_host(settings.host)
     if environ.get("DIALSCORE_PROVIDERS"):
         check_provider_names_apart(environ["DIALSCORE_PROVIDERS"])
-    absolute_folder("DIALSCORE_READY_DIR", environ.get("DIALSCORE_READY_DIR", ""))
     for key in ("PROMETHEUS_MULTIPROC_DIR", "DIALSCORE_READY_DIR"):
+        absolute_folder(key, environ.get(key, ""))
         if environ.get(key):
             check_writable(environ[key], key)
     return unknown_names(environ, OTHER_NAMES | {env_name(f.name) for f in fields(Settings)})

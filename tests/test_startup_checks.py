@@ -189,7 +189,8 @@ def test_python_m_service_refuses_an_unresolvable_host_in_one_line():
 
 
 @pytest.mark.parametrize("variable, value", [("DIALSCORE_WORKER_TMP_DIR", "-1"), ("DIALSCORE_READY_DIR", "ready"),
-                                             ("DIALSCORE_OPENVINO_CACHE_DIR", "cache/openvino")])
+                                             ("DIALSCORE_OPENVINO_CACHE_DIR", "cache/openvino"),
+                                             ("PROMETHEUS_MULTIPROC_DIR", "metrics")])
 def test_a_relative_folder_is_refused_before_anything_is_made_in_the_working_folder(variable, value, tmp_path,
                                                                                     monkeypatch):
     """DIALSCORE_WORKER_TMP_DIR=-1 made ./-1 wherever the server was started."""
