@@ -12,6 +12,7 @@ import argparse
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -95,13 +96,19 @@ def training_items(model: str, data_dir: Path = judgements.DEFAULT_DATA_DIR) -> 
     return out
 
 
+@cache
+def stream_keys(name: str, data_dir: Path) -> frozenset[str]:
+    """The keys of a PAIR_STREAMS stream, read once per run: most models share the same streams."""
+    return frozenset(trained_items.item_key([turn], reply) for turn, reply in PAIR_STREAMS[name](data_dir))
+
+
 def pair_items(model: str, data_dir: Path = judgements.DEFAULT_DATA_DIR) -> dict[str, list[judgements.JudgedItem]]:
     """Per set, the judged items (every set, either partition) whose last turn and reply are a pair of
     `model`'s PAIR_STREAMS (sets with none are left out)."""
     streams = TRAINED_ON[model].pairs
     if not streams:
         return {}
-    read = {trained_items.item_key([turn], reply) for name in streams for turn, reply in PAIR_STREAMS[name](data_dir)}
+    read = frozenset().union(*(stream_keys(name, data_dir) for name in streams))
     out = {}
     for name in judgements.SETS:
         items = [i for i in judgements.load_set(name, "all", data_dir) if trained_items.item_key(i.context, i.response) in read]
