@@ -155,23 +155,27 @@ class Front:
             return
         scope = origin_form(scope)
         exchange, arrived = Exchange(scope, send), time.monotonic()
-        self.answered += 1
-        recycling = self.stopping_since is None and (self.over_memory(scope["path"]) or self.answered == self.max_requests)
+        lane, exchange.endpoint, in_path = self.route(scope["method"], scope["path"])
+        # Probes never recycle (nor count towards max_requests): an idle pod's probes would restart its
+        # workers, and restarting the one that answers /readyz could keep the pod from ever being ready.
+        self.answered += lane is not self.probes
+        recycling = lane is not self.probes and self.stopping_since is None and (
+            self.over_memory() or self.answered == self.max_requests)
         if recycling:  # stop accepting before this answer goes out: its client's next connection goes to a sibling
             self.stopping_since = float("inf")  # from now answers close; every arrival is still served
             self.recycle()
         exchange.close = self.stopping_since is not None
         try:
-            await self.serve(exchange, receive, arrived)
+            await self.serve(exchange, lane, in_path, receive, arrived)
         except ClientGone:
             exchange.status = exchange.status or 499
         finally:
             log_access(scope, exchange.status, exchange.sent, time.perf_counter() - exchange.started,
                        exchange.request_id)
 
-    async def serve(self, exchange: Exchange, receive: Receive, arrived: float) -> None:
-        scope, settings, headers = exchange.scope, self.settings, exchange.headers
-        (lane, exchange.endpoint, in_path), body = self.route(scope["method"], scope["path"]), b""
+    async def serve(self, exchange: Exchange, lane: Lane, in_path: list[object], receive: Receive,
+                    arrived: float) -> None:
+        scope, settings, headers, body = exchange.scope, self.settings, exchange.headers, b""
         unread = headers.get("content-length", "0") != "0" or "transfer-encoding" in headers  # a body not read yet
         exchange.close |= "content-length" in headers and "transfer-encoding" in headers  # RFC 9112 6.1: a must
         try:
@@ -292,12 +296,11 @@ class Front:
             self._timer.cancel()
         self._timer = asyncio.get_running_loop().call_later(max(0.0, min(wake) - now), self.dispatch) if wake else None
 
-    def over_memory(self, path: str) -> bool:
+    def over_memory(self) -> bool:
         """Whether to recycle this worker after this answer (DIALSCORE_MAX_WORKER_MEMORY_MIB): ONNX Runtime's
-        arenas keep the peak of the shapes seen, so the peak resident memory is what to recycle by. Probes
-        never recycle: restarting the worker that answers one could keep the pod from ever being ready."""
+        arenas keep the peak of the shapes seen, so the peak resident memory is what to recycle by."""
         limit = self.settings.max_worker_memory_mib
-        if not limit or path in readiness.PROBE_PATHS | readiness.V2_PROBE_PATHS:
+        if not limit:
             return False
         held = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux counts KiB
         if held > limit:

@@ -85,9 +85,20 @@ def test_a_worker_stopping_on_sigterm_is_not_also_recycled(front):
     recycled: list[int] = []
     front.max_requests, front.recycle = 1, lambda: recycled.append(front.answered)
     front.stopping_since = time.monotonic()
-    assert answer(front, "GET", "/healthz") == 503 and recycled == []
+    assert answer(front, "GET", "/models") == 503 and recycled == []
     front.stopping_since, front.max_requests = None, 2
-    assert answer(front, "GET", "/healthz") == 200 and recycled == [2]  # the count, without a SIGTERM
+    assert answer(front, "GET", "/models") == 200 and recycled == [2]  # the count, without a SIGTERM
+
+
+def test_probes_do_not_count_towards_max_requests(front):
+    """An idle pod answers only its probes and scrapes: counted, they would restart its workers every
+    max_requests probes, each restart a model reload, and one answering /readyz could keep the pod unready."""
+    recycled: list[int] = []
+    front.max_requests, front.recycle = 2, lambda: recycled.append(front.answered)
+    for path in ("/healthz", "/readyz", "/metrics", "/v2/health/ready", "/v2/health/live") * 3:
+        assert answer(front, "GET", path) == 200 and recycled == [], path
+    assert answer(front, "GET", "/models") == 200 and recycled == []
+    assert answer(front, "GET", "/models") == 200 and recycled == [2]
 
 
 def test_while_the_models_load_scoring_is_answered_503_not_ready_unless_a_sibling_serves(baseline_store):
