@@ -13,6 +13,7 @@ import contextlib
 import http.client
 import importlib.metadata
 import importlib.util
+import itertools
 import json
 import os
 import platform
@@ -94,6 +95,30 @@ def items_for(kind: str, n: int, shared_context: bool = False) -> list[dict]:
         return [{"context": CONTEXT, "response": f"{REPLIES[i % 4]} ({i})", "reference": REPLIES[3]} for i in range(n)]
     return [{"context": [f"{turn} ({i})" for turn in CONTEXT[: 1 + i % 2]], "response": f"{REPLIES[i % 4]} ({i})",
              "reference": f"{REPLIES[3]} [{i}]"} for i in range(n)]
+
+
+WORDS = " ".join(CONTEXT + REPLIES).split()
+BOUND_DRAWS = 4  # sets of items a batch bound is the largest move over: one set's figure varied 1000-fold
+
+
+def mixed_items(kind: str, n: int, shared_context: bool = False, draw: int = 0) -> list[dict]:
+    """`n` distinct items whose texts run from 1 to 40 words, so that in a batch most texts are padded
+    past their own length: where an encoder's vector depends on its padding, that is what moves a score
+    with its batch-mates (items_for's texts are all of about one length). Each `draw` is another set."""
+    def text(i: int, words: int, tag: str) -> str:
+        return " ".join(WORDS[(i + k) % len(WORDS)] for k in range(words)) + f" ({tag}{i})"
+
+    items = []
+    for i in range(draw * n, draw * n + n):
+        context = [text(i + t, 2 + (i * 7 + t * 11) % 30, f"c{t}.") for t in range(1 + i % 3)]
+        reply = text(i, 1 + (i * 13) % 40, "r")
+        if kind == "dialogue":
+            items.append({"turns": [{"speaker": ("user", "bot")[t % 2], "text": turn}
+                                    for t, turn in enumerate([*context, reply])]})
+            continue
+        items.append({"context": [CONTEXT[1]] if shared_context else context, "response": reply,
+                      "reference": REPLIES[3] if shared_context else text(i + 5, 1 + (i * 5) % 40, "f")})
+    return items
 
 
 def _pss_kib(pid: int) -> int | None:
@@ -278,18 +303,21 @@ def run_scenario(port: int, body: dict, items_per_request: int, clients: int, se
 
 
 def batch_moves(port: int, served: dict[str, dict], n: int) -> dict[str, float]:
-    """For each model scoring items, the largest |score alone - score among `n` distinct items| as a share
-    of its score range: 0 where GET /models says bit_exact_across_batches, within docs/api.md's bound elsewhere."""
-    moves = {}
+    """For each model scoring items, the largest |score alone - score among `n` distinct items of mixed
+    lengths| as a share of its score range, over the scoring shape and the re-ranking one (a shared
+    context): 0 where GET /models says bit_exact_across_batches, within docs/api.md's bound elsewhere."""
+    moves: dict[str, float] = {}
     for name, model in sorted(served.items()):
-        items = items_for(model["kind"], n)
-        status, together = _request(port, json.dumps({"model": name, "items": items}).encode())
-        alone = [_request(port, json.dumps({"model": name, "items": [item]}).encode()) for item in items]
-        if status != 200 or any(code != 200 for code, _ in alone):
-            continue
-        low, high = model["score_range"]
-        pairs = zip(json.loads(together)["scores"], (json.loads(body)["scores"][0] for _, body in alone))
-        moves[name] = max((abs(a - b) for a, b in pairs if a is not None and b is not None), default=0.0) / (high - low)
+        for draw, shared in itertools.product(range(BOUND_DRAWS), (False, True) if model["kind"] != "dialogue" else (False,)):
+            items = mixed_items(model["kind"], n, shared_context=shared, draw=draw)
+            status, together = _request(port, json.dumps({"model": name, "items": items}).encode())
+            alone = [_request(port, json.dumps({"model": name, "items": [item]}).encode()) for item in items]
+            if status != 200 or any(code != 200 for code, _ in alone):
+                continue
+            low, high = model["score_range"]
+            pairs = zip(json.loads(together)["scores"], (json.loads(body)["scores"][0] for _, body in alone))
+            move = max((abs(a - b) for a, b in pairs if a is not None and b is not None), default=0.0) / (high - low)
+            moves[name] = max(moves.get(name, 0.0), move)
     return moves
 
 
@@ -534,7 +562,8 @@ def _suite(args: argparse.Namespace, extra: dict[str, str] | None, header: list[
         measured = batch_moves(port, served, args.batch)
         (moves if moves is not None else {}).update(measured)
         _say(notes, f"largest move of a score with its batch-mates ({where}; "
-                    f"{args.batch} distinct items scored together and each alone, as a share of the model's range): "
+                    f"{BOUND_DRAWS} sets of {args.batch} distinct items of 1 to 40 words, scored together and each alone, and as "
+                    f"much again with a shared context; as a share of the model's range): "
                     + ", ".join(f"{name} {move:.1e}" for name, move in measured.items()))
         sampler.halt.set()
         sampler.join()

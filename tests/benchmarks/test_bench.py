@@ -92,3 +92,19 @@ def test_write_docs_replaces_its_machines_section_and_keeps_every_hand_written_l
     assert text.index("### CPU A") < text.index("### CPU B")  # a machine keeps its place
     assert "| x32 | 20.0 | 1.0 | 5.0 | 9.0 | 0 | 10% | 10.0 |" in text
     assert "items/s (default)" in text and "items/s (CPUExecutionProvider)" in text
+
+
+def test_the_batch_bound_items_are_distinct_and_of_mixed_lengths():
+    """A batch of texts of one length pads none of them: the bound measured on it missed the moves of
+    encoders whose vectors depend on padding (mpnet-base's)."""
+    from benchmarks.bench import mixed_items
+
+    items = mixed_items("referenced", 32)
+    texts = [t for i in items for t in (*i["context"], i["response"], i["reference"])]
+    assert len(set(texts)) == len(texts)
+    lengths = {len(i["response"].split()) for i in items}
+    assert min(lengths) <= 3 and max(lengths) >= 35 and len(lengths) >= 20, sorted(lengths)
+    shared = mixed_items("referenced", 32, shared_context=True)
+    assert len({tuple(i["context"]) for i in shared}) == 1 and len({i["response"] for i in shared}) == 32
+    dialogues = mixed_items("dialogue", 8)
+    assert all(len(d["turns"]) >= 2 for d in dialogues)
