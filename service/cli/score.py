@@ -230,7 +230,8 @@ def _trained_on(about: dict[str, Any]) -> str:
         parts.append(f"its {about.get('split', 'train')} partition of {', '.join(about['sets'])}")
     pairs = about.get("pairs") or {}
     if pairs.get("sets"):
-        parts.append(f"(turn, reply) pairs of its training dialogues ({', '.join(pairs.get('sources', []))})")
+        parts.append(f"the judged sets' items that are (turn, reply) pairs of its training dialogues "
+                     f"({', '.join(pairs.get('sources', []))}; their other pairs are not checked)")
     return "; ".join(parts) or "its training items"
 
 
@@ -247,7 +248,7 @@ def trained_lines(summary: Summary, trained: list[TrainedItems], exclude: bool) 
             lines.append(f"warning: {count} of {summary.every.lines} lines are {keys.model}'s training items ({where}): "
                          "its scores there are no held-out figures; --exclude-trained leaves them out")
         else:
-            lines.append(f"{keys.model}: none of the lines is one of its training items")
+            lines.append(f"{keys.model}: none of the lines is one of its training items that the keys hold ({where})")
     if exclude:
         noun = "line" if summary.excluded == 1 else "lines"
         lines.append(f"--exclude-trained: {summary.excluded} {noun} left out, {summary.every.lines} scored")

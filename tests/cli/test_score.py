@@ -248,3 +248,16 @@ def test_adem_minilm_on_guptas_500_items_warns_of_its_310_training_items(tmp_pat
     assert "left out: 310 lines are adem-minilm's training items" in captured.err
     assert json.loads(captured.out)["all"]["scored"] == {"adem-minilm": 190}
     assert {r["id"] for r in read(out)} >= {i.item_id for i in load_set("dailydialog_gupta_multiref", "dev")}
+
+
+def test_a_model_with_no_flagged_line_is_said_to_be_checked_against_its_keys_only() -> None:
+    """Keys of pair streams hold only the judged sets' pairs: "none of the lines is one of its training
+    items" read as a clean bill for lines of its unrated training dialogues, which are never checked."""
+    import numpy as np
+
+    from service.cli.score import Summary, trained_lines
+    from service.store.trained_items import TrainedItems
+
+    about = {"split": "train", "sets": {}, "pairs": {"sources": ["dialogues"], "sets": {"conture": 4}}}
+    [line] = trained_lines(Summary(), [TrainedItems("ruber", np.array([], dtype=np.uint64), about)], exclude=False)
+    assert line.startswith("ruber: none of the lines") and "their other pairs are not checked" in line, line
