@@ -139,3 +139,16 @@ def running_server(store: Path, env: dict[str, str] | None = None, *, timeout: f
                 raise
         finally:
             _stop(process)
+
+
+def worker_pids(master: int) -> set[int]:
+    """The master's children, from /proc."""
+    children = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[1]) == master:
+            children.add(int(stat.parent.name))
+    return children

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import os
 import signal
 import sys
@@ -133,9 +134,9 @@ class ContractH11Protocol(H11Protocol):
 class DrainingServer(Server):
     """uvicorn's server, which after SIGTERM drains as the module's docstring says."""
 
-    def __init__(self, config: Any, front: Any) -> None:
+    def __init__(self, config: Any, front: Any, master: int) -> None:
         super().__init__(config)
-        self.front = front
+        self.front, self.master = front, master
         front.recycle = self.recycle
         front.max_requests, config.limit_max_requests = config.limit_max_requests or 0, None  # counted by front
 
@@ -149,6 +150,12 @@ class DrainingServer(Server):
         if sig == signal.SIGTERM and self.front.stopping_since is None:
             self.front.stopping_since = time.monotonic()
         super().handle_exit(sig, frame)
+
+    async def on_tick(self, counter: int) -> bool:
+        if os.getppid() != self.master and self.front.stopping_since is None:  # the master was killed: drain and exit
+            logging.getLogger("gunicorn.error").info("worker %s: its master has gone; shutting down", os.getpid())
+            self.handle_exit(signal.SIGTERM, None)  # serving on, unsupervised, it would also hold the port
+        return await super().on_tick(counter)
 
     async def startup(self, sockets: list | None = None) -> None:
         # Duplicates, so that a pause (hold_while_loading) closes this worker's copy of a listener only.
@@ -203,7 +210,7 @@ class DialscoreWorker(UvicornWorker):
 
     async def _serve(self) -> None:
         self.config.app = self.wsgi
-        server = DrainingServer(config=self.config, front=self.wsgi)
+        server = DrainingServer(config=self.config, front=self.wsgi, master=self.ppid)
         self._install_sigquit_handler()
         await server.serve(sockets=self.sockets)
         if not server.started:

@@ -398,3 +398,34 @@ def test_a_whole_body_left_unread_keeps_the_connection_for_the_next_request(serv
         raw = conn.makefile("rb").read()
     assert raw.count(b"HTTP/1.1 ") == 2, raw
     assert raw.startswith(b"HTTP/1.1 404") and b"HTTP/1.1 200" in raw, raw
+
+
+def test_a_worker_whose_master_was_killed_exits_and_frees_the_port(tmp_path):
+    """`kill -9` of the master: its workers, adopted by init, served on unsupervised for as long as they
+    lived, and held the port a restarted server must bind. Each notices within a tick and drains."""
+    import os
+    import signal
+
+    from tests.live_server import worker_pids
+
+    store = copy_store(tmp_path / "model_store", ("length",))
+    with running_server(store, workers=1) as srv:
+        [worker] = worker_pids(srv.process.pid)
+        os.kill(srv.process.pid, signal.SIGKILL)
+        srv.process.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _alive(worker):
+            time.sleep(0.1)
+        assert not _alive(worker), "the orphaned worker still runs"
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", srv.port)) != 0, "something still listens on the port"
+        assert "its master has gone; shutting down" in srv.log()
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting for init to reap it has exited)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False

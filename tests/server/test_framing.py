@@ -12,31 +12,17 @@ import os
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import copy_store
-from tests.live_server import metric, running_server
+from tests.live_server import metric, running_server, worker_pids
 
 READ_TIMEOUT = 2.0
 EXAMPLES = int(os.environ.get("DIALSCORE_FRAMING_EXAMPLES", "60"))
 BODY = b'{"model": "length", "items": [{"context": ["hi"], "response": "hello"}]}'
-
-
-def worker_pids(master: int) -> set[int]:
-    """The master's children, from /proc."""
-    children = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        if int(fields[1]) == master:
-            children.add(int(stat.parent.name))
-    return children
 
 
 @pytest.fixture(scope="module")
