@@ -9,7 +9,6 @@ the inputs' encoding.
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
@@ -19,7 +18,8 @@ from service.api.body import parse_json, read_body, validate
 from service.api.openapi import VERSION
 from service.api.schemas import RERANK_REQUEST, SCORE_REQUEST
 from service.api.v2_tensors import HEADER_LENGTH, Tensor, output, read_inputs, split_body
-from service.errors import InvalidRequest, NotFound, NotReady
+from service.errors import InvalidRequest, NotFound, NotReady, TooLarge
+from service.json_body import JsonTextError, NotJson, RepeatedKey, TooDeep, parse
 from service.scorers.base import Scorer
 
 bp = Blueprint("inference_v2", __name__, url_prefix="/v2")
@@ -170,12 +170,13 @@ def _turns(value: str, index: int) -> list[str]:
 
 
 def _json_array(value: str, name: str, index: int) -> list[Any]:
+    where = f"inputs.{name}.{index}"
     try:
-        parsed = json.loads(value)
-    except ValueError:
+        parsed = _embedded_json(value, where)
+    except NotJson:
         parsed = None
     if not isinstance(parsed, list):
-        raise InvalidRequest(f"Element {index} of {name!r} is not a JSON array.", {f"inputs.{name}.{index}": "Invalid."})
+        raise InvalidRequest(f"Element {index} of {name!r} is not a JSON array.", {where: "Invalid."})
     return parsed
 
 
@@ -184,12 +185,31 @@ def _options(parameters: dict[str, Any]) -> dict[str, Any]:
     if raw is None:
         return {}
     try:
-        options = json.loads(raw) if isinstance(raw, str) else None
-    except ValueError:
+        options = _embedded_json(raw, "parameters.options") if isinstance(raw, str) else None
+    except NotJson:
         options = None
     if not isinstance(options, dict):
         raise InvalidRequest("The parameter `options` is a JSON object in a string.", {"parameters.options": "Invalid."})
     return options
+
+
+def _embedded_json(text: str, where: str) -> Any:
+    """The JSON value in a string of the request (`where`), held to the body's rules (service/json_body.py):
+    nesting within max_json_depth (413, a limit), no repeated key, lone surrogate or non-finite number (422).
+    A syntax error is left to the caller as NotJson: what such text means depends on the input."""
+    depth = settings().max_json_depth
+    try:
+        return parse(text.encode("utf-8", "surrogatepass"), max_depth=depth, finite=True)
+    except NotJson:
+        raise
+    except TooDeep:
+        raise TooLarge(f"{where} is JSON nested deeper than {depth} levels; send it flatter.",
+                       {where: "Nested too deep.", "max_json_depth": depth}) from None
+    except RepeatedKey as exc:
+        raise InvalidRequest(f"{where} is ambiguous JSON: {exc}; send each key once.", {where: "Repeated key."}) from None
+    except JsonTextError as exc:  # a lone surrogate, NaN or a number past a double, text not UTF-8
+        inside = f" (at {exc.path})" if exc.path and exc.path != "(body)" else ""
+        raise InvalidRequest(f"{where} is not usable JSON{inside}: {exc}", {where: "Not usable JSON."}) from None
 
 
 def _requested_outputs(body: dict[str, Any], outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -117,3 +117,34 @@ def test_metadata_health_and_versions(client):
 def test_no_request_body_is_a_500(client, body):
     answer = _infer(client, "length", {"inputs": body} if not isinstance(body, dict) else body)
     assert answer.status_code < 500, answer.get_json()
+
+
+_DEEP = "[" * 5000 + "]" * 5000
+
+
+@pytest.mark.parametrize("inputs,parameters,status,words", [
+    ([_text("context", ['["hi \\ud800"]']), _text("response", ["a"])], {}, 422, "surrogate"),
+    ([_text("context", ['["hi \\ud800"]']), _text("response", ["a", "b"])], {"rerank": True}, 422, "surrogate"),
+    ([_text("turns", ['[{"speaker": "bot", "text": "hi \\udc00"}]'])], {}, 422, "surrogate"),
+    ([_text("context", [_DEEP]), _text("response", ["a"])], {}, 413, "deeper"),
+    ([_text("turns", [_DEEP])], {}, 413, "deeper"),
+    ([_text("context", ["b"]), _text("response", ["a"])], {"options": "[" * 5000}, 413, "deeper"),
+    ([_text("context", ["b"]), _text("response", ["a"])], {"options": '{"signals": false, "signals": true}'}, 422,
+     "ambiguous"),
+    ([_text("turns", ['[{"speaker": "bot", "speaker": "user", "text": "x"}]'])], {}, 422, "ambiguous"),
+    ([_text("context", ["b"]), _text("response", ["a"])], {"options": '{"x": NaN}'}, 422, "NaN"),
+    ([_text("context", ["b"]), _text("response", ["a"])], {"options": '{"x": 1e400}'}, 422, "too large for a double"),
+])
+def test_json_in_a_string_is_held_to_the_bodys_rules(client, inputs, parameters, status, words):
+    answer = _infer(client, "length", {"inputs": inputs, "parameters": parameters})
+    assert answer.status_code == status, answer.get_json()
+    assert list(answer.get_json()) == ["error"] and words in answer.get_json()["error"]
+
+
+def test_a_lone_surrogate_in_an_options_key_is_not_echoed(client):
+    body = {"inputs": [_text("context", ["b"]), _text("response", ["a"])], "parameters": {"options": '{"\\ud800": 1}'}}
+    answer = _infer(client, "length", body)
+    assert answer.status_code == 422
+    error = answer.get_json()["error"]
+    assert "\ud800" not in error and "\\ud800" in error
+
