@@ -160,13 +160,19 @@ def _per_item(tensors: dict[str, Tensor], name: str, count: int) -> list[str]:
 
 
 def _turns(value: str, index: int) -> list[str]:
-    """A context element: a JSON array of turns, else turns joined by newlines."""
-    if value.lstrip().startswith("["):
-        turns = _json_array(value, "context", index)
-        if not all(isinstance(t, str) for t in turns):
-            raise InvalidRequest("A context's JSON array holds strings.", {f"inputs.context.{index}": "Not strings."})
-        return turns
-    return value.split("\n")
+    """A context element: the turns of the JSON array of strings it is, else its lines. Text that only
+    looks like an array ("[laughs] that is funny") is text; an array of anything but strings is a 422."""
+    if not value.lstrip().startswith("["):
+        return value.split("\n")
+    try:
+        turns = _embedded_json(value, f"inputs.context.{index}")
+    except NotJson:
+        return value.split("\n")
+    if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
+        raise InvalidRequest(f"Element {index} of 'context' is a JSON array, but of other things than strings "
+                             "(the turns); send an array of strings, or the turns joined by newlines.",
+                             {f"inputs.context.{index}": "Not an array of strings."})
+    return turns
 
 
 def _json_array(value: str, name: str, index: int) -> list[Any]:

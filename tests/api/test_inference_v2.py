@@ -148,3 +148,23 @@ def test_a_lone_surrogate_in_an_options_key_is_not_echoed(client):
     error = answer.get_json()["error"]
     assert "\ud800" not in error and "\\ud800" in error
 
+
+@pytest.mark.parametrize("context,turns", [
+    ("[laughs] that is funny", ["[laughs] that is funny"]),
+    ("[laughs]\nwhat next?", ["[laughs]", "what next?"]),
+    ("[1] is my pick", ["[1] is my pick"]),
+    ('["hello", "who is it?"]', ["hello", "who is it?"]),
+])
+def test_a_context_is_a_json_array_only_where_it_parses_as_one(client, context, turns):
+    body = {"inputs": [_text("context", [context]), _text("response", ["ha"]), _text("reference", ["so funny"])]}
+    answer = _infer(client, "bleu4", body)
+    assert answer.status_code == 200, answer.get_json()
+    v1 = client.post("/score", json={"model": "bleu4", "items": [
+        {"context": turns, "response": "ha", "reference": "so funny"}]}).get_json()
+    assert answer.get_json()["outputs"][0]["data"] == v1["scores"]
+
+
+@pytest.mark.parametrize("context", ["[1, 2]", '["a", {"b": 1}]', "[null]"])
+def test_a_context_array_of_other_things_than_strings_is_422(client, context):
+    answer = _infer(client, "length", {"inputs": [_text("context", [context]), _text("response", ["a"])]})
+    assert answer.status_code == 422 and "array of strings" in answer.get_json()["error"]
