@@ -75,7 +75,7 @@ def _label(requested: list[Requested]) -> None:
 
 def _served(store: ModelStore, requested: list[Requested]) -> list[Call]:
     """The named models in order, with the options that validated: 503 or 404 for one not served
-    (ModelStore.served). The options' own 422 waits for `_resolved`."""
+    (ModelStore.served). The options' own 422 is `_resolved`'s."""
     return [Call(store.served(r.name), r.options) for r in requested]
 
 
@@ -230,8 +230,9 @@ def _with_skipped(out: dict[str, Any], errors: dict[str, str], endpoint: str) ->
 # --- the handlers ----------------------------------------------------------------------------------
 @tracing.traced("dataplane.score")
 def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[str, Any]:
-    """/score: the items' sizes (413), the models (503, 404), the items (422), the encoder's work
-    (413), the options (422), in that order; then every model scores the items, sharing one cache."""
+    """/score: the items' sizes (413), the models (503, 404), the options (422), the items (422), the
+    encoder's work (413), in that order; then every model scores the items, sharing one cache. The options
+    come before the items: they decide whether an item needs a reference."""
     single = "model" in body
     names = [body["model"]] if single else list(dict.fromkeys(body["models"]))
     options = {names[0]: body["options"]} if single else body["options"]
@@ -245,12 +246,11 @@ def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[s
         body = {**body, "items": trimmed}
     over = limits.check_items(body["items"], settings, check_reference=any(r.reads_reference for r in requested),
                               skip_items=skip)
-    calls = _served(store, requested)
+    calls = _resolved(requested, _served(store, requested), [] if single else sorted(set(options) - set(names)))
     total = len(body["items"])
     items, kept, errors = _read_items(body["items"], calls, _item_kind(calls), skip, over)
     cache = EncodeCache()  # shared: each distinct utterance is tokenised and encoded once across the models
     limits.check_encoder_work(calls, items, settings, cache)
-    calls = _resolved(requested, calls, [] if single else sorted(set(options) - set(names)))
     results = []
     for call in calls:
         batch = _run(call, items, cache)
@@ -276,8 +276,9 @@ def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[s
 
 @tracing.traced("dataplane.rerank")
 def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[str, Any]:
-    """/rerank: the candidates, context and reference sizes (413), the model (503, 404), its kind and
-    reference (422), the encoder's work (413), the options (422); then the ranking, best first.
+    """/rerank: the candidates, context and reference sizes (413), the model (503, 404), the options
+    (422; they decide whether a reference is needed), its kind and reference (422), the encoder's work
+    (413); then the ranking, best first.
     Under `on_invalid: "skip"` over-long candidates are left out and named in `skipped` and `errors`."""
     requested = [_requested(store, body["model"], body["options"], "options")]
     _label(requested)
@@ -287,7 +288,7 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
         body = {**body, "context": context}
     errors = limits.check_rerank(body, settings, check_reference=requested[0].reads_reference,
                                  skip_candidates=body["on_invalid"] == "skip")
-    (call,) = _served(store, requested)
+    (call,) = _resolved(requested, _served(store, requested), [])
     if call.kind == "dialogue":
         raise InvalidRequest(f"{call.name} scores whole dialogues and cannot rerank replies.",
                              {"model": "Not a reply model."})
@@ -300,7 +301,6 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     items = [Item(list(body["context"]), body["candidates"][j], body["reference"]) for j in kept]
     cache = EncodeCache()
     limits.check_encoder_work([call], items, settings, cache, path="candidates")
-    (call,) = _resolved(requested, [call], [])
     batch = _run(call, items, cache)
     scores = batch.scores
     order = sorted(range(len(items)), key=lambda i: -scores[i])  # stable: ties keep the candidates' order

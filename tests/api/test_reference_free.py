@@ -73,3 +73,20 @@ def test_models_lists_the_option_with_what_it_does(client):
         assert option["type"] == "boolean" and option["default"] is False and "reference" in option["description"]
         assert models[name]["kind"] == "referenced"
     assert "reference_free" not in models["adem"]["options"] and "reference_free" not in models["unref-minilm"]["options"]
+
+
+@pytest.mark.parametrize("options, field", [({"reference_free": "yes"}, "options.reference_free"),
+                                            ({"reference_fre": True}, "options.reference_fre")])
+def test_an_options_error_is_answered_before_the_missing_reference(client, options, field):
+    items = [{"context": CONTEXT, "response": REPLIES[0]}]
+    scored = client.post("/score", json={"model": "ruber", "items": items, "options": options})
+    assert scored.status_code == 422 and list(scored.get_json()["error"]["details"]) == [field]
+    ranked = client.post("/rerank", json={"model": "ruber", "context": CONTEXT, "candidates": REPLIES,
+                                          "options": options})
+    assert ranked.status_code == 422 and list(ranked.get_json()["error"]["details"]) == [field]
+    keyed = {"models": ["ruber", "bleu4"], "items": items, "options": {"ruber": options}}
+    several = client.post("/score", json=keyed)
+    assert several.status_code == 422
+    assert list(several.get_json()["error"]["details"]) == [field.replace("options", "options.ruber")]
+    unkeyed = client.post("/score", json={**keyed, "options": options})
+    assert unkeyed.status_code == 422 and list(unkeyed.get_json()["error"]["details"]) == [f"options.{field[8:]}"]
