@@ -8,7 +8,7 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
 from service.config import MAX_READ_TIMEOUT
-from service.api import middleware, schemas
+from service.api import middleware, openapi_v2, schemas
 from service.stats.correlation import METHODS
 
 VERSION = "1.0.0"
@@ -100,9 +100,10 @@ _HUMAN_EVAL_EXAMPLE = {
 }
 
 
-def _error(code: str) -> dict[str, Any]:
+def _error(code: str, schema: str = "Error") -> dict[str, Any]:
+    """The answer for an error status, in the contract's `Error` form or the v2 paths' `V2Error`."""
     response: dict[str, Any] = {"description": _ERRORS[code],
-                                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+                                "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}}
     if code == "401":
         response["headers"] = {"WWW-Authenticate": {"description": 'The scheme: `Bearer realm="dialscore"`.',
                                                     "schema": {"type": "string"}}}
@@ -117,9 +118,9 @@ def _error(code: str) -> dict[str, Any]:
     return response
 
 
-def _refused() -> dict[str, Any]:
+def _refused(schema: str = "Error") -> dict[str, Any]:
     """The 503 of a scoring or analysis operation: every refusal code, and when its Retry-After is sent."""
-    response = _error("503")
+    response = _error("503", schema)
     response["description"] = _REFUSED
     response["headers"]["Retry-After"]["description"] = (
         "Whole seconds to wait before sending the request again: with `overloaded`, `deadline_exceeded`, "
@@ -127,8 +128,12 @@ def _refused() -> dict[str, Any]:
     return response
 
 
-def _responses(ok: dict[str, Any], codes: tuple[str, ...]) -> dict[str, Any]:
-    return {"200": ok, **{code: _error(code) for code in sorted(set(codes + _ALWAYS))}}
+def _responses(ok: dict[str, Any], codes: tuple[str, ...], schema: str = "Error") -> dict[str, Any]:
+    return {"200": ok, **{code: _error(code, schema) for code in sorted(set(codes + _ALWAYS))}}
+
+
+def _v2_responses(ok: dict[str, Any], codes: tuple[str, ...]) -> dict[str, Any]:
+    return _responses(ok, codes, "V2Error")
 
 
 def _post(operation_id: str, summary: str, request_schema: str, example: dict[str, Any], ok: dict[str, Any],
@@ -155,9 +160,14 @@ def _guarded(path: str, operations: dict[str, Any]) -> dict[str, Any]:
             operation["security"] = []
             continue
         operation["security"] = [{"bearer": []}, {}]
-        responses = {**operation["responses"], "401": _error("401")}
+        responses = {**operation["responses"], "401": _error("401", _error_schema(path))}
         operation["responses"] = {code: responses[code] for code in sorted(responses)}
     return operations
+
+
+def _error_schema(path: str) -> str:
+    """The form errors take on `path` (service/errors.py, error_body)."""
+    return "V2Error" if path == openapi_v2.PREFIX or path.startswith(openapi_v2.PREFIX + "/") else "Error"
 
 
 _ANY_JSON = {"application/json": {"schema": {"type": "object"}}}
@@ -199,6 +209,8 @@ def openapi_document() -> dict[str, Any]:
                          ("Status", schemas.StatusSchema), ("ModelsResponse", schemas.ModelsResponseSchema),
                          ("Error", schemas.ErrorSchema)]:
         spec.components.schema(name, schema=schema)
+    for name, component in openapi_v2.component_schemas().items():
+        spec.components.schema(name, component=component)
     for schema_name, prop in (("CorrelateRequest", "confidence"), ("HumanEvalRequest", "alpha")):
         spec.components.schemas[schema_name]["properties"][prop].update(exclusiveMinimum=True, exclusiveMaximum=True)
     # `items` holds Item or Dialogue objects depending on the model's kind: say so exactly.
@@ -281,4 +293,5 @@ def _operations() -> dict[str, dict[str, Any]]:
             "ranking, pairwise Wilcoxon rank-sum tests.", "HumanEvalRequest", _HUMAN_EVAL_EXAMPLE,
             {"description": "Raters passed and failed, systems best first, significance matrix.",
              "content": _json_of("HumanEvalResponse")}, ("400", "413", "422")),
+        **openapi_v2.operations(_v2_responses, lambda: _refused("V2Error")),
     }

@@ -1,5 +1,6 @@
 """Probes, discovery, metrics and the OpenAPI document."""
 import os
+import re
 from pathlib import Path
 
 from tests.conftest import BASELINES, metric_sample
@@ -91,12 +92,13 @@ def test_unknown_model_names_do_not_become_metric_labels(client):
     assert "attacker" not in response.get_data(as_text=True)
 
 
-def _assert_documented(document: dict, method: str, path: str, response) -> None:
-    """The answer's status is one the document declares for the operation, and its body is valid
-    against the schema declared for that status and media type (unknown fields included)."""
+def _assert_documented(document: dict, method: str, path: str, response, template: str | None = None) -> None:
+    """The answer's status is one the document declares for the operation (`template`, where `path`
+    fills one in), and its body is valid against the schema declared for that status and media type
+    (unknown fields included)."""
     from openapi_schema_validator import OAS30Validator
 
-    responses = document["paths"][path][method.lower()]["responses"]
+    responses = document["paths"][template or path][method.lower()]["responses"]
     declared = responses.get(str(response.status_code))
     assert declared is not None, (method, path, response.status_code, sorted(responses))
     assert response.mimetype in declared["content"], (method, path, response.mimetype)
@@ -188,8 +190,10 @@ def test_openapi_describes_every_endpoint_and_validates(client):
 
     document = client.get("/openapi.json").get_json()
     validate(document)
-    assert set(document["paths"]) == {"/healthz", "/readyz", "/models", "/metrics", "/openapi.json", "/score",
-                                      "/rerank", "/correlate", "/human-eval"}
+    routes = {re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule): rule.methods - {"HEAD", "OPTIONS"}
+              for rule in client.application.url_map.iter_rules()
+              if not rule.rule.startswith(("/static/", "/docs"))}  # the API page, for people, is not the API
+    assert {path: {m.upper() for m in operations} for path, operations in document["paths"].items()} == routes
     for path in ("/score", "/rerank", "/correlate", "/human-eval"):
         operation = document["paths"][path]["post"]
         assert operation["requestBody"]["content"]["application/json"]["example"]
@@ -210,7 +214,59 @@ def test_every_operation_has_a_lower_camel_case_operation_id(client):
     assert ids == {("/score", "post"): "score", ("/rerank", "post"): "rerank", ("/correlate", "post"): "correlate",
                    ("/human-eval", "post"): "humanEval", ("/healthz", "get"): "healthz", ("/readyz", "get"): "readyz",
                    ("/models", "get"): "listModels", ("/metrics", "get"): "metrics",
-                   ("/openapi.json", "get"): "openapi"}
+                   ("/openapi.json", "get"): "openapi", ("/v2", "get"): "v2ServerMetadata",
+                   ("/v2/health/live", "get"): "v2Live", ("/v2/health/ready", "get"): "v2Ready",
+                   ("/v2/models/{name}", "get"): "v2ModelMetadata",
+                   ("/v2/models/{name}/versions/{version}", "get"): "v2ModelMetadataVersion",
+                   ("/v2/models/{name}/ready", "get"): "v2ModelReady",
+                   ("/v2/models/{name}/versions/{version}/ready", "get"): "v2ModelReadyVersion",
+                   ("/v2/models/{name}/infer", "post"): "v2Infer",
+                   ("/v2/models/{name}/versions/{version}/infer", "post"): "v2InferVersion"}
+
+
+def test_v2_answers_match_the_openapi_document(client, baseline_store):
+    """The Open Inference Protocol paths: each answer, success or error, has a status the document
+    declares and a body valid against its schema; so does an infer request the service takes."""
+    from openapi_schema_validator import OAS30Validator
+
+    from service.app import create_app
+    from service.store.model_store import ModelStore
+
+    document = client.get("/openapi.json").get_json()
+    version = client.get("/v2/models/bleu4").get_json()["versions"][0]
+    text = lambda name, values: {"name": name, "datatype": "BYTES", "shape": [len(values)], "data": values}  # noqa: E731
+    infer = {"id": "r1", "inputs": [text("context", ['["hi", "who?"]']), text("response", ["me", "it is me"]),
+                                    text("reference", ["me"])], "outputs": [{"name": "score"}]}
+    rerank = {"inputs": [text("context", ["hi"]), text("response", [["a"], ["b c"]])],
+              "parameters": {"rerank": True, "top_k": 1, "options": "{}"}}
+    OAS30Validator({"$ref": "#/components/schemas/V2InferRequest", "components": document["components"]}).validate(infer)
+    model, versioned = "/v2/models/{name}", "/v2/models/{name}/versions/{version}"
+    cases = [
+        ("GET", "/v2", "/v2", None, 200), ("GET", "/v2/health/live", None, None, 200),
+        ("GET", "/v2/health/ready", None, None, 200), ("GET", "/v2/models/bleu4", model, None, 200),
+        ("GET", f"/v2/models/bleu4/versions/{version}", versioned, None, 200),
+        ("GET", "/v2/models/bleu4/versions/0.0.0", versioned, None, 404),
+        ("GET", "/v2/models/nope", model, None, 404), ("GET", "/v2/models/bleu4/ready", model + "/ready", None, 200),
+        ("GET", f"/v2/models/bleu4/versions/{version}/ready", versioned + "/ready", None, 200),
+        ("POST", "/v2/models/bleu4/infer", model + "/infer", infer, 200),
+        ("POST", f"/v2/models/length/versions/{client.get('/v2/models/length').get_json()['versions'][0]}/infer",
+         versioned + "/infer", rerank, 200),
+        ("POST", "/v2/models/bleu4/infer", model + "/infer", {"inputs": []}, 422),
+        ("POST", "/v2/models/bleu4/infer", model + "/infer", {"inputs": [text("context", ["[" * 99 + "]" * 99]), text("response", ["a"])]}, 413),
+        ("POST", "/v2/models/nope/infer", model + "/infer", infer, 404),
+        ("DELETE", "/v2/models/bleu4/infer", model + "/infer", None, 405),
+    ]
+    for method, path, template, body, status in cases:
+        response = client.open(path, method=method, json=body)
+        assert response.status_code == status, (path, response.get_json())
+        _assert_documented(document, method if status != 405 else "POST", path, response, template)
+    loading = create_app({"model_store": baseline_store, "load_sync": True, "models": ["length"]})
+    loading.extensions["dialscore.store"] = ModelStore(baseline_store)  # a store that has not loaded yet
+    for path, template in (("/v2/health/ready", None), ("/v2/models/length/ready", model + "/ready"),
+                           ("/v2/models/length", model)):
+        response = loading.test_client().get(path)
+        assert response.status_code in (400, 503), (path, response.get_json())
+        _assert_documented(document, "GET", path, response, template)
 
 
 def test_a_503_declares_retry_after(client):
@@ -285,15 +341,19 @@ def test_every_openapi_example_gives_a_full_result(full_app):
     client = full_app.test_client()
     document = client.get("/openapi.json").get_json()
     posts = {path: ops["post"] for path, ops in document["paths"].items() if "post" in ops}
-    assert set(posts) == {"/score", "/rerank", "/correlate", "/human-eval"}
-    for path, operation in posts.items():
+    assert set(posts) == {"/score", "/rerank", "/correlate", "/human-eval", "/v2/models/{name}/infer",
+                          "/v2/models/{name}/versions/{version}/infer"}
+    model = "unref-minilm"  # the v2 example re-ranks without a reference
+    version = client.get(f"/v2/models/{model}").get_json()["versions"][0]
+    for template, operation in posts.items():
         example = operation["requestBody"]["content"]["application/json"]["example"]
+        path = template.replace("{name}", model).replace("{version}", version)
         response = client.post(path, json=example)
         assert response.status_code == 200, (path, response.get_json())
         body = response.get_json()
         empty = [key for key, value in body.items() if isinstance(value, (list, dict)) and not value]
         assert not empty, (path, empty, body)
-        _assert_documented(document, "POST", path, response)
+        _assert_documented(document, "POST", path, response, template)
     human_eval = client.post("/human-eval", json=posts["/human-eval"]["requestBody"]["content"]["application/json"]
                              ["example"]).get_json()
     assert human_eval["raters"]["passed"] and human_eval["significance"]
