@@ -172,6 +172,10 @@ def human_eval_csv(path: Path, qc_system: str | None = None, reverse: list[str] 
         raise ImporterError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
     criteria = [c for c in columns if c not in ("rater", "system", "item")]
     for line, row in rows:
+        blank = [c for c in ("rater", "system", "item") if not row[c].strip()]
+        if blank:
+            raise ImporterError(f"{path}:{line}: no {blank[0]} in column {blank[0]!r} (every row names its rater, "
+                                "system and item)")
         scores = {c: _number(path, line, c, row[c], "a criterion's score", comma) for c in criteria}
         ratings.append({"rater": row["rater"], "system": row["system"], "item": row["item"], "scores": scores})
     return HumanEvalInput(ratings, reverse=list(reverse or []), scale=scale, qc_system=qc_system)

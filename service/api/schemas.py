@@ -270,8 +270,9 @@ class HumanScoresField(fields.Field):
 
 # A blank label would make a system of its own out of the items nobody labelled; the CSV and DSTC
 # importers refuse such rows too. Also in the document: a pattern that reads alike in Python and ECMAScript.
-_system_label = validate.Regexp(r"^[\s\S]*\S", error="Must name a system (not blank): label every item, or leave "
-                                                    "`systems` out.")
+NOT_BLANK = r"^[\s\S]*\S"
+_system_label = validate.Regexp(NOT_BLANK, error="Must name a system (not blank): label every item, or leave "
+                                                 "`systems` out.")
 
 
 class CorrelateRequestSchema(StrictSchema):
@@ -306,13 +307,17 @@ class CorrelateRequestSchema(StrictSchema):
                        "interval resamples')."})
 
 
-_label = validate.Length(min=1, error="Must be a non-empty string.")  # also in the document: minLength 1
+def _label(what: str) -> list[validate.Validator]:
+    """A rating's rater, system or item: not blank, as /correlate's system labels (a rater or system
+    named "   " would be ranked as one). In the document: minLength 1 and the pattern."""
+    return [validate.Length(min=1, error="Must be a non-empty string."),
+            validate.Regexp(NOT_BLANK, error=f"Must name the {what} (not blank).")]
 
 
 class RatingSchema(StrictSchema):
-    rater = fields.String(required=True, validate=_label)
-    system = fields.String(required=True, validate=_label)
-    item = fields.String(required=True, validate=_label)
+    rater = fields.String(required=True, validate=_label("rater"))
+    system = fields.String(required=True, validate=_label("system"))
+    item = fields.String(required=True, validate=_label("item"))
     scores = fields.Dict(keys=fields.String(), values=Number(), required=True,
                          validate=_nonempty_list)
 

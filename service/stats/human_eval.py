@@ -10,6 +10,7 @@ import numpy as np
 from scipy import stats as sps
 
 from service.errors import FieldsError
+from service.text import is_blank
 
 
 class HumanEvalInputError(FieldsError):
@@ -55,8 +56,8 @@ def _check(ratings: list[dict], reverse: Sequence[str], scale: tuple[float, floa
             else:
                 seen[pair] = i
         for key in ("rater", "system", "item"):
-            if not isinstance(rating.get(key), str) or not rating.get(key):
-                errors[f"ratings.{i}.{key}"] = "Must be a non-empty string."
+            if not isinstance(rating.get(key), str) or is_blank(rating[key]):
+                errors[f"ratings.{i}.{key}"] = f"Must name the {key} (not blank)."
         scores = rating.get("scores") or {}
         if set(scores) != set(criteria):
             errors[f"ratings.{i}.scores"] = f"Every rating must score the same criteria: {', '.join(criteria)}."

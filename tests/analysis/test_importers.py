@@ -167,3 +167,11 @@ def test_dstc_json_picks_overall_in_any_case_even_when_it_is_not_first(tmp_path:
     no_overall = [{**e, "annotations": {"relevance": e["annotations"]["relevance"]}} for e in entries]
     path.write_text(json.dumps(no_overall), encoding="utf-8")
     assert importers.load_correlate(path).human == [[1.0], [2.0]]  # no overall: the first aspect
+
+
+@pytest.mark.parametrize("row", ["  ,A,d2,40", "w1, ,d2,40", "w1,A,,40"])
+def test_a_human_eval_csv_row_with_a_blank_label_is_refused(tmp_path: Path, row: str) -> None:
+    path = tmp_path / "ratings.csv"
+    path.write_text(f"rater,system,item,fun\nw1,A,d1,70\n{row}\n", encoding="utf-8")
+    with pytest.raises(ImporterError, match=r"ratings.csv:3: no (rater|system|item) in column"):
+        importers.load_human_eval([path])

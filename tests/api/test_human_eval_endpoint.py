@@ -38,3 +38,14 @@ def test_a_reverse_entry_no_rating_scores_is_answered_with_a_warning(client):
     answer = response.get_json()
     assert answer["reversed"] == []
     assert len(answer["warnings"]) == 1 and "'robtic'" in answer["warnings"][0]
+
+
+@pytest.mark.parametrize("key", ["rater", "system", "item"])
+@pytest.mark.parametrize("label", ["   ", "\t\n"])
+def test_a_blank_rater_system_or_item_is_422(client, key, label):
+    """As /correlate's blank system labels: "   " is no system (or rater) to rank."""
+    ratings = _ratings()
+    ratings[4] = {**ratings[4], key: label}
+    response = client.post("/human-eval", json={"ratings": ratings, "qc_system": "degraded"})
+    assert response.status_code == 422, response.get_json()
+    assert response.get_json()["error"]["details"] == {f"ratings.4.{key}": f"Must name the {key} (not blank)."}

@@ -326,3 +326,15 @@ def test_the_body_names_its_quality_control_test_and_counts_n_as_the_paper() -> 
                                        "alpha": 0.1, "passes": "p < alpha"}
     assert all(s["n_ratings"] == 3 * s["n"] for s in body["systems"]) and body["systems"][0]["n"] == 6
     assert assess(ratings, reverse=["robotic"])["quality_control"] is None
+
+
+@pytest.mark.parametrize("label", ["   ", "\u200b"])
+def test_a_blank_system_or_rater_is_refused(label):
+    """Not ranked as a system (or a rater) named by nothing a person can read."""
+    ratings = [{"rater": r, "system": s, "item": f"{r}{s}", "scores": {"x": 50.0}} for r in ("a", "b") for s in "AB"]
+    for key in ("system", "rater"):
+        changed = [dict(r) for r in ratings]
+        changed[1][key] = label
+        with pytest.raises(HumanEvalInputError) as caught:
+            assess(changed)
+        assert caught.value.fields == {f"ratings.1.{key}": f"Must name the {key} (not blank)."}
