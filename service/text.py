@@ -1,4 +1,5 @@
-"""Word-level tokenisation shared by the word-overlap and word-embedding metrics, and what counts as blank.
+"""Word-level tokenisation shared by the word-overlap and word-embedding metrics, what counts as blank,
+and the one spelling (NFC) every scored text is read in.
 
 Uses the `tokenizers` library's BERT normaliser and pre-tokeniser (lower-case, accents kept,
 split on whitespace and punctuation) so that the service and training split text identically.
@@ -70,3 +71,10 @@ def is_blank(text: str) -> bool:
     as present (ADEM scoring every reply against an empty token list), and one of "\u0000" would
     score a reply of "\u0000" as a perfect match."""
     return all(ch.isspace() or unicodedata.category(ch) in ("Cf", "Cc") for ch in text)
+
+
+def canonical(text: str) -> str:
+    """`text` in Unicode normal form C: canonically equivalent spellings ("é" as one code point, or
+    "e" and a combining acute) are one text, so they score alike; tokenizers and vocabularies hold the
+    composed form. The check is a fast scan; only text not already in NFC is copied."""
+    return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)

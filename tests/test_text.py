@@ -39,3 +39,14 @@ def test_blank_means_nothing_visible_not_only_whitespace() -> None:
         assert text.is_blank(blank), repr(blank)
     for visible in ("a", "\u200bhi", "😀", "\u0301", "字", "."):  # a lone combining mark is visible
         assert not text.is_blank(visible), repr(visible)
+
+
+def test_canonical_is_nfc_and_keeps_text_already_in_it() -> None:
+    import unicodedata
+
+    from service.text import canonical
+
+    composed = "crème brûlée at the café in zürich"
+    assert canonical(unicodedata.normalize("NFD", composed)) == composed
+    assert canonical(composed) is composed
+    assert canonical("\u212b") == "\u00c5"  # the angstrom sign is canonically the letter

@@ -313,7 +313,7 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     out = {"model": call.name, "version": call.version, "ranking": ranking}
     if dropped is not None:
         out["context_dropped"] = dropped
-    replies = [(j, body["candidates"][j]) for j in kept]
+    replies = [(j, item.response) for j, item in zip(kept, items)]  # as scored: in NFC (scorers/base.py, Item)
     return _with_warnings(_with_skipped(out, errors, "/rerank"),
                           reply_warnings(replies, settings.not_english_confidence, "/rerank"))
 

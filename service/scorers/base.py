@@ -16,16 +16,27 @@ from service.components.cache import EncodeCache
 from service.artifacts.manifest import Manifest, ManifestError
 from service.artifacts.runtime import providers_of
 from service.scorers.percentile import HumanPercentile
-from service.text import is_blank
+from service.text import canonical, is_blank
 
 
 @dataclass(frozen=True)
 class Item:
-    """One reply to score: context oldest first, the reply, an optional reference."""
+    """One reply to score: context oldest first, the reply, an optional reference; every text in
+    NFC (text.canonical), here where every scored item is made, so no model sees another spelling."""
 
     context: list[str]
     response: str
     reference: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "context", [_canonical(t) for t in self.context])
+        object.__setattr__(self, "response", _canonical(self.response))
+        object.__setattr__(self, "reference", _canonical(self.reference))
+
+
+def _canonical(text: Any) -> Any:
+    """A text in NFC; anything else (a None reference, a value the schema has yet to refuse) as it is."""
+    return canonical(text) if isinstance(text, str) else text
 
 
 def lacks_reference(reference: str | None) -> bool:
@@ -38,7 +49,10 @@ def lacks_reference(reference: str | None) -> bool:
 @dataclass(frozen=True)
 class Turn:
     speaker: str  # "user" | "bot"
-    text: str
+    text: str  # in NFC, as an Item's texts
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", _canonical(self.text))
 
 
 @dataclass(frozen=True)

@@ -261,3 +261,17 @@ def test_a_model_with_no_flagged_line_is_said_to_be_checked_against_its_keys_onl
     about = {"split": "train", "sets": {}, "pairs": {"sources": ["dialogues"], "sets": {"conture": 4}}}
     [line] = trained_lines(Summary(), [TrainedItems("ruber", np.array([], dtype=np.uint64), about)], exclude=False)
     assert line.startswith("ruber: none of the lines") and "their other pairs are not checked" in line, line
+
+
+def test_a_line_scores_alike_in_any_canonically_equivalent_spelling(baseline_store, tmp_path) -> None:
+    """Texts are read in NFC (scorers/base.py, Item): a reply in NFD against its NFC reference is a match."""
+    import unicodedata
+
+    text = "we had a lovely crème brûlée at the café in zürich."
+    lines = [json.dumps({"context": ["hi"], "response": spelt, "reference": text})
+             for spelt in (text, unicodedata.normalize("NFD", text))]
+    out = tmp_path / "scores.jsonl"
+    assert score(baseline_store, str(write_jsonl(tmp_path / "in.jsonl", lines)), "--models", *MODELS,
+                 "--output", str(out)) == 0
+    composed, decomposed = read(out)
+    assert decomposed["scores"] == composed["scores"] and composed["scores"]["bleu4"] == 1.0

@@ -28,3 +28,16 @@ def test_soft_bound_is_the_identity_inside_the_band_and_smooth_at_its_edges() ->
 def test_soft_bound_follows_the_range_it_is_given() -> None:
     assert 0.0 < soft_bound(np.array([-3.0]), 0.0, 1.0)[0] < 0.05
     assert 99.0 < soft_bound(np.array([250.0]), 0.0, 100.0)[0] < 100.0
+
+
+def test_items_and_turns_hold_their_texts_in_nfc() -> None:
+    """Where every scored text is made into the value scorers take: canonically equivalent spellings are one."""
+    import unicodedata
+
+    from service.scorers.base import Item, Turn
+
+    nfc = "we had a lovely crème brûlée at the café in zürich."
+    nfd = unicodedata.normalize("NFD", nfc)
+    assert Item([nfd, "ok"], nfd, nfd) == Item([nfc, "ok"], nfc, nfc)
+    assert Item([nfd], nfd).reference is None
+    assert Turn("bot", nfd).text == nfc
