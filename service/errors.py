@@ -31,9 +31,16 @@ V2_PREFIX = "/v2"
 def error_body(error: ServiceError, path: str) -> dict[str, Any]:
     """The error as the path's protocol writes it: the contract's object, or v2's `{"error": message}`."""
     if path == V2_PREFIX or path.startswith(V2_PREFIX + "/"):
-        where = "; ".join(f"{field}: {problem}" for field, problem in list(error.details.items())[:3])
+        where = "; ".join(f"{field}: {_plain(problem)}" for field, problem in list(error.details.items())[:3])
         return {"error": f"{error.message} ({where})" if where else error.message}
     return error.body()
+
+
+def _plain(value: Any) -> str:
+    """A detail as a sentence reads it: a list as its items joined, not Python's repr of it."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value))
+    return str(value).removesuffix(".")
 
 
 # Every answer, the app's and the server's own errors (service/server/) alike, is JSON (or the

@@ -92,10 +92,13 @@ def _constant_message(value: _Constant) -> str:
     return f"{value.name} is not a JSON number; send a finite number (or null where the field allows none)."
 
 
+TOO_LARGE = "too large for a double"  # a JSON number that overflows to infinity, as every reader names it
+
+
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise NotFinite(f"{text} is too large for a double")
+        raise NotFinite(f"{text} is {TOO_LARGE}")
     return value
 
 
@@ -201,7 +204,8 @@ def _load(raw: bytes, max_depth: int, finite: bool, constants: bool) -> Any:
     except JsonTextError:  # RepeatedKey, NotFinite: raised from inside the parser
         raise
     except json.JSONDecodeError as exc:
-        raise NotJson(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        # Some of json's messages end in "at" ("Unterminated string starting at"), before its own position
+        raise NotJson(f"{exc.msg.removesuffix(' at')} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:  # the parser's own limit, far past any max_depth
         raise TooDeep(f"Nested deeper than {max_depth} levels.") from None
     except ValueError as exc:  # Python refuses an integer of more than 4,300 digits (CVE-2020-10735)

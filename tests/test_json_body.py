@@ -83,3 +83,16 @@ def test_a_reader_that_refuses_nan_names_where_it_stands() -> None:
     assert math.isinf(parse_object(b'{"a": 1e999}', max_depth=8, constants=False)["a"])
     assert parse_object(b'{"a": "NaN Infinity"}', max_depth=8, constants=False) == {"a": "NaN Infinity"}
     assert math.isnan(parse(b'{"a": NaN}', max_depth=8)["a"])
+
+
+def test_a_syntax_error_says_where_once() -> None:
+    """json's own messages for these end in "at", before the position the reader appends."""
+    import pytest
+
+    from service.json_body import NotJson, parse
+
+    for raw, said in ((b'{"a": "abc', "Unterminated string starting at line 1 column 7"),
+                      (b'{"a": "a\x01b"}', "Invalid control character at line 1 column 9")):
+        with pytest.raises(NotJson) as caught:
+            parse(raw, max_depth=5)
+        assert str(caught.value) == said

@@ -125,7 +125,8 @@ def _parse_each(raw_items: list[dict[str, Any]], calls: list[Call], kind: str,
             continue
         if needs_reference and isinstance(item, Item) and lacks_reference(item.reference):
             errors[f"items.{i}.reference"] = (f"Required, and not blank, by {', '.join(needs_reference)} "
-                                              "(a referenced model).")
+                                              + ("(a referenced model)." if len(needs_reference) == 1
+                                                 else "(referenced models)."))
             parsed.append(None)
         else:
             parsed.append(item)

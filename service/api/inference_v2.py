@@ -9,6 +9,9 @@ the inputs' encoding.
 """
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
@@ -18,7 +21,7 @@ from service.api.body import parse_json, read_body, validate
 from service.api.openapi import VERSION
 from service.api.schemas import RERANK_REQUEST, SCORE_REQUEST
 from service.api.v2_tensors import HEADER_LENGTH, Tensor, output, read_inputs, split_body
-from service.errors import InvalidRequest, NotFound, NotReady, TooLarge
+from service.errors import InvalidRequest, NotFound, NotReady, ServiceError, TooLarge
 from service.json_body import JsonTextError, NotJson, RepeatedKey, TooDeep, parse
 from service.scorers.base import Scorer
 
@@ -109,8 +112,9 @@ def _score(name: str, tensors: dict[str, Tensor], options: dict[str, Any]) -> tu
             if references is not None:
                 item["reference"] = references[i]
             items.append(item)
-    answer = dataplane.score(store(), validate(SCORE_REQUEST, {"model": name, "items": items, "options": options}),
-                             settings())
+    with _v2_names(_score_path):
+        answer = dataplane.score(store(), validate(SCORE_REQUEST, {"model": name, "items": items,
+                                                                   "options": options}), settings())
     return [output("score", "FP32", answer["scores"])], answer["version"]
 
 
@@ -129,10 +133,47 @@ def _rerank(name: str, tensors: dict[str, Tensor], options: dict[str, Any],
         raise InvalidRequest("A re-ranking reads at most one `reference`.", {"inputs.reference": "One element."})
     body = {"model": name, "context": _turns(context[0], 0), "candidates": _required(tensors, "response").values,
             "reference": reference[0], "top_k": top_k, "options": options}
-    answer = dataplane.rerank(store(), validate(RERANK_REQUEST, body), settings())
+    with _v2_names(_rerank_path):
+        answer = dataplane.rerank(store(), validate(RERANK_REQUEST, body), settings())
     ranking = answer["ranking"]
     return ([output("index", "INT64", [entry["index"] for entry in ranking]),
              output("score", "FP32", [entry["score"] for entry in ranking])], answer["version"])
+
+
+# --- the v1 body's field paths in an error, as the v2 request names them --------------------------
+_ITEM_FIELD = re.compile(r"items\.(\d+)\.(context|response|reference|turns)(.*)")
+_RERANK_FIELD = re.compile(r"(candidates|context|reference)((?:\.\d+)*)")
+_RERANK_INPUT = {"candidates": "response", "context": "context.0", "reference": "reference.0"}
+
+
+def _parameter_path(path: str) -> str:
+    return f"parameters.{path}" if path.split(".")[0] in ("options", "top_k") else path
+
+
+def _score_path(path: str) -> str:
+    """`items.3.response` -> `inputs.response.3` (an item is element 3 of each input); options -> parameters."""
+    match = _ITEM_FIELD.fullmatch(path)
+    if match:
+        return f"inputs.{match[2]}.{match[1]}{match[3]}"
+    return "inputs" if path == "items" else _parameter_path(path)
+
+
+def _rerank_path(path: str) -> str:
+    """`candidates.3` -> `inputs.response.3`, `context.2` -> `inputs.context.0.2`; options -> parameters."""
+    match = _RERANK_FIELD.fullmatch(path)
+    if match:
+        return f"inputs.{_RERANK_INPUT[match[1]]}{match[2]}"
+    return _parameter_path(path)
+
+
+@contextmanager
+def _v2_names(rename: Callable[[str], str]) -> Iterator[None]:
+    """An error of the v1 body an infer runs as, its details keyed by the v2 request's own names."""
+    try:
+        yield
+    except ServiceError as error:
+        error.details = {rename(str(path)): problem for path, problem in error.details.items()}
+        raise
 
 
 def _known(tensors: dict[str, Tensor], names: tuple[str, ...]) -> None:
@@ -222,8 +263,11 @@ def _requested_outputs(body: dict[str, Any], outputs: list[dict[str, Any]]) -> l
     wanted = body.get("outputs")
     if not wanted:
         return outputs
-    names = [o.get("name") if isinstance(o, dict) else None for o in wanted] if isinstance(wanted, list) else [None]
     by_name = {o["name"]: o for o in outputs}
+    if not isinstance(wanted, list) or not all(isinstance(o, dict) and isinstance(o.get("name"), str) for o in wanted):
+        raise InvalidRequest(f"`outputs` is a list of objects, each naming an output (`{{\"name\": \"score\"}}`); "
+                             f"this model gives {', '.join(by_name)}.", {"outputs": "Not a list of named outputs."})
+    names = [o["name"] for o in wanted]
     unknown = [n for n in names if n not in by_name]
     if unknown:
         raise InvalidRequest(f"Unknown output {unknown[0]!r}; this model gives {', '.join(by_name)}.",

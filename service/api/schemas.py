@@ -12,6 +12,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, post_load, valid
 from service.scorers.base import Dialogue, Item, Turn
 from service.stats.correlation import METHODS
 from service.stats.designs import DEFAULT_DESIGN, DESIGNS
+from service.json_body import TOO_LARGE
 from service.text import is_blank
 
 _nonempty_list = validate.Length(min=1)
@@ -70,6 +71,8 @@ class Number(fields.Float):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(allow_nan=False, **kwargs)
+        # The body's reader refuses NaN and Infinity (400), so what comes here as one is a number that overflowed.
+        self.error_messages["special"] = f"A number {TOO_LARGE} (it reads as infinity); send a finite number."
         self.validators.append(validate.Range(min=-MAX_MAGNITUDE, max=MAX_MAGNITUDE, error=(
             f"Must be within -{MAX_MAGNITUDE:g} and {MAX_MAGNITUDE:g} (larger values overflow the statistics).")))
 

@@ -168,3 +168,28 @@ def test_a_context_is_a_json_array_only_where_it_parses_as_one(client, context, 
 def test_a_context_array_of_other_things_than_strings_is_422(client, context):
     answer = _infer(client, "length", {"inputs": [_text("context", [context]), _text("response", ["a"])]})
     assert answer.status_code == 422 and "array of strings" in answer.get_json()["error"]
+
+
+def test_errors_name_the_v2_inputs_and_read_as_sentences(client):
+    """Details keyed by the v2 request's names (not the v1 body's `items.1.response`), lists joined, not repr'd."""
+    over = _infer(client, "bleu4", {"inputs": [_text("context", ["a"]), _text("response", ["a", "x" * 20000]),
+                                               _text("reference", ["b", "c"])]})
+    assert over.status_code == 413 and "(inputs.response.1: 20000 characters" in over.get_json()["error"]
+    missing = _infer(client, "bleu4", {"inputs": [_text("context", ["a"]), _text("response", ["a", "b"]),
+                                                  _text("reference", ["b", " "])]})
+    assert "(inputs.reference.1: Required" in missing.get_json()["error"]
+    ranked = _infer(client, "bleu4", {"parameters": {"rerank": True, "options": '{"x": 1}'},
+                                      "inputs": [_text("context", ["a"]), _text("response", ["a", "b"])]})
+    assert "(parameters.options.x: Unknown option" in ranked.get_json()["error"]
+    wrong = client.get("/v2/models/bleu4/infer")
+    assert wrong.status_code == 405 and wrong.get_json()["error"].endswith("(allowed: OPTIONS, POST)")
+    unknown = client.get("/v2/models/nope").get_json()["error"]
+    assert "['" not in unknown and "served: bleu4, " in unknown
+
+
+@pytest.mark.parametrize("outputs", ["score", ["score"], [{"name": 1}]])
+def test_outputs_that_are_not_named_objects_are_422_saying_so(client, outputs):
+    body = {"inputs": [_text("context", ["b"]), _text("response", ["a"])], "outputs": outputs}
+    answer = _infer(client, "length", body)
+    assert answer.status_code == 422 and "None" not in answer.get_json()["error"]
+    assert "`outputs` is a list of objects" in answer.get_json()["error"]

@@ -159,3 +159,23 @@ def test_texts_shared_across_items_roles_and_models_do_not_change_a_score(full_a
     assert together.status_code == 200, together.get_json()
     for name in names:
         assert together.get_json()["results"][name]["scores"] == alone[name], name
+
+
+def test_a_missing_reference_names_every_model_that_needs_it_in_a_sentence(client):
+    items = [{"context": ["hi"], "response": "hello"}]
+    one = client.post("/score", json={"model": "bleu4", "items": items}).get_json()["error"]["details"]
+    assert one == {"items.0.reference": "Required, and not blank, by bleu4 (a referenced model)."}
+    two = client.post("/score", json={"models": ["bleu4", "rouge-l"], "items": items}).get_json()["error"]["details"]
+    assert two == {"items.0.reference": "Required, and not blank, by bleu4, rouge-l (referenced models)."}
+
+
+@pytest.mark.parametrize("path,body,field", [
+    ("/correlate", b'{"human": [1e400, 2, 3], "scores": {"a": [1, 2, 3]}}', "human.0"),
+    ("/human-eval", b'{"ratings": [{"rater": "a", "system": "s", "item": "i", "scores": {"x": -1e400}}]}',
+     "ratings.0.scores.x"),
+])
+def test_a_number_past_a_double_is_named_as_such(client, path, body, field):
+    """JSON allows 1e400 (so a 422, not a 400); it reads as infinity, which is what the message says."""
+    response = client.post(path, data=body, content_type="application/json")
+    assert response.status_code == 422
+    assert response.get_json()["error"]["details"][field].startswith("A number too large for a double")
