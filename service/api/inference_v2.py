@@ -20,16 +20,14 @@ from service.api import dataplane, settings, store
 from service.api.body import parse_json, read_body, validate
 from service.api.openapi import VERSION
 from service.api.schemas import RERANK_REQUEST, SCORE_REQUEST
-from service.api.v2_tensors import HEADER_LENGTH, Tensor, output, read_inputs, split_body
+from service.api.v2_tensors import (HEADER_LENGTH, ITEM_INPUTS, PLATFORM, SERVER_NAME, Tensor, output,
+                                    read_inputs, split_body)
 from service.errors import InvalidRequest, NotFound, NotReady, ServiceError, TooLarge
 from service.json_body import JsonTextError, NotJson, RepeatedKey, TooDeep, parse
 from service.scorers.base import Scorer
 
 bp = Blueprint("inference_v2", __name__, url_prefix="/v2")
 
-SERVER_NAME = "dialscore"
-PLATFORM = "dialscore"  # a model is an ONNX graph (or none) with its pre- and post-processing, not one graph
-ITEM_INPUTS = ("context", "response", "reference")
 
 
 @bp.get("")

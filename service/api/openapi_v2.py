@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.api.v2_tensors import HEADER_LENGTH
+from service.api.v2_tensors import HEADER_LENGTH, ITEM_INPUTS, PLATFORM, SERVER_NAME
 
 PREFIX = "/v2"
 _OUTPUTS = {"score": "FP32", "index": "INT64"}
@@ -66,9 +66,6 @@ def _input(names: tuple[str, ...]) -> dict[str, Any]:
 
 def component_schemas() -> dict[str, dict[str, Any]]:
     """The v2 bodies' schemas by component name."""
-    # inference_v2 imports the document's version from service/api/openapi.py, which imports this module
-    from service.api.inference_v2 import ITEM_INPUTS, PLATFORM, SERVER_NAME
-
     tensors = {"type": "array", "items": _ref("V2TensorMetadata")}
     return {
         "V2Error": _object({"error": {"type": "string", "description": (

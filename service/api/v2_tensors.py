@@ -15,6 +15,9 @@ from typing import Any
 from service.errors import BadJson, InvalidRequest
 
 HEADER_LENGTH = "Inference-Header-Content-Length"
+SERVER_NAME = "dialscore"
+PLATFORM = "dialscore"  # a model is an ONNX graph (or none) with its pre- and post-processing, not one graph
+ITEM_INPUTS = ("context", "response", "reference")  # a reply model's inputs; a dialogue model's is `turns`
 _LENGTH = struct.Struct("<I")
 
 
