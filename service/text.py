@@ -55,8 +55,9 @@ def words(text: str) -> list[str]:
 def match_key(text: str) -> str:
     """Lower-case letters and digits only (no spaces, no punctuation): one key for a sentence under
     every source's spelling (DailyDialog's "don ’ t", holistic_eval's "don't" and xDial's "do n't"),
-    where `words` keeps them apart. Training matches dev text by it; the service, training items."""
-    return "".join(ch for ch in str(text).lower() if ch.isalnum())
+    where `words` keeps them apart, and under either Unicode spelling of an accent (NFC first). Training
+    matches dev text by it; the service, training items."""
+    return "".join(ch for ch in canonical(str(text)).lower() if ch.isalnum())
 
 
 def word_count(text: str) -> int:

@@ -50,3 +50,13 @@ def test_canonical_is_nfc_and_keeps_text_already_in_it() -> None:
     assert canonical(unicodedata.normalize("NFD", composed)) == composed
     assert canonical(composed) is composed
     assert canonical("\u212b") == "\u00c5"  # the angstrom sign is canonically the letter
+
+
+def test_the_match_key_is_one_for_either_spelling_of_an_accent() -> None:
+    """A training item sent in NFD is still found: the combining accent, not a letter, was dropped."""
+    import unicodedata
+
+    from service.text import match_key
+
+    text = "we had crème brûlée at the café."
+    assert match_key(unicodedata.normalize("NFD", text)) == match_key(text) == "wehadcrèmebrûléeatthecafé"
