@@ -3,7 +3,11 @@ and the service's refusals retried after Retry-After only while the deadline lea
 from __future__ import annotations
 
 import pickle
+import socket
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from dialscore_client import (Client, DeadlineExceeded, NotReady, Overloaded, ShuttingDown, TransportError,
@@ -187,3 +191,61 @@ def test_a_batch_ends_with_its_deadline(small_server):
     assert [status for _, _, status in hop.exchanges[start:]] == [503, 503] and caught.value.attempts == 2
     first, second = budgets(hop, start)
     assert 1.4 < first <= 1.5 and second <= 0.5, (first, second)
+
+
+@contextmanager
+def dribbling_server(headers_too: bool, lasts: float = 8.0) -> Iterator[str]:
+    """A loopback server that answers every request `200 OK` with `Content-Length: 2000`, then sends the body
+    (and with `headers_too` the headers before it) one byte every 0.25 s, closing after `lasts` seconds."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+    stop = threading.Event()
+
+    def dribble(conn: socket.socket) -> None:
+        with conn:
+            conn.recv(65536)
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2000\r\n\r\n"
+            sent, ends = b"" if headers_too else head, time.monotonic() + lasts
+            conn.sendall(sent)
+            for byte in (head if headers_too else b"") + b" " * 2000:
+                if stop.is_set() or time.monotonic() > ends:
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+                time.sleep(0.25)
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=dribble, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        listener.close()
+
+
+@pytest.mark.parametrize("headers_too", [False, True], ids=["slow-body", "slow-headers"])
+def test_a_slowly_sent_answer_ends_with_the_timeout(headers_too):
+    """Bytes arriving steadily, each gap shorter than the timeout: the call still ends when its budget does."""
+    with dribbling_server(headers_too) as url, Client(url, timeout=2) as client:
+        started = time.monotonic()
+        with pytest.raises(TransportError) as caught:
+            client.models()
+        elapsed = time.monotonic() - started
+        if not headers_too:  # the answer's socket is shut: the thread reading it ends, the server still sending
+            for thread in threading.enumerate():
+                if thread.name == "dialscore-request":
+                    thread.join(timeout=2)
+                    assert not thread.is_alive()
+    assert caught.value.code == "timeout" and caught.value.status is None, caught.value
+    assert elapsed < 3, elapsed

@@ -6,10 +6,13 @@ retried like a GET.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import logging
 import math
 import random
+import threading
 import time
 from typing import Any
 
@@ -156,7 +159,8 @@ class Transport:
                                      f"{method} {url} was sent.")
             headers = {**headers, TIMEOUT_HEADER: f"{budget:.3f}"}
         try:
-            response = self.session.request(method, url, data=body, headers=headers, timeout=wait)
+            response = (self.session.request(method, url, data=body, headers=headers, timeout=wait)
+                        if deadline is None else _Exchange(self.session, method, url, headers, body, wait).by(deadline))
         except requests.exceptions.SSLError as exc:  # a certificate will not fix itself: not retried
             raise TransportError(None, "tls_error", f"TLS with {url} failed: {exc}") from exc
         except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
@@ -164,7 +168,7 @@ class Transport:
         except requests.Timeout as exc:  # a slow answer is not retried: that would repeat the slow work
             within = (f"the {wait:.2f} s left of the call's timeout ({self.timeout:g} s)" if deadline is not None
                       else f"{wait:g} s (the client's wait without a timeout)")
-            raise TransportError(None, "timeout", f"{url} sent no answer within {within}.") from exc
+            raise TransportError(None, "timeout", f"{url} sent no whole answer within {within}.") from exc
         if not response.ok:
             raise error_from_response(response)
         try:
@@ -173,6 +177,61 @@ class Transport:
             raise ServerError(response.status_code, f"http_{response.status_code}",
                               f"{url} answered {response.status_code} with a body that is not JSON.",
                               {"body": response.text[:BODY_EXCERPT]}) from None
+
+
+class _Exchange:
+    """One request and its whole answer, made on a thread of its own so that the caller stops waiting at its
+    deadline however the bytes come: requests' `timeout` bounds each wait for a byte, not their sum, so a server
+    sending a byte at a time keeps it going. Abandoned at the deadline, the answer's socket is shut (urllib3's
+    `HTTPResponse.shutdown`, 2.3 and later) so that the thread ends too; before the headers, or on an older
+    urllib3, it ends at its next gap of `wait` seconds or when the server is done."""
+
+    def __init__(self, session: requests.Session, method: str, url: str, headers: dict[str, str],
+                 body: bytes | None, wait: float) -> None:
+        self._send = functools.partial(session.request, method, url, data=body, headers=headers, timeout=wait,
+                                       stream=True)
+        self._lock = threading.Lock()
+        self._reading: requests.Response | None = None  # the answer whose body is being read
+        self._abandoned = False
+        self._answer: requests.Response | None = None
+        self._failure: BaseException | None = None
+
+    def by(self, deadline: float) -> requests.Response:
+        """The answer, its body read, or the request's exception; requests.Timeout once `deadline` passes."""
+        thread = threading.Thread(target=self._run, name="dialscore-request", daemon=True)
+        thread.start()
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            self._abandon()
+            raise requests.Timeout("the answer did not arrive whole by the call's deadline")
+        if self._failure is not None:
+            raise self._failure
+        assert self._answer is not None
+        return self._answer
+
+    def _run(self) -> None:
+        try:
+            response = self._send()
+            with self._lock:
+                abandoned = self._abandoned
+                self._reading = None if abandoned else response
+            if abandoned:
+                response.close()
+                return
+            response.content  # noqa: B018 - reads the whole body here, on this thread
+            with self._lock:
+                self._reading = None
+            self._answer = response
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread by `by`
+            self._failure = exc
+
+    def _abandon(self) -> None:
+        with self._lock:
+            self._abandoned, reading = True, self._reading
+        shutdown = getattr(getattr(reading, "raw", None), "shutdown", None)
+        if shutdown is not None:
+            with contextlib.suppress(Exception):  # released to the pool meanwhile, or already closed: nothing to end
+                shutdown()
 
 
 def retryable(failure: DialscoreError) -> bool:
