@@ -1,8 +1,13 @@
 """Every failure is a DialscoreError carrying the contract's status, code, message and details, typed by code."""
 from __future__ import annotations
 
+import json
 import math
 import pickle
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from dialscore_client import (Client, DialscoreError, InvalidRequest, NotFound, ServerError, TooLarge,
@@ -104,3 +109,62 @@ def test_a_proxys_html_error_is_still_a_typed_error():
     assert (error.status, error.code, error.attempts) == (502, "http_502", 1)
     assert "502 Bad Gateway" in error.details["body"]
     assert "without the service's JSON error body" in error.message
+
+
+class _Fixed(BaseHTTPRequestHandler):
+    """Answers 200 with the JSON its server's `answers` holds for the path."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        payload = json.dumps(self.server.answers[self.path]).encode()  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.do_GET()
+
+
+@contextmanager
+def answering(answers: dict[str, object]) -> Iterator[str]:
+    """A loopback server answering each path in `answers` with 200 and that JSON."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Fixed)
+    server.answers = answers  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+SERVED_NONE = {"models": [], "limits": {}}
+NOT_THE_SHAPE = [
+    ({"/models": {"hello": 1}}, lambda c: c.models()),
+    ({"/models": {"models": [{"name": "length"}], "limits": {}}}, lambda c: c.models()),
+    ({"/models": SERVED_NONE, "/score": {"hello": 1}}, lambda c: c.score("length", [ITEM])),
+    ({"/models": SERVED_NONE, "/score": {"model": "length", "version": "1", "scores": 3}},
+     lambda c: c.score("length", [ITEM])),
+    ({"/models": SERVED_NONE, "/score": {"results": {}}}, lambda c: c.score(["length", "adem"], [ITEM])),
+    ({"/models": SERVED_NONE, "/rerank": {"hello": 1}}, lambda c: c.rerank("length", ["hi"], ["ok", "fine"])),
+    ({"/models": SERVED_NONE, "/rerank": [1, 2]}, lambda c: c.rerank("length", ["hi"], ["ok", "fine"])),
+]
+
+
+@pytest.mark.parametrize(("answers", "call"), NOT_THE_SHAPE)
+def test_an_answer_that_is_json_but_not_the_services_is_a_server_error(answers, call):
+    with answering(answers) as url, Client(url, retry_deadline=0) as client:
+        with pytest.raises(ServerError) as caught:
+            call(client)
+    error = caught.value
+    assert (error.status, error.code) == (200, "bad_answer")
+    assert "not the service's" in error.message

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dialscore_client.errors import DialscoreError, InvalidRequest, TooLarge, rebase_path
+from dialscore_client.errors import DialscoreError, InvalidRequest, ServerError, TooLarge, reading_answer, rebase_path
 from dialscore_client.results import MultiScoreResult, RankedCandidate, Ranking, ReplyWarning, ScoreResult
 
 # Paths of one element's own problems, which `on_invalid: "skip"` skips: an item's field, a candidate.
@@ -67,6 +67,17 @@ def every_element_invalid(error: DialscoreError, field: str, count: int) -> bool
 
 def join_scores(pieces: Sequence[Piece]) -> ScoreResult | MultiScoreResult:
     """The chunks' /score answers as one (one model's, or several models' joined per model)."""
+    with reading_answer("POST /score's answer"):
+        return _join_scores(pieces)
+
+
+def join_rankings(pieces: Sequence[Piece], top_k: int | None) -> Ranking:
+    """The chunks' /rerank answers as one ranking: best first, ties in the candidates' order, then `top_k`."""
+    with reading_answer("POST /rerank's answer"):
+        return _join_rankings(pieces, top_k)
+
+
+def _join_scores(pieces: Sequence[Piece]) -> ScoreResult | MultiScoreResult:
     first = _first_answer(pieces)
     skipped, errors = _skips(pieces, "items")
     dropped, warnings = _context_dropped(pieces), _warnings(pieces)
@@ -80,8 +91,7 @@ def join_scores(pieces: Sequence[Piece]) -> ScoreResult | MultiScoreResult:
                             dropped, warnings)
 
 
-def join_rankings(pieces: Sequence[Piece], top_k: int | None) -> Ranking:
-    """The chunks' /rerank answers as one ranking: best first, ties in the candidates' order, then `top_k`."""
+def _join_rankings(pieces: Sequence[Piece], top_k: int | None) -> Ranking:
     first = _first_answer(pieces)
     version = _same(pieces)
     ranking = [RankedCandidate(entry["index"] + piece.start, entry["response"], entry["score"],
@@ -113,7 +123,7 @@ def _join_model(pieces: Sequence[Piece], name: str | None, skipped: list[int], e
                for piece in pieces]
     for piece, answer in zip(pieces, answers):
         if answer is not None and len(answer["scores"]) != piece.stop - piece.start:
-            raise DialscoreError(None, "bad_answer", f"The server answered {len(answer['scores'])} scores for "
+            raise ServerError(200, "bad_answer", f"The server answered {len(answer['scores'])} scores for "
                                  f"{piece.stop - piece.start} items (items {piece.start} to {piece.stop - 1}).")
     versions = list(dict.fromkeys(answer["version"] for answer in answers if answer is not None))
     model = next(answer["model"] for answer in answers if answer is not None)

@@ -8,7 +8,7 @@ from typing import Any, overload
 import requests
 
 from dialscore_client import batching
-from dialscore_client.errors import DialscoreError
+from dialscore_client.errors import DialscoreError, reading_answer
 from dialscore_client.results import (CorrelationReport, HumanEvalReport, Method, ModelInfo, MultiScoreResult,
                                       OnInvalid, OnLongContext, Ranking, Rating, ScoreResult, ServedModels)
 from dialscore_client.transport import Transport, encode_checked
@@ -64,14 +64,8 @@ class Client:
 
     def _models(self, deadline: float | None) -> ServedModels:
         answer = self._transport.get("/models", deadline)
-        served = ServedModels(
-            models=[ModelInfo(name=m["name"], version=m["version"], kind=m["kind"], requires=list(m["requires"]),
-                              score_range=(m["score_range"][0], m["score_range"][1]), sha256=m["sha256"],
-                              providers=list(m["providers"]), card=m.get("card", {}), options=m.get("options", {}),
-                              license=m.get("license", ""), commercial_use=m.get("commercial_use") is True)
-                    for m in answer["models"]],
-            limits=dict(answer["limits"]), loading=bool(answer.get("loading", False)),
-            failed=dict(answer.get("failed", {})))
+        with reading_answer("GET /models' answer"):
+            served = _served(answer)
         with self._limits_lock:
             self._limits = served.limits
         return served
@@ -182,6 +176,18 @@ class Client:
             if rebased is error:
                 raise
             raise rebased from error
+
+
+def _served(answer: Any) -> ServedModels:
+    """GET /models' answer as ServedModels."""
+    return ServedModels(
+        models=[ModelInfo(name=m["name"], version=m["version"], kind=m["kind"], requires=list(m["requires"]),
+                          score_range=(m["score_range"][0], m["score_range"][1]), sha256=m["sha256"],
+                          providers=list(m["providers"]), card=m.get("card", {}), options=m.get("options", {}),
+                          license=m.get("license", ""), commercial_use=m.get("commercial_use") is True)
+                for m in answer["models"]],
+        limits=dict(answer["limits"]), loading=bool(answer.get("loading", False)),
+        failed=dict(answer.get("failed", {})))
 
 
 def _given(**fields: Any) -> dict[str, Any]:

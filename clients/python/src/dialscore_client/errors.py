@@ -4,7 +4,8 @@ from __future__ import annotations
 import email.utils
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import requests
@@ -43,6 +44,17 @@ class DialscoreError(Exception):
         if (message, list(details)) == (self.message, list(self.details)):
             return self
         return _rebuild(type(self), self.status, self.code, message, details, self.attempts, self.retry_after)
+
+
+@contextmanager
+def reading_answer(what: str) -> Iterator[None]:
+    """Reading a successful answer's JSON: one without the contract's fields, or of other types, raises a
+    ServerError `bad_answer` (status 200) instead of the KeyError or TypeError met while reading it."""
+    try:
+        yield
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        raise ServerError(200, "bad_answer", f"{what} is JSON but not the service's answer: "
+                          f"{type(exc).__name__} {exc} while reading it.") from exc
 
 
 def _rebuild(cls: type[DialscoreError], status: int | None, code: str, message: str, details: dict[str, Any],
@@ -95,7 +107,8 @@ class ShuttingDown(Unavailable):
 
 
 class ServerError(DialscoreError):
-    """A 5xx other than 503, or an answer that is not the service's JSON (a proxy's HTML page)."""
+    """A 5xx other than 503, an answer that is not the service's JSON (a proxy's HTML page), or a 200 whose JSON
+    lacks the service's fields (`bad_answer`)."""
 
 
 class TransportError(DialscoreError):
