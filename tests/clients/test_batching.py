@@ -25,6 +25,8 @@ ITEMS = [{"context": [sentence(i, 3 + i % 5), sentence(i + 1, 2 + i % 3)][: 1 + 
           "response": sentence(i + 2, 1 + i % 7), "reference": sentence(i + 3, 2 + i % 4)} for i in range(11)]
 BLANK_CONTEXT = {"context": [], "response": "x", "reference": "y"}
 NO_REFERENCE = {"context": ["hello"], "response": "hi"}
+NO_REFERENCE_ERROR = "Required, and not blank, by adem (a referenced model)."
+OVER_LONG_ERROR = "260 characters; the limit is 200."
 
 
 @pytest.fixture()
@@ -157,6 +159,34 @@ def test_an_invalid_item_in_a_later_chunk_is_named_by_its_own_index(whole, split
         whole.score("adem", items)
     assert joined.value.details == at_once.value.details == {
         "items.9.reference": "Required, and not blank, by adem (a referenced model)."}
+
+
+OVER_LONG = {"context": ["hello"], "response": "far too long " * 20, "reference": "y"}
+
+
+def test_a_split_batch_fails_naming_every_invalid_item_as_the_whole_would(whole, split):
+    """Invalid items in the first and last of three chunks: the error the whole batch gets, each item named by
+    its own index."""
+    items = list(ITEMS)
+    items[1], items[9] = NO_REFERENCE, BLANK_CONTEXT
+    with pytest.raises(InvalidRequest) as joined:
+        split.score("adem", items)
+    with pytest.raises(InvalidRequest) as at_once:
+        whole.score("adem", items)
+    assert (joined.value.status, joined.value.details) == (at_once.value.status, at_once.value.details)
+    assert joined.value.details == {"items.1.reference": NO_REFERENCE_ERROR,
+                                    "items.9.context": "Shorter than minimum length 1."}
+
+
+def test_a_split_batch_over_the_limits_names_every_item_over_them(split):
+    """Items over max_chars in two chunks, an invalid one in a third: 413 naming those over a limit, which
+    the server checks first, as it answers a whole batch."""
+    items = list(ITEMS)
+    items[1], items[6], items[9] = NO_REFERENCE, OVER_LONG, OVER_LONG
+    with pytest.raises(TooLarge) as joined:
+        split.score("adem", items)
+    assert joined.value.status == 413
+    assert joined.value.details == {"items.6.response": OVER_LONG_ERROR, "items.9.response": OVER_LONG_ERROR}
 
 
 CONTEXT = ["hi! how was your weekend?"]

@@ -51,18 +51,40 @@ def names_the_batch(error: DialscoreError, field: str) -> bool:
     return isinstance(error, TooLarge) and any(key in (field, "max_body_bytes") for key in error.details)
 
 
+def names_elements_only(error: DialscoreError, field: str) -> bool:
+    """A 413 / 422 from the server whose details name only elements' own problems (`items.3.response`)."""
+    return (isinstance(error, (TooLarge, InvalidRequest)) and error.status is not None and bool(error.details)
+            and all(_ELEMENT_PATH[field].fullmatch(key) for key in error.details))
+
+
+def refusal_of_the_whole(refusals: Sequence[DialscoreError],
+                         unchecked: tuple[int, DialscoreError] | None = None) -> DialscoreError:
+    """The error the server gives the whole batch whose chunks got `refusals` (each naming only elements'
+    problems): 413 naming the elements over a limit, which it checks first, else 422 naming every invalid one.
+    `unchecked`: the first element not checked, and why (a later chunk's other failure, a timeout)."""
+    over = [refusal for refusal in refusals if isinstance(refusal, TooLarge)]
+    error = merged(over or refusals)
+    if unchecked is not None:
+        start, why = unchecked
+        error.message = f"{error.message} (Elements from {start} on were not checked: {why})"
+        error.args = (error.message,)
+    return error
+
+
+def merged(failures: Sequence[DialscoreError]) -> DialscoreError:
+    """One error naming every problem of `failures`: the first 413 among them (else the first), with the
+    details of all."""
+    lead = next((f for f in failures if isinstance(f, TooLarge)), failures[0])
+    details = {key: value for failure in failures for key, value in failure.details.items()}
+    return type(lead)(lead.status, lead.code, lead.message, details, attempts=lead.attempts)
+
+
 def every_element_invalid(error: DialscoreError, field: str, count: int) -> bool:
     """A 413 / 422 whose details name only elements' own problems, every element of the chunk among them:
     the server's answer, under `on_invalid: "skip"`, to a request that leaves nothing to score."""
-    if not isinstance(error, (TooLarge, InvalidRequest)) or error.status is None or not error.details:
+    if not names_elements_only(error, field):
         return False
-    named = set()
-    for key in error.details:
-        match = _ELEMENT_PATH[field].fullmatch(key)
-        if match is None:
-            return False
-        named.add(int(match.group(1)))
-    return named == set(range(count))
+    return {int(_ELEMENT_PATH[field].fullmatch(key).group(1)) for key in error.details} == set(range(count))
 
 
 def join_scores(pieces: Sequence[Piece]) -> ScoreResult | MultiScoreResult:
@@ -110,10 +132,7 @@ def _first_answer(pieces: Sequence[Piece]) -> dict[str, Any]:
     for piece in pieces:
         if piece.answer is not None:
             return piece.answer
-    failures = [piece.failure for piece in pieces if piece.failure is not None]
-    lead = next((f for f in failures if isinstance(f, TooLarge)), failures[0])
-    details = {key: value for failure in failures for key, value in failure.details.items()}
-    raise type(lead)(lead.status, lead.code, lead.message, details, attempts=lead.attempts)
+    raise merged([piece.failure for piece in pieces if piece.failure is not None])
 
 
 def _join_model(pieces: Sequence[Piece], name: str | None, skipped: list[int], errors: dict[str, str]) -> ScoreResult:

@@ -148,15 +148,28 @@ class Client:
     # --- splitting ---------------------------------------------------------------------------------
     def _send_split(self, path: str, payload: dict[str, Any], field: str, elements: list[Any],
                     skip: bool) -> list[batching.Piece]:
-        """The chunks' answers, in order; the limits' look-up and every chunk share one deadline (`timeout`)."""
+        """The chunks' answers, in order; the limits' look-up and every chunk share one deadline (`timeout`).
+        A chunk refused for its elements' problems fails the batch, but the chunks after it are still sent, so
+        that the error names every invalid element, as the server's answer to the whole batch would."""
         deadline = self._transport.deadline()
         envelope = len(encode_checked({**payload, field: []}))  # measured first: nothing unsendable is sent
         sizes = [len(encode_checked(element, f"{field}.{i}")) for i, element in enumerate(elements)]
         limits = self._limits_by(deadline)
         chunks = batching.plan(sizes, envelope, limits.get(COUNT_LIMIT[field]), limits.get(BODY_LIMIT))
-        return [piece for chunk in chunks
-                for piece in self._send_chunk(path, payload, field, elements, chunk.start, chunk.stop, skip,
-                                              deadline)]
+        pieces: list[batching.Piece] = []
+        refusals: list[DialscoreError] = []
+        for chunk in chunks:
+            try:
+                pieces += self._send_chunk(path, payload, field, elements, chunk.start, chunk.stop, skip, deadline)
+            except DialscoreError as error:
+                if not batching.names_elements_only(error, field):
+                    if refusals:
+                        raise batching.refusal_of_the_whole(refusals, unchecked=(chunk.start, error)) from error
+                    raise
+                refusals.append(error)
+        if refusals:
+            raise batching.refusal_of_the_whole(refusals)
+        return pieces
 
     def _send_chunk(self, path: str, payload: dict[str, Any], field: str, elements: list[Any], start: int,
                     stop: int, skip: bool, deadline: float | None) -> list[batching.Piece]:
