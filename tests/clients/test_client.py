@@ -9,6 +9,7 @@ import requests
 from dialscore_client import Client, MultiScoreResult, RankedCandidate, ScoreResult, TooLarge
 
 from tests.clients.conftest import SERVED
+from tests.clients.fixed_server import answering
 
 ITEMS = [
     {"context": ["hey, what do you want to do tonight?", "why don't we go see a movie?"],
@@ -47,6 +48,27 @@ def test_models_lists_what_the_server_serves_and_its_limits(client):
     assert client.limits() == served.limits
     terms = {m.name: (m.license, m.commercial_use) for m in served.models}
     assert terms["length"] == ("MIT", True) and terms["unref-minilm"][1] is False
+
+
+def test_models_keeps_every_field_the_server_describes(server, client):
+    """Per model its components, what it uses, its batch bound and bit-exactness; not_built as the server's."""
+    described = requests.get(server.url + "/models", timeout=60).json()
+    served = client.models()
+    assert served.not_built == described["not_built"]
+    for info, raw in zip(served.models, described["models"], strict=True):
+        assert (info.uses, info.components) == (raw["uses"], raw["components"])
+        assert (info.batch_bound, info.bit_exact_across_batches) == (raw["batch_bound"],
+                                                                    raw["bit_exact_across_batches"])
+    minilm = next(m for m in served.models if m.name == "unref-minilm")
+    assert minilm.uses and minilm.components[0]["name"] == minilm.uses[0]
+
+
+def test_models_names_the_models_not_built():
+    """A server without an encoder built lists the models that need it under not_built (docs/api.md)."""
+    reason = "needs mpnet-base, which is not built (make encoder-mpnet)"
+    answer = {"models": [], "limits": {}, "failed": {}, "not_built": {"unref-mpnet": reason}, "loading": False}
+    with answering({"/models": answer}) as url, Client(url, retry_deadline=0) as client:
+        assert client.models().not_built == {"unref-mpnet": reason}
 
 
 def test_a_long_context_is_cut_by_default_and_unreadable_replies_are_warned(client):

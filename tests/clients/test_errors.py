@@ -1,19 +1,15 @@
 """Every failure is a DialscoreError carrying the contract's status, code, message and details, typed by code."""
 from __future__ import annotations
 
-import json
 import math
 import pickle
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from dialscore_client import (Client, DialscoreError, InvalidRequest, NotFound, ServerError, TooLarge,
                               Unauthorized, UnknownModel)
 
 from tests.clients.conftest import TOKEN
+from tests.clients.fixed_server import answering
 from tests.clients.proxy import proxy
 from tests.live_server import free_port
 
@@ -109,42 +105,6 @@ def test_a_proxys_html_error_is_still_a_typed_error():
     assert (error.status, error.code, error.attempts) == (502, "http_502", 1)
     assert "502 Bad Gateway" in error.details["body"]
     assert "without the service's JSON error body" in error.message
-
-
-class _Fixed(BaseHTTPRequestHandler):
-    """Answers 200 with the JSON its server's `answers` holds for the path."""
-
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        payload = json.dumps(self.server.answers[self.path]).encode()  # type: ignore[attr-defined]
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.do_GET()
-
-
-@contextmanager
-def answering(answers: dict[str, object]) -> Iterator[str]:
-    """A loopback server answering each path in `answers` with 200 and that JSON."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Fixed)
-    server.answers = answers  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 SERVED_NONE = {"models": [], "limits": {}}

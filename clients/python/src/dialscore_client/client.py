@@ -197,10 +197,12 @@ def _served(answer: Any) -> ServedModels:
         models=[ModelInfo(name=m["name"], version=m["version"], kind=m["kind"], requires=list(m["requires"]),
                           score_range=(m["score_range"][0], m["score_range"][1]), sha256=m["sha256"],
                           providers=list(m["providers"]), card=m.get("card", {}), options=m.get("options", {}),
-                          license=m.get("license", ""), commercial_use=m.get("commercial_use") is True)
+                          license=m.get("license", ""), commercial_use=m.get("commercial_use") is True,
+                          bit_exact_across_batches=m.get("bit_exact_across_batches"), batch_bound=m.get("batch_bound"),
+                          uses=list(m.get("uses", [])), components=[dict(c) for c in m.get("components", [])])
                 for m in answer["models"]],
         limits=dict(answer["limits"]), loading=bool(answer.get("loading", False)),
-        failed=dict(answer.get("failed", {})))
+        failed=dict(answer.get("failed", {})), not_built=dict(answer.get("not_built", {})))
 
 
 def _given(**fields: Any) -> dict[str, Any]:

@@ -112,6 +112,22 @@ class Ranking:
 
 
 # --- GET /models ---------------------------------------------------------------------------------
+class ComponentInfo(TypedDict, total=False):
+    """A shared component a model runs on (a sentence encoder, word vectors), as the worker that answered loaded
+    it; the fields after `providers` are a sentence encoder's (docs/api.md)."""
+
+    name: str
+    version: str
+    providers: list[str]
+    precision: str  # the file served: w8a8, int8, int8-float or fp32
+    file: str
+    chosen_by: str
+    provider: str
+    provider_chosen_by: str
+    compute: str  # on OpenVINO: bf16 or f32
+    bit_exact_across_batches: bool
+
+
 @dataclass
 class ModelInfo:
     """A served model as GET /models describes it (its card holds training data, correlations, licence)."""
@@ -127,6 +143,12 @@ class ModelInfo:
     options: dict[str, Any] = field(default_factory=dict)
     license: str = ""  # the terms of what it was trained on and built from (SPDX expression or LicenseRef-)
     commercial_use: bool = False  # whether those terms allow commercial use (the card's license_reason says why)
+    # Whether an item's score is the same bits whatever shares its batch, and else the largest move with its
+    # batch-mates measured, as a share of score_range (None: none measured for this provider, or not said).
+    bit_exact_across_batches: bool | None = None
+    batch_bound: float | None = None
+    uses: list[str] = field(default_factory=list)  # the shared components it runs on, by name
+    components: list[ComponentInfo] = field(default_factory=list)  # those components as loaded
 
 
 @dataclass
@@ -137,6 +159,7 @@ class ServedModels:
     limits: dict[str, int]
     loading: bool = False
     failed: dict[str, str] = field(default_factory=dict)  # models that failed to load, with the reason
+    not_built: dict[str, str] = field(default_factory=dict)  # left out: a component they use is not built here
 
     def names(self) -> list[str]:
         """The served models' names."""
