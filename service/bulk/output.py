@@ -19,6 +19,15 @@ from service.bulk.signals import Stop
 log = logging.getLogger("service.bulk")  # one logger for the whole command: its records name it
 
 
+def regular_output(output: Path, use: str) -> Path:
+    """The file `output` names, its links resolved (the file they point to is the one written); BulkError when
+    it exists and is not a regular file (a FIFO, a device, a folder), which writing would block on or replace.
+    `use`: what the command does with the file, for the message."""
+    if output.exists() and not output.is_file():
+        raise BulkError(f"{output} is not a regular file; --output must name a file {use}")
+    return Path(os.path.realpath(output))
+
+
 def shard_output(output: Path, index: int, count: int) -> Path:
     """One output file per shard: `{index}` (and `{count}`) in the name are filled; without `{index}`
     a suffix is added too, since `{count}` alone named one file for every shard."""

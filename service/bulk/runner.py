@@ -10,7 +10,7 @@ from typing import Any, BinaryIO
 
 from service.bulk.checkpoint import HashedLines, InputCheckpoint, OversizedLine
 from service.bulk.errors import BulkError, set_up_error
-from service.bulk.output import append_whole, check_complete, output_lock, resume_point
+from service.bulk.output import append_whole, check_complete, output_lock, regular_output, resume_point
 from service.bulk.records import encode_records, run_fields, score_batch
 from service.bulk.signals import Stop
 from service.scorers.base import Scorer
@@ -53,9 +53,7 @@ def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, An
     counts = Counts()
     # The lock and checkpoint belong to the file, not to the path that names it: a symlink (or a
     # path through one) to an output another run is writing must meet that run's lock.
-    output = Path(os.path.realpath(output))
-    if output.exists() and not output.is_file():
-        raise BulkError(f"{output} is not a regular file; --output must name a file to append to")
+    output = regular_output(output, "to append to")
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -24,6 +24,7 @@ from typing import Any
 from service.artifacts.manifest import ManifestError
 from service.bulk.cli import json_object, load_scorers
 from service.bulk.errors import BulkError
+from service.bulk.output import regular_output
 from service.bulk.records import score_batch
 from service.cli import references
 from service.components.cache import EncodeCache
@@ -306,13 +307,14 @@ def main(argv: list[str] | None = None, prog: str = "dialscore score") -> int:
                 raise BulkError(f"bad --options for {scorer.name}: {exc}") from None
         csv_input = args.input.suffix.lower() in (".csv", ".tsv")
         lines = _csv_lines(args.input, args.system) if csv_input else _jsonl_lines(args.input)
-        partial = args.output.with_name(args.output.name + ".partial")
+        output = regular_output(args.output, "to write the scores to")
+        partial = output.with_name(output.name + ".partial")
         try:
             with open(partial, "w", encoding="utf-8") as sink:
                 summary = score_file(lines, scorers, options, sink, args.system, args.batch_size, trained,
                                      args.exclude_trained)
             if not summary.failed_lines or args.on_invalid == "skip":
-                os.replace(partial, args.output)
+                os.replace(partial, output)
         finally:
             partial.unlink(missing_ok=True)
     except (BulkError, ManifestError, OSError, csv.Error, UnicodeDecodeError) as exc:

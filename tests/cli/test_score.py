@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -112,6 +114,31 @@ def test_set_up_errors_exit_2_and_leave_the_output_as_it_was(baseline_store, tmp
         score(baseline_store, str(source), "--models", "length", "--output", str(out), "--options",
               '{"bleu4": {}}')
     assert exited.value.code == 2 and "not among --models" in capsys.readouterr().err
+
+
+def test_an_output_that_is_not_a_regular_file_is_refused_and_left_as_it_is(baseline_store, tmp_path, capsys) -> None:
+    """A FIFO, or a link to one, is not replaced by a file (nor is /dev/stdout, a link to a pipe or a terminal)."""
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(i) for i in ITEMS])
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "link").symlink_to(fifo)
+    for out in (fifo, tmp_path / "link"):
+        assert score(baseline_store, str(source), "--models", "length", "--output", str(out)) == 2
+        err = capsys.readouterr().err
+        assert f"{out} is not a regular file; --output must name a file" in err and len(err.splitlines()) == 1
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and (tmp_path / "link").is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "link", "out.fifo"]
+
+
+def test_an_output_named_through_a_link_is_written_where_the_link_points(baseline_store, tmp_path, capsys) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(i) for i in ITEMS])
+    (tmp_path / "results").mkdir()
+    target = tmp_path / "results" / "scores.jsonl"
+    target.write_text("an earlier run's\n", encoding="utf-8")
+    (tmp_path / "latest.jsonl").symlink_to(target)
+    assert score(baseline_store, str(source), "--models", "length", "--output", str(tmp_path / "latest.jsonl")) == 0
+    capsys.readouterr()
+    assert (tmp_path / "latest.jsonl").is_symlink() and len(read(target)) == len(ITEMS)
 
 
 def test_a_line_that_fails_exits_1_with_the_count_and_writes_nothing(baseline_store, tmp_path, capsys) -> None:
