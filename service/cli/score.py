@@ -15,8 +15,11 @@ import io
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -287,36 +290,77 @@ def as_json(summary: Summary, scorers: list[Scorer]) -> dict[str, Any]:
             "failed_lines": summary.failed_lines, "trained": summary.trained, "excluded": summary.excluded}
 
 
+class Stopped(BaseException):
+    """SIGTERM or SIGINT (Ctrl-C) during a run: a BaseException, as KeyboardInterrupt, so that no handler of
+    errors takes it for one."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def _stops_raised() -> Iterator[None]:
+    """Within: SIGTERM and SIGINT raise Stopped, which also ends a read blocked on a pipe (PEP 475 retries
+    only a read whose handler returns); the previous handlers afterwards. Off the main thread, which cannot
+    set handlers, nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Stopped(signum)
+
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _run(args: argparse.Namespace) -> tuple[Summary, list[Scorer], list[dict[str, Any]], list[TrainedItems]]:
+    """Load the models, score the input into the output (replaced only once whole), and return the summary."""
+    scorers = load_scorers(args.model_store, args.models, args.settings, args.threads)
+    trained = [keys for keys in (load_trained(args.model_store / s.name) for s in scorers) if keys is not None]
+    options = []
+    for scorer in scorers:
+        try:
+            options.append(scorer.resolve_options(args.options.get(scorer.name)))
+        except ValueError as exc:
+            raise BulkError(f"bad --options for {scorer.name}: {exc}") from None
+    csv_input = args.input.suffix.lower() in (".csv", ".tsv")
+    lines = _csv_lines(args.input, args.system) if csv_input else _jsonl_lines(args.input)
+    output = regular_output(args.output, "to write the scores to")
+    partial = output.with_name(output.name + ".partial")
+    try:
+        with open(partial, "w", encoding="utf-8") as sink:
+            summary = score_file(lines, scorers, options, sink, args.system, args.batch_size, trained,
+                                 args.exclude_trained)
+        if not summary.failed_lines or args.on_invalid == "skip":
+            os.replace(partial, output)
+    finally:
+        partial.unlink(missing_ok=True)
+    return summary, scorers, options, trained
+
+
 def main(argv: list[str] | None = None, prog: str = "dialscore score") -> int:
     """0 done; 1 lines a model could not score, with `--on-invalid fail` (the default: the output is then
     left as it was, as /score answers a 422 and scores nothing); 2 a set-up or I/O error (the output is
     replaced only once whole, so it is then left as it was too). With `--on-invalid skip` such lines are
-    error records of the output and the run is done (0)."""
+    error records of the output and the run is done (0); 143 SIGTERM, 130 Ctrl-C (the partial output removed,
+    the output left as it was)."""
     configure_logging()
     args = _parse_args(argv, prog)
     # The table is what a person reads: the store's loading lines only when DIALSCORE_LOG_LEVEL asks.
     configure_logging(args.settings.log_level if os.environ.get("DIALSCORE_LOG_LEVEL") else "WARNING")
     try:
-        scorers = load_scorers(args.model_store, args.models, args.settings, args.threads)
-        trained = [keys for keys in (load_trained(args.model_store / s.name) for s in scorers) if keys is not None]
-        options = []
-        for scorer in scorers:
-            try:
-                options.append(scorer.resolve_options(args.options.get(scorer.name)))
-            except ValueError as exc:
-                raise BulkError(f"bad --options for {scorer.name}: {exc}") from None
-        csv_input = args.input.suffix.lower() in (".csv", ".tsv")
-        lines = _csv_lines(args.input, args.system) if csv_input else _jsonl_lines(args.input)
-        output = regular_output(args.output, "to write the scores to")
-        partial = output.with_name(output.name + ".partial")
-        try:
-            with open(partial, "w", encoding="utf-8") as sink:
-                summary = score_file(lines, scorers, options, sink, args.system, args.batch_size, trained,
-                                     args.exclude_trained)
-            if not summary.failed_lines or args.on_invalid == "skip":
-                os.replace(partial, output)
-        finally:
-            partial.unlink(missing_ok=True)
+        with _stops_raised():
+            summary, scorers, options, trained = _run(args)
+    except Stopped as stop:
+        print(f"dialscore score: stopped by {signal.Signals(stop.signum).name}; {args.output} not written",
+              file=sys.stderr)
+        return 128 + stop.signum
     except (BulkError, ManifestError, OSError, csv.Error, UnicodeDecodeError) as exc:
         log.error("dialscore score: %s", exc, extra={"exit_status": 2})
         return 2

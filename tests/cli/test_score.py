@@ -5,7 +5,11 @@ import csv
 import json
 import os
 import re
+import signal
 import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +18,7 @@ import pytest
 from service.store import trained_items
 from service.artifacts.manifest import sha256_file
 from service.cli.score import main
-from tests.conftest import MODEL_STORE, copy_store
+from tests.conftest import MODEL_STORE, REPO, copy_store
 
 MODELS = ["bleu4", "length", "rouge-l"]
 ITEMS = [
@@ -302,3 +306,27 @@ def test_a_line_scores_alike_in_any_canonically_equivalent_spelling(baseline_sto
                  "--output", str(out)) == 0
     composed, decomposed = read(out)
     assert decomposed["scores"] == composed["scores"] and composed["scores"]["bleu4"] == 1.0
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_stop_removes_the_partial_output_and_exits_128_plus_the_signal(baseline_store, tmp_path, signum,
+                                                                         status) -> None:
+    """SIGTERM or Ctrl-C while the input is waited for: one line on stderr, no `.partial` left, no output."""
+    fifo = tmp_path / "in.jsonl"
+    os.mkfifo(fifo)
+    out = tmp_path / "scores.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "DIALSCORE_INTRA_OP_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "service.cli", "score", str(fifo), "--models", "length",
+                             "--output", str(out), "--model-store", str(baseline_store), "--batch-size", "2"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with open(fifo, "w", encoding="utf-8") as writer:  # the input stays open: the command waits on it
+        writer.write("".join(json.dumps(item) + "\n" for item in ITEMS[:3]))
+        writer.flush()
+        assert (tmp_path / "scores.jsonl.partial").exists()  # opened before the input, which is open now
+        time.sleep(1.0)  # the first batch scored, the rest of the input waited for
+        proc.send_signal(signum)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == status, stderr.decode()
+    assert stderr.decode().splitlines() == [f"dialscore score: stopped by {signal.Signals(signum).name}; "
+                                            f"{out} not written"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
