@@ -15,6 +15,7 @@ import io
 import json
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -79,17 +80,58 @@ def _parse_args(argv: list[str] | None, prog: str = "dialscore score") -> argpar
 
 
 def _csv_lines(path: Path, system: str) -> Iterator[tuple[int, bytes]]:
-    """Each data row as the JSON line bulk reads: row 1 is the first row under the header."""
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        reader = csv.DictReader(handle, dialect="excel-tab" if path.suffix.lower() == ".tsv" else "excel")
-        for number, row in enumerate(reader, 1):
-            item: dict[str, Any] = {"context": [t for t in (row.get("context") or "").splitlines() if t.strip()]}
-            for name in dict.fromkeys((*CSV_FIELDS, system)):
-                if row.get(name):  # an empty cell is no value: no reference, no system
-                    item[name] = row[name]
-            if row.get(references.FIELD):
-                item[references.FIELD] = [r for r in row[references.FIELD].splitlines() if r.strip()]
-            yield number, json.dumps(item, ensure_ascii=False).encode("utf-8")
+    """Each data row as the JSON line bulk reads: row 1 is the first row under the header. A row that is not
+    UTF-8 or not well-formed CSV (strict: an unclosed quote, text after a closing one) is a BulkError naming
+    the row and the file line it begins on."""
+    with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
+        reader = csv.DictReader(handle, dialect="excel-tab" if path.suffix.lower() == ".tsv" else "excel",
+                                strict=True)
+        rows = iter(reader)
+        number, ended = 0, 0  # the row being read (0: the header), and the file line the one before ended on
+        try:
+            _utf8_or_raise(reader.fieldnames or [])
+            ended = reader.line_num
+            while (row := next(rows, None)) is not None:
+                number += 1
+                _utf8_or_raise([*row.values()])
+                ended = reader.line_num
+                yield number, _item_line(row, system)
+        except (csv.Error, _NotUtf8) as exc:
+            number += isinstance(exc, csv.Error)  # raised by reading the next row
+            where = f"line {number}" if number else "the header"
+            raise BulkError(f"{path}: {where} (file line {ended + 1}): {_csv_problem(exc)}") from None
+
+
+class _NotUtf8(ValueError):
+    """A cell holding a byte that is not UTF-8 (read as a lone surrogate under errors="surrogateescape")."""
+
+
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+
+
+def _utf8_or_raise(cells: list[Any]) -> None:
+    for cell in cells:
+        found = _ESCAPED_BYTE.search(cell) if isinstance(cell, str) else None
+        if found is not None:
+            raise _NotUtf8(f"not UTF-8: byte 0x{ord(found.group()) - 0xDC00:02x}")
+
+
+def _csv_problem(exc: Exception) -> str:
+    """What is wrong with a row, in words."""
+    if str(exc) == "unexpected end of data":
+        return "a quoted cell is not closed (its quote runs to the end of the file)"
+    return str(exc)
+
+
+def _item_line(row: dict[str, Any], system: str) -> bytes:
+    """A CSV row as the /score item's JSON line: the context cell's lines are its turns."""
+    item: dict[str, Any] = {"context": [t for t in (row.get("context") or "").splitlines() if t.strip()]}
+    for name in dict.fromkeys((*CSV_FIELDS, system)):
+        if row.get(name):  # an empty cell is no value: no reference, no system
+            item[name] = row[name]
+    if row.get(references.FIELD):
+        item[references.FIELD] = [r for r in row[references.FIELD].splitlines() if r.strip()]
+    return json.dumps(item, ensure_ascii=False).encode("utf-8")
 
 
 def _jsonl_lines(path: Path) -> Iterator[tuple[int, bytes]]:

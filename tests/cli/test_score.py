@@ -104,6 +104,25 @@ def test_a_csv_file_scores_as_the_same_lines_in_jsonl(baseline_store, tmp_path, 
     capsys.readouterr()
 
 
+CSV_ROWS = [b"context,response", b'"hi\nhow are you?",fine', b"hello,caf\xe9 au lait", b"yo,ok"]
+
+
+@pytest.mark.parametrize("rows, problem", [
+    (CSV_ROWS, "not UTF-8: byte 0xe9"),
+    ([*CSV_ROWS[:2], b'hello,"unterminated', b"yo,ok"], "a quoted cell is not closed"),
+    ([*CSV_ROWS[:2], b'hello,"closed" too', b"yo,ok"], "',' expected after '\"'"),
+], ids=["latin-1", "unterminated", "after-quote"])
+def test_a_bad_csv_row_exits_2_naming_its_row_and_file_line(baseline_store, tmp_path, capsys, rows, problem) -> None:
+    """Row 2 is on file line 4, the first row's context cell holding two lines; nothing is written."""
+    source = tmp_path / "in.csv"
+    source.write_bytes(b"\r\n".join(rows) + b"\r\n")
+    out = tmp_path / "scores.jsonl"
+    assert score(baseline_store, str(source), "--models", "length", "--output", str(out)) == 2
+    [err] = capsys.readouterr().err.splitlines()
+    assert f"{source}: line 2 (file line 4): {problem}" in json.loads(err)["message"], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+
+
 def test_set_up_errors_exit_2_and_leave_the_output_as_it_was(baseline_store, tmp_path, capsys) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(i) for i in ITEMS])
     out = tmp_path / "scores.jsonl"
