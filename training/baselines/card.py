@@ -4,15 +4,18 @@ from __future__ import annotations
 from typing import Any
 
 from service.artifacts.manifest import Manifest
+from service.config import MAX_COUNT
 from training.core.card import Templates, bullets, manifest_figures, render
 
 TEMPLATES = Templates(__file__)
-VERSION = "2026.11.0"
+VERSION = "2026.11.0"  # a baseline's own `version` in BASELINES overrides it
 # name -> what its manifest says besides the card: every baseline but length compares the reply with a reference
 BASELINES: dict[str, dict[str, Any]] = {
     "bleu4": dict(kind="referenced", score_range=(0.0, 1.0), uses=[]),
     "rouge-l": dict(kind="referenced", score_range=(0.0, 1.0), uses=[]),
-    "length": dict(kind="unreferenced", score_range=(0.0, 2000.0), uses=[]),
+    # A word holds a letter or digit, so a reply has at most as many words as characters: no reply the service
+    # takes (max_chars at most MAX_COUNT, whatever the deployment sets) passes this top, so none is capped.
+    "length": dict(kind="unreferenced", score_range=(0.0, float(MAX_COUNT)), uses=[], version="2026.11.1"),
     "emb-average": dict(kind="referenced", score_range=(-1.0, 1.0), uses=["glove-50d"]),
     "emb-extrema": dict(kind="referenced", score_range=(-1.0, 1.0), uses=["glove-50d"]),
     "emb-greedy": dict(kind="referenced", score_range=(-1.0, 1.0), uses=["glove-50d"]),

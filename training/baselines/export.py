@@ -19,7 +19,7 @@ def write_baselines(root: Path) -> None:
         folder = root / name
         folder.mkdir(parents=True, exist_ok=True)
         card = with_measured_fields(render_fields(TEMPLATES.card(name), {}), folder)
-        manifest = write_manifest(folder, name=name, version=VERSION, kind=spec["kind"], scorer=name,
+        manifest = write_manifest(folder, name=name, version=spec.get("version", VERSION), kind=spec["kind"], scorer=name,
                                   score_range=spec["score_range"], uses=spec["uses"], card=card)
         write_card(folder, baseline_readme(manifest))
 

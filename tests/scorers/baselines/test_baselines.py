@@ -4,6 +4,7 @@ import pytest
 import sacrebleu
 from rouge_score import rouge_scorer
 
+from service.config import SERVICE_RANGES
 from service.scorers.base import Item
 from service.scorers.baselines.embedding import average_similarity, extrema_similarity, extrema_vector, greedy_similarity
 
@@ -52,6 +53,21 @@ def test_rouge_l_equals_rouge_score_on_long_texts_of_few_distinct_words(store):
 @pytest.mark.parametrize("reply, words", [("", 0), ("hi", 1), ("well, i don't know...", 5), ("  a  b ", 2)])
 def test_length_counts_words_not_punctuation(store, reply, words):
     assert store.scorers["length"].score([Item(["x"], reply)]).scores == [float(words)]
+
+
+def test_length_is_the_true_count_of_the_longest_replies(store, client):
+    """A reply of max_chars characters holds up to max_chars words (a CJK character is one): over HTTP and
+    offline the score is the count, within the published score_range, whose top no reply under
+    the settings' ceiling on max_chars can pass."""
+    longest = ["word " * 1999 + "word", "a." * 5000, "字" * 10_000]
+    assert [len(text) for text in longest] == [9999, 10_000, 10_000]
+    assert store.scorers["length"].score([Item(["x"], text) for text in longest]).scores == [2000.0, 5000.0, 10_000.0]
+    answer = client.post("/score", json={"model": "length", "items": [{"context": ["x"], "response": t}
+                                                                         for t in longest]}).get_json()
+    assert answer["scores"] == [2000.0, 5000.0, 10_000.0]
+    assert store.scorers["length"].score([Item(["x"], "word " * 30_000)]).scores == [30_000.0]  # offline: no limit
+    [published] = [m["score_range"] for m in client.get("/models").get_json()["models"] if m["name"] == "length"]
+    assert published == [0.0, float(SERVICE_RANGES["max_chars"][1])]
 
 
 def test_embedding_similarities_by_hand():
