@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 import requests
-from dialscore_client import Client, DialscoreError, InvalidRequest, TooLarge
-from dialscore_client.batching import Piece, join_scores, plan
+from dialscore_client import Client, DialscoreError, InvalidRequest, TooLarge, TransportError
+from dialscore_client.batching import Piece, join_scores, plan, refusal_of_the_whole
 
 from tests.clients.conftest import TOKEN
 from tests.clients.proxy import proxy
@@ -187,6 +187,18 @@ def test_a_split_batch_over_the_limits_names_every_item_over_them(split):
         split.score("adem", items)
     assert joined.value.status == 413
     assert joined.value.details == {"items.6.response": OVER_LONG_ERROR, "items.9.response": OVER_LONG_ERROR}
+
+
+def test_a_split_batch_whose_later_chunk_fails_otherwise_names_the_items_found_and_where_checking_ended():
+    """A timeout after a refused chunk: the refusal is the answer, saying from which item on none was checked."""
+    refused = InvalidRequest(422, "invalid_request", "Some items are invalid.", {"items.1.reference": "Required."})
+    over = TooLarge(413, "too_large", "Over the limits.", {"items.6.response": "260 characters."})
+    timeout = TransportError(None, "timeout", "No answer in time.")
+    error = refusal_of_the_whole([refused, over], unchecked=(8, timeout))
+    assert (type(error), error.status, error.details) == (TooLarge, 413, {"items.6.response": "260 characters."})
+    assert error.message == str(error).split(": ", 1)[1]
+    assert error.message.startswith("Over the limits. (Elements from 8 on were not checked: timeout")
+    assert refusal_of_the_whole([refused]).details == refused.details
 
 
 CONTEXT = ["hi! how was your weekend?"]
