@@ -71,15 +71,23 @@ def pairwise_table(results: dict, sets: list[str], models: list[str]) -> list[st
     lines = ["", (f"Within-context pairwise agreement (what re-ranking needs): on the sets where a context has "
                   f"several judged replies, the share of reply pairs to the same context whose human scores differ "
                   f"by at least {MIN_GAP} (1-5) that the model orders as people do; a model tie counts as wrong "
-                  f"(`training/evaluation/pairwise.py`; sets with {MIN_PAIRS}+ pairs, their count in brackets)."
+                  f"(`training/evaluation/pairwise.py`; sets with {MIN_PAIRS}+ pairs, their count in brackets: the most "
+                  f"and the fewest a model was measured on where they differ, since a referenced model reads only "
+                  f"the items with a reference)."
                   + _once(shown)), "",
-             "| model | " + " | ".join(f"{s} ({max(r.pairs for r in results[s].values())})" for s in shown)
+             "| model | " + " | ".join(f"{s} ({_pair_counts(results[s])})" for s in shown)
              + f" | mean ({_counted(shown)}) |", "|---|" + "---|" * (len(shown) + 1)]
     for model in models:
         values = [getattr(results[s].get(model), "pairwise", None) for s in shown]
         mean = _mean([getattr(results[s].get(model), "pairwise", None) for s in counted])
         lines.append(f"| {model} | " + " | ".join(_cell(v) for v in values) + f" | {_cell(mean)} |")
     return lines
+
+
+def _pair_counts(by_model: dict) -> str:
+    """The pairs a set's models were measured on: one count, or the most and the fewest ("10896 / 10561")."""
+    counts = {r.pairs for r in by_model.values() if r.pairs}
+    return f"{max(counts)}" if len(counts) == 1 else f"{max(counts)} / {min(counts)}"
 
 
 def _above(results: dict, sets: list[str], model: str, bar: str, field: str) -> tuple[int, int]:

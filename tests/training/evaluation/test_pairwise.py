@@ -65,3 +65,16 @@ def test_the_means_and_tallies_count_a_set_and_its_alias_once():
     kinds = dict.fromkeys(models, "unreferenced")
     row = next(line for line in reranking_table(results, sets, models, kinds, {}) if line.startswith("| free |"))
     assert row == "| free | 0.400 | 1/2 | 2/2 | 2/2 | 2/2 | 0.750 | – |"
+
+
+def test_a_set_header_gives_the_most_and_the_fewest_pairs_where_models_differ():
+    """dstc7's header said 10896 pairs while the referenced models were measured on 10561 (the items
+    with a reference): a reader checking a count against a model's figure found it wrong."""
+    from training.evaluation.evaluate import Result
+    from training.evaluation.reranking import pairwise_table
+
+    results = {"dstc7": {"free": Result("free", "dstc7", 30, pairwise=0.6, pairs=40),
+                         "ref": Result("ref", "dstc7", 30, pairwise=0.5, pairs=31)},
+               "conture": {"free": Result("free", "conture", 30, pairwise=0.6, pairs=25)}}
+    header = pairwise_table(results, ["dstc7", "conture"], ["free", "ref"])[3]
+    assert header.startswith("| model | dstc7 (40 / 31) | conture (25) |"), header
