@@ -81,7 +81,7 @@ def markdown(figures: dict[str, dict], command: str, seconds: float) -> str:
                                           for s in first["base_rate"]) + ".", "",
               "## human_percentile", "",
               (f"Each model's table is its served scores of human next turns, up to {table.PER_CONVERSATION} from each "
-               f"of {table.TABLE_CONVERSATIONS:,} conversations of {table.TABLE_SOURCE} (MIT; n below), shipped as `{FILE}` in its folder; a reply's "
+               f"of {figures[names[0]].get('conversations', table.TABLE_CONVERSATIONS):,} conversations of {table.TABLE_SOURCE} (MIT; n below), shipped as `{FILE}` in its folder; a reply's "
                "`human_percentile` is the share of them its score beats (ties count half). The -commercial models "
                "never read those conversations; autojudge-minilm's M (and unref-minilm's copy of that head) was "
                "pre-trained on their next turns, which would tilt its table up and its held-out percentiles down. "
@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     if not names:
         print("error: no reference-free model to calibrate", file=sys.stderr)
         return 2
-    fit_items = table.next_turns(corpora.chitchat("train"), args.table_conversations, args.per_conversation).items
+    fit = table.next_turns(corpora.chitchat("train"), args.table_conversations, args.per_conversation)
+    fit_items, fit_conversations = fit.items, int(np.unique(fit.conversation).size)
     aside = corpora.held_aside()
     # Chit-Chat's validation split joins its test split for the check: no training stream reads either.
     held_out = {**aside, "chitchat": corpora.chitchat("validation") + aside["chitchat"]}
@@ -159,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
                     for source, p in held.items()}
         points = table.operating_points(cases, lookup, score)
         moved = transfer_of(score, train, dev)
-        figures[name] = {"n": len(scores), "ks": {k: round(v, 4) for k, v in ks.items()}, "ks_interval": interval,
+        figures[name] = {"n": len(scores), "conversations": fit_conversations, "ks": {k: round(v, 4) for k, v in ks.items()}, "ks_interval": interval,
                          "checked": {source: len(turns.items) for source, turns in checks.items()},
                          "operating_points": [{k: round(v, 4) if isinstance(v, float) else v
                                                for k, v in vars(p).items()} for p in points],
