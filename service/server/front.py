@@ -280,12 +280,19 @@ class Front:
     def loaded(self) -> bool:
         return self.store is None or bool(self.store.loaded)
 
+    def holding(self) -> bool:
+        """Whether this worker's models load while a sibling's have (the pod is ready). The worker says so
+        when it pauses its listener; a request taken before that pause finds the siblings' markers here."""
+        if self.loaded():
+            return False
+        self.sibling_serves = self.sibling_serves or bool((readiness.loaded_workers() or set()) - {os.getpid()})
+        return self.sibling_serves
+
     def dispatch(self) -> None:
         """Start what a free thread may take, refuse what can no longer meet its deadline, and wake at
         the next deadline. While the models load the app answers 503 not_ready, but where a sibling
         serves (the pod is ready) nothing but probes starts until they have loaded."""
-        now, loaded, lanes = time.monotonic(), self.loaded(), (self.probes, self.scoring, self.research, self.other)
-        hold = not loaded and self.sibling_serves
+        now, lanes, hold = time.monotonic(), (self.probes, self.scoring, self.research, self.other), self.holding()
         for lane in lanes:
             starting, dropped = lane.admission.due(now, start=not hold or lane is self.probes)
             for ticket, result in [(t, None) for t in starting] + dropped:

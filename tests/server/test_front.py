@@ -101,14 +101,17 @@ def test_probes_do_not_count_towards_max_requests(front):
     assert answer(front, "GET", "/models") == 200 and recycled == [2]
 
 
-def test_while_the_models_load_scoring_is_answered_503_not_ready_unless_a_sibling_serves(baseline_store):
+def test_while_the_models_load_scoring_is_answered_503_not_ready_unless_a_sibling_serves(baseline_store, monkeypatch,
+                                                                                          tmp_path):
     """The contract's 503 `not_ready` with Retry-After, at once, where no worker of the pod has loaded;
     where a sibling has (the pod is ready), what this worker took waits for its own models instead."""
     import json
+    import os
 
     from service.app import create_app
     from service.config import load_server_settings
     from service.server.front import Front
+    from service.store import readiness
     from tests.asgi_client import Client
 
     app = create_app({"model_store": baseline_store, "load_sync": True})
@@ -129,6 +132,12 @@ def test_while_the_models_load_scoring_is_answered_503_not_ready_unless_a_siblin
         listing = call("GET", "/models")
         assert listing.status == 200 and json.loads(listing.messages[1]["body"])["loading"] is True
         front.sibling_serves = True
+        held = call("POST", "/score", score, budget="0.3")
+        assert held.status == 503 and json.loads(held.messages[1]["body"])["error"]["code"] == "deadline_exceeded"
+        # Taken in the moment before the worker pauses its listener: the sibling's marker tells.
+        front.sibling_serves = False
+        monkeypatch.setenv(readiness.DIR_ENV, str(tmp_path))
+        readiness.mark_ready(os.getppid(), ["length"])
         held = call("POST", "/score", score, budget="0.3")
         assert held.status == 503 and json.loads(held.messages[1]["body"])["error"]["code"] == "deadline_exceeded"
     finally:
