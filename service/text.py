@@ -6,6 +6,7 @@ split on whitespace and punctuation) so that the service and training split text
 """
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable
 from functools import lru_cache, wraps
@@ -50,6 +51,11 @@ _words_cached = memoised_for_short_texts(_split)
 def words(text: str) -> list[str]:
     """Lower-cased word and punctuation tokens of `text`."""
     return list(_words_cached(text))
+
+
+def sentences(text: str) -> list[str]:
+    """The text's sentences (split after . ! or ? and whitespace), stripped; the text itself where it has one."""
+    return [part for part in re.split(r"(?<=[.!?])\s+", text.strip()) if part] or [text]
 
 
 def match_key(text: str) -> str:

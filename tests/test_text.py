@@ -60,3 +60,9 @@ def test_the_match_key_is_one_for_either_spelling_of_an_accent() -> None:
 
     text = "we had crème brûlée at the café."
     assert match_key(unicodedata.normalize("NFD", text)) == match_key(text) == "wehadcrèmebrûléeatthecafé"
+
+
+def test_sentences_split_after_end_punctuation_and_whitespace() -> None:
+    assert text.sentences("I moved. The winters are long! Why? ") == ["I moved.", "The winters are long!", "Why?"]
+    assert text.sentences("yes , i do . do you ?") == ["yes , i do .", "do you ?"]  # DailyDialog's spacing
+    assert text.sentences("3.5 stars") == ["3.5 stars"] and text.sentences("") == [""]

@@ -1,6 +1,6 @@
 """`python -m training degenerate`: degenerate replies against human ones, every served model.
 
-On held-out DailyDialog++ dev contexts, one degenerate reply of each kind against a human reply of the
+On held-out DailyDialog++ dev contexts, one degenerate reply of each kind (CHECK_KINDS) against a human reply of the
 same context; the share scored below the human one goes into docs/evaluation.md and every card."""
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ from training.evaluation.held_in import seen_in_training, trained_text
 from training.evaluation.vectors import SharedVectors
 from training.core.turn_cards import FROM_MANIFEST, update_card
 from training.data.negatives import dd_plusplus
-from training.data.degenerate import CHECK_GENERIC, CHECK_NEAR_EMPTY, KINDS, degenerate_replies
+from training.data.degenerate import (CHECK_GENERIC, CHECK_KINDS, CHECK_NEAR_EMPTY, TOPIC_WORD_TIMES,
+                                     degenerate_replies, repetition_replies)
 
 
 # --- the check set and `python -m training degenerate` ---------------------------------------------
@@ -62,7 +63,8 @@ def check_set(max_contexts: int = 400, seed: int = 0, trained: DevHoldout | None
         if seen_in_training(trained, context, positives[:2]):
             continue
         other = " ".join(record["random_negative_responses"][0].split())
-        for kind, reply in degenerate_replies(context, positives[0], other, rng).items():
+        replies = {**degenerate_replies(context, positives[0], other, rng), **repetition_replies(context)}
+        for kind, reply in replies.items():
             cases.append(Case(tuple(context), positives[0], positives[1], kind, reply))
         contexts += 1
         if contexts >= max_contexts:
@@ -82,7 +84,7 @@ def shares(scorer, cases: list[Case], batch: int = 256, caches: Callable[[], Enc
             values.extend(scorer.score(items[start:start + batch], None, caches()).scores)
         scores.append(np.asarray(values))
     below = scores[1] < scores[0]  # a tie is a failure: the metric did not prefer the human reply
-    result = {kind: float(below[[c.kind == kind for c in cases]].mean()) for kind in KINDS}
+    result = {kind: float(below[[c.kind == kind for c in cases]].mean()) for kind in CHECK_KINDS}
     result["all"] = float(below.mean())
     return result
 
@@ -98,11 +100,14 @@ def markdown(table: dict[str, dict[str, float]], n_contexts: int, command: str) 
              "referenced models get another human reply as the reference. Kinds: empty (\"\"), near-empty "
              f"({', '.join(repr(x) for x in CHECK_NEAR_EMPTY)}), repeated (the human reply's first three words "
              f"five times), generic ({', '.join(repr(x) for x in CHECK_GENERIC)}), copy of the last context "
-             "turn, a human reply from another conversation. The -minilm models were trained with negatives of "
-             "the same kinds but other phrases (training/data/degenerate.py) on train contexts only.", "",
-             "| model | " + " | ".join(KINDS) + " | all |", "|---|" + "---|" * (len(KINDS) + 1)]
+             "turn, a human reply from another conversation, the last context turn said twice and three times "
+             f"(near-copy-x2, -x3), its longest content word said {TOPIC_WORD_TIMES} times (topic-word). The "
+             "-minilm models were trained with negatives of the first six kinds but other phrases "
+             "(training/data/degenerate.py) on train contexts only; the -commercial models' negatives hold "
+             "copies and the three repetition kinds of DSTC7 train contexts (a random content word).", "",
+             "| model | " + " | ".join(CHECK_KINDS) + " | all |", "|---|" + "---|" * (len(CHECK_KINDS) + 1)]
     for model, row in table.items():
-        lines.append(f"| {model} | " + " | ".join(f"{row[k]:.1%}" for k in (*KINDS, "all")) + " |")
+        lines.append(f"| {model} | " + " | ".join(f"{row[k]:.1%}" for k in (*CHECK_KINDS, "all")) + " |")
     lines += ["", f"Command: `{command}`", END]
     return "\n".join(lines)
 
@@ -139,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         table[name] = shares(scorer, cases, caches=shared.cache)
         print(f"{name}: {table[name]['all']:.1%} ({time.time() - started:.0f} s)", flush=True)
     command = command_line("python -m training degenerate", argv if argv is not None else sys.argv[2:])
-    section = markdown(table, len(cases) // len(KINDS), command)
+    section = markdown(table, len(cases) // len(CHECK_KINDS), command)
     if out is None:
         print(section, end="")
     else:

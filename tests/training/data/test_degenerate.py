@@ -15,3 +15,23 @@ def test_degenerate_kinds_and_disjoint_phrase_lists() -> None:
     assert replies["empty"] == ""
     assert not set(degenerate.CHECK_GENERIC) & set(degenerate.TRAIN_GENERIC)
     assert not set(degenerate.CHECK_NEAR_EMPTY) & set(degenerate.TRAIN_NEAR_EMPTY)
+
+
+def test_repetition_kinds_repeat_the_last_turn_and_its_longest_content_word() -> None:
+    replies = degenerate.repetition_replies(["hi there", "what's your favourite food?"])
+    assert set(replies) == set(degenerate.REPETITION_KINDS)
+    assert replies["near-copy-x2"] == "what's your favourite food? what's your favourite food?"
+    assert replies["near-copy-x3"] == " ".join(["what's your favourite food?"] * 3)
+    assert replies["topic-word"] == "favourite favourite favourite favourite favourite"
+    assert degenerate.topic_word("how was your weekend?") == " ".join(["weekend"] * 5)
+    assert degenerate.topic_word("is it?") == " ".join(["is"] * 5)  # no content word: the first word
+
+
+def test_training_repetitions_repeat_one_sentence_and_a_random_content_word() -> None:
+    turn = "I moved to Berlin last year. The winters are long and grey!"
+    replies = degenerate.repetition_replies(["hello", turn], random.Random(3))
+    sentence = replies["near-copy-x2"][:len(replies["near-copy-x2"]) // 2].strip()
+    assert sentence in degenerate.sentences(turn) and replies["near-copy-x3"] == " ".join([sentence] * 3)
+    word = replies["topic-word"].split()[0]
+    assert replies["topic-word"] == " ".join([word] * 5) and word in degenerate.content_words(turn)
+    assert degenerate.sentences(turn) == ["I moved to Berlin last year.", "The winters are long and grey!"]
