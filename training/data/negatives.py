@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
 from service.scorers.heads import MAX_TURNS
 from training.data import corpora, judgements
-from training.data.degenerate import TRAIN_GENERIC, TRAIN_NEAR_EMPTY, degenerate_replies
+from training.data.degenerate import TRAIN_GENERIC, TRAIN_NEAR_EMPTY, degenerate_replies, repetition_replies
 from training.data.references import recover
 
 # Sets used for training and development; every one has context + response, two have references.
@@ -109,6 +109,7 @@ class Ranked:
     good: list[str]
     bad: list[str]
     references: list[str]
+    kinds: list[str] = field(default_factory=list)  # each bad reply's kind, where the source names them
 
 
 def negative_samples(config: NegativeOptions, rng: random.Random, for_ruber: bool) -> Ranked:
@@ -146,10 +147,12 @@ def negative_samples(config: NegativeOptions, rng: random.Random, for_ruber: boo
     return ranked
 
 
-def dstc7_copies(contexts: int, rng: random.Random) -> Ranked:
+def dstc7_copies(contexts: int, rng: random.Random, repetitions: bool = False) -> Ranked:
     """DSTC7's train-partition contexts (Reddit, O-UDA v1.0; no score read), a human reference reply against a
     copy of one of the last MAX_TURNS context turns: negatives of text whose terms allow commercial use, for the
-    one fault a cosine with the context cannot see (it scores a copy 1)."""
+    one fault a cosine with the context cannot see (it scores a copy 1). With `repetitions`, the same reference
+    also against each repetition kind of the last turn (the turn said two and three times, a random content
+    word of it said five times), which a cosine rewards as much as a copy."""
     by_context: dict[str, judgements.JudgedItem] = {}
     for item in judgements.load_set("dstc7", "train"):
         if item.references:
@@ -159,11 +162,17 @@ def dstc7_copies(contexts: int, rng: random.Random) -> Ranked:
         item = by_context[key]
         context, reply = list(item.context)[-MAX_TURNS:], item.references[0]
         copies = [turn for turn in context if turn != reply]
-        if copies:
+        if not copies:
+            continue
+        bad = {"copy": rng.choice(copies)}
+        if repetitions:
+            bad.update({k: r for k, r in repetition_replies(context, rng).items() if r != reply})
+        for kind, negative in bad.items():
             ranked.contexts.append(context)
             ranked.good.append(reply)
-            ranked.bad.append(rng.choice(copies))
+            ranked.bad.append(negative)
             ranked.references.append(reply)
+            ranked.kinds.append(kind)
     return ranked
 
 

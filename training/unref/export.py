@@ -24,7 +24,6 @@ from training.unref.fit import Combination
 from training.unref.recipes import Recipe
 
 SCORER = "unref-combination"
-VERSION = "2026.11.0"
 SCORE_RANGE = (1.0, 5.0)
 
 
@@ -57,7 +56,7 @@ def served_config(recipe: Recipe, combination: Combination, provenance: dict, st
 
 
 def write_model(stage: Path, recipe: Recipe, config: dict, card: dict) -> Manifest:
-    manifest = write_manifest(stage, name=stage.name, version=VERSION, kind="unreferenced", scorer=SCORER,
+    manifest = write_manifest(stage, name=stage.name, version=recipe.version, kind="unreferenced", scorer=SCORER,
                               score_range=SCORE_RANGE, uses=list(recipe.uses), config=config, card=card,
                               options={})
     write_card(stage, readme(manifest))

@@ -51,6 +51,19 @@ def copy_excess(encoder: str) -> dict:
 
 
 TEXT = ({"name": "distinct_ratio", "source": "distinct_ratio"}, {"name": "log_length", "source": "log_length"})
+# The repetition signals' hinges: above what a reply shares with a turn, or repeats of itself, by chance
+# (95% of the rated train replies repeat under .12 of their bigrams); chosen by leave-one-set-out
+# (docs/notes/2026-11-29-degenerate-repetition.md).
+COPIED_THRESHOLD = 0.5
+REPEATED_THRESHOLD = 0.2
+
+
+def copied_bigrams() -> dict:
+    return {"name": "copied_bigrams", "source": "copied_bigrams", "turns": 5, "threshold": COPIED_THRESHOLD}
+
+
+def repeated_bigrams() -> dict:
+    return {"name": "repeated_bigrams", "source": "repeated_bigrams", "threshold": REPEATED_THRESHOLD}
 
 
 @dataclass(frozen=True)
@@ -61,15 +74,19 @@ class Recipe:
     heads: dict[str, HeadSource]
     rated_sets: tuple[str, ...] = TRAINING_SETS  # the judged sets whose train partitions the fit reads
     negatives: str = "samples"  # the stacker's margin term: "samples" (DailyDialog++ and degenerate negative
-    # samples), "dstc7-copies" (DSTC7 references against copies of their context) or "none" (train.Rows)
+    # samples), "dstc7-copies" (DSTC7 references against copies of their context), "dstc7-degenerate" (those
+    # and the repetition kinds of their last turn, each kind held to the floor) or "none" (train.Rows)
     template: str = "unref"  # its card's templates (training/unref/cards)
+    version: str = "2026.11.0"  # the served folder's; raised when the recipe changes what it scores
 
 
 def commercial(name: str, encoder: str) -> Recipe:
-    """The last-turn cosine less a copy penalty on `encoder`, fitted only on commercially usable data (the
-    two signals `python -m training unref-scan` chose on either encoder)."""
-    return Recipe(name, (encoder,), (cos_mean(encoder, 1), copy_excess(encoder)), {},
-                  rated_sets=COMMERCIAL_SETS, negatives="dstc7-copies", template="unref-commercial")
+    """The last-turn cosine less penalties for a reply that says a context turn's words again or repeats its
+    own on `encoder`, fitted only on commercially usable data (the signals `python -m training unref-scan
+    --negatives dstc7-degenerate` chose on either encoder)."""
+    return Recipe(name, (encoder,), (cos_mean(encoder, 1), copied_bigrams(), repeated_bigrams()), {},
+                  rated_sets=COMMERCIAL_SETS, negatives="dstc7-degenerate", template="unref-commercial",
+                  version="2026.11.1")
 
 
 RECIPES = {

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from service.scorers.unref.signals import TEXT_SIGNALS, logit, text_signal, turns_of, vector_signal
+from service.scorers.unref.signals import (CONTEXT_TEXT_SIGNALS, TEXT_SIGNALS, logit, text_signal, turns_of,
+                                          vector_signal)
 from training.encoders.minilm.embed import EmbeddingCache
 
 
@@ -17,8 +18,8 @@ def matrix(specs: tuple[dict, ...], caches: dict[str, EmbeddingCache], contexts:
         if spec["source"] == "head":
             values = heads[spec["head"]][spec["output"]]
             X[:, j] = logit(values) if spec.get("transform") == "logit" else values
-        elif spec["source"] in TEXT_SIGNALS:
-            X[:, j] = [text_signal(spec, reply) for reply in replies]
+        elif spec["source"] in TEXT_SIGNALS or spec["source"] in CONTEXT_TEXT_SIGNALS:
+            X[:, j] = [text_signal(spec, reply, ts) for reply, ts in zip(replies, turns)]
         else:
             cache = caches[spec["encoder"]]
             reply_vectors = cache.get(replies)

@@ -69,11 +69,11 @@ def negatives_of(source: str, config: Config, seed: int) -> Any:
     """The negative samples a recipe's margin term reads (Recipe.negatives); None for "none"."""
     if source == "samples":
         return negative_samples(config, random.Random(seed), for_ruber=False)
-    if source == "dstc7-copies":
-        return dstc7_copies(config.negatives_contexts, random.Random(seed))
+    if source in ("dstc7-copies", "dstc7-degenerate"):
+        return dstc7_copies(config.negatives_contexts, random.Random(seed), repetitions=source == "dstc7-degenerate")
     if source == "none":
         return None
-    raise ValueError(f"unknown negatives {source!r}: samples, dstc7-copies or none")
+    raise ValueError(f"unknown negatives {source!r}: samples, dstc7-copies, dstc7-degenerate or none")
 
 
 class Heads:
@@ -130,6 +130,8 @@ def signals(recipe: Recipe, heads: Heads, rows: Rows) -> tuple[np.ndarray, np.nd
 
 
 def search(X, rows: Rows, names: list[str], good, bad, one_setting: bool, log=print) -> list[stacker.Trial]:
+    """Every setting's leave-one-set-out trial, best first; with negatives, the share the whole fit orders
+    (of the kind it orders least, where the negatives name kinds)."""
     groups = np.array([GROUPS[s] for s in rows.sets])
     trials = []
     # Without negative samples the margin term's weight changes nothing: its settings are not searched.
@@ -139,7 +141,7 @@ def search(X, rows: Rows, names: list[str], good, bad, one_setting: bool, log=pr
         trial = stacker.leave_one_set_out(X, rows.human, rows.sets, groups, rows.contexts_of, names, setting, good, bad)
         if good is not None:
             whole = stacker.fit(X, rows.human, rows.sets, names, setting, good, bad)
-            trial.negatives_ordered = float((whole(good) > whole(bad)).mean())
+            trial.negatives_ordered = stacker.negatives_ordered(whole(good), whole(bad), rows.negatives.kinds)
         trials.append(trial)
     trials.sort(key=lambda t: -t.loso_pearson)
     for trial in trials[:5]:

@@ -17,8 +17,8 @@ from service.components.sentence_encoder import SentenceEncoder
 from service.scorers.base import Item, ScoreBatch, Scorer
 from service.scorers.heads import (MAX_TURNS, SentenceHeadScorer, context_texts, probe_batching,
                                    turns_read)
-from service.scorers.unref.signals import (TEXT_SIGNALS, TRANSFORMS, VECTOR_SIGNALS, logit, text_signal,
-                                                  turns_of, vector_signal)
+from service.scorers.unref.signals import (CONTEXT_TEXT_SIGNALS, TEXT_SIGNALS, TRANSFORMS, VECTOR_SIGNALS, logit,
+                                          text_signal, turns_of, vector_signal)
 from service.artifacts.manifest import ManifestError
 
 SPEC_KEYS = ("name", "source", "mean", "sd", "weight")
@@ -64,7 +64,10 @@ class StackedUnreferenced(Scorer):
                                                           self._encoder(spec), spec.get("context_encoding", "last"))
             elif spec["source"] in VECTOR_SIGNALS:
                 self._encoder(spec)
-            elif spec["source"] not in TEXT_SIGNALS:
+            elif spec["source"] in CONTEXT_TEXT_SIGNALS and "turns" not in spec:
+                raise ManifestError(f"{self.name}: config.signals entry {spec['name']!r} lacks ['turns']",
+                                    "manifest invalid: config.signals")
+            elif spec["source"] not in TEXT_SIGNALS and spec["source"] not in CONTEXT_TEXT_SIGNALS:
                 raise ManifestError(f"{self.name}: unknown signal source {spec['source']!r}",
                                     "manifest invalid: config.signals")
         self.mean = np.array([float(spec["mean"]) for spec in self.specs])
@@ -120,7 +123,7 @@ class StackedUnreferenced(Scorer):
                 columns[:, j] = [vector_signal(spec, table[item.response], np.stack([table[t] for t in ts]))
                                  for item, ts in zip(items, turns)]
             else:
-                columns[:, j] = [text_signal(spec, item.response) for item in items]
+                columns[:, j] = [text_signal(spec, item.response, ts) for item, ts in zip(items, turns)]
         return columns
 
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from service.scorers.heads import MAX_TURNS
-from service.text import word_count, words
+from service.text import sentences, word_count, words
 
 LOGIT_FLOOR = 1e-7  # a sigmoid output is clipped to [floor, 1 - floor] before its logit
 
@@ -36,6 +36,44 @@ def distinct_ratio(text: str) -> float:
     return len(set(tokens)) / len(tokens) if tokens else 0.0
 
 
+TEXT_EDGE = ""  # the token before a text's first word and after its last (copied_bigrams)
+
+
+def word_bigrams(text: str, edges: bool = False) -> list[tuple[str, str]]:
+    """The text's word bigrams, in order, punctuation left out; with `edges`, also (edge, first word) and
+    (last word, edge), so that a one-word text has bigrams and a text said twice breaks at the join."""
+    tokens = [w for w in words(text) if any(ch.isalnum() for ch in w)]
+    if edges and tokens:
+        tokens = [TEXT_EDGE, *tokens, TEXT_EDGE]
+    return list(zip(tokens, tokens[1:]))
+
+
+def repeated_bigrams(text: str) -> float:
+    """Share of the reply's word bigrams that repeat an earlier bigram of the reply; 0 below two words.
+    High: a phrase or a word said over and over, which a cosine with the context rewards."""
+    bigrams = word_bigrams(text)
+    return 1.0 - len(set(bigrams)) / len(bigrams) if bigrams else 0.0
+
+
+def copied_bigrams(text: str, turns: list[str]) -> float:
+    """The largest, over the turns and each of their sentences, of the smaller of two shares: of the reply's
+    word bigrams found in that turn or sentence, and of its bigrams found in the reply (edges included:
+    word_bigrams). High only where the reply is mostly one context turn or sentence and says most of it (a
+    copy, or one said again and again); a reply that shares a few words with a turn stays low."""
+    bigrams = word_bigrams(text, edges=True)
+    if not bigrams:
+        return 0.0
+    reply = set(bigrams)
+    best = 0.0
+    for part in dict.fromkeys(p for turn in turns for p in (turn, *sentences(turn))):
+        found = word_bigrams(part, edges=True)
+        if found:
+            inside = set(found)
+            best = max(best, min(sum(b in inside for b in bigrams) / len(bigrams),
+                                 sum(b in reply for b in found) / len(found)))
+    return best
+
+
 def log_length(text: str) -> float:
     """log(1 + the reply's word count)."""
     return float(np.log1p(word_count(text)))
@@ -50,7 +88,9 @@ def logit(p: np.ndarray) -> np.ndarray:
 # A signal's `source` says what it reads: "head" (a trained graph's output over an encoder's vectors),
 # a vector signal (unit vectors of the reply and the context turns) or a text signal (the reply's words).
 VECTOR_SIGNALS = ("cos_mean", "copy_excess")
-TEXT_SIGNALS = {"distinct_ratio": distinct_ratio, "log_length": log_length}
+TEXT_SIGNALS = {"distinct_ratio": distinct_ratio, "log_length": log_length, "repeated_bigrams": repeated_bigrams}
+CONTEXT_TEXT_SIGNALS = {"copied_bigrams": copied_bigrams}  # the reply's words against the last `turns` turns'
+
 TRANSFORMS = ("identity", "logit")
 
 
@@ -63,5 +103,11 @@ def vector_signal(spec: dict, reply: np.ndarray, turns: np.ndarray) -> float:
     raise ValueError(f"unknown vector signal {spec['source']!r}")
 
 
-def text_signal(spec: dict, reply: str) -> float:
-    return TEXT_SIGNALS[spec["source"]](reply)
+def text_signal(spec: dict, reply: str, turns: list[str]) -> float:
+    """One text signal of one reply (`turns`: its context's, turns_of); with a `threshold` in its spec,
+    hinged: max(0, value - threshold)."""
+    if spec["source"] in CONTEXT_TEXT_SIGNALS:
+        value = CONTEXT_TEXT_SIGNALS[spec["source"]](reply, turns[-int(spec["turns"]):])
+    else:
+        value = TEXT_SIGNALS[spec["source"]](reply)
+    return max(0.0, value - float(spec["threshold"])) if "threshold" in spec else value

@@ -9,7 +9,8 @@ import pytest
 
 from service.components.cache import EncodeCache
 from service.scorers.base import Call, Item
-from service.scorers.unref.signals import copy_excess, cos_mean, distinct_ratio, log_length, logit, turns_of
+from service.scorers.unref.signals import (copied_bigrams, copy_excess, cos_mean, distinct_ratio, logit,
+                                          repeated_bigrams, text_signal, turns_of)
 from service.artifacts.manifest import write_manifest
 from service.store.model_store import ModelStore
 from tests.conftest import MODEL_STORE, copy_store
@@ -40,7 +41,22 @@ def test_signals_by_hand():
     assert copy_excess(reply, turns, 0.75) == pytest.approx(0.05)
     assert copy_excess(reply, turns, 0.9) == 0.0
     assert distinct_ratio("yes yes yes no") == 0.5 and distinct_ratio("?!") == 0.0
-    assert log_length("") == 0.0 and log_length("two words") == pytest.approx(np.log(3))
+    assert repeated_bigrams("food food food food food") == pytest.approx(3 / 4)
+    assert repeated_bigrams("how was it? how was it?") == pytest.approx(2 / 5)  # punctuation left out
+    assert repeated_bigrams("it was great, i went hiking!") == 0.0 and repeated_bigrams("yes") == 0.0
+    spec = {"name": "repetition", "source": "repeated_bigrams", "threshold": 0.5}
+    assert text_signal(spec, "food food food food food", []) == pytest.approx(0.25)
+    assert text_signal(spec, "how was it? how was it?", []) == 0.0
+    turns = ["how was it?", "it was fine. and yours?"]
+    # the smaller of the two shares, edges included: a turn said twice misses only the joining bigram
+    assert copied_bigrams("how was it? how was it?", turns) == pytest.approx(6 / 7)
+    assert copied_bigrams("it was fine.", turns) == 1.0  # a sentence of a turn, said again
+    assert copied_bigrams("it was great", turns) == pytest.approx(2 / 4)  # half of its bigrams, half of the turn's
+    assert copied_bigrams("it", turns) == pytest.approx(1 / 4) and copied_bigrams("cheese", turns) == 0.0
+    assert copied_bigrams("hello!", ["hello"]) == 1.0 and copied_bigrams("?", ["hello"]) == 0.0
+    copy = {"name": "copied", "source": "copied_bigrams", "turns": 1, "threshold": 0.5}
+    assert text_signal(copy, "how was it? how was it?", turns) == 0.0  # the last turn alone holds none of it
+    assert text_signal(copy, "it was fine. it was fine.", turns) == pytest.approx(6 / 7 - 0.5)
     np.testing.assert_allclose(logit(np.array([0.5, 0.9])), [0.0, np.log(9)])
     assert np.isfinite(logit(np.array([0.0, 1.0]))).all()  # clipped, never infinite
     assert turns_of([]) == [""] and turns_of([str(i) for i in range(9)]) == ["4", "5", "6", "7", "8"]
@@ -102,7 +118,11 @@ def test_a_combination_is_its_bias_plus_weighted_z_scores_of_the_signals(tmp_pat
                 "weight": 0.2},
                {"name": "copy", "source": "copy_excess", "encoder": "minilm-l6", "turns": 5, "threshold": 0.75,
                 "mean": 0.0, "sd": 0.01, "weight": -0.05},
-               {"name": "len", "source": "log_length", "mean": 2.3, "sd": 0.6, "weight": -0.04}]
+               {"name": "len", "source": "log_length", "mean": 2.3, "sd": 0.6, "weight": -0.04},
+               {"name": "copied", "source": "copied_bigrams", "turns": 5, "threshold": 0.5, "mean": 0.0, "sd": 0.05,
+                "weight": -0.1},
+               {"name": "repeated", "source": "repeated_bigrams", "threshold": 0.2, "mean": 0.0, "sd": 0.03,
+                "weight": -0.1}]
     combination_folder(root, signals, heads={"aj.onnx": MODEL_STORE / "autojudge-minilm" / "head.onnx"})
     store = ModelStore(root, models=("stacked", "autojudge-minilm"))
     assert store.load(), store.failures
@@ -111,6 +131,7 @@ def test_a_combination_is_its_bias_plus_weighted_z_scores_of_the_signals(tmp_pat
     raw = np.array([[d[s["name"]] for s in signals] for d in batch.details])
     np.testing.assert_allclose(raw[:, 0], autojudge.score(ITEMS).scores, atol=1e-6)  # the head as served alone
     assert raw[4, 2] > 0.2 and raw[0, 2] == 0.0  # the last item repeats a context turn
+    assert raw[4, 4] == pytest.approx(0.5) and raw[0, 4] == 0.0  # ... word for word: the text signal sees it too
     z = (raw - [s["mean"] for s in signals]) / [s["sd"] for s in signals]
     expected = 3.0 + z @ [s["weight"] for s in signals]
     lo, hi = 1.0, 5.0  # inside the range the soft bound leaves a score as it is
@@ -122,7 +143,8 @@ def test_a_combination_is_its_bias_plus_weighted_z_scores_of_the_signals(tmp_pat
 
 @pytest.mark.parametrize("bad,why", [({"source": "nonsense"}, "unknown signal source"),
                                      ({"source": "cos_mean", "encoder": "mpnet-base", "turns": 1}, "not in `uses`"),
-                                     ({"source": "log_length", "sd": 0.0}, "sd must be above 0")])
+                                     ({"source": "log_length", "sd": 0.0}, "sd must be above 0"),
+                                     ({"source": "copied_bigrams"}, "lacks ['turns']")])
 def test_a_bad_signal_fails_that_model_only(tmp_path: Path, bad: dict, why: str):
     root = copy_store(tmp_path / "store", ("minilm-cosine",))
     combination_folder(root, [{"name": "x", "source": "log_length", "mean": 0.0, "sd": 1.0, "weight": 1.0, **bad}])

@@ -23,3 +23,18 @@ def test_dstc7_copies_set_a_train_reference_against_a_copy_of_its_own_context() 
         assert good in train[tuple(context)]  # a human reply to a train-partition context
         assert bad in context and bad != good
     assert negatives.dstc7_copies(40, random.Random(0)) == ranked  # seeded
+
+
+@pytest.mark.data
+def test_dstc7_repetitions_add_each_repetition_kind_of_the_same_train_context() -> None:
+    copies = negatives.dstc7_copies(40, random.Random(0))
+    ranked = negatives.dstc7_copies(40, random.Random(0), repetitions=True)
+    assert set(copies.kinds) == {"copy"} and set(ranked.kinds) == {"copy", "near-copy-x2", "near-copy-x3", "topic-word"}
+    assert ranked.kinds.count("copy") == len(copies.good)
+    for context, bad, kind in zip(ranked.contexts, ranked.bad, ranked.kinds):
+        if kind == "near-copy-x3":
+            third = len(bad) // 3
+            assert bad[:third].strip() in context[-1]  # one sentence of the last turn, said three times
+        if kind == "topic-word":
+            word = bad.split()[0]
+            assert bad == " ".join([word] * 5) and word in context[-1].lower()

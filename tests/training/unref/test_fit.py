@@ -45,3 +45,19 @@ def test_choose_takes_the_best_setting_that_orders_enough_negatives():
               for lam, r, ordered in ((10.0, 0.50, 0.90), (100.0, 0.48, 0.97), (1000.0, 0.47, 0.99))]
     assert stacker.choose(trials).setting.lam == 100.0
     assert len(stacker.settings()) == 72
+
+
+def test_negatives_ordered_is_the_share_of_the_kind_ordered_least_where_kinds_are_named():
+    good = np.array([1.0, 1.0, 1.0, 1.0, 1.0])
+    bad = np.array([0.0, 0.0, 0.0, 2.0, 0.0])  # the one disorder is in the small kind
+    assert stacker.negatives_ordered(good, bad) == pytest.approx(0.8)
+    assert stacker.negatives_ordered(good, bad, ["copy", "copy", "copy", "topic-word", "topic-word"]) == 0.5
+
+
+def test_a_fit_that_scores_every_held_out_item_alike_counts_as_no_correlation():
+    rng = np.random.default_rng(2)
+    X = np.zeros((60, 1))  # a signal with no variance: the fit is its bias alone
+    y = rng.standard_normal(60)
+    sets = np.array(["dstc7"] * 30 + ["conture"] * 30)
+    trial = stacker.leave_one_set_out(X, y, sets, sets, np.arange(60), ["flat"], stacker.Setting(rank=0.0))
+    assert trial.loso_pearson == 0.0 and trial.per_group == {"conture": 0.0, "dstc7": 0.0}

@@ -31,6 +31,30 @@ def test_the_scan_ranks_a_signal_that_transfers_above_one_that_does_not() -> Non
     assert [t.loso_pearson for _, t in found] == sorted((t.loso_pearson for _, t in found), reverse=True)
 
 
+def test_with_negatives_a_subset_takes_the_setting_that_orders_each_kind() -> None:
+    """`base` predicts the ratings; the bad replies of one kind score high on it, and only `penalty` (zero on
+    every rated reply but noise) tells them apart: the subset without it cannot order that kind."""
+    from training.unref.scan import Negatives, scan
+
+    rng = np.random.default_rng(1)
+    n = 300
+    sets = np.array(["dstc7"] * n + ["conture"] * n)
+    base = rng.standard_normal(2 * n)
+    penalty = np.where(rng.random(2 * n) < 0.05, rng.random(2 * n), 0.0)
+    human = base + 0.5 * rng.standard_normal(2 * n)
+    X = np.column_stack([base, penalty])
+    good = np.column_stack([np.zeros(100), np.zeros(100)])
+    bad = np.column_stack([np.r_[np.full(50, -2.0), np.full(50, 1.0)], np.r_[np.zeros(50), np.ones(50)]])
+    kinds = ["random"] * 50 + ["near-copy-x3"] * 50
+    ranked = scan(X, human, sets, np.arange(2 * n), ["base", "penalty"],
+                  search={"lam": (10.0,), "target": ("raw",), "weighting": ("set",), "nonneg": (False,),
+                          "rank": (0.0, 1.0)}, negatives=Negatives(good, bad, kinds))
+    assert ranked[0][0] == ("base", "penalty")  # first: it orders the negatives, whatever its LOSO
+    found = dict(ranked)
+    assert found[("base",)].negatives_ordered == 0.0  # the kind a cosine rewards, never ordered without it
+    assert found[("base", "penalty")].negatives_ordered >= 0.95 and found[("base", "penalty")].setting.rank == 1.0
+
+
 @pytest.mark.data
 def test_unref_scan_reads_the_recipes_train_partitions_and_prints_every_subset(tmp_path: Path, capsys) -> None:
     from training.unref.scan import main
