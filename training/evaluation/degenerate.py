@@ -104,7 +104,8 @@ def markdown(table: dict[str, dict[str, float]], n_contexts: int, command: str) 
              f"(near-copy-x2, -x3), its longest content word said {TOPIC_WORD_TIMES} times (topic-word). The "
              "-minilm models were trained with negatives of the first six kinds but other phrases "
              "(training/data/degenerate.py) on train contexts only; the -commercial models' negatives hold "
-             "copies and the three repetition kinds of DSTC7 train contexts (a random content word).", "",
+             "copies and the three repetition kinds of DSTC7 train contexts (one sentence of the last turn, a "
+             "random content word).", "",
              "| model | " + " | ".join(CHECK_KINDS) + " | all |", "|---|" + "---|" * (len(CHECK_KINDS) + 1)]
     for model, row in table.items():
         lines.append(f"| {model} | " + " | ".join(f"{row[k]:.1%}" for k in (*CHECK_KINDS, "all")) + " |")

@@ -51,9 +51,9 @@ def copy_excess(encoder: str) -> dict:
 
 
 TEXT = ({"name": "distinct_ratio", "source": "distinct_ratio"}, {"name": "log_length", "source": "log_length"})
-# The repetition signals' hinges: above what a reply shares with a turn, or repeats of itself, by chance
-# (95% of the rated train replies repeat under .12 of their bigrams); chosen by leave-one-set-out
-# (docs/notes/2026-11-29-degenerate-repetition.md).
+# The word signals' hinges, above what a reply shares with a turn or repeats of itself by chance: copied,
+# half both ways (set, not searched); repeated, .2 (95% of the rated train replies repeat under .12 of
+# their bigrams; .2 above .1 by leave-one-set-out). docs/notes/2026-11-29-degenerate-repetition.md
 COPIED_THRESHOLD = 0.5
 REPEATED_THRESHOLD = 0.2
 
