@@ -6,6 +6,8 @@ turn is read as one empty turn, as the -minilm heads read it (service/scorers/he
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from service.scorers.heads import MAX_TURNS
@@ -65,13 +67,19 @@ def copied_bigrams(text: str, turns: list[str]) -> float:
         return 0.0
     reply = set(bigrams)
     best = 0.0
-    for part in dict.fromkeys(p for turn in turns for p in (turn, *sentences(turn))):
-        found = word_bigrams(part, edges=True)
-        if found:
-            inside = set(found)
+    for turn in turns:
+        for found, inside in _copy_targets(turn):
             best = max(best, min(sum(b in inside for b in bigrams) / len(bigrams),
                                  sum(b in reply for b in found) / len(found)))
     return best
+
+
+@lru_cache(maxsize=4096)
+def _copy_targets(turn: str) -> tuple[tuple[tuple[tuple[str, str], ...], frozenset[tuple[str, str]]], ...]:
+    """The turn and each of its sentences as (bigrams with edges, their set): a re-ranking's candidates
+    all read the same context turns, so they are split once, not once a candidate."""
+    parts = (word_bigrams(part, edges=True) for part in dict.fromkeys((turn, *sentences(turn))))
+    return tuple((tuple(found), frozenset(found)) for found in parts if found)
 
 
 def log_length(text: str) -> float:
