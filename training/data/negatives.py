@@ -111,6 +111,13 @@ class Ranked:
     references: list[str]
     kinds: list[str] = field(default_factory=list)  # each bad reply's kind, where the source names them
 
+    def joined(self, other: "Ranked", own_kind: str) -> "Ranked":
+        """These samples and `other`'s, each kind named (these, which name none, as `own_kind`), so that the
+        floor holds for each of `other`'s kinds apart and for these as one."""
+        kinds = self.kinds or [own_kind] * len(self.bad)
+        return Ranked(self.contexts + other.contexts, self.good + other.good, self.bad + other.bad,
+                      self.references + other.references, kinds + other.kinds)
+
 
 def negative_samples(config: NegativeOptions, rng: random.Random, for_ruber: bool) -> Ranked:
     """Contexts with human replies against random, adversarial and degenerate (training-list) replies."""

@@ -9,7 +9,7 @@ from typing import Any
 from service.artifacts.manifest import Manifest
 from training.core.card import Templates, manifest_figures, render, render_fields
 from training.core.turn_cards import shared_phrases
-from training.unref.recipes import MINILM, RECIPES, Recipe
+from training.unref.recipes import MINILM, RECIPES, SAMPLES_AND_REPETITIONS, Recipe
 
 TEMPLATES = Templates(__file__)
 TEMPLATE = "unref"  # the template of a recipe that names none of its own (Recipe.template)
@@ -56,7 +56,14 @@ def card_figures(recipe: Recipe, fit: Mapping[str, Any], seconds: float, machine
             "encoder_licences": encoders, "judged_licences": shared["judged_licences"],
             "ruber_licences": shared["ruber_licences"], "seconds": f"{seconds:.0f}",
             "settings": fit["settings_tried"], "machine": machine, "fit": dict(fit), "argv": portable_command(argv),
-            "template": recipe.template, **JUDGED_TERMS}
+            "template": recipe.template, **repetition_phrases(recipe), **JUDGED_TERMS}
+
+
+def repetition_phrases(recipe: Recipe) -> dict[str, str]:
+    """What the card adds for a recipe whose margin term reads the DSTC7 repetitions beside its samples."""
+    added = recipe.negatives == SAMPLES_AND_REPETITIONS
+    return {"word_penalties": TEMPLATES.phrase("words.repetition") if added else "",
+            "repetition_negatives": TEMPLATES.phrase("negatives.repetition") if added else ""}
 
 
 def portable_command(argv: list[str]) -> str:

@@ -56,6 +56,8 @@ TEXT = ({"name": "distinct_ratio", "source": "distinct_ratio"}, {"name": "log_le
 # their bigrams; .2 above .1 by leave-one-set-out). docs/notes/2026-11-29-degenerate-repetition.md
 COPIED_THRESHOLD = 0.5
 REPEATED_THRESHOLD = 0.2
+SAMPLES_AND_REPETITIONS = "samples+dstc7-degenerate"
+REPETITION_FIX = "2026.11.1"  # the version that added the word signals and the repetition negatives
 
 
 def copied_bigrams() -> dict:
@@ -64,6 +66,9 @@ def copied_bigrams() -> dict:
 
 def repeated_bigrams() -> dict:
     return {"name": "repeated_bigrams", "source": "repeated_bigrams", "threshold": REPEATED_THRESHOLD}
+
+
+WORDS = (copied_bigrams(), repeated_bigrams())
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,8 @@ class Recipe:
     rated_sets: tuple[str, ...] = TRAINING_SETS  # the judged sets whose train partitions the fit reads
     negatives: str = "samples"  # the stacker's margin term: "samples" (DailyDialog++ and degenerate negative
     # samples), "dstc7-copies" (DSTC7 references against copies of their context), "dstc7-degenerate" (those
-    # and the repetition kinds of their last turn, each kind held to the floor) or "none" (train.Rows)
+    # and the repetition kinds of their last turn, each kind held to the floor), SAMPLES_AND_REPETITIONS (the
+    # first and third, each dstc7 kind and the samples as one held to the floor) or "none" (train.Rows)
     template: str = "unref"  # its card's templates (training/unref/cards)
     version: str = "2026.11.0"  # the served folder's; raised when the recipe changes what it scores
 
@@ -86,15 +92,16 @@ def commercial(name: str, encoder: str) -> Recipe:
     --negatives dstc7-degenerate` chose on either encoder)."""
     return Recipe(name, (encoder,), (cos_mean(encoder, 1), copied_bigrams(), repeated_bigrams()), {},
                   rated_sets=COMMERCIAL_SETS, negatives="dstc7-degenerate", template="unref-commercial",
-                  version="2026.11.1")
+                  version=REPETITION_FIX)
 
 
 RECIPES = {
     "unref-minilm": Recipe(
         "unref-minilm", (MINILM,),
-        (autojudge(MINILM), ruber_logit(MINILM), cos_mean(MINILM, 2), copy_excess(MINILM), *TEXT),
+        (autojudge(MINILM), ruber_logit(MINILM), cos_mean(MINILM, 2), copy_excess(MINILM), *TEXT, *WORDS),
         {AUTOJUDGE_HEAD: HeadSource("autojudge-minilm", MINILM, served=True),
-         RUBER_HEAD: HeadSource("ruber-minilm", MINILM, served=True)}),
+         RUBER_HEAD: HeadSource("ruber-minilm", MINILM, served=True)},
+        negatives=SAMPLES_AND_REPETITIONS, version=REPETITION_FIX),
     "unref-mpnet": Recipe(
         "unref-mpnet", (MPNET,),
         (autojudge(MPNET), ruber_logit(MPNET), cos_mean(MPNET, 1), cos_mean(MPNET, 2), copy_excess(MPNET), *TEXT),

@@ -1,5 +1,5 @@
-"""The commercial re-rankers as served from the committed store: a reply that says the last turn again three
-times, or one of its words five times, scores below a good reply to the same context."""
+"""The re-rankers trained against repetition, as served from the committed store: a reply that says the last turn
+again three times, or one of its words five times, scores below a good reply to the same context."""
 from __future__ import annotations
 
 import pytest
@@ -10,7 +10,7 @@ from service.store.model_store import ModelStore
 from tests.conftest import MODEL_STORE
 from training.data.degenerate import repetition_replies
 
-COMMERCIAL = ("unref-minilm-commercial", "unref-mpnet-commercial")
+RERANKERS = ("unref-minilm-commercial", "unref-mpnet-commercial", "unref-minilm")
 # Hand-made contexts and a good reply to each (none from a data set).
 GOOD = {
     ("how was your weekend?",): "it was great, i went hiking with my sister!",
@@ -18,10 +18,11 @@ GOOD = {
     ("i just got a puppy!", "oh nice, what breed is it?"): "a golden retriever, she's three months old.",
     ("do you like to travel?",): "yes, i went to japan last year and loved it.",
     ("what do you do for work?",): "i'm a nurse at the children's hospital.",
+    ("have you seen any good movies lately?",): "i watched a documentary about octopuses, it was amazing.",
 }
 
 
-@pytest.fixture(scope="module", params=COMMERCIAL)
+@pytest.fixture(scope="module", params=RERANKERS)
 def model(request):
     if request.param.startswith("unref-mpnet") and not (MODEL_STORE / "mpnet-base" / "encoder-fp32.onnx").is_file():
         pytest.skip("the mpnet encoder is not built (make encoder-mpnet)")

@@ -38,3 +38,13 @@ def test_dstc7_repetitions_add_each_repetition_kind_of_the_same_train_context() 
         if kind == "topic-word":
             word = bad.split()[0]
             assert bad == " ".join([word] * 5) and word in context[-1].lower()
+
+
+def test_joined_samples_keep_both_parts_and_name_the_unnamed_ones_as_one_kind() -> None:
+    samples = negatives.Ranked([["hi"], ["yo"]], ["hello", "hey"], ["", "hi"], ["hello", "hey"])
+    copies = negatives.Ranked([["how are you?"]], ["fine"], ["how are you? how are you?"], ["fine"], ["near-copy-x2"])
+    joined = samples.joined(copies, "samples")
+    assert joined.bad == ["", "hi", "how are you? how are you?"]
+    assert joined.contexts == [["hi"], ["yo"], ["how are you?"]] and joined.good == ["hello", "hey", "fine"]
+    assert joined.kinds == ["samples", "samples", "near-copy-x2"]
+    assert samples.kinds == [] and len(samples.bad) == 2  # neither part changed

@@ -28,7 +28,8 @@ def test_a_tiny_unref_minilm_trains_exports_and_serves(tmp_path: Path):
     scorer = served.scorers["unref-minilm"]
     assert scorer.manifest.kind == "unreferenced" and not scorer.reads_reference
     names = [spec["name"] for spec in scorer.manifest.config["signals"]]
-    assert names == ["autojudge", "ruber_s_unref_logit", "cos_mean2", "copy_excess", "distinct_ratio", "log_length"]
+    assert names == ["autojudge", "ruber_s_unref_logit", "cos_mean2", "copy_excess", "distinct_ratio", "log_length",
+                     "copied_bigrams", "repeated_bigrams"]
     # the served heads are copies of the -minilm models' graphs, named with their hashes
     heads = scorer.manifest.config["heads"]
     assert heads["autojudge_head.onnx"]["sha256"] == scorer.manifest.files["autojudge_head.onnx"]["sha256"]
@@ -37,6 +38,27 @@ def test_a_tiny_unref_minilm_trains_exports_and_serves(tmp_path: Path):
     scores = scorer.score([Item(["do you like jazz?"], "yes, coltrane is my favourite."),
                            Item(["do you like jazz?"], "do you like jazz?")]).scores
     assert len(scores) == 2 and all(1.0 < s < 5.0 for s in scores)
+
+
+@pytest.mark.data
+def test_unref_minilm_margin_term_reads_the_samples_and_each_dstc7_repetition_kind():
+    """unref-minilm keeps its DailyDialog++ negative samples (one kind for the floor) and adds the DSTC7 train
+    copies and repetitions the commercial recipes read, drawn alike."""
+    import random
+
+    from training.core.turn_training import Config
+    from training.data.negatives import dstc7_copies, negative_samples
+    from training.unref.recipes import RECIPES, SAMPLES_AND_REPETITIONS
+    from training.unref.train import negatives_of
+
+    assert RECIPES["unref-minilm"].negatives == SAMPLES_AND_REPETITIONS
+    config = Config(negatives_contexts=6)
+    ranked = negatives_of(SAMPLES_AND_REPETITIONS, config, 0)
+    samples = negative_samples(config, random.Random(0), for_ruber=False)
+    dstc7 = dstc7_copies(6, random.Random(0), repetitions=True)
+    assert ranked.bad == samples.bad + dstc7.bad
+    assert ranked.kinds == ["samples"] * len(samples.bad) + dstc7.kinds
+    assert set(ranked.kinds) == {"samples", "copy", "near-copy-x2", "near-copy-x3", "topic-word"}
 
 
 def test_leave_one_set_out_leaves_a_set_out_with_its_aliases():
