@@ -104,14 +104,17 @@ RECIPES = {
         negatives=SAMPLES_AND_REPETITIONS, version=REPETITION_FIX),
     "unref-mpnet": Recipe(
         "unref-mpnet", (MPNET,),
-        (autojudge(MPNET), ruber_logit(MPNET), cos_mean(MPNET, 1), cos_mean(MPNET, 2), copy_excess(MPNET), *TEXT),
+        (autojudge(MPNET), ruber_logit(MPNET), cos_mean(MPNET, 1), cos_mean(MPNET, 2), copy_excess(MPNET), *TEXT,
+         *WORDS),
         {AUTOJUDGE_HEAD: HeadSource("autojudge-minilm", MPNET, served=False),
-         RUBER_HEAD: HeadSource("ruber-minilm", MPNET, served=False)}),
+         RUBER_HEAD: HeadSource("ruber-minilm", MPNET, served=False)},
+        negatives=SAMPLES_AND_REPETITIONS, version=REPETITION_FIX),
     "unref-mpnet-minilm": Recipe(
         "unref-mpnet-minilm", (MPNET, MINILM),
-        (autojudge(MPNET), ruber_logit(MINILM), cos_mean(MPNET, 2), copy_excess(MPNET), *TEXT),
+        (autojudge(MPNET), ruber_logit(MINILM), cos_mean(MPNET, 2), copy_excess(MPNET), *TEXT, *WORDS),
         {AUTOJUDGE_HEAD: HeadSource("autojudge-minilm", MPNET, served=False),
-         RUBER_HEAD: HeadSource("ruber-minilm", MINILM, served=True)}),
+         RUBER_HEAD: HeadSource("ruber-minilm", MINILM, served=True)},
+        negatives=SAMPLES_AND_REPETITIONS, version=REPETITION_FIX),
     "unref-minilm-commercial": commercial("unref-minilm-commercial", MINILM),
     "unref-mpnet-commercial": commercial("unref-mpnet-commercial", MPNET),
 }

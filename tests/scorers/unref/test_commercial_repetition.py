@@ -10,7 +10,7 @@ from service.store.model_store import ModelStore
 from tests.conftest import MODEL_STORE
 from training.data.degenerate import repetition_replies
 
-RERANKERS = ("unref-minilm-commercial", "unref-mpnet-commercial", "unref-minilm")
+RERANKERS = ("unref-minilm-commercial", "unref-mpnet-commercial", "unref-minilm", "unref-mpnet", "unref-mpnet-minilm")
 # Hand-made contexts and a good reply to each (none from a data set).
 GOOD = {
     ("how was your weekend?",): "it was great, i went hiking with my sister!",

@@ -41,9 +41,9 @@ def test_a_tiny_unref_minilm_trains_exports_and_serves(tmp_path: Path):
 
 
 @pytest.mark.data
-def test_unref_minilm_margin_term_reads_the_samples_and_each_dstc7_repetition_kind():
-    """unref-minilm keeps its DailyDialog++ negative samples (one kind for the floor) and adds the DSTC7 train
-    copies and repetitions the commercial recipes read, drawn alike."""
+def test_the_stacked_recipes_margin_term_reads_the_samples_and_each_dstc7_repetition_kind():
+    """The non-commercial recipes keep their DailyDialog++ negative samples (one kind for the floor) and add the
+    DSTC7 train copies and repetitions the commercial recipes read, drawn alike."""
     import random
 
     from training.core.turn_training import Config
@@ -51,7 +51,8 @@ def test_unref_minilm_margin_term_reads_the_samples_and_each_dstc7_repetition_ki
     from training.unref.recipes import RECIPES, SAMPLES_AND_REPETITIONS
     from training.unref.train import negatives_of
 
-    assert RECIPES["unref-minilm"].negatives == SAMPLES_AND_REPETITIONS
+    assert {RECIPES[m].negatives for m in ("unref-minilm", "unref-mpnet", "unref-mpnet-minilm")} == {
+        SAMPLES_AND_REPETITIONS}
     config = Config(negatives_contexts=6)
     ranked = negatives_of(SAMPLES_AND_REPETITIONS, config, 0)
     samples = negative_samples(config, random.Random(0), for_ruber=False)
