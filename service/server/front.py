@@ -126,7 +126,7 @@ class Front:
         self.unrouted = Lane(self.other.admission, self.other.run, reads_body=False)
         self.held = 0  # bytes of bodies being read, not yet admitted
         self.stopping_since: float | None = None  # SIGTERM: what arrives from then on is refused
-        self.sibling_serves = False  # a sibling had loaded while this worker loads (set by the worker)
+        self.sibling_serves = False  # a sibling had loaded while this worker loads (the worker or holding sets it)
         self.recycle: Callable[[], None] = lambda: None
         self.max_requests = self.answered = 0
         self._timer: asyncio.TimerHandle | None = None
