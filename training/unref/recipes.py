@@ -53,7 +53,7 @@ def copy_excess(encoder: str) -> dict:
 TEXT = ({"name": "distinct_ratio", "source": "distinct_ratio"}, {"name": "log_length", "source": "log_length"})
 # The word signals' hinges, above what a reply shares with a turn or repeats of itself by chance: copied,
 # half both ways (set, not searched); repeated, .2 (95% of the rated train replies repeat under .12 of
-# their bigrams; .2 above .1 by leave-one-set-out). docs/notes/2026-11-29-degenerate-repetition.md
+# their bigrams; .2 above .1 by leave-one-set-out). The degenerate-repetition note in docs/notes has the runs.
 COPIED_THRESHOLD = 0.5
 REPEATED_THRESHOLD = 0.2
 SAMPLES_AND_REPETITIONS = "samples+dstc7-degenerate"
