@@ -116,7 +116,7 @@ class Admission:
         if not self.measured(ticket) and len(self.running) < self.threads and not self.queue:
             self.queue.append(ticket)  # a free thread takes a kind not measured yet: the only way to measure it
             return None
-        if len(self.queue) >= self.max_queue:
+        if len(self.queue) + len(self.running) >= self.threads + self.max_queue:  # a free thread is no queue place
             return Overloaded("This worker's queue is full; send the request again after Retry-After seconds, "
                               "or to another replica.", {**details, "max_queue": self.max_queue},
                               retry_after=retry_after(wait))

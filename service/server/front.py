@@ -34,6 +34,9 @@ Receive = Callable[[], Awaitable[dict]]
 PROBES = frozenset({"health.healthz", "health.readyz", "health.prometheus",  # never queued behind scoring
                     "inference_v2.live", "inference_v2.ready"})
 SCORING = frozenset({"inference_v2.infer"})  # scoring endpoints outside the scoring blueprint
+# The probes' queue, whatever DIALSCORE_MAX_QUEUE: they carry no body and take microseconds, and a probe
+# refused fails the pod's liveness or readiness.
+PROBE_QUEUE = 64
 UNTRACED = ",".join(sorted(readiness.PROBE_PATHS | readiness.V2_PROBE_PATHS | {"/metrics"}))
 # A refused body is read and dropped up to this many times the body limit, each part within
 # DRAIN_IDLE_S, so that the connection can carry the client's next request; past that, it is closed.
@@ -119,8 +122,9 @@ class Front:
     def __init__(self, app: Any, settings: Settings) -> None:
         self.settings, self.routes = settings, app.url_map.bind("localhost")
         self.store = app.extensions.get("dialscore.store")
-        lane = lambda threads, **kw: Lane(Admission(threads, settings.max_queue), WSGIMiddleware(app, threads), **kw)  # noqa: E731
-        self.probes, self.scoring = lane(1, reads_body=False, name="probes"), lane(settings.threads, name="scoring")
+        lane = lambda threads, queue=settings.max_queue, **kw: Lane(  # noqa: E731
+            Admission(threads, queue), WSGIMiddleware(app, threads), **kw)
+        self.probes, self.scoring = lane(1, PROBE_QUEUE, reads_body=False, name="probes"), lane(settings.threads, name="scoring")
         self.research, self.other = lane(1, name="research"), lane(1)
         self.by_blueprint = {"scoring": self.scoring, "analysis": self.research}
         self.unrouted = Lane(self.other.admission, self.other.run, reads_body=False)

@@ -44,6 +44,15 @@ def test_a_full_queue_refuses_whatever_the_budget():
     assert refusal is not None and refusal.details["max_queue"] == 1
 
 
+def test_a_queue_of_zero_serves_what_a_free_thread_takes_and_refuses_what_would_wait():
+    admission = Admission(threads=2, max_queue=0)
+    _measured(admission, 0.1)
+    for arrived in (1.0, 1.0):
+        assert admission.offer(_ticket(arrived, 60.0), arrived) is None and admission.due(arrived)[0]
+    refusal = admission.offer(_ticket(1.0, 60.0), 1.0)
+    assert refusal is not None and refusal.details["max_queue"] == 0 and not admission.queue
+
+
 def test_a_kind_not_measured_yet_is_bound_by_the_queue_when_no_thread_is_free():
     """Work ahead expected to take no time is not a free thread: a new kind still meets max_queue."""
     admission = Admission(threads=1, max_queue=1)

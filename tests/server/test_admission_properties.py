@@ -1,6 +1,6 @@
 """Admission's promises over any sequence of arrivals, starts, finishes, withdrawals and clock steps
-(hypothesis drives a virtual clock): no thread overbooked, no queue past its bound, nothing started
-at or past its deadline or started twice, every request answered once (started, refused, dropped or
+(hypothesis drives a virtual clock): no thread overbooked, no more held than threads and queue,
+nothing started at or past its deadline or started twice, every request answered once (started, refused, dropped or
 withdrawn), and no thread idle while a request waits."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ MODELS = st.sampled_from(["length", "unref-minilm", "?"])
 
 
 class AdmissionMachine(RuleBasedStateMachine):
-    @initialize(threads=st.integers(1, 4), max_queue=st.integers(1, 6), loaded_after=st.floats(0, 3))
+    @initialize(threads=st.integers(1, 4), max_queue=st.integers(0, 6), loaded_after=st.floats(0, 3))
     def start(self, threads: int, max_queue: int, loaded_after: float) -> None:
         self.admission, self.now, self.loaded_after = Admission(threads, max_queue), 0.0, loaded_after
         self.offered: list[Ticket] = []
@@ -44,8 +44,10 @@ class AdmissionMachine(RuleBasedStateMachine):
     def arrive(self, path: str, model: str, size: int, budget: float) -> None:
         ticket = Ticket(path, size, self.now, self.now + budget, model=model)
         self.offered.append(ticket)
+        free = len(self.admission.running) < self.admission.threads and not self.admission.queue
         refusal = self.admission.offer(ticket, self.now)
         if refusal is not None:
+            assert not (free and "max_queue" in refusal.details), "refused for a full queue with a thread free"
             assert isinstance(refusal, Overloaded) and refusal.status == 503
             assert 1 <= int(refusal.headers["Retry-After"]) <= MAX_RETRY_AFTER_S
             assert ticket not in self.admission.queue
@@ -81,7 +83,7 @@ class AdmissionMachine(RuleBasedStateMachine):
             return
         admission = self.admission
         assert len(admission.running) <= admission.threads
-        assert len(admission.queue) <= admission.max_queue
+        assert len(admission.queue) + len(admission.running) <= admission.threads + admission.max_queue
         assert not set(map(id, admission.queue)) & set(map(id, admission.running))
         waiting = [t for t in self.offered if id(t) not in self.outcome]
         assert {id(t) for t in waiting} == {id(t) for t in admission.queue}, "a request neither queued nor answered"

@@ -144,3 +144,35 @@ def test_while_the_models_load_scoring_is_answered_503_not_ready_unless_a_siblin
         store.loaded = True
     for lane in (front.probes, front.scoring, front.research, front.other):
         lane.run.executor.shutdown(wait=True)
+
+
+def test_a_queue_of_zero_refuses_only_what_would_wait_and_never_a_probe(baseline_store):
+    """DIALSCORE_MAX_QUEUE=0 means no waiting: a request a free thread takes is served, one after
+    another; the probes keep a queue of their own, so that probes sent at once are all answered
+    (a probe refused fails the pod's liveness or readiness)."""
+    import dataclasses
+
+    from service.app import create_app
+    from service.config import load_server_settings
+    from service.server.front import Front
+    from tests.asgi_client import Client
+
+    front = Front(create_app({"model_store": baseline_store, "load_sync": True}),
+                  dataclasses.replace(load_server_settings(), max_queue=0))
+    score = b'{"model": "length", "items": [{"context": ["a"], "response": "b"}]}'
+
+    async def at_once(clients: list[Client]) -> list[int | None]:
+        await asyncio.gather(*(front(c.scope(), c.receive, c.send) for c in clients))
+        return [c.status for c in clients]
+
+    try:
+        for _ in range(4):
+            assert asyncio.run(at_once([Client("POST", "/score", score)])) == [200]
+        paths = ("/healthz", "/readyz", "/metrics")
+        assert [answer(front, "GET", path) for path in paths] == [200] * 3  # each kind measured, as in a pod
+        probes = [Client("GET", path, b"") for path in paths * 10]
+        statuses = asyncio.run(at_once(probes))
+        assert statuses == [200] * len(probes), statuses
+    finally:
+        for lane in (front.probes, front.scoring, front.research, front.other):
+            lane.run.executor.shutdown(wait=True)
