@@ -7,7 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from service.startup_checks import check_configuration
+from service.config import load_server_settings
+from service.startup_checks import check_configuration, check_port
 from service.observability.logs import configure_logging
 
 CONFIG = Path(__file__).parent / "server" / "gunicorn.conf.py"
@@ -31,8 +32,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m service") -> int:
             os.environ[f"DIALSCORE_{name.upper()}"] = getattr(args, name)
     try:
         unknown = check_configuration(os.environ)
+        check_port(load_server_settings(os.environ), os.environ)
     except (ValueError, KeyError) as exc:
-        log.error("python -m service: %s", exc, extra={"exit_status": 2})
+        log.error("%s: %s", prog, exc, extra={"exit_status": 2})
         return 2
     for name in unknown:
         log.warning("%s is set but nothing reads it (misspelt?); it has no effect", name)

@@ -1,12 +1,14 @@
 """What `python -m service` checks before gunicorn starts: every DIALSCORE_* value, the folders the
 workers write, the provider names, that an address beyond loopback has a token or explicit open access,
-that the host is an address or a name that resolves,
-and variables nothing reads (typos); one line names a bad one."""
+that the host is an address or a name that resolves and the port free, that the model store and every
+model DIALSCORE_MODELS names are there, and variables nothing reads (typos); one line names a bad one."""
 from __future__ import annotations
 
+import errno
 import ipaddress
 import json
 import logging
+import os
 import socket
 import subprocess
 import sys
@@ -67,6 +69,36 @@ def check_host(host: str) -> None:
                          "give an address such as 127.0.0.1, ::1 or 0.0.0.0") from None
 
 
+def check_store(settings: Settings) -> None:
+    """ValueError where DIALSCORE_MODEL_STORE is no folder or lacks a model DIALSCORE_MODELS names: the
+    workers would serve /readyz 503 for good, a pod restarted until its startup probe gives up."""
+    root = settings.model_store
+    if not root.is_dir():
+        raise ValueError(f"DIALSCORE_MODEL_STORE={str(root)!r}: no such folder; give the model store's folder")
+    missing = [name for name in settings.models if not os.path.lexists(root / name / "manifest.json")]
+    if missing:
+        held = sorted(p.parent.name for p in root.glob("*/manifest.json"))
+        raise ValueError(f"DIALSCORE_MODELS={','.join(settings.models)!r}: {root} holds no model "
+                         f"{', '.join(map(repr, missing))}; it holds {', '.join(held) or 'none'}")
+
+
+def check_port(settings: Settings, environ: Mapping[str, str]) -> None:
+    """ValueError where DIALSCORE_PORT is taken on DIALSCORE_HOST, or not this user's to bind: gunicorn
+    would retry five times, then exit 1 with lines naming no variable. Skipped where gunicorn is handed
+    its listeners (a USR2 upgrade's GUNICORN_FD, systemd's LISTEN_FDS): those ports are held on purpose."""
+    if environ.get("GUNICORN_FD") or environ.get("LISTEN_FDS"):
+        return
+    family, kind, proto, _, address = socket.getaddrinfo(settings.host, settings.port, type=socket.SOCK_STREAM)[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            why = "is in use by another process" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
+            raise ValueError(f"DIALSCORE_PORT={settings.port}: port {settings.port} on {settings.host} {why}; "
+                             "stop that process or choose another port") from None
+
+
 def unknown_names(environ: Mapping[str, str], known: frozenset[str]) -> list[str]:
     """DIALSCORE_* variables that nothing reads: a misspelt limit is otherwise silently the default."""
     return sorted(k for k in environ if k.startswith("DIALSCORE_") and k not in known)
@@ -78,6 +110,7 @@ def check_configuration(environ: Mapping[str, str]) -> list[str]:
     settings = load_server_settings(environ)
     check_access(settings)
     check_host(settings.host)
+    check_store(settings)
     if environ.get("DIALSCORE_PROVIDERS"):
         check_provider_names_apart(environ["DIALSCORE_PROVIDERS"])
     for key in ("PROMETHEUS_MULTIPROC_DIR", "DIALSCORE_READY_DIR"):

@@ -68,7 +68,8 @@ def test_every_dialscore_variable_in_the_code_is_known():
         for path in (REPO / folder).rglob("*"):
             if path.suffix in (".py", ".yaml") and path.is_file():
                 names |= set(re.findall(r"DIALSCORE_[A-Z0-9_]*[A-Z0-9](?![A-Za-z0-9_{])", path.read_text(encoding="utf-8")))
-    unknown = check_configuration({name: "auto" if name == "DIALSCORE_ENCODER_PRECISION" else "1" for name in names if name not in (
+    special = {"DIALSCORE_ENCODER_PRECISION": "auto", "DIALSCORE_MODELS": "length"}
+    unknown = check_configuration({name: special.get(name, "1") for name in names if name not in (
         "DIALSCORE_MODEL_STORE", "DIALSCORE_PROVIDERS", "DIALSCORE_CUDA_OPTIONS", "DIALSCORE_API_TOKEN",
         "DIALSCORE_LOG_LEVEL", "DIALSCORE_HOST", "DIALSCORE_WORKER_TMP_DIR", "DIALSCORE_READY_DIR",
         "DIALSCORE_READ_TIMEOUT", "DIALSCORE_OPENVINO_CACHE_DIR")})
@@ -204,3 +205,47 @@ def test_a_relative_folder_is_refused_before_anything_is_made_in_the_working_fol
 def test_the_openvino_cache_may_start_at_the_home_folder():
     """openvino.cache_dir expands ~, as its default (~/.cache/dialscore/openvino) does."""
     assert check_configuration({"DIALSCORE_OPENVINO_CACHE_DIR": "~/.cache/dialscore/openvino"}) == []
+
+
+def test_a_store_that_is_not_there_or_lacks_a_named_model_is_refused_naming_the_variable(tmp_path):
+    """Started anyway, every worker would answer /readyz 503 for good."""
+    from service.startup_checks import check_store
+
+    with pytest.raises(ValueError, match=r"^DIALSCORE_MODEL_STORE='.*no-store': no such folder"):
+        check_store(load_server_settings({"DIALSCORE_MODEL_STORE": str(tmp_path / "no-store")}))
+    with pytest.raises(ValueError, match=r"^DIALSCORE_MODELS='length,lenght': .* holds no model 'lenght'; it holds .*length"):
+        check_store(load_server_settings({"DIALSCORE_MODELS": "length,lenght"}))
+    check_store(load_server_settings({"DIALSCORE_MODELS": "length,bleu4"}))
+    assert check_configuration({"DIALSCORE_MODELS": "length"}) == []
+
+
+def test_a_port_in_use_is_refused_naming_the_variable_unless_gunicorn_is_handed_its_listeners():
+    import socket
+
+    from service.startup_checks import check_port
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        settings = load_server_settings({"DIALSCORE_PORT": str(port)})
+        with pytest.raises(ValueError, match=rf"^DIALSCORE_PORT={port}: port {port} on 127.0.0.1 is in use"):
+            check_port(settings, {})
+        check_port(settings, {"GUNICORN_FD": "3"})
+    check_port(settings, {})
+
+
+def test_python_m_service_and_dialscore_serve_refuse_a_port_in_use_in_one_line_naming_themselves():
+    """gunicorn itself retried the bind five times, then exited 1 with lines naming no variable."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        env = {**os.environ, "DIALSCORE_PORT": str(held.getsockname()[1]), "DIALSCORE_MODELS": "length"}
+        for command, prog in ((["-m", "service"], "python -m service"), (["-m", "service.cli", "serve"], "dialscore serve")):
+            done = subprocess.run([sys.executable, *command], cwd=REPO, env=env, capture_output=True, text=True,
+                                  timeout=60)
+            lines = [line for line in done.stderr.splitlines() if line.strip()]
+            assert done.returncode == 2 and len(lines) == 1, done.stderr
+            assert f"{prog}: DIALSCORE_PORT=" in lines[0] and "is in use" in lines[0], lines

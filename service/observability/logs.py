@@ -15,9 +15,10 @@ import traceback
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
-# Attributes every LogRecord has; anything else on a record came from `extra=` and is logged.
+# Attributes every LogRecord has; anything else on a record came from `extra=` and is logged, but for
+# uvicorn's `color_message`, the message again with a terminal's colour codes.
 _STANDARD = frozenset(vars(logging.LogRecord("x", logging.INFO, "x", 0, "x", None, None))) | {
-    "message", "asctime", "request_id", "taskName"}
+    "message", "asctime", "request_id", "taskName", "color_message"}
 
 # gunicorn access-log atoms (gunicorn/glogging.py Logger.atoms) -> our field names.
 _ACCESS_FIELDS = {"h": "remote", "m": "method", "U": "path", "q": "query", "s": "status", "B": "bytes",

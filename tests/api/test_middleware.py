@@ -95,6 +95,16 @@ def test_gunicorn_access_records_become_fields():
     assert "query" not in entry
 
 
+def test_extra_fields_are_logged_but_uvicorns_coloured_copy_of_the_message():
+    """uvicorn logs each start and stop with `color_message`, the message with a terminal's escape codes:
+    shipped to a log store, it is noise in every line."""
+    record = logging.LogRecord("uvicorn.error", logging.INFO, __file__, 1, "Started server process [%d]", (7,), None)
+    record.color_message, record.worker = "Started server process [\x1b[36m%d\x1b[0m]", 7
+    entry = json.loads(logging_setup.JsonFormatter().format(record))
+    assert entry["message"] == "Started server process [7]" and entry["worker"] == 7
+    assert "color_message" not in entry
+
+
 def test_access_records_keep_query_names_never_values():
     """A token pasted into a URL (`?token=...`) must not reach the log: the path and the names only."""
     atoms = {"h": "10.0.0.1", "m": "GET", "U": "/models", "q": "token=s3cret&verbose=1&flag",
