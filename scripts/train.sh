@@ -50,7 +50,7 @@ if has unref; then
     step "reference-free models: the stacked combinations (the mpnet ones where built)"
     $PY -m training train-unref --model unref-minilm unref-minilm-commercial --figures docs/cards
     if [[ -f model_store/mpnet-base/encoder-fp32.onnx ]]; then  # make encoder-mpnet
-        $PY -m training train-unref --model unref-mpnet unref-mpnet-minilm --figures docs/cards
+        $PY -m training train-unref --model unref-mpnet unref-mpnet-minilm unref-mpnet-commercial --figures docs/cards
     fi
 fi
 if has mh; then

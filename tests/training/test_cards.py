@@ -4,6 +4,7 @@ docs/cards/<model>.json for what the store does not hold), are byte for byte the
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +85,17 @@ def test_every_readme_template_has_the_sections_in_order() -> None:
     assert len(templates) >= 14
     for path in templates:
         assert headings(path.read_text(encoding="utf-8")) == list(SECTIONS), path
+
+
+REPOSITORY_PATH = re.compile(r"\b(?:training|service|scripts|docs|tests|benchmarks|clients)/[\w./-]*\w\.(?:py|md|json|sh)\b")
+
+
+def test_every_repository_path_a_card_names_exists() -> None:
+    """A card cites code and notes by path (its templates, the figures in docs/cards, the committed cards)."""
+    repo = MODEL_STORE.parent
+    cards = [*Path(adem.__file__).parents[1].glob("**/cards/*"), *FIGURES.glob("*.json"),
+             *MODEL_STORE.glob("*/README.md"), *MODEL_STORE.glob("*/manifest.json")]
+    named = {(path.relative_to(repo).as_posix(), found) for path in cards
+             for found in REPOSITORY_PATH.findall(path.read_text(encoding="utf-8"))}
+    assert len(named) > 20
+    assert not [(card, found) for card, found in sorted(named) if not (repo / found).exists()]

@@ -13,7 +13,7 @@ import numpy as np
 from service.artifacts.manifest import Manifest, read_manifest
 from service.artifacts.manifest import update_card as update_manifest_card
 from training.core.card import Templates, cell, manifest_figures, paragraphs, render, render_fields, write_card
-from training.data.judgements import SETS, TRAINING_SETS
+from training.data.judgements import ALIASES, SETS, TRAINING_SETS
 
 ENCODER = "minilm-l6"
 HEADS_VERSION = "2026.11.2"  # of the three heads: clients that cache scores by version see new weights
@@ -40,6 +40,19 @@ def shared_phrases() -> dict[str, str]:
             **json.loads((SHARED.folder / "phrases.json").read_text(encoding="utf-8"))}
 
 
+def alias_pairs(sets: tuple[str, ...]) -> str:
+    """Each set of `sets` that copies another of them, with the set it copies (empty where none does)."""
+    return " and ".join(f"{alias} repeats {original}" for alias, original in ALIASES.items()
+                     if alias in sets and original in sets)
+
+
+def aliases_read(sets: tuple[str, ...], phrase: str) -> str:
+    """A card's clause (`phrase`, the shared phrase `aliases`) on the copies among the rated sets a fit reads,
+    whose ratings it reads twice; empty where there are none."""
+    pairs = alias_pairs(sets)
+    return render(phrase, {"alias_pairs": pairs}) if pairs else ""
+
+
 def head_figures(model: str, config: Mapping[str, Any], seconds: float, model_config: Mapping[str, Any],
                  search: list[dict] | None, dev: Mapping[str, float] | None, code: Mapping[str, str] = CODE
                  ) -> dict[str, Any]:
@@ -56,10 +69,11 @@ def head_figures(model: str, config: Mapping[str, Any], seconds: float, model_co
         "blend_dev_pearson": config.get("blend_dev") or None,
         "correlations": {k: {"pearson": round(v, 4)} for k, v in (dev or {}).items()}}
     phrases = shared_phrases()
-    for name, wanted in (("next_turn_included", next_turn), ("next_turn_texts", next_turn),
-                         ("next_turn_training", next_turn), ("chitchat_licence", next_turn),
-                         ("reddit_licence", bool(reddit)), ("gpl", model == "autojudge-minilm"),
-                         ("recovered", bool(config.get("recover_references")))):
+    figures["aliases"] = aliases_read(TRAINING_SETS, phrases.pop("aliases"))
+    for name, wanted in (("negative_samples", True), ("next_turn_included", next_turn),
+                         ("next_turn_texts", next_turn), ("next_turn_training", next_turn),
+                         ("chitchat_licence", next_turn), ("reddit_licence", bool(reddit)),
+                         ("gpl", model == "autojudge-minilm"), ("recovered", bool(config.get("recover_references")))):
         figures[name] = render(phrases.pop(name), figures) if wanted else ""
     return {**{name: render(text, figures) for name, text in phrases.items()}, **figures}
 

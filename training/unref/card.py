@@ -8,7 +8,7 @@ from typing import Any
 
 from service.artifacts.manifest import Manifest
 from training.core.card import Templates, manifest_figures, render, render_fields
-from training.core.turn_cards import shared_phrases
+from training.core.turn_cards import aliases_read, shared_phrases
 from training.unref.recipes import MINILM, RECIPES, SAMPLES_AND_REPETITIONS, Recipe
 
 TEMPLATES = Templates(__file__)
@@ -56,7 +56,9 @@ def card_figures(recipe: Recipe, fit: Mapping[str, Any], seconds: float, machine
             "encoder_licences": encoders, "judged_licences": shared["judged_licences"],
             "ruber_licences": shared["ruber_licences"], "seconds": f"{seconds:.0f}",
             "settings": fit["settings_tried"], "machine": machine, "fit": dict(fit), "argv": portable_command(argv),
-            "template": recipe.template, **repetition_phrases(recipe), **JUDGED_TERMS}
+            "template": recipe.template, "model": recipe.name, "scan_encoder": recipe.uses[0],
+            "negative_samples": shared["negative_samples"], "aliases": aliases_read(recipe.rated_sets, shared["aliases"]),
+            **repetition_phrases(recipe), **JUDGED_TERMS}
 
 
 def repetition_phrases(recipe: Recipe) -> dict[str, str]:

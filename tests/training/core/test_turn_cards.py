@@ -75,3 +75,28 @@ def test_every_minilm_card_is_rendered_from_its_manifest_as_committed(tmp_path) 
         assert text.startswith(f"# {name}\n") and headings(text) == list(SECTIONS)
         assert text == (MODEL_STORE / name / "README.md").read_text(encoding="utf-8"), name
     assert readme() == (MODEL_STORE / "minilm-l6" / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_head_fitted_on_copies_of_a_set_says_it_reads_their_ratings_twice() -> None:
+    from training.core.turn_cards import head_card, head_figures
+    from training.data.judgements import ALIASES, TRAINING_SETS
+
+    config = {"encoding": "last", "pooling": "last", "next_turn_epochs": 5}
+    text = head_card("autojudge-minilm", head_figures("autojudge-minilm", config, 1.0, {}, None, None))["training_data"]
+    copies = [(alias, original) for alias, original in ALIASES.items() if alias in TRAINING_SETS]
+    assert copies and all(f"{alias} repeats {original}" in text for alias, original in copies)
+    assert "reads those ratings twice" in text
+
+
+def test_each_committed_head_card_names_the_settings_development_figures_chose() -> None:
+    """Its recipe's l1, rank weight and next-turn pre-training, as its config holds them."""
+    from tests.conftest import MODEL_STORE
+
+    for name in ("adem-minilm", "ruber-minilm", "autojudge-minilm"):
+        card = read_manifest(MODEL_STORE / name).card
+        chosen, config = card["chosen_on_dev"], card["config"]
+        assert "development-set Pearson" in chosen and f"l1 {config['l1']:g}" in chosen, name
+        assert f"next-turn pre-training of M on DailyDialog + Chit-Chat train for {config['next_turn_epochs']} epochs" \
+            in chosen, name
+        if name != "ruber-minilm":  # RUBER's head reads no rating: no margin term beside a ratings fit
+            assert f"rank weight {config['rank_weight']:g}" in chosen, name

@@ -48,3 +48,27 @@ def test_joined_samples_keep_both_parts_and_name_the_unnamed_ones_as_one_kind() 
     assert joined.contexts == [["hi"], ["yo"], ["how are you?"]] and joined.good == ["hello", "hey", "fine"]
     assert joined.kinds == ["samples", "samples", "near-copy-x2"]
     assert samples.kinds == [] and len(samples.bad) == 2  # neither part changed
+
+
+@pytest.mark.data
+def test_the_cards_count_the_negative_sample_contexts_as_the_code_draws_them() -> None:
+    """The shared card phrase names how many contexts negative_samples draws and which file each comes from."""
+    from training.core.turn_cards import shared_phrases
+    from training.core.turn_training import Config
+
+    config = Config()
+    drawn = {tuple(c) for c in negatives.negative_samples(config, random.Random(0), for_ruber=False).contexts}
+
+    def contexts(name: str, limit: int) -> set[tuple[str, ...]]:
+        return {tuple(" ".join(t.split()) for t in r["context"])[-MAX_TURNS:]
+                for r in negatives.dd_plusplus(name)[:limit]}
+
+    positives = contexts("data_positives.json", negatives.DD_PLUSPLUS_POSITIVE_CONTEXTS)
+    adversarial = (contexts("dev.json", negatives.DD_PLUSPLUS_ADVERSARIAL_CONTEXTS)
+                   | contexts("test.json", negatives.DD_PLUSPLUS_ADVERSARIAL_CONTEXTS))
+    from_positives, from_adversarial = len(drawn & positives), len(drawn & adversarial)
+    phrase = shared_phrases()["negative_samples"]
+    assert len(drawn) < config.negatives_contexts and f"up to {config.negatives_contexts:,}" in phrase
+    assert (f"all {len(drawn):,} there are, {from_positives:,} from DailyDialog++'s data_positives.json, "
+            f"{from_adversarial:,} from its dev.json and test.json and "
+            f"{len(drawn) - from_positives - from_adversarial:,} from DailyDialog train") in phrase

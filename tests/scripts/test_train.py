@@ -1,0 +1,23 @@
+"""scripts/train.sh (`make train`) retrains every stacked recipe, those on mpnet-base where it is built."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from training.unref.recipes import MPNET, RECIPES
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "train.sh"
+
+
+def test_make_train_retrains_every_stacked_recipe_behind_its_encoders_guard() -> None:
+    lines = SCRIPT.read_text(encoding="utf-8").splitlines()
+    guard = next(i for i, line in enumerate(lines) if "model_store/mpnet-base/" in line and line.lstrip().startswith("if"))
+    trained: dict[str, int] = {}
+    for number, line in enumerate(lines):
+        found = re.search(r"train-unref --model (.*?)(?: --|$)", line)
+        for name in found.group(1).split() if found else ():
+            trained[name] = number
+    assert set(trained) == set(RECIPES)
+    for name, number in trained.items():
+        inside = guard < number and lines[number].startswith("        ")  # the guard's block, indented twice
+        assert inside == (MPNET in RECIPES[name].uses), name
