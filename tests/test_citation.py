@@ -1,4 +1,5 @@
-"""CITATION.cff: valid Citation File Format 1.2.0, naming the version pyproject.toml builds.
+"""CITATION.cff: valid Citation File Format 1.2.0, naming the version pyproject.toml builds, which is the
+one the commands print (service/version.py).
 
 cffconvert 2.0.0 (the validator the format's authors publish) needs jsonschema<4 and this environment
 holds jsonschema 4 (openapi-spec-validator's and kubernetes-validate's), so it is not a dependency here;
@@ -7,12 +8,15 @@ the same file with jsonschema against the CFF 1.2.0 rules the file uses: the req
 forms of the optional ones it holds."""
 from __future__ import annotations
 
-import tomllib
+import subprocess
+import sys
 
 import jsonschema
 import pytest
 import yaml
+from setuptools.config.pyprojecttoml import read_configuration
 
+from service.version import VERSION
 from tests.conftest import REPO
 
 PERSON_OR_ENTITY = {"type": "object", "minProperties": 1, "properties": {
@@ -41,8 +45,15 @@ def test_citation_file_is_cff_1_2_0_for_the_version_built() -> None:
     text = (REPO / "CITATION.cff").read_text(encoding="utf-8")
     citation = yaml.load(text, Loader=yaml.BaseLoader)
     jsonschema.validate(citation, CFF_1_2_0)
-    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert citation["version"] == project["version"] and citation["license"] == project["license"]
+    project = read_configuration(REPO / "pyproject.toml", expand=True)["project"]  # its dynamic fields read
+    assert citation["version"] == project["version"] == VERSION and citation["license"] == project["license"]
+
+
+def test_a_source_checkout_prints_the_version_a_build_gets() -> None:
+    """No installed metadata is read: `python -m service.cli --version` in a checkout says what pip would build."""
+    done = subprocess.run([sys.executable, "-m", "service.cli", "--version"], capture_output=True, text=True,
+                          cwd=REPO, check=True)
+    assert done.stdout == f"dialscore {read_configuration(REPO / 'pyproject.toml', expand=True)['project']['version']}\n"
 
 
 def test_the_schema_check_can_fail() -> None:

@@ -25,6 +25,7 @@ from service.config import load_settings
 from service.errors import FieldsError, TooLarge
 from service.stats import DEFAULT_DESIGN, DESIGNS, METHODS, StatsInputError, correlate
 from service.stats.human_eval import HumanEvalInputError, assess
+from service.version import VERSION
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
@@ -83,6 +84,7 @@ def _write(out: Path, stem: str, result: dict, markdown: str) -> None:
     (out / f"{stem}.md").write_text(markdown, encoding="utf-8")
 
 
+TOOL = "dialscore"  # a report's key for the tool's version, which it cites (docs/citing.md)
 MAX_FIELD_LINES = 50  # field errors printed, one a line; a count for the rest
 
 CORRELATE_DEFAULTS = {"methods": list(METHODS), "confidence": 0.95, "resamples": 1000, "seed": 0,
@@ -99,8 +101,9 @@ def run_correlate(args: argparse.Namespace) -> int:
                                                  "systems": data.systems, "inputs": data.inputs, **chosen},
                       StatsInputError)
     _check_bootstrap_budget(body["human"], body["resamples"])
-    result = correlate(body["human"], body["scores"], body["systems"], body["methods"], body["confidence"],
-                       body["resamples"], body["seed"], body["system_resampling"], body["inputs"])
+    result = {TOOL: VERSION, **correlate(body["human"], body["scores"], body["systems"], body["methods"],
+                                         body["confidence"], body["resamples"], body["seed"],
+                                         body["system_resampling"], body["inputs"])}
     markdown = report.correlate_markdown(result)
     _write(args.out, "correlate", result, markdown)
     if args.no_plots:
@@ -171,8 +174,8 @@ def run_human_eval(args: argparse.Namespace) -> int:
     body = _validated(HumanEvalRequestSchema(), {
         "ratings": data.ratings, "reverse": data.reverse, "scale": list(data.scale), "qc_system": data.qc_system,
         "alpha": alpha, "qc_criteria": data.qc_criteria}, HumanEvalInputError)
-    result = assess(body["ratings"], body["reverse"], tuple(body["scale"]), body["qc_system"], body["alpha"],
-                    body["qc_criteria"])
+    result = {TOOL: VERSION, **assess(body["ratings"], body["reverse"], tuple(body["scale"]), body["qc_system"],
+                                      body["alpha"], body["qc_criteria"])}
     upstream = importers.load_upstream(args.upstream) if args.upstream else data.upstream
     if upstream:
         result["upstream"] = compare_with_upstream(data, result, upstream)

@@ -38,6 +38,11 @@ def _resampling(summary: dict[str, Any] | None) -> str:
     return f"Resampling: {line}\n\n"
 
 
+def _tool(result: dict[str, Any]) -> list[str]:
+    """The tool's version, where the command recorded it (the HTTP answers carry none)."""
+    return [f"dialscore {result['dialscore']}"] if result.get("dialscore") else []
+
+
 def _table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -46,7 +51,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def correlate_markdown(result: dict[str, Any]) -> str:
     """Correlations per level (r, CI, p, n, reason) and the pairwise comparisons."""
-    parts: list[str] = [f"Items: {result['n']}"]
+    parts: list[str] = [*_tool(result), f"Items: {result['n']}"]
     levels = ["item"] + (["system"] if "systems" in result else [])
     for level in levels:
         rows = []
@@ -77,13 +82,13 @@ def human_eval_markdown(result: dict[str, Any]) -> str:
             f"dialogues x {len(criteria)} criteria, as Ji et al. 2022 count N).")
     qc = result.get("quality_control")
     if qc:
-        parts = [f"Raters: {len(raters['passed'])} of {raters['total']} passed quality control "
+        parts = [*_tool(result), f"Raters: {len(raters['passed'])} of {raters['total']} passed quality control "
                  f"({100 * raters['pass_rate']:.1f}%); {kept}",
                  f"Quality control: {qc['test']} (system `{qc['qc_system']}`; criteria "
                  f"{', '.join(qc['criteria'])}); a rater passes at {qc['passes']} = {qc['alpha']:g}."]
     else:  # no quality-control system: every rater is kept, none was tested
-        parts = [f"Raters: {raters['total']}, all kept: no quality-control system was given, so none was tested; "
-                 f"{kept}"]
+        parts = [*_tool(result), f"Raters: {raters['total']}, all kept: no quality-control system was given, so "
+                                  f"none was tested; {kept}"]
     parts += [f"**Warning:** {warning}" for warning in result.get("warnings", [])]
     reversed_names = set(result.get("reversed", []))
     marked = [f"{c} (reversed)" if c in reversed_names else c for c in criteria]

@@ -8,6 +8,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from service.version import VERSION
+
 # command: (module with main(argv), arguments put first, what it does)
 COMMANDS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "serve": ("service.__main__", (), "serve the model store over HTTP under gunicorn (python -m service)"),
@@ -25,7 +27,8 @@ COMMANDS: dict[str, tuple[str, tuple[str, ...], str]] = {
 def usage() -> str:
     width = max(map(len, COMMANDS))
     lines = [f"  {name:{width}}  {help_}" for name, (_, _, help_) in COMMANDS.items()]
-    return "\n".join(["usage: dialscore COMMAND [options]   (dialscore COMMAND --help for its options)", "",
+    return "\n".join(["usage: dialscore COMMAND [options]   (dialscore COMMAND --help for its options; "
+                      "dialscore --version)", "",
                       "commands:", *lines])
 
 
@@ -34,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(usage(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
+    if argv[0] == "--version":
+        print(f"dialscore {VERSION}")
+        return 0
     if argv[0] not in COMMANDS:
         print(f"dialscore: no command {argv[0]!r}\n\n{usage()}", file=sys.stderr)
         return 2

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from service.analysis.__main__ import main
+from service.version import VERSION
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -24,7 +25,10 @@ def test_correlate_writes_results_tables_and_plots(tmp_path: Path, capsys: pytes
                  "--out", str(out)]) == 0
     result = json.loads((out / "correlate.json").read_text())
     assert result["metrics"]["good"]["item"]["pearson"]["r"] > 0.8
-    assert "### Item level" in capsys.readouterr().out
+    assert result["dialscore"] == VERSION  # the version to cite with the figures (docs/citing.md)
+    markdown = capsys.readouterr().out
+    assert markdown.startswith(f"dialscore {VERSION}\n") and "### Item level" in markdown
+    assert "B = 100 resamples, seed 0" in markdown
     assert not (out / "correlate_item_spearman.png").exists()
     for level in ("item", "system"):
         for method in ("pearson", "kendall"):
@@ -73,6 +77,7 @@ def test_human_eval_writes_ranking_and_significance_plots(tmp_path: Path) -> Non
     result = json.loads((out / "human_eval.json").read_text())
     assert [s["system"] for s in result["systems"]] == ["A", "B"]
     assert len(result["raters"]["passed"]) == 4
+    assert result["dialscore"] == VERSION and (out / "human_eval.md").read_text().startswith(f"dialscore {VERSION}\n")
     assert (out / "ranking.png").read_bytes().startswith(PNG)
     assert (out / "significance.png").read_bytes().startswith(PNG)
     assert not (out / "rater_agreement.png").exists()  # only with --rater-pairs
