@@ -47,7 +47,7 @@ def test_the_dialscore_score_example_prints_the_table_it_shows(tmp_path: Path) -
     work = tmp_path / "work"
     work.mkdir()
     printed = run_score_example(work, str(bin_dir))
-    assert printed[-1].startswith("models: autojudge-minilm 2026.")
+    assert printed[4].startswith("models: autojudge-minilm 2026.") and printed[-1].startswith("dialscore 2026.")
 
 
 def test_the_pip_section_installs_the_checkout_and_serves_from_another_folder() -> None:

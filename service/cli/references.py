@@ -1,25 +1,35 @@
 """Several references to one line (`"references": [...]` in place of `"reference"`) for `dialscore score`.
 
 /score takes one `reference` an item (API.md). A file line may give a list instead: a model that reads a
-reference scores the reply against each and keeps the best score (with that reference's details), the
-rule `python -m training evaluate` measures every referenced model by (docs/evaluation.md) and each
-referenced model's card states; a model that reads none scores the line once and ignores the list.
+reference scores the reply against each of the first `max_refs` (4 by default) and keeps the best score
+(with that reference's details), the rule `python -m training evaluate --max-refs 4` measures every
+referenced model by (docs/evaluation.md) and each referenced model's card states; the references past
+them are left out and counted. A model that reads none scores the line once and ignores the list.
 """
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 from service.bulk.records import MAX_LINE_DEPTH
 from service.json_body import parse_object
 
 FIELD = "references"
-RULE = "the best score over the references"
+# `training evaluate`'s default --max-refs: the published figures and the cards' rule use the first four.
+DEFAULT_MAX_REFS = 4
 
 
-def expand(raw: bytes) -> list[bytes] | None:
-    """One line per reference for a line holding a `references` list, else None (scored as it is).
-    ValueError with a message for a list that is empty, not of texts, or given beside `reference`."""
+class Expanded(NamedTuple):
+    """A `references` line as one line per reference kept, and how many references were left out."""
+
+    lines: list[bytes]
+    left_out: int
+
+
+def expand(raw: bytes, max_refs: int = DEFAULT_MAX_REFS) -> Expanded | None:
+    """One line per reference among the first `max_refs` for a line holding a `references` list, else None
+    (scored as it is). ValueError with a message for a list that is empty, not of texts, or given beside
+    `reference`."""
     try:
         obj = parse_object(raw, max_depth=MAX_LINE_DEPTH, finite=True)
     except ValueError:  # json_body's refusals are ValueErrors
@@ -31,7 +41,15 @@ def expand(raw: bytes) -> list[bytes] | None:
         raise ValueError("give one `reference` or a `references` list, not both")
     if not isinstance(references, list) or not references or not all(isinstance(r, str) for r in references):
         raise ValueError("references: a non-empty list of texts")
-    return [json.dumps({**obj, "reference": r}, ensure_ascii=False).encode("utf-8") for r in references]
+    kept = references[:max_refs]
+    lines = [json.dumps({**obj, "reference": r}, ensure_ascii=False).encode("utf-8") for r in kept]
+    return Expanded(lines, len(references) - len(kept))
+
+
+def left_out(obj: dict[str, Any] | None, max_refs: int = DEFAULT_MAX_REFS) -> int:
+    """How many of a parsed line's `references` lie past the first `max_refs` (0 without a list of them)."""
+    references = None if obj is None else obj.get(FIELD)
+    return max(0, len(references) - max_refs) if isinstance(references, list) else 0
 
 
 def best(records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 Each JSONL line (the /score item shape; `references` [...] may stand for `reference`: references.py) or
 CSV row is scored by every model with bulk's reading of a line. Output: a record a line, `{"line",
-"id"?, "system"?, "scores": {model: score or null}, "trained"?: [models], "errors"?: {model: {code,
-message}}}`; then each system's mean per model (`all`: every line) and the models' versions; on stderr,
+"id"?, "system"?, "scores": {model: score or null}, "trained"?: [models], "references_left_out"?: n,
+"errors"?: {model: {code, message}}}`; then each system's mean per model (`all`: every line) with its
+bootstrap interval (intervals.py), the models' versions and the tool's; on stderr,
 how many lines are each model's training items (service/store/trained_items.py). A line a model cannot
 score fails the run unless `--on-invalid skip`. CSV columns: `context` and `references` (one a line),
 `response`, `reference`, optional `id` and `system`. Dialogues are JSONL only."""
@@ -31,12 +32,15 @@ from service.bulk.errors import BulkError
 from service.bulk.output import regular_output
 from service.bulk.records import score_batch
 from service.cli import references
+from service.cli.intervals import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, METHOD, RESAMPLED, IntervalSettings,
+                                   mean_interval)
 from service.components.cache import EncodeCache
 from service.config import load_settings
 from service.scorers.base import Call, Scorer
 from service.observability.logs import configure_logging
 from service.store.trained_items import TrainedItems
 from service.store.trained_items import load as load_trained
+from service.version import VERSION
 
 log = logging.getLogger("service.cli")
 ALL = "all"  # the row of every line, under the systems'
@@ -57,6 +61,16 @@ def _parse_args(argv: list[str] | None, prog: str = "dialscore score") -> argpar
     parser.add_argument("--options", type=json_object, default={},
                         help='options keyed by model, as /score with several models: \'{"ruber": {"blend": "max"}}\'')
     parser.add_argument("--json", action="store_true", help="print the means as JSON instead of a table")
+    parser.add_argument("--max-refs", type=int, default=references.DEFAULT_MAX_REFS, metavar="N",
+                        help="a line's `references` list: a referenced model scores against the first N and keeps "
+                             "the best, the rest left out and counted (default 4, as `training evaluate --max-refs` "
+                             "and the models' cards)")
+    parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
+                        help="level of each mean's interval (default 0.95)")
+    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
+                        help="B of each mean's percentile bootstrap, the row's scored lines resampled with "
+                             "replacement (default 1000; 0: no intervals)")
+    parser.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
     parser.add_argument("--exclude-trained", action="store_true",
                         help="leave out every line that is a training item of one of --models (its last turn and reply, "
                              "in any spelling, are an item the model read: service/store/trained_items.py); without it "
@@ -71,6 +85,12 @@ def _parse_args(argv: list[str] | None, prog: str = "dialscore score") -> argpar
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error("--batch-size must be at least 1")
+    if args.max_refs < 1:
+        parser.error("--max-refs must be at least 1")
+    if not 0 < args.confidence < 1:
+        parser.error("--confidence must lie strictly between 0 and 1")
+    if args.resamples < 0:
+        parser.error("--resamples must not be negative")
     if len(set(args.models)) < len(args.models):
         parser.error("--models names a model twice")
     if unknown := sorted(set(args.options) - set(args.models)):
@@ -164,11 +184,12 @@ def _trained_by(obj: dict[str, Any] | None, trained: list[TrainedItems]) -> list
 
 @dataclass
 class Means:
-    """Running sums of one row of the table (a system, or every line)."""
+    """Running sums of one row of the table (a system, or every line), and the scores, for its intervals."""
 
     lines: int = 0
     sums: dict[str, float] = field(default_factory=dict)
     scored: dict[str, int] = field(default_factory=dict)
+    values: dict[str, list[float]] = field(default_factory=dict)
 
     def add(self, scores: dict[str, float | None]) -> None:
         self.lines += 1
@@ -176,9 +197,13 @@ class Means:
             if score is not None:
                 self.sums[model] = self.sums.get(model, 0.0) + score
                 self.scored[model] = self.scored.get(model, 0) + 1
+                self.values.setdefault(model, []).append(score)
 
     def mean(self, model: str) -> float | None:
         return self.sums[model] / self.scored[model] if self.scored.get(model) else None
+
+    def interval(self, model: str, settings: IntervalSettings) -> list[float] | None:
+        return mean_interval(self.values.get(model, []), settings)
 
 
 @dataclass
@@ -189,42 +214,50 @@ class Summary:
     failed_lines: int = 0  # lines at least one model could not score
     trained: dict[str, int] = field(default_factory=dict)  # model: lines that are its training items
     excluded: int = 0  # lines left out as a model's training items (--exclude-trained)
+    max_refs: int = references.DEFAULT_MAX_REFS
+    references_left_out: int = 0  # references past the first max_refs, over every line a referenced model read
+    lines_with_references_left_out: int = 0
 
 
 def _score_lines(batch: list[tuple[int, bytes]], scorer: Scorer, options: dict[str, Any],
-                 cache: EncodeCache) -> list[dict[str, Any]]:
-    """score_batch's records for `batch`, a line with a `references` list scored against each (references.py)."""
+                 cache: EncodeCache, max_refs: int = references.DEFAULT_MAX_REFS) -> list[dict[str, Any]]:
+    """score_batch's records for `batch`, a line with a `references` list scored against each of its first
+    `max_refs` (references.py)."""
     if not Call(scorer, options).reads_reference:
         return score_batch(batch, scorer, options, cache=cache)
     flat: list[tuple[int, bytes]] = []
     spans: list[tuple[int, int] | dict[str, Any]] = []
     for number, raw in batch:
         try:
-            expanded = references.expand(raw)
+            expanded = references.expand(raw, max_refs)
         except ValueError as exc:
             obj = _line_object(raw) or {}
             spans.append({"line": number, **({"id": obj["id"]} if "id" in obj else {}),
                           "error": {"code": "bad_line", "message": str(exc)}})
             continue
-        spans.append((len(flat), len(flat) + len(expanded or [raw])))
-        flat += [(number, line) for line in expanded or [raw]]
+        lines = [raw] if expanded is None else expanded.lines
+        spans.append((len(flat), len(flat) + len(lines)))
+        flat += [(number, line) for line in lines]
     records = score_batch(flat, scorer, options, cache=cache)
     return [span if isinstance(span, dict) else references.best(records[span[0]:span[1]]) for span in spans]
 
 
 def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], options: list[dict[str, Any]],
                sink: io.TextIOBase, system_key: str, batch_size: int, trained: list[TrainedItems] | None = None,
-               exclude_trained: bool = False) -> Summary:
+               exclude_trained: bool = False, max_refs: int = references.DEFAULT_MAX_REFS) -> Summary:
     """Score every line with every model, write one record a line to `sink`, and return the means. A line
     that is a training item of a model in `trained` is marked (`"trained": [models]`), or with
-    `exclude_trained` left out of the output and the means (of every model, so they compare on one set)."""
-    summary = Summary()
+    `exclude_trained` left out of the output and the means (of every model, so they compare on one set).
+    A referenced model reads a `references` list's first `max_refs`; a record counts the rest
+    (`references_left_out`), as does the summary."""
+    summary = Summary(max_refs=max_refs)
+    reads_references = any(Call(scorer, opts).reads_reference for scorer, opts in zip(scorers, options))
     batch: list[tuple[int, bytes]] = []
     found: list[tuple[dict[str, Any] | None, list[str]]] = []
 
     def flush() -> None:
         cache = EncodeCache()  # the models share their encoders' work on these lines
-        by_model = [_score_lines(batch, scorer, opts, cache) for scorer, opts in zip(scorers, options)]
+        by_model = [_score_lines(batch, scorer, opts, cache, max_refs) for scorer, opts in zip(scorers, options)]
         for (number, _), (obj, marks), records in zip(batch, found, zip(*by_model)):
             out: dict[str, Any] = {"line": number}
             if "id" in records[0]:
@@ -235,6 +268,10 @@ def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], option
             out["scores"] = {scorer.name: r.get("score") for scorer, r in zip(scorers, records)}
             if marks:
                 out["trained"] = marks
+            if left_out := references.left_out(obj, max_refs) if reads_references else 0:
+                out["references_left_out"] = left_out
+                summary.references_left_out += left_out
+                summary.lines_with_references_left_out += 1
             errors = {scorer.name: r["error"] for scorer, r in zip(scorers, records) if "error" in r}
             if errors:
                 out["errors"] = errors
@@ -301,11 +338,27 @@ def trained_lines(summary: Summary, trained: list[TrainedItems], exclude: bool) 
     return lines
 
 
-def table(summary: Summary, scorers: list[Scorer], options: list[dict[str, Any]]) -> str:
-    """The means as aligned text: a row per system, then `all`; the models' versions and errors below."""
+def _cell(means: Means, model: str, settings: IntervalSettings) -> str:
+    """A table cell: the mean, and its interval where it has one."""
+    interval = means.interval(model, settings)
+    return _number(means.mean(model)) + ("" if interval is None else f" [{interval[0]:.4f}, {interval[1]:.4f}]")
+
+
+def _references_line(summary: Summary) -> str | None:
+    if not summary.references_left_out:
+        return None
+    lines = summary.lines_with_references_left_out
+    return (f"references: a referenced model read the first {summary.max_refs} of each list (--max-refs); "
+            f"{summary.references_left_out} more on {lines} {'line' if lines == 1 else 'lines'} left out")
+
+
+def table(summary: Summary, scorers: list[Scorer], options: list[dict[str, Any]],
+          settings: IntervalSettings = IntervalSettings()) -> str:
+    """The means (with their intervals) as aligned text: a row per system, then `all`; below, the models'
+    versions, errors, what the intervals resample, references left out and the tool's version."""
     names = [s.name for s in scorers]
-    rows = [[system, str(m.lines), *(_number(m.mean(n)) for n in names)] for system, m in summary.systems.items()]
-    rows.append([ALL, str(summary.every.lines), *(_number(summary.every.mean(n)) for n in names)])
+    rows = [[system, str(m.lines), *(_cell(m, n, settings) for n in names)] for system, m in summary.systems.items()]
+    rows.append([ALL, str(summary.every.lines), *(_cell(summary.every, n, settings) for n in names)])
     header = ["system", "lines", *names]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     text = [" ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
@@ -318,18 +371,28 @@ def table(summary: Summary, scorers: list[Scorer], options: list[dict[str, Any]]
     for name, errors in summary.errors.items():
         noun = "line" if len(errors) == 1 else "lines"
         text.append(f"not scored by {name}: {len(errors)} {noun} ({'' if len(errors) == 1 else 'first: '}{errors[0]})")
+    if settings.resamples:
+        text.append(f"intervals: {100 * settings.confidence:.12g}% {METHOD}, B = {settings.resamples}, seed "
+                    f"{settings.seed}: {RESAMPLED}")
+    if (line := _references_line(summary)) is not None:
+        text.append(line)
+    text.append(f"dialscore {VERSION}")
     return "\n".join(text)
 
 
-def as_json(summary: Summary, scorers: list[Scorer]) -> dict[str, Any]:
+def as_json(summary: Summary, scorers: list[Scorer], settings: IntervalSettings = IntervalSettings()) -> dict[str, Any]:
     def row(means: Means) -> dict[str, Any]:
         return {"lines": means.lines, "means": {s.name: means.mean(s.name) for s in scorers},
+                "ci": {s.name: means.interval(s.name, settings) for s in scorers},
                 "scored": {s.name: means.scored.get(s.name, 0) for s in scorers}}
 
-    return {"models": {s.name: s.version for s in scorers},
+    return {"dialscore": VERSION, "models": {s.name: s.version for s in scorers},
             "systems": {name: row(m) for name, m in summary.systems.items()}, ALL: row(summary.every),
+            "intervals": settings.describe(),
             "errors": {name: len(errors) for name, errors in summary.errors.items()},
-            "failed_lines": summary.failed_lines, "trained": summary.trained, "excluded": summary.excluded}
+            "failed_lines": summary.failed_lines, "trained": summary.trained, "excluded": summary.excluded,
+            "references_left_out": {"max_refs": summary.max_refs, "references": summary.references_left_out,
+                                    "lines": summary.lines_with_references_left_out}}
 
 
 class Stopped(BaseException):
@@ -378,7 +441,7 @@ def _run(args: argparse.Namespace) -> tuple[Summary, list[Scorer], list[dict[str
     try:
         with open(partial, "w", encoding="utf-8") as sink:
             summary = score_file(lines, scorers, options, sink, args.system, args.batch_size, trained,
-                                 args.exclude_trained)
+                                 args.exclude_trained, args.max_refs)
         if not summary.failed_lines or args.on_invalid == "skip":
             os.replace(partial, output)
     finally:
@@ -406,7 +469,9 @@ def main(argv: list[str] | None = None, prog: str = "dialscore score") -> int:
     except (BulkError, ManifestError, OSError, csv.Error, UnicodeDecodeError) as exc:
         log.error("dialscore score: %s", exc, extra={"exit_status": 2})
         return 2
-    print(json.dumps(as_json(summary, scorers)) if args.json else table(summary, scorers, options), flush=True)
+    settings = IntervalSettings(args.confidence, args.resamples, args.seed)
+    print(json.dumps(as_json(summary, scorers, settings)) if args.json else table(summary, scorers, options, settings),
+          flush=True)
     for line in trained_lines(summary, trained, args.exclude_trained):
         print(f"dialscore score: {line}", file=sys.stderr)
     if summary.failed_lines:

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from service.store import trained_items
 from service.artifacts.manifest import sha256_file
 from service.cli.score import main
+from service.version import VERSION
 from tests.conftest import MODEL_STORE, REPO, copy_store
 
 MODELS = ["bleu4", "length", "rouge-l"]
@@ -206,6 +208,58 @@ def test_a_references_list_scores_against_each_and_keeps_the_best(baseline_store
     assert score(baseline_store, str(tmp_path / "in.csv"), "--models", *MODELS, "--output", str(out)) == 0
     assert read(out)[0]["scores"] == records[3]["scores"]
     capsys.readouterr()
+
+
+def test_a_referenced_model_reads_the_first_four_references_and_the_rest_are_counted(baseline_store, tmp_path,
+                                                                                     capsys) -> None:
+    """The cards' rule, `training evaluate --max-refs 4`'s: a fifth reference equal to the reply moves nothing."""
+    item = {k: v for k, v in ITEMS[0].items() if k != "reference"}
+    four = ["it was lovely, we went to the lake.", "fine.", "not much, you?", "we stayed in."]
+    lines = [json.dumps({**item, "references": [*four, item["response"]]}), json.dumps({**item, "references": four})]
+    source = write_jsonl(tmp_path / "in.jsonl", lines)
+    out = tmp_path / "scores.jsonl"
+    assert score(baseline_store, str(source), "--models", "bleu4", "length", "--output", str(out), "--json") == 0
+    five, first_four = read(out)
+    assert five["scores"] == first_four["scores"] and five["scores"]["bleu4"] < 1.0
+    assert five["references_left_out"] == 1 and "references_left_out" not in first_four
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["references_left_out"] == {"max_refs": 4, "references": 1, "lines": 1}
+    assert score(baseline_store, str(source), "--models", "bleu4", "--output", str(out), "--max-refs", "5") == 0
+    assert read(out)[0]["scores"]["bleu4"] == 1.0 and "references_left_out" not in read(out)[0]
+    assert "references:" not in capsys.readouterr().out
+    assert score(baseline_store, str(source), "--models", "bleu4", "--output", str(out)) == 0
+    assert "the first 4 of each list (--max-refs); 1 more on 1 line left out" in capsys.readouterr().out
+
+
+def test_each_mean_has_a_bootstrap_interval_over_its_rows_scored_lines(baseline_store, tmp_path, capsys) -> None:
+    """scipy.stats.bootstrap's percentile interval over the lines a model scored in that row, seeded alone."""
+    items = [{**ITEMS[k % 3], "system": "bot-a" if k < 6 else "bot-b",
+              "response": f"{ITEMS[k % 3]['response']} {'and more ' * k}"} for k in range(7)]
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(i) for i in items])
+    out = tmp_path / "scores.jsonl"
+    assert score(baseline_store, str(source), "--models", "length", "bleu4", "--output", str(out), "--json",
+                 "--resamples", "500", "--seed", "3", "--confidence", "0.9") == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["dialscore"] == VERSION
+    assert summary["intervals"] == {**summary["intervals"], "confidence": 0.9, "resamples": 500, "seed": 3}
+    assert "resampled with replacement" in summary["intervals"]["resampled"]
+    records = read(out)
+    for row, mine in (("bot-a", records[:6]), ("all", records)):
+        for model in ("length", "bleu4"):
+            values = np.array([r["scores"][model] for r in mine])
+            expected = stats.bootstrap((values,), np.mean, n_resamples=500, confidence_level=0.9,
+                                       method="percentile", rng=np.random.default_rng(3)).confidence_interval
+            found = (summary[row] if row == "all" else summary["systems"][row])["ci"][model]
+            assert found == [pytest.approx(expected.low), pytest.approx(expected.high)]
+            assert found[0] <= values.mean() <= found[1]
+    assert summary["systems"]["bot-b"]["ci"] == {"length": None, "bleu4": None}  # one line: nothing to resample
+    assert score(baseline_store, str(source), "--models", "length", "--output", str(out), "--resamples", "0",
+                 "--json") == 0
+    assert json.loads(capsys.readouterr().out)["all"]["ci"] == {"length": None}
+    assert score(baseline_store, str(source), "--models", "length", "--output", str(out)) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"bot-a +6 +[\d.]+ \[[\d.]+, [\d.]+\]", table[1])
+    assert table[-2].startswith("intervals: 95% percentile bootstrap") and table[-1] == f"dialscore {VERSION}"
 
 
 def with_trained_items(store: Path, model: str, items: list[tuple[list[str], str]]) -> None:
