@@ -49,6 +49,9 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+METHOD_NAMES = {"kendall": "kendall tau-b"}  # tau-b: ties corrected, as scipy.stats.kendalltau computes it
+
+
 def correlate_markdown(result: dict[str, Any]) -> str:
     """Correlations per level (r, CI, p, n, reason) and the pairwise comparisons."""
     parts: list[str] = [*_tool(result), f"Items: {result['n']}"]
@@ -57,13 +60,13 @@ def correlate_markdown(result: dict[str, Any]) -> str:
         rows = []
         for name, per_level in result["metrics"].items():
             for method, entry in per_level[level].items():
-                rows.append([name, method, _num(entry["r"]), _ci(entry.get("ci")), _p(entry),
+                rows.append([name, METHOD_NAMES.get(method, method), _num(entry["r"]), _ci(entry.get("ci")), _p(entry),
                              str(entry["n"]), entry.get("reason", entry.get("ci_reason", entry.get("p_reason", "")))])
         parts.append(f"### {level.capitalize()} level\n\n"
                      + _resampling(result.get("resampling", {}).get(level))
                      + _table(["metric", "method", "r", "CI", "p", "n", "note"], rows))
     if result["comparisons"]:
-        rows = [[c["level"], c["a"], c["b"], c["method"], c["test"], _num(c["delta"]), _p(c),
+        rows = [[c["level"], c["a"], c["b"], METHOD_NAMES.get(c["method"], c["method"]), c["test"], _num(c["delta"]), _p(c),
                  _ci(c.get("ci")), c.get("reason", "")] for c in result["comparisons"]]
         parts.append("### Comparisons (delta = r_a - r_b)\n\n"
                      + _table(["level", "a", "b", "method", "test", "delta", "p", "CI of delta", "note"], rows))

@@ -282,8 +282,8 @@ def _operations() -> dict[str, dict[str, Any]]:
                          {"description": "Ranking, best first; ties keep input order.",
                           "content": _json_of("RerankResponse")}, codes),
         "/correlate": _post(
-            "correlate", "Correlation of metric scores with human judgements: Pearson, Spearman, Kendall with "
-            "p-values, bootstrap intervals, item and system level, pairwise comparisons of metrics.",
+            "correlate", "Correlation of metric scores with human judgements: Pearson, Spearman, Kendall's tau-b "
+            "with p-values, bootstrap intervals, item and system level, pairwise comparisons of metrics.",
             "CorrelateRequest",
             _CORRELATE_EXAMPLE, {"description": "Per metric, level and method: r, p, ci, n (null with a reason when "
                                                  "undefined); comparisons.", "content": _json_of("CorrelateResponse")},

@@ -289,7 +289,10 @@ class CorrelateRequestSchema(StrictSchema):
                                                    "item needs a label that is not blank (as a CSV's system column).",
                                     "example": ["hred", "human", "tfidf"]})
     methods = fields.List(fields.String(validate=validate.OneOf(METHODS)),
-                          load_default=lambda: list(METHODS), validate=_nonempty_list)
+                          load_default=lambda: list(METHODS), validate=_nonempty_list, metadata={
+                              "description": "pearson: Pearson's r; spearman: Spearman's rho; kendall: Kendall's "
+                                             "tau-b, which corrects for ties in either variable (scipy.stats."
+                                             "kendalltau's default), at both levels."})
     confidence = Number(load_default=0.95, validate=validate.Range(min=0, max=1, min_inclusive=False,
                                                                        max_inclusive=False))
     resamples = Whole(load_default=1000, validate=validate.Range(min=0), metadata={
@@ -431,7 +434,8 @@ class ModelsResponseSchema(StrictSchema):
 
 
 class CorrelationSchema(StrictSchema):
-    r = fields.Float(required=True, allow_none=True)
+    r = fields.Float(required=True, allow_none=True, metadata={
+        "description": "The correlation: Pearson's r, Spearman's rho or Kendall's tau-b (ties corrected)."})
     p = fields.Float(required=True, allow_none=True, metadata={"description": (
         "Two-sided p of r = 0. Item level: scipy's, except exact permutation p-values for few items (Spearman; "
         "Kendall with ties) and Monte Carlo permutation p-values for tied ranks on a few dozen items. System "

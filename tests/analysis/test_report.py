@@ -24,6 +24,16 @@ def test_correlate_markdown_has_a_system_level_table_when_systems_are_given():
     assert "### System level" not in correlate_markdown(stats.correlate(human, {"m": metric}, resamples=0))
 
 
+def test_kendall_is_named_tau_b_in_the_tables():
+    """scipy's kendalltau is tau-b (ties corrected); the report says which tau its figures are."""
+    human = [1, 2, 2, 3, 4, 4, 5, 6, 7]
+    result = stats.correlate(human, {"m": [1, 1, 2, 3, 3, 5, 4, 6, 7], "n": list(range(9))},
+                             methods=["kendall"], resamples=0)
+    text = correlate_markdown(result)
+    tau_b = sps.kendalltau(human, [1, 1, 2, 3, 3, 5, 4, 6, 7], variant="b").statistic
+    assert f"| m | kendall tau-b | {tau_b:.3f} |" in text and "| item | m | n | kendall tau-b |" in text
+
+
 def test_a_p_at_the_bootstrap_floor_is_shown_as_a_bound():
     """Every resample on one side of 0: p is below 1/(B+1), which the table says instead of a figure."""
     human = [float(h) for h in range(40)]

@@ -185,6 +185,12 @@ def test_responses_match_the_schemas_the_openapi_document_declares(client, basel
         assert not document["paths"][path]["get"].get("security")
 
 
+def test_the_document_says_kendall_is_tau_b(client):
+    schemas = client.get("/openapi.json").get_json()["components"]["schemas"]
+    assert "tau-b" in schemas["CorrelateRequest"]["properties"]["methods"]["description"]
+    assert "tau-b" in schemas["Correlation"]["properties"]["r"]["description"]
+
+
 def test_openapi_describes_every_endpoint_and_validates(client):
     from openapi_spec_validator import validate
 
