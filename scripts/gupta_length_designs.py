@@ -2,8 +2,8 @@
 
 dailydialog_gupta_multiref's 500 averaged ratings (100 contexts x 5 systems); the metric is a
 response's length in tokens as the file holds them (whitespace-separated; the text is tokenised, so
-punctuation marks count). Prints, per design, the system-level Spearman r, its interval and p
-(1,000 resamples, seed 0): `python scripts/gupta_length_designs.py [DATA_DIR]` (default: the training
+punctuation marks count). Prints, per design, the system-level Spearman r, its interval and p with
+its Monte Carlo standard error (1,000 resamples, seed 0): `python scripts/gupta_length_designs.py [DATA_DIR]` (default: the training
 loaders' data folder, DIALSCORE_DATA_DIR).
 """
 from __future__ import annotations
@@ -46,7 +46,7 @@ def main() -> None:
     data_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_DATA_DIR
     for label, entry in system_level(data_dir):
         ci = "none" if entry["ci"] is None else f"[{entry['ci'][0]:.2f}, {entry['ci'][1]:.2f}]"
-        print(f"{label}: r {entry['r']:.2f}, interval {ci}, p {entry['p']:.3f}"
+        print(f"{label}: r {entry['r']:.2f}, interval {ci}, p {entry['p']:.3f} (Monte Carlo SE {entry['p_mc_se']:.3f})"
               + (" (at the floor 1/1001)" if entry.get("p_at_floor") else ""))
 
 

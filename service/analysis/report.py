@@ -21,10 +21,12 @@ def _ci(ci: list[float] | None) -> str:
 
 
 def _p(entry: dict[str, Any]) -> str:
-    """A p-value, or `< 1/(B+1)` where it sits at its bootstrap's floor (then it is a bound, not a figure)."""
+    """A p-value, `± its Monte Carlo standard error` where it is a Monte Carlo estimate, or `< 1/(B+1)` where it
+    sits at its bootstrap's floor (then it is a bound, not a figure)."""
     if entry.get("p_at_floor") and entry.get("p"):
         return f"< 1/{round(1 / entry['p'])}"
-    return _num(entry.get("p"))
+    error = entry.get("p_mc_se")
+    return _num(entry.get("p")) + ("" if error is None or entry.get("p") is None else f" ± {_num(error)}")
 
 
 def _resampling(summary: dict[str, Any] | None) -> str:

@@ -445,6 +445,10 @@ class CorrelationSchema(StrictSchema):
     p_at_floor = fields.Boolean(metadata={"description": (
         "System level: no resample fell on the other side of 0, so p is only known to be below 1 / (B + 1) "
         "(read `p` as `< 1/(B+1)`, not as an exact figure).")})
+    p_mc_se = fields.Float(metadata={"description": (
+        "Where p is a Monte Carlo estimate (system level: from B bootstrap resamples; item level: a rank "
+        "correlation's p from 9,999 sampled pairings), its Monte Carlo standard error, 2 sqrt(q (1 - q) / B) with "
+        "q = p / 2 (p doubles the smaller tail). Absent where p is exact or scipy's.")})
     p_reason = fields.String(metadata={"description": "System level: why p is null."})
     ci = fields.List(fields.Float(), required=True, allow_none=True, metadata={"description": (
         "Percentile bootstrap interval at `confidence`: items resampled with replacement; at system level, "
@@ -470,6 +474,8 @@ class ComparisonSchema(StrictSchema):
     p_at_floor = fields.Boolean(metadata={"description": (
         "paired_bootstrap: no resample's delta was as far from the observed one as 0 is, so p is only known to "
         "be below 1 / (B + 1) (read `p` as `< 1/(B+1)`).")})
+    p_mc_se = fields.Float(metadata={"description": (
+        "paired_bootstrap: the Monte Carlo standard error of p over the B resamples, sqrt(p (1 - p) / B).")})
     ci = fields.List(fields.Float(), allow_none=True)
     t = fields.Float(allow_none=True)
     df = fields.Integer(allow_none=True)

@@ -17,7 +17,7 @@ import numpy as np
 from scipy import sparse
 from scipy import stats as sps
 
-from service.stats.correlation import correlation
+from service.stats.correlation import correlation, monte_carlo_se
 
 # Below this many items most resamples hold two or three distinct points, whose correlations are
 # +-1: the intervals and paired-bootstrap p-values would be artefacts, so none are given.
@@ -306,12 +306,14 @@ def bootstrap_p(distribution: np.ndarray) -> dict[str, Any]:
     p = (2k + 1) / (B + 1), capped at 1: the +1 counts the sample itself, so p is never 0. At k = 0
     it is the floor 1 / (B + 1) and `at_floor` says so: p is then below what B resamples resolve.
     None where more than MAX_UNDEFINED_SHARE of the resamples are undefined, as for the interval.
+    `mc_se`: p's Monte Carlo standard error over the B resamples (correlation.monte_carlo_se).
     """
     finite = distribution[np.isfinite(distribution)]
     if not _mostly_defined(distribution, finite):
         return {"p": None, "at_floor": False}
     k = min(int(np.count_nonzero(finite <= 0)), int(np.count_nonzero(finite >= 0)))
-    return {"p": min(1.0, (2 * k + 1) / (finite.size + 1)), "at_floor": k == 0}
+    p = min(1.0, (2 * k + 1) / (finite.size + 1))
+    return {"p": p, "at_floor": k == 0, "mc_se": monte_carlo_se(p, finite.size)}
 
 
 def paired_bootstrap_from(delta_hat: float, deltas: np.ndarray, confidence: float = 0.95) -> dict[str, Any]:
@@ -329,7 +331,8 @@ def paired_bootstrap_from(delta_hat: float, deltas: np.ndarray, confidence: floa
         return {"p": None, "ci": None, "reason": UNDEFINED_REASON}
     extreme = int(np.count_nonzero(np.abs(finite - delta_hat) >= abs(delta_hat) - 1e-12))
     p = min(1.0, (extreme + 1) / (finite.size + 1))
-    return {"p": p, "p_at_floor": extreme == 0, "ci": percentile_interval(finite, confidence)}
+    return {"p": p, "p_at_floor": extreme == 0, "p_mc_se": monte_carlo_se(p, finite.size, doubled=False),
+            "ci": percentile_interval(finite, confidence)}
 
 
 def paired_bootstrap(human: Sequence[float], a: Sequence[float], b: Sequence[float], method: str = "pearson",
@@ -348,8 +351,8 @@ def stratified_indices(groups: np.ndarray, count: int, resamples: int, seed: int
     """(resamples, n) indices that resample items within each system, keeping every system's size.
 
     Position j of every row holds an item of position j's own system. The draws are made system by system
-    in label order, each system's members in item order (one stable sort): changing that changes every
-    seed's numbers."""
+    in id order (/correlate numbers systems by content: designs.by_content), each system's members in item
+    order (one stable sort): changing that changes every seed's numbers."""
     rng = np.random.default_rng(seed)
     n = groups.size
     out = np.empty((resamples, n), dtype=np.int64)

@@ -19,7 +19,7 @@ from service.stats.bootstrap import (MIN_BOOTSTRAP, UNDEFINED_REASON, bootstrap_
                                      resample_indices, system_bootstrap_distributions, without_items_reason)
 from service.stats.correlation import METHODS, MIN_ITEMS, correlation
 from service.stats.designs import (BY_INPUTS, DEFAULT_DESIGN, DESCRIPTIONS, DESIGNS, ITEMS, SYSTEMS, Resamples,
-                                   system_resamples, systems_without_items)
+                                   by_content, system_resamples, systems_without_items)
 from service.stats.significance import williams_test
 
 
@@ -103,6 +103,8 @@ def _level(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[
                 continue
             ci = percentile_interval(dist[name], confidence) if dist is not None else None
             entry = {"r": res["r"], "p": res["p"], "ci": ci, "n": n}
+            if "p_mc_se" in res:  # the item level's sampled permutation p
+                entry["p_mc_se"] = res["p_mc_se"]
             if p_from_bootstrap:
                 entry.update(_p_of(dist[name] if dist is not None else None, no_bootstrap, undefined_reason))
             if ci is None:
@@ -149,7 +151,7 @@ def _p_of(distribution: np.ndarray | None, no_bootstrap: str | None,
     found = bootstrap_p(distribution)
     if found["p"] is None:
         return {"p": None, "p_reason": undefined_reason}
-    return {"p": found["p"], "p_at_floor": found["at_floor"]}
+    return {"p": found["p"], "p_at_floor": found["at_floor"], "p_mc_se": found["mc_se"]}
 
 
 def resampling_summary(level: str, design: str, confidence: float, resamples: int, seed: int,
@@ -157,13 +159,15 @@ def resampling_summary(level: str, design: str, confidence: float, resamples: in
     """What one level's intervals and p-values resample, for the report: method, confidence level,
     resamples (B), seed, design, and how p was found."""
     p = ("bootstrap: (2k + 1) / (B + 1), k the resamples on the smaller side of 0 (the percentile "
-         "interval's dual); at its floor 1 / (B + 1) read it as p < 1 / (B + 1)" if level == "system" else
+         "interval's dual); at its floor 1 / (B + 1) read it as p < 1 / (B + 1); p_mc_se its Monte Carlo "
+         "standard error" if level == "system" else
          "scipy's, exact permutation p for rank correlations up to 9 items, Monte Carlo permutation p for "
-         "tied ranks up to 50 items")
+         "tied ranks up to 50 items (9,999 pairings; p_mc_se its Monte Carlo standard error)")
     summary = {"method": "percentile bootstrap", "confidence": confidence, "resamples": resamples, "seed": seed,
                "design": design, "resampled": (BY_INPUTS if by_inputs else DESCRIPTIONS)[design] if level == "system" else
                "items resampled with replacement", "p": p,
-               "comparisons": "paired bootstrap (both metrics on the same resamples) and, for Pearson, Williams' t"}
+               "comparisons": "paired bootstrap (both metrics on the same resamples; p_mc_se its p's Monte Carlo "
+                              "standard error) and, for Pearson, Williams' t"}
     if no_bootstrap is not None:
         summary["reason"] = no_bootstrap
     return summary
@@ -254,15 +258,20 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
     resampling = {"item": resampling_summary("item", ITEMS, confidence, resamples, seed, no_bootstrap)}
 
     if systems is not None:
-        labels, groups = np.unique(labels_given[order], return_inverse=True)
+        labels, labelled = np.unique(labels_given[order], return_inverse=True)
         count = labels.size
-        sys_human = _system_means(means, groups, count)
-        sys_metrics = {name: _system_means(values, groups, count) for name, values in metrics.items()}
         by_inputs = inputs is not None and design != SYSTEMS
         input_groups, input_count = None, None
         if by_inputs:
             input_groups = np.unique(np.asarray([str(x) for x in inputs], dtype=object)[order], return_inverse=True)[1]
             input_count = int(input_groups.max()) + 1
+        # The draws pick systems (inputs) by id: ids in the order of their contents, not of their labels.
+        rows = list(zip(means.tolist(), *(metrics[name].tolist() for name in sorted(metrics))))
+        groups, input_groups = by_content(labelled, count, rows, input_groups, input_count)
+        drawn_labels = np.empty_like(labels)
+        drawn_labels[groups] = labels[labelled]
+        sys_human = _system_means(means, groups, count)
+        sys_metrics = {name: _system_means(values, groups, count) for name, values in metrics.items()}
         # Resampling items within each system cannot move a system with one item (nor resampling inputs
         # a single input): every resample would be the sample itself, an interval a zero-width [r, r].
         cannot_vary = (None if design != ITEMS else
@@ -282,7 +291,7 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
 
         undefined_reason = UNDEFINED_REASON
         if by_inputs and draws is not None:
-            undefined_reason = _without_items_reason(draws, groups, input_groups, labels, count)
+            undefined_reason = _without_items_reason(draws, groups, input_groups, drawn_labels, count)
         system, sys_comparisons = _level(sys_human, sys_metrics, methods, confidence, sys_no_bootstrap,
                                          system_distribution, p_from_bootstrap=True, undefined_reason=undefined_reason)
         resampling["system"] = resampling_summary("system", design, confidence, resamples, seed, sys_no_bootstrap,

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from functools import lru_cache
 from itertools import chain, combinations, permutations
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import stats as sps
@@ -25,6 +25,21 @@ _SPEARMAN_EXACT_MAX = 9  # up to this many items Spearman's p is exact: 9! = 362
 # depends on the request's seed.
 _PERMUTATION_MAX = 50
 MC_PERMUTATIONS = 9_999
+
+
+def monte_carlo_se(p: float, draws: int, doubled: bool = True) -> float:
+    """Standard error of a Monte Carlo p-value from `draws` random draws (binomial): sqrt(p (1 - p) / B) for
+    a share of draws; for a two-sided p that doubles the smaller tail's share q, 2 sqrt(q (1 - q) / B)."""
+    share = min(p, 1.0) / 2 if doubled else min(p, 1.0)
+    return (2 if doubled else 1) * math.sqrt(share * (1 - share) / draws)
+
+
+class Tested(NamedTuple):
+    """A correlation, its two-sided p, and p's Monte Carlo standard error where p is a Monte Carlo estimate."""
+
+    statistic: float
+    p: float
+    p_mc_se: float | None = None
 
 
 def _undefined(n: int, reason: str) -> dict[str, Any]:
@@ -51,19 +66,29 @@ def correlation(x: Sequence[float], y: Sequence[float], method: str = "pearson")
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return _undefined(n, "constant input: the correlation is undefined")
     if method == "pearson":
-        statistic, pvalue = sps.pearsonr(a, b)
+        found = Tested(*sps.pearsonr(a, b))
     elif method == "spearman":
-        statistic, pvalue = spearman(a, b)
+        found = spearman_test(a, b)
     else:
-        statistic, pvalue = kendall(a, b)
-    r = _finite_or_none(statistic)
-    p = _finite_or_none(pvalue)
+        found = kendall_test(a, b)
+    r = _finite_or_none(found.statistic)
+    p = _finite_or_none(found.p)
     if r is None:
         return _undefined(n, "the correlation is undefined for this input")
-    return {"r": r, "p": p, "n": n}
+    return {"r": r, "p": p, "n": n, **({} if found.p_mc_se is None else {"p_mc_se": found.p_mc_se})}
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Spearman's rho and its two-sided p (spearman_test)."""
+    return spearman_test(x, y)[:2]
+
+
+def kendall(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Kendall's tau-b and its two-sided p (kendall_test)."""
+    return kendall_test(x, y)[:2]
+
+
+def spearman_test(x: np.ndarray, y: np.ndarray) -> Tested:
     """Spearman's rho (scipy) and its two-sided p: exact up to `_SPEARMAN_EXACT_MAX` items, above that
     scipy's t approximation but never below 2/n!.
 
@@ -76,14 +101,14 @@ def spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     rho, p_t = sps.spearmanr(x, y)
     n = x.size
     if n <= _SPEARMAN_EXACT_MAX:
-        return float(rho), _exact_pairings_p(sps.rankdata(x), sps.rankdata(y))
+        return Tested(float(rho), _exact_pairings_p(sps.rankdata(x), sps.rankdata(y)))
     if n <= _PERMUTATION_MAX and _tied(x, y):
         xc, yc = _centred_ranks(x), _centred_ranks(y)
-        return float(rho), _sampled_pairings_p(xc[_sampled_pairings(n)] @ yc, int(xc @ yc), float(p_t), n)
-    return float(rho), max(float(p_t), _least_p(n))
+        return Tested(float(rho), *_sampled_pairings_p(xc[_sampled_pairings(n)] @ yc, int(xc @ yc), float(p_t), n))
+    return Tested(float(rho), max(float(p_t), _least_p(n)))
 
 
-def kendall(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+def kendall_test(x: np.ndarray, y: np.ndarray) -> Tested:
     """Kendall's tau-b (scipy) and its two-sided p, exact up to `_SPEARMAN_EXACT_MAX` items with ties.
 
     Without ties scipy's p is already exact for small samples. With ties it falls back to the normal
@@ -97,9 +122,9 @@ def kendall(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     n = x.size
     tied = _tied(x, y)
     if tied and _SPEARMAN_EXACT_MAX < n <= _PERMUTATION_MAX:
-        return float(tau), _sampled_pairings_p(*_kendall_sampled_null(x, y), float(p_scipy), n)
+        return Tested(float(tau), *_sampled_pairings_p(*_kendall_sampled_null(x, y), float(p_scipy), n))
     if not tied or n > _SPEARMAN_EXACT_MAX:
-        return float(tau), float(p_scipy)
+        return Tested(float(tau), float(p_scipy))
     # y's doubled ranks in every pairing, small integers: int8 keeps the n! x pairs work in cache.
     paired = np.rint(2 * sps.rankdata(y)).astype(np.int8)[_pairings(n)]
     null = np.zeros(paired.shape[1], dtype=np.int16)  # |S| <= n (n - 1) / 2 = 36
@@ -107,7 +132,7 @@ def kendall(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
         sign_x = int(np.sign(x[i] - x[j]))
         if sign_x:
             null += sign_x * np.sign(paired[i] - paired[j])
-    return float(tau), _two_sided_p(null)
+    return Tested(float(tau), _two_sided_p(null))
 
 
 @lru_cache(maxsize=None)
@@ -172,19 +197,20 @@ def _least_p(n: int) -> float:
     return math.exp(math.log(2.0) - math.lgamma(n + 1))
 
 
-def _sampled_pairings_p(null: np.ndarray, observed: int, approximate: float, n: int) -> float:
+def _sampled_pairings_p(null: np.ndarray, observed: int, approximate: float, n: int) -> tuple[float, float | None]:
     """Two-sided Monte Carlo permutation p, as scipy.stats.permutation_test's: twice the smaller tail,
     each counted with the observed pairing ((k + 1) / (B + 1)), capped at 1.
 
     Where no sampled pairing is as extreme as the observed one, the sample only bounds p by
     2 / (B + 1) (.0002): then scipy's `approximate` p where it is smaller (a strong correlation on
-    50 items has p near 1e-6, which 9,999 pairings cannot resolve), never below 2 / n!.
+    50 items has p near 1e-6, which 9,999 pairings cannot resolve), never below 2 / n!. Returned with its
+    Monte Carlo standard error, None where the approximation was taken.
     """
     tail = min(np.count_nonzero(null >= observed), np.count_nonzero(null <= observed))
     sampled = min(1.0, 2.0 * (tail + 1) / (null.size + 1))
-    if tail == 0 and math.isfinite(approximate):
-        return max(min(sampled, approximate), _least_p(n))
-    return sampled
+    if tail == 0 and math.isfinite(approximate) and approximate < sampled:
+        return max(approximate, _least_p(n)), None
+    return sampled, monte_carlo_se(sampled, null.size)
 
 
 def _two_sided_p(null: np.ndarray) -> float:

@@ -10,6 +10,7 @@ about the nominal rate in simulation (tests/stats/test_designs.py; the table: do
 """
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -88,3 +89,47 @@ def systems_without_items(draws: Resamples, groups: np.ndarray, inputs: np.ndarr
         held[np.arange(empty.shape[0])[:, None], draws.slots] = True
         empty &= held
     return empty
+
+
+def _by_content(keys: Sequence[tuple], ties: str) -> np.ndarray:
+    """Each group's place when the groups are sorted by `keys`: `ties` "label" keeps equal keys in their
+    present order (the labels'), "dense" gives them one place (so a key built on it names no label)."""
+    order = sorted(range(len(keys)), key=keys.__getitem__)  # stable
+    places = np.empty(len(keys), dtype=np.int64)
+    if ties == "label":
+        places[order] = np.arange(len(keys))
+        return places
+    place = -1
+    for k, g in enumerate(order):
+        place += k == 0 or keys[g] != keys[order[k - 1]]
+        places[g] = place
+    return places
+
+
+def _contents(groups: np.ndarray, count: int, rows: Sequence[Hashable]) -> list[tuple]:
+    """Each group's items' rows, sorted: what a group holds, whatever its label and the rows' order."""
+    members: list[list] = [[] for _ in range(count)]
+    for group, row in zip(groups.tolist(), rows):
+        members[group].append(row)
+    return [tuple(sorted(m)) for m in members]
+
+
+def by_content(groups: np.ndarray, count: int, rows: Sequence[tuple], inputs: np.ndarray | None = None,
+               input_count: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """System ids (and input ids) renumbered in the order of what the systems (inputs) hold, so that the
+    draws, which pick ids, do not depend on the labels: renaming systems or inputs leaves every interval
+    and p as it was for a seed. `rows` is each item's values (human, then each metric).
+
+    A system's key is its items' rows sorted, with, where inputs are named, each item's input's contents
+    (as a dense place: equal contents, equal place); an input's key is its items' (system id, row)s.
+    Systems (inputs) that hold the same keep the labels' order; without inputs such systems are the same
+    sample, so any order draws the same numbers."""
+    input_places = None
+    if inputs is not None:
+        input_places = _by_content(_contents(inputs, input_count, rows), "dense")
+        rows = [(*row, int(place)) for row, place in zip(rows, input_places[inputs])]
+    systems = _by_content(_contents(groups, count, rows), "label")[groups]
+    if inputs is None:
+        return systems, None
+    keyed = [(int(system), *row) for system, row in zip(systems, rows)]
+    return systems, _by_content(_contents(inputs, input_count, keyed), "label")[inputs]

@@ -47,6 +47,16 @@ def test_a_p_at_the_bootstrap_floor_is_shown_as_a_bound():
     assert "design `both`" in text and "B = 500 resamples, seed 1" in text
 
 
+
+def test_a_monte_carlo_p_is_shown_with_its_standard_error():
+    human = [float(h % 7) for h in range(40)]
+    result = stats.correlate(human, {"m": [float((h * 5) % 11) for h in range(40)]},
+                             systems=[f"s{i % 8}" for i in range(40)], methods=["pearson"], resamples=500, seed=1)
+    entry = result["metrics"]["m"]["system"]["pearson"]
+    assert not entry["p_at_floor"]
+    assert f"| {entry['p']:.3f} ± {entry['p_mc_se']:.3f} |" in correlate_markdown(result).split("### System level")[1]
+
+
 def test_the_human_eval_report_names_its_test_marks_reversed_criteria_and_counts_n():
     ratings = [{"rater": rater, "system": system, "item": f"{rater}-{system}-{i}",
                 "scores": {"fun": base + 5 * i, "robotic": 100 - base - 3 * i}}

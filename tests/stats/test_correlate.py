@@ -12,7 +12,7 @@ from scipy import stats as sps
 from service import stats
 from service.stats import StatsInputError, correlate
 from service.stats.correlate import canonical_order
-from tests.stats.samples import GOOD, HUMAN, POOR, RNG, SCIPY, no_nan
+from tests.stats.samples import GOOD, HUMAN, POOR, RNG, SCIPY, drawn_groups, no_nan
 from service.stats.correlation import correlation
 from service.stats.significance import williams_test
 
@@ -64,13 +64,13 @@ def test_system_level_interval_resamples_items_within_systems(method: str) -> No
     assert body["resampling"]["system"]["design"] == "items"
     order = canonical_order(HUMAN, {"good": GOOD}, np.asarray(systems))  # the order the draws are made in
     human, good = HUMAN[order], GOOD[order]
-    labels, groups = np.unique(np.asarray(systems)[order], return_inverse=True)
-    indices = stats.stratified_indices(groups, labels.size, 80, 5)
+    count, groups = drawn_groups(np.asarray(systems)[order], human, good)
+    indices = stats.stratified_indices(groups, count, 80, 5)
     dist = []
     for idx in indices:
         assert np.array_equal(groups[idx], groups)  # every system keeps its items' count
-        h = [human[idx][groups == g].mean() for g in range(labels.size)]
-        m = [good[idx][groups == g].mean() for g in range(labels.size)]
+        h = [human[idx][groups == g].mean() for g in range(count)]
+        m = [good[idx][groups == g].mean() for g in range(count)]
         dist.append(SCIPY[method](m, h).statistic)
     expected = stats.percentile_interval(np.array(dist))
     assert body["metrics"]["good"]["system"][method]["ci"] == pytest.approx(expected, abs=1e-12)
@@ -185,7 +185,7 @@ def test_system_interval_keeps_tied_system_means_tied(method: str) -> None:
                      system_resampling="items")
     order = canonical_order(human, {"good": good}, np.asarray(systems))
     human, good = human[order], good[order]
-    groups = np.unique(np.asarray(systems)[order], return_inverse=True)[1]
+    groups = drawn_groups(np.asarray(systems)[order], human, good)[1]
     dist = []
     for idx in stats.stratified_indices(groups, 6, 200, 0):
         h = [human[idx][groups == g].mean() for g in range(6)]
@@ -338,6 +338,65 @@ def test_a_given_interval_holds_its_estimate_on_mostly_zero_metrics(seed: int) -
     for entry in body["metrics"]["m"]["item"].values():
         if entry["ci"] is not None:
             assert entry["ci"][0] - 1e-9 <= entry["r"] <= entry["ci"][1] + 1e-9
+
+
+def test_every_monte_carlo_p_comes_with_its_standard_error() -> None:
+    """Bootstrap p (system level, paired comparisons) and sampled-permutation p (tied ranks, 10 to 50 items):
+    p_mc_se is the binomial standard error of the share of draws they count; exact and scipy p have none."""
+    human = np.repeat(np.arange(1.0, 6.0), 6)  # 30 items with ties: Monte Carlo permutation p
+    good = human + RNG.normal(scale=1.0, size=30)
+    body = correlate(human.tolist(), {"good": good.tolist(), "poor": RNG.normal(size=30).tolist()},
+                     [f"s{i // 5}" for i in range(30)], resamples=400, seed=2)
+    for method, entry in body["metrics"]["poor"]["item"].items():
+        assert ("p_mc_se" in entry) == (method != "pearson")
+        if method != "pearson":
+            assert entry["p_mc_se"] == pytest.approx(2 * sps.binom.std(9_999, entry["p"] / 2) / 9_999)
+    # beyond what 9,999 pairings resolve, p is scipy's approximation, with no Monte Carlo error
+    assert body["metrics"]["good"]["item"]["spearman"]["p"] < 1e-4
+    assert "p_mc_se" not in body["metrics"]["good"]["item"]["spearman"]
+    for name in ("good", "poor"):
+        for entry in body["metrics"][name]["system"].values():
+            assert entry["p_mc_se"] == pytest.approx(2 * sps.binom.std(400, entry["p"] / 2) / 400)
+    for comparison in body["comparisons"]:
+        if comparison["test"] == "paired_bootstrap":
+            assert comparison["p_mc_se"] == pytest.approx(sps.binom.std(400, comparison["p"]) / 400)
+        else:
+            assert "p_mc_se" not in comparison
+    untied = correlate(HUMAN[:9].tolist(), {"good": GOOD[:9].tolist()}, resamples=0)  # exact p
+    assert all("p_mc_se" not in entry for entry in untied["metrics"]["good"]["item"].values())
+
+
+def _named_alike(body: dict, names: list[int]) -> str:
+    """The body as JSON with system k's name, `system {names[k]}`, written as `#k` (reasons name systems)."""
+    text = json.dumps({key: value for key, value in body.items() if key != "systems"})
+    for k, name in enumerate(names):
+        text = text.replace(f"'system {name}'", f"#{k}")
+    return text
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    items=st.lists(st.tuples(st.integers(1, 5), st.integers(0, 6), st.integers(0, 4), st.integers(0, 3)),
+                   min_size=10, max_size=30),
+    renaming=st.permutations(range(5)),
+    design=st.sampled_from(stats.DESIGNS),
+    by_inputs=st.booleans(),
+    seed=st.integers(0, 3),
+)
+def test_renaming_systems_or_inputs_leaves_every_figure_as_it_was(items, renaming, design, by_inputs, seed) -> None:
+    """The draws pick systems (and inputs) by id; ids follow what the systems hold, so any names give the
+    same intervals and p for a seed."""
+    human, metric, system, given_input = (list(column) for column in zip(*items))
+    scores = {"m": [float(v) for v in metric], "n": [float((v * 3) % 5) for v in human]}
+
+    def run(names: list[int]) -> dict:
+        return correlate([float(h) for h in human], scores, [f"system {names[s]}" for s in system],
+                         resamples=40, seed=seed, confidence=0.9, system_resampling=design,
+                         inputs=[f"input {names[i]}" for i in given_input] if by_inputs else None)
+
+    before, after = run(list(range(5))), run(renaming)
+    assert _named_alike(after, renaming) == _named_alike(before, list(range(5)))
+    assert sorted(after["systems"]["labels"]) == sorted(f"system {renaming[s]}" for s in set(system))
 
 
 def test_adding_systems_leaves_the_item_level_as_it_was() -> None:

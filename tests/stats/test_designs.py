@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats as sps
 
 from service import stats
 from service.stats import bootstrap, designs
 from service.stats.correlate import canonical_order, correlate
 from tests.stats.coverage import coverage
-from tests.stats.samples import GOOD, HUMAN, POOR, RNG, SCIPY
+from tests.stats.samples import GOOD, HUMAN, POOR, RNG, SCIPY, drawn_groups
 
 
 # --- coverage: the default is the design whose 95% intervals hold the population correlation ---------
@@ -120,9 +121,9 @@ def test_correlate_serves_the_default_design_the_simulation_measured() -> None:
     systems = np.array([f"s{i % 6}" for i in range(40)])
     body = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, systems.tolist(), ["pearson"], resamples=300, seed=7)
     order = canonical_order(HUMAN, {"good": GOOD}, systems)
-    labels, groups = np.unique(systems[order], return_inverse=True)
-    draws = stats.system_resamples(stats.DEFAULT_DESIGN, groups, labels.size, 300, 7)
-    dist = stats.system_bootstrap_distributions(HUMAN[order], {"good": GOOD[order]}, ["pearson"], groups, labels.size,
+    count, groups = drawn_groups(systems[order], HUMAN[order], GOOD[order])
+    draws = stats.system_resamples(stats.DEFAULT_DESIGN, groups, count, 300, 7)
+    dist = stats.system_bootstrap_distributions(HUMAN[order], {"good": GOOD[order]}, ["pearson"], groups, count,
                                                 draws.items, draws.slots, slot_seed=draws.slot_seed)["pearson"]["good"]
     entry = body["metrics"]["good"]["system"]["pearson"]
     assert entry["ci"] == pytest.approx(stats.percentile_interval(dist), abs=1e-12)
@@ -144,7 +145,7 @@ def test_bootstrap_p_is_the_percentile_intervals_dual() -> None:
 
 def test_a_p_at_the_floor_says_so() -> None:
     found = stats.bootstrap_p(np.full(999, 0.4))
-    assert found == {"p": 1 / 1000, "at_floor": True}
+    assert found == {"p": 1 / 1000, "at_floor": True, "mc_se": pytest.approx(2 * sps.binom.std(999, 1 / 2000) / 999)}
     one_below = stats.bootstrap_p(np.r_[np.full(998, 0.4), -0.1])
     assert one_below["p"] == pytest.approx(3 / 1000) and not one_below["at_floor"]
     assert stats.bootstrap_p(np.full(999, np.nan))["p"] is None
