@@ -18,7 +18,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from service.api import dataplane, settings, store
 from service.api.body import parse_json, read_body, validate
-from service.api.openapi import VERSION
+from service.version import VERSION  # the server's own version, as the protocol asks (not the document's)
 from service.api.schemas import RERANK_REQUEST, SCORE_REQUEST
 from service.api.v2_tensors import (HEADER_LENGTH, ITEM_INPUTS, PLATFORM, SERVER_NAME, Tensor, output,
                                     read_inputs, split_body)

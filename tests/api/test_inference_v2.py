@@ -8,6 +8,8 @@ import struct
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from service.version import VERSION
+
 HEADER = "Inference-Header-Content-Length"
 
 
@@ -98,6 +100,7 @@ def test_binary_data_that_runs_past_its_size_is_400(client):
 
 def test_metadata_health_and_versions(client):
     assert client.get("/v2").get_json()["name"] == "dialscore"
+    assert client.get("/v2").get_json()["version"] == VERSION  # the tool's, which `dialscore --version` prints
     assert client.get("/v2/health/live").status_code == 200
     assert client.get("/v2/health/ready").get_json() == {"ready": True}
     metadata = client.get("/v2/models/bleu4").get_json()
