@@ -18,6 +18,7 @@ RESAMPLED = "the row's lines the model scored (a system's; `all`: every line), r
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 1000
 MIN_LINES = 2  # one scored line has no spread to resample
+_CHUNK_CELLS = 2_000_000  # resamples x lines held at once (16 MB), so a large file's intervals stay small
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,6 @@ def mean_interval(values: list[float], settings: IntervalSettings) -> list[float
     if settings.resamples == 0 or len(values) < MIN_LINES:
         return None
     found = sps.bootstrap((np.asarray(values, dtype=np.float64),), np.mean, n_resamples=settings.resamples,
-                          confidence_level=settings.confidence, method="percentile", vectorized=True,
-                          rng=np.random.default_rng(settings.seed))
+                          batch=max(1, _CHUNK_CELLS // len(values)), confidence_level=settings.confidence,
+                          method="percentile", vectorized=True, rng=np.random.default_rng(settings.seed))
     return [float(found.confidence_interval.low), float(found.confidence_interval.high)]

@@ -47,9 +47,12 @@ def expand(raw: bytes, max_refs: int = DEFAULT_MAX_REFS) -> Expanded | None:
 
 
 def left_out(obj: dict[str, Any] | None, max_refs: int = DEFAULT_MAX_REFS) -> int:
-    """How many of a parsed line's `references` lie past the first `max_refs` (0 without a list of them)."""
+    """How many of a parsed line's `references` lie past the first `max_refs` (0 without a list that expand
+    takes)."""
     references = None if obj is None else obj.get(FIELD)
-    return max(0, len(references) - max_refs) if isinstance(references, list) else 0
+    if not isinstance(references, list) or "reference" in obj or not all(isinstance(r, str) for r in references):
+        return 0
+    return max(0, len(references) - max_refs)
 
 
 def best(records: list[dict[str, Any]]) -> dict[str, Any]:
