@@ -1,12 +1,11 @@
 """`dialscore score FILE --models A [B ...] --output SCORES.jsonl`: a file through several models.
 
-Each JSONL line (the /score item shape; `references` [...] may stand for `reference`: references.py) or
-CSV row is scored by every model with bulk's reading of a line. Output: a record a line, `{"line",
-"id"?, "system"?, "scores": {model: score or null}, "trained"?: [models], "references_left_out"?: n,
-"errors"?: {model: {code, message}}}`; then each system's mean per model (`all`: every line) with its
-bootstrap interval (intervals.py), the models' versions and the tool's; on stderr,
-how many lines are each model's training items (service/store/trained_items.py). A line a model cannot
-score fails the run unless `--on-invalid skip`. CSV columns: `context` and `references` (one a line),
+Each JSONL line (a /score item; a `references` list may stand for `reference`: references.py) or CSV
+row is scored by every model as bulk reads a line. Output: a record a line, `{"line", "id"?, "system"?,
+"scores": {model: score or null}, "trained"?: [models], "references_left_out"?: n, "errors"?: {model:
+{code, message}}}`; then each system's mean per model (`all`: every line) with its interval
+(intervals.py), the models' and tool's versions; on stderr, how many lines are each model's training
+items. A line a model cannot score fails the run unless `--on-invalid skip`. CSV columns: `context` and `references` (one a line),
 `response`, `reference`, optional `id` and `system`. Dialogues are JSONL only."""
 from __future__ import annotations
 

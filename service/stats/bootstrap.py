@@ -304,9 +304,9 @@ def bootstrap_p(distribution: np.ndarray) -> dict[str, Any]:
 
     With k the resamples on the smaller side of 0 (one at 0 counts on both) among B defined ones,
     p = (2k + 1) / (B + 1), capped at 1: the +1 counts the sample itself, so p is never 0. At k = 0
-    it is the floor 1 / (B + 1) and `at_floor` says so: p is then below what B resamples resolve.
+    it is the floor 1 / (B + 1), `at_floor`: p is then below what B resamples resolve.
     None where more than MAX_UNDEFINED_SHARE of the resamples are undefined, as for the interval.
-    `mc_se`: p's Monte Carlo standard error over the B resamples (correlation.monte_carlo_se).
+    `mc_se`: p's Monte Carlo error (monte_carlo_se).
     """
     finite = distribution[np.isfinite(distribution)]
     if not _mostly_defined(distribution, finite):
