@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# dialscore on CPU: `docker build -t dialscore:2026.11.0 .` (docs/deploy.md).
+# dialscore on CPU: `docker build -t dialscore:2026.11.1 .` (docs/deploy.md).
 # Two stages: dependencies are installed in a virtual environment in the first, and only that
 # environment (pip removed from it), the service code and the committed model store reach the final
 # image (no pip, no compilers, no torch, no training code). OpenVINO's runtime (requirements.txt) comes

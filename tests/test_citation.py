@@ -59,3 +59,17 @@ def test_a_source_checkout_prints_the_version_a_build_gets() -> None:
 def test_the_schema_check_can_fail() -> None:
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"cff-version": "1.2.0", "message": "m", "title": "t", "authors": []}, CFF_1_2_0)
+
+
+def test_the_images_the_manifests_and_the_build_comments_name_are_this_version() -> None:
+    """docs/deploy.md builds and pushes the image tagged with the version; every overlay must pull that tag."""
+    import re
+
+    tags = {path.relative_to(REPO).as_posix(): re.findall(r"newTag: (\S+)", path.read_text(encoding="utf-8"))
+            for path in (REPO / "k8s").rglob("kustomization.yaml")}
+    tags = {path: found for path, found in tags.items() if found}
+    assert tags and all(found == [VERSION] for found in tags.values()), tags
+    for dockerfile in ("Dockerfile", "Dockerfile.gpu"):
+        named = re.findall(r"dialscore(?:-gpu)?:(\d{4}\.\d+\.\d+)", (REPO / dockerfile).read_text(encoding="utf-8"))
+        assert named == [VERSION], (dockerfile, named)
+    assert set(re.findall(r"dialscore(?:-gpu)?:(\d{4}\.\d+\.\d+)", (REPO / "docs/deploy.md").read_text())) == {VERSION}
