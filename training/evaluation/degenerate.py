@@ -124,8 +124,8 @@ def main(argv: list[str] | None = None) -> int:
                              "a full run; with --models or another --contexts than 400 the table is printed instead)")
     parser.add_argument("--no-cards", action="store_true", help="do not write the shares into the models' cards")
     parser.add_argument("--vectors", type=Path, nargs="+", default=[],
-                        help="embedding caches to take sentence vectors from where the served graph made them "
-                             "(as evaluate's --vectors: the same shares, faster)")
+                        help="embedding caches to take sentence vectors from where the served graph made them on "
+                             "the same provider and precision (as evaluate's --vectors: the same shares, faster)")
     args = parser.parse_args(argv)
     if args.contexts < 1:
         parser.error("--contexts must be at least 1")

@@ -1,11 +1,11 @@
 """Sentence vectors kept for a whole `evaluate` or `degenerate` run, and seeded from embedding caches.
 
 Every -minilm (and mpnet) model reads the same texts; a request's EncodeCache shares their vectors
-within one batch, this shares them across batches, sets and models. It changes no figure: a text's
-vector does not depend on its batch, to the bit (service/components/sentence_encoder.py), so one
-computed earlier by the same graph is the one computing it again gives. Seeds are the training
+within one batch, this shares them across batches, sets and models. On the CPU EP it changes no figure:
+there a text's vector does not depend on its batch, to the bit (service/components/sentence_encoder.py),
+so one computed earlier by the same graph is the one computing it again gives. Seeds are the training
 embedding caches (training/encoders/minilm/embed.py: EmbeddingCache), used only where the identity they
-record, the graph's sha256 included, is the one the store serves.
+record, the graph's sha256 and where it ran (the provider, OpenVINO's precision) included, is the served one.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Sentence vectors of training text, computed with the service's own encoder component (MiniLM's committed
 int8 graph unless another store folder is named) and cached on disk; a cache made by another graph is
-encoded again."""
+encoded again, and so is one computed on another execution provider or in another precision (computed_on)."""
 from __future__ import annotations
 
 import json
@@ -13,10 +13,12 @@ import numpy as np
 
 from service.components.sentence_encoder import INT8_FILE, SentenceEncoder, choose_precision
 from service.artifacts.manifest import Manifest, read_manifest
-from service.artifacts.runtime import Runtime, RuntimeSettings
+from service.artifacts.providers import CPU
+from service.artifacts.runtime import Runtime, RuntimeSettings, int8_dot_products
 
 DEFAULT_CACHE = Path(os.environ.get("DIALSCORE_MINILM_CACHE", "/tmp/dialscore-minilm-cache"))
 DEFAULT_ENCODER = Path(__file__).resolve().parents[3] / "model_store" / "minilm-l6"
+INTEGER_PRECISIONS = ("int8", "w8a8")  # files the CPU EP runs with integer matrix kernels
 
 
 def load_encoder(folder: Path = DEFAULT_ENCODER, threads: int = 1) -> SentenceEncoder:
@@ -40,8 +42,9 @@ def cpu_precision(manifest: Manifest) -> str:
 
 
 def encoder_identity(folder: Path = DEFAULT_ENCODER, encoder: SentenceEncoder | None = None) -> dict[str, str]:
-    """What the cached vectors depend on: the component's name and version, the served graph's hash, and
-    the precision where the file's name does not say it (int8-float runs the int8 file in float)."""
+    """What the cached vectors depend on: the component's name and version, the served graph's hash, the
+    precision where the file's name does not say it (int8-float runs the int8 file in float), and where
+    it ran (computed_on). Without `encoder`, load_encoder's: the folder's CPU precision on the CPU EP."""
     manifest = encoder.manifest if encoder is not None else read_manifest(Path(folder))
     precision = encoder.precision if encoder is not None else cpu_precision(manifest)
     filename = manifest.config.get("files", {}).get(precision, f"encoder-{precision}.onnx")
@@ -49,7 +52,20 @@ def encoder_identity(folder: Path = DEFAULT_ENCODER, encoder: SentenceEncoder | 
                 "sha256": str(manifest.files.get(filename, {}).get("sha256"))}
     if filename != f"encoder-{precision}.onnx":
         identity["precision"] = precision
-    return identity
+    served = encoder.served_files() if encoder is not None else {"provider": CPU}
+    return {**identity, **computed_on(served["provider"], served.get("compute"), precision)}
+
+
+def computed_on(provider: str, compute: str | None, precision: str) -> dict[str, str]:
+    """What besides the graph sets a vector's bits: the execution provider, the precision OpenVINO computes
+    in (bf16 where the CPU has it), and for the CPU EP's integer kernels the CPU's int8 dot-product
+    instructions (they round differently with and without VNNI); int8-float and fp32 are float arithmetic."""
+    where = {"provider": provider}
+    if compute:
+        where["compute"] = compute
+    if provider == CPU and precision in INTEGER_PRECISIONS:
+        where["int8_dot"] = str(int8_dot_products())
+    return where
 
 
 class EmbeddingCache:

@@ -73,3 +73,15 @@ def test_a_folder_that_cannot_be_written_keeps_vectors_in_memory(tmp_path, encod
     vectors = cache.get(["hello there"])
     assert vectors.shape == (1, 384) and not cache.writable
     assert "kept in memory" in capsys.readouterr().err
+
+
+def test_where_a_vector_was_computed_is_part_of_its_identity() -> None:
+    from service.artifacts.runtime import int8_dot_products
+    from training.encoders.minilm.embed import computed_on, encoder_identity
+
+    assert encoder_identity()["provider"] == "CPUExecutionProvider"  # load_encoder's, as the caches are made
+    assert computed_on("OpenVINOExecutionProvider", "bf16", "int8-float") == {
+        "provider": "OpenVINOExecutionProvider", "compute": "bf16"}
+    assert computed_on("CPUExecutionProvider", None, "int8-float") == {"provider": "CPUExecutionProvider"}
+    assert computed_on("CPUExecutionProvider", None, "int8") == {"provider": "CPUExecutionProvider",
+                                                                 "int8_dot": str(int8_dot_products())}
