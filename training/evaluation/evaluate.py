@@ -28,7 +28,7 @@ from service.store.model_store import ModelStore
 from training.core import docs_section
 from training.core.card import EVALUATE_BEGIN, EVALUATE_END, evaluate_section, write_measured_section
 from training.core.cli import output_dir, output_file, positive_int
-from training.core.command_line import command_line
+from training.core.command_line import command_line, with_environment
 from training.core.progress import cpu_description, setup_logging
 from training.data import corpora
 from training.data.judgements import DEFAULT_DATA_DIR, JudgedItem, SETS, load_set
@@ -46,6 +46,7 @@ log = logging.getLogger("training.evaluate")
 BEGIN, END = EVALUATE_BEGIN, EVALUATE_END  # its section of docs/evaluation.md and of every card
 MIN_SYSTEMS = 3
 BATCH = 256
+RUN_ENVIRONMENT = ("DIALSCORE_PROVIDERS", PRECISION_ENV)  # what sentence vectors depend on: named in the command
 
 
 @dataclass
@@ -216,25 +217,21 @@ def markdown(results: dict[str, dict[str, Result]], sets: list[str], models: lis
 
 def beats_baselines(results: dict[str, dict[str, Result]], sets: list[str], models: list[str],
                     baselines: tuple[str, ...] = ("bleu4", "rouge-l")) -> str:
-    """The issue's bar: on how many sets each model's Pearson exceeds every word-overlap baseline's."""
+    """The issue's bar: on how many sets each model's Pearson exceeds every word-overlap baseline's, each
+    distinct set of items once (figures.beats, the README's tally)."""
+    rows = {model: {s: {"pearson": r.pearson} for s in sets if (r := results[s].get(model)) is not None}
+            for model in (*models, *baselines)}
     tallies = []
     for model in models:
         if model in baselines:
             continue
-        contested = won = 0
-        for s in sets:
-            mine = results[s].get(model)
-            theirs = [results[s].get(b) for b in baselines]
-            if mine is None or mine.pearson is None or any(t is None or t.pearson is None for t in theirs):
-                continue
-            contested += 1
-            won += all(mine.pearson > t.pearson for t in theirs)
+        won, contested = figures.beats(rows, model, sets, baselines)
         if contested:
             tallies.append(f"{model} {won}/{contested}")
     if not tallies:
         return ""
-    return ("Sets where a model's Pearson r beats both BLEU-4 and ROUGE-L (of the sets where all three ran): "
-            + ", ".join(tallies) + ".")
+    return ("Sets where a model's Pearson r beats both BLEU-4 and ROUGE-L (of the distinct sets where all three "
+            "ran): " + ", ".join(tallies) + ".")
 
 
 def without_reference_replies(result: Result, every_set: bool = False) -> Result | None:
@@ -544,7 +541,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="do not write the figures into the evaluated models' cards (manifest and README)")
     parser.add_argument("--vectors", type=Path, nargs="+", default=[],
                         help="embedding caches (train-minilm's, train-unref's) to take sentence vectors from where "
-                             "the graph that made them is the one served (sha256 checked): the same figures, faster")
+                             "the graph that made them is the one served (sha256 checked), on the same provider and "
+                             "precision (the training caches: the CPU EP): the same figures, faster")
     parser.add_argument("--no-synthetic", dest="synthetic", action="store_false",
                         help="leave out the synthetic check of the reference-free models (its section and card lines)")
     args = parser.parse_args(argv)
@@ -560,7 +558,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     done = run(args.store, args.sets, args.models, args.split, args.max_refs, args.data_dir, args.recover_references,
                args.vectors, args.synthetic)
-    command = command_line("python -m training evaluate", argv if argv is not None else sys.argv[2:])
+    command = with_environment(command_line("python -m training evaluate", argv if argv is not None else sys.argv[2:]),
+                               RUN_ENVIRONMENT, os.environ)
     if plots is not None:
         for set_name in args.sets:
             path = scatter_plot(set_name, [done.results[set_name][m] for m in done.names],

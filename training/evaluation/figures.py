@@ -17,7 +17,7 @@ from typing import Any
 from service.artifacts.manifest import read_manifest
 from service.artifacts.manifest import update_card as update_manifest_card
 from training.core.turn_cards import FROM_MANIFEST, rewrite_readme
-from training.data.judgements import SETS
+from training.data.judgements import SETS, counted_once
 
 PATH = Path("docs/evaluation.json")
 BASELINES = ("bleu4", "rouge-l")  # the bar a learned metric must clear (README's standings)
@@ -38,24 +38,23 @@ def best_models(pearsons: Mapping[str, float | None]) -> set[str]:
 
 
 def beats(item_level: Rows, model: str, sets: list[str], baselines: tuple[str, ...] = BASELINES) -> tuple[int, int]:
-    """(sets where `model`'s Pearson r exceeds every baseline's, sets where all of them have one)."""
-    won = contested = 0
-    for name in sets:
-        mine = item_level.get(model, {}).get(name, {}).get("pearson")
-        theirs = [item_level.get(b, {}).get(name, {}).get("pearson") for b in baselines]
-        if mine is None or any(t is None for t in theirs):
-            continue
-        contested += 1
-        won += all(mine > t for t in theirs)
-    return won, contested
+    """(sets where `model`'s Pearson r exceeds every baseline's, sets where all of them have one), each
+    distinct set of items counted once (judgements.counted_once)."""
+    def pearson(name: str, row: str) -> float | None:
+        return item_level.get(row, {}).get(name, {}).get("pearson")
+
+    contested = counted_once(name for name in sets
+                             if all(pearson(name, row) is not None for row in (model, *baselines)))
+    won = sum(all(pearson(name, model) > pearson(name, b) for b in baselines) for name in contested)
+    return won, len(contested)
 
 
 def standings(item_level: Rows, sets: list[str]) -> dict[str, dict[str, list[int]]]:
     """Per model: `beats_bleu4_and_rouge_l` [won, contested] (the baselines themselves left out) and `best`
-    [sets it is best on, sets with a contest]."""
+    [sets it is best on, sets with a contest], each distinct set of items counted once."""
     best = {name: best_models({m: rows.get(name, {}).get("pearson") for m, rows in item_level.items()})
             for name in sets}
-    contested = [name for name in sets if best[name]]
+    contested = counted_once(name for name in sets if best[name])
     out: dict[str, dict[str, list[int]]] = {}
     for model in item_level:
         entry = {"best": [sum(model in best[name] for name in contested), len(contested)]}

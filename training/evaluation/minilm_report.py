@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 import time
@@ -13,8 +14,9 @@ import numpy as np
 from service.scorers.base import EncodeCache, Item
 from training.core import docs_section
 from training.core.cli import SetupError, check_output_file, input_file
-from training.data.judgements import SETS, load_set
-from training.evaluation.evaluate import correlate, evaluate_model, load_store, recover
+from training.data.judgements import SETS, counted_once, load_set
+from training.core.command_line import with_environment
+from training.evaluation.evaluate import RUN_ENVIRONMENT, correlate, evaluate_model, load_store, recover
 from training.core.turn_cards import update_card
 
 PAIRS = {"adem-minilm": "adem", "ruber-minilm": "ruber", "autojudge-minilm": "autojudge"}
@@ -68,23 +70,18 @@ def _r(row: dict | None) -> float | None:
 
 
 def verdicts(table: dict[str, dict[str, dict]]) -> dict[str, dict[str, tuple[int, int]]]:
-    """Per -minilm model and bar: (sets where the model's Pearson is higher, sets where both were measured)."""
+    """Per -minilm model and bar: (sets where the model's Pearson is higher, sets where both were measured),
+    each distinct set of items counted once (judgements.counted_once)."""
     out: dict[str, dict[str, tuple[int, int]]] = {}
     for model, classic in PAIRS.items():
         out[model] = {}
         for bar in (classic, *BARS, CONTEXT_COSINE):
             if bar == CONTEXT_COSINE and model != "autojudge-minilm":
                 continue
-            wins = total = 0
-            for rows in table.values():
-                mine, theirs = _r(rows.get(model)), _r(rows.get(bar))
-                if bar == "minilm-cosine" and theirs is None and model == "autojudge-minilm":
-                    continue
-                if mine is None or theirs is None:
-                    continue
-                total += 1
-                wins += mine > theirs
-            out[model][bar] = (wins, total)
+            measured = counted_once(name for name, rows in table.items()
+                                    if _r(rows.get(model)) is not None and _r(rows.get(bar)) is not None)
+            wins = sum(_r(table[name][model]) > _r(table[name][bar]) for name in measured)
+            out[model][bar] = (wins, len(measured))
     return out
 
 
@@ -106,8 +103,8 @@ def markdown(table, command: str, seconds: float, recovered: bool = True) -> str
             value = _r(row)
             cells.append("n/a" if value is None else f"{value:.3f}")
         lines.append(f"| {set_name} | {n} | " + " | ".join(cells) + " |")
-    lines += ["", "Sets on which each -minilm model's Pearson is higher than the bar's (of the sets where both "
-              "are measured):", ""]
+    lines += ["", "Sets on which each -minilm model's Pearson is higher than the bar's (of the distinct sets where "
+              "both are measured):", ""]
     for model, bars in verdicts(table).items():
         lines.append(f"- **{model}**: " + "; ".join(f"above {bar} on {w}/{t}" for bar, (w, t) in bars.items()))
     lines.append(END)
@@ -176,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     tried = tried_table(args.tried)  # read now, so that a bad line stops the command before the report's minutes
     started = time.time()
     table = run(args.store, args.sets, args.recover_references)
-    command = "python -m training minilm-report " + " ".join(
-        shlex.quote(a) for a in (argv if argv is not None else sys.argv[2:]))
+    command = with_environment("python -m training minilm-report " + " ".join(
+        shlex.quote(a) for a in (argv if argv is not None else sys.argv[2:])), RUN_ENVIRONMENT, os.environ)
     section = markdown(table, command.strip(), time.time() - started, args.recover_references)
     chosen = []
     for name in PAIRS:

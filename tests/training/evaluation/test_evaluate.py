@@ -129,6 +129,18 @@ def test_beats_baselines_counts_sets_where_a_model_tops_bleu_and_rouge():
     assert "ruber 1/2" in line and "length 1/2" in line and "bleu4 " not in line
 
 
+def test_beats_baselines_counts_a_set_and_its_copy_once():
+    from training.evaluation.evaluate import Result, beats_baselines
+
+    def row(name: str, **pearson):
+        return {m: Result(model=m, set=name, n=10, pearson=r) for m, r in pearson.items()}
+
+    sets = ["dailydialog_gupta_multiref", "xdial_dailydialog_gupta", "dstc7"]
+    results = {name: row(name, bleu4=0.1, **{"rouge-l": 0.2}, ruber=0.3) for name in sets}
+    line = beats_baselines(results, sets, ["bleu4", "rouge-l", "ruber"])
+    assert "ruber 2/2" in line and "distinct sets" in line
+
+
 @pytest.mark.data
 def test_evaluate_recovers_dailydialog_references_by_default(tmp_path):
     from training.data.references import with_recovered_references

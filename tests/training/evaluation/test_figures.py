@@ -74,8 +74,8 @@ def test_evaluation_md_prints_the_json_and_bolds_its_best() -> None:
             expected = f"{f'**{pearson}**' if bold else pearson} / {three(row['spearman'])}"
             assert cell.split(" (n=")[0] == expected, (model, name, cell)
     text = (REPO / "docs" / "evaluation.md").read_text(encoding="utf-8")
-    tallies = dict(re.findall(r"([\w-]+) (\d+/\d+)", text.split("beats both BLEU-4 and ROUGE-L (of the sets where "
-                                                                "all three ran): ")[1].split("\n")[0]))
+    tallies = dict(re.findall(r"([\w-]+) (\d+/\d+)", text.split("beats both BLEU-4 and ROUGE-L (of the distinct "
+                                                                "sets where all three ran): ")[1].split("\n")[0]))
     for model in EVALUATED:
         if "beats_bleu4_and_rouge_l" in DOC["standings"][model]:
             won, contested = DOC["standings"][model]["beats_bleu4_and_rouge_l"]
@@ -95,16 +95,15 @@ def readme_standings() -> dict[str, str]:
 
 
 def test_the_readmes_standings_are_the_jsons() -> None:
-    """Each "A/6" beats-both tally, each "best on K of 11" and each "(set .xyz)" figure; a model best on any
+    """Each "A/N" beats-both tally, each "best on K of M" and each "(set .xyz)" figure; a model best on any
     set says so."""
     rows = readme_standings()
     for model in EVALUATED:
         cell, standing = rows[model], DOC["standings"][model]
         best, contested = standing["best"]
-        tally = re.search(r"(\d+)/6", cell)
+        tally = re.search(r"(\d+)/(\d+)", cell)
         if tally and "beats_bleu4_and_rouge_l" in standing:
-            assert int(tally.group(1)) == standing["beats_bleu4_and_rouge_l"][0] and standing[
-                "beats_bleu4_and_rouge_l"][1] == 6, model
+            assert [int(tally.group(1)), int(tally.group(2))] == standing["beats_bleu4_and_rouge_l"], model
         claimed = re.search(r"best on (\d+) of (\d+)", cell)
         assert (claimed is not None) or best == 0, f"{model} is best on {best} sets; its README row says nothing"
         if claimed:
@@ -126,6 +125,22 @@ def test_the_standings_rules_bold_ties_and_need_a_contest() -> None:
     tie = {"m": {"s": {"pearson": 0.3}}, "bleu4": {"s": {"pearson": 0.3}}, "rouge-l": {"s": {"pearson": 0.1}}}
     assert figures.beats(tie, "m", ["s"]) == (0, 1)  # level with a baseline is no win
     assert standings["bleu4"] == {"best": [1, 3]}
+
+
+def test_the_standings_count_a_set_and_its_copy_once() -> None:
+    """xdial_conture_turn holds conture's items and xdial_dailydialog_gupta Gupta's: a win on both is one."""
+    def rows(**pearsons: float) -> dict[str, dict[str, float]]:
+        return {name: {"pearson": r} for name, r in pearsons.items()}
+
+    item_level = {"a": rows(conture=0.5, xdial_conture_turn=0.5, dstc7=0.1, dailydialog_gupta_multiref=0.6,
+                            xdial_dailydialog_gupta=0.6),
+                  "b": rows(conture=0.2, xdial_conture_turn=0.2, dstc7=0.3, dailydialog_gupta_multiref=0.1,
+                            xdial_dailydialog_gupta=0.1),
+                  "bleu4": rows(dstc7=0.2, dailydialog_gupta_multiref=0.3, xdial_dailydialog_gupta=0.3),
+                  "rouge-l": rows(dstc7=0.2, dailydialog_gupta_multiref=0.3, xdial_dailydialog_gupta=0.3)}
+    standings = figures.standings(item_level, list(figures.SETS))
+    assert standings["a"] == {"best": [2, 3], "beats_bleu4_and_rouge_l": [1, 2]}
+    assert standings["b"] == {"best": [1, 3], "beats_bleu4_and_rouge_l": [1, 2]}
 
 
 def test_a_trainers_correlations_move_to_training_run_once(tmp_path) -> None:
