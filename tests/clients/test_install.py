@@ -36,7 +36,7 @@ def test_a_fresh_venv_installs_the_client_and_reranks(server, tmp_path):
                           timeout=120, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["version"] == "2026.11.0" and report["file"].startswith(str(venv))
+    assert report["version"] == "2026.11.1" and report["file"].startswith(str(venv))
     expected = Client(server.url).rerank("autojudge-minilm", ["hi! how was your weekend?"],
                                          ["i don't know.", "great, i went hiking with my sister!", "no"])
     assert report["ranking"] == [[c.index, c.score] for c in expected.ranking]
