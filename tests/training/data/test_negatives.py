@@ -72,3 +72,15 @@ def test_the_cards_count_the_negative_sample_contexts_as_the_code_draws_them() -
     assert (f"all {len(drawn):,} there are, {from_positives:,} from DailyDialog++'s data_positives.json, "
             f"{from_adversarial:,} from its dev.json and test.json and "
             f"{len(drawn) - from_positives - from_adversarial:,} from DailyDialog train") in phrase
+
+
+@pytest.mark.data
+def test_the_stacks_cards_count_the_dstc7_repetition_negatives_as_the_code_draws_them() -> None:
+    """dstc7_copies keys DSTC7 train items by conversation; several conversations share one context."""
+    from training.unref.card import TEMPLATES
+
+    drawn = negatives.dstc7_copies(10**6, random.Random(0), repetitions=True)
+    conversations = drawn.kinds.count("copy")
+    distinct = len({tuple(c) for c in drawn.contexts})
+    assert f"{conversations} DSTC7 train conversations, {distinct} distinct contexts" in TEMPLATES.phrase(
+        "negatives.repetition")
