@@ -4,3 +4,4 @@ the same. YEAR.MONTH.N; it moves when the code or the HTTP contract's additions 
 from __future__ import annotations
 
 VERSION = "2026.11.1"
+TOOL = "dialscore"  # the key under which a result (report or /correlate, /human-eval answer) names VERSION

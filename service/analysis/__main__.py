@@ -25,7 +25,7 @@ from service.config import load_settings
 from service.errors import FieldsError, TooLarge
 from service.stats import DEFAULT_DESIGN, DESIGNS, METHODS, StatsInputError, correlate
 from service.stats.human_eval import HumanEvalInputError, assess
-from service.version import VERSION
+from service.version import TOOL, VERSION
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
@@ -84,7 +84,6 @@ def _write(out: Path, stem: str, result: dict, markdown: str) -> None:
     (out / f"{stem}.md").write_text(markdown, encoding="utf-8")
 
 
-TOOL = "dialscore"  # a report's key for the tool's version, which it cites (docs/citing.md)
 MAX_FIELD_LINES = 50  # field errors printed, one a line; a count for the rest
 
 CORRELATE_DEFAULTS = {"methods": list(METHODS), "confidence": 0.95, "resamples": 1000, "seed": 0,

@@ -27,6 +27,7 @@ from service.stats import StatsInputError, correlate as correlate_stats
 from service.stats.human_eval import HumanEvalInputError, assess
 from service.store.model_store import LOADING_RETRY_AFTER_S, ModelStore
 from service.store.readiness import pod_status, served_models
+from service.version import TOOL, VERSION
 
 
 # --- the models a request names ---------------------------------------------------------------
@@ -323,9 +324,10 @@ def correlate(body: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """/correlate: its sizes (413), then the statistics; numbers that cannot be correlated are 422."""
     limits.check_correlate(body, settings)
     try:
-        return correlate_stats(body["human"], body["scores"], systems=body["systems"], methods=body["methods"],
-                               confidence=body["confidence"], resamples=body["resamples"], seed=body["seed"],
-                               system_resampling=body["system_resampling"], inputs=body["inputs"])
+        return {TOOL: VERSION, **correlate_stats(
+            body["human"], body["scores"], systems=body["systems"], methods=body["methods"],
+            confidence=body["confidence"], resamples=body["resamples"], seed=body["seed"],
+            system_resampling=body["system_resampling"], inputs=body["inputs"])}
     except StatsInputError as exc:
         raise InvalidRequest(str(exc) or "The numbers cannot be correlated as given.", exc.fields) from None
 
@@ -334,8 +336,8 @@ def human_eval(body: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """/human-eval: its sizes (413), then Ji et al.'s assessment; ratings it cannot use are 422."""
     limits.check_human_eval(body, settings)
     try:
-        return assess(body["ratings"], reverse=body["reverse"], scale=tuple(body["scale"]),
-                      qc_system=body["qc_system"], alpha=body["alpha"], qc_criteria=body["qc_criteria"])
+        return {TOOL: VERSION, **assess(body["ratings"], reverse=body["reverse"], scale=tuple(body["scale"]),
+                                        qc_system=body["qc_system"], alpha=body["alpha"], qc_criteria=body["qc_criteria"])}
     except HumanEvalInputError as exc:
         raise InvalidRequest(str(exc) or "The ratings cannot be assessed as given.", exc.fields) from None
 

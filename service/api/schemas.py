@@ -506,6 +506,8 @@ _BY_METHOD = fields.Dict(keys=fields.String(), values=fields.Nested(CorrelationS
 
 
 class CorrelateResponseSchema(StrictSchema):
+    dialscore = fields.String(required=True, metadata={
+        "description": "The tool's version that computed this answer (docs/citing.md): cite it with the figures."})
     n = fields.Integer(required=True)
     metrics = fields.Dict(keys=fields.String(), required=True,
                           values=fields.Dict(keys=fields.String(validate=validate.OneOf(["item", "system"])),
@@ -560,6 +562,8 @@ class IntervalsSchema(StrictSchema):
 
 
 class HumanEvalResponseSchema(StrictSchema):
+    dialscore = fields.String(required=True, metadata={
+        "description": "The tool's version that computed this answer (docs/citing.md): cite it with the figures."})
     raters = fields.Nested(RatersSchema, required=True)
     systems = fields.List(fields.Nested(SystemSummarySchema), required=True, metadata={"description": "Best first."})
     intervals = fields.Nested(IntervalsSchema, required=True, metadata={

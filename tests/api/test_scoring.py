@@ -179,3 +179,16 @@ def test_a_number_past_a_double_is_named_as_such(client, path, body, field):
     response = client.post(path, data=body, content_type="application/json")
     assert response.status_code == 422
     assert response.get_json()["error"]["details"][field].startswith("A number too large for a double")
+
+
+def test_correlate_and_human_eval_answers_name_the_tool_version_that_computed_them(client):
+    """Figures a researcher publishes from the HTTP answers cite the version, as the reports' files do."""
+    from service.version import VERSION
+
+    human, metric = [1, 2, 3, 4, 5, 2], [2, 1, 4, 3, 5, 2]
+    answer = client.post("/correlate", json={"human": human, "scores": {"m": metric}, "resamples": 0})
+    assert answer.status_code == 200 and answer.get_json()["dialscore"] == VERSION
+    ratings = [{"rater": f"w{r}", "system": s, "item": f"d{r}{s}", "scores": {"fun": 50 + r + (s == "A") * 20}}
+               for r in range(3) for s in ("A", "B")]
+    answer = client.post("/human-eval", json={"ratings": ratings, "scale": [0, 100]})
+    assert answer.status_code == 200 and answer.get_json()["dialscore"] == VERSION, answer.get_json()
