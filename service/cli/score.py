@@ -183,23 +183,22 @@ def _trained_by(obj: dict[str, Any] | None, trained: list[TrainedItems]) -> list
 
 @dataclass
 class Means:
-    """Running sums of one row of the table (a system, or every line), and the scores, for its intervals."""
+    """One row of the table (a system, or every line): its lines, and each model's scores of them."""
 
     lines: int = 0
-    sums: dict[str, float] = field(default_factory=dict)
-    scored: dict[str, int] = field(default_factory=dict)
     values: dict[str, list[float]] = field(default_factory=dict)
 
     def add(self, scores: dict[str, float | None]) -> None:
         self.lines += 1
         for model, score in scores.items():
             if score is not None:
-                self.sums[model] = self.sums.get(model, 0.0) + score
-                self.scored[model] = self.scored.get(model, 0) + 1
                 self.values.setdefault(model, []).append(score)
 
+    def scored(self, model: str) -> int:
+        return len(self.values.get(model, ()))
+
     def mean(self, model: str) -> float | None:
-        return self.sums[model] / self.scored[model] if self.scored.get(model) else None
+        return sum(self.values[model]) / len(self.values[model]) if self.scored(model) else None
 
     def interval(self, model: str, settings: IntervalSettings) -> list[float] | None:
         return mean_interval(self.values.get(model, []), settings)
@@ -383,7 +382,7 @@ def as_json(summary: Summary, scorers: list[Scorer], settings: IntervalSettings 
     def row(means: Means) -> dict[str, Any]:
         return {"lines": means.lines, "means": {s.name: means.mean(s.name) for s in scorers},
                 "ci": {s.name: means.interval(s.name, settings) for s in scorers},
-                "scored": {s.name: means.scored.get(s.name, 0) for s in scorers}}
+                "scored": {s.name: means.scored(s.name) for s in scorers}}
 
     return {"dialscore": VERSION, "models": {s.name: s.version for s in scorers},
             "systems": {name: row(m) for name, m in summary.systems.items()}, ALL: row(summary.every),

@@ -34,8 +34,8 @@ Receive = Callable[[], Awaitable[dict]]
 PROBES = frozenset({"health.healthz", "health.readyz", "health.prometheus",  # never queued behind scoring
                     "inference_v2.live", "inference_v2.ready"})
 SCORING = frozenset({"inference_v2.infer"})  # scoring endpoints outside the scoring blueprint
-# The probes' queue, whatever DIALSCORE_MAX_QUEUE: they carry no body and take microseconds, and a probe
-# refused fails the pod's liveness or readiness.
+# The probes' queue, whatever DIALSCORE_MAX_QUEUE: they carry no body and take microseconds, and a refused
+# health check fails the pod's liveness or readiness.
 PROBE_QUEUE = 64
 UNTRACED = ",".join(sorted(readiness.PROBE_PATHS | readiness.V2_PROBE_PATHS | {"/metrics"}))
 # A refused body is read and dropped up to this many times the body limit, each part within

@@ -149,7 +149,7 @@ def test_while_the_models_load_scoring_is_answered_503_not_ready_unless_a_siblin
 def test_a_queue_of_zero_refuses_only_what_would_wait_and_never_a_probe(baseline_store):
     """DIALSCORE_MAX_QUEUE=0 means no waiting: a request a free thread takes is served, one after
     another; the probes keep a queue of their own, so that probes sent at once are all answered
-    (a probe refused fails the pod's liveness or readiness)."""
+    (a refused health check fails the pod's liveness or readiness)."""
     import dataclasses
 
     from service.app import create_app
