@@ -3,11 +3,18 @@
 # (or DIALSCORE_DATA_DIR), in dependency order, seeded. About 3 hours on a 2-core CPU, most of it
 # RUBER (80 min), VHRED pre-training (35 min) and MiniLM embeddings (30 min). Each step logs
 # progress; intermediate runs go to runs/ (ignored).
-#   STEPS="adem autojudge" scripts/train.sh    only some steps (names below)
+#   STEPS="adem-autojudge ruber" scripts/train.sh    only some steps (ALL_STEPS below; another name is refused)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PY:-.venv/bin/python}"
-STEPS="${STEPS:-components vhred adem-autojudge ruber minilm unref mh trained-items evaluate calibrate}"
+ALL_STEPS="components vhred adem-autojudge ruber minilm unref mh trained-items evaluate calibrate"
+STEPS="${STEPS:-$ALL_STEPS}"
+for name in $STEPS; do  # a misspelt step would otherwise train nothing and exit 0
+    if [[ " $ALL_STEPS " != *" $name "* ]]; then
+        echo "scripts/train.sh: no step '$name' in STEPS; the steps are: $ALL_STEPS" >&2
+        exit 2
+    fi
+done
 
 step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
 has() { [[ " $STEPS " == *" $1 "* ]]; }

@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m service") -> int:
         unknown = check_configuration(os.environ)
         check_port(load_server_settings(os.environ), os.environ)
     except (ValueError, KeyError) as exc:
-        log.error("%s: %s", prog, exc, extra={"exit_status": 2})
+        log.error("%s: %s", prog, named_as_given(str(exc), args), extra={"exit_status": 2})
         return 2
     for name in unknown:
         log.warning("%s is set but nothing reads it (misspelt?); it has no effect", name)
@@ -43,6 +43,15 @@ def main(argv: list[str] | None = None, prog: str = "python -m service") -> int:
     sys.argv = ["gunicorn", "-c", str(CONFIG), "--no-control-socket", "service.server.front:create_front()"]
     run()
     return 0
+
+
+def named_as_given(message: str, args: argparse.Namespace) -> str:
+    """`message` naming the option, where the bad value came from one (`--port 80: ...`), not its variable."""
+    for name in ("host", "port", "workers", "model_store"):
+        variable = f"DIALSCORE_{name.upper()}="
+        if getattr(args, name) is not None and message.startswith(variable):
+            return f"--{name.replace('_', '-')} {message[len(variable):]}"
+    return message
 
 
 if __name__ == "__main__":

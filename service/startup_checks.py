@@ -8,12 +8,12 @@ import errno
 import ipaddress
 import json
 import logging
-import os
 import socket
 import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import fields
+from pathlib import Path
 
 from service.config import Settings, absolute_folder, check_writable, env_name, load_server_settings, refuse_unknown_providers
 
@@ -70,16 +70,27 @@ def check_host(host: str) -> None:
 
 
 def check_store(settings: Settings) -> None:
-    """ValueError where DIALSCORE_MODEL_STORE is no folder or lacks a model DIALSCORE_MODELS names: the
-    workers would serve /readyz 503 for good, a pod restarted until its startup probe gives up."""
+    """ValueError where DIALSCORE_MODEL_STORE is no folder or lacks a model DIALSCORE_MODELS names (a
+    component, which models share, is no model): the workers would serve /readyz 503 for good, a pod
+    restarted until its startup probe gives up."""
     root = settings.model_store
     if not root.is_dir():
         raise ValueError(f"DIALSCORE_MODEL_STORE={str(root)!r}: no such folder; give the model store's folder")
-    missing = [name for name in settings.models if not os.path.lexists(root / name / "manifest.json")]
+    kinds = {path.parent.name: manifest_kind(path) for path in root.glob("*/manifest.json")}
+    missing = [name for name in settings.models if kinds.get(name, "component") == "component"]
     if missing:
-        held = sorted(p.parent.name for p in root.glob("*/manifest.json"))
+        held = sorted(name for name, kind in kinds.items() if kind != "component")
+        parts = [f"{name!r}" + (" (a component that models share)" if name in kinds else "") for name in missing]
         raise ValueError(f"DIALSCORE_MODELS={','.join(settings.models)!r}: {root} holds no model "
-                         f"{', '.join(map(repr, missing))}; it holds {', '.join(held) or 'none'}")
+                         f"{', '.join(parts)}; its models are {', '.join(held) or 'none'}")
+
+
+def manifest_kind(path: Path) -> str | None:
+    """The manifest's `kind`; None where it does not read (the store reports that manifest when it loads)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("kind")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def check_port(settings: Settings, environ: Mapping[str, str]) -> None:

@@ -208,13 +208,16 @@ def test_the_openvino_cache_may_start_at_the_home_folder():
 
 
 def test_a_store_that_is_not_there_or_lacks_a_named_model_is_refused_naming_the_variable(tmp_path):
-    """Started anyway, every worker would answer /readyz 503 for good."""
+    """Started anyway, every worker would answer /readyz 503 for good; a component is no model."""
     from service.startup_checks import check_store
 
     with pytest.raises(ValueError, match=r"^DIALSCORE_MODEL_STORE='.*no-store': no such folder"):
         check_store(load_server_settings({"DIALSCORE_MODEL_STORE": str(tmp_path / "no-store")}))
-    with pytest.raises(ValueError, match=r"^DIALSCORE_MODELS='length,lenght': .* holds no model 'lenght'; it holds .*length"):
+    with pytest.raises(ValueError, match=r"^DIALSCORE_MODELS='length,lenght': .* holds no model 'lenght'; its models are .*length"):
         check_store(load_server_settings({"DIALSCORE_MODELS": "length,lenght"}))
+    with pytest.raises(ValueError, match=r"holds no model 'glove-50d' \(a component that models share\); its models ar") as refused:
+        check_store(load_server_settings({"DIALSCORE_MODELS": "glove-50d"}))
+    assert "bleu4" in str(refused.value) and "minilm-l6" not in str(refused.value)  # models only, never components
     check_store(load_server_settings({"DIALSCORE_MODELS": "length,bleu4"}))
     assert check_configuration({"DIALSCORE_MODELS": "length"}) == []
 
@@ -249,3 +252,7 @@ def test_python_m_service_and_dialscore_serve_refuse_a_port_in_use_in_one_line_n
             lines = [line for line in done.stderr.splitlines() if line.strip()]
             assert done.returncode == 2 and len(lines) == 1, done.stderr
             assert f"{prog}: DIALSCORE_PORT=" in lines[0] and "is in use" in lines[0], lines
+        given = subprocess.run([sys.executable, "-m", "service.cli", "serve", "--port", env.pop("DIALSCORE_PORT")],
+                               cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+        assert given.returncode == 2 and "dialscore serve: --port " in given.stderr, given.stderr  # what was given
+        assert "DIALSCORE_PORT" not in given.stderr, given.stderr

@@ -21,3 +21,14 @@ def test_make_train_retrains_every_stacked_recipe_behind_its_encoders_guard() ->
     for name, number in trained.items():
         inside = guard < number and lines[number].startswith("        ")  # the guard's block, indented twice
         assert inside == (MPNET in RECIPES[name].uses), name
+
+
+def test_a_step_name_train_sh_does_not_know_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    """`STEPS="adem autojudge"` (the step is adem-autojudge) matched no step: nothing trained, exit 0."""
+    import subprocess
+
+    done = subprocess.run(["bash", str(SCRIPT)], env={"STEPS": "adem autojudge", "PATH": "/usr/bin:/bin",
+                                                      "PY": str(tmp_path / "no-python")},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "no step 'adem'" in done.stderr and "adem-autojudge" in done.stderr, done
+    assert "===" not in done.stdout  # no step started
