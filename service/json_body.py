@@ -125,7 +125,7 @@ def find_problem(data: Any, raw: bytes, max_depth: int) -> Problem | None:
     bytes cannot encode one): a large ordinary body costs one pass over its containers."""
     strings = _SURROGATE_ESCAPE.search(raw) is not None
     constants = _CONSTANT_WORD.search(raw) is not None  # the words may stand only where a number can
-    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    stack: list[tuple[Any, str, int]] = [(data, "", 1)]  # the body is level 1, as DIALSCORE_MAX_JSON_DEPTH counts
     while stack:
         value, path, depth = stack.pop()
         if depth > max_depth:

@@ -21,9 +21,11 @@ def test_lone_surrogates_are_named_by_path_in_values_and_keys() -> None:
 
 
 def test_depth_is_counted_from_the_body() -> None:
+    """The body is level 1: a limit of 5 admits the five levels of a dialogue body, and no sixth."""
     assert _check(b"[" * 5 + b"]" * 5, depth=5) is None
+    assert _check(b"[" * 6 + b"]" * 6, depth=5).too_deep
     problem = _check(b'{"a": ' + b"[" * 6 + b"]" * 6 + b"}", depth=5)
-    assert problem.path == "a.0.0.0.0.0" and "5 levels" in problem.message  # the innermost list is the sixth level
+    assert problem.path == "a.0.0.0.0" and "5 levels" in problem.message  # its fifth list is the sixth level
     assert problem.too_deep  # a limit: the service answers 413 too_large
 
 
@@ -59,7 +61,7 @@ def test_parse_is_one_reader_for_bodies_lines_files_and_manifests() -> None:
             parse_object(raw, max_depth=4)
     with pytest.raises(TooDeep) as deep:
         parse_object(b'{"a": [[[[[1]]]]]}', max_depth=4)
-    assert deep.value.path == "a.0.0.0.0"
+    assert deep.value.path == "a.0.0.0"  # the body is level 1: its fourth list is the fifth
     assert parse_object(b'{"a": NaN}', max_depth=4)["a"] != 0
     with pytest.raises(NotFinite):
         parse_object(b'{"a": 1e999}', max_depth=4, finite=True)

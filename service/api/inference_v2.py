@@ -98,6 +98,10 @@ def infer(name: str, version: str | None = None) -> Response:
 # --- from tensors to the v1 bodies ------------------------------------------------------------------
 def _score(name: str, tensors: dict[str, Tensor], options: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     _known(tensors, ("turns",) + ITEM_INPUTS)
+    if "turns" in tensors and (beside := sorted(set(tensors) & set(ITEM_INPUTS))):
+        raise InvalidRequest(f"`turns` scores whole dialogues, which read no {beside[0]!r}; send `turns` alone, "
+                             "or context and response without it.", {f"inputs.{n}": "Not read beside `turns`."
+                                                                       for n in beside})
     if "turns" in tensors:
         items = [{"turns": _json_array(value, "turns", i)} for i, value in enumerate(tensors["turns"].values)]
     else:
@@ -106,7 +110,7 @@ def _score(name: str, tensors: dict[str, Tensor], options: dict[str, Any]) -> tu
         references = _per_item(tensors, "reference", len(responses)) if "reference" in tensors else None
         items = []
         for i, response in enumerate(responses):
-            item: dict[str, Any] = {"context": _turns(contexts[i], i), "response": response}
+            item: dict[str, Any] = {"context": context_turns(contexts[i], i), "response": response}
             if references is not None:
                 item["reference"] = references[i]
             items.append(item)
@@ -129,7 +133,7 @@ def _rerank(name: str, tensors: dict[str, Tensor], options: dict[str, Any],
     reference = tensors["reference"].values if "reference" in tensors else [None]
     if len(reference) != 1:
         raise InvalidRequest("A re-ranking reads at most one `reference`.", {"inputs.reference": "One element."})
-    body = {"model": name, "context": _turns(context[0], 0), "candidates": _required(tensors, "response").values,
+    body = {"model": name, "context": context_turns(context[0], 0), "candidates": _required(tensors, "response").values,
             "reference": reference[0], "top_k": top_k, "options": options}
     with _v2_names(_rerank_path):
         answer = dataplane.rerank(store(), validate(RERANK_REQUEST, body), settings())
@@ -198,20 +202,27 @@ def _per_item(tensors: dict[str, Tensor], name: str, count: int) -> list[str]:
     return values
 
 
-def _turns(value: str, index: int) -> list[str]:
+def context_turns(value: str, index: int) -> list[str]:
     """A context element: the turns of the JSON array of strings it is, else its lines. Text that only
     looks like an array ("[laughs] that is funny") is text; an array of anything but strings is a 422."""
     if not value.lstrip().startswith("["):
-        return value.split("\n")
+        return lines(value)
     try:
         turns = _embedded_json(value, f"inputs.context.{index}")
     except NotJson:
-        return value.split("\n")
+        return lines(value)
     if not isinstance(turns, list) or not all(isinstance(t, str) for t in turns):
         raise InvalidRequest(f"Element {index} of 'context' is a JSON array, but of other things than strings "
                              "(the turns); send an array of strings, or the turns joined by newlines.",
                              {f"inputs.context.{index}": "Not an array of strings."})
     return turns
+
+
+def lines(text: str) -> list[str]:
+    """The turns of text joined by newlines: LF or CRLF ends a turn, and a final one ends the last turn
+    (it would otherwise add an empty turn, which changes a context-reading model's score)."""
+    turns = text.replace("\r\n", "\n").split("\n")
+    return turns[:-1] if len(turns) > 1 and not turns[-1] else turns
 
 
 def _json_array(value: str, name: str, index: int) -> list[Any]:

@@ -174,14 +174,17 @@ class _Resampled:
 def _weighted_pearson(weights: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Pearson r of each resample given as item multiplicities, for fixed values x, y (n,).
 
-    Sums of products are matrix-vector products over the original items; x and y should be
-    centred on their overall means so that the one-pass moments lose no precision.
+    Two passes: deviations from each resample's own mean. One-pass moments (sums of squares less the
+    squared mean) cancel where one value lies far from the spread of the rest, which turned
+    resamples with no constant side into NaN.
     """
     total = weights[0].sum()
-    mx, my = weights @ x / total, weights @ y / total
-    sxy = weights @ (x * y) - total * mx * my
-    sxx = weights @ (x * x) - total * mx * mx
-    syy = weights @ (y * y) - total * my * my
+    xc = x - (weights @ x / total)[:, None]
+    yc = y - (weights @ y / total)[:, None]
+    weighted_x = weights * xc
+    sxy = np.einsum("ij,ij->i", weighted_x, yc)
+    sxx = np.einsum("ij,ij->i", weighted_x, xc)
+    syy = np.einsum("ij,ij->i", weights * yc, yc)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.clip(sxy / np.sqrt(sxx * syy), -1.0, 1.0)
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from service.errors import FieldsError
+from service.text import canonical
 from service.stats.agreement import krippendorff_alpha_interval
 from service.stats.bootstrap import (MIN_BOOTSTRAP, UNDEFINED_REASON, bootstrap_distributions, bootstrap_p,
                                      decimal_ties, min_resamples, paired_bootstrap_from, percentile_interval,
@@ -232,8 +233,9 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
     n = int(means.size)
     if n < MIN_ITEMS:
         raise StatsInputError({"human": f"Give at least {MIN_ITEMS} items (got {n})."})
-    # object, not a numpy string array: that drops trailing NUL characters, and merged "c\u0000" into "c"
-    labels_given = None if systems is None else np.asarray([str(s) for s in systems], dtype=object)
+    # object, not a numpy string array: that drops trailing NUL characters, and merged "c\u0000" into "c";
+    # in NFC, so that two spellings of one label ("café" composed or not) are one system
+    labels_given = None if systems is None else np.asarray([canonical(str(s)) for s in systems], dtype=object)
     order = canonical_order(means, metrics, labels_given)
     means = means[order]
     metrics = {name: values[order] for name, values in metrics.items()}
@@ -263,7 +265,7 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
         by_inputs = inputs is not None and design != SYSTEMS
         input_groups, input_count = None, None
         if by_inputs:
-            input_groups = np.unique(np.asarray([str(x) for x in inputs], dtype=object)[order], return_inverse=True)[1]
+            input_groups = np.unique(np.asarray([canonical(str(x)) for x in inputs], dtype=object)[order], return_inverse=True)[1]
             input_count = int(input_groups.max()) + 1
         # The draws pick systems (inputs) by id: ids in the order of their contents, not of their labels.
         rows = list(zip(means.tolist(), *(metrics[name].tolist() for name in sorted(metrics))))

@@ -10,7 +10,7 @@ import numpy as np
 from scipy import stats as sps
 
 from service.errors import FieldsError
-from service.text import is_blank
+from service.text import canonical, is_blank
 
 
 class HumanEvalInputError(FieldsError):
@@ -18,6 +18,7 @@ class HumanEvalInputError(FieldsError):
 
 
 OVERALL = "overall"  # the key of the mean over criteria in each system's `raw`
+LABELS = ("rater", "system", "item")
 # The level of each system's `overall_z_ci`; fixed, not the quality-control threshold `alpha`, which
 # decides which raters pass and has nothing to say about how wide a system's interval should be.
 CI_CONFIDENCE = 0.95
@@ -55,7 +56,7 @@ def _check(ratings: list[dict], reverse: Sequence[str], scale: tuple[float, floa
                                                f"(ratings.{seen[pair]}); each rater rates an item once.")
             else:
                 seen[pair] = i
-        for key in ("rater", "system", "item"):
+        for key in LABELS:
             if not isinstance(rating.get(key), str) or is_blank(rating[key]):
                 errors[f"ratings.{i}.{key}"] = f"Must name the {key} (not blank)."
         scores = rating.get("scores") or {}
@@ -206,7 +207,10 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
     z-score over passed raters; every ordered pair of systems gets a one-sided rank-sum test (scipy's
     Mann-Whitney U). `ratings`: [{"rater", "system", "item", "scores": {criterion: number}}].
     Without `qc_system` every rater passes. `qc_criteria` (default: the positive criteria, as upstream)
-    are those the quality-control test pools. `n_ratings` is Table 3's N."""
+    are those the quality-control test pools. `n_ratings` is Table 3's N. Labels are read in NFC: two
+    spellings of one name ("café" composed or not) are one rater, system or item."""
+    ratings = [{**r, **{k: canonical(r[k]) for k in LABELS if isinstance(r.get(k), str)}} for r in ratings]
+    qc_system = canonical(qc_system) if isinstance(qc_system, str) else qc_system
     criteria = _check(ratings, list(reverse), scale, qc_system, alpha)
     reversed_names = set(reverse)
     if qc_criteria is None:

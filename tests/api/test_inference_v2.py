@@ -76,6 +76,8 @@ def test_a_rerank_gives_index_and_score_best_first(client):
     ({"parameters": {"top_k": 1}, "inputs": [_text("response", ["a"]), _text("context", ["b"])]}, 422, "re-ranking"),
     ({"parameters": {"rerank": True}, "inputs": [_text("turns", ['[{"speaker": "a", "text": "b"}]'])]}, 422,
      "whole dialogue"),
+    ({"inputs": [_text("turns", ['[{"speaker": "a", "text": "b"}]']), _text("response", ["x"])]}, 422,
+     "which read no 'response'"),  # it was dropped unread
 ])
 def test_malformed_requests_are_4xx_in_the_protocols_form(client, body, status, words):
     answer = _infer(client, "length", body)
@@ -165,6 +167,22 @@ def test_a_context_is_a_json_array_only_where_it_parses_as_one(client, context, 
     v1 = client.post("/score", json={"model": "bleu4", "items": [
         {"context": turns, "response": "ha", "reference": "so funny"}]}).get_json()
     assert answer.get_json()["outputs"][0]["data"] == v1["scores"]
+
+
+@pytest.mark.parametrize("context,turns", [
+    ("how was your day?\n", ["how was your day?"]),  # a final newline ends the last turn
+    ("hi\r\nhow was your day?\r\n", ["hi", "how was your day?"]),
+    ("hi\n\nhow was your day?", ["hi", "", "how was your day?"]),  # a blank turn inside stays
+    ("hi\n\n", ["hi", ""]),
+    ("", [""]),
+    ("[laughs]\nwhat next?\n", ["[laughs]", "what next?"]),
+    ('["hello\\n"]', ["hello\n"]),  # an array's turns are as sent
+])
+def test_context_lines_end_at_lf_or_crlf_and_a_final_newline_adds_no_turn(client, context, turns):
+    from service.api.inference_v2 import context_turns
+
+    with client.application.app_context():  # an array is held to the app's JSON limits
+        assert context_turns(context, 0) == turns
 
 
 @pytest.mark.parametrize("context", ["[1, 2]", '["a", {"b": 1}]', "[null]"])

@@ -33,6 +33,13 @@ def test_systems_that_differ_only_by_a_trailing_nul_are_not_merged() -> None:
     assert sorted(body["systems"]["labels"]) == ["a", "b", "c", "c\u0000"]
 
 
+def test_two_unicode_spellings_of_a_system_label_are_one_system() -> None:
+    """"café" composed and decomposed were two systems; labels are read in NFC."""
+    systems = ["caf\u00e9", "cafe\u0301", "b", "b", "c", "c", "d", "d"] * 5
+    body = correlate(HUMAN[:40].tolist(), {"good": GOOD[:40].tolist()}, systems, resamples=0)
+    assert sorted(body["systems"]["labels"]) == ["b", "c", "caf\u00e9", "d"]
+
+
 def test_correlate_body_item_and_system_levels() -> None:
     systems = [f"s{i % 5}" for i in range(40)]
     body = correlate(HUMAN.tolist(), {"good": GOOD.tolist(), "poor": POOR.tolist()}, systems, resamples=200)

@@ -80,6 +80,19 @@ def test_without_a_quality_control_system_everyone_passes() -> None:
     assert {s["system"] for s in body["systems"]} == set(SYSTEMS)
 
 
+def test_two_unicode_spellings_of_a_label_are_one_rater_system_and_item() -> None:
+    """A rater named "café" composed and decomposed counted as two raters, each rating the item once."""
+    ratings = [{"rater": "caf\u00e9", "system": "good", "item": "1", "scores": {"fun": 50}},
+               {"rater": "cafe\u0301", "system": "good", "item": "1", "scores": {"fun": 40}}]
+    with pytest.raises(HumanEvalInputError, match="already rated item"):
+        assess(ratings)
+    ratings[1]["item"] = "2"
+    ratings += [{"rater": "caf\u00e9", "system": "b\u00e1d", "item": f"q{i}", "scores": {"fun": 5 + i}} for i in range(3)]
+    body = assess(ratings, qc_system="ba\u0301d")  # the quality-control system in the other spelling
+    assert body["raters"]["passed"] + body["raters"]["failed"] == ["caf\u00e9"]
+    assert body["raters"]["p"]["caf\u00e9"] is not None  # its quality-control ratings were found
+
+
 def test_a_rater_who_never_varies_fails_without_nan() -> None:
     ratings = synthetic(careful=2, careless=0)
     ratings += [{"rater": "flat", "system": s, "item": f"flat-{s}", "scores": {"fun": 50, "robotic": 50}}
