@@ -16,6 +16,8 @@ def test_an_interval_is_scipys_percentile_bootstrap_of_the_mean() -> None:
                           rng=np.random.default_rng(9)).confidence_interval
     assert mean_interval(values.tolist(), IntervalSettings(0.8, 300, 9)) == pytest.approx([found.low, found.high])
     assert mean_interval([1.0], IntervalSettings()) is None and mean_interval([1.0, 2.0], IntervalSettings(0.95, 0)) is None
+    low, high = mean_interval([1.0, 2.0], IntervalSettings())  # two lines are enough (docs/commands.md)
+    assert 1.0 <= low <= 1.5 <= high <= 2.0
 
 
 def test_a_large_files_interval_is_drawn_in_chunks() -> None:

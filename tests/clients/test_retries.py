@@ -120,3 +120,11 @@ def test_a_4xx_is_not_retried(server):
         with pytest.raises(InvalidRequest):
             client.score("adem", [{"context": ["hello"], "response": "hi"}])
     assert hop.exchanges == [("GET", "/models", 200), ("POST", "/score", 422)]
+
+
+def test_backoff_is_half_fixed_half_random_so_clients_that_failed_together_spread_out() -> None:
+    for attempt in (1, 3, 20):
+        delay = min(transport.MAX_BACKOFF, transport.FIRST_BACKOFF * 2.0 ** (attempt - 1))
+        waits = [transport.backoff(attempt) for _ in range(200)]
+        assert all(delay / 2 <= wait <= delay for wait in waits)
+        assert max(waits) - min(waits) > delay / 4  # drawn, not one value for every client

@@ -109,3 +109,18 @@ def test_costs_are_learnt_per_endpoint_and_model_and_scale_with_the_body():
     assert admission.estimate(light) is None  # another model's time says nothing of this one
     smaller = Ticket("/score", 1 << 18, 9.0, 10.0, model='"minilm-cosine"')
     assert admission.estimate(smaller) == 2.0  # a quarter of the body, a quarter of the time
+
+
+def test_retry_after_is_at_least_one_second_even_with_no_wait():
+    """A request refused with a free thread (its expected run alone passes its budget) has no wait ahead:
+    Retry-After 0 would invite every client back at once."""
+    from service.server.admission import retry_after
+
+    assert retry_after(0.0) == 1 and retry_after(0.2) == 1 and retry_after(1.2) == 2 and retry_after(1e9) == 30
+    admission = Admission(threads=2, max_queue=4)
+    first = Ticket("/score", 100, 0.0, 5.0)
+    admission.offer(first, 0.0)
+    admission.due(0.0)
+    admission.finished(first, 0.4)  # this kind takes 0.4 s
+    refusal = admission.offer(Ticket("/score", 100, 1.0, 1.3), 1.0)
+    assert refusal is not None and refusal.details["expected_wait_s"] == 0.0 and refusal.headers["Retry-After"] == "1"

@@ -23,7 +23,8 @@ def test_the_budget_is_the_header_else_the_default_and_a_bad_one_is_400():
     assert budget_of(None, 30.0) == 30.0
     assert budget_of("0.25", 30.0) == 0.25
     assert budget_of("2.", 30.0) == 2.0 and budget_of(".5", 30.0) == 0.5
-    for bad in ("0", "-1", "nan", "inf", "soon", "3601", "1_0", "1e3", "+2", " 5", "0x10", "٣", ""):
+    assert budget_of("3600", 30.0) == 3600.0  # the most API.md allows, and the client's MAX_BUDGET
+    for bad in ("0", "-1", "nan", "inf", "soon", "3601", "3600.001", "1_0", "1e3", "+2", " 5", "0x10", "٣", ""):
         with pytest.raises(BadHeader) as raised:
             budget_of(bad, 30.0)
         assert raised.value.status == 400 and raised.value.details == {"X-Request-Timeout": bad}
@@ -173,6 +174,82 @@ def test_a_queue_of_zero_refuses_only_what_would_wait_and_never_a_probe(baseline
         probes = [Client("GET", path, b"") for path in paths * 10]
         statuses = asyncio.run(at_once(probes))
         assert statuses == [200] * len(probes), statuses
+    finally:
+        for lane in (front.probes, front.scoring, front.research, front.other):
+            lane.run.executor.shutdown(wait=True)
+
+
+def _front_with(baseline_store, **settings):
+    import dataclasses
+
+    from service.app import create_app
+    from service.config import load_server_settings
+    from service.server.front import Front
+
+    app = create_app({"model_store": baseline_store, "load_sync": True})
+    return Front(app, dataclasses.replace(load_server_settings(), **settings)), app
+
+
+def _status_of(front, client) -> int | None:
+    asyncio.run(front(client.scope(), client.receive, client.send))
+    return client.status
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_body_of_exactly_the_limit_is_read_and_one_byte_more_is_413(baseline_store, chunked):
+    """DIALSCORE_MAX_BODY_BYTES is the largest body taken: the client packs batches up to it."""
+    from tests.asgi_client import Client
+
+    body = b'{"model": "length", "items": [{"context": ["a"], "response": "b"}]}'
+    front, _ = _front_with(baseline_store, max_body_bytes=len(body) + 40)
+    try:
+        at_limit = body[:-1] + b" " * 40 + b"}"
+        for parts in (1, 3):
+            assert _status_of(front, Client("POST", "/score", at_limit, parts=parts, chunked=chunked)) == 200
+            assert _status_of(front, Client("POST", "/score", at_limit[:-1] + b" }", parts=parts,
+                                            chunked=chunked)) == 413
+    finally:
+        for lane in (front.probes, front.scoring, front.research, front.other):
+            lane.run.executor.shutdown(wait=True)
+
+
+def test_the_bytes_held_for_bodies_are_bounded_at_the_setting_itself(baseline_store):
+    """DIALSCORE_MAX_PENDING_BYTES: a body that brings the worker's held bytes to it is read; one byte past
+    it is 503 overloaded."""
+    import json
+
+    from tests.asgi_client import Client
+
+    body = b'{"model": "length", "items": [{"context": ["a"], "response": "b"}]}'
+    front, _ = _front_with(baseline_store, max_pending_bytes=len(body))
+    try:
+        assert _status_of(front, Client("POST", "/score", body)) == 200
+        over = Client("POST", "/score", body[:-1] + b" }")
+        assert _status_of(front, over) == 503
+        assert json.loads(over.messages[1]["body"])["error"]["code"] == "overloaded"
+    finally:
+        for lane in (front.probes, front.scoring, front.research, front.other):
+            lane.run.executor.shutdown(wait=True)
+
+
+def test_an_answer_written_after_its_deadline_is_counted_late(baseline_store):
+    """dialscore_finished_late_total, which the load test's overload runs must keep at 0: a request of a
+    kind not measured yet is admitted to a free thread whatever its budget, and a bootstrap of 10,000
+    resamples of 200 items outlasts a budget of 1 ms."""
+    import json
+
+    from tests.asgi_client import Client
+    from tests.conftest import metric_sample
+
+    front, app = _front_with(baseline_store)
+    human = [float(i % 7) for i in range(200)]
+    body = json.dumps({"human": human, "scores": {"m": human[::-1]}, "resamples": 10000}).encode()
+    try:
+        before = metric_sample(app.test_client(), "dialscore_finished_late_total")
+        assert _status_of(front, Client("POST", "/correlate", body, budget="0.001")) == 200
+        assert metric_sample(app.test_client(), "dialscore_finished_late_total") == before + 1
+        assert _status_of(front, Client("POST", "/correlate", body, budget="60")) == 200
+        assert metric_sample(app.test_client(), "dialscore_finished_late_total") == before + 1
     finally:
         for lane in (front.probes, front.scoring, front.research, front.other):
             lane.run.executor.shutdown(wait=True)
