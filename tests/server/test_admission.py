@@ -1,4 +1,6 @@
 """Which requests a worker takes on and when each starts, on a clock of the test's own."""
+import pytest
+
 from service.server.admission import Admission, Ticket
 
 
@@ -124,3 +126,22 @@ def test_retry_after_is_at_least_one_second_even_with_no_wait():
     admission.finished(first, 0.4)  # this kind takes 0.4 s
     refusal = admission.offer(Ticket("/score", 100, 1.0, 1.3), 1.0)
     assert refusal is not None and refusal.details["expected_wait_s"] == 0.0 and refusal.headers["Retry-After"] == "1"
+
+
+def test_expected_times_are_moving_averages_weighting_the_newest_by_smoothing():
+    """After 1 s then 2 s, a kind is expected to take 0.8 x 1 + 0.2 x 2 = 1.2 s; a request running past its
+    expected time still counts a tenth of it as work ahead."""
+    from service.server.admission import SMOOTHING
+
+    admission = Admission(threads=1, max_queue=4)
+    for took in (1.0, 2.0):
+        ticket = Ticket("/score", 100, 0.0, 50.0)
+        admission.offer(ticket, 0.0)
+        admission.due(0.0)
+        admission.finished(ticket, took)
+    expected = (1 - SMOOTHING) * 1.0 + SMOOTHING * 2.0
+    assert admission.expected(Ticket("/score", 100, 0.0, 50.0)) == pytest.approx(expected)
+    running = Ticket("/score", 100, 1.0, 50.0)
+    admission.offer(running, 1.0)
+    admission.due(1.0)
+    assert admission.start_wait(11.0) == pytest.approx(0.1 * expected)  # 10 s in, far past 1.2 s

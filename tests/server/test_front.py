@@ -52,6 +52,9 @@ def test_open_inference_protocol_paths_take_the_lanes_of_their_v1_twins(front):
     assert lane("GET", "/v2/health/ready") is front.probes
     assert lane("GET", "/v2/models/length") is front.other
     assert lane("POST", "/score") is front.scoring and front.route("POST", "/score")[2] == []
+    assert lane("POST", "/rerank") is front.scoring
+    assert lane("POST", "/correlate") is front.research and lane("POST", "/human-eval") is front.research
+    assert lane("GET", "/models") is front.other
     assert front.cost_key(front.route("POST", "/v2/models/length/infer")[2]) == "length"
     assert front.cost_key(front.route("POST", "/v2/models/made-up/infer")[2]) == SHARED_COST_KEY
 
