@@ -28,6 +28,7 @@ TRACER = trace.get_tracer("dialscore")  # a proxy: records once a provider is se
 _initialised_in: int | None = None  # the pid whose provider is set
 F = TypeVar("F", bound=Callable[..., Any])
 _OFF = nullcontext(trace.INVALID_SPAN)
+QUERY_ATTRIBUTES = frozenset({"http.url", "http.target", "url.full", "url.query"})  # both HTTP conventions'
 
 
 def wanted(environ: Mapping[str, str]) -> str | None:
@@ -73,14 +74,28 @@ def init_tracing(environ: Mapping[str, str] = os.environ) -> bool:
     return True
 
 
-def server_spans(app: Any, untraced_paths: str) -> Any:
+def server_spans(app: Any, untraced_paths: str, name_of: Callable[[dict], str]) -> Any:
     """`app` (ASGI) inside a server span per request, continuing the caller's W3C traceparent, where
-    OTEL_* asks for tracing; None where it does not. `untraced_paths`: comma-separated (the probes)."""
+    OTEL_* asks for tracing; None where it does not. `untraced_paths`: comma-separated (the probes).
+    A span is named `name_of(scope)` (method and route: `POST /score`), never by the path a client spells,
+    which would make span names without bound; its URLs keep query names, not values, as the logs do."""
     if not init_tracing():
         return None
     from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 
-    return OpenTelemetryMiddleware(app, excluded_urls=untraced_paths, exclude_spans=["receive", "send"])
+    from service.observability.logs import query_names, without_query_values
+
+    def named(scope: dict) -> tuple[str, dict]:
+        return name_of(scope), {}
+
+    def without_values(span: trace.Span, scope: dict) -> None:
+        given = getattr(span, "attributes", None) or {}
+        for key in QUERY_ATTRIBUTES & set(given):
+            value = str(given[key])
+            span.set_attribute(key, query_names(value) if key == "url.query" else without_query_values(value))
+
+    return OpenTelemetryMiddleware(app, excluded_urls=untraced_paths, exclude_spans=["receive", "send"],
+                                   default_span_details=named, server_request_hook=without_values)
 
 
 def traced(name: str) -> Callable[[F], F]:
@@ -96,8 +111,9 @@ def traced(name: str) -> Callable[[F], F]:
 
 def record(name: str, started: float, **attributes: Any) -> None:
     """A span that began at `started` (time.monotonic()) and ends now, a child of the current span:
-    for a wait measured before anything could run inside it (a request's admission)."""
-    if _initialised_in is None:
+    for a wait measured before anything could run inside it (a request's admission). None where the
+    request is not traced (the probes): it would be a root span of its own."""
+    if _initialised_in is None or not trace.get_current_span().is_recording():
         return
     begun = time.time_ns() - int((time.monotonic() - started) * 1e9)
     TRACER.start_span(name, start_time=begun, attributes=attributes).end()

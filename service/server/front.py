@@ -134,7 +134,8 @@ class Front:
         self.recycle: Callable[[], None] = lambda: None
         self.max_requests = self.answered = 0
         self._timer: asyncio.TimerHandle | None = None
-        self._traced = tracing.server_spans(self.answer, UNTRACED)
+        self._traced = tracing.server_spans(self.answer, UNTRACED, lambda scope: metrics.method_label(
+            scope["method"]) + " " + self.route(scope["method"], origin_form(scope)["path"])[1])
 
     def route(self, method: str, path: str) -> tuple[Lane, str, list[object]]:
         """The lane of the route the app matches `path` to, the route (or "unmatched"), and the model the
