@@ -24,9 +24,14 @@ HEADROOM = 0.3
 WAIT_FACTOR = 2.0
 MAX_RETRY_AFTER_S = 30
 UNMEASURED_S = 1.0  # the least a request of a kind not measured yet is expected to take
+# A kind not measured for this long is measured again by the next request a free thread can take, and
+# that measurement replaces the average: one costly request (a /correlate's slowest methods at one size)
+# would otherwise keep refusing cheaper ones of its kind for good, since a refusal measures nothing.
+REMEASURE_S = 10.0
 
 
 MODEL_FIELD = re.compile(rb'"models?"\s*:\s*(\[[^\]]{0,400}\]|"[^"]{0,100}")')
+RESAMPLES_FIELD = re.compile(rb'"resamples"\s*:\s*([0-9]{1,9})')
 HINT_BYTES = 4096  # where a body names its model(s): the schema's first fields, in practice
 
 
@@ -38,6 +43,13 @@ def named_models(body: bytes | bytearray) -> list[object]:
     except ValueError:
         return [None]  # named, but not readably: no served model
     return named if isinstance(named, list) else [named]
+
+
+def resamples_class(body: bytes | bytearray) -> str:
+    """The resamples a body asks for, to a power of two ("" where none): at one body size, a /correlate's
+    time grows a thousandfold with them, so they part its kinds."""
+    found = RESAMPLES_FIELD.search(body)
+    return f"~{int(found.group(1)).bit_length()}" if found else ""
 
 
 def size_class(body_bytes: int) -> int:
@@ -54,7 +66,7 @@ class Ticket:
     arrived: float
     deadline: float
     payload: object = None
-    model: str = ""  # the cost key of the model(s) it names
+    model: str = ""  # the cost key: the model(s) it names, and a /correlate's resamples class
     started: float | None = None
     kind: tuple[str, str] = field(init=False)  # requests alike in cost per byte: endpoint and model(s)
 
@@ -75,6 +87,7 @@ class Admission:
         self.queue: deque[Ticket] = deque()
         self.running: list[Ticket] = []
         self._times: dict[tuple[str, str], dict[int, float]] = {}  # kind -> size class -> seconds
+        self._measured_at: dict[tuple[str, str], float] = {}
 
     def estimate(self, ticket: Ticket) -> float | None:
         """Seconds the request is expected to run: the average of its kind and size, else of its kind's
@@ -94,8 +107,9 @@ class Admission:
             return known
         return max([UNMEASURED_S, *(max(sizes.values()) for sizes in self._times.values())])
 
-    def measured(self, ticket: Ticket) -> bool:
-        return ticket.kind in self._times
+    def measured(self, ticket: Ticket, now: float) -> bool:
+        """Whether its kind's times are known, and recent (REMEASURE_S)."""
+        return ticket.kind in self._times and now - self._measured_at[ticket.kind] <= REMEASURE_S
 
     def _work_ahead(self, now: float) -> float:
         """Thread-seconds of work before a new request can start."""
@@ -113,8 +127,8 @@ class Admission:
         wait = self.start_wait(now)
         details = {"queued": len(self.queue), "running": len(self.running), "expected_wait_s": round(wait, 3),
                    "expected_run_s": round(self.expected(ticket), 3), "budget_s": round(ticket.budget, 3)}
-        if not self.measured(ticket) and len(self.running) < self.threads and not self.queue:
-            self.queue.append(ticket)  # a free thread takes a kind not measured yet: the only way to measure it
+        if not self.measured(ticket, now) and len(self.running) < self.threads and not self.queue:
+            self.queue.append(ticket)  # a free thread takes a kind not measured (lately): the only way to measure it
             return None
         if len(self.queue) + len(self.running) >= self.threads + self.max_queue:  # a free thread is no queue place
             return Overloaded("This worker's queue is full; send the request again after Retry-After seconds, "
@@ -131,7 +145,7 @@ class Admission:
         """The requests to start now (marked running; none unless `start`), and the queued ones whose
         deadline can no longer be met, with their refusal (taken off the queue)."""
         dropped = [(t, self._expired(t, now)) for t in self.queue
-                   if now >= t.deadline or (self.measured(t) and now + self.expected(t) > t.deadline)]
+                   if now >= t.deadline or (self.measured(t, now) and now + self.expected(t) > t.deadline)]
         for ticket, _ in dropped:
             self.queue.remove(ticket)
         starting: list[Ticket] = []
@@ -162,9 +176,12 @@ class Admission:
             return
         took = now - ticket.started
         sizes = self._times.setdefault(ticket.kind, {})
+        if ticket.started - self._measured_at.get(ticket.kind, ticket.started) > REMEASURE_S:
+            sizes.clear()  # measured again after a long gap (REMEASURE_S): the old times are not kept
         size = size_class(ticket.body_bytes)
         old = sizes.get(size)
         sizes[size] = took if old is None else (1 - SMOOTHING) * old + SMOOTHING * took
+        self._measured_at[ticket.kind] = now
 
     def next_deadline(self) -> float | None:
         """The earliest deadline of a queued request (the worker's loop wakes for it)."""

@@ -27,7 +27,7 @@ from service.config import MAX_READ_TIMEOUT, Settings, load_server_settings
 from service.errors import (BadHeader, BadRequest, HeadersTooLarge, Overloaded, Refused, RequestTimeout,
                             ServiceError, ShuttingDown, TooLarge, UriTooLong, contract_answer, request_id)
 from service.observability.logs import log_access
-from service.server.admission import Admission, Ticket, named_models
+from service.server.admission import Admission, Ticket, named_models, resamples_class
 from service.store import readiness
 
 Receive = Callable[[], Awaitable[dict]]
@@ -199,8 +199,8 @@ class Front:
         if unread:  # the app answers without reading it: a health probe's connection ends at once
             await self.drop_body(exchange, receive, lane is self.unrouted)
         size = line_bytes(scope) + sum(len(k) + len(v) + 4 for k, v in scope["headers"]) + len(body)  # as admission counts
-        ticket = Ticket(exchange.endpoint, size, arrived, arrived + budget, asyncio.get_running_loop().create_future(),
-                        model=self.cost_key(in_path or named_models(body)))
+        key = self.cost_key(in_path or named_models(body)) + resamples_class(body) * (lane is self.research)
+        ticket = Ticket(exchange.endpoint, size, arrived, arrived + budget, asyncio.get_running_loop().create_future(), key)
         refusal = lane.admission.offer(ticket, time.monotonic())
         if refusal is None:
             self.dispatch()

@@ -145,3 +145,40 @@ def test_expected_times_are_moving_averages_weighting_the_newest_by_smoothing():
     admission.offer(running, 1.0)
     admission.due(1.0)
     assert admission.start_wait(11.0) == pytest.approx(0.1 * expected)  # 10 s in, far past 1.2 s
+
+
+def test_a_kind_not_measured_lately_is_measured_again_and_the_new_time_replaces_the_old():
+    """One 2 s request kept refusing that kind's 1 s budgets on an idle worker for good: a refusal
+    measures nothing. After REMEASURE_S a free thread takes one, and its time replaces the average."""
+    from service.server.admission import REMEASURE_S
+
+    admission = Admission(threads=1, max_queue=4)
+    costly = Ticket("/correlate", 100, 1.0, 60.0)
+    admission.offer(costly, 1.0)
+    admission.due(1.0)
+    admission.finished(costly, 3.0)  # 2 s
+    assert admission.offer(Ticket("/correlate", 100, 4.0, 5.0), 4.0) is not None  # expected 2 s, budget 1 s
+    later = 3.0 + REMEASURE_S + 0.1
+    cheap = Ticket("/correlate", 100, later, later + 1.0)
+    assert admission.offer(cheap, later) is None
+    admission.due(later)
+    admission.finished(cheap, later + 0.05)
+    assert admission.expected(cheap) == pytest.approx(0.05)
+    assert admission.offer(Ticket("/correlate", 100, later + 1, later + 2), later + 1) is None
+    busy = Admission(threads=1, max_queue=4)  # measured lately: the average is kept
+    for start, took in ((1.0, 2.0), (4.0, 0.05)):
+        ticket = Ticket("/correlate", 100, start, start + 60)
+        busy.offer(ticket, start)
+        busy.due(start)
+        busy.finished(ticket, start + took)
+    assert busy.expected(ticket) == pytest.approx(0.8 * 2.0 + 0.2 * 0.05)
+
+
+def test_a_correlates_resamples_part_its_cost_classes():
+    """At one body size a bootstrap of 10,000 resamples takes a thousand times one of 10."""
+    from service.server.admission import resamples_class
+
+    assert resamples_class(b'{"human": [1], "resamples": 10}') == "~4"
+    assert resamples_class(b'{"resamples":10000, "human": [1]}') == "~14"
+    assert resamples_class(b'{"human": [1], "note": "\\"resamples\\": 5"}') == ""  # text, not a key
+    assert resamples_class(b'{"human": [1]}') == ""

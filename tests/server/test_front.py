@@ -256,3 +256,18 @@ def test_an_answer_written_after_its_deadline_is_counted_late(baseline_store):
     finally:
         for lane in (front.probes, front.scoring, front.research, front.other):
             lane.run.executor.shutdown(wait=True)
+
+
+def test_a_correlates_cost_is_learnt_per_resamples_class(front):
+    """Keyed by body size alone, one bootstrap of 10,000 resamples set the cost of every /correlate of its
+    size: those with few resamples and a short budget were refused on an idle worker."""
+    import json
+
+    for resamples in (10, 1000, None):
+        body = {"human": [1, 2, 3, 4, 5], "scores": {"m": [1, 3, 2, 5, 4]}, "methods": ["pearson"]}
+        body.update({"resamples": resamples} if resamples else {})
+        assert answer(front, "POST", "/correlate", json.dumps(body).encode()) == 200
+    assert set(front.research.admission._times) == {("/correlate", "?~4"), ("/correlate", "?~10"), ("/correlate", "?")}
+    assert answer(front, "POST", "/score", b'{"model": "length", "resamples": 10, "items": [{"context": ["a"], '
+                                           b'"response": "b"}]}') == 422
+    assert ("/score", "length") in front.scoring.admission._times  # scoring's kinds are not parted by resamples
