@@ -37,10 +37,12 @@ def error_body(error: ServiceError, path: str) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> str:
-    """A detail as a sentence reads it: a list as its items joined, not Python's repr of it."""
+    """A detail as a sentence reads it: a list as its items joined, not Python's repr of it; a message's
+    full stop dropped, a name's own final dot (a model named "..") kept."""
     if isinstance(value, (list, tuple)):
         return ", ".join(map(str, value))
-    return str(value).removesuffix(".")
+    text = str(value)
+    return text.removesuffix(".") if " " in text else text
 
 
 # Every answer, the app's and the server's own errors (service/server/) alike, is JSON (or the

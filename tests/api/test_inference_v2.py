@@ -214,3 +214,10 @@ def test_outputs_that_are_not_named_objects_are_422_saying_so(client, outputs):
     answer = _infer(client, "length", body)
     assert answer.status_code == 422 and "None" not in answer.get_json()["error"]
     assert "`outputs` is a list of objects" in answer.get_json()["error"]
+
+
+@pytest.mark.parametrize("name", ["..", "v1.", "."])
+def test_a_model_name_ending_in_a_dot_is_named_whole_in_the_error(client, name):
+    """A message's full stop is dropped inside the v2 error's parentheses; a name's own dot was too."""
+    answer = client.get(f"/v2/models/{name.replace('.', '%2e')}")
+    assert answer.status_code == 404 and f"(model: {name};" in answer.get_json()["error"], answer.get_json()
