@@ -333,6 +333,16 @@ def print_row(label: str, r: dict) -> None:
 HEAVY_PIECES = 256  # MiniLM's truncation: every heavy text is longer, in word pieces
 
 
+def heavy_pieces(served: dict[str, dict], store: Path) -> int:
+    """Word pieces each heavy text brings its costliest encoder: the longest truncation of the sentence
+    encoders served (mpnet-base keeps 384), at least HEAVY_PIECES. Sized by MiniLM's 256 where mpnet
+    is served, the heavy request passed max_encoder_tokens and measured a 413."""
+    names = {c["name"] for m in served.values() for c in m.get("components", []) if c.get("precision")}
+    lengths = [json.loads((store / name / "manifest.json").read_text())["config"].get("max_length", HEAVY_PIECES)
+               for name in names if (store / name / "manifest.json").is_file()]
+    return max([HEAVY_PIECES, *lengths])
+
+
 def heavy_chars(n: int, limits: dict) -> int:
     """Characters per utterance of `n` heavy items (4 utterances each): max_chars, or less where the
     body would pass max_body_bytes (10,000-character texts make a 97-item body of 3.9 MB), with a
@@ -550,9 +560,9 @@ def _suite(args: argparse.Namespace, extra: dict[str, str] | None, header: list[
         if args.heavy:
             limits = _get(port, "/models")[1]["limits"]
             reply_models = [n for n, m in served.items() if m["kind"] != "dialogue"]
-            # Each heavy item's 4 texts reach the encoder's 256 word pieces, so max_encoder_tokens caps the
-            # items one request may carry (97 at the default): asking for more would only measure 413s.
-            n = min(args.heavy, limits.get("max_encoder_tokens", 1 << 62) // (4 * HEAVY_PIECES))
+            # Each heavy item's 4 texts reach each encoder's truncation, so max_encoder_tokens caps the items
+            # one request may carry (97 at the default, 65 with mpnet-base): more would only measure 413s.
+            n = min(args.heavy, limits.get("max_encoder_tokens", 1 << 62) // (4 * heavy_pieces(served, args.store)))
             chars = heavy_chars(n, limits)
             body = {"models": reply_models, "items": heavy_items(n, chars)}
             label = f"heavy: all {len(reply_models)} x{n}, {chars} chars, {args.clients} at once"

@@ -61,6 +61,20 @@ def test_heavy_bodies_fit_the_published_limits():
     assert heavy_chars(1, limits) == limits["max_chars"]
 
 
+def test_heavy_requests_are_sized_by_the_longest_truncation_of_the_encoders_served():
+    """Sized by MiniLM's 256 word pieces where mpnet-base (384) is served, the heavy request passed
+    max_encoder_tokens: 97 items x 4 texts x 384 pieces, refused 413."""
+    from benchmarks.bench import HEAVY_PIECES, heavy_pieces
+    from tests.conftest import MODEL_STORE
+
+    def served(*encoders: str) -> dict:
+        return {"m": {"components": [{"name": name, "precision": "int8"} for name in encoders] + [{"name": "glove-50d"}]}}
+
+    assert heavy_pieces(served("minilm-l6"), MODEL_STORE) == HEAVY_PIECES == 256
+    assert heavy_pieces(served("minilm-l6", "mpnet-base"), MODEL_STORE) == 384
+    assert heavy_pieces(served(), MODEL_STORE) == HEAVY_PIECES
+
+
 def test_every_reference_free_model_served_gets_a_reranking_scenario():
     import argparse
 
