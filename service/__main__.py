@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from service.config import load_server_settings
-from service.startup_checks import check_configuration, check_port
+from service.startup_checks import check_configuration, check_port, hold_folders
 from service.observability.logs import configure_logging
 
 CONFIG = Path(__file__).parent / "server" / "gunicorn.conf.py"
@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m service") -> int:
     try:
         unknown = check_configuration(os.environ)
         check_port(load_server_settings(os.environ), os.environ)
+        hold_folders(os.environ)
     except (ValueError, KeyError) as exc:
         log.error("%s: %s", prog, named_as_given(str(exc), args), extra={"exit_status": 2})
         return 2

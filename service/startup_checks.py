@@ -16,6 +16,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from service.config import Settings, absolute_folder, check_writable, env_name, load_server_settings, refuse_unknown_providers
+from service.observability import shared_folders
 
 # The DIALSCORE_* names read outside Settings (the worker's own, bulk's, training's), for the warning
 # about a misspelt one; the Settings fields are added where it is checked.
@@ -108,6 +109,17 @@ def check_port(settings: Settings, environ: Mapping[str, str]) -> None:
             why = "is in use by another process" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
             raise ValueError(f"DIALSCORE_PORT={settings.port}: port {settings.port} on {settings.host} {why}; "
                              "stop that process or choose another port") from None
+
+
+def hold_folders(environ: Mapping[str, str]) -> None:
+    """Lock the shared folders the operator set (PROMETHEUS_MULTIPROC_DIR, DIALSCORE_READY_DIR) for this
+    server, ValueError where another server holds one; gunicorn.conf.py finds them held. Skipped for a
+    USR2 upgrade's new master (GUNICORN_FD), which shares them with the old one."""
+    if environ.get("GUNICORN_FD"):
+        return
+    for key in (shared_folders.METRICS_ENV, "DIALSCORE_READY_DIR"):
+        if environ.get(key):
+            shared_folders.hold(key, environ[key])
 
 
 def unknown_names(environ: Mapping[str, str], known: frozenset[str]) -> list[str]:

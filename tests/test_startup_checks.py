@@ -256,3 +256,34 @@ def test_python_m_service_and_dialscore_serve_refuse_a_port_in_use_in_one_line_n
                                cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
         assert given.returncode == 2 and "dialscore serve: --port " in given.stderr, given.stderr  # what was given
         assert "DIALSCORE_PORT" not in given.stderr, given.stderr
+
+
+def test_a_second_server_given_the_same_shared_folder_is_refused_in_one_line(tmp_path):
+    """Two servers with one PROMETHEUS_MULTIPROC_DIR and DIALSCORE_READY_DIR cleared each other's samples
+    (a counter went 10 -> absent -> 3) and counted each other's workers; the first server's lock (held
+    here by a child process, as its master holds it) stops the second before gunicorn starts."""
+    import socket
+
+    for key in ("PROMETHEUS_MULTIPROC_DIR", "DIALSCORE_READY_DIR"):
+        folder = tmp_path / key.lower()
+        folder.mkdir()
+        holder = subprocess.Popen([sys.executable, "-c", "import sys; from service.observability import shared_folders; "
+                                   f"shared_folders.hold({key!r}, {str(folder)!r}); print('held', flush=True); "
+                                   "sys.stdin.read()"], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout.readline().strip() == "held"
+            with socket.socket() as free:
+                free.bind(("127.0.0.1", 0))
+                port = free.getsockname()[1]
+            env = {**os.environ, key: str(folder), "DIALSCORE_PORT": str(port), "DIALSCORE_MODELS": "length"}
+            done = subprocess.run([sys.executable, "-m", "service"], cwd=REPO, env=env, capture_output=True, text=True,
+                                  timeout=60)
+            lines = [line for line in done.stderr.splitlines() if line.strip()]
+            assert done.returncode == 2 and len(lines) == 1, done.stderr
+            assert f"{key}=" in lines[0] and "another dialscore server uses this folder" in lines[0], lines
+        finally:
+            holder.communicate("", timeout=10)
+    from service.observability import shared_folders
+
+    shared_folders.hold("DIALSCORE_READY_DIR", str(tmp_path))  # free once its holder has gone, and held twice
+    shared_folders.hold("DIALSCORE_READY_DIR", str(tmp_path))  # by one server without a conflict

@@ -8,6 +8,7 @@ imports it before `claim` has set the variable.
 """
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import shutil
@@ -18,18 +19,40 @@ from pathlib import Path
 from service.config import check_writable
 
 METRICS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+LOCK_NAME = ".dialscore-server.lock"
+_held: dict[str, int] = {}  # folder -> the descriptor whose lock this server holds, for its whole life
+
+
+def hold(key: str, given: str) -> None:
+    """Lock the folder `given` (the value of `key`) for this server (its master and workers, which inherit the lock);
+    ValueError where another live server holds it: each would clear the other's samples and count the
+    other's workers as its own. The lock goes with the last process holding it, however it ends."""
+    folder = os.path.realpath(given)
+    if folder in _held:
+        return
+    descriptor = os.open(os.path.join(folder, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        raise ValueError(f"{key}={given!r}: another dialscore server uses this folder; give each "
+                         f"server its own, or leave {key} unset (a new folder per server)") from None
+    _held[folder] = descriptor
 
 
 def claim(keys: Iterable[str]) -> list[str]:
     """Set each variable of `keys` that is unset to a new temporary folder, and check every folder can
     be written (ValueError naming the variable): a read-only one dropped every request without an
-    answer, or kept /readyz at "0 of 2 loaded" for good. The folders made here, for `remove`."""
+    answer, or kept /readyz at "0 of 2 loaded" for good; and `hold` each, unless a USR2 upgrade's new
+    master shares them with the old. The folders made here, for `remove`."""
     owned = []
     for key in keys:
         if not os.environ.get(key):
             os.environ[key] = tempfile.mkdtemp(prefix="dialscore-")
             owned.append(os.environ[key])
         check_writable(os.environ[key], key)
+        if not os.environ.get("GUNICORN_FD"):
+            hold(key, os.environ[key])
     return owned
 
 

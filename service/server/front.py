@@ -165,9 +165,10 @@ class Front:
         # workers, and restarting the one that answers /readyz could keep the pod from ever being ready.
         self.answered += lane is not self.probes
         recycling = lane is not self.probes and self.stopping_since is None and (
-            self.over_memory() or self.answered == self.max_requests)
+            self.over_memory() or 0 < self.max_requests <= self.answered and self.siblings_loaded())
         if recycling:  # stop accepting before this answer goes out: its client's next connection goes to a sibling
             self.stopping_since = float("inf")  # from now answers close; every arrival is still served
+            readiness.forget(os.getpid())  # the siblings' count waits for this worker's replacement
             self.recycle()
         exchange.close = self.stopping_since is not None
         try:
@@ -307,6 +308,13 @@ class Front:
         if self._timer is not None:
             self._timer.cancel()
         self._timer = asyncio.get_running_loop().call_later(max(0.0, min(wake) - now), self.dispatch) if wake else None
+
+    def siblings_loaded(self) -> bool:
+        """Whether every sibling serves, so that this worker may recycle by DIALSCORE_MAX_REQUESTS: one
+        that stops taking requests sends them all to the others, which then reach their own count at
+        once, and recycling together leaves the pod no worker while the replacements load."""
+        loaded, workers = readiness.loaded_workers(), os.environ.get(readiness.WORKERS_ENV)
+        return loaded is None or not workers or len(loaded - {os.getpid()}) >= int(workers) - 1
 
     def over_memory(self) -> bool:
         """Whether to recycle this worker after this answer (DIALSCORE_MAX_WORKER_MEMORY_MIB): ONNX Runtime's

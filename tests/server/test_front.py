@@ -105,6 +105,27 @@ def test_probes_do_not_count_towards_max_requests(front):
     assert answer(front, "GET", "/models") == 200 and recycled == [2]
 
 
+def test_a_worker_recycles_by_count_only_while_every_sibling_serves(front, monkeypatch, tmp_path):
+    """Two workers reached DIALSCORE_MAX_REQUESTS within 14 ms (once one stops taking requests, the other
+    takes them all) and the pod had no worker for the 4 s of their reloads. A worker past its count
+    waits for its siblings' markers, and drops its own as it recycles."""
+    import os
+
+    from service.store import readiness
+
+    monkeypatch.setenv(readiness.DIR_ENV, str(tmp_path))
+    monkeypatch.setenv(readiness.WORKERS_ENV, "2")
+    readiness.mark_ready(os.getpid(), ["length"])
+    recycled: list[int] = []
+    front.max_requests, front.recycle = 2, lambda: recycled.append(front.answered)
+    for _ in range(3):  # the sibling is loading: past the count, this worker serves on
+        assert answer(front, "GET", "/models") == 200
+    assert recycled == []
+    readiness.mark_ready(os.getppid(), ["length"])  # the sibling (a live process) has loaded
+    assert answer(front, "GET", "/models") == 200 and recycled == [4]
+    assert readiness.loaded_workers() == {os.getppid()}
+
+
 def test_while_the_models_load_scoring_is_answered_503_not_ready_unless_a_sibling_serves(baseline_store, monkeypatch,
                                                                                           tmp_path):
     """The contract's 503 `not_ready` with Retry-After, at once, where no worker of the pod has loaded;
