@@ -32,3 +32,17 @@ def test_a_step_name_train_sh_does_not_know_is_refused_before_anything_runs(tmp_
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "no step 'adem'" in done.stderr and "adem-autojudge" in done.stderr, done
     assert "===" not in done.stdout  # no step started
+
+
+def test_make_train_calibrates_the_models_whose_folders_ship_a_table() -> None:
+    """Without --models it also wrote tables for unref-mpnet and unref-mpnet-minilm, which ship none, and
+    docs/calibration.md's base-rate line named another first model."""
+    from tests.conftest import MODEL_STORE
+
+    text = SCRIPT.read_text(encoding="utf-8")
+    lists = re.findall(r'calibrated="([^"]*)"', text)
+    shipped = {path.parent.name for path in MODEL_STORE.glob("*/human_percentile.json")}
+    assert "--models $calibrated" in text and len(lists) == 2
+    assert set(lists[1].split()) == shipped and set(lists[0].split()) == shipped - {"unref-mpnet-commercial"}
+    documented = re.search(r"calibrate --models ([a-z0-9 -]+) --", (SCRIPT.parents[1] / "docs" / "calibration.md").read_text())
+    assert lists[1].split() == documented.group(1).split()  # the committed run's order
