@@ -82,9 +82,9 @@ fi
 if has calibrate; then
     step "human_percentile tables of the reference-free models, their checks (docs/calibration.md)"
     # the models that ship a table, in docs/calibration.md's order (its base-rate line reads the first)
-    calibrated="unref-minilm-commercial unref-minilm autojudge-minilm autojudge"
+    calibrated=(unref-minilm-commercial unref-minilm autojudge-minilm autojudge)
     if [[ -f model_store/mpnet-base/encoder-fp32.onnx ]]; then
-        calibrated="unref-minilm-commercial unref-mpnet-commercial unref-minilm autojudge-minilm autojudge"
+        calibrated=(unref-minilm-commercial unref-mpnet-commercial unref-minilm autojudge-minilm autojudge)
     fi
-    $PY -m training calibrate --models $calibrated
+    $PY -m training calibrate --models "${calibrated[@]}"
 fi

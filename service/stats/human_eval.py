@@ -207,8 +207,8 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
     z-score over passed raters; every ordered pair of systems gets a one-sided rank-sum test (scipy's
     Mann-Whitney U). `ratings`: [{"rater", "system", "item", "scores": {criterion: number}}].
     Without `qc_system` every rater passes. `qc_criteria` (default: the positive criteria, as upstream)
-    are those the quality-control test pools. `n_ratings` is Table 3's N. Labels are read in NFC: two
-    spellings of one name ("café" composed or not) are one rater, system or item."""
+    are those the quality-control test pools. `n_ratings` is Table 3's N."""
+    # Labels in NFC: two spellings of one name ("café" composed or not) are one rater, system or item.
     ratings = [{**r, **{k: canonical(r[k]) for k in LABELS if isinstance(r.get(k), str)}} for r in ratings]
     qc_system = canonical(qc_system) if isinstance(qc_system, str) else qc_system
     criteria = _check(ratings, list(reverse), scale, qc_system, alpha)

@@ -381,6 +381,9 @@ def test_a_worker_whose_metrics_cannot_be_folded_does_not_take_the_server_down(t
         (metrics_dir / "counter_archive.db").mkdir()  # the fold cannot write its archive (as a full volume)
         statuses = [_call(srv.port, "POST", "/score", {"model": "length", "items": [ITEM]})[0] for _ in range(60)]
         assert statuses.count(200) == 60, statuses
+        deadline = time.monotonic() + 30  # the master folds a worker once it has reaped it
+        while "could not fold the metrics of worker" not in srv.log() and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert "could not fold the metrics of worker" in srv.log()
         assert _call(srv.port, "GET", "/healthz")[0] == 200
 

@@ -40,9 +40,9 @@ def test_make_train_calibrates_the_models_whose_folders_ship_a_table() -> None:
     from tests.conftest import MODEL_STORE
 
     text = SCRIPT.read_text(encoding="utf-8")
-    lists = re.findall(r'calibrated="([^"]*)"', text)
+    lists = re.findall(r"calibrated=\(([^)]*)\)", text)
     shipped = {path.parent.name for path in MODEL_STORE.glob("*/human_percentile.json")}
-    assert "--models $calibrated" in text and len(lists) == 2
+    assert '--models "${calibrated[@]}"' in text and len(lists) == 2
     assert set(lists[1].split()) == shipped and set(lists[0].split()) == shipped - {"unref-mpnet-commercial"}
     documented = re.search(r"calibrate --models ([a-z0-9 -]+) --", (SCRIPT.parents[1] / "docs" / "calibration.md").read_text())
     assert lists[1].split() == documented.group(1).split()  # the committed run's order
