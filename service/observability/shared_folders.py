@@ -24,9 +24,10 @@ _held: dict[str, int] = {}  # folder -> the descriptor whose lock this server ho
 
 
 def hold(key: str, given: str) -> None:
-    """Lock the folder `given` (the value of `key`) for this server (its master and workers, which inherit the lock);
-    ValueError where another live server holds it: each would clear the other's samples and count the
-    other's workers as its own. The lock goes with the last process holding it, however it ends."""
+    """Lock the folder `given` (the value of `key`) for this server, its master and the workers that
+    inherit the lock; ValueError where another live server holds it: each would clear the other's
+    samples and count the other's workers as its own. The lock goes with the last process holding it,
+    however it ends."""
     folder = os.path.realpath(given)
     if folder in _held:
         return

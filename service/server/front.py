@@ -201,7 +201,8 @@ class Front:
             await self.drop_body(exchange, receive, lane is self.unrouted)
         size = line_bytes(scope) + sum(len(k) + len(v) + 4 for k, v in scope["headers"]) + len(body)  # as admission counts
         key = self.cost_key(in_path or named_models(body)) + resamples_class(body) * (lane is self.research)
-        ticket = Ticket(exchange.endpoint, size, arrived, arrived + budget, asyncio.get_running_loop().create_future(), key)
+        ticket = Ticket(exchange.endpoint, size, arrived, arrived + budget, asyncio.get_running_loop().create_future(),
+                        key)
         refusal = lane.admission.offer(ticket, time.monotonic())
         if refusal is None:
             self.dispatch()

@@ -265,7 +265,8 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
         by_inputs = inputs is not None and design != SYSTEMS
         input_groups, input_count = None, None
         if by_inputs:
-            input_groups = np.unique(np.asarray([canonical(str(x)) for x in inputs], dtype=object)[order], return_inverse=True)[1]
+            given = np.asarray([canonical(str(x)) for x in inputs], dtype=object)
+            input_groups = np.unique(given[order], return_inverse=True)[1]
             input_count = int(input_groups.max()) + 1
         # The draws pick systems (inputs) by id: ids in the order of their contents, not of their labels.
         rows = list(zip(means.tolist(), *(metrics[name].tolist() for name in sorted(metrics))))
