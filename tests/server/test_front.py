@@ -292,3 +292,20 @@ def test_a_correlates_cost_is_learnt_per_resamples_class(front):
     assert answer(front, "POST", "/score", b'{"model": "length", "resamples": 10, "items": [{"context": ["a"], '
                                            b'"response": "b"}]}') == 422
     assert ("/score", "length") in front.scoring.admission._times  # scoring's kinds are not parted by resamples
+
+
+def test_a_header_field_of_exactly_the_limit_is_taken_and_one_byte_more_is_431(baseline_store):
+    """DIALSCORE_MAX_HEADER_BYTES counts a field as sent: its name, `: ` and its value."""
+    from tests.asgi_client import Client
+
+    front, _ = _front_with(baseline_store, max_header_bytes=64)
+    try:
+        for value_bytes, status in ((64 - len("x-pad") - 2, 200), (64 - len("x-pad") - 1, 431)):
+            client = Client("GET", "/models", b"")
+            scope = client.scope()
+            scope["headers"] = [*scope["headers"], (b"x-pad", b"v" * value_bytes)]
+            asyncio.run(front(scope, client.receive, client.send))
+            assert client.status == status, (value_bytes, client.status)
+    finally:
+        for lane in (front.probes, front.scoring, front.research, front.other):
+            lane.run.executor.shutdown(wait=True)
