@@ -9,7 +9,7 @@ them are left out and counted. A model that reads none scores the line once and 
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from typing import Any
 
 from service.bulk.records import MAX_LINE_DEPTH
 from service.json_body import parse_object
@@ -19,17 +19,10 @@ FIELD = "references"
 DEFAULT_MAX_REFS = 4
 
 
-class Expanded(NamedTuple):
-    """A `references` line as one line per reference kept, and how many references were left out."""
-
-    lines: list[bytes]
-    left_out: int
-
-
-def expand(raw: bytes, max_refs: int = DEFAULT_MAX_REFS) -> Expanded | None:
+def expand(raw: bytes, max_refs: int = DEFAULT_MAX_REFS) -> list[bytes] | None:
     """One line per reference among the first `max_refs` for a line holding a `references` list, else None
-    (scored as it is). ValueError with a message for a list that is empty, not of texts, or given beside
-    `reference`."""
+    (scored as it is); `left_out` counts the rest. ValueError with a message for a list that is empty, not
+    of texts, or given beside `reference`."""
     try:
         obj = parse_object(raw, max_depth=MAX_LINE_DEPTH, finite=True)
     except ValueError:  # json_body's refusals are ValueErrors
@@ -41,9 +34,7 @@ def expand(raw: bytes, max_refs: int = DEFAULT_MAX_REFS) -> Expanded | None:
         raise ValueError("give one `reference` or a `references` list, not both")
     if not isinstance(references, list) or not references or not all(isinstance(r, str) for r in references):
         raise ValueError("references: a non-empty list of texts")
-    kept = references[:max_refs]
-    lines = [json.dumps({**obj, "reference": r}, ensure_ascii=False).encode("utf-8") for r in kept]
-    return Expanded(lines, len(references) - len(kept))
+    return [json.dumps({**obj, "reference": r}, ensure_ascii=False).encode("utf-8") for r in references[:max_refs]]
 
 
 def left_out(obj: dict[str, Any] | None, max_refs: int = DEFAULT_MAX_REFS) -> int:

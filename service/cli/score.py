@@ -5,8 +5,8 @@ row is scored by every model as bulk reads a line. Output: a record a line, `{"l
 "scores": {model: score or null}, "trained"?: [models], "references_left_out"?: n, "errors"?: {model:
 {code, message}}}`; then each system's mean per model (`all`: every line) with its interval
 (intervals.py), the models' and tool's versions; on stderr, how many lines are each model's training
-items. A line a model cannot score fails the run unless `--on-invalid skip`. CSV columns: `context` and `references` (one a line),
-`response`, `reference`, optional `id` and `system`. Dialogues are JSONL only."""
+items. A line a model cannot score fails the run unless `--on-invalid skip`. CSV columns: `context` and
+`references` (one a line), `response`, `reference`, optional `id` and `system`. Dialogues are JSONL only."""
 from __future__ import annotations
 
 import argparse
@@ -233,9 +233,8 @@ def _score_lines(batch: list[tuple[int, bytes]], scorer: Scorer, options: dict[s
             spans.append({"line": number, **({"id": obj["id"]} if "id" in obj else {}),
                           "error": {"code": "bad_line", "message": str(exc)}})
             continue
-        lines = [raw] if expanded is None else expanded.lines
-        spans.append((len(flat), len(flat) + len(lines)))
-        flat += [(number, line) for line in lines]
+        spans.append((len(flat), len(flat) + len(expanded or [raw])))
+        flat += [(number, line) for line in expanded or [raw]]
     records = score_batch(flat, scorer, options, cache=cache)
     return [span if isinstance(span, dict) else references.best(records[span[0]:span[1]]) for span in spans]
 
