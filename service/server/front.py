@@ -200,7 +200,7 @@ class Front:
         if unread:  # the app answers without reading it: a health probe's connection ends at once
             await self.drop_body(exchange, receive, lane is self.unrouted)
         size = line_bytes(scope) + sum(len(k) + len(v) + 4 for k, v in scope["headers"]) + len(body)  # as admission counts
-        key = self.cost_key(in_path or named_models(body)) + resamples_class(body) * (lane is self.research)
+        key = self.cost_key(in_path or named_models(body)) + (resamples_class(body) if lane is self.research else "")
         ticket = Ticket(exchange.endpoint, size, arrived, arrived + budget, asyncio.get_running_loop().create_future(),
                         key)
         refusal = lane.admission.offer(ticket, time.monotonic())
