@@ -1,7 +1,8 @@
 """What `python -m service` checks before gunicorn starts: every DIALSCORE_* value, the folders the
 workers write, the provider names, that an address beyond loopback has a token or explicit open access,
 that the host is an address or a name that resolves and the port free, that the model store and every
-model DIALSCORE_MODELS names are there, and variables nothing reads (typos); one line names a bad one."""
+model DIALSCORE_MODELS names are there, that a temporary folder can be written, and variables nothing
+reads (typos); one line names a bad one."""
 from __future__ import annotations
 
 import errno
@@ -11,6 +12,7 @@ import logging
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
@@ -140,7 +142,20 @@ def check_configuration(environ: Mapping[str, str]) -> list[str]:
         absolute_folder(key, environ.get(key, ""))
         if environ.get(key):
             check_writable(environ[key], key)
+    check_temporary_folder()
     return unknown_names(environ, OTHER_NAMES | {env_name(f.name) for f in fields(Settings)})
+
+
+def check_temporary_folder() -> None:
+    """ValueError where no temporary folder can be written: the shared folders left unset are made there,
+    and the workers' libraries write there as they import; without one the master stopped with a traceback,
+    or every worker failed to boot."""
+    try:
+        tempfile.gettempdir()  # tries $TMPDIR, /tmp, /var/tmp, /usr/tmp and the working folder by writing in each
+    except FileNotFoundError:
+        raise ValueError("no temporary folder can be written ($TMPDIR, /tmp, /var/tmp, /usr/tmp): mount one at "
+                         "/tmp (an emptyDir in a pod; --tmpfs /tmp with docker run --read-only) or set TMPDIR "
+                         "to a folder this user can write in") from None
 
 
 def check_provider_names_apart(value: str) -> None:

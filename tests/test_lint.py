@@ -291,3 +291,23 @@ def test_a_kserve_pod_part_that_breaks_the_kubernetes_schema_fails(tmp_path):
         "containers"]}}
     with pytest.raises(ValidationError):
         validate(pod, "1.37.0", strict=True)
+
+
+def test_the_kserve_pods_get_the_bases_network_rules_and_disruption_budget():
+    """KServe's pods carry its label naming their InferenceService, which the base's policies (selecting
+    app.kubernetes.io/name) never match: their egress was open and a drain could take every pod."""
+    from kubernetes_validate.utils import validate
+
+    docs = render(REPO / "k8s" / "kserve")
+    service, [runtime_port] = by_kind(docs, "InferenceService"), by_kind(docs, "ServingRuntime")["spec"]["containers"][
+        0]["ports"]
+    selector = {"serving.kserve.io/inferenceservice": service["metadata"]["name"]}
+    policy, budget = by_kind(docs, "NetworkPolicy"), by_kind(docs, "PodDisruptionBudget")
+    base = render(REPO / "k8s" / "overlays" / "cpu")
+    assert policy["spec"]["podSelector"]["matchLabels"] == budget["spec"]["selector"]["matchLabels"] == selector
+    assert policy["spec"]["egress"] == [] and set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+    [rule] = policy["spec"]["ingress"]
+    assert [p["port"] for p in rule["ports"]] == [runtime_port["containerPort"]]
+    assert budget["spec"]["maxUnavailable"] == by_kind(base, "PodDisruptionBudget")["spec"]["maxUnavailable"]
+    for doc in (policy, budget):
+        validate(doc, "1.37.0", strict=True)

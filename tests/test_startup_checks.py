@@ -287,3 +287,27 @@ def test_a_second_server_given_the_same_shared_folder_is_refused_in_one_line(tmp
 
     shared_folders.hold("DIALSCORE_READY_DIR", str(tmp_path))  # free once its holder has gone, and held twice
     shared_folders.hold("DIALSCORE_READY_DIR", str(tmp_path))  # by one server without a conflict
+
+
+def test_no_writable_temporary_folder_is_refused_in_one_line_naming_the_fix(monkeypatch):
+    """Without one the master stopped with a traceback (the shared folders are made there), or every
+    worker failed to boot importing a library that writes there. Faked as the standard library reports it:
+    tests may run as root, who can write in any folder."""
+    import tempfile
+
+    def none_usable() -> str:
+        raise FileNotFoundError(2, "No usable temporary directory found in ['/tmp', '/var/tmp', '/usr/tmp']")
+
+    monkeypatch.setattr(tempfile, "gettempdir", none_usable)
+    with pytest.raises(ValueError, match=r"no temporary folder can be written .*mount one at /tmp"):
+        check_configuration({"DIALSCORE_MODELS": "length"})
+
+
+def test_a_lock_file_the_server_cannot_open_is_refused_naming_the_variable(tmp_path):
+    """A lock file made by another user in a shared folder raised PermissionError through `python -m
+    service` (a traceback); a folder in its place fails to open for every user, root included."""
+    from service.observability import shared_folders
+
+    (tmp_path / shared_folders.LOCK_NAME).mkdir()
+    with pytest.raises(ValueError, match=r"^PROMETHEUS_MULTIPROC_DIR=.*its lock file .* cannot be opened"):
+        shared_folders.hold("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))

@@ -12,6 +12,7 @@ import hashlib
 import logging
 import os
 import queue
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -123,7 +124,12 @@ def float_graph(path: Path, folder: Path) -> Path:
     options.add_session_config_entry("session.disable_quant_qdq", "1")
     options.optimized_model_filepath = str(partial)
     options.log_severity_level = 3
-    ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    try:
+        ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # ONNX Runtime says "Protobuf serialization failed" for a full or unwritable folder
+        free = shutil.disk_usage(folder).free / 2**20
+        raise OSError(f"its float graph (about {4 * path.stat().st_size / 2**20:.0f} MiB) could not be written "
+                      f"to {folder}, which has {free:.0f} MiB free ({exc})") from exc
     os.replace(partial, target)
     return target
 

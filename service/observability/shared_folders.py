@@ -31,7 +31,12 @@ def hold(key: str, given: str) -> None:
     folder = os.path.realpath(given)
     if folder in _held:
         return
-    descriptor = os.open(os.path.join(folder, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
+    lock = os.path.join(folder, LOCK_NAME)
+    try:
+        descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:  # another user's lock in a shared folder, or no folder at all
+        raise ValueError(f"{key}={given!r}: its lock file {lock} cannot be opened ({exc.strerror}); give "
+                         f"this server a folder of its own, or leave {key} unset") from None
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
