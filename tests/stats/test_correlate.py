@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -373,12 +374,19 @@ def test_every_monte_carlo_p_comes_with_its_standard_error() -> None:
     assert all("p_mc_se" not in entry for entry in untied["metrics"]["good"]["item"].values())
 
 
+# A reason's list of the systems left without items: which of those tied in count it names (at most
+# three, ties in the labels' order) follows their names, the counts do not.
+WITHOUT_ITEMS = re.compile(r"(and so no mean: )(.*?)((?: and others)?)(?=; name as|\")")
+
+
 def _named_alike(body: dict, names: list[int]) -> str:
-    """The body as JSON with system k's name, `system {names[k]}`, written as `#k` (reasons name systems)."""
+    """The body as JSON with system k's name, `system {names[k]}`, written as `#k` (reasons name systems),
+    and each list of systems without items as its sorted counts."""
     text = json.dumps({key: value for key, value in body.items() if key != "systems"})
     for k, name in enumerate(names):
         text = text.replace(f"'system {name}'", f"#{k}")
-    return text
+    return WITHOUT_ITEMS.sub(lambda m: m[1] + "; ".join(sorted(re.sub(r"^#\d+ ", "", part) for part in m[2].split("; ")))
+                             + m[3], text)
 
 
 @settings(max_examples=60, deadline=None)
