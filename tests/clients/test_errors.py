@@ -117,6 +117,10 @@ NOT_THE_SHAPE = [
     ({"/models": SERVED_NONE, "/score": {"results": {}}}, lambda c: c.score(["length", "adem"], [ITEM])),
     ({"/models": SERVED_NONE, "/rerank": {"hello": 1}}, lambda c: c.rerank("length", ["hi"], ["ok", "fine"])),
     ({"/models": SERVED_NONE, "/rerank": [1, 2]}, lambda c: c.rerank("length", ["hi"], ["ok", "fine"])),
+    ({"/models": {"models": [], "limits": {"max_items": "5"}}}, lambda c: c.score("length", [ITEM])),
+    *[({path: answer}, call) for path, call in (("/correlate", lambda c: c.correlate([1.0, 2.0], {"m": [1.0, 2.0]})),
+                                                ("/human-eval", lambda c: c.human_eval([])))
+      for answer in ([], "x", None, {"model": "m", "version": "v", "ranking": []})],
 ]
 
 
@@ -128,3 +132,14 @@ def test_an_answer_that_is_json_but_not_the_services_is_a_server_error(answers, 
     error = caught.value
     assert (error.status, error.code) == (200, "bad_answer")
     assert "not the service's" in error.message
+
+
+def test_a_chunk_whose_ranking_leaves_out_candidates_is_a_server_error():
+    """Six candidates in two chunks of three, each answered with an empty ranking and nothing skipped."""
+    answers = {"/models": {"models": [], "limits": {"max_candidates": 3}},
+               "/rerank": {"model": "m", "version": "v", "ranking": []}}
+    with answering(answers) as url, Client(url, retry_deadline=0) as client:
+        with pytest.raises(ServerError) as caught:
+            client.rerank("m", ["hi"], ["a", "b", "c", "d", "e", "f"])
+    assert (caught.value.status, caught.value.code) == (200, "bad_answer")
+    assert "ranked 0 candidates of 3" in caught.value.message

@@ -116,6 +116,8 @@ def _join_scores(pieces: Sequence[Piece]) -> ScoreResult | MultiScoreResult:
 def _join_rankings(pieces: Sequence[Piece], top_k: int | None) -> Ranking:
     first = _first_answer(pieces)
     version = _same(pieces)
+    for piece in pieces:
+        _check_ranking(piece, top_k)
     ranking = [RankedCandidate(entry["index"] + piece.start, entry["response"], entry["score"],
                                entry.get("human_percentile"))
                for piece in pieces if piece.answer is not None for entry in piece.answer["ranking"]]
@@ -124,6 +126,20 @@ def _join_rankings(pieces: Sequence[Piece], top_k: int | None) -> Ranking:
         ranking = ranking[:top_k] if top_k is not None else ranking
     skipped, errors = _skips(pieces, "candidates")
     return Ranking(first["model"], version, ranking, skipped, errors, first.get("context_dropped"), _warnings(pieces))
+
+
+def _check_ranking(piece: Piece, top_k: int | None) -> None:
+    """A chunk's ranking names each of its candidates not skipped once (the best `top_k` of them), else
+    ServerError `bad_answer`."""
+    if piece.answer is None:
+        return
+    count = piece.stop - piece.start
+    skipped = set(piece.answer.get("skipped", []))
+    ranked = [entry["index"] for entry in piece.answer["ranking"]]
+    expected = count - len(skipped) if top_k is None else min(top_k, count - len(skipped))
+    if len(ranked) != expected or len(set(ranked)) != expected or not set(ranked) <= set(range(count)) - skipped:
+        raise ServerError(200, "bad_answer", f"The server ranked {len(ranked)} candidates of {count} "
+                          f"({len(skipped)} skipped; candidates {piece.start} to {piece.stop - 1}).")
 
 
 def _first_answer(pieces: Sequence[Piece]) -> dict[str, Any]:

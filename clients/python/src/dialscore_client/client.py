@@ -8,7 +8,7 @@ from typing import Any, overload
 import requests
 
 from dialscore_client import batching
-from dialscore_client.errors import DialscoreError, reading_answer
+from dialscore_client.errors import DialscoreError, ServerError, reading_answer
 from dialscore_client.results import (CorrelationReport, HumanEvalReport, Method, ModelInfo, MultiScoreResult,
                                       OnInvalid, OnLongContext, Ranking, Rating, ScoreResult, ServedModels)
 from dialscore_client.transport import Transport, encode_checked
@@ -21,6 +21,12 @@ BODY_LIMIT = "max_body_bytes"
 # Seconds a method call may take by default: a bot's call fails within it when the server is down or slow,
 # instead of retrying for retry_deadline. A large batch (split into many chunks) needs a larger one.
 DEFAULT_TIMEOUT = 10.0
+# The fields and types every /correlate and /human-eval answer has (the service's response schemas).
+_NONE = type(None)
+CORRELATE_FIELDS = {"dialscore": str, "n": int, "metrics": dict, "comparisons": list, "agreement": (dict, _NONE)}
+HUMAN_EVAL_FIELDS = {"dialscore": str, "raters": dict, "systems": list, "intervals": dict, "significance": dict,
+                     "criteria": list, "reversed": list, "qc_criteria": list, "kept_ratings": int,
+                     "quality_control": (dict, _NONE)}
 
 
 class Client:
@@ -33,6 +39,8 @@ class Client:
     bounded by retry_deadline alone. retry_deadline: seconds after a
     request's first attempt within which refused connections, 502 and 503s that waiting may cure are
     retried, after `Retry-After` or with backoff; 0 turns retries off. session: your own `requests.Session`.
+    A base URL that is not http(s) with a host, or a timeout or retry_deadline that is not a finite number
+    of seconds (transport.checked_seconds), raises ValueError or TypeError here.
     """
 
     def __init__(self, base_url: str, token: str | None = None, timeout: float | None = DEFAULT_TIMEOUT,
@@ -131,7 +139,8 @@ class Client:
                    **_given(systems=_list(systems), methods=_list(methods), confidence=confidence,
                             resamples=resamples, seed=seed, system_resampling=system_resampling,
                             inputs=_list(inputs))}
-        report: CorrelationReport = self._transport.post("/correlate", payload, self._transport.deadline())
+        report: CorrelationReport = _checked(self._transport.post("/correlate", payload, self._transport.deadline()),
+                                             CORRELATE_FIELDS, "POST /correlate's answer")
         return report
 
     def human_eval(self, ratings: Sequence[Rating | Mapping[str, Any]], reverse: Sequence[str] | None = None,
@@ -142,7 +151,8 @@ class Client:
         payload = {"ratings": [dict(rating) for rating in ratings],
                    **_given(reverse=_list(reverse), scale=_list(scale), qc_system=qc_system, alpha=alpha,
                             qc_criteria=_list(qc_criteria))}
-        report: HumanEvalReport = self._transport.post("/human-eval", payload, self._transport.deadline())
+        report: HumanEvalReport = _checked(self._transport.post("/human-eval", payload, self._transport.deadline()),
+                                           HUMAN_EVAL_FIELDS, "POST /human-eval's answer")
         return report
 
     # --- splitting ---------------------------------------------------------------------------------
@@ -201,8 +211,27 @@ def _served(answer: Any) -> ServedModels:
                           bit_exact_across_batches=m.get("bit_exact_across_batches"), batch_bound=m.get("batch_bound"),
                           uses=list(m.get("uses", [])), components=[dict(c) for c in m.get("components", [])])
                 for m in answer["models"]],
-        limits=dict(answer["limits"]), loading=bool(answer.get("loading", False)),
+        limits=_whole_numbers(answer["limits"]), loading=bool(answer.get("loading", False)),
         failed=dict(answer.get("failed", {})), not_built=dict(answer.get("not_built", {})))
+
+
+def _whole_numbers(limits: Mapping[str, Any]) -> dict[str, int]:
+    """The limits as published, each a whole number; TypeError (read as `bad_answer`) for another value."""
+    wrong = {name: value for name, value in limits.items() if isinstance(value, bool) or not isinstance(value, int)}
+    if wrong:
+        raise TypeError(f"limits that are not whole numbers: {wrong}")
+    return dict(limits)
+
+
+def _checked(answer: Any, fields: Mapping[str, type | tuple[type, ...]], what: str) -> Any:
+    """`answer` if it is an object with each of `fields` of its type; else ServerError `bad_answer`."""
+    wrong = (["(not an object)"] if not isinstance(answer, dict) else
+             [name for name, kind in fields.items() if name not in answer or not isinstance(answer[name], kind)
+              or isinstance(answer[name], bool)])
+    if wrong:
+        raise ServerError(200, "bad_answer", f"{what} is JSON but not the service's answer: missing or wrong "
+                          f"{', '.join(wrong)}.")
+    return answer
 
 
 def _given(**fields: Any) -> dict[str, Any]:
