@@ -15,6 +15,7 @@ from dialscore_client import (Client, DeadlineExceeded, NotReady, Overloaded, Sh
 
 from tests.clients.conftest import TOKEN
 from tests.clients.proxy import proxy
+from tests.clients.raw_server import serving
 
 ITEM = {"context": ["how was your weekend?"], "response": "great, i went hiking!", "reference": "fine."}
 HEADER = "X-Request-Timeout"
@@ -197,11 +198,7 @@ def test_a_batch_ends_with_its_deadline(small_server):
 def dribbling_server(headers_too: bool, lasts: float = 8.0) -> Iterator[str]:
     """A loopback server that answers every request `200 OK` with `Content-Length: 2000`, then sends the body
     (and with `headers_too` the headers before it) one byte every 0.25 s, closing after `lasts` seconds."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.1)
-    stop = threading.Event()
-
-    def dribble(conn: socket.socket) -> None:
+    def dribble(conn: socket.socket, stop: threading.Event) -> None:
         with conn:
             conn.recv(65536)
             head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2000\r\n\r\n"
@@ -216,22 +213,8 @@ def dribbling_server(headers_too: bool, lasts: float = 8.0) -> Iterator[str]:
                     return
                 time.sleep(0.25)
 
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                continue
-            threading.Thread(target=dribble, args=(conn,), daemon=True).start()
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        listener.close()
+    with serving(dribble) as url:
+        yield url
 
 
 @pytest.mark.parametrize("headers_too", [False, True], ids=["slow-body", "slow-headers"])

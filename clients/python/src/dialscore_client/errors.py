@@ -36,6 +36,10 @@ class DialscoreError(Exception):
         return (_rebuild, (type(self), self.status, self.code, self.message, self.details, self.attempts,
                            self.retry_after))
 
+    def retold(self, message: str, attempts: int) -> DialscoreError:
+        """The same error with another message and number of attempts (the last attempt's, told for the call)."""
+        return _rebuild(type(self), self.status, self.code, message, self.details, attempts, self.retry_after)
+
     def rebased(self, field: str, offset: int) -> DialscoreError:
         """The same error with `<field>.<i>` paths in details and message read as `<field>.<i + offset>`:
         an error about one chunk of a split batch, told in the caller's indices."""

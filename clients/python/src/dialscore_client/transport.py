@@ -14,9 +14,12 @@ import math
 import random
 import threading
 import time
+from collections import Counter
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
+from urllib3.exceptions import NewConnectionError, ReadTimeoutError
 
 from dialscore_client.errors import (BODY_EXCERPT, DialscoreError, InvalidRequest, ServerError, TransportError,
                                      error_from_response)
@@ -34,6 +37,7 @@ MIN_ATTEMPT = 0.1  # seconds an attempt needs at least: no retry is made that wo
 TIMEOUT_HEADER = "X-Request-Timeout"
 MAX_BUDGET = 3600.0  # the largest X-Request-Timeout the server takes
 IDLE_TIMEOUT = 60.0  # without a timeout: seconds to wait for a connection, and between an answer's bytes
+MAX_TIMEOUT = 1e6  # seconds: the largest `timeout` taken (sockets and threads take no wait much longer)
 UNSENDABLE = (ValueError, TypeError)  # what json.dumps and UTF-8 raise for a value JSON has no form for
 
 
@@ -94,9 +98,9 @@ class Transport:
 
     def __init__(self, base_url: str, token: str | None, timeout: float | None, retry_deadline: float,
                  session: requests.Session | None, user_agent: str) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.timeout = timeout
-        self.retry_deadline = retry_deadline
+        self.base_url = checked_base_url(base_url)
+        self.timeout = None if timeout is None else checked_seconds("timeout", timeout, above_zero=True)
+        self.retry_deadline = checked_seconds("retry_deadline", retry_deadline, above_zero=False)
         self.session = session if session is not None else requests.Session()
         self.owns_session = session is None
         self.headers = {"Accept": "application/json", "User-Agent": user_agent}
@@ -125,13 +129,16 @@ class Transport:
         started = time.monotonic()
         retry_until = started + self.retry_deadline
         attempt = 0
+        retried: list[DialscoreError] = []
         while True:
             attempt += 1
             try:
                 return self._once(method, url, headers, body, deadline)
             except DialscoreError as failure:
                 if not retryable(failure):
-                    raise
+                    if not retried:
+                        raise
+                    raise _after_retries(failure, retried) from failure
                 needs = attempt_needs(failure)
                 ends = retry_until if deadline is None else min(retry_until, deadline - needs)
                 left = ends - time.monotonic()
@@ -142,7 +149,8 @@ class Transport:
                     why = ("" if ends == retry_until or needs == MIN_ATTEMPT else f": the wait and the {needs:g} s "
                            "the server expects the work to take do not fit in what is left of it")
                     raise _gave_up(failure, attempt, time.monotonic() - started, bound, why) from failure
-                pause = min(asked if asked is not None else backoff(attempt), left)
+                pause = min(max(backoff(attempt), asked or 0.0), left)  # a Retry-After may lengthen the wait
+                retried.append(failure)
                 log.info("dialscore: %s %s: %s -> attempt %d in %.2f s", method, url, failure, attempt + 1, pause)
                 time.sleep(pause)
 
@@ -159,16 +167,15 @@ class Transport:
                                      f"{method} {url} was sent.")
             headers = {**headers, TIMEOUT_HEADER: f"{budget:.3f}"}
         try:
-            response = (self.session.request(method, url, data=body, headers=headers, timeout=wait)
+            response = (_whole(self.session.request(method, url, data=body, headers=headers, timeout=wait,
+                                                    stream=True, allow_redirects=False, hooks=NO_REDIRECTS))
                         if deadline is None else _Exchange(self.session, method, url, headers, body, wait).by(deadline))
-        except requests.exceptions.SSLError as exc:  # a certificate will not fix itself: not retried
-            raise TransportError(None, "tls_error", f"TLS with {url} failed: {exc}") from exc
-        except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
-            raise TransportError(None, "connection_error", f"Could not reach {url}: {exc}") from exc
-        except requests.Timeout as exc:  # a slow answer is not retried: that would repeat the slow work
-            within = (f"the {wait:.2f} s left of the call's timeout ({self.timeout:g} s)" if deadline is not None
-                      else f"{wait:g} s (the client's wait without a timeout)")
-            raise TransportError(None, "timeout", f"{url} sent no whole answer within {within}.") from exc
+        except _Redirected as redirect:
+            raise redirected(redirect.response) from None
+        except _BrokenBody as broken:
+            raise self._broken_body(broken, url, wait, deadline) from broken.cause
+        except requests.RequestException as exc:
+            raise self._no_answer(exc, method, url, wait, deadline) from exc
         if not response.ok:
             raise error_from_response(response)
         try:
@@ -178,18 +185,95 @@ class Transport:
                               f"{url} answered {response.status_code} with a body that is not JSON.",
                               {"body": response.text[:BODY_EXCERPT]}) from None
 
+    def _within(self, wait: float, deadline: float | None) -> str:
+        return (f"the {wait:.2f} s left of the call's timeout ({self.timeout:g} s)" if deadline is not None
+                else f"{wait:g} s (the client's wait without a timeout)")
+
+    def _no_answer(self, exc: requests.RequestException, method: str, url: str, wait: float,
+                   deadline: float | None) -> TransportError:
+        """The failure of an attempt that got no answer's head: no connection (retried), a connection closed
+        or reset before the answer (retried), no answer in time (not retried: that would repeat the slow work)."""
+        if isinstance(exc, requests.exceptions.SSLError):  # a certificate will not fix itself: not retried
+            return TransportError(None, "tls_error", f"TLS with {url} failed: {exc}")
+        if _timed_out(exc):
+            return TransportError(None, "timeout", f"{url} sent no whole answer within {self._within(wait, deadline)}.")
+        if isinstance(exc, requests.ConnectionError):
+            reason = getattr(exc.args[0], "reason", None) if exc.args else None
+            if isinstance(exc, requests.ConnectTimeout) or isinstance(reason, NewConnectionError):
+                return TransportError(None, "connection_error", f"Could not connect to {url}: {exc}")
+            return TransportError(None, "connection_error", f"{url} closed the connection without an answer: {exc}")
+        return TransportError(None, "request_error", f"{method} {url} could not be sent: {type(exc).__name__}: {exc}")
+
+    def _broken_body(self, broken: _BrokenBody, url: str, wait: float, deadline: float | None) -> DialscoreError:
+        """The failure of an attempt whose answer's head came but whose body could not be read whole."""
+        status, exc = broken.response.status_code, broken.cause
+        if _timed_out(exc):
+            return TransportError(None, "timeout", f"{url} answered {status}, then sent no more of its body within "
+                                  f"{self._within(wait, deadline)}.")
+        if isinstance(exc, requests.exceptions.ContentDecodingError):
+            encoding = broken.response.headers.get("Content-Encoding", "")
+            return ServerError(status, "bad_answer", f"{url} answered {status} with a body that its "
+                               f"Content-Encoding ({encoding}) does not decode: {exc}")
+        return TransportError(None, "connection_error", f"{url} answered {status}, then the connection ended before "
+                              f"its body was whole: {exc}")
+
+
+def _timed_out(exc: requests.RequestException) -> bool:
+    """No byte within the wait, once connected (requests raises a read's timeout in a body as a ConnectionError)."""
+    return ((isinstance(exc, requests.Timeout) and not isinstance(exc, requests.ConnectTimeout))
+            or bool(exc.args) and isinstance(exc.args[0], ReadTimeoutError))
+
+
+class _Redirected(Exception):
+    """A 3xx answer, raised from requests' response hook: before requests parses its Location (which it does even
+    when not following it, and which raises ValueError for a malformed one)."""
+
+    def __init__(self, response: requests.Response) -> None:
+        super().__init__(response.status_code)
+        self.response = response
+
+
+def _refuse_redirect(response: requests.Response, *args: Any, **kwargs: Any) -> requests.Response:
+    if 300 <= response.status_code < 400:
+        response.close()
+        raise _Redirected(response)
+    return response
+
+
+NO_REDIRECTS = {"response": [_refuse_redirect]}
+
+
+class _BrokenBody(Exception):
+    """An answer whose head came and whose body could not be read whole (`cause`: requests' exception)."""
+
+    def __init__(self, response: requests.Response, cause: requests.RequestException) -> None:
+        super().__init__(str(cause))
+        self.response = response
+        self.cause = cause
+
+
+def _whole(response: requests.Response) -> requests.Response:
+    """`response` with its body read; _BrokenBody if it cannot be (cut, stalled, not decodable)."""
+    try:
+        response.content  # noqa: B018 - reads the whole body
+    except requests.RequestException as exc:
+        response.close()
+        raise _BrokenBody(response, exc) from exc
+    return response
+
 
 class _Exchange:
     """One request and its whole answer, made on a thread of its own so that the caller stops waiting at its
     deadline however the bytes come: requests' `timeout` bounds each wait for a byte, not their sum, so a server
     sending a byte at a time keeps it going. Abandoned at the deadline, the answer's socket is shut (urllib3's
     `HTTPResponse.shutdown`, 2.3 and later) so that the thread ends too; before the headers, or on an older
-    urllib3, it ends at its next gap of `wait` seconds or when the server is done."""
+    urllib3, it ends at its next gap of `wait` seconds or when the server is done (requests and urllib3 give
+    no public way to the socket before the head: it stays, with the thread, after the session's close)."""
 
     def __init__(self, session: requests.Session, method: str, url: str, headers: dict[str, str],
                  body: bytes | None, wait: float) -> None:
         self._send = functools.partial(session.request, method, url, data=body, headers=headers, timeout=wait,
-                                       stream=True)
+                                       stream=True, allow_redirects=False, hooks=NO_REDIRECTS)
         self._lock = threading.Lock()
         self._reading: requests.Response | None = None  # the answer whose body is being read
         self._abandoned = False
@@ -218,7 +302,7 @@ class _Exchange:
             if abandoned:
                 response.close()
                 return
-            response.content  # noqa: B018 - reads the whole body here, on this thread
+            _whole(response)  # reads the whole body here, on this thread
             with self._lock:
                 self._reading = None
             self._answer = response
@@ -257,8 +341,50 @@ def attempt_needs(failure: DialscoreError) -> float:
 
 
 def _gave_up(failure: DialscoreError, attempts: int, elapsed: float, bound: str, why: str = "") -> DialscoreError:
-    given_up = type(failure)(failure.status, failure.code,
-                             f"{failure.message} Gave up after {attempts} attempt{'s' if attempts > 1 else ''} in "
-                             f"{elapsed:.1f} s ({bound}){why}.", failure.details, attempts=attempts)
-    given_up.retry_after = failure.retry_after
-    return given_up
+    return failure.retold(f"{failure.message} Gave up after {attempts} attempt{'s' if attempts > 1 else ''} in "
+                          f"{elapsed:.1f} s ({bound}){why}.", attempts)
+
+
+def _after_retries(failure: DialscoreError, retried: list[DialscoreError]) -> DialscoreError:
+    """A failure not retried, after the attempts that were: their number and how they ended."""
+    counts = ", ".join(f"{code} ({count})" for code, count in Counter(f.code for f in retried).items())
+    attempts = len(retried) + 1
+    return failure.retold(f"{failure.message} This was attempt {attempts}; the ones before it failed with {counts}, "
+                          f"the last: {retried[-1].message}", attempts)
+
+
+def redirected(response: requests.Response) -> DialscoreError:
+    """A 3xx answer: the client follows no redirect (requests would re-send a POST as a GET after 301 or 302,
+    and follow loops and other schemes), so the caller can give the base URL that answers."""
+    location = response.headers.get("Location", "")
+    return DialscoreError(response.status_code, "redirected",
+                          f"{response.url} answered {response.status_code}, redirecting to {location or '(no Location)'}"
+                          "; the client follows no redirect: give it the base URL that answers.",
+                          {"location": location})
+
+
+def checked_base_url(base_url: str) -> str:
+    """`base_url` without its trailing slash; ValueError unless it is an http(s) URL with a host."""
+    if not isinstance(base_url, str):
+        raise TypeError(f"base_url must be a str such as 'http://127.0.0.1:8000', not {type(base_url).__name__}.")
+    try:
+        parts = urlsplit(base_url)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 1) > 0
+    except ValueError:
+        valid = False
+    if not valid:
+        raise ValueError(f"base_url must be an http:// or https:// URL with a host, such as "
+                         f"'http://127.0.0.1:8000'; got {base_url!r}.")
+    return base_url.rstrip("/")
+
+
+def checked_seconds(name: str, value: float, above_zero: bool) -> float:
+    """`value` as seconds; TypeError unless a number, ValueError unless finite, at most MAX_TIMEOUT, and above
+    zero (`above_zero`) or at least zero."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__} {value!r}.")
+    if not (math.isfinite(value) and (value > 0 if above_zero else value >= 0) and value <= MAX_TIMEOUT):
+        bound = "above 0" if above_zero else "0 or more"
+        raise ValueError(f"{name} must be a finite number of seconds, {bound} and at most {MAX_TIMEOUT:g}; got "
+                         f"{value!r}.")
+    return float(value)
