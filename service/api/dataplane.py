@@ -309,9 +309,11 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     if body["top_k"] is not None:
         order = order[: body["top_k"]]
     ranking = [{"index": kept[i], "response": body["candidates"][kept[i]], "score": scores[i]} for i in order]
-    if batch.human_percentile is not None:
-        for entry, i in zip(ranking, order):
+    for entry, i in zip(ranking, order):
+        if batch.human_percentile is not None:
             entry["human_percentile"] = batch.human_percentile[i]
+        if batch.details is not None:  # as /score gives them: why a candidate ranked where it did
+            entry["details"] = batch.details[i]
     out = {"model": call.name, "version": call.version, "ranking": ranking}
     if dropped is not None:
         out["context_dropped"] = dropped

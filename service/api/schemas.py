@@ -233,6 +233,8 @@ class RankedSchema(StrictSchema):
     score = fields.Float(required=True)
     human_percentile = fields.Float(validate=validate.Range(min=0.0, max=1.0),
                                     metadata={"description": _HUMAN_PERCENTILE})
+    details = fields.Dict(keys=fields.String(), allow_none=True, metadata={"description": (
+        "Where the model or its options give components, as /score's `details` give them for this candidate.")})
 
 
 class RerankResponseSchema(StrictSchema):

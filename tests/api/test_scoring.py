@@ -192,3 +192,21 @@ def test_correlate_and_human_eval_answers_name_the_tool_version_that_computed_th
                for r in range(3) for s in ("A", "B")]
     answer = client.post("/human-eval", json={"ratings": ratings, "scale": [0, 100]})
     assert answer.status_code == 200 and answer.get_json()["dialscore"] == VERSION, answer.get_json()
+
+
+@pytest.mark.parametrize("model, options, reference", [("unref-minilm-commercial", {"signals": True}, None),
+                                                       ("ruber", {"components": True}, "i went hiking.")])
+def test_a_ranked_candidate_carries_the_details_its_options_ask_for_as_score_gives_them(full_app, model, options,
+                                                                                        reference):
+    """The options were accepted on /rerank and their details dropped: a bot could not see why a candidate
+    ranked where it did from the call it makes."""
+    client = full_app.test_client()
+    context, candidates = ["how was your weekend?"], ["great, i went hiking!", "weekend your was how", "ok"]
+    body = {"model": model, "context": context, "candidates": candidates, "reference": reference}
+    ranked = client.post("/rerank", json={**body, "options": options})
+    assert ranked.status_code == 200, ranked.get_json()
+    items = [{"context": context, "response": c, "reference": reference} for c in candidates]
+    scored = client.post("/score", json={"model": model, "items": items, "options": options}).get_json()
+    for entry in ranked.get_json()["ranking"]:
+        assert entry["details"] == scored["details"][entry["index"]] and entry["details"]
+    assert all("details" not in entry for entry in client.post("/rerank", json=body).get_json()["ranking"])
