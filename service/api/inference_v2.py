@@ -52,9 +52,10 @@ def model_metadata(name: str, version: str | None = None) -> Response:
     scorer = _scorer(name, version)
     manifest = scorer.manifest
     inputs = ["turns"] if manifest.kind == "dialogue" else [f for f in ITEM_INPUTS if f in manifest.requires]
+    outputs = ["score"] + (["human_percentile"] if scorer.human_percentile is not None else [])
     return jsonify({"name": name, "versions": [manifest.version], "platform": PLATFORM,
                     "inputs": [{"name": f, "datatype": "BYTES", "shape": [-1]} for f in inputs],
-                    "outputs": [{"name": "score", "datatype": "FP32", "shape": [-1]}]})
+                    "outputs": [{"name": o, "datatype": "FP32", "shape": [-1]} for o in outputs]})
 
 
 @bp.get("/models/<name>/ready")
@@ -117,7 +118,8 @@ def _score(name: str, tensors: dict[str, Tensor], options: dict[str, Any]) -> tu
     with _v2_names(_score_path):
         answer = dataplane.score(store(), validate(SCORE_REQUEST, {"model": name, "items": items,
                                                                    "options": options}), settings())
-    return [output("score", "FP32", answer["scores"])], answer["version"]
+    percentile = [output("human_percentile", "FP32", answer["human_percentile"])] if "human_percentile" in answer else []
+    return [output("score", "FP32", answer["scores"]), *percentile], answer["version"]
 
 
 def _rerank(name: str, tensors: dict[str, Tensor], options: dict[str, Any],
@@ -138,8 +140,10 @@ def _rerank(name: str, tensors: dict[str, Tensor], options: dict[str, Any],
     with _v2_names(_rerank_path):
         answer = dataplane.rerank(store(), validate(RERANK_REQUEST, body), settings())
     ranking = answer["ranking"]
+    percentile = ([output("human_percentile", "FP32", [entry["human_percentile"] for entry in ranking])]
+                  if ranking and "human_percentile" in ranking[0] else [])
     return ([output("index", "INT64", [entry["index"] for entry in ranking]),
-             output("score", "FP32", [entry["score"] for entry in ranking])], answer["version"])
+             output("score", "FP32", [entry["score"] for entry in ranking]), *percentile], answer["version"])
 
 
 # --- the v1 body's field paths in an error, as the v2 request names them --------------------------

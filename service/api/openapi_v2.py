@@ -11,7 +11,7 @@ from typing import Any
 from service.api.v2_tensors import HEADER_LENGTH, ITEM_INPUTS, PLATFORM, SERVER_NAME
 
 PREFIX = "/v2"
-_OUTPUTS = {"score": "FP32", "index": "INT64"}
+_OUTPUTS = {"score": "FP32", "index": "INT64", "human_percentile": "FP32"}
 
 
 def _ref(name: str) -> dict[str, Any]:
@@ -35,7 +35,8 @@ _INPUT_NAME = ("`context`, `response` and `reference` (one element per item; one
 _PARAMETERS = {"type": "object", "description": "Other parameters are ignored.", "properties": {
     "options": {"type": "string", "description": "The v1 `options` as a JSON object in a string."},
     "rerank": {"type": "boolean", "default": False, "description": (
-        "One `context` and the candidates as `response`: the outputs are `index` and `score`, best first.")},
+        "One `context` and the candidates as `response`: the outputs are `index` and `score`, best first (and "
+        "`human_percentile` where the model gives it).")},
     "top_k": {"type": "integer", "minimum": 1, "nullable": True, "description": "With `rerank: true` only."}}}
 _INFER_REQUEST = _object({
     "id": {"type": "string", "description": "Echoed in the response."},

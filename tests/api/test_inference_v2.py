@@ -221,3 +221,27 @@ def test_a_model_name_ending_in_a_dot_is_named_whole_in_the_error(client, name):
     """A message's full stop is dropped inside the v2 error's parentheses; a name's own dot was too."""
     answer = client.get(f"/v2/models/{name.replace('.', '%2e')}")
     assert answer.status_code == 404 and f"(model: {name};" in answer.get_json()["error"], answer.get_json()
+
+
+def test_a_calibrated_model_gives_human_percentile_as_an_output_as_v1_does(full_app):
+    """A bot wired through KServe could not threshold: the infer answer gave index and score only."""
+    client = full_app.test_client()
+    context, replies = ["how was your weekend?"], ["great, i went hiking!", "ok", "weekend your was how"]
+    metadata = client.get("/v2/models/unref-minilm-commercial").get_json()
+    assert [o["name"] for o in metadata["outputs"]] == ["score", "human_percentile"]
+    assert [o["name"] for o in client.get("/v2/models/bleu4").get_json()["outputs"]] == ["score"]
+    tensors = [_text("context", ["\n".join(context)]), _text("response", replies)]
+    scored = {o["name"]: o["data"] for o in _infer(client, "unref-minilm-commercial", {"inputs": tensors}).get_json()[
+        "outputs"]}
+    v1 = client.post("/score", json={"model": "unref-minilm-commercial", "items": [
+        {"context": context, "response": r} for r in replies]}).get_json()
+    assert scored["human_percentile"] == pytest.approx(v1["human_percentile"], abs=1e-6)
+    ranked = _infer(client, "unref-minilm-commercial", {"inputs": tensors, "parameters": {"rerank": True}}).get_json()
+    outputs = {o["name"]: o["data"] for o in ranked["outputs"]}
+    v1_ranking = client.post("/rerank", json={"model": "unref-minilm-commercial", "context": context,
+                                              "candidates": replies}).get_json()["ranking"]
+    assert outputs["index"] == [e["index"] for e in v1_ranking]
+    assert outputs["human_percentile"] == pytest.approx([e["human_percentile"] for e in v1_ranking], abs=1e-6)
+    only = {"inputs": tensors, "outputs": [{"name": "human_percentile"}]}
+    assert [o["name"] for o in _infer(client, "unref-minilm-commercial", only).get_json()["outputs"]] == [
+        "human_percentile"]
