@@ -46,7 +46,7 @@ _INFER_REQUEST = _object({
                                            "properties": {"name": {"type": "string", "enum": list(_OUTPUTS)}}}},
 }, ("inputs",))
 _OUTPUT = _object({"name": {"type": "string", "enum": list(_OUTPUTS)},
-                   "datatype": {"type": "string", "enum": list(_OUTPUTS.values())},
+                   "datatype": {"type": "string", "enum": sorted(set(_OUTPUTS.values()))},
                    "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
                    "data": {"type": "array", "items": {"type": "number"}}}, ("name", "datatype", "shape", "data"))
 _INFER_RESPONSE = _object({"model_name": {"type": "string"}, "model_version": {"type": "string"},

@@ -379,6 +379,11 @@ def test_a_worker_whose_metrics_cannot_be_folded_does_not_take_the_server_down(t
     env = {"DIALSCORE_MAX_REQUESTS": "10", "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
     with running_server(store, env) as srv:
         (metrics_dir / "counter_archive.db").mkdir()  # the fold cannot write its archive (as a full volume)
+        # /readyz answers 200 once one worker serves, and a worker past its count waits for its sibling, which
+        # on a busy machine may start only after all 60 requests: both serve first.
+        deadline = time.monotonic() + 60
+        while _call(srv.port, "GET", "/readyz")[1].get("workers_ready") != 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
         statuses = [_call(srv.port, "POST", "/score", {"model": "length", "items": [ITEM]})[0] for _ in range(60)]
         assert statuses.count(200) == 60, statuses
         deadline = time.monotonic() + 30  # the master folds a worker once it has reaped it
