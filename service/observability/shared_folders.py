@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -20,6 +21,10 @@ from service.config import check_writable
 
 METRICS_ENV = "PROMETHEUS_MULTIPROC_DIR"
 LOCK_NAME = ".dialscore-server.lock"
+TEMP_PREFIX = "dialscore-"
+# A live server holds its folders' lock from the moment it makes them; one whose lock is free and whose
+# entries have not changed for this long was left by a server that could not remove it (SIGKILL).
+STALE_AFTER_S = 60.0
 _held: dict[str, int] = {}  # folder -> the descriptor whose lock this server holds, for its whole life
 
 
@@ -52,14 +57,40 @@ def claim(keys: Iterable[str]) -> list[str]:
     answer, or kept /readyz at "0 of 2 loaded" for good; and `hold` each, unless a USR2 upgrade's new
     master shares them with the old. The folders made here, for `remove`."""
     owned = []
+    keys = list(keys)
+    if any(not os.environ.get(key) for key in keys):
+        remove_stale()
     for key in keys:
         if not os.environ.get(key):
-            os.environ[key] = tempfile.mkdtemp(prefix="dialscore-")
+            os.environ[key] = tempfile.mkdtemp(prefix=TEMP_PREFIX)
             owned.append(os.environ[key])
         check_writable(os.environ[key], key)
         if not os.environ.get("GUNICORN_FD"):
             hold(key, os.environ[key])
     return owned
+
+
+def remove_stale() -> list[str]:
+    """Remove the temporary folders that servers killed outright left behind (a master killed with SIGKILL,
+    a container OOM-killed over the same /tmp volume): ours by their lock file, stale by STALE_AFTER_S with
+    the lock free. The folders removed."""
+    removed, cutoff = [], time.time() - STALE_AFTER_S
+    for folder in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*"):
+        try:
+            if folder.stat().st_mtime > cutoff:
+                continue
+            descriptor = os.open(folder / LOCK_NAME, os.O_RDWR)  # no lock file: not a server's folder
+        except OSError:
+            continue
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(str(folder))
+        except OSError:  # held: a live server's
+            pass
+        finally:
+            os.close(descriptor)
+    return removed
 
 
 def clear_metrics() -> None:
