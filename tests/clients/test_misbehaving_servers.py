@@ -39,6 +39,24 @@ def test_an_answer_requests_cannot_follow_or_decode_is_a_dialscore_error(answer,
     assert (caught.value.status, caught.value.code, len(served.requests)) == (status, code, 1)
 
 
+@pytest.mark.parametrize("timeout", [None, 5], ids=["no-timeout", "timeout"])
+def test_a_callers_session_keeps_its_own_response_hooks_and_redirects_are_still_refused(timeout):
+    """The client's redirect hook, passed per request, replaced the session's response hooks (requests
+    merges hooks of one kind by replacing them): a caller's logging or token-refreshing hook never ran."""
+    import requests
+
+    seen: list[int] = []
+    session = requests.Session()
+    session.hooks["response"].append(lambda response, *args, **kwargs: seen.append(response.status_code))
+    body = b'{"models": [], "limits": {}}'
+    with raw_answering(head("200 OK", JSON, body=body)) as served:
+        Client(served.url, timeout=timeout, session=session).models()
+    assert seen == [200]
+    with raw_answering(head("302 Found", "Location: /elsewhere")) as served, pytest.raises(DialscoreError) as caught:
+        Client(served.url, timeout=timeout, retry_deadline=0, session=session).models()
+    assert caught.value.code == "redirected" and seen == [200, 302]
+
+
 def test_a_redirect_in_front_of_a_post_is_not_followed_as_a_get():
     with raw_answering(head("301 Moved Permanently", "Location: /elsewhere/correlate")) as served:
         with pytest.raises(DialscoreError) as caught:

@@ -168,7 +168,7 @@ class Transport:
             headers = {**headers, TIMEOUT_HEADER: f"{budget:.3f}"}
         try:
             response = (_whole(self.session.request(method, url, data=body, headers=headers, timeout=wait,
-                                                    stream=True, allow_redirects=False, hooks=NO_REDIRECTS))
+                                                    stream=True, allow_redirects=False, hooks=no_redirects(self.session)))
                         if deadline is None else _Exchange(self.session, method, url, headers, body, wait).by(deadline))
         except _Redirected as redirect:
             raise redirected(redirect.response) from None
@@ -240,7 +240,10 @@ def _refuse_redirect(response: requests.Response, *args: Any, **kwargs: Any) -> 
     return response
 
 
-NO_REDIRECTS = {"response": [_refuse_redirect]}
+def no_redirects(session: requests.Session) -> dict[str, list[Any]]:
+    """The request's hooks: the session's own response hooks, then the refusal of a 3xx (requests lets a
+    request's hooks of one kind replace the session's, not add to them)."""
+    return {"response": [*session.hooks.get("response", []), _refuse_redirect]}
 
 
 class _BrokenBody(Exception):
@@ -273,7 +276,7 @@ class _Exchange:
     def __init__(self, session: requests.Session, method: str, url: str, headers: dict[str, str],
                  body: bytes | None, wait: float) -> None:
         self._send = functools.partial(session.request, method, url, data=body, headers=headers, timeout=wait,
-                                       stream=True, allow_redirects=False, hooks=NO_REDIRECTS)
+                                       stream=True, allow_redirects=False, hooks=no_redirects(session))
         self._lock = threading.Lock()
         self._reading: requests.Response | None = None  # the answer whose body is being read
         self._abandoned = False
