@@ -204,3 +204,14 @@ def test_human_eval(server, client):
     assert report == expected
     assert [s["system"] for s in report["systems"]] == ["A", "B"]
     assert report["raters"]["passed"] == ["r1", "r2", "r3"] and report["reversed"] == ["robotic"]
+
+
+def test_a_ranked_candidate_carries_the_details_its_options_ask_for(client):
+    """The server gives each ranked candidate the `details` its options ask for; the client dropped them."""
+    context, candidates = ["how was your weekend?"], ["fine.", "great, i went hiking with my sister!"]
+    ranking = client.rerank("unref-minilm", context, candidates, options={"signals": True}).ranking
+    scored = client.score("unref-minilm", [{"context": context, "response": c} for c in candidates],
+                          options={"signals": True})
+    assert [entry.details for entry in ranking] == [scored.details[entry.index] for entry in ranking]
+    assert all(entry.details for entry in ranking)
+    assert all(entry.details is None for entry in client.rerank("unref-minilm", context, candidates).ranking)

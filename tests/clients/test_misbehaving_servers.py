@@ -66,7 +66,8 @@ def test_a_redirect_in_front_of_a_post_is_not_followed_as_a_get():
     assert "/elsewhere/correlate" in caught.value.message
 
 
-@pytest.mark.parametrize("base_url", ["127.0.0.1:18611", "ftp://127.0.0.1/", "http://[bad/x", "http://", ""])
+@pytest.mark.parametrize("base_url", ["127.0.0.1:18611", "ftp://127.0.0.1/", "http://[bad/x", "http://", "",
+                                      "http://127.0.0.1:0"])
 def test_a_base_url_that_is_not_http_is_refused_at_construction(base_url):
     with pytest.raises(ValueError, match="base_url"):
         Client(base_url)
@@ -118,3 +119,24 @@ def test_an_error_after_retries_carries_every_attempt():
     assert error.code == "timeout" and error.attempts >= 2, error
     assert f"This was attempt {error.attempts}; the ones before it failed with connection_error" in error.message
     assert "Could not connect to" in error.message
+
+
+def test_an_error_given_up_on_says_how_the_attempts_before_it_failed():
+    """Refused connections, then `overloaded` with a Retry-After past the timeout: the error raised said only
+    how many attempts there were."""
+    port = free_port()
+    overloaded = head("503 Service Unavailable", JSON, "Retry-After: 100",
+                      body=b'{"error": {"code": "overloaded", "message": "Busy.", "details": {}}}')
+    listening = threading.Timer(0.8, lambda: holder.__enter__())
+    holder = raw_answering(overloaded, port=port)
+    listening.start()
+    try:
+        with pytest.raises(DialscoreError) as caught:
+            Client(f"http://127.0.0.1:{port}", timeout=4).models()
+    finally:
+        listening.join()
+        holder.__exit__(None, None, None)
+    error = caught.value
+    assert error.code == "overloaded" and error.attempts >= 2, error
+    assert f"Gave up after {error.attempts} attempts" in error.message
+    assert f"The ones before it failed with connection_error ({error.attempts - 1})." in error.message

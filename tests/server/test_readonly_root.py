@@ -29,7 +29,7 @@ cd "$APP"
 export HOME="$TMP" TMPDIR="$TMP" PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$APP" DIALSCORE_MODEL_STORE="$APP/model_store"
 "$PY" -m service --host 127.0.0.1 --port "$PORT" --workers 2 >"$TMP/log" 2>&1 &
 pid=$!
-"$PY" - <<'EOF'
+if "$PY" - <<'EOF'
 import json, os, time, urllib.request
 base = f"http://127.0.0.1:{os.environ['PORT']}"
 for _ in range(300):
@@ -46,6 +46,7 @@ req = urllib.request.Request(base + "/score", body, {"Content-Type": "applicatio
 print(json.loads(urllib.request.urlopen(req, timeout=10).read())["scores"])
 print("metrics", b"dialscore_requests_total" in urllib.request.urlopen(base + "/metrics", timeout=10).read())
 EOF
+then :; else status=$?; cat "$TMP/log" >&2; kill -TERM "$pid" 2>/dev/null || true; exit "$status"; fi
 kill -TERM "$pid"
 wait "$pid"
 echo "exit $?"

@@ -119,7 +119,7 @@ def _join_rankings(pieces: Sequence[Piece], top_k: int | None) -> Ranking:
     for piece in pieces:
         _check_ranking(piece, top_k)
     ranking = [RankedCandidate(entry["index"] + piece.start, entry["response"], entry["score"],
-                               entry.get("human_percentile"))
+                               entry.get("human_percentile"), entry.get("details"))
                for piece in pieces if piece.answer is not None for entry in piece.answer["ranking"]]
     if len(pieces) > 1:  # one chunk's ranking is the server's, as it is
         ranking.sort(key=lambda entry: (-entry.score, entry.index))

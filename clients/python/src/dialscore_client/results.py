@@ -89,13 +89,15 @@ class MultiScoreResult:
 
 @dataclass(frozen=True)
 class RankedCandidate:
-    """A candidate in a ranking: its index in `candidates`, its text, its score, and the share in [0, 1] of
-    human next turns that score beats (None for a model that ships no percentile table)."""
+    """A candidate in a ranking: its index in `candidates`, its text, its score, the share in [0, 1] of
+    human next turns that score beats (None for a model that ships no percentile table), and the components
+    its options ask for (`details`, as `ScoreResult.details` gives them; None where none are given)."""
 
     index: int
     response: str
     score: float
     human_percentile: float | None = None
+    details: dict[str, Any] | None = None
 
 
 @dataclass

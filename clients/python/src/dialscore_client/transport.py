@@ -148,7 +148,7 @@ class Transport:
                              else f"timeout {self.timeout:g} s")
                     why = ("" if ends == retry_until or needs == MIN_ATTEMPT else f": the wait and the {needs:g} s "
                            "the server expects the work to take do not fit in what is left of it")
-                    raise _gave_up(failure, attempt, time.monotonic() - started, bound, why) from failure
+                    raise _gave_up(failure, attempt, time.monotonic() - started, bound, why, retried) from failure
                 pause = min(max(backoff(attempt), asked or 0.0), left)  # a Retry-After may lengthen the wait
                 retried.append(failure)
                 log.info("dialscore: %s %s: %s -> attempt %d in %.2f s", method, url, failure, attempt + 1, pause)
@@ -343,17 +343,22 @@ def attempt_needs(failure: DialscoreError) -> float:
     return MIN_ATTEMPT
 
 
-def _gave_up(failure: DialscoreError, attempts: int, elapsed: float, bound: str, why: str = "") -> DialscoreError:
+def _gave_up(failure: DialscoreError, attempts: int, elapsed: float, bound: str, why: str,
+             retried: list[DialscoreError]) -> DialscoreError:
+    earlier = f" The ones before it failed with {_codes(retried)}." if retried else ""
     return failure.retold(f"{failure.message} Gave up after {attempts} attempt{'s' if attempts > 1 else ''} in "
-                          f"{elapsed:.1f} s ({bound}){why}.", attempts)
+                          f"{elapsed:.1f} s ({bound}){why}.{earlier}", attempts)
 
 
 def _after_retries(failure: DialscoreError, retried: list[DialscoreError]) -> DialscoreError:
     """A failure not retried, after the attempts that were: their number and how they ended."""
-    counts = ", ".join(f"{code} ({count})" for code, count in Counter(f.code for f in retried).items())
     attempts = len(retried) + 1
-    return failure.retold(f"{failure.message} This was attempt {attempts}; the ones before it failed with {counts}, "
-                          f"the last: {retried[-1].message}", attempts)
+    return failure.retold(f"{failure.message} This was attempt {attempts}; the ones before it failed with "
+                          f"{_codes(retried)}, the last: {retried[-1].message}", attempts)
+
+
+def _codes(failures: list[DialscoreError]) -> str:
+    return ", ".join(f"{code} ({count})" for code, count in Counter(f.code for f in failures).items())
 
 
 def redirected(response: requests.Response) -> DialscoreError:
@@ -372,7 +377,7 @@ def checked_base_url(base_url: str) -> str:
         raise TypeError(f"base_url must be a str such as 'http://127.0.0.1:8000', not {type(base_url).__name__}.")
     try:
         parts = urlsplit(base_url)
-        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 1) > 0
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port is None or parts.port > 0)
     except ValueError:
         valid = False
     if not valid:
