@@ -102,33 +102,12 @@ def test_a_body_cut_short_says_the_server_answered():
     assert "answered 200, then the connection ended before its body was whole" in caught.value.message
 
 
-def test_an_error_after_retries_carries_every_attempt():
-    """Refused connections until a server listens that never answers: the timeout is raised with the number
-    of attempts, and says that the earlier ones found no connection."""
+def _called_before_it_listens(answer: bytes, hold: bool = False) -> DialscoreError:
+    """The error of `models()` called on a port where `answer` starts to be served only 0.8 s later:
+    the attempts before find no connection."""
     port = free_port()
-    listening = threading.Timer(0.8, lambda: holder.__enter__())
-    holder = raw_answering(b"", hold=True, port=port)
-    listening.start()
-    try:
-        with pytest.raises(TransportError) as caught:
-            Client(f"http://127.0.0.1:{port}", timeout=4).models()
-    finally:
-        listening.join()
-        holder.__exit__(None, None, None)
-    error = caught.value
-    assert error.code == "timeout" and error.attempts >= 2, error
-    assert f"This was attempt {error.attempts}; the ones before it failed with connection_error" in error.message
-    assert "Could not connect to" in error.message
-
-
-def test_an_error_given_up_on_says_how_the_attempts_before_it_failed():
-    """Refused connections, then `overloaded` with a Retry-After past the timeout: the error raised said only
-    how many attempts there were."""
-    port = free_port()
-    overloaded = head("503 Service Unavailable", JSON, "Retry-After: 100",
-                      body=b'{"error": {"code": "overloaded", "message": "Busy.", "details": {}}}')
-    listening = threading.Timer(0.8, lambda: holder.__enter__())
-    holder = raw_answering(overloaded, port=port)
+    holder = raw_answering(answer, hold=hold, port=port)
+    listening = threading.Timer(0.8, holder.__enter__)
     listening.start()
     try:
         with pytest.raises(DialscoreError) as caught:
@@ -136,7 +115,23 @@ def test_an_error_given_up_on_says_how_the_attempts_before_it_failed():
     finally:
         listening.join()
         holder.__exit__(None, None, None)
-    error = caught.value
+    return caught.value
+
+
+def test_an_error_after_retries_carries_every_attempt():
+    """Refused connections until a server listens that never answers: the timeout is raised with the number
+    of attempts, and says that the earlier ones found no connection."""
+    error = _called_before_it_listens(b"", hold=True)
+    assert isinstance(error, TransportError) and error.code == "timeout" and error.attempts >= 2, error
+    assert f"This was attempt {error.attempts}; the ones before it failed with connection_error" in error.message
+    assert "Could not connect to" in error.message
+
+
+def test_an_error_given_up_on_says_how_the_attempts_before_it_failed():
+    """Refused connections, then `overloaded` with a Retry-After past the timeout: the error raised said only
+    how many attempts there were."""
+    error = _called_before_it_listens(head("503 Service Unavailable", JSON, "Retry-After: 100",
+                                           body=b'{"error": {"code": "overloaded", "message": "Busy.", "details": {}}}'))
     assert error.code == "overloaded" and error.attempts >= 2, error
     assert f"Gave up after {error.attempts} attempts" in error.message
     assert f"The ones before it failed with connection_error ({error.attempts - 1})." in error.message
