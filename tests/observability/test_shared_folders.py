@@ -47,7 +47,7 @@ def test_a_killed_servers_folders_are_removed_and_live_or_foreign_ones_kept(tmp_
 def test_claiming_a_new_folder_first_removes_the_stale_ones(tmp_path, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     dead = _server_folder(tmp_path, "dead", 3600)
-    monkeypatch.delenv("DIALSCORE_READY_DIR", raising=False)
+    monkeypatch.setenv("DIALSCORE_READY_DIR", "")  # unset for claim, which sets it; restored after the test
     monkeypatch.delenv("GUNICORN_FD", raising=False)
     owned = shared_folders.claim(["DIALSCORE_READY_DIR"])
     try:
