@@ -12,6 +12,7 @@ import fcntl
 import logging
 import os
 import shutil
+import stat
 import tempfile
 import time
 from collections.abc import Iterable
@@ -72,12 +73,13 @@ def claim(keys: Iterable[str]) -> list[str]:
 
 def remove_stale() -> list[str]:
     """Remove the temporary folders that servers killed outright left behind (a master killed with SIGKILL,
-    a container OOM-killed over the same /tmp volume): ours by their lock file, stale by STALE_AFTER_S with
-    the lock free. The folders removed."""
+    a container OOM-killed over the same /tmp volume): ours by their owner and lock file, stale by
+    STALE_AFTER_S with the lock free. The folders removed."""
     removed, cutoff = [], time.time() - STALE_AFTER_S
     for folder in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}*"):
         try:
-            if folder.stat().st_mtime > cutoff:
+            status = folder.lstat()  # a link is no folder of ours, nor is another user's
+            if not stat.S_ISDIR(status.st_mode) or status.st_uid != os.getuid() or status.st_mtime > cutoff:
                 continue
             descriptor = os.open(folder / LOCK_NAME, os.O_RDWR)  # no lock file: not a server's folder
         except OSError:

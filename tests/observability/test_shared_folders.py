@@ -32,6 +32,10 @@ def test_a_killed_servers_folders_are_removed_and_live_or_foreign_ones_kept(tmp_
     foreign = tmp_path / f"{shared_folders.TEMP_PREFIX}mpnet-base-cache"  # no lock file: not a server's
     foreign.mkdir()
     os.utime(foreign, (0, 0))
+    elsewhere = _server_folder(tmp_path / "..", f"elsewhere-{tmp_path.name}", 3600)
+    link = tmp_path / f"{shared_folders.TEMP_PREFIX}link"  # a link to a dead server's folder is not followed
+    link.symlink_to(elsewhere)
+    os.utime(link, (0, 0), follow_symlinks=False)
     holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys; "
                                f"d = os.open({str(live / shared_folders.LOCK_NAME)!r}, os.O_RDWR); "
                                "fcntl.flock(d, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()"],
@@ -42,6 +46,7 @@ def test_a_killed_servers_folders_are_removed_and_live_or_foreign_ones_kept(tmp_
     finally:
         holder.communicate("", timeout=10)
     assert not dead.exists() and fresh.is_dir() and live.is_dir() and foreign.is_dir()
+    assert link.is_symlink() and (elsewhere / "counter_1.db").exists()
 
 
 def test_claiming_a_new_folder_first_removes_the_stale_ones(tmp_path, monkeypatch):
