@@ -19,6 +19,7 @@ from pathlib import Path
 
 from service.config import Settings, absolute_folder, check_writable, env_name, load_server_settings, refuse_unknown_providers
 from service.observability import shared_folders
+from service.store import readiness
 
 # The DIALSCORE_* names read outside Settings (the worker's own, bulk's, training's), for the warning
 # about a misspelt one; the Settings fields are added where it is checked.
@@ -29,6 +30,7 @@ OTHER_NAMES = frozenset({
 
 
 log = logging.getLogger(__name__)
+SHARED_FOLDERS = (shared_folders.METRICS_ENV, readiness.DIR_ENV)  # the workers' folders (gunicorn.conf.py claims them)
 
 
 def is_loopback(host: str) -> bool:
@@ -119,7 +121,7 @@ def hold_folders(environ: Mapping[str, str]) -> None:
     USR2 upgrade's new master (GUNICORN_FD), which shares them with the old one."""
     if environ.get("GUNICORN_FD"):
         return
-    for key in (shared_folders.METRICS_ENV, "DIALSCORE_READY_DIR"):
+    for key in SHARED_FOLDERS:
         if environ.get(key):
             shared_folders.hold(key, environ[key])
 
@@ -138,7 +140,7 @@ def check_configuration(environ: Mapping[str, str]) -> list[str]:
     check_store(settings)
     if environ.get("DIALSCORE_PROVIDERS"):
         check_provider_names_apart(environ["DIALSCORE_PROVIDERS"])
-    for key in ("PROMETHEUS_MULTIPROC_DIR", "DIALSCORE_READY_DIR"):
+    for key in SHARED_FOLDERS:
         absolute_folder(key, environ.get(key, ""))
         if environ.get(key):
             check_writable(environ[key], key)

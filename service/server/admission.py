@@ -113,7 +113,7 @@ class Admission:
 
     def _work_ahead(self, now: float) -> float:
         """Thread-seconds of work before a new request can start."""
-        left = sum(max(self.expected(t) - (now - (now if t.started is None else t.started)), 0.1 * self.expected(t))
+        left = sum(max(self.expected(t) - (0.0 if t.started is None else now - t.started), 0.1 * self.expected(t))
                    for t in self.running)
         return left + sum(self.expected(t) for t in self.queue)
 
