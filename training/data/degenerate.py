@@ -1,8 +1,8 @@
 """Degenerate replies, one of each kind per context (empty, near-empty, repeated, generic, a copy of the
 last turn, a reply from another conversation), from phrase lists that training and the check do not share;
 and the repetition kinds a cosine with the context rewards (the last turn said two and three times, a
-content word of it said five times), which the check adds to those and the commercial re-rankers'
-negatives build from DSTC7 train contexts."""
+content word of it said five times) and the last turn's words shuffled, which the check adds to those and
+the commercial re-rankers' negatives build from DSTC7 train contexts."""
 from __future__ import annotations
 
 import random
@@ -11,7 +11,8 @@ from service.text import sentences, words
 
 KINDS = ("empty", "near-empty", "repeated", "generic", "copy-last-turn", "other-conversation")
 REPETITION_KINDS = ("near-copy-x2", "near-copy-x3", "topic-word")
-CHECK_KINDS = KINDS + REPETITION_KINDS  # what `python -m training degenerate` measures
+SHUFFLED_KIND = "shuffled-copy"  # the last turn's words in another order, which a copy counted on bigrams misses
+CHECK_KINDS = KINDS + REPETITION_KINDS + (SHUFFLED_KIND,)  # what `python -m training degenerate` measures
 TOPIC_WORD_TIMES = 5
 # Words too common to be a turn's topic ("food", not "your", in "what's your favourite food?").
 FUNCTION_WORDS = frozenset("""
@@ -63,6 +64,20 @@ def repetition_replies(context: list[str], rng: random.Random | None = None) -> 
     phrase = rng.choice(sentences(last)) if rng is not None else last
     return {"near-copy-x2": " ".join([phrase] * 2), "near-copy-x3": " ".join([phrase] * 3),
             "topic-word": topic_word(last, rng)}
+
+
+def shuffled_copy(context: list[str], rng: random.Random | None = None) -> str:
+    """The last turn's words (as spaces part them) in another order: the whole turn, in an order seeded
+    by its own text, for the check (so that it draws nothing from the check's generator and the other
+    kinds' cases stay the same); with `rng` (training), one random sentence of it, as the repetition kinds."""
+    last = context[-1] if context else ""
+    if rng is None:
+        tokens = last.split()
+        random.Random(last).shuffle(tokens)
+    else:
+        tokens = rng.choice(sentences(last)).split()
+        rng.shuffle(tokens)
+    return " ".join(tokens)
 
 
 def degenerate_replies(context: list[str], human: str, other: str, rng: random.Random,

@@ -11,7 +11,8 @@ import numpy as np
 
 from service.scorers.heads import MAX_TURNS
 from training.data import corpora, judgements
-from training.data.degenerate import TRAIN_GENERIC, TRAIN_NEAR_EMPTY, degenerate_replies, repetition_replies
+from training.data.degenerate import (SHUFFLED_KIND, TRAIN_GENERIC, TRAIN_NEAR_EMPTY, degenerate_replies,
+                                      repetition_replies, shuffled_copy)
 from training.data.references import recover
 
 # Sets used for training and development; every one has context + response, two have references.
@@ -154,12 +155,13 @@ def negative_samples(config: NegativeOptions, rng: random.Random, for_ruber: boo
     return ranked
 
 
-def dstc7_copies(contexts: int, rng: random.Random, repetitions: bool = False) -> Ranked:
+def dstc7_copies(contexts: int, rng: random.Random, repetitions: bool = False, shuffled: bool = False) -> Ranked:
     """DSTC7's train-partition contexts (Reddit, O-UDA v1.0; no score read), a human reference reply against a
     copy of one of the last MAX_TURNS context turns: negatives of text whose terms allow commercial use, for the
     one fault a cosine with the context cannot see (it scores a copy 1). With `repetitions`, the same reference
     also against each repetition kind of the last turn (the turn said two and three times, a random content
-    word of it said five times), which a cosine rewards as much as a copy."""
+    word of it said five times), which a cosine rewards as much as a copy; with `shuffled`, also against the
+    words of one sentence of the last turn in another order (SHUFFLED_KIND)."""
     by_context: dict[str, judgements.JudgedItem] = {}
     for item in judgements.load_set("dstc7", "train"):
         if item.references:
@@ -174,6 +176,8 @@ def dstc7_copies(contexts: int, rng: random.Random, repetitions: bool = False) -
         bad = {"copy": rng.choice(copies)}
         if repetitions:
             bad.update({k: r for k, r in repetition_replies(context, rng).items() if r != reply})
+        if shuffled and (reordered := shuffled_copy(context, rng)) != reply:
+            bad[SHUFFLED_KIND] = reordered
         for kind, negative in bad.items():
             ranked.contexts.append(context)
             ranked.good.append(reply)

@@ -27,8 +27,8 @@ from training.evaluation.held_in import seen_in_training, trained_text
 from training.evaluation.vectors import SharedVectors
 from training.core.turn_cards import FROM_MANIFEST, update_card
 from training.data.negatives import dd_plusplus
-from training.data.degenerate import (CHECK_GENERIC, CHECK_KINDS, CHECK_NEAR_EMPTY, TOPIC_WORD_TIMES,
-                                     degenerate_replies, repetition_replies)
+from training.data.degenerate import (CHECK_GENERIC, CHECK_KINDS, CHECK_NEAR_EMPTY, SHUFFLED_KIND, TOPIC_WORD_TIMES,
+                                     degenerate_replies, repetition_replies, shuffled_copy)
 
 
 # --- the check set and `python -m training degenerate` ---------------------------------------------
@@ -63,7 +63,8 @@ def check_set(max_contexts: int = 400, seed: int = 0, trained: DevHoldout | None
         if seen_in_training(trained, context, positives[:2]):
             continue
         other = " ".join(record["random_negative_responses"][0].split())
-        replies = {**degenerate_replies(context, positives[0], other, rng), **repetition_replies(context)}
+        replies = {**degenerate_replies(context, positives[0], other, rng), **repetition_replies(context),
+                   SHUFFLED_KIND: shuffled_copy(context)}
         for kind, reply in replies.items():
             cases.append(Case(tuple(context), positives[0], positives[1], kind, reply))
         contexts += 1
@@ -101,12 +102,13 @@ def markdown(table: dict[str, dict[str, float]], n_contexts: int, command: str) 
              f"({', '.join(repr(x) for x in CHECK_NEAR_EMPTY)}), repeated (the human reply's first three words "
              f"five times), generic ({', '.join(repr(x) for x in CHECK_GENERIC)}), copy of the last context "
              "turn, a human reply from another conversation, the last context turn said twice and three times "
-             f"(near-copy-x2, -x3), its longest content word said {TOPIC_WORD_TIMES} times (topic-word). The "
+             f"(near-copy-x2, -x3), its longest content word said {TOPIC_WORD_TIMES} times (topic-word), its words "
+             "in another order (shuffled-copy, the order seeded by the turn's text). The "
              "-minilm models were trained with negatives of the first six kinds but other phrases "
              "(training/data/degenerate.py) on train contexts only; the -commercial models' negatives hold "
-             "copies and the three repetition kinds of DSTC7 train contexts (one sentence of the last turn, a "
-             "random content word), and unref-minilm's, unref-mpnet's and unref-mpnet-minilm's hold those beside their "
-             "own.", "",
+             "copies, the three repetition kinds and shuffled copies of DSTC7 train contexts (one sentence of "
+             "the last turn, a random content word), and unref-minilm's, unref-mpnet's and unref-mpnet-minilm's "
+             "hold those but the shuffled copies beside their own.", "",
              "| model | " + " | ".join(CHECK_KINDS) + " | all |", "|---|" + "---|" * (len(CHECK_KINDS) + 1)]
     for model, row in table.items():
         lines.append(f"| {model} | " + " | ".join(f"{row[k]:.1%}" for k in (*CHECK_KINDS, "all")) + " |")

@@ -51,6 +51,8 @@ def card_figures(recipe: Recipe, fit: Mapping[str, Any], seconds: float, machine
     return {"recipe_summary": TEMPLATES.phrase(f"recipe.{recipe.name}"),
             "encoder_cost": TEMPLATES.phrase("cost.minilm" if recipe.uses == (MINILM,) else "cost.mpnet"),
             "encoder_pass": TEMPLATES.phrase(f"pass.{recipe.uses[0]}"),
+            "copy_penalties": TEMPLATES.phrase(f"penalties.{recipe.uses[0]}"),
+            "copy_limits": TEMPLATES.phrase(f"copy_limits.{recipe.uses[0]}"),
             "encoder_name": TEMPLATES.phrase(f"encoder.{recipe.uses[0]}"),
             "heads": heads_note(recipe, served_next_turn="--served-next-turn" in argv),
             "encoder_licences": encoders, "judged_licences": shared["judged_licences"],

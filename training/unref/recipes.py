@@ -57,11 +57,17 @@ TEXT = ({"name": "distinct_ratio", "source": "distinct_ratio"}, {"name": "log_le
 COPIED_THRESHOLD = 0.5
 REPEATED_THRESHOLD = 0.2
 SAMPLES_AND_REPETITIONS = "samples+dstc7-degenerate"
+DEGENERATE_AND_SHUFFLED = "dstc7-degenerate+shuffled"  # dstc7-degenerate's kinds and the last turn's words shuffled
 REPETITION_FIX = "2026.11.1"  # the version that added the word signals and the repetition negatives
+SHUFFLED_FIX = "2026.11.2"  # the -commercial models' copy signal counted on words, and shuffled negatives
 
 
 def copied_bigrams() -> dict:
     return {"name": "copied_bigrams", "source": "copied_bigrams", "turns": 5, "threshold": COPIED_THRESHOLD}
+
+
+def copied_words() -> dict:
+    return {"name": "copied_words", "source": "copied_words", "turns": 5, "threshold": COPIED_THRESHOLD}
 
 
 def repeated_bigrams() -> dict:
@@ -80,19 +86,21 @@ class Recipe:
     rated_sets: tuple[str, ...] = TRAINING_SETS  # the judged sets whose train partitions the fit reads
     negatives: str = "samples"  # the stacker's margin term: "samples" (DailyDialog++ and degenerate negative
     # samples), "dstc7-copies" (DSTC7 references against copies of their context), "dstc7-degenerate" (those
-    # and the repetition kinds of their last turn, each kind held to the floor), SAMPLES_AND_REPETITIONS (the
+    # and the repetition kinds of their last turn, each kind held to the floor), DEGENERATE_AND_SHUFFLED (those
+    # and a sentence of the last turn shuffled), SAMPLES_AND_REPETITIONS (the
     # first and third, each dstc7 kind and the samples as one held to the floor) or "none" (train.Rows)
     template: str = "unref"  # its card's templates (training/unref/cards)
     version: str = "2026.11.0"  # the served folder's; raised when the recipe changes what it scores
 
 
 def commercial(name: str, encoder: str) -> Recipe:
-    """The last-turn cosine less penalties for a reply that says a context turn's words again or repeats its
-    own on `encoder`, fitted only on commercially usable data (the signals `python -m training unref-scan
-    --negatives dstc7-degenerate` chose on either encoder)."""
-    return Recipe(name, (encoder,), (cos_mean(encoder, 1), copied_bigrams(), repeated_bigrams()), {},
-                  rated_sets=COMMERCIAL_SETS, negatives="dstc7-degenerate", template="unref-commercial",
-                  version=REPETITION_FIX)
+    """The last-turn cosine less penalties for a reply that says a context turn's words again, in any order,
+    or repeats its own on `encoder`, fitted only on commercially usable data: the signals `python -m training
+    unref-scan --negatives dstc7-degenerate+shuffled` chose on that encoder (on mpnet also copy_excess)."""
+    copies = (copy_excess(encoder), copied_words()) if encoder == MPNET else (copied_words(),)
+    return Recipe(name, (encoder,), (cos_mean(encoder, 1), *copies, repeated_bigrams()), {},
+                  rated_sets=COMMERCIAL_SETS, negatives=DEGENERATE_AND_SHUFFLED, template="unref-commercial",
+                  version=SHUFFLED_FIX)
 
 
 RECIPES = {

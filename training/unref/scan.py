@@ -21,8 +21,8 @@ from training.core.turn_training import Config
 from training.encoders.minilm.embed import EmbeddingCache
 from training.unref import fit as stacker
 from training.unref.heads import GROUPS
-from training.unref.recipes import (MINILM, MPNET, RECIPES, TEXT, copied_bigrams, copy_excess, cos_mean,
-                                    repeated_bigrams)
+from training.unref.recipes import (DEGENERATE_AND_SHUFFLED, MINILM, MPNET, RECIPES, TEXT, copied_bigrams,
+                                    copied_words, copy_excess, cos_mean, repeated_bigrams)
 from training.unref.signals import matrix
 from training.unref.train import Rows, default_cache
 
@@ -30,7 +30,7 @@ from training.unref.train import Rows, default_cache
 def candidates(encoder: str) -> dict[str, dict]:
     """The signals a subset is drawn from, the vector ones on `encoder`'s vectors."""
     specs = (cos_mean(encoder, 1), cos_mean(encoder, 2), cos_mean(encoder, 5), copy_excess(encoder), *TEXT,
-             copied_bigrams(), repeated_bigrams())
+             copied_bigrams(), copied_words(), repeated_bigrams())
     return {spec["name"]: spec for spec in specs}
 
 
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="candidates, the first kept in every subset")
     parser.add_argument("--store", type=Path, default=Path("model_store"))
     parser.add_argument("--cache", type=Path, default=None, help="the encoder's embedding cache (train-unref's default)")
-    parser.add_argument("--negatives", choices=("dstc7-copies", "dstc7-degenerate"), default=None,
+    parser.add_argument("--negatives", choices=("dstc7-copies", "dstc7-degenerate", DEGENERATE_AND_SHUFFLED), default=None,
                         help="fit the margin term on these negatives (train-unref's), each setting of its search, and "
                              "take each subset's setting as train-unref would (its floor on each kind ordered)")
     parser.add_argument("--max-judged", type=positive_int, default=None, help="tests: judged train items per set")

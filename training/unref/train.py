@@ -33,7 +33,8 @@ from training.unref import fit as stacker
 from training.unref.card import card, card_figures
 from training.unref.export import SCORER, check_served, served_config, write_heads, write_model
 from training.unref.heads import GROUPS, OnnxHead, out_of_fold, outputs, recipe_config
-from training.unref.recipes import MINILM, RECIPES, SAMPLES_AND_REPETITIONS, HeadSource, Recipe
+from training.unref.recipes import (DEGENERATE_AND_SHUFFLED, MINILM, RECIPES, SAMPLES_AND_REPETITIONS, HeadSource,
+                                    Recipe)
 from training.unref.signals import matrix
 
 OUTPUT = {"autojudge-minilm": "score", "ruber-minilm": "s_unref"}
@@ -69,15 +70,16 @@ def negatives_of(source: str, config: Config, seed: int) -> Any:
     """The negative samples a recipe's margin term reads (Recipe.negatives); None for "none"."""
     if source == "samples":
         return negative_samples(config, random.Random(seed), for_ruber=False)
-    if source in ("dstc7-copies", "dstc7-degenerate"):
-        return dstc7_copies(config.negatives_contexts, random.Random(seed), repetitions=source == "dstc7-degenerate")
+    if source in ("dstc7-copies", "dstc7-degenerate", DEGENERATE_AND_SHUFFLED):
+        return dstc7_copies(config.negatives_contexts, random.Random(seed), repetitions=source != "dstc7-copies",
+                            shuffled=source == DEGENERATE_AND_SHUFFLED)
     if source == SAMPLES_AND_REPETITIONS:  # each part drawn as its own source draws it, with the same seed
         return negative_samples(config, random.Random(seed), for_ruber=False).joined(
             dstc7_copies(config.negatives_contexts, random.Random(seed), repetitions=True), "samples")
     if source == "none":
         return None
     raise ValueError(f"unknown negatives {source!r}: samples, dstc7-copies, dstc7-degenerate, "
-                     f"{SAMPLES_AND_REPETITIONS} or none")
+                     f"{DEGENERATE_AND_SHUFFLED}, {SAMPLES_AND_REPETITIONS} or none")
 
 
 class Heads:

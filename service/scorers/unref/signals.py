@@ -32,9 +32,14 @@ def copy_excess(reply: np.ndarray, turns: np.ndarray, threshold: float) -> float
     return max(0.0, float((turns.astype(np.float64) @ reply.astype(np.float64)).max()) - threshold)
 
 
+def word_tokens(text: str) -> list[str]:
+    """The text's words, lower-cased, punctuation left out."""
+    return [w for w in words(text) if any(ch.isalnum() for ch in w)]
+
+
 def distinct_ratio(text: str) -> float:
     """Distinct words over words (punctuation left out); 0 for a reply with no word. Low: a loop."""
-    tokens = [w for w in words(text) if any(ch.isalnum() for ch in w)]
+    tokens = word_tokens(text)
     return len(set(tokens)) / len(tokens) if tokens else 0.0
 
 
@@ -44,7 +49,7 @@ TEXT_EDGE = ""  # the token before a text's first word and after its last (copie
 def word_bigrams(text: str, edges: bool = False) -> list[tuple[str, str]]:
     """The text's word bigrams, in order, punctuation left out; with `edges`, also (edge, first word) and
     (last word, edge), so that a one-word text has bigrams and a text said twice breaks at the join."""
-    tokens = [w for w in words(text) if any(ch.isalnum() for ch in w)]
+    tokens = word_tokens(text)
     if edges and tokens:
         tokens = [TEXT_EDGE, *tokens, TEXT_EDGE]
     return list(zip(tokens, tokens[1:]))
@@ -62,23 +67,33 @@ def copied_bigrams(text: str, turns: list[str]) -> float:
     word bigrams found in that turn or sentence, and of its bigrams found in the reply (edges included:
     word_bigrams). High only where the reply is mostly one context turn or sentence and says most of it (a
     copy, or one said again and again); a reply that shares a few words with a turn stays low."""
-    bigrams = word_bigrams(text, edges=True)
-    if not bigrams:
+    return _copied(tuple(word_bigrams(text, edges=True)), turns, bigrams=True)
+
+
+def copied_words(text: str, turns: list[str]) -> float:
+    """copied_bigrams on words, not bigrams: blind to word order, so that a turn's words said again in
+    another order read as the copy they are."""
+    return _copied(tuple(word_tokens(text)), turns, bigrams=False)
+
+
+def _copied(units: tuple, turns: list[str], bigrams: bool) -> float:
+    if not units:
         return 0.0
-    reply = set(bigrams)
+    reply = set(units)
     best = 0.0
     for turn in turns:
-        for found, inside in _copy_targets(turn):
-            best = max(best, min(sum(b in inside for b in bigrams) / len(bigrams),
-                                 sum(b in reply for b in found) / len(found)))
+        for found, inside in _copy_targets(turn, bigrams):
+            best = max(best, min(sum(u in inside for u in units) / len(units),
+                                 sum(u in reply for u in found) / len(found)))
     return best
 
 
 @lru_cache(maxsize=4096)
-def _copy_targets(turn: str) -> tuple[tuple[tuple[tuple[str, str], ...], frozenset[tuple[str, str]]], ...]:
-    """The turn and each of its sentences as (bigrams with edges, their set): a re-ranking's candidates
-    all read the same context turns, so they are split once, not once a candidate."""
-    parts = (word_bigrams(part, edges=True) for part in dict.fromkeys((turn, *sentences(turn))))
+def _copy_targets(turn: str, bigrams: bool) -> tuple[tuple[tuple, frozenset], ...]:
+    """The turn and each of its sentences as (its bigrams with edges, or its words; their set): a
+    re-ranking's candidates all read the same context turns, so they are split once, not once a candidate."""
+    parts = (word_bigrams(part, edges=True) if bigrams else word_tokens(part)
+             for part in dict.fromkeys((turn, *sentences(turn))))
     return tuple((tuple(found), frozenset(found)) for found in parts if found)
 
 
@@ -97,7 +112,7 @@ def logit(p: np.ndarray) -> np.ndarray:
 # a vector signal (unit vectors of the reply and the context turns) or a text signal (the reply's words).
 VECTOR_SIGNALS = ("cos_mean", "copy_excess")
 TEXT_SIGNALS = {"distinct_ratio": distinct_ratio, "log_length": log_length, "repeated_bigrams": repeated_bigrams}
-CONTEXT_TEXT_SIGNALS = {"copied_bigrams": copied_bigrams}  # the reply's words against the last `turns` turns'
+CONTEXT_TEXT_SIGNALS = {"copied_bigrams": copied_bigrams, "copied_words": copied_words}  # the reply's words against the last `turns` turns'
 
 TRANSFORMS = ("identity", "logit")
 

@@ -9,7 +9,7 @@ import pytest
 
 from service.components.cache import EncodeCache
 from service.scorers.base import Call, Item
-from service.scorers.unref.signals import (copied_bigrams, copy_excess, cos_mean, distinct_ratio, logit,
+from service.scorers.unref.signals import (copied_bigrams, copied_words, copy_excess, cos_mean, distinct_ratio, logit,
                                           repeated_bigrams, text_signal, turns_of)
 from service.artifacts.manifest import write_manifest
 from service.store.model_store import ModelStore
@@ -54,6 +54,10 @@ def test_signals_by_hand():
     assert copied_bigrams("it was great", turns) == pytest.approx(2 / 4)  # half of its bigrams, half of the turn's
     assert copied_bigrams("it", turns) == pytest.approx(1 / 4) and copied_bigrams("cheese", turns) == 0.0
     assert copied_bigrams("hello!", ["hello"]) == 1.0 and copied_bigrams("?", ["hello"]) == 0.0
+    # on words, blind to their order: a turn said in another order is the copy copied_bigrams misses
+    assert copied_words("was how it?", turns) == 1.0 and copied_bigrams("was how it?", turns) == 0.25
+    assert copied_words("it was great", turns) == pytest.approx(2 / 3)  # 2 of its 3 words, 2 of "it was fine."
+    assert copied_words("cheese", turns) == 0.0 and copied_words("?", turns) == 0.0
     copy = {"name": "copied", "source": "copied_bigrams", "turns": 1, "threshold": 0.5}
     assert text_signal(copy, "how was it? how was it?", turns) == 0.0  # the last turn alone holds none of it
     assert text_signal(copy, "it was fine. it was fine.", turns) == pytest.approx(6 / 7 - 0.5)

@@ -1,5 +1,6 @@
 """The re-rankers trained against repetition, as served from the committed store: a reply that says the last turn
-again three times, or one of its words five times, scores below a good reply to the same context."""
+again three times, or one of its words five times, scores below a good reply to the same context; and the
+-commercial ones, trained against shuffled copies, also the last turn's words in another order."""
 from __future__ import annotations
 
 import pytest
@@ -8,7 +9,7 @@ from service.components.cache import EncodeCache
 from service.scorers.base import Item
 from service.store.model_store import ModelStore
 from tests.conftest import MODEL_STORE
-from training.data.degenerate import repetition_replies
+from training.data.degenerate import repetition_replies, shuffled_copy
 
 RERANKERS = ("unref-minilm-commercial", "unref-mpnet-commercial", "unref-minilm", "unref-mpnet", "unref-mpnet-minilm")
 # Hand-made contexts and a good reply to each (none from a data set).
@@ -36,4 +37,18 @@ def test_a_repetition_of_the_context_scores_below_a_good_reply(model, kind: str)
     for context, good in GOOD.items():
         bad = context[-1] if kind == "copy" else repetition_replies(list(context))[kind]
         scores = model.score([Item(list(context), good), Item(list(context), bad)], None, EncodeCache()).scores
+        assert scores[1] < scores[0], (context, bad, scores)
+
+
+@pytest.mark.parametrize("name", ["unref-minilm-commercial", "unref-mpnet-commercial"])
+def test_the_last_turns_words_in_another_order_score_below_a_good_reply(name: str) -> None:
+    if "mpnet" in name and not (MODEL_STORE / "mpnet-base" / "encoder-fp32.onnx").is_file():
+        pytest.skip("the mpnet encoder is not built (make encoder-mpnet)")
+    store = ModelStore(MODEL_STORE, models=(name,))
+    assert store.load(), store.failures
+    for context, good in GOOD.items():
+        bad = shuffled_copy(list(context))
+        assert sorted(bad.split()) == sorted(context[-1].split()) and bad != context[-1]
+        scores = store.scorers[name].score([Item(list(context), good), Item(list(context), bad)], None,
+                                           EncodeCache()).scores
         assert scores[1] < scores[0], (context, bad, scores)

@@ -35,3 +35,17 @@ def test_training_repetitions_repeat_one_sentence_and_a_random_content_word() ->
     word = replies["topic-word"].split()[0]
     assert replies["topic-word"] == " ".join([word] * 5) and word in degenerate.content_words(turn)
     assert degenerate.sentences(turn) == ["I moved to Berlin last year.", "The winters are long and grey!"]
+
+
+def test_a_shuffled_copy_says_the_last_turns_words_in_an_order_its_text_seeds() -> None:
+    context = ["hi there", "oh nice, what breed is it?"]
+    shuffled = degenerate.shuffled_copy(context)
+    assert sorted(shuffled.split()) == sorted(context[-1].split()) and shuffled != context[-1]
+    assert degenerate.shuffled_copy(list(context)) == shuffled  # the check's: the same every run, no draw
+    assert degenerate.shuffled_copy([]) == "" and degenerate.SHUFFLED_KIND in degenerate.CHECK_KINDS
+
+
+def test_a_training_shuffled_copy_reorders_one_sentence_of_the_last_turn() -> None:
+    turn = "I moved to Berlin last year. The winters are long and grey!"
+    shuffled = degenerate.shuffled_copy(["hello", turn], random.Random(3))
+    assert any(sorted(shuffled.split()) == sorted(s.split()) for s in degenerate.sentences(turn))

@@ -6,6 +6,7 @@ import random
 import pytest
 
 from service.scorers.heads import MAX_TURNS
+from service.text import sentences
 from training.data import judgements, negatives
 
 
@@ -38,6 +39,16 @@ def test_dstc7_repetitions_add_each_repetition_kind_of_the_same_train_context() 
         if kind == "topic-word":
             word = bad.split()[0]
             assert bad == " ".join([word] * 5) and word in context[-1].lower()
+
+
+@pytest.mark.data
+def test_dstc7_shuffled_copies_add_the_words_of_a_last_turn_sentence_in_another_order() -> None:
+    ranked = negatives.dstc7_copies(40, random.Random(0), repetitions=True, shuffled=True)
+    shuffled = [(c, b) for c, b, kind in zip(ranked.contexts, ranked.bad, ranked.kinds) if kind == "shuffled-copy"]
+    assert len(shuffled) >= 30 and set(ranked.kinds) == {"copy", "near-copy-x2", "near-copy-x3", "topic-word",
+                                                         "shuffled-copy"}
+    for context, bad in shuffled:
+        assert any(sorted(bad.split()) == sorted(s.split()) for s in sentences(context[-1]))
 
 
 def test_joined_samples_keep_both_parts_and_name_the_unnamed_ones_as_one_kind() -> None:

@@ -20,7 +20,7 @@ def test_a_partial_run_prints_its_table_and_leaves_docs_and_cards(tmp_path, caps
     assert main(["--store", str(store), "--models", "length", "minilm-cosine", "--contexts", "5"]) == 0
     printed = capsys.readouterr().out
     assert "| length |" in printed and "| minilm-cosine |" in printed
-    assert "| near-copy-x2 | near-copy-x3 | topic-word | all |" in printed
+    assert "| near-copy-x2 | near-copy-x3 | topic-word | shuffled-copy | all |" in printed
     assert not (tmp_path / "docs").exists()
     assert (store / "minilm-cosine" / "manifest.json").read_text() == before
     with pytest.raises(SystemExit) as stopped:

@@ -96,7 +96,7 @@ def test_a_tiny_commercial_model_reads_only_commercially_usable_sets_and_serves(
     assert served.load(), served.failures
     scorer = served.scorers["unref-minilm-commercial"]
     assert [f for f in scorer.manifest.files if f.endswith(".onnx")] == []
-    assert [spec["name"] for spec in scorer.manifest.config["signals"]] == ["cos_last", "copied_bigrams",
+    assert [spec["name"] for spec in scorer.manifest.config["signals"]] == ["cos_last", "copied_words",
                                                                              "repeated_bigrams"]
     card = scorer.manifest.card
     assert card["commercial_use"] is True and card["license"] == "O-UDA-1.0 AND CC-BY-4.0 AND Apache-2.0 AND MIT" and card["license_reason"]
@@ -135,14 +135,16 @@ def test_the_commercial_cards_spdx_names_every_term_of_what_the_models_read_and_
 
 @pytest.mark.data
 def test_the_commercial_recipe_on_mpnet_reads_its_vectors_and_its_card_names_that_encoder(tmp_path: Path):
-    """unref-mpnet-commercial is unref-minilm-commercial's recipe with every vector signal on mpnet-base (a tiny
-    MPNet here); its card's summary and terms name that encoder, not MiniLM."""
+    """unref-mpnet-commercial is unref-minilm-commercial's data and negatives with every vector signal on
+    mpnet-base (a tiny MPNet here) and copy_excess beside its signals, as the scan chose on mpnet; its card's
+    summary and terms name that encoder, not MiniLM."""
     from tests.mpnet_tiny import tiny_component
     from training.unref import train as unref_train
     from training.unref.recipes import RECIPES
 
     minilm, mpnet = RECIPES["unref-minilm-commercial"], RECIPES["unref-mpnet-commercial"]
-    assert [s["name"] for s in mpnet.signals] == [s["name"] for s in minilm.signals]
+    assert [s["name"] for s in minilm.signals] == ["cos_last", "copied_words", "repeated_bigrams"]
+    assert [s["name"] for s in mpnet.signals] == ["cos_last", "copy_excess", "copied_words", "repeated_bigrams"]
     assert mpnet.rated_sets == minilm.rated_sets and mpnet.negatives == minilm.negatives and mpnet.uses == ("mpnet-base",)
     store = tiny_component(tmp_path).parent
     assert unref_train.main(["--model", "unref-mpnet-commercial", "--store", str(store), "--cache",
