@@ -8,6 +8,7 @@ import ipaddress
 import logging
 import math
 import os
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
@@ -146,10 +147,33 @@ SERVICE_RANGES = {
 }
 
 
+# int() and float() also read "1_0" as 10, and float() "inf" and "nan": a setting is written plainly.
+WHOLE = re.compile(r"[+-]?[0-9]+")
+DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def plain_int(raw: Any) -> int:
+    """An int, or its decimal digits as text (a sign and surrounding spaces allowed); ValueError otherwise."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    if not WHOLE.fullmatch(str(raw).strip()):
+        raise ValueError(raw)
+    return int(str(raw))
+
+
+def plain_float(raw: Any) -> float:
+    """A finite number, or its decimal text (an exponent allowed); ValueError otherwise."""
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool) and math.isfinite(raw):
+        return float(raw)
+    if not DECIMAL.fullmatch(str(raw).strip()):
+        raise ValueError(raw)
+    return float(str(raw))
+
+
 def whole_number(key: str, raw: str, lowest: int, highest: int) -> int:
     """`raw` as an integer from `lowest` to `highest`; ValueError naming `key`."""
     try:
-        value = int(raw)
+        value = plain_int(raw)
     except ValueError:
         raise ValueError(f"{key}={raw!r}: must be a whole number from {lowest} to {highest}") from None
     if not lowest <= value <= highest:
@@ -159,7 +183,7 @@ def whole_number(key: str, raw: str, lowest: int, highest: int) -> int:
 
 def _seconds(key: str, raw: str) -> float:
     try:
-        value = float(raw)
+        value = plain_float(raw)
     except ValueError:
         raise ValueError(f"{key}={raw!r}: must be a number of seconds") from None
     if not (math.isfinite(value) and 0 < value <= MAX_READ_TIMEOUT):
@@ -264,14 +288,14 @@ def _convert(raw: Any, default: Any) -> Any:
         return word in TRUE
     if isinstance(default, int):
         try:
-            return int(raw)
+            return plain_int(raw)
         except ValueError:
             raise ValueError(f"must be a whole number, not {raw!r}") from None
     if isinstance(default, float):
         try:
-            return float(raw)
+            return plain_float(raw)
         except ValueError:
-            raise ValueError(f"must be a number, not {raw!r}") from None
+            raise ValueError(f"must be a finite number, not {raw!r}") from None
     if isinstance(default, Path):
         if not str(raw).strip():  # Path("") is the working directory, whose folders would be taken for models
             raise ValueError("must name a folder")

@@ -77,6 +77,13 @@ def test_server_limits_are_listed():
     ("DIALSCORE_MAX_ITEMS", "99999999999999999999999", "must be from 1 to 1000000000"),
     ("DIALSCORE_WORKERS", "65", "must be from 1 to 64"),
     ("DIALSCORE_LOAD_SYNC", "maybe", "must be true or false"),  # was read as false
+    # int() and float() read these: "1_0" as 10, and a confidence of nan or inf
+    ("DIALSCORE_MAX_ITEMS", "1_0", "must be a whole number"),
+    ("DIALSCORE_MAX_QUEUE", "0x10", "must be a whole number"),
+    ("DIALSCORE_WORKERS", "1_0", "must be a whole number"),
+    ("DIALSCORE_NOT_ENGLISH_CONFIDENCE", "nan", "must be a finite number"),
+    ("DIALSCORE_NOT_ENGLISH_CONFIDENCE", "0_5", "must be a finite number"),
+    ("DIALSCORE_READ_TIMEOUT", "1_0", "must be a number of seconds"),
     ("DIALSCORE_MODEL_STORE", "", "must name a folder"),  # was the working directory
     ("DIALSCORE_LOG_LEVEL", "verbose", "must be one of"),
     ("DIALSCORE_PROVIDERS", "CudaExecutionProvider,CPUExecutionProvider", "not an ONNX Runtime execution provider"),
