@@ -112,7 +112,8 @@ def logit(p: np.ndarray) -> np.ndarray:
 # a vector signal (unit vectors of the reply and the context turns) or a text signal (the reply's words).
 VECTOR_SIGNALS = ("cos_mean", "copy_excess")
 TEXT_SIGNALS = {"distinct_ratio": distinct_ratio, "log_length": log_length, "repeated_bigrams": repeated_bigrams}
-CONTEXT_TEXT_SIGNALS = {"copied_bigrams": copied_bigrams, "copied_words": copied_words}  # the reply's words against the last `turns` turns'
+# the reply's words against the last `turns` turns'
+CONTEXT_TEXT_SIGNALS = {"copied_bigrams": copied_bigrams, "copied_words": copied_words}
 
 TRANSFORMS = ("identity", "logit")
 
