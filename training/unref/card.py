@@ -53,6 +53,7 @@ def card_figures(recipe: Recipe, fit: Mapping[str, Any], seconds: float, machine
             "encoder_pass": TEMPLATES.phrase(f"pass.{recipe.uses[0]}"),
             "copy_penalties": TEMPLATES.phrase(f"penalties.{recipe.uses[0]}"),
             "copy_limits": TEMPLATES.phrase(f"copy_limits.{recipe.uses[0]}"),
+            "shuffled_probe": TEMPLATES.phrase(f"shuffled_probe.{recipe.uses[0]}"),
             "encoder_name": TEMPLATES.phrase(f"encoder.{recipe.uses[0]}"),
             "heads": heads_note(recipe, served_next_turn="--served-next-turn" in argv),
             "encoder_licences": encoders, "judged_licences": shared["judged_licences"],
