@@ -58,8 +58,9 @@ COPIED_THRESHOLD = 0.5
 REPEATED_THRESHOLD = 0.2
 SAMPLES_AND_REPETITIONS = "samples+dstc7-degenerate"
 DEGENERATE_AND_SHUFFLED = "dstc7-degenerate+shuffled"  # dstc7-degenerate's kinds and the last turn's words shuffled
+SAMPLES_DEGENERATE_AND_SHUFFLED = "samples+dstc7-degenerate+shuffled"
 REPETITION_FIX = "2026.11.1"  # the version that added the word signals and the repetition negatives
-SHUFFLED_FIX = "2026.11.2"  # the -commercial models' copy signal counted on words, and shuffled negatives
+SHUFFLED_FIX = "2026.11.2"  # the copy signal counted on words, and shuffled negatives
 
 
 def copied_bigrams() -> dict:
@@ -75,6 +76,7 @@ def repeated_bigrams() -> dict:
 
 
 WORDS = (copied_bigrams(), repeated_bigrams())
+WORDS_ANY_ORDER = (copied_words(), repeated_bigrams())
 
 
 @dataclass(frozen=True)
@@ -106,10 +108,10 @@ def commercial(name: str, encoder: str) -> Recipe:
 RECIPES = {
     "unref-minilm": Recipe(
         "unref-minilm", (MINILM,),
-        (autojudge(MINILM), ruber_logit(MINILM), cos_mean(MINILM, 2), copy_excess(MINILM), *TEXT, *WORDS),
+        (autojudge(MINILM), ruber_logit(MINILM), cos_mean(MINILM, 2), copy_excess(MINILM), *TEXT, *WORDS_ANY_ORDER),
         {AUTOJUDGE_HEAD: HeadSource("autojudge-minilm", MINILM, served=True),
          RUBER_HEAD: HeadSource("ruber-minilm", MINILM, served=True)},
-        negatives=SAMPLES_AND_REPETITIONS, version=REPETITION_FIX),
+        negatives=SAMPLES_DEGENERATE_AND_SHUFFLED, version=SHUFFLED_FIX),
     "unref-mpnet": Recipe(
         "unref-mpnet", (MPNET,),
         (autojudge(MPNET), ruber_logit(MPNET), cos_mean(MPNET, 1), cos_mean(MPNET, 2), copy_excess(MPNET), *TEXT,
