@@ -89,8 +89,9 @@ class Recipe:
     negatives: str = "samples"  # the stacker's margin term: "samples" (DailyDialog++ and degenerate negative
     # samples), "dstc7-copies" (DSTC7 references against copies of their context), "dstc7-degenerate" (those
     # and the repetition kinds of their last turn, each kind held to the floor), DEGENERATE_AND_SHUFFLED (those
-    # and a sentence of the last turn shuffled), SAMPLES_AND_REPETITIONS (the
-    # first and third, each dstc7 kind and the samples as one held to the floor) or "none" (train.Rows)
+    # and a sentence of the last turn shuffled), SAMPLES_AND_REPETITIONS (the first and third, each dstc7 kind
+    # and the samples as one held to the floor), SAMPLES_DEGENERATE_AND_SHUFFLED (the first and fourth, so held)
+    # or "none" (train.Rows)
     template: str = "unref"  # its card's templates (training/unref/cards)
     version: str = "2026.11.0"  # the served folder's; raised when the recipe changes what it scores
 
