@@ -74,9 +74,8 @@ def negatives_of(source: str, config: Config, seed: int) -> Any:
         return dstc7_copies(config.negatives_contexts, random.Random(seed), repetitions=source != "dstc7-copies",
                             shuffled=source == DEGENERATE_AND_SHUFFLED)
     if source in (SAMPLES_AND_REPETITIONS, SAMPLES_DEGENERATE_AND_SHUFFLED):  # each part drawn as its own source
-        return negative_samples(config, random.Random(seed), for_ruber=False).joined(  # draws it, one seed
-            dstc7_copies(config.negatives_contexts, random.Random(seed), repetitions=True,
-                         shuffled=source == SAMPLES_DEGENERATE_AND_SHUFFLED), "samples")
+        return negatives_of("samples", config, seed).joined(  # draws it, with the same seed
+            negatives_of(source.removeprefix("samples+"), config, seed), "samples")
     if source == "none":
         return None
     raise ValueError(f"unknown negatives {source!r}: samples, dstc7-copies, dstc7-degenerate, "
