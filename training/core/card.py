@@ -25,6 +25,7 @@ MEASURED_CARD_FIELDS = ("evaluate", "degenerate", "correlations", "correlations_
 # The markers of a card's measured sections: evaluate's are those of its section of docs/evaluation.md.
 EVALUATE_BEGIN, EVALUATE_END = "<!-- evaluate:begin -->", "<!-- evaluate:end -->"
 DEGENERATE_BEGIN, DEGENERATE_END = "<!-- degenerate-card:begin -->", "<!-- degenerate-card:end -->"
+MEASURED_ORDER = (EVALUATE_BEGIN, DEGENERATE_BEGIN)  # a card's measured sections, in the order with_measured_sections writes
 WHOLE = re.compile(r"\$\{([_a-z][_a-z0-9]*)\}")  # a card field that is one placeholder takes the figure as it is
 
 
@@ -95,8 +96,12 @@ def headings(text: str) -> list[str]:
 
 
 def write_measured_section(folder: Path, section: str, begin: str, end: str) -> None:
-    """A measuring command's section into a card: in place of its last one, else at the end of Evaluation."""
-    write_section(Path(folder) / "README.md", section, begin, end, before=AFTER_EVALUATION)
+    """A measuring command's section into a card: in place of its last one, else at the end of Evaluation but
+    before a section MEASURED_ORDER puts after it, so the card reads the same whichever command ran first."""
+    path = Path(folder) / "README.md"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    later = MEASURED_ORDER[MEASURED_ORDER.index(begin) + 1:] if begin in MEASURED_ORDER else ()
+    write_section(path, section, begin, end, before=next((b for b in later if f"\n{b}\n" in text), AFTER_EVALUATION))
 
 
 def with_measured_sections(text: str, card: Mapping[str, Any]) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import MODEL_STORE
-from training.core.card import (AFTER_EVALUATION, EVALUATE_BEGIN, EVALUATE_END, SECTIONS, evaluate_section, headings,
-                                render, write_card, write_measured_section)
+from training.core.card import (AFTER_EVALUATION, DEGENERATE_BEGIN, DEGENERATE_END, EVALUATE_BEGIN, EVALUATE_END,
+                                SECTIONS, degenerate_section, evaluate_section, headings, render, with_measured_sections,
+                                write_card, write_measured_section)
 
 CARDS = sorted(p.parent.name for p in MODEL_STORE.glob("*/manifest.json"))
 
@@ -38,3 +39,19 @@ def test_a_measured_section_goes_into_evaluation_and_a_rerun_replaces_it(tmp_pat
     text = (tmp_path / "README.md").read_text(encoding="utf-8")
     assert headings(text) == list(SECTIONS) and text.count(EVALUATE_BEGIN) == 1
     assert text.index("figures") < text.index("| dstc7 | 10 | 0.500 | – |") < text.index(AFTER_EVALUATION)
+
+
+@pytest.mark.parametrize("degenerate_first", [False, True])
+def test_the_measured_sections_land_in_one_order_whichever_command_ran_first(tmp_path, degenerate_first: bool) -> None:
+    """The committed card is checked against its templates with the sections in one order (tests/training/test_cards.py)."""
+    write_card(tmp_path, _card())
+    card = {"evaluate": {"split": "dev", "command": "python -m training evaluate",
+                         "item_level": {"dstc7": {"n": 10, "pearson": 0.5, "spearman": None}}},
+            "degenerate": {"copy-last-turn": 0.9, "all": 0.95}}
+    writes = [(evaluate_section(card["evaluate"]), EVALUATE_BEGIN, EVALUATE_END),
+              (degenerate_section(card["degenerate"]), DEGENERATE_BEGIN, DEGENERATE_END)]
+    for section, begin, end in reversed(writes) if degenerate_first else writes:
+        write_measured_section(tmp_path, section, begin, end)
+    text = (tmp_path / "README.md").read_text(encoding="utf-8")
+    assert text.index(EVALUATE_BEGIN) < text.index(DEGENERATE_BEGIN) < text.index(AFTER_EVALUATION)
+    assert text == with_measured_sections(_card(), card)
