@@ -107,8 +107,8 @@ def markdown(table: dict[str, dict[str, float]], n_contexts: int, command: str) 
              "-minilm models were trained with negatives of the first six kinds but other phrases "
              "(training/data/degenerate.py) on train contexts only; the -commercial models' negatives hold "
              "copies, the three repetition kinds and shuffled copies of DSTC7 train contexts (one sentence of "
-             "the last turn, a random content word); unref-minilm's hold those beside its own, and "
-             "unref-mpnet's and unref-mpnet-minilm's those but the shuffled copies.", "",
+             "the last turn, a random content word); the three stacked unref- models' hold those beside "
+             "their own.", "",
              "| model | " + " | ".join(CHECK_KINDS) + " | all |", "|---|" + "---|" * (len(CHECK_KINDS) + 1)]
     for model, row in table.items():
         lines.append(f"| {model} | " + " | ".join(f"{row[k]:.1%}" for k in (*CHECK_KINDS, "all")) + " |")

@@ -9,7 +9,7 @@ from typing import Any
 from service.artifacts.manifest import Manifest
 from training.core.card import Templates, manifest_figures, render, render_fields
 from training.core.turn_cards import aliases_read, shared_phrases
-from training.unref.recipes import MINILM, RECIPES, SAMPLES_AND_REPETITIONS, SAMPLES_DEGENERATE_AND_SHUFFLED, Recipe
+from training.unref.recipes import MINILM, RECIPES, SAMPLES_DEGENERATE_AND_SHUFFLED, Recipe
 
 TEMPLATES = Templates(__file__)
 TEMPLATE = "unref"  # the template of a recipe that names none of its own (Recipe.template)
@@ -65,12 +65,11 @@ def card_figures(recipe: Recipe, fit: Mapping[str, Any], seconds: float, machine
 
 
 def repetition_phrases(recipe: Recipe) -> dict[str, str]:
-    """What the card adds for a recipe whose margin term reads the DSTC7 repetitions (and shuffled copies)
+    """What the card adds for a recipe whose margin term reads the DSTC7 repetitions and shuffled copies
     beside its samples."""
-    kind = {SAMPLES_AND_REPETITIONS: "repetition", SAMPLES_DEGENERATE_AND_SHUFFLED: "shuffled"}.get(recipe.negatives)
-    return {"word_penalties": TEMPLATES.phrase(f"words.{kind}") if kind else "",
-            "repetition_negatives": TEMPLATES.phrase(f"negatives.{kind}") if kind else "",
-            "copy_history": TEMPLATES.phrase(f"copy_history.{kind}") if kind else ""}
+    added = recipe.negatives == SAMPLES_DEGENERATE_AND_SHUFFLED
+    return {key: TEMPLATES.phrase(f"{phrase}.shuffled") if added else "" for key, phrase in
+            (("word_penalties", "words"), ("repetition_negatives", "negatives"), ("copy_history", "copy_history"))}
 
 
 def portable_command(argv: list[str]) -> str:

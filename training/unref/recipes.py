@@ -56,10 +56,8 @@ TEXT = ({"name": "distinct_ratio", "source": "distinct_ratio"}, {"name": "log_le
 # their bigrams; .2 above .1 by leave-one-set-out). The degenerate-repetition note in docs/notes has the runs.
 COPIED_THRESHOLD = 0.5
 REPEATED_THRESHOLD = 0.2
-SAMPLES_AND_REPETITIONS = "samples+dstc7-degenerate"
 DEGENERATE_AND_SHUFFLED = "dstc7-degenerate+shuffled"  # dstc7-degenerate's kinds and the last turn's words shuffled
 SAMPLES_DEGENERATE_AND_SHUFFLED = "samples+dstc7-degenerate+shuffled"
-REPETITION_FIX = "2026.11.1"  # the version that added the word signals and the repetition negatives
 SHUFFLED_FIX = "2026.11.2"  # the copy signal counted on words, and shuffled negatives
 
 
@@ -75,7 +73,6 @@ def repeated_bigrams() -> dict:
     return {"name": "repeated_bigrams", "source": "repeated_bigrams", "threshold": REPEATED_THRESHOLD}
 
 
-WORDS = (copied_bigrams(), repeated_bigrams())
 WORDS_ANY_ORDER = (copied_words(), repeated_bigrams())
 
 
@@ -89,9 +86,8 @@ class Recipe:
     negatives: str = "samples"  # the stacker's margin term: "samples" (DailyDialog++ and degenerate negative
     # samples), "dstc7-copies" (DSTC7 references against copies of their context), "dstc7-degenerate" (those
     # and the repetition kinds of their last turn, each kind held to the floor), DEGENERATE_AND_SHUFFLED (those
-    # and a sentence of the last turn shuffled), SAMPLES_AND_REPETITIONS (the first and third, each dstc7 kind
-    # and the samples as one held to the floor), SAMPLES_DEGENERATE_AND_SHUFFLED (the first and fourth, so held)
-    # or "none" (train.Rows)
+    # and a sentence of the last turn shuffled), SAMPLES_DEGENERATE_AND_SHUFFLED (the first and fourth, each
+    # dstc7 kind and the samples as one held to the floor) or "none" (train.Rows)
     template: str = "unref"  # its card's templates (training/unref/cards)
     version: str = "2026.11.0"  # the served folder's; raised when the recipe changes what it scores
 
@@ -116,16 +112,16 @@ RECIPES = {
     "unref-mpnet": Recipe(
         "unref-mpnet", (MPNET,),
         (autojudge(MPNET), ruber_logit(MPNET), cos_mean(MPNET, 1), cos_mean(MPNET, 2), copy_excess(MPNET), *TEXT,
-         *WORDS),
+         *WORDS_ANY_ORDER),
         {AUTOJUDGE_HEAD: HeadSource("autojudge-minilm", MPNET, served=False),
          RUBER_HEAD: HeadSource("ruber-minilm", MPNET, served=False)},
-        negatives=SAMPLES_AND_REPETITIONS, version=REPETITION_FIX),
+        negatives=SAMPLES_DEGENERATE_AND_SHUFFLED, version=SHUFFLED_FIX),
     "unref-mpnet-minilm": Recipe(
         "unref-mpnet-minilm", (MPNET, MINILM),
-        (autojudge(MPNET), ruber_logit(MINILM), cos_mean(MPNET, 2), copy_excess(MPNET), *TEXT, *WORDS),
+        (autojudge(MPNET), ruber_logit(MINILM), cos_mean(MPNET, 2), copy_excess(MPNET), *TEXT, *WORDS_ANY_ORDER),
         {AUTOJUDGE_HEAD: HeadSource("autojudge-minilm", MPNET, served=False),
          RUBER_HEAD: HeadSource("ruber-minilm", MINILM, served=True)},
-        negatives=SAMPLES_AND_REPETITIONS, version=REPETITION_FIX),
+        negatives=SAMPLES_DEGENERATE_AND_SHUFFLED, version=SHUFFLED_FIX),
     "unref-minilm-commercial": commercial("unref-minilm-commercial", MINILM),
     "unref-mpnet-commercial": commercial("unref-mpnet-commercial", MPNET),
 }

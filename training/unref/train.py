@@ -33,8 +33,8 @@ from training.unref import fit as stacker
 from training.unref.card import card, card_figures
 from training.unref.export import SCORER, check_served, served_config, write_heads, write_model
 from training.unref.heads import GROUPS, OnnxHead, out_of_fold, outputs, recipe_config
-from training.unref.recipes import (DEGENERATE_AND_SHUFFLED, MINILM, RECIPES, SAMPLES_AND_REPETITIONS,
-                                    SAMPLES_DEGENERATE_AND_SHUFFLED, HeadSource, Recipe)
+from training.unref.recipes import (DEGENERATE_AND_SHUFFLED, MINILM, RECIPES, SAMPLES_DEGENERATE_AND_SHUFFLED,
+                                    HeadSource, Recipe)
 from training.unref.signals import matrix
 
 OUTPUT = {"autojudge-minilm": "score", "ruber-minilm": "s_unref"}
@@ -73,13 +73,13 @@ def negatives_of(source: str, config: Config, seed: int) -> Any:
     if source in ("dstc7-copies", "dstc7-degenerate", DEGENERATE_AND_SHUFFLED):
         return dstc7_copies(config.negatives_contexts, random.Random(seed), repetitions=source != "dstc7-copies",
                             shuffled=source == DEGENERATE_AND_SHUFFLED)
-    if source in (SAMPLES_AND_REPETITIONS, SAMPLES_DEGENERATE_AND_SHUFFLED):  # each part drawn as its own source
+    if source == SAMPLES_DEGENERATE_AND_SHUFFLED:  # each part drawn as its own source
         return negatives_of("samples", config, seed).joined(  # draws it, with the same seed
             negatives_of(source.removeprefix("samples+"), config, seed), "samples")
     if source == "none":
         return None
     raise ValueError(f"unknown negatives {source!r}: samples, dstc7-copies, dstc7-degenerate, "
-                     f"{DEGENERATE_AND_SHUFFLED}, {SAMPLES_AND_REPETITIONS}, {SAMPLES_DEGENERATE_AND_SHUFFLED} or none")
+                     f"{DEGENERATE_AND_SHUFFLED}, {SAMPLES_DEGENERATE_AND_SHUFFLED} or none")
 
 
 class Heads:

@@ -86,12 +86,12 @@ def test_the_cards_count_the_negative_sample_contexts_as_the_code_draws_them() -
 
 
 @pytest.mark.data
-def test_the_stacks_cards_count_the_dstc7_repetition_negatives_as_the_code_draws_them() -> None:
+def test_the_stacks_cards_count_the_dstc7_degenerate_negatives_as_the_code_draws_them() -> None:
     """dstc7_copies keys DSTC7 train items by conversation; several conversations share one context."""
     from training.unref.card import TEMPLATES
 
-    drawn = negatives.dstc7_copies(10**6, random.Random(0), repetitions=True)
+    drawn = negatives.dstc7_copies(10**6, random.Random(0), repetitions=True, shuffled=True)
     conversations = drawn.kinds.count("copy")
     distinct = len({tuple(c) for c in drawn.contexts})
     assert f"{conversations} DSTC7 train conversations, {distinct} distinct contexts" in TEMPLATES.phrase(
-        "negatives.repetition")
+        "negatives.shuffled")

@@ -42,29 +42,25 @@ def test_a_tiny_unref_minilm_trains_exports_and_serves(tmp_path: Path):
 
 @pytest.mark.data
 @pytest.mark.parametrize("model", ["unref-minilm", "unref-mpnet", "unref-mpnet-minilm"])
-def test_the_stacked_recipes_margin_term_reads_the_samples_and_each_dstc7_repetition_kind(model: str):
+def test_the_stacked_recipes_margin_term_reads_the_samples_and_each_dstc7_degenerate_kind(model: str):
     """The non-commercial recipes keep their DailyDialog++ negative samples (one kind for the floor) and add the
-    DSTC7 train copies and repetitions the commercial recipes read, drawn alike; unref-minilm's also their
-    shuffled copies."""
+    DSTC7 train copies, repetitions and shuffled copies the commercial recipes read, drawn alike."""
     import random
 
     from training.core.turn_training import Config
     from training.data.degenerate import SHUFFLED_KIND
     from training.data.negatives import dstc7_copies, negative_samples
-    from training.unref.recipes import RECIPES, SAMPLES_AND_REPETITIONS, SAMPLES_DEGENERATE_AND_SHUFFLED
+    from training.unref.recipes import RECIPES, SAMPLES_DEGENERATE_AND_SHUFFLED
     from training.unref.train import negatives_of
 
-    source = RECIPES[model].negatives
-    shuffled = model == "unref-minilm"
-    assert source == (SAMPLES_DEGENERATE_AND_SHUFFLED if shuffled else SAMPLES_AND_REPETITIONS)
+    assert RECIPES[model].negatives == SAMPLES_DEGENERATE_AND_SHUFFLED
     config = Config(negatives_contexts=6)
-    ranked = negatives_of(source, config, 0)
+    ranked = negatives_of(SAMPLES_DEGENERATE_AND_SHUFFLED, config, 0)
     samples = negative_samples(config, random.Random(0), for_ruber=False)
-    dstc7 = dstc7_copies(6, random.Random(0), repetitions=True, shuffled=shuffled)
+    dstc7 = dstc7_copies(6, random.Random(0), repetitions=True, shuffled=True)
     assert ranked.bad == samples.bad + dstc7.bad
     assert ranked.kinds == ["samples"] * len(samples.bad) + dstc7.kinds
-    assert set(ranked.kinds) == {"samples", "copy", "near-copy-x2", "near-copy-x3", "topic-word"} | (
-        {SHUFFLED_KIND} if shuffled else set())
+    assert set(ranked.kinds) == {"samples", "copy", "near-copy-x2", "near-copy-x3", "topic-word", SHUFFLED_KIND}
 
 
 def test_leave_one_set_out_leaves_a_set_out_with_its_aliases():
