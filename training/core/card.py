@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from service.artifacts.manifest import Manifest
-from training.core.docs_section import with_section, write_section
+from training.core.docs_section import with_section
 
 SECTIONS = ("Description", "Intended uses", "Inputs and outputs", "Training data and licence", "Evaluation",
             "Limitations and bias", "Reproduce", "Citation")
@@ -99,9 +99,10 @@ def write_measured_section(folder: Path, section: str, begin: str, end: str) -> 
     """A measuring command's section into a card: in place of its last one, else at the end of Evaluation but
     before a section MEASURED_ORDER puts after it, so the card reads the same whichever command ran first."""
     path = Path(folder) / "README.md"
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    text = path.read_text(encoding="utf-8")
     later = MEASURED_ORDER[MEASURED_ORDER.index(begin) + 1:] if begin in MEASURED_ORDER else ()
-    write_section(path, section, begin, end, before=next((b for b in later if f"\n{b}\n" in text), AFTER_EVALUATION))
+    before = next((b for b in later if f"\n{b}\n" in text), AFTER_EVALUATION)
+    path.write_text(with_section(text, section, begin, end, before), encoding="utf-8")
 
 
 def with_measured_sections(text: str, card: Mapping[str, Any]) -> str:

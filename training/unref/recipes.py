@@ -96,8 +96,8 @@ def commercial(name: str, encoder: str) -> Recipe:
     """The last-turn cosine less penalties for a reply that says a context turn's words again, in any order,
     or repeats its own on `encoder`, fitted only on commercially usable data: the signals `python -m training
     unref-scan --negatives dstc7-degenerate+shuffled` chose on that encoder (on mpnet also copy_excess)."""
-    copies = (copy_excess(encoder), copied_words()) if encoder == MPNET else (copied_words(),)
-    return Recipe(name, (encoder,), (cos_mean(encoder, 1), *copies, repeated_bigrams()), {},
+    vector_copy = (copy_excess(encoder),) if encoder == MPNET else ()
+    return Recipe(name, (encoder,), (cos_mean(encoder, 1), *vector_copy, *WORDS_ANY_ORDER), {},
                   rated_sets=COMMERCIAL_SETS, negatives=DEGENERATE_AND_SHUFFLED, template="unref-commercial",
                   version=SHUFFLED_FIX)
 

@@ -73,8 +73,8 @@ def negatives_of(source: str, config: Config, seed: int) -> Any:
     if source in ("dstc7-copies", "dstc7-degenerate", DEGENERATE_AND_SHUFFLED):
         return dstc7_copies(config.negatives_contexts, random.Random(seed), repetitions=source != "dstc7-copies",
                             shuffled=source == DEGENERATE_AND_SHUFFLED)
-    if source == SAMPLES_DEGENERATE_AND_SHUFFLED:  # each part drawn as its own source
-        return negatives_of("samples", config, seed).joined(  # draws it, with the same seed
+    if source == SAMPLES_DEGENERATE_AND_SHUFFLED:  # each part drawn as its own source draws it, with the same seed
+        return negatives_of("samples", config, seed).joined(
             negatives_of(source.removeprefix("samples+"), config, seed), "samples")
     if source == "none":
         return None
