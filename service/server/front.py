@@ -311,24 +311,24 @@ class Front:
         self._timer = asyncio.get_running_loop().call_later(max(0.0, min(wake) - now), self.dispatch) if wake else None
 
     def siblings_loaded(self) -> bool:
-        """Whether every sibling serves, so that this worker may recycle by DIALSCORE_MAX_REQUESTS: one
-        that stops taking requests sends them all to the others, which then reach their own count at
-        once, and recycling together leaves the pod no worker while the replacements load."""
+        """Whether every sibling serves, so that this worker may recycle (by memory or by count): one that
+        stops taking requests sends them all to the others, which then reach their own limit at once,
+        and recycling together leaves the pod no worker while the replacements load (503 not_ready)."""
         loaded, workers = readiness.loaded_workers(), os.environ.get(readiness.WORKERS_ENV)
         return loaded is None or not workers or len(loaded - {os.getpid()}) >= int(workers) - 1
 
     def over_memory(self) -> bool:
-        """Whether to recycle this worker after this answer (DIALSCORE_MAX_WORKER_MEMORY_MIB): ONNX Runtime's
-        arenas keep the peak of the shapes seen, so the peak resident memory is what to recycle by."""
+        """Whether to recycle this worker after this answer (DIALSCORE_MAX_WORKER_MEMORY_MIB, once its siblings
+        serve): ONNX Runtime's arenas keep the peak of the shapes seen, so peak resident memory is the measure."""
         limit = self.settings.max_worker_memory_mib
         if not limit:
             return False
         held = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux counts KiB
-        if held > limit:
+        if recycle := held > limit and self.siblings_loaded():
             logging.getLogger("gunicorn.error").info(
                 "worker %s holds %.0f MiB, over DIALSCORE_MAX_WORKER_MEMORY_MIB=%d: restarting it after its "
                 "requests in flight", os.getpid(), held, limit)
-        return held > limit
+        return recycle
 
 
 async def _receive(receive: Receive, timeout: float) -> dict[str, Any]:
