@@ -57,7 +57,7 @@ TEXT = ({"name": "distinct_ratio", "source": "distinct_ratio"}, {"name": "log_le
 COPIED_THRESHOLD = 0.5
 REPEATED_THRESHOLD = 0.2
 DEGENERATE_AND_SHUFFLED = "dstc7-degenerate+shuffled"  # dstc7-degenerate's kinds and the last turn's words shuffled
-SAMPLES_DEGENERATE_AND_SHUFFLED = "samples+dstc7-degenerate+shuffled"
+SAMPLES_DEGENERATE_AND_SHUFFLED = f"samples+{DEGENERATE_AND_SHUFFLED}"
 SHUFFLED_FIX = "2026.11.2"  # the copy signal counted on words, and shuffled negatives
 
 

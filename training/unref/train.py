@@ -73,9 +73,9 @@ def negatives_of(source: str, config: Config, seed: int) -> Any:
     if source in ("dstc7-copies", "dstc7-degenerate", DEGENERATE_AND_SHUFFLED):
         return dstc7_copies(config.negatives_contexts, random.Random(seed), repetitions=source != "dstc7-copies",
                             shuffled=source == DEGENERATE_AND_SHUFFLED)
-    if source == SAMPLES_DEGENERATE_AND_SHUFFLED:  # each part drawn as its own source draws it, with the same seed
-        return negatives_of("samples", config, seed).joined(
-            negatives_of(source.removeprefix("samples+"), config, seed), "samples")
+    if source == SAMPLES_DEGENERATE_AND_SHUFFLED:  # each part drawn as its own source is, with the same seed
+        return negatives_of("samples", config, seed).joined(negatives_of(DEGENERATE_AND_SHUFFLED, config, seed),
+                                                            "samples")
     if source == "none":
         return None
     raise ValueError(f"unknown negatives {source!r}: samples, dstc7-copies, dstc7-degenerate, "
