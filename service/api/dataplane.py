@@ -26,7 +26,7 @@ from service.scorers.base import REFERENCE_FREE, Call, Item, ScoreBatch, Scorer,
 from service.stats import StatsInputError, correlate as correlate_stats
 from service.stats.human_eval import HumanEvalInputError, assess
 from service.store.model_store import LOADING_RETRY_AFTER_S, ModelStore
-from service.store.readiness import pod_status, served_models
+from service.store.readiness import pod_status, pod_was_ready
 from service.version import TOOL, VERSION
 
 
@@ -345,20 +345,18 @@ def human_eval(body: dict[str, Any], settings: Settings) -> dict[str, Any]:
 
 
 def readiness(store: ModelStore, settings: Settings) -> tuple[bool, dict[str, Any]]:
-    """Whether this pod is ready, and why not: ready while any worker serves its models, since a worker
-    still loading takes no new connections once a sibling has loaded (server/worker.py)."""
+    """Whether this pod is ready, and why not: once every worker has loaded its models, then while any
+    serves (service/store/readiness.py)."""
     loaded = store.loaded  # before the markers: a store seen loaded has written its own (ModelStore.load)
-    pod = pod_status()
     if not loaded:
-        if pod is not None and pod[0] > 0:
-            return True, {"models": served_models() or sorted(store.scorers), "loading": True,  # a sibling's
-                          "workers_ready": pod[0], "workers": pod[1]}
         return False, {"loading": True, "loaded": sorted(store.scorers)}
     if store.failures:
         return False, {"failed": dict(sorted(store.public_failures.items())), "loaded": sorted(store.scorers)}
     details: dict[str, Any] = {"models": sorted(store.scorers)}
-    if pod is not None:
+    if (pod := pod_status()) is not None:
         details.update({"workers_ready": pod[0], "workers": pod[1]})
+        if pod[0] < pod[1] and not pod_was_ready():
+            return False, {"loading": True, **details}
     return True, details
 
 
@@ -370,7 +368,8 @@ def ready(store: ModelStore, settings: Settings) -> dict[str, Any]:
     if "failed" in details:
         names = ", ".join(details["failed"])
         raise NotReady(f"Not ready: {names} failed to load; see details and the log.", details)
-    raise NotReady("Not ready: models are still loading.", details, LOADING_RETRY_AFTER_S)
+    workers = f" ({details['workers_ready']} of {details['workers']} workers have loaded)" if "workers" in details else ""
+    raise NotReady(f"Not ready: models are still loading{workers}.", details, LOADING_RETRY_AFTER_S)
 
 
 def models(store: ModelStore, settings: Settings) -> dict[str, Any]:

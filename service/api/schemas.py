@@ -356,8 +356,8 @@ class StatusSchema(StrictSchema):
     status = fields.String(required=True)
     models = fields.List(fields.String())
     workers_ready = fields.Integer(validate=validate.Range(min=0), metadata={
-        "description": "/readyz under gunicorn: workers of this pod whose models have loaded (all of them, "
-                       "since /readyz answers 200 only then)."})
+        "description": "/readyz under gunicorn: workers of this pod whose models have loaded (200 once all of "
+                       "them have, then while any serves)."})
     workers = fields.Integer(validate=validate.Range(min=1), metadata={
         "description": "/readyz under gunicorn: workers the pod's master runs. Readiness is the pod's, "
                        "not only that of the worker that answered."})

@@ -142,15 +142,15 @@ class Admission:
         self.queue.append(ticket)
         return None
 
-    def due(self, now: float, start: bool = True) -> tuple[list[Ticket], list[tuple[Ticket, Refused]]]:
-        """The requests to start now (marked running; none unless `start`), and the queued ones whose
-        deadline can no longer be met, with their refusal (taken off the queue)."""
+    def due(self, now: float) -> tuple[list[Ticket], list[tuple[Ticket, Refused]]]:
+        """The requests to start now (marked running), and the queued ones whose deadline can no longer
+        be met, with their refusal (taken off the queue)."""
         dropped = [(t, self._expired(t, now)) for t in self.queue
                    if now >= t.deadline or (self.measured(t, now) and now + self.expected(t) > t.deadline)]
         for ticket, _ in dropped:
             self.queue.remove(ticket)
         starting: list[Ticket] = []
-        for ticket in list(self.queue) if start else []:
+        for ticket in list(self.queue):
             if len(self.running) >= self.threads:
                 break
             self.queue.remove(ticket)

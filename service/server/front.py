@@ -41,7 +41,6 @@ UNTRACED = ",".join(sorted(readiness.PROBE_PATHS | readiness.V2_PROBE_PATHS | {"
 # A refused body is read and dropped up to this many times the body limit, each part within
 # DRAIN_IDLE_S, so that the connection can carry the client's next request; past that, it is closed.
 DRAIN_FACTOR, DRAIN_IDLE_S = 4, 0.5
-LOAD_CHECK_S = 0.1  # how often requests admitted while the models load look whether they have
 DECIMAL = re.compile(r"[0-9]+(\.[0-9]*)?|\.[0-9]+")  # X-Request-Timeout: a plain decimal number (API.md)
 SHARED_COST_KEY = "?"  # a body naming no served model: one entry in the cost table, whatever it names
 
@@ -130,7 +129,6 @@ class Front:
         self.unrouted = Lane(self.other.admission, self.other.run, reads_body=False)
         self.held = 0  # bytes of bodies being read, not yet admitted
         self.stopping_since: float | None = None  # SIGTERM: what arrives from then on is refused
-        self.sibling_serves = False  # a sibling had loaded while this worker loads (the worker or holding sets it)
         self.recycle: Callable[[], None] = lambda: None
         self.max_requests = self.answered = 0
         self._timer: asyncio.TimerHandle | None = None
@@ -284,28 +282,15 @@ class Front:
         ok = names and all(isinstance(n, str) and n in served for n in names)
         return ",".join(names) if ok else SHARED_COST_KEY  # type: ignore[arg-type]
 
-    def loaded(self) -> bool:
-        return self.store is None or bool(self.store.loaded)
-
-    def holding(self) -> bool:
-        """Whether this worker's models load while a sibling's have (the pod is ready). The worker says so
-        when it pauses its listener; a request taken before that pause finds the siblings' markers here."""
-        if self.loaded():
-            return False
-        self.sibling_serves = self.sibling_serves or bool((readiness.loaded_workers() or set()) - {os.getpid()})
-        return self.sibling_serves
-
     def dispatch(self) -> None:
         """Start what a free thread may take, refuse what can no longer meet its deadline, and wake at
-        the next deadline. While the models load the app answers 503 not_ready, but where a sibling
-        serves (the pod is ready) nothing but probes starts until they have loaded."""
-        now, lanes, hold = time.monotonic(), (self.probes, self.scoring, self.research, self.other), self.holding()
+        the next deadline."""
+        now, lanes = time.monotonic(), (self.probes, self.scoring, self.research, self.other)
         for lane in lanes:
-            starting, dropped = lane.admission.due(now, start=not hold or lane is self.probes)
+            starting, dropped = lane.admission.due(now)
             for ticket, result in [(t, None) for t in starting] + dropped:
                 ticket.payload.done() or ticket.payload.set_result(result)
         wake = [d for lane in lanes if (d := lane.admission.next_deadline()) is not None]
-        wake += [now + LOAD_CHECK_S] if hold and any(lane.admission.queue for lane in lanes) else []
         if self._timer is not None:
             self._timer.cancel()
         self._timer = asyncio.get_running_loop().call_later(max(0.0, min(wake) - now), self.dispatch) if wake else None

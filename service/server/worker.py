@@ -9,7 +9,6 @@ open: closed with connections in its backlog, it would reset them.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import signal
@@ -28,8 +27,6 @@ from service.config import load_server_settings
 from service.errors import BadRequest, RequestTimeout, ServiceError, contract_answer, request_id
 from service.observability import metrics
 from service.observability.logs import log_access
-from service.server.front import LOAD_CHECK_S
-from service.store import readiness
 
 SWITCH_INTERVAL_S = 0.001  # the loop gets the GIL back quickly from request threads running Python
 QUIET_TICKS = 3  # SIGTERM: ticks of DRAIN_TICK_S with no connection open before the listener closes
@@ -156,28 +153,6 @@ class DrainingServer(Server):
             logging.getLogger("gunicorn.error").info("worker %s: its master has gone; shutting down", os.getpid())
             self.handle_exit(signal.SIGTERM, None)  # serving on, unsupervised, it would also hold the port
         return await super().on_tick(counter)
-
-    async def startup(self, sockets: list | None = None) -> None:
-        # Duplicates, so that a pause (hold_while_loading) closes this worker's copy of a listener only.
-        self.listeners = list(sockets or [])
-        await super().startup([listener.dup() for listener in self.listeners])
-        asyncio.get_running_loop().create_task(self.hold_while_loading())
-
-    async def hold_while_loading(self) -> None:
-        """While loading its models, take no connections if a sibling has loaded (the pod is ready)."""
-        paused = False
-        while not self.front.loaded() and not self.should_exit:
-            if not paused and (readiness.loaded_workers() or set()) - {os.getpid()}:
-                for server in self.servers:
-                    server.close()
-                paused = self.front.sibling_serves = True
-            await asyncio.sleep(LOAD_CHECK_S)
-        if paused and not self.should_exit:
-            serve = functools.partial(self.config.http_protocol_class, config=self.config,
-                                      server_state=self.server_state, app_state=self.lifespan.state)
-            loop = asyncio.get_running_loop()
-            self.servers = [await loop.create_server(serve, sock=listener.dup(), backlog=self.config.backlog)
-                            for listener in self.listeners]
 
     async def shutdown(self, sockets: list | None = None) -> None:
         if self.front.stopping_since is not None and self.front.stopping_since != float("inf"):

@@ -112,7 +112,7 @@ class ModelStore:
             if not self.scorers and not self.failures:  # an empty store (or DIALSCORE_MODELS= on one) is not ready
                 self._fail(STORE_KEY, f"model store {self.root} holds no model to serve", "no model to serve")
             if self.scorers and not self.failures:
-                mark_ready(models=sorted(self.scorers))  # before `loaded`: a /readyz that sees this store loaded finds the marker
+                mark_ready()  # before `loaded`: a /readyz that sees this store loaded finds the marker
             self.loaded = True
             self.load_seconds = time.perf_counter() - started
             log.info("model store %s: %d models served, %d failed in %.1fs", self.root, len(self.scorers),

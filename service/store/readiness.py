@@ -2,21 +2,21 @@
 
 The kubelet's probe reaches whichever worker accepts the connection, so each worker, once its store has loaded
 cleanly, drops a marker named after its pid into a folder the pod shares (server/gunicorn.conf.py
-sets it; the master removes a dead worker's marker). The pod is ready while any worker serves: a
-worker still loading leaves new connections to one that has loaded (server/worker.py), so the
-worker that answers /readyz is one that serves, or, for a moment, one that names a sibling's models
-(each marker lists its worker's). Without the folder (tests) readiness is per process.
+sets it; the master removes a dead worker's marker). The pod is ready once every worker has loaded
+(the last to load marks the pod), then while any serves: a worker that replaces another loads before
+it takes a connection (server/gunicorn.conf.py), so no worker still loading answers a ready pod's
+requests. Without the folder (tests) readiness is per process.
 """
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
 from pathlib import Path
 
 DIR_ENV = "DIALSCORE_READY_DIR"  # shared marker folder; set by gunicorn.conf.py
 WORKERS_ENV = "DIALSCORE_POD_WORKERS"  # how many workers the master runs; set in each worker by post_fork
 PREFIX = "ready-"
+POD_READY = "pod-ready"  # every worker had loaded once: from then on, one serving worker keeps the pod ready
 PROBE_PATHS = frozenset({"/healthz", "/readyz"})  # the kubelet's: no credentials, no worker recycling
 V2_PROBE_PATHS = frozenset({"/v2/health/live", "/v2/health/ready"})  # the same, as the Open Inference Protocol names them
 
@@ -30,29 +30,24 @@ def marker(pid: int, folder: Path) -> Path:
     return folder / f"{PREFIX}{pid}"
 
 
-def mark_ready(pid: int | None = None, models: Iterable[str] = ()) -> None:
-    """Record that this worker's models are loaded, and which (a no-op outside gunicorn). The marker is
-    written whole before it takes its name: a reader never finds it half written."""
+def mark_ready(pid: int | None = None) -> None:
+    """Record that this worker's models are loaded (a no-op outside gunicorn), and, where every worker's
+    are, that the pod has been ready."""
     folder = marker_dir()
     if folder is None:
         return
     folder.mkdir(parents=True, exist_ok=True)
-    path = marker(pid or os.getpid(), folder)
-    staged = path.with_name("." + path.name)
-    staged.write_text("\n".join(models))
-    os.replace(staged, path)
+    marker(pid or os.getpid(), folder).touch()
+    status = pod_status()  # after its own marker: of workers that load together, the last sees them all
+    if status is not None and status[0] >= status[1]:
+        (folder / POD_READY).touch()
 
 
-def served_models() -> list[str]:
-    """The models a loaded worker of the pod serves, from its marker; [] where none is known. A worker
-    still loading can answer /readyz in the moment before it leaves connections to its siblings."""
+def pod_was_ready() -> bool:
+    """Whether every worker of the pod had its models loaded at once since the master started (True
+    outside gunicorn)."""
     folder = marker_dir()
-    for pid in sorted(loaded_workers() or ()):
-        try:
-            return marker(pid, folder).read_text().split()  # type: ignore[arg-type]
-        except OSError:  # its worker exited and the master removed it
-            continue
-    return []
+    return folder is None or (folder / POD_READY).exists()
 
 
 def forget(pid: int) -> None:
@@ -70,7 +65,7 @@ def forget(pid: int) -> None:
 def clear(folder: Path) -> None:
     """Remove every marker: a restarted master must not count a previous run's workers."""
     if folder.is_dir():
-        for path in folder.glob(f"{PREFIX}*"):
+        for path in [*folder.glob(f"{PREFIX}*"), folder / POD_READY]:
             path.unlink(missing_ok=True)
 
 

@@ -475,8 +475,9 @@ def test_readiness_seen_loaded_counts_the_workers_own_marker(tmp_path, monkeypat
 
 
 def test_the_api_page_says_what_readyz_answers_for_a_pod():
-    """readiness(): 200 while any worker serves (a sibling still loading or crashed does not take the pod out),
-    as docs/deploy.md's probes table says, and never that every worker must serve."""
+    """readiness(): 200 once every worker has loaded, then while any serves (a crashed or recycled sibling,
+    whose replacement loads before it takes a connection, does not take the pod out), as docs/deploy.md's
+    probes table says."""
     [line] = [line for line in (Path(__file__).parents[2] / "docs" / "api.md").read_text(encoding="utf-8").splitlines()
               if line.startswith("curl -s 127.0.0.1:8000/readyz ")]
-    assert "while any worker serves" in line and "every worker" not in line
+    assert "once every worker has loaded" in line and "then while any serves" in line

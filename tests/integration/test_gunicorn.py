@@ -46,7 +46,7 @@ def test_every_endpoint_over_http(server):
     assert _call(port, "GET", "/healthz")[:2] == (200, {"status": "ok"})
     status, body, _ = _call(port, "GET", "/readyz")
     assert status == 200 and set(body["models"]) >= set(BASELINES)
-    # Ready while any worker of the pod serves (issue 43): a worker still loading takes no connections.
+    # Ready once every worker of the pod has loaded, then while any serves.
     assert 1 <= body["workers_ready"] <= body["workers"] == 2
     status, models, _ = _call(port, "GET", "/models")
     assert status == 200
@@ -386,8 +386,7 @@ def test_a_worker_whose_metrics_cannot_be_folded_does_not_take_the_server_down(t
     env = {"DIALSCORE_MAX_REQUESTS": "10", "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
     with running_server(store, env) as srv:
         (metrics_dir / "counter_archive.db").mkdir()  # the fold cannot write its archive (as a full volume)
-        # /readyz answers 200 once one worker serves, and a worker past its count waits for its sibling, which
-        # on a busy machine may start only after all 60 requests: both serve first.
+        # A worker past its count waits for its sibling to serve: after a recycle, both serve first.
         deadline = time.monotonic() + 60
         while _call(srv.port, "GET", "/readyz")[1].get("workers_ready") != 2 and time.monotonic() < deadline:
             time.sleep(0.1)

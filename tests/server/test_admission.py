@@ -87,15 +87,6 @@ def test_a_kind_not_measured_yet_starts_on_a_free_thread_and_queues_only_with_ti
     assert admission.offer(_ticket(0.1, 30.0), 0.1) is None  # a generous budget waits
 
 
-def test_loading_holds_the_queue():
-    admission = Admission(threads=1, max_queue=8)
-    _measured(admission, 0.1)
-    ticket = _ticket(5.0, 60.0)
-    assert admission.offer(ticket, 5.0) is None
-    assert admission.due(5.0, start=False) == ([], [])  # models still loading: nothing starts
-    assert admission.due(5.0)[0] == [ticket]
-
-
 def test_costs_are_learnt_per_endpoint_and_model_and_scale_with_the_body():
     from service.server.admission import named_models
 

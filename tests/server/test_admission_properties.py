@@ -16,16 +16,15 @@ MODELS = st.sampled_from(["length", "unref-minilm", "?"])
 
 
 class AdmissionMachine(RuleBasedStateMachine):
-    @initialize(threads=st.integers(1, 4), max_queue=st.integers(0, 6), loaded_after=st.floats(0, 3))
-    def start(self, threads: int, max_queue: int, loaded_after: float) -> None:
-        self.admission, self.now, self.loaded_after = Admission(threads, max_queue), 0.0, loaded_after
+    @initialize(threads=st.integers(1, 4), max_queue=st.integers(0, 6))
+    def start(self, threads: int, max_queue: int) -> None:
+        self.admission, self.now = Admission(threads, max_queue), 0.0
         self.offered: list[Ticket] = []
         self.outcome: dict[int, str] = {}  # id(ticket) -> started, refused or dropped
 
     def settle(self) -> None:
         """What the worker does after every event: start what may start, drop what cannot finish."""
-        loaded = self.now >= self.loaded_after
-        starting, dropped = self.admission.due(self.now, start=loaded)
+        starting, dropped = self.admission.due(self.now)
         for ticket in starting:
             assert self.now < ticket.deadline, "started at or past its deadline"
             self.answer(ticket, "started")
@@ -33,8 +32,8 @@ class AdmissionMachine(RuleBasedStateMachine):
             assert isinstance(refusal, DeadlineExceeded) and refusal.status == 503
             assert 1 <= int(refusal.headers["Retry-After"]) <= MAX_RETRY_AFTER_S
             self.answer(ticket, "dropped")
-        if loaded:  # no thread idle while a request waits
-            assert len(self.admission.running) == self.admission.threads or not self.admission.queue
+        # no thread idle while a request waits
+        assert len(self.admission.running) == self.admission.threads or not self.admission.queue
 
     def answer(self, ticket: Ticket, outcome: str) -> None:
         assert id(ticket) not in self.outcome, f"answered twice: {self.outcome[id(ticket)]}, then {outcome}"
@@ -95,7 +94,7 @@ class AdmissionMachine(RuleBasedStateMachine):
         """Time runs past every deadline: whatever is still queued is dropped, none is left unanswered."""
         if not hasattr(self, "admission"):
             return
-        self.now += 1000 + max(self.loaded_after, 0)
+        self.now += 1000
         self.settle()
         assert not self.admission.queue
         assert len(self.outcome) == len(self.offered)

@@ -1,8 +1,7 @@
 """The front's bookkeeping over any mix of requests at once, in process over ASGI as uvicorn hands
 requests over: bodies in parts, slow, stalled past the read timeout, too large, over the worker's
-pending bytes, clients that leave midway, tight budgets, full queues, a SIGTERM or a recycle midway,
-models still loading (where a sibling serves, only probes start until they have). Every request that stays gets
-one whole answer in the contract's form, none a 5xx but 503, and the app's own answer wherever the
+pending bytes, clients that leave midway, tight budgets, full queues, a SIGTERM or a recycle midway.
+Every request that stays gets one whole answer in the contract's form, none a 5xx but 503, and the app's own answer wherever the
 front does not refuse it; once all are done the front holds no
 body bytes and no admission holds a ticket. DIALSCORE_FRAMING_EXAMPLES sets the examples, as for
 test_framing.py (60; a long run: 20000)."""
@@ -45,15 +44,6 @@ CLIENTS = st.builds(
     start_s=st.sampled_from([0.0, 0.0, 0.01, 0.05, 0.15]))
 
 
-def watched(due, started: list[float]):
-    """Admission.due, noting the time of every start it grants."""
-    def noted(now: float, start: bool = True):
-        starting, dropped = due(now, start)
-        started.extend(time.monotonic() for _ in starting)
-        return starting, dropped
-    return noted
-
-
 @pytest.fixture(scope="module")
 def app(baseline_store):
     from service.app import create_app
@@ -74,22 +64,17 @@ def app_answers(app) -> dict[tuple[str, str, bytes], int]:
 @given(clients=st.lists(CLIENTS, min_size=1, max_size=12), threads=st.integers(1, 2),
        max_queue=st.integers(1, 3), max_body_bytes=st.sampled_from([64, 400, 4000]),
        max_pending_bytes=st.sampled_from([100, 1000, 100_000]), sigterm_after_s=st.none() | st.floats(0, 0.1),
-       max_requests=st.integers(0, 6), loaded_after_s=st.sampled_from([0.0, 0.0, 0.05, 0.3]),
-       sibling_serves=st.booleans())
+       max_requests=st.integers(0, 6))
 def test_every_request_is_answered_once_and_nothing_is_held_after(app, app_answers, clients, threads, max_queue,
                                                                   max_body_bytes, max_pending_bytes, sigterm_after_s,
-                                                                  max_requests, loaded_after_s, sibling_serves):
+                                                                  max_requests):
     from service.server.front import Front
 
     limits = dataclasses.replace(load_server_settings(), threads=threads, max_queue=max_queue, read_timeout=0.3,
                                  max_body_bytes=max_body_bytes, max_pending_bytes=max_pending_bytes)
     front, order, recycled = Front(app, limits), itertools.count(1), []
     front.max_requests, front.recycle = max_requests, lambda: recycled.append(front.answered)
-    lanes, loaded_at, started = (front.probes, front.scoring, front.research, front.other), time.monotonic(), []
-    front.loaded = lambda: time.monotonic() >= loaded_at + loaded_after_s  # the store's readiness, as it reports
-    front.sibling_serves = sibling_serves
-    for lane in lanes[1:]:  # what starts before the models have loaded where a sibling serves: only probes
-        lane.admission.due = watched(lane.admission.due, started)
+    lanes = (front.probes, front.scoring, front.research, front.other)
 
     async def arrive(client: Client) -> None:
         await asyncio.sleep(client.start_s)
@@ -134,9 +119,7 @@ def test_every_request_is_answered_once_and_nothing_is_held_after(app, app_answe
             if client.path.startswith("/v2/"):  # the Open Inference Protocol's form: a message
                 assert isinstance(error, str) and error, payload
             else:
-                assert error["code"] in FRONT_CODES | {"not_ready"} and (not stopped or error["code"] == "shutting_down")
-    if sibling_serves:
-        assert all(at >= loaded_at + loaded_after_s for at in started), "work started before the models loaded"
+                assert error["code"] in FRONT_CODES and (not stopped or error["code"] == "shutting_down")
     assert front.held == 0
     for lane in lanes:
         assert not lane.admission.queue and not lane.admission.running, lane.name

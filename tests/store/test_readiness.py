@@ -56,35 +56,41 @@ def _loaded_store(tmp_path: Path) -> ModelStore:
     return store
 
 
-def test_the_pod_is_ready_while_any_worker_serves(pod: Path, tmp_path: Path) -> None:
-    """Issue 43: a worker killed or still loading must not take the pod out of the Service while
-    another serves (a worker still loading takes no connections once a sibling has loaded)."""
+def test_the_pod_is_ready_once_every_worker_has_loaded_then_while_any_serves(pod: Path, tmp_path: Path) -> None:
+    """At start a worker that has loaded is not the pod (its sibling still loading takes connections);
+    once every worker has, a worker killed or recycled must not take the pod out of the Service while
+    another serves (its replacement loads before it takes a connection)."""
     store = _loaded_store(tmp_path)
     worker_readiness.mark_ready(LIVE[0])
     ready, details = readiness(store, None)
+    assert not ready and details["loading"] is True and (details["workers_ready"], details["workers"]) == (1, 2)
+    assert not worker_readiness.pod_was_ready()
+    worker_readiness.mark_ready(LIVE[1])  # the last to load marks the pod
+    assert worker_readiness.pod_was_ready()
+    ready, details = readiness(store, None)
+    assert ready and details["workers_ready"] == 2
+    worker_readiness.forget(LIVE[1])  # a sibling exited; its replacement loads
+    ready, details = readiness(store, None)
     assert ready and details["workers_ready"] == 1 and details["workers"] == 2
-    loading = ModelStore(tmp_path / "empty-store")  # this worker still loads, a sibling serves
-    ready, details = readiness(loading, None)
-    assert ready and details["loading"] is True and details["workers_ready"] == 1
-    worker_readiness.forget(LIVE[0])
-    ready, details = readiness(loading, None)
-    assert not ready and details["loading"] is True
+    assert not readiness(ModelStore(tmp_path / "empty-store"), None)[0]  # this worker still loading: never ready
+    worker_readiness.clear(pod)  # a restarted master starts over
+    assert not worker_readiness.pod_was_ready() and not readiness(store, None)[0]
 
 
-def test_a_worker_still_loading_names_the_models_its_sibling_serves(pod: Path, tmp_path: Path) -> None:
-    """In the moment before a loading worker leaves connections to a loaded sibling, its /readyz said
-    ready with its own models: none yet."""
-    worker_readiness.mark_ready(LIVE[1], ["bleu4", "length"])
-    assert not list(pod.glob(".*")), "the staged marker was left"
-    ready, details = readiness(ModelStore(tmp_path / "empty-store"), None)  # this worker: loading, no model yet
-    assert ready and details["models"] == ["bleu4", "length"] and details["loading"] is True
-    worker_readiness.forget(LIVE[1])
-    assert worker_readiness.served_models() == []
+def test_not_ready_says_how_many_workers_have_loaded(pod: Path, client) -> None:
+    worker_readiness.clear(pod)
+    worker_readiness.mark_ready(LIVE[0])
+    response = client.get("/readyz")
+    assert response.status_code == 503 and response.headers["Retry-After"]
+    error = response.get_json()["error"]
+    assert error["code"] == "not_ready" and "1 of 2 workers have loaded" in error["message"], error
 
 
 def test_readyz_counts_the_workers_that_serve(pod: Path, client) -> None:
     worker_readiness.clear(pod)
     worker_readiness.mark_ready(LIVE[0])
+    worker_readiness.mark_ready(LIVE[1])
+    worker_readiness.forget(LIVE[1])
     response = client.get("/readyz")
     assert response.status_code == 200
     assert response.get_json()["workers_ready"] == 1 and response.get_json()["workers"] == 2
@@ -115,6 +121,6 @@ def test_a_worker_whose_store_has_just_loaded_counts_itself_before_its_marker(po
     store = ModelStore(copy_store(tmp_path / "store", ("length",)))
     assert store.load()
     ready, details = readiness(store, None)
-    assert ready and details["workers_ready"] == 1 and details["workers"] == 2
+    assert not ready and details["workers_ready"] == 1 and details["workers"] == 2  # its sibling has not loaded
     worker_readiness.mark_ready(os.getpid())
     assert readiness(store, None)[1]["workers_ready"] == 1
