@@ -1,9 +1,9 @@
 """The front's bookkeeping over any mix of requests at once, in process over ASGI as uvicorn hands
 requests over: bodies in parts, slow, stalled past the read timeout, too large, over the worker's
 pending bytes, clients that leave midway, tight budgets, full queues, a SIGTERM or a recycle midway.
-Every request that stays gets one whole answer in the contract's form, none a 5xx but 503, and the app's own answer wherever the
-front does not refuse it; once all are done the front holds no
-body bytes and no admission holds a ticket. DIALSCORE_FRAMING_EXAMPLES sets the examples, as for
+Every request that stays gets one whole answer in the contract's form, none a 5xx but 503, and the
+app's own answer wherever the front does not refuse it; once all are done the front holds no body
+bytes and no admission holds a ticket. DIALSCORE_FRAMING_EXAMPLES sets the examples, as for
 test_framing.py (60; a long run: 20000)."""
 from __future__ import annotations
 
