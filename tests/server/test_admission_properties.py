@@ -32,8 +32,7 @@ class AdmissionMachine(RuleBasedStateMachine):
             assert isinstance(refusal, DeadlineExceeded) and refusal.status == 503
             assert 1 <= int(refusal.headers["Retry-After"]) <= MAX_RETRY_AFTER_S
             self.answer(ticket, "dropped")
-        # no thread idle while a request waits
-        assert len(self.admission.running) == self.admission.threads or not self.admission.queue
+        assert len(self.admission.running) == self.admission.threads or not self.admission.queue, "a thread idle"
 
     def answer(self, ticket: Ticket, outcome: str) -> None:
         assert id(ticket) not in self.outcome, f"answered twice: {self.outcome[id(ticket)]}, then {outcome}"

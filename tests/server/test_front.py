@@ -143,8 +143,8 @@ def test_while_the_models_load_scoring_is_answered_503_not_ready_at_once(baselin
     front = Front(app, load_server_settings())
     score = b'{"model": "length", "items": [{"context": ["a"], "response": "b"}]}'
 
-    def call(method: str, path: str, body: bytes = b"", budget: str | None = None) -> Client:
-        client = Client(method, path, body, budget=budget)
+    def call(method: str, path: str, body: bytes = b"") -> Client:
+        client = Client(method, path, body)
         asyncio.run(front(client.scope(), client.receive, client.send))
         return client
 
