@@ -248,7 +248,8 @@ def test_the_bytes_held_for_bodies_are_bounded_at_the_setting_itself(baseline_st
 def test_an_answer_written_after_its_deadline_is_counted_late(baseline_store):
     """dialscore_finished_late_total, which the load test's overload runs must keep at 0: a request of a
     kind not measured yet is admitted to a free thread whatever its budget, and a bootstrap of 10,000
-    resamples of 200 items outlasts a budget of 1 ms."""
+    resamples of 200 items (0.3 s on a 2-core Xeon) outlasts a budget of 50 ms, which leaves the loop
+    time to hand it to the thread on a busy machine."""
     import json
 
     from tests.asgi_client import Client
@@ -259,7 +260,7 @@ def test_an_answer_written_after_its_deadline_is_counted_late(baseline_store):
     body = json.dumps({"human": human, "scores": {"m": human[::-1]}, "resamples": 10000}).encode()
     try:
         before = metric_sample(app.test_client(), "dialscore_finished_late_total")
-        assert _status_of(front, Client("POST", "/correlate", body, budget="0.001")) == 200
+        assert _status_of(front, Client("POST", "/correlate", body, budget="0.05")) == 200
         assert metric_sample(app.test_client(), "dialscore_finished_late_total") == before + 1
         assert _status_of(front, Client("POST", "/correlate", body, budget="60")) == 200
         assert metric_sample(app.test_client(), "dialscore_finished_late_total") == before + 1
