@@ -50,9 +50,12 @@ class Settings:
     not_english_confidence: float = 0.8
     max_json_depth: int = 32  # DIALSCORE_MAX_JSON_DEPTH: nesting of a request body (the contract's need 5)
     # Checked by the worker's front (server/front.py), which answers 414 / 431 `too_large` before the app sees the request.
-    max_request_line: int = 4094  # DIALSCORE_MAX_REQUEST_LINE: bytes of method, path and query (at most 8190)
+    max_request_line: int = 4094  # DIALSCORE_MAX_REQUEST_LINE: bytes of the request line without its CRLF (at most 8190)
     max_headers: int = 100  # DIALSCORE_MAX_HEADERS: header fields per request
     max_header_bytes: int = 8190  # DIALSCORE_MAX_HEADER_BYTES: bytes of one header field
+    # DIALSCORE_MAX_HEAD_BYTES: bytes of the whole head, request line to blank line (and of chunked trailers),
+    # which h11 holds per connection until it is whole
+    max_head_bytes: int = 32768
     batch_size: int = 64  # DIALSCORE_BATCH_SIZE: texts per ONNX run after length bucketing (memory grows with it)
     workers: int = 2  # DIALSCORE_WORKERS: gunicorn workers (also divides the cores among sessions)
     intra_op_threads: int = 0  # DIALSCORE_INTRA_OP_THREADS: 0 = cores / workers
@@ -135,11 +138,13 @@ SERVICE_RANGES = {
         "max_correlate_items", "max_resamples", "max_bootstrap_work", "max_bootstrap_metric_work", "max_metrics",
         "max_ratings", "max_systems", "max_criteria")},
     "max_body_bytes": (1, 1 << 30),  # a body is held whole in a worker's memory
-    # the schemas and the error handler recurse into a body: well within Python's recursion limit (1000)
-    "max_json_depth": (1, 256),
-    # the head limits' ceilings are gunicorn's own: h11 holds a head of up to the request line and header
-    # field limits plus 16 KiB per connection (server/worker.py), so they bound what a socket holds
-    "max_request_line": (1, 8190), "max_headers": (1, 32768), "max_header_bytes": (1, 1 << 20),
+    # the schemas and the error handler recurse into a body: well within Python's recursion limit (1000);
+    # the contract's shapes nest 5 deep
+    "max_json_depth": (5, 256),
+    # the head limits' ceilings are gunicorn's own; their floors leave room for a probe's or a client's
+    # usual head (kubelet sends 4 fields and its own), below which /healthz itself would be refused
+    "max_request_line": (256, 8190), "max_headers": (16, 32768), "max_header_bytes": (256, 1 << 20),
+    "max_head_bytes": (1024, 1 << 24),
     "batch_size": (1, 8192),  # a run holds at most 8,192 padded word pieces (MAX_TOKENS), so more changes nothing
     "workers": (1, MAX_WORKERS),
     "intra_op_threads": (0, MAX_SESSION_THREADS),
@@ -353,10 +358,15 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: Mapping[str,
         value = getattr(settings, name)
         if not lowest <= value <= highest:
             raise ValueError(f"{env_name(name)}={value}: must be from {lowest} to {highest}")
+    check_limits_agree(settings)
     if not 0 < settings.not_english_confidence <= 1:  # NaN fails too
         raise ValueError(f"DIALSCORE_NOT_ENGLISH_CONFIDENCE={settings.not_english_confidence}: must be above 0 and "
                          "at most 1")
-    settings = replace(settings, log_level=settings.log_level.upper())  # the one spelling logging and gunicorn take
+    if not settings.models and environ.get("DIALSCORE_MODELS", "").strip():  # commas alone: not "every model"
+        raise ValueError(f"DIALSCORE_MODELS={environ['DIALSCORE_MODELS']!r}: names no model; name them separated by "
+                         "commas, or leave it empty to serve every model in the store")
+    # the one spelling logging and gunicorn take; empty is the default, as for the other settings
+    settings = replace(settings, log_level=settings.log_level.upper() or Settings.log_level)
     if settings.log_level not in LOG_LEVELS:
         raise ValueError(f"DIALSCORE_LOG_LEVEL={settings.log_level!r}: must be one of {', '.join(LOG_LEVELS)}")
     if not settings.providers:
@@ -371,6 +381,20 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: Mapping[str,
         return settings
     check_provider_names(settings.providers, explicit="DIALSCORE_PROVIDERS" in environ)
     return settings
+
+
+def check_limits_agree(settings: Settings) -> None:
+    """ValueError where one limit would refuse for good what another admits: a body under max_body_bytes
+    refused 503 on an idle worker, a head with its line and one field at their limits refused 431."""
+    if settings.max_pending_bytes < settings.max_body_bytes:
+        raise ValueError(f"DIALSCORE_MAX_PENDING_BYTES={settings.max_pending_bytes}: must be at least "
+                         f"DIALSCORE_MAX_BODY_BYTES ({settings.max_body_bytes}), or a body between the two is "
+                         "refused on an idle worker")
+    least = settings.max_request_line + settings.max_header_bytes + 6  # three CRLFs
+    if settings.max_head_bytes < least:
+        raise ValueError(f"DIALSCORE_MAX_HEAD_BYTES={settings.max_head_bytes}: must be at least DIALSCORE_MAX_REQUEST_LINE "
+                         f"+ DIALSCORE_MAX_HEADER_BYTES + 6 ({least}), so that a request line and a header field "
+                         "at their limits fit")
 
 
 def load_server_settings(environ: Mapping[str, str] | None = None) -> Settings:

@@ -99,9 +99,10 @@ def manifest_kind(path: Path) -> str | None:
 
 
 def check_port(settings: Settings, environ: Mapping[str, str]) -> None:
-    """ValueError where DIALSCORE_PORT is taken on DIALSCORE_HOST, or not this user's to bind: gunicorn
-    would retry five times, then exit 1 with lines naming no variable. Skipped where gunicorn is handed
-    its listeners (a USR2 upgrade's GUNICORN_FD, systemd's LISTEN_FDS): those ports are held on purpose."""
+    """ValueError where DIALSCORE_PORT is taken on DIALSCORE_HOST or not this user's to bind, or where the host
+    is no address of this machine: gunicorn would retry five times, then exit 1 with lines naming no
+    variable. Skipped where gunicorn is handed its listeners (a USR2 upgrade's GUNICORN_FD, systemd's
+    LISTEN_FDS): those ports are held on purpose."""
     if environ.get("GUNICORN_FD") or environ.get("LISTEN_FDS"):
         return
     family, kind, proto, _, address = socket.getaddrinfo(settings.host, settings.port, type=socket.SOCK_STREAM)[0]
@@ -110,6 +111,9 @@ def check_port(settings: Settings, environ: Mapping[str, str]) -> None:
         try:
             probe.bind(address)
         except OSError as exc:
+            if exc.errno == errno.EADDRNOTAVAIL:
+                raise ValueError(f"DIALSCORE_HOST={settings.host!r}: not an address of this machine ({exc.strerror}); "
+                                 "give one of its addresses, or 0.0.0.0 or :: for every interface") from None
             why = "is in use by another process" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
             raise ValueError(f"DIALSCORE_PORT={settings.port}: port {settings.port} on {settings.host} {why}; "
                              "stop that process or choose another port") from None
@@ -135,8 +139,8 @@ def check_configuration(environ: Mapping[str, str]) -> list[str]:
     """Every DIALSCORE_* value the server and the service read, and the access rule above, checked before
     gunicorn starts; ValueError naming the first bad one. Returns the DIALSCORE_* names nothing reads (typos)."""
     settings = load_server_settings(environ)
+    check_host(settings.host)  # before the access rule, which would take a mistyped address for a remote one
     check_access(settings)
-    check_host(settings.host)
     check_store(settings)
     if environ.get("DIALSCORE_PROVIDERS"):
         check_provider_names_apart(environ["DIALSCORE_PROVIDERS"])

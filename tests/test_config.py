@@ -52,13 +52,38 @@ def test_bad_values_say_which_variable():
 def test_server_limits_stay_where_gunicorn_enforces_them(variable, value):
     # 0 would mean "no limit" to gunicorn, and above its ceiling it enforces the ceiling, not the
     # value GET /models would list.
-    with pytest.raises(ValueError, match=f"{variable}={value}: must be from 1 to"):
+    with pytest.raises(ValueError, match=f"{variable}={value}: must be from [0-9]+ to"):
         load_settings(environ={variable: value}, check_providers=False)
+
+
+@pytest.mark.parametrize("variable, floor", [("DIALSCORE_MAX_REQUEST_LINE", 256), ("DIALSCORE_MAX_HEADERS", 16),
+                                             ("DIALSCORE_MAX_HEADER_BYTES", 256), ("DIALSCORE_MAX_JSON_DEPTH", 5)])
+def test_a_limit_that_would_refuse_the_probes_or_every_body_is_refused_at_start(variable, floor):
+    """MAX_REQUEST_LINE=10 or MAX_HEADERS=2 answered /healthz 414 and 431 (the pod restarted for good, the log
+    naming no cause); a JSON depth under 5 refused every body the contract describes."""
+    with pytest.raises(ValueError, match=f"^{variable}={floor - 1}: must be from {floor} to"):
+        load_settings(environ={variable: str(floor - 1)}, check_providers=False)
+    load_settings(environ={variable: str(floor)}, check_providers=False)
+
+
+def test_limits_that_contradict_each_other_are_refused_at_start():
+    """A body limit over the pending bytes was taken: a body between them got 503 `overloaded` with
+    Retry-After on an idle worker, for good; a whole-head limit under one field would refuse that field."""
+    with pytest.raises(ValueError, match=r"^DIALSCORE_MAX_PENDING_BYTES=1000000: must be at least "
+                                         r"DIALSCORE_MAX_BODY_BYTES \(4000000\)"):
+        load_settings(environ={"DIALSCORE_MAX_BODY_BYTES": "4000000", "DIALSCORE_MAX_PENDING_BYTES": "1000000"})
+    with pytest.raises(ValueError, match=r"^DIALSCORE_MAX_PENDING_BYTES=16777216: must be at least"):
+        load_settings(environ={"DIALSCORE_MAX_BODY_BYTES": str(32 << 20)})
+    with pytest.raises(ValueError, match=r"^DIALSCORE_MAX_HEAD_BYTES=32768: must be at least .* \(40196\)"):
+        load_settings(environ={"DIALSCORE_MAX_HEADER_BYTES": "32768", "DIALSCORE_MAX_REQUEST_LINE": "7422"})
+    load_settings(environ={"DIALSCORE_MAX_BODY_BYTES": "1000000", "DIALSCORE_MAX_PENDING_BYTES": "1000000",
+                           "DIALSCORE_MAX_HEADER_BYTES": "24000", "DIALSCORE_MAX_REQUEST_LINE": "8190"})
 
 
 def test_server_limits_are_listed():
     limits = load_settings(environ={"DIALSCORE_MAX_REQUEST_LINE": "2048"}).limits()
     assert (limits["max_request_line"], limits["max_headers"], limits["max_header_bytes"]) == (2048, 100, 8190)
+    assert limits["max_head_bytes"] == 32768
 
 
 # --- from a configuration probe: values that were taken and then failed far from their cause ----
@@ -72,7 +97,7 @@ def test_server_limits_are_listed():
     ("DIALSCORE_INTRA_OP_THREADS", "100000", "must be from 0 to 256"),
     ("DIALSCORE_INTRA_OP_THREADS", "99999999999999999999999", "must be from 0 to 256"),
     ("DIALSCORE_ENCODER_THREADS", "100000", "must be from 0 to 256"),
-    ("DIALSCORE_MAX_JSON_DEPTH", "99999999999999999999999", "must be from 1 to 256"),
+    ("DIALSCORE_MAX_JSON_DEPTH", "99999999999999999999999", "must be from 5 to 256"),
     ("DIALSCORE_BATCH_SIZE", "99999999999999999999999", "must be from 1 to 8192"),
     ("DIALSCORE_MAX_ITEMS", "99999999999999999999999", "must be from 1 to 1000000000"),
     ("DIALSCORE_WORKERS", "65", "must be from 1 to 64"),
@@ -127,9 +152,11 @@ def test_every_integer_setting_has_a_range_declared_beside_it():
 
     integers = {f.name for f in fields(Settings) if f.type == "int"}
     assert integers == set(SERVER_RANGES) | set(SERVICE_RANGES) and not set(SERVER_RANGES) & set(SERVICE_RANGES)
+    room = {"max_body_bytes": {"max_pending_bytes": 1 << 30},  # what check_limits_agree asks beside a highest value
+            "max_request_line": {"max_head_bytes": 1 << 24}, "max_header_bytes": {"max_head_bytes": 1 << 24}}
     for name, (lowest, highest) in SERVICE_RANGES.items():
         assert lowest <= getattr(Settings(), name) <= highest < 2**31, name
-        load_settings({name: highest}, environ={}, check_providers=False)
+        load_settings({name: highest, **room.get(name, {})}, environ={}, check_providers=False)
 
 
 def test_whitespace_around_a_value_is_dropped_and_the_log_level_is_read_in_one_spelling():
@@ -142,3 +169,12 @@ def test_whitespace_around_a_value_is_dropped_and_the_log_level_is_read_in_one_s
     assert (settings.log_level, settings.model_store, settings.openvino_cache_dir) == (
         "INFO", Path("/srv/store"), "/var/cache/ov")
     assert gunicorn_logconfig(settings.log_level)["root"]["level"] == "INFO"
+
+
+def test_a_models_list_of_commas_alone_is_refused_and_an_empty_log_level_is_the_default():
+    """DIALSCORE_MODELS=' , ' silently served every model; an empty log level alone was an error among the
+    settings whose empty value is their default."""
+    with pytest.raises(ValueError, match=r"^DIALSCORE_MODELS=' , ': names no model"):
+        load_settings(environ={"DIALSCORE_MODELS": " , "}, check_providers=False)
+    assert load_settings(environ={"DIALSCORE_MODELS": ""}, check_providers=False).models == ()
+    assert load_settings(environ={"DIALSCORE_LOG_LEVEL": ""}, check_providers=False).log_level == "INFO"

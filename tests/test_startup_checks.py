@@ -68,7 +68,9 @@ def test_every_dialscore_variable_in_the_code_is_known():
         for path in (REPO / folder).rglob("*"):
             if path.suffix in (".py", ".yaml") and path.is_file():
                 names |= set(re.findall(r"DIALSCORE_[A-Z0-9_]*[A-Z0-9](?![A-Za-z0-9_{])", path.read_text(encoding="utf-8")))
-    special = {"DIALSCORE_ENCODER_PRECISION": "auto", "DIALSCORE_MODELS": "length"}
+    special = {"DIALSCORE_ENCODER_PRECISION": "auto", "DIALSCORE_MODELS": "length", "DIALSCORE_MAX_JSON_DEPTH": "5",
+               "DIALSCORE_MAX_REQUEST_LINE": "256", "DIALSCORE_MAX_HEADERS": "16", "DIALSCORE_MAX_HEADER_BYTES": "256",
+               "DIALSCORE_MAX_HEAD_BYTES": "1024"}  # their floors
     unknown = check_configuration({name: special.get(name, "1") for name in names if name not in (
         "DIALSCORE_MODEL_STORE", "DIALSCORE_PROVIDERS", "DIALSCORE_CUDA_OPTIONS", "DIALSCORE_API_TOKEN",
         "DIALSCORE_LOG_LEVEL", "DIALSCORE_HOST", "DIALSCORE_WORKER_TMP_DIR", "DIALSCORE_READY_DIR",
@@ -135,8 +137,15 @@ def test_loopback_serves_without_a_token(host):
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "[::]", "10.1.2.3", "dialscore.internal"])
 def test_beyond_loopback_without_a_token_is_refused_naming_the_fix(host):
+    """A name is taken as reachable from anywhere (it resolves only on the pod's network, so the rule is asked
+    alone: check_configuration first refuses a name that does not resolve here)."""
+    from service.startup_checks import check_access
+
     with pytest.raises(ValueError, match="DIALSCORE_HOST=.*no DIALSCORE_API_TOKEN.*DIALSCORE_OPEN_ACCESS=true"):
-        check_configuration({"DIALSCORE_HOST": host})
+        check_access(load_server_settings({"DIALSCORE_HOST": host}))
+    if host != "dialscore.internal":
+        with pytest.raises(ValueError, match="DIALSCORE_HOST=.*no DIALSCORE_API_TOKEN"):
+            check_configuration({"DIALSCORE_HOST": host})
 
 
 def test_a_token_or_explicit_open_access_lets_it_start(caplog):
@@ -176,6 +185,22 @@ def test_a_host_that_is_no_address_and_does_not_resolve_is_refused_naming_the_va
     with pytest.raises(ValueError, match=r"^DIALSCORE_HOST=.*not an IP address, and the name does not resolve"):
         check_configuration({"DIALSCORE_HOST": host, "DIALSCORE_API_TOKEN": "s3cret"})
     assert check_configuration({"DIALSCORE_HOST": "localhost", "DIALSCORE_API_TOKEN": "s3cret"}) == []
+
+
+@pytest.mark.parametrize("host", ["no-such-host.invalid", "127.0.0.1:8000", "http://127.0.0.1"])
+def test_a_mistyped_host_without_a_token_is_named_as_the_host_not_as_a_missing_token(host):
+    """The access rule ran first and took a mistyped address for one reachable from other machines."""
+    with pytest.raises(ValueError, match=r"^DIALSCORE_HOST=.*not an IP address, and the name does not resolve"):
+        check_configuration({"DIALSCORE_HOST": host})
+
+
+def test_an_address_this_machine_does_not_have_is_refused_naming_the_host_not_the_port():
+    """192.0.2.1 (TEST-NET-1) was refused as `DIALSCORE_PORT=...: stop that process or choose another port`."""
+    from service.startup_checks import check_port
+
+    settings = load_server_settings({"DIALSCORE_HOST": "192.0.2.1", "DIALSCORE_API_TOKEN": "s3cret"})
+    with pytest.raises(ValueError, match=r"^DIALSCORE_HOST='192.0.2.1': not an address of this machine"):
+        check_port(settings, {})
 
 
 def test_python_m_service_refuses_an_unresolvable_host_in_one_line():

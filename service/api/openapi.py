@@ -28,7 +28,8 @@ _ERRORS = {
             "pieces through the sentence encoder, JSON nesting, and the /correlate and /human-eval sizes "
             "(ratings, systems, criteria); GET /models lists the limits."),
     "414": "The request line is over `max_request_line` bytes (`too_large`); GET /models lists the limits.",
-    "431": "Over `max_headers` header fields or `max_header_bytes` in one (`too_large`); GET /models lists the limits.",
+    "431": "Over `max_headers` header fields, `max_header_bytes` in one or `max_head_bytes` in all (`too_large`); "
+           "GET /models lists the limits.",
     "422": "Schema violation (`invalid_request`); details map field paths to messages.",
     "405": "The path exists but not for this method; the `Allow` header lists the right ones.",
     "500": "A bug in the service (`internal`); never the answer to bad input.",

@@ -128,6 +128,8 @@ class Admission:
         wait = self.start_wait(now)
         details = {"queued": len(self.queue), "running": len(self.running), "expected_wait_s": round(wait, 3),
                    "expected_run_s": round(self.expected(ticket), 3), "budget_s": round(ticket.budget, 3)}
+        if now >= ticket.deadline:  # spent while the request arrived (its budget counts from the first byte)
+            return self._expired(ticket, now)
         if not self.measured(ticket, now) and len(self.running) < self.threads and not self.queue:
             self.queue.append(ticket)  # a free thread takes a kind not measured (lately): the only way to measure it
             return None
@@ -137,7 +139,7 @@ class Admission:
                               retry_after=retry_after(wait))
         if now + WAIT_FACTOR * wait + (1 + HEADROOM) * self.expected(ticket) > ticket.deadline:
             return Overloaded("The server could not start and finish this request within its budget "
-                              "(X-Request-Timeout); send it again after Retry-After seconds, with a larger "
+                              "(X-Request-Timeout, else the server's default); send it again after Retry-After seconds, with a larger "
                               "budget, or to another replica.", details, retry_after=retry_after(wait))
         self.queue.append(ticket)
         return None
@@ -163,8 +165,9 @@ class Admission:
         waited = now - ticket.arrived
         passed = now >= ticket.deadline
         reason = "its budget ran out" if passed else "what is left of its budget is less than it takes"
-        return DeadlineExceeded(f"The request waited {waited:.2f} s for a thread and {reason}; it was not "
-                                "computed. Send it again with a larger budget, or to another replica.",
+        return DeadlineExceeded(f"{waited:.2f} s after the request began to arrive, before a thread took it, "
+                                f"{reason}; it was not computed. Send it again with a larger budget "
+                                "(X-Request-Timeout), or to another replica.",
                                 {"waited_s": round(waited, 3), "budget_s": round(ticket.budget, 3),
                                  "expected_run_s": round(self.expected(ticket), 3)},
                                 retry_after=retry_after(self.start_wait(now)))

@@ -70,7 +70,14 @@ def origin_form(scope: dict[str, Any]) -> dict[str, Any]:
 
 
 def line_bytes(scope: dict[str, Any]) -> int:
-    return len(scope["method"]) + len(scope["raw_path"]) + len(scope.get("query_string", b"")) + 12
+    """The request line's bytes without its CRLF: method, target (its `?query` too) and `HTTP/1.1`, spaced."""
+    query = scope.get("query_string", b"")
+    return len(scope["method"]) + len(scope["raw_path"]) + (len(query) + 1 if query else 0) + 10
+
+
+def head_bytes(scope: dict[str, Any]) -> int:
+    """The head's bytes, request line to blank line, each field as `name: value` with its CRLF."""
+    return line_bytes(scope) + 4 + sum(len(k) + len(v) + 4 for k, v in scope["headers"])
 
 
 @dataclass
@@ -91,6 +98,10 @@ class Exchange:
         self.headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])}
         self.status, self.sent, self.request_id = 0, 0, request_id(self.headers.get("x-request-id"))
         self.close = False  # the answer says `Connection: close`
+        self.length: int | None = None  # the answer's Content-Length
+        # Run once, as the answer's last byte goes to the transport: the client may send its next request
+        # as soon as it has read it, before the app's thread returns.
+        self.on_answered: Callable[[], None] = lambda: None
         # The client sends its body only after `100 Continue`, which uvicorn sends at the first read: a body
         # not read yet is not coming unless a read invites it.
         self.awaits_continue = self.headers.get("expect", "").lower() == "100-continue"
@@ -101,8 +112,15 @@ class Exchange:
             self.status, headers = message["status"], list(message.get("headers", []))
             self.request_id = next((v.decode("latin-1") for k, v in headers if k.lower() == b"x-request-id"), self.request_id)
             message = {**message, "headers": headers + [(b"connection", b"close")] * self.close}
+            self.length = next((int(v) for k, v in headers if k.lower() == b"content-length"), None)
         self.sent += len(message.get("body", b""))
+        if message["type"] == "http.response.body" and (not message.get("more_body") or self.sent == self.length):
+            self.answered()
         await self._send(message)
+
+    def answered(self) -> None:
+        done, self.on_answered = self.on_answered, lambda: None
+        done()
 
     async def refuse(self, error: ServiceError) -> None:
         """Answer `error` from the loop in the contract's form; the app never sees the request."""
@@ -197,7 +215,7 @@ class Front:
             return await exchange.refuse(error)
         if unread:  # the app answers without reading it: a health probe's connection ends at once
             await self.drop_body(exchange, receive, lane is self.unrouted)
-        size = line_bytes(scope) + sum(len(k) + len(v) + 4 for k, v in scope["headers"]) + len(body)  # as admission counts
+        size = head_bytes(scope) + len(body)  # as admission counts
         key = self.cost_key(in_path or named_models(body)) + (resamples_class(body) if lane is self.research else "")
         ticket = Ticket(exchange.endpoint, size, arrived, arrived + budget, asyncio.get_running_loop().create_future(),
                         key)
@@ -214,18 +232,23 @@ class Front:
         if refusal is not None:
             return await exchange.refuse(refusal)
         metrics.QUEUE_WAIT.observe(time.monotonic() - arrived)
-        try:
-            await lane.run(length_framed(scope, body) if "transfer-encoding" in headers else scope,
-                           replay(body, receive), exchange.send)
-        finally:
+
+        def release() -> None:
             lane.admission.finished(ticket, time.monotonic())
             if time.monotonic() > ticket.deadline:
                 metrics.FINISHED_LATE.inc()
             self.dispatch()
 
+        exchange.on_answered = release
+        try:
+            await lane.run(length_framed(scope, body) if "transfer-encoding" in headers else scope,
+                           replay(body, receive), exchange.send)
+        finally:
+            exchange.answered()
+
     def check_head(self, exchange: Exchange) -> None:
         """The HTTP version, and the request line and header limits (DIALSCORE_MAX_REQUEST_LINE, _MAX_HEADERS,
-        _MAX_HEADER_BYTES); h11 bounds the head as a whole (worker.py)."""
+        _MAX_HEADER_BYTES, _MAX_HEAD_BYTES: h11 holds that much of a head still arriving, worker.py)."""
         scope, s = exchange.scope, self.settings
         if scope["http_version"] not in ("1.0", "1.1"):
             exchange.close = True  # what follows is another protocol's bytes (an HTTP/2 preface's), not a request
@@ -233,10 +256,11 @@ class Front:
         if line_bytes(scope) > s.max_request_line:
             raise UriTooLong("The request line is longer than the server accepts; send inputs in the JSON body, "
                              "not the URL.", {"max_request_line": s.max_request_line})
-        if len(scope["headers"]) > s.max_headers or any(len(k) + len(v) + 2 > s.max_header_bytes
-                                                        for k, v in scope["headers"]):
+        if len(scope["headers"]) > s.max_headers or head_bytes(scope) > s.max_head_bytes or any(
+                len(k) + len(v) + 2 > s.max_header_bytes for k, v in scope["headers"]):
             raise HeadersTooLarge("The request's headers are too many or too long; send fewer or shorter headers.",
-                                  {"max_headers": s.max_headers, "max_header_bytes": s.max_header_bytes})
+                                  {"max_headers": s.max_headers, "max_header_bytes": s.max_header_bytes,
+                                   "max_head_bytes": s.max_head_bytes})
 
     async def read_body(self, exchange: Exchange, receive: Receive, arrived: float) -> bytes:
         """The whole body; TooLarge (after draining what the client sends at once), RequestTimeout, or

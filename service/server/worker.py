@@ -1,10 +1,11 @@
 """The gunicorn worker (DialscoreWorker): uvicorn's, parsing with h11, serving the front (front.py).
 
 h11, not httptools: h11 bounds a request's head and chunked trailers (`h11_max_incomplete_event_size`),
-httptools neither. uvicorn's protocol changes here: its 400 is the contract's JSON, a head must arrive
-within the read timeout, and a client that half-closes after its request still gets the answer. After
-SIGTERM the worker answers 503 `shutting_down` and closes its listener only once no connection is
-open: closed with connections in its backlog, it would reset them.
+httptools neither. uvicorn's protocol changes here: its 400 is the contract's JSON (431 for a head past
+DIALSCORE_MAX_HEAD_BYTES), a head must arrive within the read timeout, and a client that half-closes
+after its request still gets the answer. After SIGTERM the worker answers 503 `shutting_down` and
+closes its listener only once no connection is open: closed with connections in its backlog, it would
+reset them.
 """
 from __future__ import annotations
 
@@ -24,14 +25,13 @@ from uvicorn.server import Server
 from uvicorn_worker import UvicornWorker
 
 from service.config import load_server_settings
-from service.errors import BadRequest, RequestTimeout, ServiceError, contract_answer, request_id
+from service.errors import BadRequest, HeadersTooLarge, RequestTimeout, ServiceError, contract_answer, request_id
 from service.observability import metrics
 from service.observability.logs import log_access
 
 SWITCH_INTERVAL_S = 0.001  # the loop gets the GIL back quickly from request threads running Python
 QUIET_TICKS = 3  # SIGTERM: ticks of DRAIN_TICK_S with no connection open before the listener closes
 DRAIN_TICK_S = 0.01
-HEAD_SLACK_BYTES = 16384  # the whole head: the request line, the largest field and this for the others
 
 
 class ContractH11Protocol(H11Protocol):
@@ -40,6 +40,7 @@ class ContractH11Protocol(H11Protocol):
     stopping = False  # set on every connection at shutdown: the request under way is the last
     discarding = False  # bytes past the last request arrived: what comes is dropped
     read_timeout = 10.0  # DIALSCORE_READ_TIMEOUT, set by the worker
+    max_head_bytes = 32768  # DIALSCORE_MAX_HEAD_BYTES, set by the worker: h11's bound on an event still arriving
 
     def connection_made(self, transport: Any) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -94,8 +95,13 @@ class ContractH11Protocol(H11Protocol):
             # last, whole; the bytes after it are dropped.
             cycle.keep_alive, self.discarding = False, True
             return
-        self.write_fresh(BadRequest("The request is not valid HTTP/1.1 (request line, header or chunked body); send "
-                                    "a well-formed request.", {"reason": msg}))
+        if len(self.conn.trailing_data[0]) > self.max_head_bytes:  # what h11 holds of a head or trailers still arriving
+            self.write_fresh(HeadersTooLarge("The request's head (or its chunked trailers) is larger than the server "
+                                             "accepts; send fewer or shorter headers.",
+                                             {"max_head_bytes": self.max_head_bytes}))
+        else:
+            self.write_fresh(BadRequest("The request is not valid HTTP/1.1 (request line, header or chunked body); "
+                                        "send a well-formed request.", {"reason": msg}))
         self.transport.close()
 
     def _unsupported_upgrade_warning(self) -> None:
@@ -170,17 +176,19 @@ class DialscoreWorker(UvicornWorker):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         settings = load_server_settings()
-        head = settings.max_request_line + settings.max_header_bytes + HEAD_SLACK_BYTES
-        ContractH11Protocol.read_timeout = settings.read_timeout
+        ContractH11Protocol.read_timeout, ContractH11Protocol.max_head_bytes = settings.read_timeout, settings.max_head_bytes
         # ws "none": an Upgrade to WebSocket is served as plain HTTP by the front, never handed to a
         # WebSocket library that happens to be installed (it answered 400 outside the contract and admission).
         self.CONFIG_KWARGS = {"loop": "asyncio", "http": ContractH11Protocol, "ws": "none", "lifespan": "off",
-                              "access_log": False, "server_header": False, "h11_max_incomplete_event_size": head,
+                              "access_log": False, "server_header": False, "h11_max_incomplete_event_size": settings.max_head_bytes,
                               "timeout_graceful_shutdown": settings.graceful_timeout}
         super().__init__(*args, **kwargs)
 
     def init_process(self) -> None:
         sys.setswitchinterval(SWITCH_INTERVAL_S)
+        # gunicorn's heartbeat file is made with the wall clock's time, which its check against the monotonic
+        # clock never finds stale: a first beat now makes DIALSCORE_WORKER_TIMEOUT bound the model loading.
+        self.notify()
         super().init_process()
 
     async def _serve(self) -> None:

@@ -81,3 +81,22 @@ def test_a_bad_budget_is_400_naming_the_header(server):
                             {"X-Request-Timeout": "soon"})
     assert status == 400 and body["error"]["code"] == "bad_request"
     assert body["error"]["details"] == {"X-Request-Timeout": "soon"}
+
+
+def test_a_queue_of_zero_serves_a_client_that_waits_for_each_answer(tmp_path):
+    """DIALSCORE_MAX_QUEUE=0 refused about half of one keep-alive client's requests, each sent after the
+    last answer had arrived, and a quarter over new connections: the thread's slot was freed only once
+    its task returned, after the client had the answer and had sent again."""
+    store = copy_store(tmp_path / "model_store", ("length",))
+    body = json.dumps({"model": "length", "items": [{"context": ["hi"], "response": "ok"}]}).encode()
+    statuses: list[int] = []
+    with running_server(store, {"DIALSCORE_MODELS": "length", "DIALSCORE_MAX_QUEUE": "0"}, workers=1) as srv:
+        kept = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
+        for _ in range(100):
+            kept.request("POST", "/score", body, {"Content-Type": "application/json"})
+            answer = kept.getresponse()
+            answer.read()
+            statuses.append(answer.status)
+        kept.close()
+        statuses += [_post(srv.port, "/score", json.loads(body))[0] for _ in range(40)]
+    assert statuses == [200] * 140, {s: statuses.count(s) for s in set(statuses)}

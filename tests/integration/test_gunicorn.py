@@ -448,3 +448,36 @@ def _alive(pid: int) -> bool:
             return stat.read().rpartition(")")[2].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_the_worker_timeout_bounds_model_loading_done_before_serving(tmp_path):
+    """gunicorn's heartbeat file starts at the wall clock's time, which its check against the monotonic clock
+    never finds stale: a worker loading before it serves (DIALSCORE_LOAD_SYNC, and every replacement) was
+    never timed out, so a hung load hung the worker for good. Every committed model takes seconds to load;
+    with DIALSCORE_WORKER_TIMEOUT=1 the master replaces the worker before it is done."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.live_server import REPO, _get, _stop, free_port
+
+    port, log_path = free_port(), tmp_path / "server.log"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "DIALSCORE_MODEL_STORE": str(MODEL_STORE),
+           "DIALSCORE_LOAD_SYNC": "true", "DIALSCORE_WORKER_TIMEOUT": "1"}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen([sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(port),
+                                    "--workers", "1"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        try:
+            deadline = time.monotonic() + 90
+            while b"WORKER TIMEOUT" not in log_path.read_bytes():
+                assert time.monotonic() < deadline and process.poll() is None, log_path.read_text()[-3000:]
+                try:
+                    status = _get(port, "/readyz")[0]
+                except OSError:
+                    status = None
+                assert status != 200, "the worker loaded every model past its timeout and was not replaced"
+                time.sleep(0.2)
+        finally:
+            _stop(process)

@@ -36,6 +36,16 @@ def test_work_that_cannot_finish_within_its_budget_is_refused_at_once_with_retry
     assert admission.offer(_ticket(10.05, 5.0), 10.05) is None  # a larger budget is queued
 
 
+def test_a_budget_spent_while_the_request_arrived_is_deadline_exceeded_even_on_an_idle_worker():
+    """A body sent slowly spends the budget (it counts from the first byte): the idle worker answered 503
+    `overloaded`, pointing the client at load rather than at its upload."""
+    admission = Admission(threads=1, max_queue=4)
+    refusal = admission.offer(_ticket(0.0, 2.0), 3.0)
+    assert refusal is not None and refusal.code == "deadline_exceeded", refusal
+    assert refusal.details["waited_s"] == 3.0 and refusal.details["budget_s"] == 2.0
+    assert "began to arrive" in refusal.message and not admission.queue and not admission.running
+
+
 def test_a_full_queue_refuses_whatever_the_budget():
     admission = Admission(threads=1, max_queue=1)
     _measured(admission, 0.1)

@@ -296,12 +296,42 @@ def test_a_content_length_of_superscript_two_is_400_and_the_worker_lives(server)
 
 
 def test_chunked_trailers_are_bounded(server):
-    """2 MiB of trailers after a chunked body: refused 400 (h11 bounds the section), not held."""
+    """2 MiB of trailers after a chunked body: refused 431 (h11 bounds the section at max_head_bytes), not held."""
     trailers = b"".join(b"X-T%d: %s\r\n" % (i, b"y" * 1000) for i in range(2048))
     raw = exchange(server.port, b"POST /score HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
                    + b"%x\r\n" % len(BODY) + BODY + b"\r\n0\r\n" + trailers + b"\r\n")
-    assert not raw or assert_contract_answers(raw)[-1] == 400  # the 200 may have gone out before the trailers
+    assert not raw or assert_contract_answers(raw)[-1] == 431  # the 200 may have gone out before the trailers
     assert_still_serving(server)
+
+
+@pytest.mark.parametrize("pieces", [1, 2])
+def test_a_head_over_max_head_bytes_is_431_however_it_arrives(server, pieces):
+    """40 fields of 1,000 bytes, each within the field limits: 200 sent in one piece, but 400 "not valid
+    HTTP" in two, from h11's bound on a head still arriving (then the listed limits' sum plus 16 KiB)."""
+    fields = [b"X-H%d: %s\r\n" % (i, b"v" * 993) for i in range(40)]
+    raw = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + b"".join(fields) + b"\r\n"
+    assert len(raw) > 32768  # the default DIALSCORE_MAX_HEAD_BYTES
+    with socket.create_connection(("127.0.0.1", server.port), timeout=READ_TIMEOUT + 5) as conn:
+        for piece in (raw[:30000], raw[30000:]) if pieces == 2 else (raw,):
+            conn.sendall(piece)
+            time.sleep(0.2)
+        answer = read_all(conn)
+    assert assert_contract_answers(answer) == [431] and b'"max_head_bytes": 32768' in answer, answer[:300]
+    small = b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + b"".join(fields[:20]) + b"\r\n"  # about 20 KB, under it
+    assert assert_contract_answers(exchange(server.port, small)) == [200]
+    assert_still_serving(server)
+
+
+@pytest.mark.parametrize("target", ["/{}", "/healthz?{}"])
+def test_a_request_line_of_exactly_max_request_line_bytes_is_taken_and_one_more_is_414(server, target):
+    """The line was counted with its CRLF and without a query's `?`: a path of exactly 4094 bytes' line was
+    refused, the cap was 4092 for a path and 4093 with a query."""
+    for length, status in ((4094, {200, 404}), (4095, {414})):
+        pad = length - len(f"GET {target.format('')} HTTP/1.1")
+        line = f"GET {target.format('a' * pad)} HTTP/1.1".encode()
+        assert len(line) == length
+        statuses = assert_contract_answers(exchange(server.port, line + b"\r\nHost: x\r\n\r\n"))
+        assert len(statuses) == 1 and statuses[0] in status, (length, statuses)
 
 
 def test_a_body_sent_a_byte_at_a_time_does_not_hold_the_probes(server):
