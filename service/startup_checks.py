@@ -141,6 +141,9 @@ def check_configuration(environ: Mapping[str, str]) -> list[str]:
     settings = load_server_settings(environ)
     check_host(settings.host)  # before the access rule, which would take a mistyped address for a remote one
     check_access(settings)
+    if settings.workers == 1 and (settings.max_requests or settings.max_worker_memory_mib):
+        log.warning("DIALSCORE_WORKERS=1 with DIALSCORE_MAX_REQUESTS or DIALSCORE_MAX_WORKER_MEMORY_MIB: each restart "
+                    "of the one worker leaves the pod without one while its replacement loads; run two or more")
     check_store(settings)
     if environ.get("DIALSCORE_PROVIDERS"):
         check_provider_names_apart(environ["DIALSCORE_PROVIDERS"])

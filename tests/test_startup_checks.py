@@ -336,3 +336,17 @@ def test_a_lock_file_the_server_cannot_open_is_refused_naming_the_variable(tmp_p
     (tmp_path / shared_folders.LOCK_NAME).mkdir()
     with pytest.raises(ValueError, match=r"^PROMETHEUS_MULTIPROC_DIR=.*its lock file .* cannot be opened"):
         shared_folders.hold("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+
+
+def test_recycling_the_only_worker_is_warned_about(caplog):
+    """With one worker, every restart by count or memory left the pod with no worker for a whole load
+    (/readyz never 200 in 45 s with the memory limit at 1 MiB)."""
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="service.startup_checks"):
+        check_configuration({"DIALSCORE_WORKERS": "1", "DIALSCORE_MAX_REQUESTS": "1000"})
+        assert "leaves the pod without one while its replacement loads" in caplog.text
+        caplog.clear()
+        check_configuration({"DIALSCORE_WORKERS": "2", "DIALSCORE_MAX_REQUESTS": "1000"})
+        check_configuration({"DIALSCORE_WORKERS": "1"})
+        assert "leaves the pod without one" not in caplog.text

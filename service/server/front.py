@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import resource
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -180,7 +181,7 @@ class Front:
         # Probes never recycle (nor count towards max_requests): an idle pod's probes would restart its
         # workers, and restarting the one that answers /readyz could keep the pod from ever being ready.
         self.answered += lane is not self.probes
-        recycling = lane is not self.probes and self.stopping_since is None and (
+        recycling = lane is not self.probes and self.stopping_since is None and getattr(self.store, "loaded", True) and (
             self.over_memory() or 0 < self.max_requests <= self.answered and self.siblings_loaded())
         if recycling:  # stop accepting before this answer goes out: its client's next connection goes to a sibling
             self.stopping_since = float("inf")  # from now answers close; every arrival is still served
@@ -377,7 +378,16 @@ def replay(body: bytes, receive: Receive) -> Receive:
 
 
 def create_front() -> Front:
-    """The app gunicorn's worker loads (gunicorn.conf.py): the Flask app, loading its models, behind the front."""
+    """The app gunicorn's worker loads (gunicorn.conf.py): the Flask app, loading its models, behind the front.
+    A worker whose models fail to load in a pod that has been ready exits (gunicorn starts another): serving,
+    it would answer its share of requests 503 `not_ready`, which clients must not retry, in a ready pod."""
     from service.app import create_app
 
-    return Front(create_app(), load_server_settings())
+    app = create_app()
+    store = app.extensions.get("dialscore.store")
+    if store is not None and store.loaded and store.failures and readiness.marker_dir() and readiness.pod_was_ready():
+        logging.getLogger("gunicorn.error").error(
+            "worker %s: %s failed to load in a pod whose other workers serve them; exiting, so that gunicorn "
+            "starts another", os.getpid(), ", ".join(sorted(store.failures)))
+        sys.exit(1)
+    return Front(app, load_server_settings())

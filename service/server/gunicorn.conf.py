@@ -53,8 +53,8 @@ def on_starting(server):
 def post_fork(server, worker):
     """Tell the worker how many workers the pod runs, for /readyz (`-w` may override WORKERS). A worker that
     replaces another (its age past the first `num_workers`) loads its models before taking requests,
-    while its siblings serve; the first ones load in the background, so that /healthz answers while a
-    pod starts and /readyz says why it is not ready."""
+    while its siblings serve; the first ones load in the background, so that once imported they answer
+    /healthz while the pod starts, and /readyz says why it is not ready."""
     os.environ[readiness.WORKERS_ENV] = str(server.num_workers)
     if worker.age > server.num_workers:
         os.environ["DIALSCORE_LOAD_SYNC"] = "true"

@@ -153,6 +153,7 @@ class DrainingServer(Server):
         if sig == signal.SIGTERM and self.front.stopping_since is None:
             self.front.stopping_since = time.monotonic()
         super().handle_exit(sig, frame)
+        self.force_exit = self.force_exit or sig == signal.SIGQUIT  # gunicorn's quick shutdown (its SIGINT, SIGQUIT)
 
     async def on_tick(self, counter: int) -> bool:
         if os.getppid() != self.master and self.front.stopping_since is None:  # the master was killed: drain and exit
@@ -194,7 +195,9 @@ class DialscoreWorker(UvicornWorker):
     async def _serve(self) -> None:
         self.config.app = self.wsgi
         server = DrainingServer(config=self.config, front=self.wsgi, master=self.ppid)
-        self._install_sigquit_handler()
+        # The server's, not uvicorn_worker's handler, which sets a flag uvicorn never reads: the master
+        # waited out the graceful timeout, then killed the workers.
+        asyncio.get_running_loop().add_signal_handler(signal.SIGQUIT, server.handle_exit, signal.SIGQUIT, None)
         await server.serve(sockets=self.sockets)
         if not server.started:
             sys.exit(Arbiter.WORKER_BOOT_ERROR)

@@ -441,6 +441,46 @@ def test_a_worker_whose_master_was_killed_exits_and_frees_the_port(tmp_path):
         assert "its master has gone; shutting down" in srv.log()
 
 
+def test_a_replacement_whose_models_fail_to_load_in_a_ready_pod_exits_instead_of_serving(tmp_path):
+    """A replacement worker that failed to load served anyway in the ready pod: /readyz flapped between its
+    503 and its sibling's 200, and its share of scoring requests got 503 `not_ready`, which clients must not
+    retry, for good (gunicorn had no reason to replace a live worker). It now exits and another is started,
+    while the sibling serves every request."""
+    import os
+    import signal
+
+    from tests.live_server import worker_pids
+
+    store = copy_store(tmp_path / "model_store", ("length", "emb-average"))
+    with running_server(store, {"DIALSCORE_MODELS": "length,emb-average"}) as srv:
+        vocab = store / "glove-50d" / "vocab.json"
+        vocab.write_bytes(vocab.read_bytes().replace(b"the", b"teh", 1))  # its hash no longer matches
+        os.kill(sorted(worker_pids(srv.process.pid))[0], signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while "failed to load in a pod whose other workers serve them" not in srv.log():
+            assert time.monotonic() < deadline, srv.log()[-3000:]
+            time.sleep(0.2)
+        statuses = [_call(srv.port, "POST", "/score", {"model": "emb-average", "items": [ITEM]})[0] for _ in range(30)]
+        statuses += [_call(srv.port, "GET", "/readyz")[0] for _ in range(30)]
+        assert statuses == [200] * 60, {s: statuses.count(s) for s in set(statuses)}
+
+
+@pytest.mark.parametrize("sig", ["SIGQUIT", "SIGINT"])
+def test_a_quick_shutdown_of_the_master_stops_the_workers_at_once(tmp_path, sig):
+    """gunicorn's quick shutdown sends SIGQUIT to the workers, whose handler (uvicorn_worker's) set a flag
+    uvicorn never reads: an idle server took the whole graceful timeout to stop, then killed its workers."""
+    import os
+    import signal
+
+    store = copy_store(tmp_path / "model_store", ("length",))
+    with running_server(store, {"DIALSCORE_GRACEFUL_TIMEOUT": "30"}, workers=1) as srv:
+        started = time.monotonic()
+        os.kill(srv.process.pid, getattr(signal, sig))
+        srv.process.wait(timeout=60)
+        assert time.monotonic() - started < 10, "the master waited out the graceful timeout"
+        assert "SIGKILL" not in srv.log()
+
+
 def _alive(pid: int) -> bool:
     """Whether `pid` runs (a zombie waiting for init to reap it has exited)."""
     try:

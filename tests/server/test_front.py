@@ -105,6 +105,19 @@ def test_probes_do_not_count_towards_max_requests(front):
     assert answer(front, "GET", "/models") == 200 and recycled == [2]
 
 
+def test_a_worker_still_loading_its_models_is_not_recycled(front):
+    """Past DIALSCORE_MAX_WORKER_MEMORY_MIB (or its count) while its models loaded in the background, a
+    worker was recycled mid-load, and the pod's first readiness waited for a replacement's whole load."""
+    recycled: list[int] = []
+    front.max_requests, front.recycle = 1, lambda: recycled.append(front.answered)
+    front.store.loaded = False
+    try:
+        assert answer(front, "GET", "/models") == 200 and recycled == []
+    finally:
+        front.store.loaded = True
+    assert answer(front, "GET", "/models") == 200 and recycled == [2]
+
+
 def test_a_worker_recycles_by_count_only_while_every_sibling_serves(front, monkeypatch, tmp_path):
     """Two workers reached DIALSCORE_MAX_REQUESTS within 14 ms (once one stops taking requests, the other
     takes them all) and the pod had no worker for the 4 s of their reloads. A worker past its count
