@@ -309,9 +309,12 @@ class CorrelateRequestSchema(StrictSchema):
         "description": "What the system level's bootstrap resamples (Deutsch, Dror and Roth 2021): `systems` (with "
                        "replacement, each keeping its items), `items` (within each system; the systems fixed) or "
                        "`both` (systems, then items within each drawn one, each copy of a system its own). `both` is "
-                       "the default: in simulation its 95% intervals held the population correlation at about the "
-                       "nominal rate with 5 and with 20 systems, items nested in systems or shared inputs named in "
-                       "`inputs`, where `items` and `systems` fell short (docs/api.md, 'What a system-level "
+                       "the default: in simulation with item scatter correlated like the systems its 95% intervals "
+                       "held the population correlation at about the nominal rate with 5 and with 20 systems, items "
+                       "nested in systems or shared inputs named in `inputs`, where `items` and `systems` fell "
+                       "short. Where people's and the metric's item scatter are independent and systems have few "
+                       "items, `both`'s and `items`' intervals sit below r (resampled items add their scatter "
+                       "twice); with many systems choose `systems` there (docs/api.md, 'What a system-level "
                        "interval resamples')."})
 
 
