@@ -197,7 +197,7 @@ def run_human_eval(args: argparse.Namespace) -> int:
     _write(args.out, "human_eval", result, markdown)
     if not args.no_plots:
         plots = human_eval_plots(result, args.out)
-        histogram = args.out / HUMAN_EVAL_PICTURES[2]
+        histogram = args.out / HUMAN_EVAL_PICTURES[-1]
         if pairs is not None and not any(pairs.get(label) for label in ("passed", "failed")):
             plots.skip(histogram, "no pair of raters of the same systems, both passed or both failed, has a defined r")
         elif pairs is not None:
@@ -209,7 +209,7 @@ def run_human_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-HUMAN_EVAL_PICTURES = ("ranking.png", "significance.png", "rater_agreement.png")
+HUMAN_EVAL_PICTURES = ("ranking.png", "significance.png", "significance_holm.png", "rater_agreement.png")
 
 
 def _finish_plots(plots, ours) -> None:

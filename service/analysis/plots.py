@@ -56,9 +56,10 @@ def ranking_plot(labels: list[str], values: list[float | None], intervals: list[
 
 
 def significance_heatmap(names: list[str], matrix: dict[str, dict[str, float | None]], path: Path,
-                         threshold: float = 0.1, center: float = 0.05) -> Path:
+                         threshold: float = 0.1, center: float = 0.05, label: str = "p (row > column)") -> Path:
     """Like Ji et al.'s Figure 3: a cell is coloured where the row system beats the column one at
-    p < `threshold` (green for small p, yellow towards the threshold) and blank otherwise."""
+    p < `threshold` (green for small p, yellow towards the threshold) and blank otherwise; `label` says
+    which p (uncorrected or adjusted)."""
     import numpy as np
     from matplotlib.colors import LinearSegmentedColormap, TwoSlopeNorm
 
@@ -78,7 +79,7 @@ def significance_heatmap(names: list[str], matrix: dict[str, dict[str, float | N
     ax.set_yticks(np.arange(-0.5, len(names)), minor=True)
     ax.grid(which="minor", color="white", linewidth=1.5)
     ax.tick_params(which="minor", length=0)
-    fig.colorbar(image, ax=ax, ticks=[0.0, center, threshold], shrink=0.85, label="p (row > column)")
+    fig.colorbar(image, ax=ax, ticks=[0.0, center, threshold], shrink=0.85, label=label)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -120,7 +121,8 @@ def correlate_plots(result: dict[str, Any], out: Path) -> Plots:
 
 
 def human_eval_plots(result: dict[str, Any], out: Path) -> Plots:
-    """The system ranking by overall z with intervals, and the pairwise significance heatmap."""
+    """The system ranking by overall z with intervals, and the pairwise significance heatmaps: uncorrected
+    (significance.png, Ji et al.'s Figure 3) and Holm-adjusted (significance_holm.png)."""
     systems = [s for s in result["systems"] if s["overall_z"] is not None]
     names = [s["system"] for s in systems]
     paths = Plots()
@@ -129,10 +131,12 @@ def human_eval_plots(result: dict[str, Any], out: Path) -> Plots:
     else:
         paths.append(ranking_plot(names, [s["overall_z"] for s in systems], [s.get("overall_z_ci") for s in systems],
                                   out / "ranking.png", "mean standardised score (z)", "systems, best first"))
-    if len(systems) < 2:
-        paths.skip(out / "significance.png", "fewer than two systems to compare")
-    else:
-        paths.append(significance_heatmap(names, result["significance"], out / "significance.png"))
+    for key, label in (("significance", "uncorrected p (row > column)"),
+                       ("significance_holm", "Holm-adjusted p (row > column)")):
+        if len(systems) < 2:
+            paths.skip(out / f"{key}.png", "fewer than two systems to compare")
+        else:
+            paths.append(significance_heatmap(names, result[key], out / f"{key}.png", label=label))
     return paths
 
 

@@ -110,8 +110,13 @@ def human_eval_markdown(result: dict[str, Any]) -> str:
                  f"n: dialogues; N: ratings, dialogues x criteria (Ji et al.'s N); {level}: {intervals['method']}.\n\n"
                  + _table(["#", "system", "n", "N", "overall z", level] + marked + ["raw overall"], rows) + note)
     names = [s["system"] for s in result["systems"]]
-    rows = [[a] + ["" if a == b else _num(result["significance"][a][b]) for b in names] for a in names]
-    parts.append("### One-sided rank-sum p (row better than column)\n\n" + _table(["p"] + names, rows))
+    for key, heading in (("significance", "### One-sided rank-sum p (row better than column), uncorrected\n\n"
+                                          "Each test alone, as Ji et al. report them; a reading of several cells at "
+                                          "once takes the Holm-adjusted table below."),
+                         ("significance_holm", "### The same p, Holm-adjusted\n\n"
+                                               f"{result['significance_tests']['significance_holm']}.")):
+        rows = [[a] + ["" if a == b else _num(result[key][a][b]) for b in names] for a in names]
+        parts.append(f"{heading}\n\n" + _table(["p"] + names, rows))
     return "\n\n".join(parts) + "\n"
 
 

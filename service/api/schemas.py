@@ -309,9 +309,12 @@ class CorrelateRequestSchema(StrictSchema):
         "description": "What the system level's bootstrap resamples (Deutsch, Dror and Roth 2021): `systems` (with "
                        "replacement, each keeping its items), `items` (within each system; the systems fixed) or "
                        "`both` (systems, then items within each drawn one, each copy of a system its own). `both` is "
-                       "the default: in simulation its 95% intervals held the population correlation at about the "
-                       "nominal rate with 5 and with 20 systems, items nested in systems or shared inputs named in "
-                       "`inputs`, where `items` and `systems` fell short (docs/api.md, 'What a system-level "
+                       "the default: in simulation with item scatter correlated like the systems its 95% intervals "
+                       "held the population correlation at about the nominal rate with 5 and with 20 systems, items "
+                       "nested in systems or shared inputs named in `inputs`, where `items` and `systems` fell "
+                       "short. Where people's and the metric's item scatter are independent and systems have few "
+                       "items, `both`'s and `items`' intervals sit below r (resampled items add their scatter "
+                       "twice); with many systems choose `systems` there (docs/api.md, 'What a system-level "
                        "interval resamples')."})
 
 
@@ -470,7 +473,7 @@ class ComparisonSchema(StrictSchema):
                        "eq. 7, as Graham & Baldwin 2014), two-sided. paired_bootstrap: the same resamples for both "
                        "metrics; p from the deltas shifted to the null (Efron & Tibshirani 1993, 16.4), two-sided; "
                        "ci the deltas' percentile interval (a different construction, which near the threshold "
-                       "can disagree with p)."})
+                       "can disagree with p). Each p is its test's own, uncorrected for the other comparisons."})
     delta = fields.Float(required=True, allow_none=True, metadata={"description": "r(a) - r(b)."})
     p = fields.Float(required=True, allow_none=True)
     p_at_floor = fields.Boolean(metadata={"description": (
@@ -563,6 +566,15 @@ class IntervalsSchema(StrictSchema):
     method = fields.String(required=True)
 
 
+class SignificanceTestsSchema(StrictSchema):
+    test = fields.String(required=True, metadata={"description": "The test of each cell, row against column."})
+    significance = fields.String(required=True, metadata={"description": "What `significance` holds: uncorrected p."})
+    significance_holm = fields.String(required=True, metadata={
+        "description": "What `significance_holm` holds: the same p-values Holm-adjusted over `family` tests."})
+    family = fields.Integer(required=True, metadata={
+        "description": "Tests the adjustment counts: every ordered pair of systems with a p, k(k - 1) for k systems."})
+
+
 class HumanEvalResponseSchema(StrictSchema):
     dialscore = fields.String(required=True, metadata={
         "description": "The tool's version that computed this answer (docs/citing.md): cite it with the figures."})
@@ -572,7 +584,18 @@ class HumanEvalResponseSchema(StrictSchema):
         "description": "What each system's `overall_z_ci` is: its confidence level and how it is computed."})
     significance = fields.Dict(keys=fields.String(), required=True,
                                values=fields.Dict(keys=fields.String(), values=fields.Float(allow_none=True)),
-                               metadata={"description": "p of the one-sided rank-sum test that row beats column."})
+                               metadata={"description": (
+                                   "Uncorrected p of the one-sided rank-sum test that row beats column: each test "
+                                   "alone, not adjusted for the k(k - 1) tests of the matrix (as Ji et al. report "
+                                   "them). Read claims about several pairs from `significance_holm`.")})
+    significance_holm = fields.Dict(keys=fields.String(), required=True,
+                                    values=fields.Dict(keys=fields.String(), values=fields.Float(allow_none=True)),
+                                    metadata={"description": (
+                                        "The same tests' p Holm-adjusted over every ordered pair of systems "
+                                        "(`significance_tests.family` tests): read as findings, the cells below "
+                                        "alpha hold a false claim with a chance of at most alpha.")})
+    significance_tests = fields.Nested(SignificanceTestsSchema, required=True, metadata={
+        "description": "The pairwise test, and which of `significance` and `significance_holm` is corrected."})
     criteria = fields.List(fields.String(), required=True)
     reversed = fields.List(fields.String(), required=True,
                            metadata={"description": "The criteria reversed: those of `criteria` named in the request's "

@@ -1,9 +1,11 @@
 """Confidence intervals of the per-system means `dialscore score` prints.
 
-Each (system, model) mean gets a percentile bootstrap interval from scipy.stats.bootstrap: that system's
-lines the model scored, resampled with replacement (the system fixed; the lines a sample of the lines it
-could have been given). Every mean draws from its own generator seeded by `seed` alone, so a system's
-interval does not move with the other systems or models in the file.
+Each (system, model) mean gets a Student-t interval, mean +- t(n - 1) x standard error over that system's
+lines the model scored (scipy; the system fixed, its lines a sample of those it could have been given),
+as /human-eval's means do. Not a percentile bootstrap: from few lines that is far too narrow (from two,
+[min, max], which holds the mean half the time), where the t-interval keeps its level at any n >= 2 for
+normal scores and widens as n shrinks. It resamples nothing, so it needs no B and no seed: `--resamples 0`
+still turns the intervals off, and another B or a seed changes nothing.
 """
 from __future__ import annotations
 
@@ -13,33 +15,40 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-METHOD = "percentile bootstrap (scipy.stats.bootstrap)"
-RESAMPLED = "the row's lines the model scored (a system's; `all`: every line), resampled with replacement"
+METHOD = "Student-t interval of the mean (scipy.stats.t, n - 1 degrees of freedom)"
+RESAMPLED = ("nothing: mean +- t x standard error of the row's lines the model scored (a system's; `all`: every "
+             "line), the lines taken as a sample")
 DEFAULT_CONFIDENCE = 0.95
-DEFAULT_RESAMPLES = 1000
-MIN_LINES = 2  # one scored line has no spread to resample
-_CHUNK_CELLS = 2_000_000  # resamples x lines held at once (16 MB), so a large file's intervals stay small
+MIN_LINES = 2  # one scored line has no spread to estimate
 
 
 @dataclass(frozen=True)
 class IntervalSettings:
-    """Level, B and seed of the intervals; resamples 0 turns them off."""
+    """Level of the intervals, and whether there are any (`--resamples 0`: none)."""
 
     confidence: float = DEFAULT_CONFIDENCE
-    resamples: int = DEFAULT_RESAMPLES
-    seed: int = 0
+    enabled: bool = True
 
     def describe(self) -> dict[str, Any]:
-        """What the intervals are, for the JSON summary."""
-        return {"method": METHOD, "confidence": self.confidence, "resamples": self.resamples, "seed": self.seed,
-                "resampled": RESAMPLED}
+        """What the intervals are, for the JSON summary: `resamples` and `seed` stay for older readers, null
+        as nothing is resampled (`resamples` 0 where the intervals are off, as `--resamples 0` asks)."""
+        return {"method": METHOD if self.enabled else None, "confidence": self.confidence,
+                "resamples": None if self.enabled else 0, "seed": None,
+                "resampled": RESAMPLED if self.enabled else None}
 
 
 def mean_interval(values: list[float], settings: IntervalSettings) -> list[float] | None:
-    """[low, high] of the mean of `values`, or None with fewer than MIN_LINES values or resampling off."""
-    if settings.resamples == 0 or len(values) < MIN_LINES:
+    """[low, high] of the mean of `values`, or None with fewer than MIN_LINES values or intervals off.
+
+    scipy.stats.t.interval over the standard error, as /human-eval's mean_interval, rather than
+    ttest_1samp(...).confidence_interval, which gives the same numbers but warns of precision loss on
+    nearly equal scores. Scores that never vary give [mean, mean]: no interval can see spread the lines
+    do not show."""
+    if not settings.enabled or len(values) < MIN_LINES:
         return None
-    found = sps.bootstrap((np.asarray(values, dtype=np.float64),), np.mean, n_resamples=settings.resamples,
-                          batch=max(1, _CHUNK_CELLS // len(values)), confidence_level=settings.confidence,
-                          method="percentile", vectorized=True, rng=np.random.default_rng(settings.seed))
-    return [float(found.confidence_interval.low), float(found.confidence_interval.high)]
+    x = np.asarray(values, dtype=np.float64)
+    mean = float(x.mean())
+    if np.ptp(x) == 0:
+        return [mean, mean]
+    low, high = sps.t.interval(settings.confidence, x.size - 1, loc=mean, scale=sps.sem(x))
+    return [float(low), float(high)]

@@ -31,8 +31,7 @@ from service.bulk.errors import BulkError
 from service.bulk.output import regular_output
 from service.bulk.records import score_batch
 from service.cli import references
-from service.cli.intervals import (DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, METHOD, RESAMPLED, IntervalSettings,
-                                   mean_interval)
+from service.cli.intervals import DEFAULT_CONFIDENCE, METHOD, RESAMPLED, IntervalSettings, mean_interval
 from service.components.cache import EncodeCache
 from service.config import load_settings
 from service.scorers.base import Call, Scorer
@@ -65,11 +64,12 @@ def _parse_args(argv: list[str] | None, prog: str = "dialscore score") -> argpar
                              "the best, the rest left out and counted (default 4, as `training evaluate --max-refs` "
                              "and the models' cards)")
     parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
-                        help="level of each mean's interval (default 0.95)")
-    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
-                        help="B of each mean's percentile bootstrap, the row's scored lines resampled with "
-                             "replacement (default 1000; 0: no intervals)")
-    parser.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
+                        help="level of each mean's Student-t interval (default 0.95)")
+    parser.add_argument("--resamples", type=int, default=None,
+                        help="0: no intervals; any other value changes nothing (the Student-t interval resamples "
+                             "nothing; kept for older command lines)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="changes nothing (the intervals draw nothing at random; kept for older command lines)")
     parser.add_argument("--exclude-trained", action="store_true",
                         help="leave out every line that is a training item of one of --models (its last turn and reply, "
                              "in any spelling, are an item the model read: service/store/trained_items.py); without it "
@@ -88,7 +88,7 @@ def _parse_args(argv: list[str] | None, prog: str = "dialscore score") -> argpar
         parser.error("--max-refs must be at least 1")
     if not 0 < args.confidence < 1:
         parser.error("--confidence must lie strictly between 0 and 1")
-    if args.resamples < 0:
+    if args.resamples is not None and args.resamples < 0:
         parser.error("--resamples must not be negative")
     if len(set(args.models)) < len(args.models):
         parser.error("--models names a model twice")
@@ -335,6 +335,16 @@ def trained_lines(summary: Summary, trained: list[TrainedItems], exclude: bool) 
     return lines
 
 
+def _inert_options(args: argparse.Namespace) -> str | None:
+    """A line naming `--resamples N` (N > 0) and `--seed` where given: accepted, but they change nothing."""
+    given = ([f"--resamples {args.resamples}"] if args.resamples else []) + (
+        [f"--seed {args.seed}"] if args.seed is not None else [])
+    if not given:
+        return None
+    return (f"{' and '.join(given)} {'changes' if len(given) == 1 else 'change'} nothing: the intervals are "
+            "Student-t intervals, which resample nothing (--resamples 0 turns them off)")
+
+
 def _cell(means: Means, model: str, settings: IntervalSettings) -> str:
     """A table cell: the mean, and its interval where it has one."""
     interval = means.interval(model, settings)
@@ -368,9 +378,8 @@ def table(summary: Summary, scorers: list[Scorer], options: list[dict[str, Any]]
     for name, errors in summary.errors.items():
         noun = "line" if len(errors) == 1 else "lines"
         text.append(f"not scored by {name}: {len(errors)} {noun} ({'' if len(errors) == 1 else 'first: '}{errors[0]})")
-    if settings.resamples:
-        text.append(f"intervals: {100 * settings.confidence:.12g}% {METHOD}, B = {settings.resamples}, seed "
-                    f"{settings.seed}: {RESAMPLED}")
+    if settings.enabled:
+        text.append(f"intervals: {100 * settings.confidence:.12g}% {METHOD}; resampled {RESAMPLED}")
     if (line := _references_line(summary)) is not None:
         text.append(line)
     text.append(f"dialscore {VERSION}")
@@ -466,7 +475,9 @@ def main(argv: list[str] | None = None, prog: str = "dialscore score") -> int:
     except (BulkError, ManifestError, OSError, csv.Error, UnicodeDecodeError) as exc:
         log.error("dialscore score: %s", exc, extra={"exit_status": 2})
         return 2
-    settings = IntervalSettings(args.confidence, args.resamples, args.seed)
+    settings = IntervalSettings(args.confidence, enabled=args.resamples != 0)
+    if (line := _inert_options(args)) is not None:
+        print(f"dialscore score: {line}", file=sys.stderr)
     print(json.dumps(as_json(summary, scorers, settings)) if args.json else table(summary, scorers, options, settings),
           flush=True)
     for line in trained_lines(summary, trained, args.exclude_trained):

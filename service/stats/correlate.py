@@ -168,7 +168,8 @@ def resampling_summary(level: str, design: str, confidence: float, resamples: in
                "design": design, "resampled": (BY_INPUTS if by_inputs else DESCRIPTIONS)[design] if level == "system" else
                "items resampled with replacement", "p": p,
                "comparisons": "paired bootstrap (both metrics on the same resamples; p_mc_se its p's Monte Carlo "
-                              "standard error) and, for Pearson, Williams' t"}
+                              "standard error) and, for Pearson, Williams' t; both two-sided, each p uncorrected for "
+                              "the other comparisons"}
     if no_bootstrap is not None:
         summary["reason"] = no_bootstrap
     return summary

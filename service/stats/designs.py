@@ -1,12 +1,13 @@
 """What a system-level bootstrap resamples: the systems, the items within each system, or both.
 
-After Deutsch, Dror and Roth (TACL 2021), "A Statistical Analysis of Summarization Evaluation
-Metrics using Resampling Methods": BOOT-SYSTEMS, BOOT-INPUTS and BOOT-BOTH. Items are resampled
-within each system, or, where the request names each item's input (the context every system
-answered), as whole inputs with every system's items for them, as Deutsch et al. do. `items` alone
-treats the systems as the whole population, and its intervals are far too narrow for a claim about
-other systems; `both` is the default because its 95% intervals held the population correlation at
-about the nominal rate in simulation (tests/stats/test_designs.py; the table: docs/api.md).
+After Deutsch, Dror and Roth (TACL 2021): BOOT-SYSTEMS, BOOT-INPUTS and BOOT-BOTH. Items are resampled
+within each system, or, where the request names each item's input, as whole inputs with every system's
+items for them. `items` alone treats the systems as the whole population (far too narrow for other
+systems). `both` is the default: its 95% intervals
+held the population correlation at about the nominal rate where item scatter is correlated like the
+systems. Where it is independent, resampled items add it twice to each system mean, so `both`'s and
+`items`' intervals sit below r when systems have few items, and `systems` suits many systems
+(tests/stats/test_designs.py; docs/api.md).
 """
 from __future__ import annotations
 

@@ -23,6 +23,10 @@ LABELS = ("rater", "system", "item")
 # decides which raters pass and has nothing to say about how wide a system's interval should be.
 CI_CONFIDENCE = 0.95
 CI_METHOD = "Student-t interval of the mean per-dialogue z (n - 1 degrees of freedom)"
+PAIR_TEST = ("one-sided Wilcoxon rank-sum (Mann-Whitney U, scipy) of the per-dialogue mean z: row system's "
+             "scores greater than column system's")
+HOLM = ("Holm-adjusted over every ordered pair of systems (k(k - 1) one-sided tests: `family`): the chance "
+        "that any cell below alpha is a false claim is at most alpha")
 QC_TEST = ("one-sided Wilcoxon rank-sum (Mann-Whitney U, scipy): a rater's scores of the quality-control system "
            "lower than their scores of the other systems, pooled over the quality-control criteria")
 
@@ -176,7 +180,8 @@ def mean_interval(values: np.ndarray, confidence: float = CI_CONFIDENCE) -> list
 
 
 def significance_matrix(samples: dict[str, np.ndarray]) -> dict[str, dict[str, float | None]]:
-    """p of the one-sided rank-sum test that row system's scores exceed column system's (no diagonal)."""
+    """Uncorrected p of the one-sided rank-sum test that row system's scores exceed column system's (no
+    diagonal): each test alone, as Ji et al. report them; holm_matrix adjusts them for the whole matrix."""
     pairs = [(a, b) for a in samples for b in samples if a != b]
     # Pairs of the same two sample sizes one after another: scipy keeps the exact null of the last
     # sizes it saw, so that each is built once rather than once per pair.
@@ -184,6 +189,32 @@ def significance_matrix(samples: dict[str, np.ndarray]) -> dict[str, dict[str, f
     p = {(a, b): rank_sum_p(samples[a], samples[b], "greater") if samples[a].size and samples[b].size else None
          for a, b in pairs}
     return {a: {b: p[a, b] for b in samples if b != a} for a in samples}
+
+
+def holm(pvalues: Sequence[float]) -> np.ndarray:
+    """Holm's step-down adjusted p-values, in the order given: the family-wise error rate is held at any
+    level alpha (adjusted p < alpha) under any dependence between the tests.
+
+    A few lines of numpy because scipy has none (scipy.stats.false_discovery_control is Benjamini-Hochberg's,
+    which bounds the false discovery rate, not the chance of any false claim)."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    adjusted = np.empty(m)
+    adjusted[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    return adjusted
+
+
+def holm_matrix(matrix: dict[str, dict[str, float | None]]) -> tuple[dict[str, dict[str, float | None]], int]:
+    """The matrix's p-values Holm-adjusted over all of its defined cells, and how many tests that family holds.
+
+    The family is every ordered pair, k(k - 1) one-sided tests for k systems, not the k(k - 1)/2 pairs each
+    tested in the direction observed: every cell is a claim of its own ("row beats column"), and the smaller
+    of a pair's two one-sided p-values falls below alpha twice as often as alpha where the systems do not
+    differ, so it is no p-value to adjust. A cell without a test (an empty sample) stays None, outside it."""
+    cells = [(a, b) for a, row in matrix.items() for b, p in row.items() if p is not None]
+    adjusted = dict(zip(cells, holm([matrix[a][b] for a, b in cells]).tolist()))
+    return {a: {b: adjusted.get((a, b)) for b in row} for a, row in matrix.items()}, len(cells)
 
 
 def unused_reverse_warnings(reverse: Sequence[str], criteria: Sequence[str]) -> list[str]:
@@ -205,9 +236,9 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
     a rater passes quality control when a one-sided rank-sum test finds their ratings of the degraded
     quality-control system lower than those of the other systems (p < alpha); systems are ranked by mean
     z-score over passed raters; every ordered pair of systems gets a one-sided rank-sum test (scipy's
-    Mann-Whitney U). `ratings`: [{"rater", "system", "item", "scores": {criterion: number}}].
-    Without `qc_system` every rater passes. `qc_criteria` (default: the positive criteria, as upstream)
-    are those the quality-control test pools. `n_ratings` is Table 3's N."""
+    Mann-Whitney U), reported uncorrected and Holm-adjusted. `ratings`: [{"rater", "system", "item",
+    "scores": {criterion: number}}]. Without `qc_system` every rater passes. `qc_criteria` (default: the
+    positive criteria, as upstream) are those the quality-control test pools."""
     # Labels in NFC: two spellings of one name ("café" composed or not) are one rater, system or item.
     ratings = [{**r, **{k: canonical(r[k]) for k in LABELS if isinstance(r.get(k), str)}} for r in ratings]
     qc_system = canonical(qc_system) if isinstance(qc_system, str) else qc_system
@@ -259,7 +290,7 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
         summary.append({
             "system": system,
             "n": int(rows.size),
-            "n_ratings": int(rows.size) * len(criteria),
+            "n_ratings": int(rows.size) * len(criteria),  # Ji et al.'s Table 3 N
             "raw": {**{c: float(raw[rows, j].mean()) for j, c in enumerate(criteria)},
                     OVERALL: float(raw[rows].mean())},
             "z": {c: float(z[rows, j].mean()) for j, c in enumerate(criteria)},
@@ -268,12 +299,17 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
         })
     summary.sort(key=lambda s: (-s["overall_z"], s["system"]))
     ordered = {s["system"]: samples[s["system"]] for s in summary}
+    significance = significance_matrix(ordered)
+    adjusted, family = holm_matrix(significance)
     body: dict[str, Any] = {
         "raters": {"passed": passed, "failed": failed, "p": pvalues,
                    "total": len(moments), "pass_rate": len(passed) / len(moments)},
         "systems": summary,
         "intervals": {"of": "overall_z_ci", "confidence": CI_CONFIDENCE, "method": CI_METHOD},
-        "significance": significance_matrix(ordered),
+        "significance": significance,
+        "significance_holm": adjusted,
+        "significance_tests": {"test": PAIR_TEST, "significance": "each test's own p, not adjusted for the others",
+                               "significance_holm": HOLM, "family": family},
         "criteria": criteria,
         "reversed": [c for c in criteria if c in reversed_names],  # a misspelt `reverse` entry shows as missing here
         "qc_criteria": list(qc_criteria),

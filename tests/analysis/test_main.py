@@ -80,8 +80,10 @@ def test_human_eval_writes_ranking_and_significance_plots(tmp_path: Path) -> Non
     assert result["dialscore"] == VERSION and (out / "human_eval.md").read_text().startswith(f"dialscore {VERSION}\n")
     assert (out / "ranking.png").read_bytes().startswith(PNG)
     assert (out / "significance.png").read_bytes().startswith(PNG)
+    assert (out / "significance_holm.png").read_bytes().startswith(PNG)
     assert not (out / "rater_agreement.png").exists()  # only with --rater-pairs
-    assert "One-sided rank-sum" in (out / "human_eval.md").read_text()
+    text = (out / "human_eval.md").read_text()
+    assert "One-sided rank-sum p (row better than column), uncorrected" in text and "Holm-adjusted" in text
 
 
 def test_anonymise_replaces_every_rater_id(tmp_path: Path) -> None:
@@ -300,6 +302,7 @@ def test_a_plot_with_nothing_to_show_is_left_out_with_a_line_and_no_stale_file(t
     assert main(["human-eval", str(tmp_path / "flat.json"), "--out", str(he_out)]) == 0
     err = capsys.readouterr().err
     assert "no ranking.png" in err and "no significance.png: fewer than two systems" in err
+    assert "no significance_holm.png: fewer than two systems" in err
     assert "Warning" not in err and not list(he_out.glob("*.png"))
 
 

@@ -68,3 +68,15 @@ def test_the_human_eval_report_names_its_test_marks_reversed_criteria_and_counts
     assert "| # | system | n | N | overall z | 95% CI | fun | robotic (reversed) | raw overall |" in text
     assert "95% CI: Student-t interval of the mean per-dialogue z" in text
     assert "| 1 | A | 6 | 12 |" in text
+
+
+def test_the_human_eval_report_says_which_pairwise_table_is_uncorrected_and_which_holm_adjusted():
+    ratings = [{"rater": "r1", "system": system, "item": f"{system}-{i}", "scores": {"fun": base + 7 * i}}
+               for system, base in (("A", 60), ("B", 50), ("C", 40)) for i in range(4)]
+    result = assess(ratings)
+    text = human_eval_markdown(result)
+    raw, holm = text.split("### One-sided rank-sum p (row better than column), uncorrected")[1].split(
+        "### The same p, Holm-adjusted")
+    assert f"| A |  | {result['significance']['A']['B']:.3f} |" in raw
+    assert "Holm-adjusted over every ordered pair of systems (k(k - 1) one-sided tests" in holm
+    assert f"| A |  | {result['significance_holm']['A']['B']:.3f} |" in holm

@@ -231,35 +231,50 @@ def test_a_referenced_model_reads_the_first_four_references_and_the_rest_are_cou
     assert "the first 4 of each list (--max-refs); 1 more on 1 line left out" in capsys.readouterr().out
 
 
-def test_each_mean_has_a_bootstrap_interval_over_its_rows_scored_lines(baseline_store, tmp_path, capsys) -> None:
-    """scipy.stats.bootstrap's percentile interval over the lines a model scored in that row, seeded alone."""
+def test_each_mean_has_a_student_t_interval_over_its_rows_scored_lines(baseline_store, tmp_path, capsys) -> None:
+    """scipy's Student-t interval of the mean over the lines a model scored in that row; nothing resampled."""
     items = [{**ITEMS[k % 3], "system": "bot-a" if k < 6 else "bot-b",
               "response": f"{ITEMS[k % 3]['response']} {'and more ' * k}"} for k in range(7)]
     source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(i) for i in items])
     out = tmp_path / "scores.jsonl"
     assert score(baseline_store, str(source), "--models", "length", "bleu4", "--output", str(out), "--json",
-                 "--resamples", "500", "--seed", "3", "--confidence", "0.9") == 0
-    summary = json.loads(capsys.readouterr().out)
-    assert summary["dialscore"] == VERSION
-    assert summary["intervals"] == {**summary["intervals"], "confidence": 0.9, "resamples": 500, "seed": 3}
-    assert "resampled with replacement" in summary["intervals"]["resampled"]
+                 "--confidence", "0.9") == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert summary["dialscore"] == VERSION and captured.err == ""
+    assert summary["intervals"] == {"method": summary["intervals"]["method"], "confidence": 0.9, "resamples": None,
+                                    "seed": None, "resampled": summary["intervals"]["resampled"]}
+    assert summary["intervals"]["method"].startswith("Student-t interval of the mean")
+    assert summary["intervals"]["resampled"].startswith("nothing")
     records = read(out)
     for row, mine in (("bot-a", records[:6]), ("all", records)):
         for model in ("length", "bleu4"):
             values = np.array([r["scores"][model] for r in mine])
-            expected = stats.bootstrap((values,), np.mean, n_resamples=500, confidence_level=0.9,
-                                       method="percentile", rng=np.random.default_rng(3)).confidence_interval
+            expected = stats.ttest_1samp(values, 0).confidence_interval(0.9)
             found = (summary[row] if row == "all" else summary["systems"][row])["ci"][model]
             assert found == [pytest.approx(expected.low), pytest.approx(expected.high)]
-            assert found[0] <= values.mean() <= found[1]
-    assert summary["systems"]["bot-b"]["ci"] == {"length": None, "bleu4": None}  # one line: nothing to resample
+    assert summary["systems"]["bot-b"]["ci"] == {"length": None, "bleu4": None}  # one line: no spread to estimate
     assert score(baseline_store, str(source), "--models", "length", "--output", str(out), "--resamples", "0",
                  "--json") == 0
-    assert json.loads(capsys.readouterr().out)["all"]["ci"] == {"length": None}
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["all"]["ci"] == {"length": None} and summary["intervals"]["method"] is None
     assert score(baseline_store, str(source), "--models", "length", "--output", str(out)) == 0
     table = capsys.readouterr().out.splitlines()
     assert re.fullmatch(r"bot-a +6 +[\d.]+ \[[\d.]+, [\d.]+\]", table[1])
-    assert table[-2].startswith("intervals: 95% percentile bootstrap") and table[-1] == f"dialscore {VERSION}"
+    assert table[-2].startswith("intervals: 95% Student-t interval of the mean") and table[-1] == f"dialscore {VERSION}"
+
+
+def test_resamples_and_seed_are_accepted_and_said_to_change_nothing(baseline_store, tmp_path, capsys) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps({**ITEMS[k % 3], "system": "a"}) for k in range(4)])
+    out = tmp_path / "scores.jsonl"
+    assert score(baseline_store, str(source), "--models", "length", "--output", str(out), "--json") == 0
+    plain = capsys.readouterr().out
+    assert score(baseline_store, str(source), "--models", "length", "--output", str(out), "--json",
+                 "--resamples", "3", "--seed", "5") == 0
+    captured = capsys.readouterr()
+    assert captured.out == plain
+    assert ("dialscore score: --resamples 3 and --seed 5 change nothing: the intervals are Student-t intervals"
+            in captured.err)
 
 
 def with_trained_items(store: Path, model: str, items: list[tuple[list[str], str]]) -> None:

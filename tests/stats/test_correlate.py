@@ -26,6 +26,12 @@ def test_bootstrap_is_seeded() -> None:
     assert first["metrics"]["good"]["item"]["pearson"]["ci"] != other["metrics"]["good"]["item"]["pearson"]["ci"]
 
 
+def test_the_answer_says_its_comparisons_are_two_sided_and_uncorrected() -> None:
+    body = correlate(HUMAN[:40].tolist(), {"good": GOOD[:40].tolist(), "poor": POOR[:40].tolist()}, resamples=0)
+    assert "two-sided" in body["resampling"]["item"]["comparisons"]
+    assert "uncorrected for the other comparisons" in body["resampling"]["item"]["comparisons"]
+
+
 def test_systems_that_differ_only_by_a_trailing_nul_are_not_merged() -> None:
     """The label "c\\u0000" was grouped with "c" (numpy's fixed-width strings drop trailing NULs)."""
     systems = ["a", "a", "b", "b", "c", "c", "c\u0000", "c\u0000"] * 5

@@ -8,7 +8,7 @@ from scipy import stats as sps
 from service import stats
 from service.stats import bootstrap, designs
 from service.stats.correlate import canonical_order, correlate
-from tests.stats.coverage import coverage
+from tests.stats.coverage import coverage, placement, simulated_runs, system_correlation
 from tests.stats.samples import GOOD, HUMAN, POOR, RNG, SCIPY, drawn_groups
 
 
@@ -43,6 +43,31 @@ def test_the_default_design_needs_inputs_named_where_many_systems_share_them() -
     """Items drawn within each system cannot see that a finite set of shared inputs moves every system
     together: with 20 systems `both` then covers too little, and naming the inputs (above) mends it."""
     assert coverage(stats.DEFAULT_DESIGN, 20, ["pearson"], slope=1.0)["pearson"] < 0.90
+
+
+@pytest.mark.parametrize("independent", [False, True], ids=["correlated-scatter", "independent-scatter"])
+def test_the_simulations_truth_is_the_correlation_of_the_systems_means(independent: bool) -> None:
+    """Correlated item scatter leaves the systems' means correlated rho whatever the items; independent
+    scatter dilutes it to rho / (1 + noise^2 / items), which is what an interval should then hold."""
+    human, metric, _ = simulated_runs(1, 20_000, 3, 0.6, 1.0, 0.0, seed=1, independent=independent)
+    means = [values[0].reshape(20_000, 3).mean(axis=1) for values in (human, metric)]
+    truth = system_correlation(0.6, 1.0, 3, independent)
+    assert truth == pytest.approx(0.45 if independent else 0.6)
+    assert np.corrcoef(*means)[0, 1] == pytest.approx(truth, abs=0.02)  # 3 standard errors at 20,000 systems
+
+
+# docs/api.md, "What a system-level interval resamples": 100 systems of 3 items, item scatter independent
+# (rho .8, truth .6). Resampling items again adds their scatter twice and pulls the percentile interval
+# below r; resampling the systems alone keeps it centred. 50 runs a design, 200 resamples (about 1 s).
+@pytest.mark.parametrize("design", stats.DESIGNS)
+def test_with_few_items_and_independent_item_scatter_resampling_items_sits_below_r(design: str) -> None:
+    found = placement(design, 100, ["pearson"], rho=0.8, items=3, independent=True, runs=50, resamples=200)
+    if design == "systems":
+        assert found.covered["pearson"] >= 0.85 and abs(found.midpoint_offset["pearson"]) < 0.03, found
+    elif design == "items":
+        assert found.covered["pearson"] < 0.7 and found.holds_estimate["pearson"] < 0.7, found
+    else:
+        assert found.midpoint_offset["pearson"] < -0.06, found
 
 
 # --- what each design draws ---------------------------------------------------------------------------

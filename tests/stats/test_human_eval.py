@@ -172,6 +172,14 @@ def test_reproduces_ji_et_al_free_run_1(data_dir: Path) -> None:
     assert {s["system"]: s["n_ratings"] for s in body["systems"]} == paper_n
     assert body["quality_control"]["alpha"] == 0.05 and body["quality_control"]["qc_system"] == data.qc_system
     assert body["reversed"] == ["robotic", "repetitive"]
+    # docs/human-eval.md's reading of the pairwise tests: 36 of the 90 ordered pairs below .05 uncorrected,
+    # 29 after Holm over all 90; A > B (.047) and D over the bottom three do not survive it.
+    raw, holm = body["significance"], body["significance_holm"]
+    assert body["significance_tests"]["family"] == 90
+    assert sum(p < 0.05 for row in raw.values() for p in row.values()) == 36
+    assert sum(p < 0.05 for row in holm.values() for p in row.values()) == 29
+    assert raw["A"]["B"] == pytest.approx(0.0465, abs=5e-5) and holm["A"]["B"] == 1.0
+    assert all(raw["D"][b] < 0.05 <= holm["D"][b] for b in ("D_p", "E_p", "E"))
 
 
 @settings(max_examples=40, deadline=None)
@@ -258,6 +266,32 @@ def test_the_significance_matrix_keeps_the_systems_order_whatever_order_it_tests
     for a, row in matrix.items():
         for b, p in row.items():
             assert p == sps.mannwhitneyu(samples[a], samples[b], alternative="greater").pvalue
+
+
+# Holm (1979) step-down by hand: sorted .005 .01 .03 .04 times 4, 3, 2, 1 -> .02 .03 .06 .04, each at least
+# the one before (.04 -> .06), capped at 1; and a tie, whose order does not matter.
+@pytest.mark.parametrize(("raw", "adjusted"), [
+    ([0.01, 0.04, 0.03, 0.005], [0.03, 0.06, 0.06, 0.02]),
+    ([0.2, 0.5, 0.9], [0.6, 1.0, 1.0]),
+    ([0.02, 0.02, 0.5], [0.06, 0.06, 0.5]),
+    ([], []),
+])
+def test_holm_adjusts_step_down(raw: list[float], adjusted: list[float]) -> None:
+    from service.stats.human_eval import holm
+
+    assert holm(raw).tolist() == pytest.approx(adjusted)
+
+
+def test_the_answer_gives_each_pairwise_p_uncorrected_and_holm_adjusted_over_every_ordered_pair() -> None:
+    from service.stats.human_eval import holm
+
+    body = assess(synthetic(), reverse=["robotic"], qc_system="degraded")
+    raw, adjusted = body["significance"], body["significance_holm"]
+    cells = [(a, b) for a in raw for b in raw[a]]
+    assert len(cells) == 2 and body["significance_tests"]["family"] == 2  # k(k - 1) for k = 2 systems
+    assert [adjusted[a][b] for a, b in cells] == pytest.approx(holm([raw[a][b] for a, b in cells]).tolist())
+    assert "not adjusted" in body["significance_tests"]["significance"]
+    assert body["significance_tests"]["significance_holm"].startswith("Holm-adjusted over every ordered pair")
 
 
 def test_a_quality_control_system_no_rating_holds_fails_every_rater_with_a_warning() -> None:
