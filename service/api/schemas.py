@@ -566,6 +566,12 @@ class IntervalsSchema(StrictSchema):
     method = fields.String(required=True)
 
 
+def p_matrix(description: str) -> fields.Dict:
+    """A system-by-system table of p-values, row against column."""
+    return fields.Dict(keys=fields.String(), required=True, metadata={"description": description},
+                       values=fields.Dict(keys=fields.String(), values=fields.Float(allow_none=True)))
+
+
 class SignificanceTestsSchema(StrictSchema):
     test = fields.String(required=True, metadata={"description": "The test of each cell, row against column."})
     significance = fields.String(required=True, metadata={"description": "What `significance` holds: uncorrected p."})
@@ -582,18 +588,13 @@ class HumanEvalResponseSchema(StrictSchema):
     systems = fields.List(fields.Nested(SystemSummarySchema), required=True, metadata={"description": "Best first."})
     intervals = fields.Nested(IntervalsSchema, required=True, metadata={
         "description": "What each system's `overall_z_ci` is: its confidence level and how it is computed."})
-    significance = fields.Dict(keys=fields.String(), required=True,
-                               values=fields.Dict(keys=fields.String(), values=fields.Float(allow_none=True)),
-                               metadata={"description": (
-                                   "Uncorrected p of the one-sided rank-sum test that row beats column: each test "
-                                   "alone, not adjusted for the k(k - 1) tests of the matrix (as Ji et al. report "
-                                   "them). Read claims about several pairs from `significance_holm`.")})
-    significance_holm = fields.Dict(keys=fields.String(), required=True,
-                                    values=fields.Dict(keys=fields.String(), values=fields.Float(allow_none=True)),
-                                    metadata={"description": (
-                                        "The same tests' p Holm-adjusted over every ordered pair of systems "
-                                        "(`significance_tests.family` tests): read as findings, the cells below "
-                                        "alpha hold a false claim with a chance of at most alpha.")})
+    significance = p_matrix(
+        "Uncorrected p of the one-sided rank-sum test that row beats column: each test alone, not adjusted for "
+        "the k(k - 1) tests of the matrix (as Ji et al. report them). Read claims about several pairs from "
+        "`significance_holm`.")
+    significance_holm = p_matrix(
+        "The same tests' p Holm-adjusted over every ordered pair of systems (`significance_tests.family` tests): "
+        "read as findings, the cells below alpha hold a false claim with a chance of at most alpha.")
     significance_tests = fields.Nested(SignificanceTestsSchema, required=True, metadata={
         "description": "The pairwise test, and which of `significance` and `significance_holm` is corrected."})
     criteria = fields.List(fields.String(), required=True)
