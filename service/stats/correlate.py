@@ -166,7 +166,8 @@ def resampling_summary(level: str, design: str, confidence: float, resamples: in
          "tied ranks up to 50 items (9,999 pairings; p_mc_se its Monte Carlo standard error)")
     summary = {"method": "percentile bootstrap", "confidence": confidence, "resamples": resamples, "seed": seed,
                "design": design, "resampled": (BY_INPUTS if by_inputs else DESCRIPTIONS)[design] if level == "system" else
-               "items resampled with replacement", "p": p,
+               "items resampled with replacement, as independent draws (items of one system or input are "
+               "not: read claims about systems from the system level)", "p": p,
                "comparisons": "paired bootstrap (both metrics on the same resamples; p_mc_se its p's Monte Carlo "
                               "standard error) and, for Pearson, Williams' t; both two-sided, each p uncorrected for "
                               "the other comparisons"}
