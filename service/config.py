@@ -141,8 +141,8 @@ SERVICE_RANGES = {
     # the schemas and the error handler recurse into a body: well within Python's recursion limit (1000);
     # the contract's shapes nest 5 deep
     "max_json_depth": (5, 256),
-    # the head limits' ceilings are gunicorn's own; their floors leave room for a probe's or a client's
-    # usual head (kubelet sends 4 fields and its own), below which /healthz itself would be refused
+    # the head limits' ceilings are gunicorn's own; their floors leave room for the kubelet's health checks
+    # and a client's usual head (kubelet sends 4 fields and its own), below which /healthz would be refused
     "max_request_line": (256, 8190), "max_headers": (16, 32768), "max_header_bytes": (256, 1 << 20),
     "max_head_bytes": (1024, 1 << 24),
     "batch_size": (1, 8192),  # a run holds at most 8,192 padded word pieces (MAX_TOKENS), so more changes nothing

@@ -99,6 +99,7 @@ class Exchange:
         self.headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])}
         self.status, self.sent, self.request_id = 0, 0, request_id(self.headers.get("x-request-id"))
         self.close = False  # the answer says `Connection: close`
+        self.head_bytes = head_bytes(scope)  # the limits' measure and admission's size, counted once
         self.length: int | None = None  # the answer's Content-Length
         # Run once, as the answer's last byte goes to the transport: the client may send its next request
         # as soon as it has read it, before the app's thread returns.
@@ -216,7 +217,7 @@ class Front:
             return await exchange.refuse(error)
         if unread:  # the app answers without reading it: a health probe's connection ends at once
             await self.drop_body(exchange, receive, lane is self.unrouted)
-        size = head_bytes(scope) + len(body)  # as admission counts
+        size = exchange.head_bytes + len(body)  # as admission counts
         key = self.cost_key(in_path or named_models(body)) + (resamples_class(body) if lane is self.research else "")
         ticket = Ticket(exchange.endpoint, size, arrived, arrived + budget, asyncio.get_running_loop().create_future(),
                         key)
@@ -257,7 +258,7 @@ class Front:
         if line_bytes(scope) > s.max_request_line:
             raise UriTooLong("The request line is longer than the server accepts; send inputs in the JSON body, "
                              "not the URL.", {"max_request_line": s.max_request_line})
-        if len(scope["headers"]) > s.max_headers or head_bytes(scope) > s.max_head_bytes or any(
+        if len(scope["headers"]) > s.max_headers or exchange.head_bytes > s.max_head_bytes or any(
                 len(k) + len(v) + 2 > s.max_header_bytes for k, v in scope["headers"]):
             raise HeadersTooLarge("The request's headers are too many or too long; send fewer or shorter headers.",
                                   {"max_headers": s.max_headers, "max_header_bytes": s.max_header_bytes,

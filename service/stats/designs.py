@@ -3,11 +3,10 @@
 After Deutsch, Dror and Roth (TACL 2021): BOOT-SYSTEMS, BOOT-INPUTS and BOOT-BOTH. Items are resampled
 within each system, or, where the request names each item's input, as whole inputs with every system's
 items for them. `items` alone treats the systems as the whole population (far too narrow for other
-systems). `both` is the default: its 95% intervals
-held the population correlation at about the nominal rate where item scatter is correlated like the
-systems. Where it is independent, resampled items add it twice to each system mean, so `both`'s and
-`items`' intervals sit below r when systems have few items, and `systems` suits many systems
-(tests/stats/test_designs.py; docs/api.md).
+systems). `both` is the default: its 95% intervals held the population correlation at about the
+nominal rate where item scatter is correlated like the systems. Where it is independent, resampled
+items add it twice to each system mean, so `both`'s and `items`' intervals sit below r when systems
+have few items, and `systems` suits many systems (tests/stats/test_designs.py; docs/api.md).
 """
 from __future__ import annotations
 
