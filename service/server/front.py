@@ -182,11 +182,12 @@ class Front:
         # Probes never recycle (nor count towards max_requests): an idle pod's probes would restart its
         # workers, and restarting the one that answers /readyz could keep the pod from ever being ready.
         self.answered += lane is not self.probes
-        recycling = lane is not self.probes and self.stopping_since is None and getattr(self.store, "loaded", True) and (
-            self.over_memory() or 0 < self.max_requests <= self.answered and self.siblings_loaded())
-        if recycling:  # stop accepting before this answer goes out: its client's next connection goes to a sibling
+        why = lane is not self.probes and self.stopping_since is None and getattr(self.store, "loaded", True) and (
+            self.recycle_reason())
+        if why and readiness.step_down(os.getpid()):  # stop accepting before this answer goes out: its client's
+            logging.getLogger("gunicorn.error").info(  # next connection goes to a sibling
+                "worker %s %s: restarting it after its requests in flight", os.getpid(), why)
             self.stopping_since = float("inf")  # from now answers close; every arrival is still served
-            readiness.forget(os.getpid())  # the siblings' count waits for this worker's replacement
             self.recycle()
         exchange.close = self.stopping_since is not None
         try:
@@ -321,25 +322,14 @@ class Front:
             self._timer.cancel()
         self._timer = asyncio.get_running_loop().call_later(max(0.0, min(wake) - now), self.dispatch) if wake else None
 
-    def siblings_loaded(self) -> bool:
-        """Whether every sibling serves, so that this worker may recycle (by memory or by count): one that
-        stops taking requests sends them all to the others, which then reach their own limit at once,
-        and recycling together leaves the pod no worker while the replacements load (503 not_ready)."""
-        loaded, workers = readiness.loaded_workers(), os.environ.get(readiness.WORKERS_ENV)
-        return loaded is None or not workers or len(loaded - {os.getpid()}) >= int(workers) - 1
-
-    def over_memory(self) -> bool:
-        """Whether to recycle this worker after this answer (DIALSCORE_MAX_WORKER_MEMORY_MIB, once its siblings
-        serve): ONNX Runtime's arenas keep the peak of the shapes seen, so peak resident memory is the measure."""
-        limit = self.settings.max_worker_memory_mib
-        if not limit:
-            return False
-        held = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux counts KiB
-        if recycle := held > limit and self.siblings_loaded():
-            logging.getLogger("gunicorn.error").info(
-                "worker %s holds %.0f MiB, over DIALSCORE_MAX_WORKER_MEMORY_MIB=%d: restarting it after its "
-                "requests in flight", os.getpid(), held, limit)
-        return recycle
+    def recycle_reason(self) -> str:
+        """Why to recycle this worker after this answer, once its siblings serve (readiness.step_down), or "":
+        DIALSCORE_MAX_REQUESTS answered, or DIALSCORE_MAX_WORKER_MEMORY_MIB held. ONNX Runtime's arenas keep
+        the peak of the shapes seen, so peak resident memory is the measure."""
+        if 0 < self.max_requests <= self.answered:
+            return f"answered {self.answered} requests (DIALSCORE_MAX_REQUESTS with its jitter: {self.max_requests})"
+        limit, held = self.settings.max_worker_memory_mib, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return f"holds {held:.0f} MiB, over DIALSCORE_MAX_WORKER_MEMORY_MIB={limit}" if limit and held > limit else ""
 
 
 async def _receive(receive: Receive, timeout: float) -> dict[str, Any]:

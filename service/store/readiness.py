@@ -9,6 +9,7 @@ requests. Without the folder (tests) readiness is per process.
 """
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 DIR_ENV = "DIALSCORE_READY_DIR"  # shared marker folder; set by gunicorn.conf.py
 WORKERS_ENV = "DIALSCORE_POD_WORKERS"  # how many workers the master runs; set in each worker by post_fork
 PREFIX = "ready-"
+LOCK = "recycling.lock"  # held while a worker checks its siblings and drops its marker
 POD_READY = "pod-ready"  # every worker had loaded once: from then on, one serving worker keeps the pod ready
 PROBE_PATHS = frozenset({"/healthz", "/readyz"})  # the kubelet's: no credentials, no worker recycling
 V2_PROBE_PATHS = frozenset({"/v2/health/live", "/v2/health/ready"})  # the same, as the Open Inference Protocol names them
@@ -60,6 +62,22 @@ def forget(pid: int) -> None:
             marker(pid, folder).unlink(missing_ok=True)
     except OSError:
         logging.getLogger("gunicorn.error").exception("could not remove the readiness marker of worker %s", pid)
+
+
+def step_down(pid: int) -> bool:
+    """Drop this worker's marker, so that it may recycle, only where every sibling's is there (True outside
+    gunicorn). One step under a lock the workers share: two workers checking together would each see the
+    other serving, recycle at once and leave the pod no worker while both reload."""
+    folder, workers = marker_dir(), os.environ.get(WORKERS_ENV)
+    if folder is None or not workers:
+        return True
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes
+        if len(loaded_workers() - {pid}) < int(workers) - 1:  # type: ignore[operator]
+            return False
+        forget(pid)
+        return True
 
 
 def clear(folder: Path) -> None:

@@ -124,3 +124,38 @@ def test_a_worker_whose_store_has_just_loaded_counts_itself_before_its_marker(po
     assert not ready and details["workers_ready"] == 1 and details["workers"] == 2  # its sibling has not loaded
     worker_readiness.mark_ready(os.getpid())
     assert readiness(store, None)[1]["workers_ready"] == 1
+
+
+def _step_down_together(start, done, results) -> None:  # a worker: loaded, then past its limit with the others
+    worker_readiness.mark_ready(os.getpid())
+    start.wait()
+    results.put(worker_readiness.step_down(os.getpid()))
+    done.wait()  # alive until every worker has decided: a marker counts only while its process runs
+
+
+@pytest.mark.parametrize("workers", [2, 6])
+def test_of_workers_past_their_limit_together_one_steps_down(pod: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           workers: int) -> None:
+    """Each worker checked its siblings' markers and then dropped its own: workers deciding together each
+    saw the others serving, and all recycled at once, leaving the pod no worker while they reloaded."""
+    import multiprocessing
+
+    monkeypatch.setenv(worker_readiness.WORKERS_ENV, str(workers))
+    context = multiprocessing.get_context("fork")
+    start, done, results = context.Barrier(workers), context.Barrier(workers + 1), context.Queue()
+    processes = [context.Process(target=_step_down_together, args=(start, done, results)) for _ in range(workers)]
+    for process in processes:
+        process.start()
+    decisions = [results.get(timeout=30) for _ in processes]
+    done.wait(timeout=30)
+    for process in processes:
+        process.join(timeout=30)
+    assert sorted(decisions) == [False] * (workers - 1) + [True]
+    assert worker_readiness.pod_status() == (0, workers)  # the markers' processes have exited
+
+
+def test_a_worker_steps_down_only_while_every_sibling_serves(pod: Path) -> None:
+    worker_readiness.mark_ready(LIVE[0])
+    assert worker_readiness.step_down(LIVE[0]) is False  # its sibling has not loaded
+    worker_readiness.mark_ready(LIVE[1])
+    assert worker_readiness.step_down(LIVE[0]) is True and worker_readiness.loaded_workers() == {LIVE[1]}
