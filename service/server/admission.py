@@ -108,8 +108,11 @@ class Admission:
         return max([UNMEASURED_S, *(max(sizes.values()) for sizes in self._times.values())])
 
     def measured(self, ticket: Ticket, now: float) -> bool:
-        """Whether its kind's times are known, and recent (REMEASURE_S)."""
-        return ticket.kind in self._times and now - self._measured_at[ticket.kind] <= REMEASURE_S
+        """Whether its kind's times are known, recent (REMEASURE_S), and of a body at least a quarter of its
+        size: a small body's time is mostly fixed costs, which scaled up by size overstate a large one's."""
+        sizes = self._times.get(ticket.kind)
+        return bool(sizes) and now - self._measured_at[ticket.kind] <= REMEASURE_S and (
+            max(sizes) >= size_class(ticket.body_bytes) - 1)  # type: ignore[type-var]
 
     def _work_ahead(self, now: float) -> float:
         """Thread-seconds of work before a new request can start."""

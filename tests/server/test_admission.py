@@ -183,3 +183,23 @@ def test_a_correlates_resamples_part_its_cost_classes():
     assert resamples_class(b'{"resamples":10000, "human": [1]}') == "~14"
     assert resamples_class(b'{"human": [1], "note": "\\"resamples\\": 5"}') == ""  # text, not a key
     assert resamples_class(b'{"human": [1]}') == ""
+
+
+def test_a_body_far_larger_than_any_measured_starts_on_a_free_thread_and_is_measured():
+    """A tiny request's time is mostly fixed costs: scaled up by size it made a 64-candidate re-ranking after
+    one of two (or 100 long items after one) too slow for its budget, refused on an idle worker for as long
+    as small ones kept the kind measured. A free thread takes such a body; behind busy threads the scaled
+    estimate still judges it."""
+    admission = Admission(threads=1, max_queue=4)
+    tiny = Ticket("/score", 120, 0.0, 10.0, model="length")
+    assert admission.offer(tiny, 0.0) is None and admission.due(0.0)[0] == [tiny]
+    admission.finished(tiny, 0.005)
+    large = Ticket("/score", 1_000_000, 1.0, 11.0, model="length")  # scaled: 0.005 s x 2**13 = 41 s
+    assert admission.offer(large, 1.0) is None and admission.due(1.0)[0] == [large]
+    queued = Ticket("/score", 1_000_000, 1.1, 11.1, model="length")  # the thread is busy: judged by the estimate
+    assert admission.offer(queued, 1.1) is not None
+    admission.finished(large, 1.8)
+    assert admission.expected(queued) == pytest.approx(0.8)
+    assert admission.offer(Ticket("/score", 1_000_000, 2.0, 12.0, model="length"), 2.0) is None
+    twice = Ticket("/score", 300, 3.0, 3.001, model="length")  # a body within a size class of 120 bytes': estimated
+    assert admission.measured(twice, 3.0) and admission.offer(twice, 3.0) is not None
