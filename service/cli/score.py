@@ -84,6 +84,8 @@ def _parse_args(argv: list[str] | None, prog: str = "dialscore score") -> argpar
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error("--batch-size must be at least 1")
+    if args.threads < 0:
+        parser.error("--threads must be 0 (all cores) or more")
     if args.max_refs < 1:
         parser.error("--max-refs must be at least 1")
     if not 0 < args.confidence < 1:
@@ -154,8 +156,9 @@ def _item_line(row: dict[str, Any], system: str) -> bytes:
 
 
 def _jsonl_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """The lines with their numbers, blank ones left out (an editor's or `echo >>`'s last newline)."""
     with open(path, "rb") as handle:
-        yield from enumerate(handle, 1)
+        yield from ((number, raw) for number, raw in enumerate(handle, 1) if raw.strip())
 
 
 def _line_object(raw: bytes) -> dict[str, Any] | None:
@@ -443,7 +446,12 @@ def _run(args: argparse.Namespace) -> tuple[Summary, list[Scorer], list[dict[str
     csv_input = args.input.suffix.lower() in (".csv", ".tsv")
     lines = _csv_lines(args.input, args.system) if csv_input else _jsonl_lines(args.input)
     output = regular_output(args.output, "to write the scores to")
-    partial = output.with_name(output.name + ".partial")
+    if output.exists() and output.samefile(args.input):
+        raise BulkError(f"--output {args.output} is the input; name another file")
+    if not output.parent.is_dir():
+        raise BulkError(f"{output.parent} (the folder of --output) does not exist")
+    # A name of this run's own: two runs writing one output each replace it whole, never each other's lines.
+    partial = output.with_name(f"{output.name}.{os.getpid()}.partial")
     try:
         with open(partial, "w", encoding="utf-8") as sink:
             summary = score_file(lines, scorers, options, sink, args.system, args.batch_size, trained,
@@ -482,6 +490,8 @@ def main(argv: list[str] | None = None, prog: str = "dialscore score") -> int:
           flush=True)
     for line in trained_lines(summary, trained, args.exclude_trained):
         print(f"dialscore score: {line}", file=sys.stderr)
+    if not summary.systems and args.system != "system":
+        print(f"dialscore score: no line has the field --system {args.system}: no per-system rows", file=sys.stderr)
     if summary.failed_lines:
         noun = "line" if summary.failed_lines == 1 else "lines"
         if args.on_invalid == "skip":

@@ -410,7 +410,7 @@ def test_a_stop_removes_the_partial_output_and_exits_128_plus_the_signal(baselin
     with open(fifo, "w", encoding="utf-8") as writer:  # the input stays open: the command waits on it
         writer.write("".join(json.dumps(item) + "\n" for item in ITEMS[:3]))
         writer.flush()
-        assert (tmp_path / "scores.jsonl.partial").exists()  # opened before the input, which is open now
+        assert (tmp_path / f"scores.jsonl.{proc.pid}.partial").exists()  # opened before the input, open now
         time.sleep(1.0)  # the first batch scored, the rest of the input waited for
         proc.send_signal(signum)
         _, stderr = proc.communicate(timeout=60)
@@ -418,3 +418,53 @@ def test_a_stop_removes_the_partial_output_and_exits_128_plus_the_signal(baselin
     assert stderr.decode().splitlines() == [f"dialscore score: stopped by {signal.Signals(signum).name}; "
                                             f"{out} not written"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_two_runs_onto_one_output_each_replace_it_whole(baseline_store, tmp_path) -> None:
+    """Both wrote `<output>.partial`: the second run's lines went into the file the first had renamed, which
+    then held both models' records and a torn line under exit 0, and the other run failed its rename."""
+    fifo, small = tmp_path / "slow.jsonl", write_jsonl(tmp_path / "small.jsonl", [json.dumps(i) for i in ITEMS])
+    os.mkfifo(fifo)
+    out = tmp_path / "scores.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "DIALSCORE_INTRA_OP_THREADS": "1"}
+    command = [sys.executable, "-m", "service.cli", "score", "--output", str(out), "--model-store",
+               str(baseline_store), "--batch-size", "1"]
+    slow = subprocess.Popen([*command, str(fifo), "--models", "rouge-l"], env=env, stderr=subprocess.PIPE)
+    with open(fifo, "w", encoding="utf-8") as writer:  # the first run writes while the second runs whole
+        writer.write("".join(json.dumps(ITEMS[i % 3]) + "\n" for i in range(300)))
+        writer.flush()
+        quick = subprocess.run([*command, str(small), "--models", "length"], env=env, capture_output=True)
+        assert quick.returncode == 0, quick.stderr.decode()
+        assert [list(r["scores"]) for r in read(out)] == [["length"]] * len(ITEMS)
+        writer.write("".join(json.dumps(ITEMS[i % 3]) + "\n" for i in range(300)))
+    assert slow.wait(timeout=300) == 0, slow.stderr.read().decode()
+    records = read(out)  # the last run to finish replaced the output whole
+    assert len(records) == 600 and all(list(r["scores"]) == ["rouge-l"] for r in records)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scores.jsonl", "slow.jsonl", "small.jsonl"]
+
+
+def test_an_output_that_is_the_input_is_refused_and_the_input_kept(baseline_store, tmp_path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(i) for i in ITEMS])
+    before = source.read_bytes()
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(source)
+    for output in (source, link):
+        assert score(baseline_store, str(source), "--models", "length", "--output", str(output)) == 2
+    assert source.read_bytes() == before
+
+
+def test_blank_lines_are_left_out_and_the_others_keep_their_numbers(baseline_store, tmp_path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(ITEMS[0]), "", "  ", json.dumps(ITEMS[1]), ""])
+    out = tmp_path / "scores.jsonl"
+    assert score(baseline_store, str(source), "--models", "length", "--output", str(out)) == 0
+    assert [r["line"] for r in read(out)] == [1, 4]
+
+
+def test_a_system_field_no_line_has_is_said_and_negative_threads_refused(baseline_store, tmp_path, capsys) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(i) for i in ITEMS])
+    out = tmp_path / "scores.jsonl"
+    assert score(baseline_store, str(source), "--models", "length", "--output", str(out), "--system", "bot") == 0
+    assert "no line has the field --system bot" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:
+        main([str(source), "--models", "length", "--output", str(out), "--threads", "-1"])
+    assert stopped.value.code == 2 and "--threads must be 0" in capsys.readouterr().err
