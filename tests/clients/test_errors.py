@@ -56,6 +56,21 @@ def test_an_utterance_over_the_limit_is_too_large(client):
     assert skipped.scores == [4.0, None] and skipped.errors == caught.value.details
 
 
+@pytest.mark.parametrize("call, field", [
+    (lambda c: c.rerank("unref-minilm", "how was your weekend?", ["great, i went hiking"]), "context"),
+    (lambda c: c.rerank("unref-minilm", ["how was your weekend?"], "great, i went hiking"), "candidates"),
+    (lambda c: c.score("length", ITEM), "items"),
+    (lambda c: c.score("length", None), "items"),
+])
+def test_a_string_or_a_mapping_for_a_list_is_refused_before_sending(call, field):
+    """A string was split into its characters: 20 one-letter candidates ranked, or a context of 21 turns cut
+    to its last 5, where the server refuses a string with 422."""
+    with Client("http://127.0.0.1:9", retry_deadline=0) as unreachable:  # nothing is sent
+        with pytest.raises(InvalidRequest) as caught:
+            call(unreachable)
+    assert caught.value.status is None and caught.value.details == {field: "Not a valid list."}
+
+
 def test_nan_is_refused_before_sending(client):
     with pytest.raises(InvalidRequest) as caught:
         client.correlate([1.0, 2.0, 3.0], {"m": [1.0, math.nan, 2.0]})

@@ -8,7 +8,7 @@ from typing import Any, overload
 import requests
 
 from dialscore_client import batching
-from dialscore_client.errors import DialscoreError, ServerError, reading_answer
+from dialscore_client.errors import DialscoreError, InvalidRequest, ServerError, reading_answer
 from dialscore_client.results import (CorrelationReport, HumanEvalReport, Method, ModelInfo, MultiScoreResult,
                                       OnInvalid, OnLongContext, Ranking, Rating, ScoreResult, ServedModels)
 from dialscore_client.transport import Transport, encode_checked
@@ -108,7 +108,7 @@ class Client:
         the server refusing a long one (`context_dropped` says how many went); None or "reject": refused."""
         payload: dict[str, Any] = {"models": list(model)} if not isinstance(model, str) else {"model": model}
         payload.update(_given(options=_dict(options), on_invalid=on_invalid, on_long_context=on_long_context))
-        pieces = self._send_split("/score", payload, "items", list(items), on_invalid == "skip")
+        pieces = self._send_split("/score", payload, "items", _elements("items", items), on_invalid == "skip")
         return batching.join_scores(pieces)
 
     def rerank(self, model: str, context: Sequence[str], candidates: Sequence[str], reference: str | None = None,
@@ -117,10 +117,11 @@ class Client:
         """POST /rerank: `candidates` replies to `context` ranked best first (ties in their order), at most
         `top_k`; more candidates than the server takes at once are scored in chunks and their rankings merged.
         on_long_context as for `score`: a long context is cut to the turns the model reads by default."""
-        payload: dict[str, Any] = {"model": model, "context": list(context)}
+        payload: dict[str, Any] = {"model": model, "context": _elements("context", context)}
         payload.update(_given(reference=reference, top_k=top_k, options=_dict(options), on_invalid=on_invalid,
                               on_long_context=on_long_context))
-        pieces = self._send_split("/rerank", payload, "candidates", list(candidates), on_invalid == "skip")
+        pieces = self._send_split("/rerank", payload, "candidates", _elements("candidates", candidates),
+                                  on_invalid == "skip")
         return batching.join_rankings(pieces, top_k)
 
     # --- analysis ----------------------------------------------------------------------------------
@@ -237,6 +238,16 @@ def _checked(answer: Any, fields: Mapping[str, type | tuple[type, ...]], what: s
 def _given(**fields: Any) -> dict[str, Any]:
     """The fields that were given: the server applies its own defaults to the others."""
     return {name: value for name, value in fields.items() if value is not None}
+
+
+def _elements(field: str, values: Any) -> list[Any]:
+    """`values` as a list, or InvalidRequest (nothing sent) for a string, whose characters would each be a turn,
+    a candidate or an item, for a mapping (its keys), or for a value that is not iterable."""
+    if isinstance(values, (str, bytes, Mapping)) or not hasattr(values, "__iter__"):
+        kind = "a string" if isinstance(values, (str, bytes)) else type(values).__name__
+        raise InvalidRequest(None, "invalid_request", f"`{field}` must be a list, not {kind}.",
+                             {field: "Not a valid list."})
+    return list(values)
 
 
 def _list(values: Sequence[Any] | None) -> list[Any] | None:
