@@ -95,11 +95,15 @@ class HashedLines:
         self.interrupted = False  # set when a stop ended the reading (signals.Stop)
         self.expected = expected
         if expected is not None and expected[0] > after:
-            # The checkpoint runs ahead of the output only if the output was cut by hand: the lines
-            # it covers beyond `after` would be scored before they could be compared.
-            log.warning("%s: its input checkpoint is at line %d, past the output's last line %d (the output "
-                        "was cut?); the input is not checked", output, expected[0], after)
-            self.expected = None
+            # The checkpoint runs ahead of the output only if the output was cut by hand: the lines it covers
+            # beyond `after` would be scored before they could be compared, so a file is read ahead once.
+            if source.seekable():
+                self._compare_ahead(expected[0])
+            else:
+                log.warning("%s: its input checkpoint is at line %d, past the output's last line %d (the output "
+                            "was cut?); a stream cannot be read twice, so the input is not checked", output,
+                            expected[0], after)
+                self.expected = None
 
     def lines(self, index: int, count: int) -> Iterator[tuple[int, bytes | OversizedLine]]:
         """(1-based line number, raw line) of shard `index` of `count`, skipping lines up to `after`.
@@ -161,6 +165,20 @@ class HashedLines:
     def written_digest(self) -> tuple[int, str] | None:
         """(line, SHA-256 hex) of the input up to the last line handed out, or None before any."""
         return None if self.written is None else (self.written[0], self.written[1].hexdigest())
+
+    def _compare_ahead(self, line: int) -> None:
+        """Compare the input's first `line` lines with the checkpoint, then start again from the top."""
+        start, number = self.source.tell(), 0
+        for number, _ in enumerate(self._raw_lines(), start=1):
+            if number == line:
+                self._compare(number)
+                break
+        if number < line and not self.interrupted:
+            raise BulkError(f"{self.name} has {number} lines but {self.output} was scored from {line} "
+                            f"(per {self.output}.input.json): it is not the same input; resume with that input "
+                            "or use another --output")
+        self.source.seek(start)
+        self.hash, self.expected = hashlib.sha256(), None
 
     def _compare(self, number: int) -> None:
         line, digest, name = self.expected

@@ -133,3 +133,41 @@ def test_a_checkpoint_that_cannot_be_written_is_a_set_up_error_before_any_line(s
     with open(source, "rb") as handle, pytest.raises(bulk.BulkError, match="cannot write .*input.json beside"):
         bulk.run(store.get("length"), handle, output)
     assert not output.exists() or output.read_bytes() == b""
+
+
+def test_a_checkpoint_past_an_output_cut_by_hand_still_checks_a_file_input(store, tmp_path, caplog):
+    """An output cut back below its checkpoint (to score its tail again) was resumed from any input with a
+    warning: the lines past the output would be scored before they could be compared. A file is read
+    ahead to the checkpoint first; a stream, which cannot be read twice, is still resumed with the warning."""
+    import io
+
+    scorer = store.get("length")
+    items = [dict(GOOD[i % 3], id=i) for i in range(10)]
+    source = write_lines(tmp_path / "in.jsonl", encoded(items))
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, output, batch_size=4)
+    whole = output.read_bytes()
+    cut = b"".join(whole.splitlines(keepends=True)[:3])
+    output.write_bytes(cut)
+    edited = [dict(item) for item in items]
+    edited[6]["response"] = "another reply altogether"  # past the cut, within the checkpoint
+    other = write_lines(tmp_path / "other.jsonl", encoded(edited))
+    with open(other, "rb") as handle, pytest.raises(bulk.BulkError, match="first 10 lines of .*differ"):
+        bulk.run(scorer, handle, output, batch_size=4)
+    short = write_lines(tmp_path / "short.jsonl", encoded(items[:8]))
+    with open(short, "rb") as handle, pytest.raises(bulk.BulkError, match="has 8 lines but .* scored from 10"):
+        bulk.run(scorer, handle, output, batch_size=4)
+    assert output.read_bytes() == cut
+    with open(source, "rb") as handle:  # the same input: its tail is scored again
+        counts = bulk.run(scorer, handle, output, batch_size=4)
+    assert counts.resumed_after == 3 and counts.scored == 7 and output.read_bytes() == whole
+    output.write_bytes(cut)
+
+    class Stream(io.BufferedReader):  # a pipe's: read once
+        def seekable(self) -> bool:
+            return False
+
+    with caplog.at_level(logging.WARNING, logger="service.bulk"):
+        counts = bulk.run(scorer, Stream(io.BytesIO(other.read_bytes())), output, batch_size=4)
+    assert counts.scored == 7 and "a stream cannot be read twice" in caplog.text
