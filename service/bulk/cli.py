@@ -90,7 +90,9 @@ def _parse_args(argv: list[str] | None, prog: str = "python -m service.bulk") ->
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error("--batch-size must be at least 1")
-    if args.shard_count < 1 or not 0 <= args.shard_index < args.shard_count:
+    if args.shard_count < 1:
+        parser.error(f"--shard-count (or $DIALSCORE_SHARD_COUNT) must be at least 1, not {args.shard_count}")
+    if not 0 <= args.shard_index < args.shard_count:
         parser.error(f"--shard-index {args.shard_index} is not in 0..{args.shard_count - 1}")
     if not 1 <= args.max_line_bytes <= MAX_LINE_BYTES_CEILING:
         parser.error(f"--max-line-bytes (default: $DIALSCORE_MAX_BODY_BYTES) is {args.max_line_bytes}; it must be "

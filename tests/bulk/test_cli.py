@@ -17,6 +17,9 @@ def test_cli_rejects_an_unknown_model_and_a_bad_shard(store_root, tmp_path):
                                 "--shard-index", "3", "--shard-count", "2"), env=_env(store_root), capture_output=True,
                            timeout=120)
     assert shard.returncode == 2 and b"--shard-index 3" in shard.stderr
+    none = subprocess.run(_cli("--model", "length", "--input", str(source), "--output", str(tmp_path / "o.jsonl"),
+                               "--shard-count", "0"), env=_env(store_root), capture_output=True, timeout=120)
+    assert none.returncode == 2 and b"--shard-count (or $DIALSCORE_SHARD_COUNT) must be at least 1" in none.stderr
     env = {**_env(store_root), "JOB_COMPLETION_INDEX": "abc"}
     bad_env = subprocess.run(_cli("--model", "length", "--input", str(source), "--output", str(tmp_path / "o.jsonl")),
                              env=env, capture_output=True, timeout=120)
