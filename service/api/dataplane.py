@@ -124,13 +124,14 @@ def _parse_each(raw_items: list[dict[str, Any]], calls: list[Call], kind: str,
             errors.update(flatten_messages(exc.messages, f"items.{i}"))
             parsed.append(None)
             continue
+        problems = {f"items.{i}.{field}": message for c in calls if (found := c.item_problem(item))
+                    for field, message in [found]}
         if needs_reference and isinstance(item, Item) and lacks_reference(item.reference):
-            errors[f"items.{i}.reference"] = (f"Required, and not blank, by {', '.join(needs_reference)} "
-                                              + ("(a referenced model)." if len(needs_reference) == 1
-                                                 else "(referenced models)."))
-            parsed.append(None)
-        else:
-            parsed.append(item)
+            problems[f"items.{i}.reference"] = (f"Required, and not blank, by {', '.join(needs_reference)} "
+                                                + ("(a referenced model)." if len(needs_reference) == 1
+                                                   else "(referenced models)."))
+        errors.update(problems)
+        parsed.append(None if problems else item)
     return parsed, errors
 
 

@@ -73,6 +73,9 @@ def parse_line(raw: bytes, scorer: Scorer | Call) -> tuple[Any, Any]:
     if scorer.reads_reference and isinstance(item, Item) and lacks_reference(item.reference):
         raise BadLine(f"reference: {scorer.name} is a referenced model and needs a reference (not blank).",
                       item_id)
+    call = scorer if isinstance(scorer, Call) else Call(scorer, scorer.resolve_options({}))
+    if problem := call.item_problem(item):
+        raise BadLine(f"{problem[0]}: {problem[1]}", item_id)
     return item, item_id
 
 

@@ -238,6 +238,11 @@ class Scorer:
             sample = Item(["hello there, how are you?"], "fine thanks, and you?", "i am good, thank you.")
         self.score([sample])
 
+    def item_problem(self, item: Any, options: dict[str, Any]) -> tuple[str, str] | None:
+        """(field, message) where this model cannot score an item the schema takes, under `options`
+        (resolved); None where it can. The data plane answers it as an invalid item, bulk as a bad line."""
+        return None
+
     # --- for subclasses ----------------------------------------------------------------------
     def _load(self) -> None:
         """Open sessions and arrays from self.manifest; called once per worker."""
@@ -269,6 +274,9 @@ class Call:
     def kind(self) -> str:
         """The scorer's kind, `unreferenced` where the options ask a referenced model for its part."""
         return "unreferenced" if self.scorer.kind == "referenced" and not self.reads_reference else self.scorer.kind
+
+    def item_problem(self, item: Any) -> tuple[str, str] | None:
+        return self.scorer.item_problem(item, self.options)
 
     def score(self, items: list[Any], options: dict[str, Any] | None = None,
               cache: EncodeCache | None = None) -> ScoreBatch:

@@ -113,13 +113,15 @@ def _served(app) -> list[dict]:
 def _valid_for(model: dict, item: dict) -> bool:
     """Whether the contract obliges a model to score a drawn item: reply items (at most 3 texts of 40
     characters, every field present) are, but a referenced model needs a reference that is not blank;
-    a dialogue needs a bot turn that is not blank. Blank is text.is_blank (tests/test_text.py):
-    whitespace and invisible format characters, so a drawn soft hyphen is blank too."""
+    a dialogue needs a bot turn that is not blank, and (M_H's default variant, which reads the user's turns)
+    a user turn that is not blank. Blank is text.is_blank (tests/test_text.py): whitespace and invisible
+    format characters, so a drawn soft hyphen is blank too."""
     if model["kind"] == "referenced":
         return not is_blank(item["reference"])
     if model["kind"] != "dialogue":
         return True
-    return any(turn["speaker"] == "bot" and not is_blank(turn["text"]) for turn in item["turns"])
+    return all(any(turn["speaker"] == speaker and not is_blank(turn["text"]) for turn in item["turns"])
+               for speaker in ("bot", "user"))
 
 
 @settings(max_examples=40, deadline=None)

@@ -109,6 +109,9 @@ def test_resume_must_keep_the_shard_split_and_the_options(store, tmp_path):
         def for_options(self, options):
             return self
 
+        def item_problem(self, item, options):
+            return None
+
         def resolve_options(self, options):
             return {"unit": "words", **(options or {})}
 

@@ -60,6 +60,9 @@ def test_a_score_that_is_not_finite_is_a_scoring_error_not_invalid_json(store, t
         def for_options(self, options):
             return self
 
+        def item_problem(self, item, options):
+            return None
+
         def resolve_options(self, options):
             return scorer.resolve_options(options)
 

@@ -17,6 +17,7 @@ import numpy as np
 from service.components.cache import EncodeCache
 from service.scorers.base import Dialogue, Scorer, ScoreBatch
 from service.scorers.mh import proxies
+from service.text import is_blank
 from service.artifacts.manifest import ManifestError, encoder_drift
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,15 @@ class HybridMetric(Scorer):
             log.warning("%s: fitted on sentence-encoder files %s, the store has %s; semantic_similarity may be "
                         "off its training scale (re-run `python -m training train-mh`)", self.name,
                         sorted(drift), {n: h and h[:12] for n, h in drift.items()})
+
+    def item_problem(self, item: Any, options: dict[str, Any]) -> tuple[str, str] | None:
+        """A conversation with no user turn under "human-bot": the proxies that read the user's turns are all
+        missing and take their training means, so the score would be about the regression's intercept."""
+        if options["variant"] == "human-bot" and not any(t.speaker == proxies.USER and not is_blank(t.text)
+                                                         for t in item.turns):
+            return "turns", ('The variant "human-bot" (the default) reads the user\'s turns, and this dialogue '
+                             'has none with text; send options.variant "bot-only" to score the bot\'s turns alone.')
+        return None
 
     def predict(self, values: np.ndarray) -> float:
         """The regression output for one proxy vector, before the clip to the rating scale: NaN proxies

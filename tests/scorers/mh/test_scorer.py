@@ -187,6 +187,17 @@ def test_http_contract_for_dialogue_items(tmp_path: Path) -> None:
             refused = client.post("/score", json={"model": "mh", "items": [turns(GOOD), {"turns": dialogue}]})
             assert refused.status_code == 422, (blank, dialogue)
             assert "items.1.turns" in refused.get_json()["error"]["details"]
+    # "human-bot" with no user turn with text: every proxy reading the user's turns took its training mean,
+    # and the score was about the intercept, answered 200 without a word; the bot's turns alone are scored.
+    for user in ([], [{"speaker": "user", "text": " "}]):
+        bots_only = {"turns": [*user, {"speaker": "bot", "text": "hi there"}, {"speaker": "bot", "text": "do you?"}]}
+        refused = client.post("/score", json={"model": "mh", "items": [turns(GOOD), bots_only]})
+        assert refused.status_code == 422 and "bot-only" in refused.get_json()["error"]["details"]["items.1.turns"]
+        skipped = client.post("/score", json={"model": "mh", "items": [turns(GOOD), bots_only], "on_invalid": "skip"})
+        assert skipped.status_code == 200 and skipped.get_json()["skipped"] == [1]
+        for variant in ("bot-only", "self-play"):
+            scored = client.post("/score", json={"model": "mh", "items": [bots_only], "options": {"variant": variant}})
+            assert scored.status_code == 200, scored.get_json()
     empty = client.post("/score", json={"model": "mh", "items": [{"turns": []}]})
     assert empty.status_code == 422
     long = {"turns": [{"speaker": "bot", "text": "hi"}] * 7}
