@@ -99,26 +99,32 @@ def items_for(kind: str, n: int, shared_context: bool = False) -> list[dict]:
 
 
 WORDS = " ".join(CONTEXT + REPLIES).split()
-BOUND_DRAWS = 4  # sets of items a batch bound is the largest move over: one set's figure varied 1000-fold
+# Sets of items a batch bound is the largest move over (one set's figure varied 1000-fold): the even ones of
+# texts of 1 to 40 words, the odd ones of 1 to LONG_WORDS, past the encoders' truncation (longer texts
+# moved scores further than the short sets had).
+BOUND_DRAWS = 8
+LONG_WORDS = 300
 
 
 def mixed_items(kind: str, n: int, shared_context: bool = False, draw: int = 0) -> list[dict]:
-    """`n` distinct items whose texts run from 1 to 40 words, so that in a batch most texts are padded
-    past their own length: where an encoder's vector depends on its padding, that is what moves a score
-    with its batch-mates (items_for's texts are all of about one length). Each `draw` is another set."""
+    """`n` distinct items whose texts run from 1 to 40 words (an odd `draw`: to LONG_WORDS), so that in a
+    batch most texts are padded past their own length: where an encoder's vector depends on its padding,
+    that is what moves a score with its batch-mates (items_for's texts are all of about one length). Each
+    `draw` is another set."""
     def text(i: int, words: int, tag: str) -> str:
         return " ".join(WORDS[(i + k) % len(WORDS)] for k in range(words)) + f" ({tag}{i})"
 
+    longest = LONG_WORDS if draw % 2 else 40
     items = []
     for i in range(draw * n, draw * n + n):
-        context = [text(i + t, 2 + (i * 7 + t * 11) % 30, f"c{t}.") for t in range(1 + i % 3)]
-        reply = text(i, 1 + (i * 13) % 40, "r")
+        context = [text(i + t, 2 + (i * 7 + t * 11) % (longest - 10), f"c{t}.") for t in range(1 + i % 3)]
+        reply = text(i, 1 + (i * 13) % longest, "r")
         if kind == "dialogue":
             items.append({"turns": [{"speaker": ("user", "bot")[t % 2], "text": turn}
                                     for t, turn in enumerate([*context, reply])]})
             continue
         items.append({"context": [CONTEXT[1]] if shared_context else context, "response": reply,
-                      "reference": REPLIES[3] if shared_context else text(i + 5, 1 + (i * 5) % 40, "f")})
+                      "reference": REPLIES[3] if shared_context else text(i + 5, 1 + (i * 5) % longest, "f")})
     return items
 
 
@@ -576,7 +582,7 @@ def _suite(args: argparse.Namespace, extra: dict[str, str] | None, header: list[
         measured = batch_moves(port, served, args.batch)
         (moves if moves is not None else {}).update(measured)
         _say(notes, f"largest move of a score with its batch-mates ({where}; "
-                    f"{BOUND_DRAWS} sets of {args.batch} distinct items of 1 to 40 words, scored together and each alone, and as "
+                    f"{BOUND_DRAWS} sets of {args.batch} distinct items of 1 to 40 or to {LONG_WORDS} words, scored together and each alone, and as "
                     f"much again with a shared context; as a share of the model's range): "
                     + ", ".join(f"{name} {move:.1e}" for name, move in measured.items()))
         sampler.halt.set()

@@ -120,5 +120,7 @@ def test_the_batch_bound_items_are_distinct_and_of_mixed_lengths():
     assert min(lengths) <= 3 and max(lengths) >= 35 and len(lengths) >= 20, sorted(lengths)
     shared = mixed_items("referenced", 32, shared_context=True)
     assert len({tuple(i["context"]) for i in shared}) == 1 and len({i["response"] for i in shared}) == 32
+    long = {len(i["response"].split()) for i in mixed_items("referenced", 32, draw=1)}
+    assert min(long) <= 15 and max(long) >= 250, sorted(long)  # past the encoders' truncation
     dialogues = mixed_items("dialogue", 8)
     assert all(len(d["turns"]) >= 2 for d in dialogues)
