@@ -124,8 +124,10 @@ def _parse_each(raw_items: list[dict[str, Any]], calls: list[Call], kind: str,
             errors.update(flatten_messages(exc.messages, f"items.{i}"))
             parsed.append(None)
             continue
-        problems = {f"items.{i}.{field}": message for c in calls if (found := c.item_problem(item))
-                    for field, message in [found]}
+        problems: dict[str, str] = {}
+        for call in calls:
+            if (found := call.item_problem(item)) is not None:
+                problems[f"items.{i}.{found[0]}"] = found[1]
         if needs_reference and isinstance(item, Item) and lacks_reference(item.reference):
             problems[f"items.{i}.reference"] = (f"Required, and not blank, by {', '.join(needs_reference)} "
                                                 + ("(a referenced model)." if len(needs_reference) == 1
