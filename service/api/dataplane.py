@@ -17,7 +17,7 @@ from marshmallow import ValidationError
 
 from service.observability import metrics, tracing
 from service.api import limits
-from service.api.schemas import flatten_messages, parse_item
+from service.api.schemas import RERANK_REQUEST, SCORE_REQUEST, element_errors, flatten_messages, parse_item
 from service.api.warnings import reply_warnings
 from service.components.cache import EncodeCache
 from service.config import Settings
@@ -115,9 +115,12 @@ def _parse_each(raw_items: list[dict[str, Any]], calls: list[Call], kind: str,
                 ) -> tuple[list[Any], dict[str, str]]:
     """Every item parsed (None where invalid) and every invalid item's errors, keyed `items.<i>.<field>`."""
     needs_reference = [c.name for c in calls if c.reads_reference]
-    errors: dict[str, str] = {}
+    errors = element_errors(SCORE_REQUEST, "items", raw_items)  # not a JSON object
     parsed: list[Any] = []
     for i, raw in enumerate(raw_items):
+        if f"items.{i}" in errors:
+            parsed.append(None)
+            continue
         try:
             item = parse_item(raw, kind)
         except ValidationError as exc:
@@ -284,7 +287,8 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     """/rerank: the candidates, context and reference sizes (413), the model (503, 404), the options
     (422; they decide whether a reference is needed), its kind and reference (422), the encoder's work
     (413); then the ranking, best first.
-    Under `on_invalid: "skip"` over-long candidates are left out and named in `skipped` and `errors`."""
+    Under `on_invalid: "skip"` over-long candidates and those not a string are left out and named in
+    `skipped` and `errors`."""
     requested = [_requested(store, body["model"], body["options"], "options")]
     _label(requested)
     dropped: int | None = None
@@ -300,7 +304,13 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     if call.reads_reference and lacks_reference(body["reference"]):
         raise InvalidRequest(f"{call.name} needs a reference. {reference_free_advice(store)}",
                              {"reference": "Required, and not blank, by this model."})
+    malformed = element_errors(RERANK_REQUEST, "candidates", body["candidates"])  # not a JSON string
+    if malformed and body["on_invalid"] != "skip":
+        raise InvalidRequest("Some candidates are invalid; see details for each field.", malformed)
+    errors = dict(sorted({**errors, **malformed}.items(), key=lambda kv: _item_index(kv[0])))
     if errors and len(errors) == len(body["candidates"]):  # nothing left: as without "skip"
+        if malformed and len(malformed) == len(errors):
+            raise InvalidRequest("Some candidates are invalid; see details for each field.", errors)
         limits.refuse(errors)
     kept = [j for j in range(len(body["candidates"])) if f"candidates.{j}" not in errors]
     items = [Item(list(body["context"]), body["candidates"][j], body["reference"]) for j in kept]

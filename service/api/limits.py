@@ -9,8 +9,8 @@ from service.errors import TooLarge
 from service.stats import METHODS, bootstrap_work_items
 
 
-def _check_text(path: str, text: str | None, settings: Settings, over: dict[str, str]) -> None:
-    if text is not None and len(text) > settings.max_chars:
+def _check_text(path: str, text: object, settings: Settings, over: dict[str, str]) -> None:
+    if isinstance(text, str) and len(text) > settings.max_chars:  # anything else is the schema's to refuse
         over[path] = f"{len(text)} characters; the limit is {settings.max_chars}."
 
 

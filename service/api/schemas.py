@@ -28,14 +28,38 @@ _ON_INVALID = ("Extension. `reject` (the default): an invalid {what} fails the w
                "(indices) and `errors` (field paths to messages, as an error's `details`){null}. A request that "
                "leaves nothing to score still fails (413 if one was over a limit, else 422, `details` naming every "
                "problem), as does one whose problem is not one {what}'s own content (the number of {what}s, the "
-               "model, the options{shared}, {article} {what} that is not a JSON {json}).")
+               "model, the options{shared}). {article} {what} that is not a JSON {json} (a `null`) is an invalid "
+               "{what} like any other.")
 
 
 def _on_invalid(what: str, null: str, shared: str, json: str) -> fields.String:
-    article = "an" if what[0] in "aeiou" else "a"
+    article = "An" if what[0] in "aeiou" else "A"
     return fields.String(load_default="reject", validate=validate.OneOf(ON_INVALID), metadata={
         "description": _ON_INVALID.format(what=what, null=null, shared=shared, json=json, article=article),
         "example": "skip"})
+
+
+class Elements(fields.List):
+    """A JSON array whose elements the data plane checks one at a time (`element_errors`), so that under
+    `on_invalid: "skip"` an element of the wrong type (a `null` candidate) leaves out that element alone;
+    /openapi.json types the elements as `inner` all the same."""
+
+    def _deserialize(self, value, attr, data, **kwargs):  # type: ignore[override]
+        if not isinstance(value, list):
+            raise self.make_error("invalid")
+        return list(value)
+
+
+def element_errors(schema: Schema, name: str, values: list[Any]) -> dict[str, str]:
+    """Each of `values` that is not what the schema's Elements field `name` holds, keyed `<name>.<i>`."""
+    inner = schema.fields[name].inner
+    errors: dict[str, str] = {}
+    for i, value in enumerate(values):
+        try:
+            inner.deserialize(value)
+        except ValidationError as exc:
+            errors.update(flatten_messages(exc.messages, f"{name}.{i}"))
+    return errors
 
 
 ON_LONG_CONTEXT = ("reject", "keep_last")
@@ -139,7 +163,7 @@ class ScoreRequestSchema(StrictSchema):
     models = fields.List(fields.String(), validate=_nonempty_list,
                          metadata={"description": "Extension: several models on the same items; each distinct "
                                                   "utterance is encoded once. Give `model` or `models`."})
-    items = fields.List(fields.Dict(), required=True, validate=_nonempty_list,
+    items = Elements(fields.Dict(), required=True, validate=_nonempty_list,
                         metadata={"description": "Item objects ({context, response, reference?}) or, for "
                                                  "`dialogue` models, {turns}."})
     options = fields.Dict(load_default=dict, metadata={"description": "Model-specific options; unknown keys are 422. "
@@ -200,7 +224,7 @@ class RerankRequestSchema(StrictSchema):
     model = fields.String(required=True, metadata={"example": "autojudge"})
     context = fields.List(fields.String(), required=True, validate=_nonempty_list,
                           metadata={"example": ["hi! how was your weekend?"]})
-    candidates = fields.List(fields.String(), required=True, validate=_nonempty_list,
+    candidates = Elements(fields.String(), required=True, validate=_nonempty_list,
                              metadata={"example": ["i don't know.", "great, i went hiking with my sister!"]})
     reference = fields.String(allow_none=True, load_default=None,
                               metadata={"description": _REFERENCE})

@@ -77,7 +77,6 @@ def test_skip_with_nothing_left_to_score_fails_as_reject_does(small_limits_clien
 
 @pytest.mark.parametrize(("body", "status", "field"), [
     ({"items": [ITEM] * 7}, 413, "items"),                       # the number of items is the request's
-    ({"items": [ITEM, 5]}, 422, "items.1"),                        # not an object: the request's shape
     ({"items": [ITEM], "options": {"nope": 1}}, 422, "options"),  # options belong to every item
     ({"items": [ITEM], "on_invalid": "sometimes"}, 422, "on_invalid"),
 ])
@@ -85,6 +84,39 @@ def test_skip_does_not_cover_the_request_s_own_problems(small_limits_client, bod
     response = small_limits_client.post("/score", json={"model": "length", "on_invalid": "skip", **body})
     assert response.status_code == status
     assert any(key.startswith(field) for key in response.get_json()["error"]["details"]), response.get_json()
+
+
+@pytest.mark.parametrize("wrong", [None, 5, "a string", ["a", "list"]])
+def test_skip_leaves_out_an_item_that_is_not_an_object(small_limits_client, wrong):
+    items = [ITEM, wrong, OTHER]
+    rejected = small_limits_client.post("/score", json={"model": "length", "items": items})
+    assert rejected.status_code == 422 and set(rejected.get_json()["error"]["details"]) == {"items.1"}
+    body = small_limits_client.post("/score", json={"model": "length", "items": items, "on_invalid": "skip"}).get_json()
+    alone = small_limits_client.post("/score", json={"model": "length", "items": [ITEM, OTHER]}).get_json()["scores"]
+    assert body["scores"] == [alone[0], None, alone[1]] and body["skipped"] == [1]
+    assert body["errors"] == rejected.get_json()["error"]["details"]
+
+
+@pytest.mark.parametrize("wrong", [None, 5, ["a"], {"text": "a"}])
+def test_rerank_skip_leaves_out_a_candidate_that_is_not_a_string(small_limits_client, wrong):
+    body = {"model": "length", "context": ["hi"], "candidates": ["a b c", wrong, "one two"]}
+    rejected = small_limits_client.post("/rerank", json=body)
+    assert rejected.status_code == 422 and set(rejected.get_json()["error"]["details"]) == {"candidates.1"}
+    ranked = small_limits_client.post("/rerank", json={**body, "on_invalid": "skip"}).get_json()
+    assert [r["index"] for r in ranked["ranking"]] == [0, 2] and ranked["skipped"] == [1]
+    assert ranked["errors"] == rejected.get_json()["error"]["details"]
+    with_long = {**body, "candidates": [*body["candidates"], "z " * 40]}
+    assert small_limits_client.post("/rerank", json=with_long).status_code == 413  # limits first, as documented
+    both = small_limits_client.post("/rerank", json={**with_long, "on_invalid": "skip"}).get_json()
+    assert both["skipped"] == [1, 3] and set(both["errors"]) == {"candidates.1", "candidates.3"}
+
+
+@pytest.mark.parametrize(("candidates", "status"), [([None, 5], 422), ([None, "z " * 40], 413)])
+def test_rerank_skip_with_no_candidate_left_fails_as_reject_would(small_limits_client, candidates, status):
+    response = small_limits_client.post("/rerank", json={"model": "length", "context": ["hi"],
+                                                         "candidates": candidates, "on_invalid": "skip"})
+    assert response.status_code == status
+    assert set(response.get_json()["error"]["details"]) == {"candidates.0", "candidates.1"}
 
 
 def test_rerank_skip_leaves_over_long_candidates_out_of_the_ranking(small_limits_client):
