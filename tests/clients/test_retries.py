@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -94,6 +95,24 @@ def test_the_deadline_ends_refused_connections():
     assert 1 <= time.monotonic() - started < 2.5
     assert caught.value.status is None and caught.value.code == "connection_error"
     assert caught.value.attempts >= 2 and "Gave up after" in str(caught.value)
+
+
+@pytest.mark.parametrize(("errno", "code", "retried"), [(socket.EAI_NONAME, "unknown_host", False),
+                                                      (socket.EAI_AGAIN, "connection_error", True)])
+def test_a_name_with_no_address_is_not_retried_a_resolver_not_answering_is(monkeypatch, errno, code, retried):
+    """The resolver's own answers, whatever DNS the machine running the tests has: a typo in base_url
+    fails at once; a resolver that says "try again" is retried until the deadline."""
+    def resolve(host, *args, **kwargs):
+        raise socket.gaierror(errno, "from the test's resolver")
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    started = time.monotonic()
+    with pytest.raises(TransportError) as caught:
+        Client("http://dialscore.example.invalid:8000", retry_deadline=1).models()
+    assert caught.value.code == code and (caught.value.attempts >= 2) == retried
+    assert (time.monotonic() - started >= 1) == retried
+    if not retried:
+        assert "dialscore.example.invalid has no address" in caught.value.message and "base_url" in caught.value.message
 
 
 def test_a_closed_port_fails_within_the_default_budget():

@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import random
+import socket
 import threading
 import time
 from collections import Counter
@@ -19,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import requests
-from urllib3.exceptions import NewConnectionError, ReadTimeoutError
+from urllib3.exceptions import NameResolutionError, NewConnectionError, ReadTimeoutError
 
 from dialscore_client.errors import (BODY_EXCERPT, DialscoreError, InvalidRequest, ServerError, TransportError,
                                      error_from_response)
@@ -39,6 +40,9 @@ MAX_BUDGET = 3600.0  # the largest X-Request-Timeout the server takes
 IDLE_TIMEOUT = 60.0  # without a timeout: seconds to wait for a connection, and between an answer's bytes
 MAX_TIMEOUT = 1e6  # seconds: the largest `timeout` taken (sockets and threads take no wait much longer)
 UNSENDABLE = (ValueError, TypeError)  # what json.dumps and UTF-8 raise for a value JSON has no form for
+# The resolver's answer that the name has no address: a typo in base_url, which waiting does not cure (its
+# "try again", EAI_AGAIN, a DNS server not reachable yet, stays a retried connection_error).
+NO_SUCH_HOST = frozenset(getattr(socket, name) for name in ("EAI_NONAME", "EAI_NODATA") if hasattr(socket, name))
 
 
 def encode(payload: Any) -> bytes:
@@ -191,14 +195,19 @@ class Transport:
 
     def _no_answer(self, exc: requests.RequestException, method: str, url: str, wait: float,
                    deadline: float | None) -> TransportError:
-        """The failure of an attempt that got no answer's head: no connection (retried), a connection closed
-        or reset before the answer (retried), no answer in time (not retried: that would repeat the slow work)."""
+        """The failure of an attempt that got no answer's head: a host name with no address (not retried), no
+        connection (retried), a connection closed or reset before the answer (retried), no answer in time (not
+        retried: that would repeat the slow work)."""
         if isinstance(exc, requests.exceptions.SSLError):  # a certificate will not fix itself: not retried
             return TransportError(None, "tls_error", f"TLS with {url} failed: {exc}")
         if _timed_out(exc):
             return TransportError(None, "timeout", f"{url} sent no whole answer within {self._within(wait, deadline)}.")
         if isinstance(exc, requests.ConnectionError):
             reason = getattr(exc.args[0], "reason", None) if exc.args else None
+            resolver = getattr(reason, "__cause__", None) or getattr(reason, "__context__", None)
+            if isinstance(reason, NameResolutionError) and getattr(resolver, "errno", None) in NO_SUCH_HOST:
+                return TransportError(None, "unknown_host", f"{urlsplit(url).hostname} has no address ({resolver}): "
+                                      "check the client's base_url.")
             if isinstance(exc, requests.ConnectTimeout) or isinstance(reason, NewConnectionError):
                 return TransportError(None, "connection_error", f"Could not connect to {url}: {exc}")
             return TransportError(None, "connection_error", f"{url} closed the connection without an answer: {exc}")
