@@ -13,7 +13,6 @@ import argparse
 import csv
 import io
 import json
-import logging
 import os
 import re
 import signal
@@ -40,7 +39,6 @@ from service.store.trained_items import TrainedItems
 from service.store.trained_items import load as load_trained
 from service.version import VERSION
 
-log = logging.getLogger("service.cli")
 ALL = "all"  # the row of every line, under the systems'
 CSV_FIELDS = ("id", "system", "response", "reference")
 
@@ -481,7 +479,7 @@ def main(argv: list[str] | None = None, prog: str = "dialscore score") -> int:
               file=sys.stderr)
         return 128 + stop.signum
     except (BulkError, ManifestError, OSError, csv.Error, UnicodeDecodeError) as exc:
-        log.error("dialscore score: %s", exc, extra={"exit_status": 2})
+        print(f"{prog}: error: {exc}", file=sys.stderr)  # plain, as argparse's and the run's other lines
         return 2
     settings = IntervalSettings(args.confidence, enabled=args.resamples != 0)
     if (line := _inert_options(args)) is not None:

@@ -121,7 +121,7 @@ def test_a_bad_csv_row_exits_2_naming_its_row_and_file_line(baseline_store, tmp_
     out = tmp_path / "scores.jsonl"
     assert score(baseline_store, str(source), "--models", "length", "--output", str(out)) == 2
     [err] = capsys.readouterr().err.splitlines()
-    assert f"{source}: line 2 (file line 4): {problem}" in json.loads(err)["message"], err
+    assert err.startswith("dialscore score: error: ") and f"{source}: line 2 (file line 4): {problem}" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
 
 
@@ -130,7 +130,8 @@ def test_set_up_errors_exit_2_and_leave_the_output_as_it_was(baseline_store, tmp
     out = tmp_path / "scores.jsonl"
     out.write_text("an earlier run's\n", encoding="utf-8")
     assert score(baseline_store, str(source), "--models", "length", "no-such-model", "--output", str(out)) == 2
-    assert "model no-such-model is not available" in capsys.readouterr().err
+    [err] = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("{")]  # the store's log
+    assert err.startswith("dialscore score: error: model no-such-model is not available"), err
     assert score(baseline_store, str(tmp_path / "missing.jsonl"), "--models", "length", "--output", str(out)) == 2
     assert "missing.jsonl" in capsys.readouterr().err
     assert out.read_text(encoding="utf-8") == "an earlier run's\n"
