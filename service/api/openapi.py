@@ -52,8 +52,9 @@ _REQUEST_TIMEOUT = {
                     "finish within it is refused with 503 `overloaded`, and work whose budget ran out before it "
                     "started is never computed (503 `deadline_exceeded`). A bad value is a 400 `bad_request`."),
     "required": False,
-    "schema": {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": MAX_REQUEST_TIMEOUT_S},
-    "example": 1,
+    # A string of decimal digits: a header is text, and `1e3` or `+2`, numbers to a JSON reader, are refused.
+    "schema": {"type": "string", "pattern": r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)$"},
+    "example": "1",
 }
 # Any operation can answer these; 400 (malformed HTTP), 408, 414 and 431 come from the server itself
 # (service/server/), before the app reads the request.

@@ -37,6 +37,9 @@ def split_body(raw: bytes, header_length: str | None) -> tuple[bytes, bytes]:
     if not header_length.strip().isascii() or not header_length.strip().isdigit():
         raise BadJson(f"{HEADER_LENGTH} must be a whole number of bytes.", {HEADER_LENGTH: "Not a whole number."})
     size = int(header_length)
+    if size == 0:  # parse_json would call the whole body empty
+        raise BadJson(f"{HEADER_LENGTH} is 0: the request's JSON part (its `inputs`) is empty; give its length in "
+                      "bytes, or leave the header out for an all-JSON body.", {HEADER_LENGTH: "Zero."})
     if size > len(raw):
         raise BadJson(f"{HEADER_LENGTH} ({size}) is longer than the body ({len(raw)} bytes).",
                       {HEADER_LENGTH: "Longer than the body."})

@@ -92,6 +92,12 @@ def test_a_bad_binary_header_is_400(client, header, binary):
     assert answer.status_code == 400 and "error" in answer.get_json()
 
 
+def test_a_binary_header_of_zero_bytes_says_so(client):
+    body = json.dumps({"inputs": [_text("response", ["a"]), _text("context", ["b"])]}).encode()
+    answer = _infer(client, "length", body, {HEADER: "0"})
+    assert answer.status_code == 400 and f"{HEADER} is 0" in answer.get_json()["error"]  # not "the body is empty"
+
+
 def test_binary_data_that_runs_past_its_size_is_400(client):
     header = json.dumps({"inputs": [
         {"name": "context", "shape": [1], "datatype": "BYTES", "parameters": {"binary_data_size": 4}},
