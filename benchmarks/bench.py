@@ -476,8 +476,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the encoders run elsewhere, the same scenarios again with DIALSCORE_PROVIDERS "
                              "set to this, in the same run, beside the first (empty: never)")
     parser.add_argument("--write-bounds", action="store_true",
-                        help="also write the default run's moves with batch-mates as the batch bounds GET /models "
-                             "states for its encoders' provider and compute (service/artifacts/batch_bounds.json)")
+                        help="also write the default run's moves with batch-mates for its encoders' provider and "
+                             "compute (service/artifacts/batch_bounds.json), which GET /models states, times "
+                             "batch_bounds.MARGIN, as the batch bounds")
     parser.add_argument("--write-docs", type=Path, metavar="MARKDOWN",
                         help="also write this machine's section of MARKDOWN (docs/benchmarks.md), keeping the rest")
     args = parser.parse_args(argv)

@@ -9,6 +9,7 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates_schema
 
+from service.artifacts import batch_bounds
 from service.scorers.base import Dialogue, Item, Turn
 from service.stats.correlation import METHODS
 from service.stats.designs import DEFAULT_DESIGN, DESIGNS
@@ -440,9 +441,10 @@ class ModelInfoSchema(StrictSchema):
         "description": "Whether those terms allow commercial use of the model (false where any part is "
                        "non-commercial or states no licence). The terms as stated, not legal advice."})
     batch_bound = fields.Float(allow_none=True, metadata={
-        "description": "The largest move of a score with its batch-mates, as a share of `score_range`, that "
-                       "make bench measured on the provider and compute its encoders run on here: 0 where "
-                       "bit_exact_across_batches; null where none was measured for them yet (docs/api.md)."})
+        "description": f"How far a score may move with its batch-mates, as a share of `score_range`: {batch_bounds.MARGIN} times "
+                       "the largest move make bench measured on the provider and compute its encoders run on here "
+                       "(the largest seen grows with the sets tried); 0 where bit_exact_across_batches; null "
+                       "where none was measured for them yet (docs/api.md)."})
     card = fields.Dict(required=True, metadata={"description": "Training data, held-out correlations, licence, "
                                                                "citation (the model's README.md as fields)."})
     options = fields.Dict(required=True, metadata={"description": "The model's `options`, with types and defaults."})

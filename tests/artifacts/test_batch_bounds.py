@@ -1,5 +1,5 @@
-"""The batch bounds GET /models states: what make bench measured for the provider and compute a model's
-encoders run on, rounded up; 0 where bit-exact; None where not measured."""
+"""The batch bounds GET /models states: MARGIN times what make bench measured for the provider and compute
+a model's encoders run on, rounded up; 0 where bit-exact; None where not measured."""
 from __future__ import annotations
 
 import json
@@ -36,4 +36,5 @@ def test_get_models_states_the_committed_bound_zero_where_exact_and_none_where_u
         for model, value in entry["models"].items():
             assert 0 <= value < 0.05, (where, model)
             provider, compute = where.split(" ")
-            assert batch_bounds.bound(model, False, [{"provider": provider, "compute": compute}]) == value
+            stated = batch_bounds.bound(model, False, [{"provider": provider, "compute": compute}])
+            assert stated == batch_bounds.round_up(batch_bounds.MARGIN * value) >= batch_bounds.MARGIN * value
