@@ -145,6 +145,10 @@ def _item_index(path: str) -> int:
     return int(path.split(".")[1])
 
 
+def _in_item_order(errors: dict[str, str]) -> dict[str, str]:
+    return dict(sorted(errors.items(), key=lambda kv: _item_index(kv[0])))
+
+
 def _read_items(raw_items: list[dict[str, Any]], calls: list[Call], kind: str, skip: bool,
                 over_limits: dict[str, str]) -> tuple[list[Any], list[int], dict[str, str]]:
     """The items to score, their request positions, and (under `on_invalid: "skip"`) the errors of
@@ -156,9 +160,9 @@ def _read_items(raw_items: list[dict[str, Any]], calls: list[Call], kind: str, s
     parsed, errors = _parse_each(raw_items, calls, kind)
     if not skip:
         if errors:
-            raise InvalidRequest("Some items are invalid; see details for each field.", errors)
+            raise InvalidRequest("Some items are invalid; see details for each field.", _in_item_order(errors))
         return parsed, list(range(len(raw_items))), {}
-    errors = dict(sorted({**over_limits, **errors}.items(), key=lambda kv: _item_index(kv[0])))
+    errors = _in_item_order({**over_limits, **errors})
     left_out = {_item_index(path) for path in errors}
     kept = [i for i in range(len(raw_items)) if i not in left_out]
     if not kept:
@@ -285,8 +289,8 @@ def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[s
 @tracing.traced("dataplane.rerank")
 def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """/rerank: the candidates, context and reference sizes (413), the model (503, 404), the options
-    (422; they decide whether a reference is needed), its kind and reference (422), the encoder's work
-    (413); then the ranking, best first.
+    (422; they decide whether a reference is needed), its kind and reference (422), the candidates that
+    are not strings (422), the encoder's work (413); then the ranking, best first.
     Under `on_invalid: "skip"` over-long candidates and those not a string are left out and named in
     `skipped` and `errors`."""
     requested = [_requested(store, body["model"], body["options"], "options")]
@@ -307,7 +311,7 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     malformed = element_errors(RERANK_REQUEST, "candidates", body["candidates"])  # not a JSON string
     if malformed and body["on_invalid"] != "skip":
         raise InvalidRequest("Some candidates are invalid; see details for each field.", malformed)
-    errors = dict(sorted({**errors, **malformed}.items(), key=lambda kv: _item_index(kv[0])))
+    errors = _in_item_order({**errors, **malformed})
     if errors and len(errors) == len(body["candidates"]):  # nothing left: as without "skip"
         if malformed and len(malformed) == len(errors):
             raise InvalidRequest("Some candidates are invalid; see details for each field.", errors)

@@ -94,7 +94,7 @@ def component_schemas() -> dict[str, dict[str, Any]]:
 _NAME = {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}, "description": "A served model."}
 _VERSION = {"name": "version", "in": "path", "required": True, "schema": {"type": "string"},
             "description": "The model's version; another is a 404 naming the one served."}
-_HEADER_LENGTH = {"name": HEADER_LENGTH, "in": "header", "required": False, "schema": {"type": "integer", "minimum": 0},
+_HEADER_LENGTH = {"name": HEADER_LENGTH, "in": "header", "required": False, "schema": {"type": "integer", "minimum": 1},
                   "description": "The binary tensor data extension: the bytes of JSON before the inputs' binary data."}
 _NOT_READY = "Not ready (the protocol's answer): models still loading, or one failed to load."
 

@@ -299,9 +299,13 @@ def test_the_computing_operations_take_a_budget_and_name_every_refusal(client):
     document = client.get("/openapi.json").get_json()
     parameter = document["components"]["parameters"]["RequestTimeout"]
     assert (parameter["name"], parameter["in"], parameter["required"]) == ("X-Request-Timeout", "header", False)
-    assert parameter["schema"]["type"] == "string"  # the values the front takes, as the document writes them
+    # The front's spelling of a number as the pattern; its range (above 0, at most 3600), which a pattern
+    # cannot state, in the description.
+    assert parameter["schema"]["type"] == "string" and "at most 3600" in parameter["description"]
     for value in ("1", "0.25", ".5", "5.", "3600", "1e3", "1E1", "+2", "1_0", "inf", " 1", "-1", "0x10", "1,5"):
         assert bool(re.fullmatch(parameter["schema"]["pattern"], value)) == _budget_taken(value), value
+    for out_of_range in ("0", "0.0", "3601"):
+        assert re.fullmatch(parameter["schema"]["pattern"], out_of_range) and not _budget_taken(out_of_range)
     for path in ("/score", "/rerank", "/correlate", "/human-eval"):
         operation = document["paths"][path]["post"]
         assert operation["parameters"] == [{"$ref": "#/components/parameters/RequestTimeout"}]

@@ -47,8 +47,8 @@ def test_full_store_serves_and_is_batch_invariant(full_app):
     """Every committed model: 64 items of mixed lengths score exactly as each item does alone, and as
     in the batch reversed (the encoders once rounded by the batch's padded width and row count, the
     heads by a row's position: up to 2.4e-7), where GET /models says bit_exact_across_batches; elsewhere
-    (OpenVINO) within twice its `batch_bound` (what make bench measured, on other items) or a thousandth
-    of its range, whichever is more: a row mixed up with another moves by far more."""
+    (OpenVINO) within its `batch_bound` (four times what make bench measured, on other items) or a
+    thousandth of its range, whichever is more: a row mixed up with another moves by far more."""
     client = full_app.test_client()
     models = client.get("/models").get_json()["models"]
     assert {m["name"] for m in models} >= set(BASELINES)
@@ -66,7 +66,7 @@ def test_full_store_serves_and_is_batch_invariant(full_app):
         assert together.status_code == 200, (model["name"], together.get_json())
         scores = together.get_json()["scores"]
         low, high = model["score_range"]
-        bound = 0.0 if model["bit_exact_across_batches"] else max(2 * (model["batch_bound"] or 0), 1e-3) * (high - low)
+        bound = 0.0 if model["bit_exact_across_batches"] else max(model["batch_bound"] or 0, 1e-3) * (high - low)
         for i in range(0, 64, 9):
             alone = client.post("/score", json={"model": model["name"], "items": [batch[i]]}).get_json()["scores"][0]
             assert abs(alone - scores[i]) <= bound, (model["name"], i, alone, scores[i])  # bound 0: to the bit (API.md)

@@ -97,6 +97,12 @@ def test_skip_leaves_out_an_item_that_is_not_an_object(small_limits_client, wron
     assert body["errors"] == rejected.get_json()["error"]["details"]
 
 
+def test_without_skip_the_invalid_items_are_named_in_item_order(small_limits_client):
+    items = [{**ITEM, "reference": "   "}, None, {**ITEM, "context": []}]
+    details = small_limits_client.post("/score", json={"model": "bleu4", "items": items}).get_json()["error"]["details"]
+    assert list(details) == ["items.0.reference", "items.1", "items.2.context"]
+
+
 @pytest.mark.parametrize("wrong", [None, 5, ["a"], {"text": "a"}])
 def test_rerank_skip_leaves_out_a_candidate_that_is_not_a_string(small_limits_client, wrong):
     body = {"model": "length", "context": ["hi"], "candidates": ["a b c", wrong, "one two"]}

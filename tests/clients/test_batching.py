@@ -118,6 +118,21 @@ def test_skipped_items_are_told_in_the_callers_indices(whole, split):
                                                                                       on_invalid="skip")
 
 
+def test_items_that_are_not_objects_are_skipped_across_chunks_as_in_one_request(whole, split):
+    """A chunk whose every item is null (the server names `items.<i>`, no field) is the chunk's own
+    problem, not the request's; without skip the error names every such item, as one request does."""
+    items = [*ITEMS[:4], None, None, None, None, ITEMS[8]]
+    joined = split.score("length", items, on_invalid="skip")
+    assert joined == whole.score("length", items, on_invalid="skip") and joined.skipped == [4, 5, 6, 7]
+    items[1] = 5
+    with pytest.raises(InvalidRequest) as by_chunks:
+        split.score("length", items)
+    with pytest.raises(InvalidRequest) as at_once:
+        whole.score("length", items)
+    assert by_chunks.value.details == at_once.value.details and set(at_once.value.details) == {
+        "items.1", "items.4", "items.5", "items.6", "items.7"}
+
+
 def test_human_percentiles_of_chunks_join_in_the_callers_order(whole, split):
     """Chunks of 4 items: [0-3] one skipped, [4-7] all skipped (no answer), [8-10] answered whole."""
     items = [{"context": item["context"], "response": item["response"]} for item in ITEMS]

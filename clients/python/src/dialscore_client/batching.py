@@ -13,8 +13,9 @@ from typing import Any
 from dialscore_client.errors import DialscoreError, InvalidRequest, ServerError, TooLarge, reading_answer, rebase_path
 from dialscore_client.results import MultiScoreResult, RankedCandidate, Ranking, ReplyWarning, ScoreResult
 
-# Paths of one element's own problems, which `on_invalid: "skip"` skips: an item's field, a candidate.
-_ELEMENT_PATH = {"items": re.compile(r"items\.(\d+)\..+"), "candidates": re.compile(r"candidates\.(\d+)")}
+# Paths of one element's own problems, which `on_invalid: "skip"` skips: an item's field (`items.3.reference`)
+# or the item itself (`items.3`: not an object), a candidate.
+_ELEMENT_PATH = {"items": re.compile(r"items\.(\d+)(\..+)?"), "candidates": re.compile(r"candidates\.(\d+)")}
 
 
 @dataclass
