@@ -71,6 +71,10 @@ class Settings:
     # DIALSCORE_OPENVINO_CACHE_DIR: OpenVINO's compiled-model cache, so that a restart and the second worker load
     # the compiled encoders instead of compiling them (docs/deploy.md); empty: ~/.cache/dialscore/openvino
     openvino_cache_dir: str = ""
+    # DIALSCORE_OPENVINO_SHAPE_CACHE: input shapes whose kernels OpenVINO keeps built (its
+    # CPU_RUNTIME_CACHE_CAPACITY; about 2 MiB a shape for MiniLM): more is faster on shapes met again, and
+    # resident for good (docs/deploy.md, Memory)
+    openvino_shape_cache: int = 64
     cuda_options: tuple[str, ...] = ()  # DIALSCORE_CUDA_OPTIONS: key=value,... for ONNX Runtime's CUDA provider (CUDA_DEFAULTS below)
     load_sync: bool = False  # DIALSCORE_LOAD_SYNC: load models before serving instead of in the background
     # DIALSCORE_OPEN_ACCESS: serve without DIALSCORE_API_TOKEN on an address other than loopback; without it
@@ -149,6 +153,7 @@ SERVICE_RANGES = {
     "workers": (1, MAX_WORKERS),
     "intra_op_threads": (0, MAX_SESSION_THREADS),
     "encoder_threads": (0, MAX_SESSION_THREADS),
+    "openvino_shape_cache": (0, 5000),  # OpenVINO's own default, past which its memory is the worker's whole
 }
 
 

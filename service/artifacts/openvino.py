@@ -35,11 +35,7 @@ GAINS = ("amx_bf16", "avx512_bf16", "avx512_vnni")
 BF16 = ("amx_bf16", "avx512_bf16")
 # OpenVINO's CPU plugin quantises activations of int8-weight MatMuls on the fly by default, which moves a
 # vector by up to 1.4e-3 with its batch-mates; the service compiles float weights only, and says so.
-# Its runtime cache keeps the kernels built for each input shape, up to 5,000 shapes by default, about
-# 2 MiB each for MiniLM: every (batch, length) a worker meets stays resident (1,500 random shapes took one
-# process from 0.3 to 3.5 GiB). Without it memory stays flat (0.8 GiB), the same bits, no slower measured.
-COMPILE_CONFIG = {"PERFORMANCE_HINT": "LATENCY", "DYNAMIC_QUANTIZATION_GROUP_SIZE": 0,
-                  "CPU_RUNTIME_CACHE_CAPACITY": 0}
+COMPILE_CONFIG = {"PERFORMANCE_HINT": "LATENCY", "DYNAMIC_QUANTIZATION_GROUP_SIZE": 0}
 _ONNX_TYPES = {np.dtype(np.float32): "tensor(float)", np.dtype(np.float16): "tensor(float16)",
                np.dtype(np.int64): "tensor(int64)", np.dtype(np.int32): "tensor(int32)",
                np.dtype(np.bool_): "tensor(bool)"}
@@ -149,13 +145,18 @@ class Port:
 
 class CompiledSession:
     """A model OpenVINO compiled for the CPU, run like an ONNX Runtime session: `streams` runs may be in
-    flight at once (one infer request each, taken from a queue), on `threads` threads in all."""
+    flight at once (one infer request each, taken from a queue), on `threads` threads in all.
 
-    def __init__(self, path: Path, threads: int, streams: int, precision: str, cache: Path | None) -> None:
+    OpenVINO keeps the kernels it builds for each input shape, up to `shapes` of them (its
+    CPU_RUNTIME_CACHE_CAPACITY, 5,000 by default): about 2 MiB a shape for MiniLM, resident for good, so
+    that at its default a worker grows with every (batch, length) it meets (docs/deploy.md, Memory)."""
+
+    def __init__(self, path: Path, threads: int, streams: int, precision: str, cache: Path | None,
+                 shapes: int = 64) -> None:
         import openvino as ov
 
         config: dict[str, Any] = {**COMPILE_CONFIG, "INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": streams,
-                                  "INFERENCE_PRECISION_HINT": precision}
+                                  "INFERENCE_PRECISION_HINT": precision, "CPU_RUNTIME_CACHE_CAPACITY": shapes}
         if cache is not None:
             config["CACHE_DIR"] = str(cache)
         self.compiled = ov.Core().compile_model(str(path), "CPU", config)

@@ -43,6 +43,7 @@ class RuntimeSettings:
     batch_size: int = 64  # texts per ONNX run after length bucketing (memory grows with it)
     encoder_precision: str = "auto"  # the sentence encoder's file: int8, fp32, or auto (choose_precision)
     openvino_cache_dir: str = ""  # OpenVINO's compiled-model cache (openvino.cache_dir)
+    openvino_shape_cache: int = 64  # input shapes whose kernels OpenVINO keeps built (CompiledSession)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> "RuntimeSettings":
@@ -157,7 +158,8 @@ class Runtime:
         try:
             with openvino.graph_to_compile(Path(path), weights in ("int8", "int8-float"), cache) as graph:
                 compiled = openvino.CompiledSession(graph, self.encoder_threads * self.encoder_run_threads,
-                                                    self.encoder_threads, precision, cache)
+                                                    self.encoder_threads, precision, cache,
+                                                    self.settings.openvino_shape_cache)
         except Exception as exc:  # noqa: BLE001 - the CPU EP serves what OpenVINO cannot
             log.warning("%s: OpenVINO could not compile it (%s: %s); the CPU EP serves it", Path(path).name,
                         type(exc).__name__, exc)
