@@ -140,14 +140,18 @@ class Scorer:
         return all(getattr(s, "bit_exact_across_batches", True) for s in self._sessions())
 
     def _sessions(self) -> list[Any]:
-        """ONNX sessions this scorer owns or shares (for provider reporting)."""
+        """ONNX sessions this scorer owns or shares (for provider reporting), those of parts it holds in a
+        dict too (a stack's head graphs, each a runner with its `session`)."""
         found = []
-        for value in list(vars(self).values()) + list(self.components.values()):
+        held = list(vars(self).values()) + list(self.components.values())
+        for value in [part for value in held for part in (value.values() if isinstance(value, dict) else [value])]:
             sessions = getattr(value, "sessions", None)
             if callable(sessions):
                 found.extend(sessions())
             elif hasattr(value, "get_providers"):
                 found.append(value)
+            elif hasattr(getattr(value, "session", None), "get_providers"):
+                found.append(value.session)
         return found
 
     @property

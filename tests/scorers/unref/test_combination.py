@@ -175,3 +175,12 @@ def test_a_request_encodes_every_text_it_reads_in_one_encoder_call(tmp_path: Pat
     assert [sorted(texts) for texts in calls] == [sorted({*context, *replies})]
     encoder._encode = encode
     assert batch.scores == scorer.score([Item(context, reply) for reply in replies]).scores
+
+
+def test_a_stacks_head_graphs_are_among_its_sessions(tmp_path: Path):
+    """GET /models' providers and bit_exact_across_batches read every session: where the encoder runs on
+    OpenVINO, the head graphs still run on the CPU EP, and `providers` must say so."""
+    store = ModelStore(copy_store(tmp_path, ("unref-minilm",)))
+    assert store.load(), store.failures
+    stack = store.scorers["unref-minilm"]
+    assert stack.heads and all(any(runner.session is s for s in stack._sessions()) for runner in stack.heads.values())
