@@ -127,7 +127,7 @@ def resume_point(path: Path, model: str, version: str, fields: dict[str, Any] | 
     A process killed mid-write can leave a torn last line: it is cut off here (it was never
     counted as done, so its item is scored again, once), but only once the file is known to be
     a bulk output, so a foreign file without a final newline is refused, never cut. Output
-    written by another model or version, shard split or options is refused rather than extended.
+    written by another model or version, shard split, options or compute is refused rather than extended.
     """
     if not path.exists():
         return 0, 0
@@ -184,7 +184,7 @@ def _check_record(path: Path, raw: bytes, model: str, version: str, fields: dict
     if (last.get("model"), last.get("version")) != (model, version):
         raise BulkError(f"{path} was written by {last.get('model')} {last.get('version')}, not {model} {version}; "
                         "use another --output")
-    for key in ("shard", "options"):
+    for key in ("shard", "options", "compute"):
         if last.get(key) != fields.get(key):
             raise BulkError(f"{path} was written with {key} {last.get(key) or '(default)'}, this run has "
                             f"{fields.get(key) or '(default)'}; resume with the same {key} or use another --output")

@@ -16,6 +16,7 @@ from typing import Any
 from marshmallow import EXCLUDE, ValidationError
 
 from service.api.schemas import flatten_messages, parse_item
+from service.artifacts import batch_bounds
 from service.bulk.checkpoint import OversizedLine
 from service.components.cache import EncodeCache
 from service.json_body import (BadText, JsonTextError, NotAnObject, NotFinite, NotJson, RepeatedKey, TooDeep,
@@ -90,7 +91,9 @@ def run_fields(scorer: Scorer, options: dict[str, Any], shard_index: int, shard_
     """What else a resumed run must share with the output it extends, as fields of every record:
     the shard when there are several (another count would give the same file other lines) and
     the options where they differ from the model's defaults (a resume without them would score
-    the rest differently). Default runs add nothing, so their records stay as they were."""
+    the rest differently), and where scores are not bit-exact across batches the provider and compute
+    the encoders run on (a resume on another would join two kinds of scores in one output). Default
+    runs on the CPU EP add nothing, so their records stay as they were."""
     fields: dict[str, Any] = {}
     if shard_count > 1:
         fields["shard"] = f"{shard_index}/{shard_count}"
@@ -98,6 +101,8 @@ def run_fields(scorer: Scorer, options: dict[str, Any], shard_index: int, shard_
     changed = {k: v for k, v in options.items() if defaults.get(k) != v}
     if changed:
         fields["options"] = changed
+    if not scorer.bit_exact_across_batches():
+        fields["compute"] = batch_bounds.key([c.describe() for c in scorer.components.values()]) or "not batch-exact"
     return fields
 
 

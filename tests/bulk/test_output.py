@@ -112,6 +112,9 @@ def test_resume_must_keep_the_shard_split_and_the_options(store, tmp_path):
         def item_problem(self, item, options):
             return None
 
+        def bit_exact_across_batches(self):
+            return True
+
         def resolve_options(self, options):
             return {"unit": "words", **(options or {})}
 
@@ -129,6 +132,38 @@ def test_resume_must_keep_the_shard_split_and_the_options(store, tmp_path):
     odd.write_bytes(b"".join(odd.read_bytes().splitlines(keepends=True)[:5]))
     with open(source, "rb") as handle, pytest.raises(bulk.BulkError, match="options"):
         bulk.run(Options(), handle, odd, batch_size=5)
+
+
+def test_resume_must_keep_where_scores_that_move_with_their_batch_were_computed(store, tmp_path):
+    """Where a model is not bit-exact across batches (OpenVINO, CUDA), records name its encoders' provider
+    and compute, and a resume on other ones (DIALSCORE_PROVIDERS changed, another node) is refused."""
+    exact = store.get("length")
+    source = write_lines(tmp_path / "in.jsonl", encoded([dict(GOOD[i % 3], id=i) for i in range(8)]))
+
+    class Encoder:  # what GET /models says of an encoder OpenVINO runs in bf16, whatever this machine's CPU
+        def describe(self):
+            return {"name": "minilm-l6", "provider": "OpenVINOExecutionProvider", "compute": "bf16"}
+
+    class Moving:
+        components = {"minilm-l6": Encoder()}
+
+        def __getattr__(self, attribute):  # the rest is the exact model's
+            return getattr(exact, attribute)
+
+        def bit_exact_across_batches(self):
+            return False
+
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        bulk.run(Moving(), handle, output, batch_size=3)
+    assert {r["compute"] for r in read_output(output)} == {"OpenVINOExecutionProvider bf16"}
+    output.write_bytes(b"".join(output.read_bytes().splitlines(keepends=True)[:3]))
+    with open(source, "rb") as handle, pytest.raises(bulk.BulkError, match="compute OpenVINOExecutionProvider bf16"):
+        bulk.run(exact, handle, output, batch_size=3)
+    plain = tmp_path / "plain.jsonl"
+    with open(source, "rb") as handle:
+        bulk.run(exact, handle, plain, batch_size=3)
+    assert all("compute" not in r for r in read_output(plain))  # the CPU EP's records stay as they were
 
 
 def test_shards_cover_every_line_once(store, tmp_path):

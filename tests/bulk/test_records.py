@@ -63,6 +63,9 @@ def test_a_score_that_is_not_finite_is_a_scoring_error_not_invalid_json(store, t
         def item_problem(self, item, options):
             return None
 
+        def bit_exact_across_batches(self):
+            return True
+
         def resolve_options(self, options):
             return scorer.resolve_options(options)
 
