@@ -116,7 +116,8 @@ class ServerError(DialscoreError):
 
 
 class TransportError(DialscoreError):
-    """No HTTP answer: `connection_error` (refused, reset, after the retries) or `timeout` (no reply in time)."""
+    """No HTTP answer: `connection_error` (refused, reset, after the retries), `unknown_host` (a host name with no
+    address, not retried), `timeout` (no reply in time), `tls_error` or `request_error`."""
 
 
 _BY_CODE: dict[str, type[DialscoreError]] = {
