@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from marshmallow import ValidationError
 
@@ -166,10 +166,16 @@ def _read_items(raw_items: list[dict[str, Any]], calls: list[Call], kind: str, s
     left_out = {_item_index(path) for path in errors}
     kept = [i for i in range(len(raw_items)) if i not in left_out]
     if not kept:
-        if over_limits:
-            limits.refuse(errors)
-        raise InvalidRequest("Some items are invalid; see details for each field.", errors)
+        _refuse_every(errors, bool(over_limits), "items")
     return [parsed[i] for i in kept], kept, errors
+
+
+def _refuse_every(errors: dict[str, str], over_a_limit: bool, what: str) -> NoReturn:
+    """Under "skip" with nothing left to score: the status the request has without "skip" (413 where
+    one is over a limit, else 422), naming every problem."""
+    if over_a_limit:
+        limits.refuse(errors)
+    raise InvalidRequest(f"Some {what} are invalid; see details for each field.", errors)
 
 
 def _spread(values: list[Any] | None, kept: list[int], total: int) -> list[Any] | None:
@@ -299,8 +305,8 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     if body["on_long_context"] == "keep_last":
         context, dropped = _keep_last(body["context"], turns_kept(requested, settings))
         body = {**body, "context": context}
-    errors = limits.check_rerank(body, settings, check_reference=requested[0].reads_reference,
-                                 skip_candidates=body["on_invalid"] == "skip")
+    over = limits.check_rerank(body, settings, check_reference=requested[0].reads_reference,
+                               skip_candidates=body["on_invalid"] == "skip")
     (call,) = _resolved(requested, _served(store, requested), [])
     if call.kind == "dialogue":
         raise InvalidRequest(f"{call.name} scores whole dialogues and cannot rerank replies.",
@@ -311,11 +317,9 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     malformed = element_errors(RERANK_REQUEST, "candidates", body["candidates"])  # not a JSON string
     if malformed and body["on_invalid"] != "skip":
         raise InvalidRequest("Some candidates are invalid; see details for each field.", malformed)
-    errors = _in_item_order({**errors, **malformed})
-    if errors and len(errors) == len(body["candidates"]):  # nothing left: as without "skip"
-        if malformed and len(malformed) == len(errors):
-            raise InvalidRequest("Some candidates are invalid; see details for each field.", errors)
-        limits.refuse(errors)
+    errors = _in_item_order({**over, **malformed})
+    if len(errors) == len(body["candidates"]):
+        _refuse_every(errors, bool(over), "candidates")
     kept = [j for j in range(len(body["candidates"])) if f"candidates.{j}" not in errors]
     items = [Item(list(body["context"]), body["candidates"][j], body["reference"]) for j in kept]
     cache = EncodeCache()

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 FIGURES = Path(__file__).with_name("batch_bounds.json")
-# The largest move seen grows with the sets tried, so it is not itself a bound: on OpenVINO bf16 one set
-# of 32 random texts moved ruber-minilm 1.45 times the largest of bench's 16 sets and 40 more
-# (docs/notes/2026-11-30-batch-bounds-margin.md).
+# The largest move seen grows with the sets tried, so it is not itself a bound; the stated bound leaves
+# room for sets bench did not try (docs/api.md gives the figures).
 MARGIN = 4
 
 

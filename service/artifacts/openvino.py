@@ -152,7 +152,7 @@ class CompiledSession:
     that at its default a worker grows with every (batch, length) it meets (docs/deploy.md, Memory)."""
 
     def __init__(self, path: Path, threads: int, streams: int, precision: str, cache: Path | None,
-                 shapes: int = 64) -> None:
+                 shapes: int) -> None:
         import openvino as ov
 
         config: dict[str, Any] = {**COMPILE_CONFIG, "INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": streams,

@@ -141,7 +141,7 @@ class Scorer:
 
     def _sessions(self) -> list[Any]:
         """ONNX sessions this scorer owns or shares (for provider reporting), those of parts it holds in a
-        dict too (a stack's head graphs, each a runner with its `session`)."""
+        dict too (a stack's head runners)."""
         found = []
         held = list(vars(self).values()) + list(self.components.values())
         for value in [part for value in held for part in (value.values() if isinstance(value, dict) else [value])]:
@@ -150,8 +150,6 @@ class Scorer:
                 found.extend(sessions())
             elif hasattr(value, "get_providers"):
                 found.append(value)
-            elif hasattr(getattr(value, "session", None), "get_providers"):
-                found.append(value.session)
         return found
 
     @property

@@ -32,6 +32,9 @@ class HeadRunner(SentenceHeadScorer):
         self.session, self.encoder, self.encoding = session, encoder, encoding
         self.session.batch_exact = probe_batching(session, encoder.dim, encoding)
 
+    def sessions(self) -> list[Any]:
+        return [self.session]
+
     def outputs(self, items: list[Item], cache: EncodeCache) -> dict[str, np.ndarray]:
         """Every output by name. A graph with a `reference` input (ruber-minilm's, whose s_unref does
         not read it) is given the reply there."""
