@@ -476,9 +476,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the encoders run elsewhere, the same scenarios again with DIALSCORE_PROVIDERS "
                              "set to this, in the same run, beside the first (empty: never)")
     parser.add_argument("--write-bounds", action="store_true",
-                        help="also write the default run's moves with batch-mates for its encoders' provider and "
-                             "compute (service/artifacts/batch_bounds.json), which GET /models states, times "
-                             "batch_bounds.MARGIN, as the batch bounds")
+                        help="also merge the default run's moves with batch-mates for its encoders' provider and "
+                             "compute into service/artifacts/batch_bounds.json (the larger per model), which "
+                             "GET /models states, times batch_bounds.MARGIN, as the batch bounds")
     parser.add_argument("--write-docs", type=Path, metavar="MARKDOWN",
                         help="also write this machine's section of MARKDOWN (docs/benchmarks.md), keeping the rest")
     args = parser.parse_args(argv)
@@ -492,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
         where = batch_bounds.key([c for m in served.values() for c in m.get("components", [])])
         if args.write_bounds and where and not where.startswith("CPUExecutionProvider"):
             batch_bounds.record(where, f"{_cpu_model()}, {os.cpu_count()} cores", moves)
-            _say(notes, f"batch bounds for {where} written to {batch_bounds.FIGURES.relative_to(REPO)}")
+            _say(notes, f"batch bounds for {where} merged into {batch_bounds.FIGURES.relative_to(REPO)}")
         elsewhere = {c.get("provider") for m in served.values() for c in m.get("components", [])} - {args.baseline}
         if args.baseline and elsewhere - {None}:
             _say(header, f"baseline: the same scenarios with DIALSCORE_PROVIDERS={args.baseline}, after the first")

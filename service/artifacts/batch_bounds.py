@@ -51,8 +51,15 @@ def round_up(value: float) -> float:
 
 
 def record(where: str, machine: str, moves: dict[str, float], path: Path = FIGURES) -> None:
-    """Write `moves` (bench's batch_moves) as the bounds of provider and compute `where`, keeping the others."""
+    """Merge `moves` (bench's batch_moves) into the figures of provider and compute `where`: per model the
+    larger of the recorded and the new (another machine's or another run's sets may move scores more, and a
+    bound must cover both), the machines listed; other providers' figures are kept."""
     figures = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    figures[where] = {"machine": machine, "models": {name: round_up(move) for name, move in sorted(moves.items())}}
+    old = figures.get(where, {"machine": "", "models": {}})
+    models = dict(old["models"])
+    for name, move in moves.items():
+        models[name] = max(models.get(name, 0.0), round_up(move))
+    machines = old["machine"] if machine in old["machine"] else "; ".join(filter(None, (old["machine"], machine)))
+    figures[where] = {"machine": machines, "models": dict(sorted(models.items()))}
     path.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     measured.cache_clear()
