@@ -211,7 +211,8 @@ class Summary:
     every: Means = field(default_factory=Means)
     errors: dict[str, list[str]] = field(default_factory=dict)  # model: "line n: message", in line order
     failed_lines: int = 0  # lines at least one model could not score
-    trained: dict[str, int] = field(default_factory=dict)  # model: lines that are its training items
+    # model: lines that are its training items, those it scored (or, under --exclude-trained, left out)
+    trained: dict[str, int] = field(default_factory=dict)
     excluded: int = 0  # lines left out as a model's training items (--exclude-trained)
     max_refs: int = references.DEFAULT_MAX_REFS
     references_left_out: int = 0  # references past the first max_refs, over every line a referenced model read
@@ -276,6 +277,9 @@ def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], option
                 summary.failed_lines += 1
                 for name, error in errors.items():
                     summary.errors.setdefault(name, []).append(f"line {number}: {error['message']}")
+            for model in marks:  # a score it could not give adds nothing to its means
+                if out["scores"].get(model) is not None:
+                    summary.trained[model] = summary.trained.get(model, 0) + 1
             sink.write(json.dumps(out, ensure_ascii=False, allow_nan=False) + "\n")
             summary.every.add(out["scores"])
             if system is not None:
@@ -286,9 +290,9 @@ def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], option
     for number, raw in lines:
         obj = _line_object(raw)
         marks = _trained_by(obj, trained or [])
-        for model in marks:
-            summary.trained[model] = summary.trained.get(model, 0) + 1
         if marks and exclude_trained:
+            for model in marks:
+                summary.trained[model] = summary.trained.get(model, 0) + 1
             summary.excluded += 1
             continue
         batch.append((number, raw))
@@ -326,7 +330,8 @@ def trained_lines(summary: Summary, trained: list[TrainedItems], exclude: bool) 
         if count and exclude:
             lines.append(f"left out: {count} lines are {keys.model}'s training items ({where})")
         elif count:
-            lines.append(f"warning: {count} of {summary.every.lines} lines are {keys.model}'s training items ({where}): "
+            lines.append(f"warning: {count} of the {summary.every.scored(keys.model)} lines {keys.model} scored are its "
+                         f"training items ({where}): "
                          "its scores there are no held-out figures; --exclude-trained leaves them out")
         else:
             lines.append(f"{keys.model}: none of the lines is one of its training items that the keys hold ({where})")

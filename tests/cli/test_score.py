@@ -299,7 +299,7 @@ def test_a_models_training_items_are_marked_counted_and_left_out_on_request(tmp_
     captured = capsys.readouterr()
     assert [r.get("trained") for r in read(out)] == [None, None, ["length"]]
     assert json.loads(captured.out)["trained"] == {"length": 1}
-    assert "warning: 1 of 3 lines are length's training items" in captured.err
+    assert "warning: 1 of the 3 lines length scored are its training items" in captured.err
     assert score(store, str(source), "--models", "length", "bleu4", "--output", str(out), "--json",
                  "--exclude-trained") == 0
     captured = capsys.readouterr()
@@ -324,7 +324,22 @@ def test_a_training_item_is_flagged_in_any_spelling_and_another_reply_to_its_tur
     out = tmp_path / "scores.jsonl"
     assert score(store, str(source), "--models", "length", "--output", str(out)) == 0
     assert [r.get("trained") for r in read(out)] == [["length"], ["length"], ["length"], None]
-    assert "warning: 3 of 4 lines are length's training items" in capsys.readouterr().err
+    assert "warning: 3 of the 4 lines length scored are its training items" in capsys.readouterr().err
+
+
+def test_a_training_item_a_model_could_not_score_is_not_counted_as_scored(tmp_path, capsys) -> None:
+    store = copy_store(tmp_path / "store", ("bleu4",))
+    with_trained_items(store, "bleu4", [(["how was your weekend?"], "fine"), (["hi"], "hello there")])
+    lines = [{"context": ["how was your weekend?"], "response": "fine"},  # no reference: bleu4 cannot score it
+             {"context": ["hi"], "response": "hello there", "reference": "hello"},
+             {"context": ["hi"], "response": "bye", "reference": "hello"}]
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(line) for line in lines])
+    out = tmp_path / "scores.jsonl"
+    assert score(store, str(source), "--models", "bleu4", "--output", str(out), "--on-invalid", "skip", "--json") == 0
+    captured = capsys.readouterr()
+    assert [r.get("trained") for r in read(out)] == [["bleu4"], ["bleu4"], None]
+    assert "errors" in read(out)[0] and json.loads(captured.out)["trained"] == {"bleu4": 1}
+    assert "warning: 1 of the 2 lines bleu4 scored are its training items" in captured.err
 
 
 @pytest.mark.data
