@@ -24,7 +24,7 @@ from service.store import readiness
 # The DIALSCORE_* names read outside Settings (the worker's own, bulk's, training's), for the warning
 # about a misspelt one; the Settings fields are added where it is checked.
 OTHER_NAMES = frozenset({
-    "DIALSCORE_READY_DIR", "DIALSCORE_POD_WORKERS", "DIALSCORE_SHARD_COUNT", "DIALSCORE_DATA_DIR",
+    "DIALSCORE_READY_DIR", "DIALSCORE_SHARD_COUNT", "DIALSCORE_DATA_DIR",
     "DIALSCORE_MINILM_CACHE",
 })
 
@@ -101,9 +101,8 @@ def manifest_kind(path: Path) -> str | None:
 def check_port(settings: Settings, environ: Mapping[str, str]) -> None:
     """ValueError where DIALSCORE_PORT is taken on DIALSCORE_HOST or not this user's to bind, or where the host
     is no address of this machine: gunicorn would retry five times, then exit 1 with lines naming no
-    variable. Skipped where gunicorn is handed its listeners (a USR2 upgrade's GUNICORN_FD, systemd's
-    LISTEN_FDS): those ports are held on purpose."""
-    if environ.get("GUNICORN_FD") or environ.get("LISTEN_FDS"):
+    variable. Skipped where systemd hands gunicorn its listeners (LISTEN_FDS): that port is held on purpose."""
+    if environ.get("LISTEN_FDS"):
         return
     family, kind, proto, _, address = socket.getaddrinfo(settings.host, settings.port, type=socket.SOCK_STREAM)[0]
     with socket.socket(family, kind, proto) as probe:
@@ -121,10 +120,7 @@ def check_port(settings: Settings, environ: Mapping[str, str]) -> None:
 
 def hold_folders(environ: Mapping[str, str]) -> None:
     """Lock the shared folders the operator set (PROMETHEUS_MULTIPROC_DIR, DIALSCORE_READY_DIR) for this
-    server, ValueError where another server holds one; gunicorn.conf.py finds them held. Skipped for a
-    USR2 upgrade's new master (GUNICORN_FD), which shares them with the old one."""
-    if environ.get("GUNICORN_FD"):
-        return
+    server, ValueError where another server holds one; gunicorn.conf.py finds them held."""
     for key in SHARED_FOLDERS:
         if environ.get(key):
             shared_folders.hold(key, environ[key])

@@ -259,7 +259,7 @@ def test_a_port_in_use_is_refused_naming_the_variable_unless_gunicorn_is_handed_
         settings = load_server_settings({"DIALSCORE_PORT": str(port)})
         with pytest.raises(ValueError, match=rf"^DIALSCORE_PORT={port}: port {port} on 127.0.0.1 is in use"):
             check_port(settings, {})
-        check_port(settings, {"GUNICORN_FD": "3"})
+        check_port(settings, {"LISTEN_FDS": "1"})
     check_port(settings, {})
 
 

@@ -55,8 +55,7 @@ def hold(key: str, given: str) -> None:
 def claim(keys: Iterable[str]) -> list[str]:
     """Set each variable of `keys` that is unset to a new temporary folder, and check every folder can
     be written (ValueError naming the variable): a read-only one dropped every request without an
-    answer, or kept /readyz at "0 of 2 loaded" for good; and `hold` each, unless a USR2 upgrade's new
-    master shares them with the old. The folders made here, for `remove`."""
+    answer, or kept /readyz at "0 of 2 loaded" for good; and `hold` each. The folders made here, for `remove`."""
     owned = []
     keys = list(keys)
     if any(not os.environ.get(key) for key in keys):
@@ -66,8 +65,7 @@ def claim(keys: Iterable[str]) -> list[str]:
             os.environ[key] = tempfile.mkdtemp(prefix=TEMP_PREFIX)
             owned.append(os.environ[key])
         check_writable(os.environ[key], key)
-        if not os.environ.get("GUNICORN_FD"):
-            hold(key, os.environ[key])
+        hold(key, os.environ[key])
     return owned
 
 

@@ -45,18 +45,25 @@ atexit.register(lambda: os.getpid() == _master_pid and shared_folders.remove(_ow
 
 
 def on_starting(server):
-    """Start from no samples and no markers: a previous run's would be counted again."""
+    """Start from no samples and no markers: a previous run's would be counted again. USR2 is refused:
+    a new master would share or split this one's markers and samples while its workers serve."""
     shared_folders.clear_metrics()
     readiness.clear(readiness.marker_dir())
+    server.handle_usr2 = lambda: server.log.warning(  # the arbiter looks its signal handlers up by name
+        "USR2 ignored: upgrading on the fly is not supported; restart the server or roll the pod (docs/deploy.md)")
+
+
+def nworkers_changed(server, new_value, old_value):
+    """The pod's worker count for /readyz and recycling, which every worker reads live (TTIN, TTOU)."""
+    readiness.record_workers(new_value)
 
 
 def post_fork(server, worker):
-    """Tell the worker how many workers the pod runs, for /readyz (`-w` may override WORKERS). A worker that
-    replaces another (its age past the first `num_workers`) loads its models before taking requests,
-    while its siblings serve; the first ones load in the background, so that once imported they answer
-    /healthz while the pod starts, and /readyz says why it is not ready."""
-    os.environ[readiness.WORKERS_ENV] = str(server.num_workers)
-    if worker.age > server.num_workers:
+    """A worker that starts once the pod has been ready (one that TTIN adds) or that replaces another (its
+    age past the first `num_workers`) loads its models before taking requests, while its siblings serve;
+    the first ones load in the background, so that once imported they answer /healthz while the pod
+    starts, and /readyz says why it is not ready."""
+    if worker.age > server.num_workers or readiness.pod_was_ready():
         os.environ["DIALSCORE_LOAD_SYNC"] = "true"
 
 

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 DIR_ENV = "DIALSCORE_READY_DIR"  # shared marker folder; set by gunicorn.conf.py
-WORKERS_ENV = "DIALSCORE_POD_WORKERS"  # how many workers the master runs; set in each worker by post_fork
+WORKERS_FILE = "workers"  # how many workers the master runs; rewritten as TTIN and TTOU change it
 PREFIX = "ready-"
 LOCK = "recycling.lock"  # held while a worker checks its siblings and drops its marker
 POD_READY = "pod-ready"  # every worker had loaded once: from then on, one serving worker keeps the pod ready
@@ -68,16 +68,36 @@ def step_down(pid: int) -> bool:
     """Drop this worker's marker, so that it may recycle, only where every sibling's is there (True outside
     gunicorn). One step under a lock the workers share: two workers checking together would each see the
     other serving, recycle at once and leave the pod no worker while both reload."""
-    folder, workers = marker_dir(), os.environ.get(WORKERS_ENV)
+    folder, workers = marker_dir(), pod_workers()
     if folder is None or not workers:
         return True
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / LOCK, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes
-        if len(loaded_workers() - {pid}) < int(workers) - 1:  # type: ignore[operator]
+        if len(loaded_workers() - {pid}) < workers - 1:  # type: ignore[operator]
             return False
         forget(pid)
         return True
+
+
+def record_workers(count: int) -> None:
+    """The master's worker count, for every worker to read (pod_workers); replaced whole, never half written."""
+    folder = marker_dir()
+    if folder is None:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = folder / f".{WORKERS_FILE}.{os.getpid()}"
+    partial.write_text(str(count), encoding="ascii")
+    partial.replace(folder / WORKERS_FILE)
+
+
+def pod_workers() -> int | None:
+    """How many workers the master runs now, or None outside gunicorn."""
+    folder = marker_dir()
+    try:
+        return None if folder is None else int((folder / WORKERS_FILE).read_text(encoding="ascii"))
+    except (OSError, ValueError):
+        return None
 
 
 def clear(folder: Path) -> None:
@@ -100,11 +120,11 @@ def loaded_workers() -> set[int] | None:
 
 def pod_status() -> tuple[int, int] | None:
     """(workers with their models loaded, workers the master runs), or None outside gunicorn."""
-    expected = os.environ.get(WORKERS_ENV)
+    expected = pod_workers()
     loaded = loaded_workers()
     if loaded is None or not expected:
         return None
-    return len(loaded), int(expected)
+    return len(loaded), expected
 
 
 def _alive(pid: str) -> bool:

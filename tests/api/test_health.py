@@ -162,7 +162,7 @@ def test_responses_match_the_schemas_the_openapi_document_declares(client, basel
 
     # Under gunicorn (service/server/gunicorn.conf.py sets these) a ready /readyz also counts the pod's workers.
     monkeypatch.setenv(worker_readiness.DIR_ENV, str(tmp_path / "ready"))
-    monkeypatch.setenv(worker_readiness.WORKERS_ENV, "1")
+    worker_readiness.record_workers(1)
     worker_readiness.mark_ready(os.getpid())  # a live worker's marker
     ready = client.get("/readyz")
     assert ready.status_code == 200 and ready.get_json()["workers_ready"] == ready.get_json()["workers"] == 1
@@ -477,7 +477,7 @@ def test_readiness_seen_loaded_counts_the_workers_own_marker(tmp_path, monkeypat
     from service.store import readiness as markers
 
     monkeypatch.setenv(markers.DIR_ENV, str(tmp_path / "ready"))
-    monkeypatch.setenv(markers.WORKERS_ENV, "1")
+    markers.record_workers(1)
 
     class StoreFinishingNow:  # its load ends as /readyz looks at it
         scorers, failures = {"length": None}, {}

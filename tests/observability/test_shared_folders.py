@@ -53,7 +53,6 @@ def test_claiming_a_new_folder_first_removes_the_stale_ones(tmp_path, monkeypatc
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     dead = _server_folder(tmp_path, "dead", 3600)
     monkeypatch.setenv("DIALSCORE_READY_DIR", "")  # unset for claim, which sets it; restored after the test
-    monkeypatch.delenv("GUNICORN_FD", raising=False)
     owned = shared_folders.claim(["DIALSCORE_READY_DIR"])
     try:
         assert not dead.exists() and [Path(f).parent for f in owned] == [tmp_path]

@@ -127,7 +127,7 @@ def test_a_worker_recycles_by_count_only_while_every_sibling_serves(front, monke
     from service.store import readiness
 
     monkeypatch.setenv(readiness.DIR_ENV, str(tmp_path))
-    monkeypatch.setenv(readiness.WORKERS_ENV, "2")
+    readiness.record_workers(2)
     readiness.mark_ready(os.getpid())
     recycled: list[int] = []
     front.max_requests, front.recycle = 2, lambda: recycled.append(front.answered)

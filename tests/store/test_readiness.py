@@ -17,7 +17,7 @@ from service.store.model_store import ModelStore
 def pod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "ready"
     monkeypatch.setenv(worker_readiness.DIR_ENV, str(folder))
-    monkeypatch.setenv(worker_readiness.WORKERS_ENV, "2")
+    worker_readiness.record_workers(2)
     return folder
 
 
@@ -34,7 +34,6 @@ def test_a_marker_the_master_could_not_remove_does_not_count_a_dead_worker(pod: 
 
 def test_outside_gunicorn_readiness_is_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(worker_readiness.DIR_ENV, raising=False)
-    monkeypatch.delenv(worker_readiness.WORKERS_ENV, raising=False)
     worker_readiness.mark_ready(123)  # no folder: nothing to write, no error
     assert worker_readiness.pod_status() is None
 
@@ -140,7 +139,7 @@ def test_of_workers_past_their_limit_together_one_steps_down(pod: Path, monkeypa
     saw the others serving, and all recycled at once, leaving the pod no worker while they reloaded."""
     import multiprocessing
 
-    monkeypatch.setenv(worker_readiness.WORKERS_ENV, str(workers))
+    worker_readiness.record_workers(workers)
     context = multiprocessing.get_context("fork")
     start, done, results = context.Barrier(workers), context.Barrier(workers + 1), context.Queue()
     processes = [context.Process(target=_step_down_together, args=(start, done, results)) for _ in range(workers)]
