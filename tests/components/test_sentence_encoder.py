@@ -74,8 +74,8 @@ def reference() -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def built_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Builds the fp32 graph (90 MB) and the w8a8 one (24 MB, calibrated on DailyDialog turns: a `data`
-    fixture), neither committed, with the training export command (~1 min)."""
+    """Builds the fp32 graph (90 MB) and the w8a8 one (24 MB, calibrated on Chit-Chat turns), neither
+    committed, with the training export command (~1 min); the tests that read it compare on DailyDialog."""
     from training.encoders.minilm.export import main
 
     folder = tmp_path_factory.mktemp("store") / "minilm-l6"

@@ -177,21 +177,32 @@ def measured_sections(card: Mapping[str, Any], evaluate: bool = True) -> str:
                       degenerate_section(card["degenerate"]) if card.get("degenerate") else "")
 
 
+TRIVIAL_BARS = ("length", "minilm-cosine")  # the bars every learned model's card shows beside its own figures
+
+
 def evaluate_section(entry: Mapping[str, Any]) -> str:
-    """`evaluate`'s figures of one model (its card's `evaluate` entry) between markers."""
-    lines = [EVALUATE_BEGIN, "", "### Agreement with people on the development sets", "",
-             f"Item-level correlation with the averaged human score, `{entry['split']}` split of each set, and "
-             "the share of reply pairs to the same context (human gap >= 0.5 on 1-5) ordered as people order "
-             "them, where a set has such pairs. "
-             f"Written by `{entry['command']}` (the full table, every model side by side, is in "
-             "docs/evaluation.md)." + (f" Served as: {entry['served']}." if entry.get("served") else "")
-             + " Where an item has several references, a referenced model is scored against each of the first four "
-             "and keeps the best: its rule for several references, which `dialscore score` applies to a "
-             "`references` list.", "",
-             "| set | n | Pearson r | Spearman ρ | pairwise agreement (pairs) |", "|---|---|---|---|---|"]
+    """`evaluate`'s figures of one model (its card's `evaluate` entry) between markers, with the trivial bars'
+    Pearson r on the same sets where the entry holds them (`trivial`, figures.write_trivial_bars)."""
+    trivial = entry.get("trivial") or {}
+    text = (f"Item-level correlation with the averaged human score, `{entry['split']}` split of each set, and "
+            "the share of reply pairs to the same context (human gap >= 0.5 on 1-5) ordered as people order "
+            "them, where a set has such pairs. "
+            f"Written by `{entry['command']}` (the full table, every model side by side, is in "
+            "docs/evaluation.md)." + (f" Served as: {entry['served']}." if entry.get("served") else "")
+            + " Where an item has several references, a referenced model is scored against each of the first four "
+            "and keeps the best: its rule for several references, which `dialscore score` applies to a "
+            "`references` list.")
+    header, rule = "| set | n | Pearson r | Spearman ρ | pairwise agreement (pairs) |", "|---|---|---|---|---|"
+    if trivial:
+        text += (" The last two columns are the trivial bars' Pearson r on the same items, which a learned metric "
+                 "must clear: the reply's length, and the untrained MiniLM cosine (`minilm-cosine`, which reads a "
+                 "reference: – where a set has none).")
+        header, rule = header + " length r | minilm-cosine r |", rule + "---|---|"
+    lines = [EVALUATE_BEGIN, "", "### Agreement with people on the development sets", "", text, "", header, rule]
     for name, row in entry["item_level"].items():
         pairwise = f"{cell(row['pairwise'])} ({row['pairs']})" if row.get("pairs") else "–"
-        lines.append(f"| {name} | {row['n']} | {cell(row['pearson'])} | {cell(row['spearman'])} | {pairwise} |")
+        bars = "".join(f" {cell(trivial.get(name, {}).get(bar))} |" for bar in TRIVIAL_BARS) if trivial else ""
+        lines.append(f"| {name} | {row['n']} | {cell(row['pearson'])} | {cell(row['spearman'])} | {pairwise} |{bars}")
     if entry.get("synthetic"):
         lines += ["", synthetic_line(entry["synthetic"])]
     lines += ["", EVALUATE_END]

@@ -590,5 +590,6 @@ def main(argv: list[str] | None = None) -> int:
                                     for m in written}, list(args.sets), command.strip(), args.split)
             figures.write(out.with_suffix(".json"), doc)
             figures.write_card_correlations(args.store, doc)
+            figures.write_trivial_bars(args.store, doc)
             log.info("wrote %s", out.with_suffix(".json"))
     return 0

@@ -16,6 +16,7 @@ from typing import Any
 
 from service.artifacts.manifest import read_manifest
 from service.artifacts.manifest import update_card as update_manifest_card
+from training.core.card import EVALUATE_BEGIN, EVALUATE_END, TRIVIAL_BARS, evaluate_section, write_measured_section
 from training.core.turn_cards import FROM_MANIFEST, rewrite_readme
 from training.data.judgements import SETS, counted_once
 
@@ -105,6 +106,27 @@ def write_card_correlations(store: Path, doc: Mapping[str, Any]) -> list[str]:
     return written
 
 
+def write_trivial_bars(store: Path, doc: Mapping[str, Any]) -> list[str]:
+    """Every evaluated card but the bars' own given the trivial bars' Pearson r on its sets (its `evaluate`
+    entry's `trivial`), and its README's section written again; returns the models written."""
+    written = []
+    for model, rows in doc["item_level"].items():
+        folder = Path(store) / model
+        card = read_manifest(folder).card if (folder / "manifest.json").is_file() else {}
+        if model in TRIVIAL_BARS or not card.get("evaluate"):
+            continue
+        bars = {name: {bar: doc["item_level"].get(bar, {}).get(name, {}).get("pearson") for bar in TRIVIAL_BARS}
+                for name in rows}
+        entry = {**card["evaluate"], "trivial": bars}
+        update_manifest_card(folder, evaluate=entry)
+        if model in FROM_MANIFEST:
+            rewrite_readme(folder)
+        elif (folder / "README.md").is_file():
+            write_measured_section(folder, evaluate_section(entry), EVALUATE_BEGIN, EVALUATE_END)
+        written.append(model)
+    return written
+
+
 def write(path: Path, doc: Mapping[str, Any]) -> None:
     Path(path).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
@@ -132,5 +154,7 @@ def main(argv: list[str]) -> int:
     doc = from_cards(args.store)
     write(args.out, doc)
     written = write_card_correlations(args.store, doc)
-    print(f"wrote {args.out} ({len(doc['item_level'])} models) and the correlations of {len(written)} cards")
+    barred = write_trivial_bars(args.store, doc)
+    print(f"wrote {args.out} ({len(doc['item_level'])} models), the correlations of {len(written)} cards and "
+          f"the trivial bars of {len(barred)}")
     return 0

@@ -59,6 +59,9 @@ REPEATED_THRESHOLD = 0.2
 DEGENERATE_AND_SHUFFLED = "dstc7-degenerate+shuffled"  # dstc7-degenerate's kinds and the last turn's words shuffled
 SAMPLES_DEGENERATE_AND_SHUFFLED = f"samples+{DEGENERATE_AND_SHUFFLED}"
 SHUFFLED_FIX = "2026.11.2"  # the copy signal counted on words, and shuffled negatives
+COMMERCIAL_TEMPLATE = "unref-commercial"  # the card that says a business may ship the model
+# Negatives built from DSTC7 train contexts only (O-UDA v1.0); "samples" reads DailyDialog++ (terms not stated).
+COMMERCIAL_NEGATIVES = frozenset({"none", "dstc7-copies", "dstc7-degenerate", DEGENERATE_AND_SHUFFLED})
 
 
 def copied_bigrams() -> dict:
@@ -91,6 +94,16 @@ class Recipe:
     template: str = "unref"  # its card's templates (training/unref/cards)
     version: str = "2026.11.0"  # the served folder's; raised when the recipe changes what it scores
 
+    def __post_init__(self) -> None:
+        """A recipe whose card says a business may ship it reads only data whose terms allow that (ValueError):
+        the card's licence is a template, so the recipe's data must be held to it here."""
+        if self.template != COMMERCIAL_TEMPLATE:
+            return
+        other = sorted(set(self.rated_sets) - set(COMMERCIAL_SETS))
+        if other or self.negatives not in COMMERCIAL_NEGATIVES or self.heads:
+            raise ValueError(f"{self.name}: a commercial card over data of other terms (sets {other}, negatives "
+                             f"{self.negatives!r}, heads {sorted(self.heads)})")
+
 
 def commercial(name: str, encoder: str) -> Recipe:
     """The last-turn cosine less penalties for a reply that says a context turn's words again, in any order,
@@ -98,7 +111,7 @@ def commercial(name: str, encoder: str) -> Recipe:
     unref-scan --negatives dstc7-degenerate+shuffled` chose on that encoder (on mpnet also copy_excess)."""
     vector_copy = (copy_excess(encoder),) if encoder == MPNET else ()
     return Recipe(name, (encoder,), (cos_mean(encoder, 1), *vector_copy, *WORDS_ANY_ORDER), {},
-                  rated_sets=COMMERCIAL_SETS, negatives=DEGENERATE_AND_SHUFFLED, template="unref-commercial",
+                  rated_sets=COMMERCIAL_SETS, negatives=DEGENERATE_AND_SHUFFLED, template=COMMERCIAL_TEMPLATE,
                   version=SHUFFLED_FIX)
 
 

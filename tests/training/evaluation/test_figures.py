@@ -10,6 +10,7 @@ import pytest
 
 from service.artifacts.manifest import read_manifest
 from tests.conftest import MODEL_STORE, REPO, copy_store
+from training.core.card import TRIVIAL_BARS, evaluate_section
 from training.evaluation import figures
 
 DOC = json.loads((REPO / "docs" / "evaluation.json").read_text(encoding="utf-8"))
@@ -25,6 +26,32 @@ def test_the_json_is_what_the_cards_evaluate_entries_hold() -> None:
     """GET /models serves each manifest's card: its `evaluate` figures are the JSON's, from one run."""
     assert figures.from_cards(MODEL_STORE) == DOC
     assert DOC["standings"] == figures.standings(ITEM_LEVEL, DOC["sets"])
+
+
+@pytest.mark.parametrize("model", sorted(set(EVALUATED) - set(TRIVIAL_BARS)))
+def test_a_card_shows_the_trivial_bars_on_its_own_sets(model: str) -> None:
+    """Reply length and the untrained MiniLM cosine beside each set's figures, as the JSON has them, so a
+    reader sees where a model (a published baseline above all) falls below them."""
+    entry = read_manifest(MODEL_STORE / model).card["evaluate"]
+    assert entry["trivial"] == {name: {bar: ITEM_LEVEL[bar].get(name, {}).get("pearson") for bar in TRIVIAL_BARS}
+                                for name in ITEM_LEVEL[model]}
+    section = evaluate_section(entry)
+    assert "| length r | minilm-cosine r |" in section
+    dstc7 = ITEM_LEVEL[model]["dstc7"]
+    assert f"| dstc7 | {dstc7['n']} | {three(dstc7['pearson'])} |" in section
+    assert f"| {three(ITEM_LEVEL['length']['dstc7']['pearson'])} | {three(ITEM_LEVEL['minilm-cosine']['dstc7']['pearson'])} |\n" in section
+
+
+def test_the_figures_command_writes_the_trivial_bars_into_a_card_without_them(tmp_path) -> None:
+    store = copy_store(tmp_path / "store", ("autojudge", "length", "minilm-cosine"))
+    manifest = json.loads((store / "autojudge" / "manifest.json").read_text(encoding="utf-8"))
+    del manifest["card"]["evaluate"]["trivial"]
+    (store / "autojudge" / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
+                                                      encoding="utf-8")
+    assert figures.write_trivial_bars(store, DOC) == ["autojudge"]
+    assert read_manifest(store / "autojudge").card["evaluate"]["trivial"]["dstc7"] == {
+        "length": ITEM_LEVEL["length"]["dstc7"]["pearson"], "minilm-cosine": ITEM_LEVEL["minilm-cosine"]["dstc7"]["pearson"]}
+    assert "| length r | minilm-cosine r |" in (store / "autojudge" / "README.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("model", EVALUATED)

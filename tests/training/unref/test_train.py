@@ -118,6 +118,18 @@ def test_the_commercial_sets_state_terms_that_allow_commercial_use():
         assert licence in ("O-UDA v1.0", "CC BY 4.0"), (name, licence)
 
 
+def test_a_recipe_with_the_commercial_card_refuses_data_of_other_terms():
+    from training.unref.recipes import COMMERCIAL_TEMPLATE, MINILM, RECIPES, Recipe, commercial
+
+    assert {r.name for r in RECIPES.values() if r.template == COMMERCIAL_TEMPLATE} == {
+        "unref-minilm-commercial", "unref-mpnet-commercial"}
+    base = commercial("m", MINILM)
+    for change in ({"rated_sets": ("dstc7", "dailydialog_gupta_multiref")}, {"negatives": "samples"},
+                   {"heads": RECIPES["unref-minilm"].heads}, {"rated_sets": Recipe("m", (MINILM,), (), {}).rated_sets}):
+        with pytest.raises(ValueError, match="a commercial card over data of other terms"):
+            Recipe(**{**base.__dict__, **change})
+
+
 def test_the_commercial_cards_spdx_names_every_term_of_what_the_models_read_and_ship():
     """The SPDX expression a compliance scanner reads: the sets the fit reads, the encoder, and the MIT
     of this project's code and of chitchat-dataset (the human_percentile table)."""
@@ -156,7 +168,7 @@ def test_the_commercial_recipe_on_mpnet_reads_its_vectors_and_its_card_names_tha
     scorer = served.scorers["unref-mpnet-commercial"]
     assert {spec["encoder"] for spec in scorer.manifest.config["signals"] if "encoder" in spec} == {"mpnet-base"}
     card = scorer.manifest.card
-    assert card["commercial_use"] is True and "all-mpnet-base-v2 (Apache-2.0)" in card["license_reason"]
+    assert card["commercial_use"] is True and "all-mpnet-base-v2 (Apache-2.0 as released" in card["license_reason"]
     assert "all-mpnet-base-v2" in card["summary"] and "MiniLM" not in card["summary"] + card["license_reason"]
     scores = scorer.score([Item(["do you like jazz?"], "yes, coltrane is my favourite.")]).scores
     assert len(scores) == 1 and 1.0 <= scores[0] <= 5.0

