@@ -146,3 +146,25 @@ def test_percentile_interval_cuts_half_the_leftover_mass_from_each_tail() -> Non
     grid = np.arange(1001) / 1000.0
     assert bootstrap.percentile_interval(grid, 0.95) == pytest.approx([0.025, 0.975], abs=1e-12)
     assert bootstrap.percentile_interval(grid, 0.90) == pytest.approx([0.05, 0.95], abs=1e-12)
+
+
+@pytest.mark.parametrize("method", ["pearson", "spearman", "kendall"])
+def test_a_resample_where_either_side_is_constant_is_undefined_as_scipy_says(method: str) -> None:
+    """A metric the same on 9 of 10 items is constant in about 35% of resamples (0.9 ** 10): each must be NaN,
+    as scipy's is, never a rounding-error r, so that correlate refuses the interval; the human side too."""
+    human = [4.2, 0.3, 1.7, 2.2, 4.8, 2.8, 1.3, 1.2, 4.4, 1.1]
+    spike = [0.55] + [0.05] * 9
+    indices = np.random.default_rng(0).integers(0, 10, size=(400, 10))
+    for h, m in ((human, spike), (spike, human)):
+        got = bootstrap.bootstrap_distributions(h, {"m": m}, [method], indices)[method]["m"]
+        constant = np.array([np.ptp(np.asarray(h)[row]) == 0 or np.ptp(np.asarray(m)[row]) == 0 for row in indices])
+        assert 0.2 < constant.mean() < 0.5
+        assert np.isnan(got[constant]).all() and not np.isnan(got[~constant]).any()
+    entry = stats.correlate(human, {"m": spike}, methods=["pearson"], resamples=1000, seed=0)["metrics"]["m"]["item"]
+    assert entry["pearson"]["ci"] is None and "undefined" in entry["pearson"]["ci_reason"]
+
+
+def test_system_rows_that_are_constant_are_undefined() -> None:
+    """One system drawn for every place of a system-level resample: its row is constant, its r undefined."""
+    rows = bootstrap._pearson_rows(np.array([[0.1, 0.1, 0.1], [0.1, 0.2, 0.4]]), np.array([[0.7, 0.7, 0.7], [0.7, 0.36, 0.95]]))
+    assert np.isnan(rows[0]) and rows[1] == pytest.approx(sps.pearsonr([0.1, 0.2, 0.4], [0.7, 0.36, 0.95])[0])

@@ -385,3 +385,17 @@ def test_a_blank_system_or_rater_is_refused(label):
         with pytest.raises(HumanEvalInputError) as caught:
             assess(changed)
         assert caught.value.fields == {f"ratings.1.{key}": f"Must name the {key} (not blank)."}
+
+
+def test_a_rater_whose_quality_control_p_equals_alpha_fails_and_one_below_passes() -> None:
+    """The pass rule is p < alpha: an exact rank-sum p lands on alpha itself (3 against 3: 1/20)."""
+    ratings = [{"rater": rater, "system": system, "item": f"{rater}-{i}", "scores": {"fun": score}}
+               for rater, pairs in (("at", [("degraded", 10), ("degraded", 11), ("degraded", 12), ("A", 60), ("B", 70),
+                                            ("A", 80)]),
+                                    ("below", [("degraded", 10), ("degraded", 11), ("degraded", 12), ("degraded", 13),
+                                               ("A", 60), ("B", 70), ("A", 80), ("B", 90)]))
+               for i, (system, score) in enumerate(pairs)]
+    raters = assess(ratings, qc_system="degraded", alpha=0.05)["raters"]
+    assert raters["p"]["at"] == pytest.approx(sps.mannwhitneyu([10, 11, 12], [60, 70, 80], alternative="less").pvalue)
+    assert raters["p"]["at"] == 0.05 and raters["p"]["below"] == pytest.approx(1 / 70)
+    assert raters["failed"] == ["at"] and raters["passed"] == ["below"]
