@@ -8,7 +8,7 @@
 #   DATA=../shared/data WORK=/tmp/dialscore-bulk scripts/measure_bulk.sh bleu4
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-DATA="${DATA:-$ROOT/../shared/data}"
+DATA="${DATA:-${DIALSCORE_DATA_DIR:-$ROOT/../shared/data}}"
 WORK="${WORK:-$(mktemp -d /tmp/dialscore-bulk.XXXXXX)}"
 PY="${PY:-$ROOT/.venv/bin/python}"
 export PYTHONPATH="$ROOT" DIALSCORE_INTRA_OP_THREADS="${DIALSCORE_INTRA_OP_THREADS:-1}"

@@ -15,8 +15,8 @@ def missing() -> str | None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        return ("plots need matplotlib, which requirements-dev.txt installs (make venv-dev); "
-                "pass --no-plots for the JSON and Markdown report alone")
+        return ("plots need matplotlib, which requirements-dev.txt installs (make venv-dev; after pip install ., "
+                "pip install matplotlib==3.11.2); pass --no-plots for the JSON and Markdown report alone")
     return None
 
 

@@ -107,15 +107,21 @@ def _parse_args(argv: list[str] | None, prog: str = "python -m service.bulk") ->
     return args
 
 
-def _why_not(root: Path, name: str, store: ModelStore) -> str:
-    manifest = root / name / "manifest.json"
+def _kind(manifest: Path) -> str | None:
     try:
-        kind = json.loads(manifest.read_text(encoding="utf-8")).get("kind")
+        return json.loads(manifest.read_text(encoding="utf-8")).get("kind")
     except (OSError, ValueError):
-        kind = None
-    if kind == "component":
-        return "it is a component that models share, not a model"
-    return store.failures.get(name, "not loaded")
+        return None
+
+
+def _why_not(root: Path, name: str, store: ModelStore) -> str:
+    """Why `name` is not served, and the models the store at `root` holds (a misspelt name is the usual cause)."""
+    if _kind(root / name / "manifest.json") == "component":
+        why = "it is a component that models share, not a model"
+    else:
+        why = store.failures.get(name, "not loaded")
+    models = sorted(m.parent.name for m in root.glob("*/manifest.json") if _kind(m) not in (None, "component"))
+    return f"{why}; the store's models: {', '.join(models) or 'none'}"
 
 
 def load_scorers(root: Path, names: list[str], settings: Settings, threads: int) -> list[Scorer]:

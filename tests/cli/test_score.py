@@ -132,6 +132,9 @@ def test_set_up_errors_exit_2_and_leave_the_output_as_it_was(baseline_store, tmp
     assert score(baseline_store, str(source), "--models", "length", "no-such-model", "--output", str(out)) == 2
     [err] = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("{")]  # the store's log
     assert err.startswith("dialscore score: error: model no-such-model is not available"), err
+    assert err.endswith("the store's models: " + ", ".join(sorted(  # the name a misspelling meant is among them
+        p.parent.name for p in baseline_store.glob("*/manifest.json")
+        if json.loads(p.read_text())["kind"] != "component"))), err
     assert score(baseline_store, str(tmp_path / "missing.jsonl"), "--models", "length", "--output", str(out)) == 2
     assert "missing.jsonl" in capsys.readouterr().err
     assert out.read_text(encoding="utf-8") == "an earlier run's\n"
@@ -154,6 +157,21 @@ def test_an_output_that_is_not_a_regular_file_is_refused_and_left_as_it_is(basel
         assert f"{out} is not a regular file; --output must name a file" in err and len(err.splitlines()) == 1
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and (tmp_path / "link").is_symlink()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "link", "out.fifo"]
+
+
+def test_an_output_that_is_the_commands_own_standard_output_is_refused(baseline_store, tmp_path) -> None:
+    """`--output /dev/stdout` with stdout redirected to a file named that file: the run replaced it, and the
+    table printed there before was lost."""
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(i) for i in ITEMS])
+    printed = tmp_path / "printed.txt"
+    printed.write_text("an earlier run's\n", encoding="utf-8")
+    with open(printed, "a", encoding="utf-8") as stdout:
+        run = subprocess.run([sys.executable, "-m", "service.cli", "score", str(source), "--models", "length",
+                              "--output", "/dev/stdout", "--model-store", str(baseline_store)],
+                             stdout=stdout, stderr=subprocess.PIPE, text=True, cwd=REPO, timeout=120,
+                             env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.returncode == 2 and "is this command's standard output; --output must name another file" in run.stderr
+    assert printed.read_text(encoding="utf-8") == "an earlier run's\n"
 
 
 def test_an_output_named_through_a_link_is_written_where_the_link_points(baseline_store, tmp_path, capsys) -> None:
