@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
@@ -67,8 +68,27 @@ def default_threads(workers: int) -> int:
     return max(1, usable_cores() // max(1, workers))
 
 
-def usable_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+def usable_cores(cgroup: Path = Path("/sys/fs/cgroup")) -> int:
+    """The cores this process may use: its CPU affinity, within a container's CPU limit rounded up (a pod
+    limited to 2 CPUs on a 64-core node sees 64 cores, and 64 encoder runs would fight over 2)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    limit = cgroup_cpu_limit(cgroup)
+    return max(1, min(cores, math.ceil(limit))) if limit else cores
+
+
+def cgroup_cpu_limit(root: Path = Path("/sys/fs/cgroup")) -> float | None:
+    """The CPU limit of this process's cgroup in CPUs (cgroup v2 `cpu.max`, else v1's CFS quota), or None."""
+    try:
+        quota, period = (root / "cpu.max").read_text(encoding="ascii").split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        quota = int((root / "cpu" / "cpu.cfs_quota_us").read_text(encoding="ascii"))
+        period = int((root / "cpu" / "cpu.cfs_period_us").read_text(encoding="ascii"))
+    except (OSError, ValueError):
+        return None
+    return quota / period if quota > 0 and period > 0 else None
 
 
 # Integer dot-product instruction sets, strongest first, as /proc/cpuinfo names them (x86 `flags`, Arm
