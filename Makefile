@@ -94,7 +94,7 @@ train: $(VENV)/.dev
 encoder-fp32: $(VENV)/.dev
 	$(PY) -m training export-minilm --fp32
 
-# w8a8 MiniLM (24 MB, not committed; needs the data for its calibration turns): served where built on a CPU
+# w8a8 MiniLM (24 MB, not committed; calibrated on Chit-Chat turns, an installed package): served where built on a CPU
 # that reports integer dot products (DIALSCORE_ENCODER_PRECISION=auto); dev figures move by up to .011.
 encoder-w8a8: $(VENV)/.dev
 	$(PY) -m training export-minilm --w8a8

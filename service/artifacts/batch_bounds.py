@@ -22,7 +22,7 @@ MARGIN = 4
 
 @cache
 def measured(path: Path = FIGURES) -> dict[str, dict[str, Any]]:
-    """The committed figures: {"<provider> <compute>": {"machine": ..., "models": {name: bound}}}."""
+    """The committed figures: {"<provider> <compute>": {"machines": [...], "models": {name: bound}}}."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -53,13 +53,14 @@ def round_up(value: float) -> float:
 def record(where: str, machine: str, moves: dict[str, float], path: Path = FIGURES) -> None:
     """Merge `moves` (bench's batch_moves) into the figures of provider and compute `where`: per model the
     larger of the recorded and the new (another machine's or another run's sets may move scores more, and a
-    bound must cover both), the machines listed; other providers' figures are kept."""
+    bound must cover both), each machine listed once; other providers' figures are kept. A bound never
+    shrinks here: to measure one anew, delete its provider's entry from the file first."""
     figures = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    old = figures.get(where, {"machine": "", "models": {}})
+    old = figures.get(where, {"machines": [], "models": {}})
     models = dict(old["models"])
     for name, move in moves.items():
         models[name] = max(models.get(name, 0.0), round_up(move))
-    machines = old["machine"] if machine in old["machine"] else "; ".join(filter(None, (old["machine"], machine)))
-    figures[where] = {"machine": machines, "models": dict(sorted(models.items()))}
+    machines = old["machines"] + [machine] * (machine not in old["machines"])
+    figures[where] = {"machines": machines, "models": dict(sorted(models.items()))}
     path.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     measured.cache_clear()

@@ -77,7 +77,9 @@ def usable_cores(cgroup: Path = Path("/sys/fs/cgroup")) -> int:
 
 
 def cgroup_cpu_limit(root: Path = Path("/sys/fs/cgroup")) -> float | None:
-    """The CPU limit of this process's cgroup in CPUs (cgroup v2 `cpu.max`, else v1's CFS quota), or None."""
+    """The CPU limit in CPUs at the root of the cgroup filesystem (v2 `cpu.max`, else v1's CFS quota), or None:
+    in a container (its own cgroup namespace, as in a pod) that root is the container's cgroup; a limit set
+    on a parent cgroup only, as systemd's CPUQuota= on a service, is not seen."""
     try:
         quota, period = (root / "cpu.max").read_text(encoding="ascii").split()[:2]
         return None if quota == "max" else int(quota) / int(period)

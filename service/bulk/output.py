@@ -23,18 +23,16 @@ def regular_output(output: Path, use: str) -> Path:
     """The file `output` names, its links resolved (the file they point to is the one written); BulkError when
     it exists and is not a regular file (a FIFO, a device, a folder), which writing would block on or replace.
     `use`: what the command does with the file, for the message. It may not be the command's own standard
-    output or error (`/dev/stdout` redirected to a file): replacing it would drop what was printed there."""
+    input, output or error (`/dev/stdout` redirected to a file): replacing it would drop what it holds."""
     if output.exists() and not output.is_file():
         raise BulkError(f"{output} is not a regular file; --output must name a file {use}")
-    if output.exists():
-        found = os.stat(output)
-        for number, stream in ((1, "output"), (2, "error")):
-            try:
-                held = os.fstat(number)
-            except OSError:  # closed
-                continue
-            if (held.st_dev, held.st_ino) == (found.st_dev, found.st_ino):
-                raise BulkError(f"{output} is this command's standard {stream}; --output must name another file {use}")
+    for number, stream in ((0, "input"), (1, "output"), (2, "error")):
+        try:
+            found, held = os.stat(output), os.fstat(number)
+        except OSError:  # no such file (yet), or the stream is closed
+            continue
+        if (held.st_dev, held.st_ino) == (found.st_dev, found.st_ino):
+            raise BulkError(f"{output} is this command's standard {stream}; --output must name another file {use}")
     return Path(os.path.realpath(output))
 
 

@@ -211,8 +211,8 @@ class Summary:
     every: Means = field(default_factory=Means)
     errors: dict[str, list[str]] = field(default_factory=dict)  # model: "line n: message", in line order
     failed_lines: int = 0  # lines at least one model could not score
-    # model: lines that are its training items, those it scored (or, under --exclude-trained, left out)
-    trained: dict[str, int] = field(default_factory=dict)
+    trained: dict[str, int] = field(default_factory=dict)  # model: lines that are its training items
+    trained_scored: dict[str, int] = field(default_factory=dict)  # model: those of them it scored
     excluded: int = 0  # lines left out as a model's training items (--exclude-trained)
     max_refs: int = references.DEFAULT_MAX_REFS
     references_left_out: int = 0  # references past the first max_refs, over every line a referenced model read
@@ -279,7 +279,7 @@ def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], option
                     summary.errors.setdefault(name, []).append(f"line {number}: {error['message']}")
             for model in marks:  # a score it could not give adds nothing to its means
                 if out["scores"].get(model) is not None:
-                    summary.trained[model] = summary.trained.get(model, 0) + 1
+                    summary.trained_scored[model] = summary.trained_scored.get(model, 0) + 1
             sink.write(json.dumps(out, ensure_ascii=False, allow_nan=False) + "\n")
             summary.every.add(out["scores"])
             if system is not None:
@@ -290,9 +290,9 @@ def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], option
     for number, raw in lines:
         obj = _line_object(raw)
         marks = _trained_by(obj, trained or [])
+        for model in marks:
+            summary.trained[model] = summary.trained.get(model, 0) + 1
         if marks and exclude_trained:
-            for model in marks:
-                summary.trained[model] = summary.trained.get(model, 0) + 1
             summary.excluded += 1
             continue
         batch.append((number, raw))
@@ -325,14 +325,18 @@ def trained_lines(summary: Summary, trained: list[TrainedItems], exclude: bool) 
     included), and what became of them: the warning a reader must see before comparing with a paper."""
     lines = []
     for keys in trained:
-        count = summary.trained.get(keys.model, 0)
+        count, scored = summary.trained.get(keys.model, 0), summary.trained_scored.get(keys.model, 0)
         where = _trained_on(keys.about)
+        unscored = f" ({count - scored} more it could not score)" if count > scored else ""
         if count and exclude:
             lines.append(f"left out: {count} lines are {keys.model}'s training items ({where})")
-        elif count:
-            lines.append(f"warning: {count} of the {summary.every.scored(keys.model)} lines {keys.model} scored are its "
-                         f"training items ({where}): "
+        elif scored:
+            lines.append(f"warning: {scored} of the {summary.every.scored(keys.model)} lines {keys.model} scored are "
+                         f"its training items{unscored} ({where}): "
                          "its scores there are no held-out figures; --exclude-trained leaves them out")
+        elif count:
+            lines.append(f"{keys.model}: {count} {'line is' if count == 1 else 'lines are'} its training items "
+                         f"({where}), none of them scored")
         else:
             lines.append(f"{keys.model}: none of the lines is one of its training items that the keys hold ({where})")
     if exclude:
@@ -402,7 +406,8 @@ def as_json(summary: Summary, scorers: list[Scorer], settings: IntervalSettings 
             "systems": {name: row(m) for name, m in summary.systems.items()}, ALL: row(summary.every),
             "intervals": settings.describe(),
             "errors": {name: len(errors) for name, errors in summary.errors.items()},
-            "failed_lines": summary.failed_lines, "trained": summary.trained, "excluded": summary.excluded,
+            "failed_lines": summary.failed_lines, "trained": summary.trained,
+            "trained_scored": summary.trained_scored, "excluded": summary.excluded,
             "references_left_out": {"max_refs": summary.max_refs, "references": summary.references_left_out,
                                     "lines": summary.lines_with_references_left_out}}
 

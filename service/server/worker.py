@@ -28,6 +28,7 @@ from service.config import load_server_settings
 from service.errors import BadRequest, HeadersTooLarge, RequestTimeout, ServiceError, contract_answer, request_id
 from service.observability import metrics
 from service.observability.logs import log_access
+from service.store import readiness
 
 SWITCH_INTERVAL_S = 0.001  # the loop gets the GIL back quickly from request threads running Python
 QUIET_TICKS = 3  # SIGTERM: ticks of DRAIN_TICK_S with no connection open before the listener closes
@@ -152,6 +153,7 @@ class DrainingServer(Server):
     def handle_exit(self, sig: int, frame: Any) -> None:
         if sig == signal.SIGTERM and self.front.stopping_since is None:
             self.front.stopping_since = time.monotonic()
+            readiness.forget(os.getpid())  # draining, it serves no more: a sibling must not count it to recycle
         super().handle_exit(sig, frame)
         self.force_exit = self.force_exit or sig == signal.SIGQUIT  # gunicorn's quick shutdown (its SIGINT, SIGQUIT)
 

@@ -66,11 +66,13 @@ def forget(pid: int) -> None:
 
 def step_down(pid: int) -> bool:
     """Drop this worker's marker, so that it may recycle, only where every sibling's is there (True outside
-    gunicorn). One step under a lock the workers share: two workers checking together would each see the
+    gunicorn; False where the count cannot be read). One step under a lock the workers share: two workers checking together would each see the
     other serving, recycle at once and leave the pod no worker while both reload."""
     folder, workers = marker_dir(), pod_workers()
-    if folder is None or not workers:
+    if folder is None:
         return True
+    if not workers:  # the count is unknown: the siblings cannot be counted
+        return False
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / LOCK, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes
@@ -81,14 +83,19 @@ def step_down(pid: int) -> bool:
 
 
 def record_workers(count: int) -> None:
-    """The master's worker count, for every worker to read (pod_workers); replaced whole, never half written."""
+    """The master's worker count, for every worker to read (pod_workers); replaced whole, never half written.
+    An OSError is logged, not raised (a gunicorn hook's exception ends the master); without the count no
+    worker recycles (step_down) and /readyz counts no workers."""
     folder = marker_dir()
     if folder is None:
         return
-    folder.mkdir(parents=True, exist_ok=True)
-    partial = folder / f".{WORKERS_FILE}.{os.getpid()}"
-    partial.write_text(str(count), encoding="ascii")
-    partial.replace(folder / WORKERS_FILE)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / f".{WORKERS_FILE}.{os.getpid()}"
+        partial.write_text(str(count), encoding="ascii")
+        partial.replace(folder / WORKERS_FILE)
+    except OSError:
+        logging.getLogger("gunicorn.error").exception("could not record the pod's worker count (%s)", count)
 
 
 def pod_workers() -> int | None:

@@ -23,7 +23,7 @@ def test_recorded_moves_become_the_bounds_of_that_provider_and_compute(tmp_path:
     figures = tmp_path / "bounds.json"
     batch_bounds.record("OpenVINOExecutionProvider bf16", "a CPU", {"m": 2.01e-4, "exact": 0.0}, figures)
     written = json.loads(figures.read_text())
-    assert written == {"OpenVINOExecutionProvider bf16": {"machine": "a CPU", "models": {"m": 2.1e-4, "exact": 0.0}}}
+    assert written == {"OpenVINOExecutionProvider bf16": {"machines": ["a CPU"], "models": {"m": 2.1e-4, "exact": 0.0}}}
     assert batch_bounds.key(ON_OPENVINO) == "OpenVINOExecutionProvider bf16"
     assert batch_bounds.key(ON_CUDA) == "CUDAExecutionProvider -" and batch_bounds.key([]) is None
 
@@ -34,10 +34,11 @@ def test_a_second_run_keeps_the_larger_move_per_model_and_names_both_machines(tm
     batch_bounds.record("OpenVINOExecutionProvider bf16", "Zen 5", {"m": 2.01e-4, "n": 1e-4}, figures)
     batch_bounds.record("OpenVINOExecutionProvider bf16", "Zen 4", {"m": 1e-4, "n": 3e-4, "new": 5e-5}, figures)
     batch_bounds.record("OpenVINOExecutionProvider bf16", "Zen 4", {"m": 1e-4}, figures)
+    batch_bounds.record("OpenVINOExecutionProvider bf16", "Zen", {"m": 1e-4}, figures)  # a name inside another's
     written = json.loads(figures.read_text())
     assert written["OpenVINOExecutionProvider bf16"] == {
-        "machine": "Zen 5; Zen 4", "models": {"m": 2.1e-4, "n": 3e-4, "new": 5e-5}}
-    assert written["OpenVINOExecutionProvider f32"] == {"machine": "other", "models": {"x": 1e-5}}
+        "machines": ["Zen 5", "Zen 4", "Zen"], "models": {"m": 2.1e-4, "n": 3e-4, "new": 5e-5}}
+    assert written["OpenVINOExecutionProvider f32"] == {"machines": ["other"], "models": {"x": 1e-5}}
 
 
 def test_get_models_states_the_committed_bound_zero_where_exact_and_none_where_unmeasured() -> None:

@@ -1,5 +1,4 @@
 """The ONNX Runtime layer, on tiny graphs the test builds."""
-import math
 import os
 
 import numpy as np
@@ -131,17 +130,20 @@ def test_cuda_options_override_our_defaults_and_must_be_key_value():
 
 def test_threads_divide_the_cores():
     assert default_threads(1) >= default_threads(2) >= 1
+    assert Runtime(RuntimeSettings(intra_op_threads=3)).threads == 3
 
 
-@pytest.mark.parametrize(("files", "limit"), [
-    ({"cpu.max": "200000 100000\n"}, 2.0),  # cgroup v2: a limit of 2 CPUs
-    ({"cpu.max": "150000 100000\n"}, 1.5),
-    ({"cpu.max": "max 100000\n"}, None),  # no limit
-    ({"cpu/cpu.cfs_quota_us": "100000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 1.0),  # cgroup v1
-    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
-    ({}, None),  # no cgroup files: not in a container
+@pytest.mark.parametrize(("files", "limit", "cores"), [
+    ({"cpu.max": "100000 100000\n"}, 1.0, 1),  # cgroup v2: a limit of 1 CPU
+    ({"cpu.max": "50000 100000\n"}, 0.5, 1),  # half a CPU still runs one thread
+    ({"cpu.max": "max 100000\n"}, None, None),  # no limit: the affinity
+    ({"cpu.max": "max\n"}, None, None),
+    ({"cpu/cpu.cfs_quota_us": "100000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 1.0, 1),  # cgroup v1
+    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None, None),
+    ({"cpu.max": "6400000 100000\n"}, 64.0, None),  # a limit above the cores: the affinity
+    ({}, None, None),  # no cgroup files: not in a container
 ])
-def test_a_containers_cpu_limit_bounds_the_cores_used(tmp_path, files, limit) -> None:
+def test_a_containers_cpu_limit_bounds_the_cores_used(tmp_path, files, limit, cores) -> None:
     """A pod sees the node's cores; its CPU limit, not they, is what its thread pools may use."""
     from service.artifacts.runtime import cgroup_cpu_limit, usable_cores
 
@@ -149,9 +151,7 @@ def test_a_containers_cpu_limit_bounds_the_cores_used(tmp_path, files, limit) ->
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     assert cgroup_cpu_limit(tmp_path) == limit
-    cores = len(os.sched_getaffinity(0))
-    assert usable_cores(tmp_path) == (min(cores, math.ceil(limit)) if limit else cores)
-    assert Runtime(RuntimeSettings(intra_op_threads=3)).threads == 3
+    assert usable_cores(tmp_path) == (cores or len(os.sched_getaffinity(0)))
 
 
 def test_length_buckets_cover_every_index_once_and_group_similar_lengths():

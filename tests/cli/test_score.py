@@ -172,6 +172,13 @@ def test_an_output_that_is_the_commands_own_standard_output_is_refused(baseline_
                              env={**os.environ, "PYTHONPATH": str(REPO)})
     assert run.returncode == 2 and "is this command's standard output; --output must name another file" in run.stderr
     assert printed.read_text(encoding="utf-8") == "an earlier run's\n"
+    with open(printed, encoding="utf-8") as stdin:
+        run = subprocess.run([sys.executable, "-m", "service.cli", "score", str(source), "--models", "length",
+                              "--output", "/dev/stdin", "--model-store", str(baseline_store)],
+                             stdin=stdin, capture_output=True, text=True, cwd=REPO, timeout=120,
+                             env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.returncode == 2 and "is this command's standard input" in run.stderr
+    assert printed.read_text(encoding="utf-8") == "an earlier run's\n"
 
 
 def test_an_output_named_through_a_link_is_written_where_the_link_points(baseline_store, tmp_path, capsys) -> None:
@@ -356,8 +363,13 @@ def test_a_training_item_a_model_could_not_score_is_not_counted_as_scored(tmp_pa
     assert score(store, str(source), "--models", "bleu4", "--output", str(out), "--on-invalid", "skip", "--json") == 0
     captured = capsys.readouterr()
     assert [r.get("trained") for r in read(out)] == [["bleu4"], ["bleu4"], None]
-    assert "errors" in read(out)[0] and json.loads(captured.out)["trained"] == {"bleu4": 1}
-    assert "warning: 1 of the 2 lines bleu4 scored are its training items" in captured.err
+    summary = json.loads(captured.out)
+    assert "errors" in read(out)[0] and (summary["trained"], summary["trained_scored"]) == ({"bleu4": 2}, {"bleu4": 1})
+    assert "warning: 1 of the 2 lines bleu4 scored are its training items (1 more it could not score)" in captured.err
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(lines[0]), json.dumps(lines[2])])
+    assert score(store, str(source), "--models", "bleu4", "--output", str(out), "--on-invalid", "skip") == 0
+    err = capsys.readouterr().err
+    assert "bleu4: 1 line is its training items (" in err and "none of the lines" not in err
 
 
 @pytest.mark.data

@@ -99,7 +99,6 @@ def default() -> SentenceEncoder:
     return SentenceEncoder(read_manifest(STORE), _runtime("auto"))
 
 
-@pytest.mark.data
 def test_building_fp32_and_w8a8_reproduces_the_committed_manifest(built_store: Path) -> None:
     # The committed manifest vouches for the fp32 and w8a8 files by hash, and `make encoder-fp32` must
     # leave it (a tracked file) as it is: both hold only if the export is byte for byte reproducible.

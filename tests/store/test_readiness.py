@@ -158,3 +158,13 @@ def test_a_worker_steps_down_only_while_every_sibling_serves(pod: Path) -> None:
     assert worker_readiness.step_down(LIVE[0]) is False  # its sibling has not loaded
     worker_readiness.mark_ready(LIVE[1])
     assert worker_readiness.step_down(LIVE[0]) is True and worker_readiness.loaded_workers() == {LIVE[1]}
+
+
+def test_a_count_that_cannot_be_written_is_logged_and_no_worker_recycles(tmp_path, monkeypatch, caplog) -> None:
+    """record_workers runs in a gunicorn hook, where an exception ends the master and every worker."""
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    monkeypatch.setenv(worker_readiness.DIR_ENV, str(blocked))
+    worker_readiness.record_workers(2)  # no exception
+    assert "could not record the pod's worker count" in caplog.text
+    assert worker_readiness.pod_workers() is None and worker_readiness.step_down(LIVE[0]) is False

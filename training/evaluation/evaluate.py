@@ -590,6 +590,8 @@ def main(argv: list[str] | None = None) -> int:
                                     for m in written}, list(args.sets), command.strip(), args.split)
             figures.write(out.with_suffix(".json"), doc)
             figures.write_card_correlations(args.store, doc)
-            figures.write_trivial_bars(args.store, doc)
             log.info("wrote %s", out.with_suffix(".json"))
+        # The trivial bars on every card, from the store's figures as they are now: a run of some models
+        # (--models) rewrote those models' entries whole, bars left out.
+        figures.write_trivial_bars(args.store, figures.from_cards(args.store))
     return 0

@@ -42,6 +42,21 @@ def test_a_card_shows_the_trivial_bars_on_its_own_sets(model: str) -> None:
     assert f"| {three(ITEM_LEVEL['length']['dstc7']['pearson'])} | {three(ITEM_LEVEL['minilm-cosine']['dstc7']['pearson'])} |\n" in section
 
 
+def test_a_run_of_some_models_gets_the_bars_back_from_the_stores_figures(tmp_path) -> None:
+    """evaluate --models autojudge rewrites autojudge's entry whole; the bars come from the store's cards."""
+    from training.evaluation.evaluate import Result, write_cards
+
+    store = copy_store(tmp_path / "store", ("autojudge", "length", "minilm-cosine"))
+    results = {"dstc7": {"autojudge": Result("autojudge", "dstc7", 3400, pearson=0.5, spearman=0.4)}}
+    write_cards(store, results, ["autojudge"], "python -m training evaluate --models autojudge", "dev")
+    assert "trivial" not in read_manifest(store / "autojudge").card["evaluate"]
+    assert figures.write_trivial_bars(store, figures.from_cards(store)) == ["autojudge"]
+    assert read_manifest(store / "autojudge").card["evaluate"]["trivial"] == {"dstc7": {
+        "length": ITEM_LEVEL["length"]["dstc7"]["pearson"], "minilm-cosine": ITEM_LEVEL["minilm-cosine"]["dstc7"]["pearson"]}}
+    readme = (store / "autojudge" / "README.md").read_text(encoding="utf-8")
+    assert f"| dstc7 | 3400 | 0.500 | 0.400 | – | {three(ITEM_LEVEL['length']['dstc7']['pearson'])} |" in readme
+
+
 def test_the_figures_command_writes_the_trivial_bars_into_a_card_without_them(tmp_path) -> None:
     store = copy_store(tmp_path / "store", ("autojudge", "length", "minilm-cosine"))
     manifest = json.loads((store / "autojudge" / "manifest.json").read_text(encoding="utf-8"))
