@@ -162,6 +162,12 @@ def test_a_worker_steps_down_only_while_every_sibling_serves(pod: Path) -> None:
 
 def test_a_count_that_cannot_be_written_is_logged_and_no_worker_recycles(tmp_path, monkeypatch, caplog) -> None:
     """record_workers runs in a gunicorn hook, where an exception ends the master and every worker."""
+    import logging
+
+    hooks = logging.getLogger("gunicorn.error")  # another test's logging set-up may have detached it
+    monkeypatch.setattr(hooks, "propagate", True)
+    monkeypatch.setattr(hooks, "disabled", False)
+    caplog.set_level(logging.ERROR, logger="gunicorn.error")
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("")
     monkeypatch.setenv(worker_readiness.DIR_ENV, str(blocked))
