@@ -26,10 +26,14 @@ def regular_output(output: Path, use: str) -> Path:
     input, output or error (`/dev/stdout` redirected to a file): replacing it would drop what it holds."""
     if output.exists() and not output.is_file():
         raise BulkError(f"{output} is not a regular file; --output must name a file {use}")
+    try:
+        found = os.stat(output)
+    except OSError:  # no such file (yet): nothing to compare
+        return Path(os.path.realpath(output))
     for number, stream in ((0, "input"), (1, "output"), (2, "error")):
         try:
-            found, held = os.stat(output), os.fstat(number)
-        except OSError:  # no such file (yet), or the stream is closed
+            held = os.fstat(number)
+        except OSError:  # the stream is closed
             continue
         if (held.st_dev, held.st_ino) == (found.st_dev, found.st_ino):
             raise BulkError(f"{output} is this command's standard {stream}; --output must name another file {use}")

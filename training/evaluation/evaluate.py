@@ -19,14 +19,13 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats
 
-from service.artifacts.manifest import update_card as update_manifest_card
 from service.config import PRECISION_ENV, load_settings
 from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Call, EncodeCache, Item, Scorer
 from service.stats.correlation import spearman
 from service.store.model_store import ModelStore
 from training.core import docs_section
-from training.core.card import EVALUATE_BEGIN, EVALUATE_END, evaluate_section, write_measured_section
+from training.core.card import EVALUATE_BEGIN, EVALUATE_END
 from training.core.cli import output_dir, output_file, positive_int
 from training.core.command_line import command_line, with_environment
 from training.core.progress import cpu_description, setup_logging
@@ -38,7 +37,6 @@ from training.evaluation.held_in import read_whole, trained_text
 from training.evaluation.pairwise import MIN_PAIRS
 from training.evaluation.reranking import CONTEXT_PART, context_part_scores, pairwise, pairwise_table, reranking_table
 from training.evaluation.vectors import SharedVectors
-from training.core.turn_cards import FROM_MANIFEST, rewrite_readme
 from training.evaluation import figures
 
 log = logging.getLogger("training.evaluate")
@@ -355,11 +353,7 @@ def write_cards(store_root: Path, results: dict[str, dict[str, Result]], models:
         entry = card_entry({set_name: per_model[model] for set_name, per_model in results.items()
                             if model in per_model}, command, split, (served or {}).get(model, ""),
                            (checks or {}).get(model))
-        update_manifest_card(folder, evaluate=entry)
-        if model in FROM_MANIFEST:  # its template shows evaluate's section, or a table of its own instead
-            rewrite_readme(folder)
-        elif (folder / "README.md").is_file():
-            write_measured_section(folder, evaluate_section(entry), BEGIN, END)
+        figures.write_evaluate_entry(folder, entry)
         written.append(model)
     return written
 

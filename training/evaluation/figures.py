@@ -106,6 +106,16 @@ def write_card_correlations(store: Path, doc: Mapping[str, Any]) -> list[str]:
     return written
 
 
+def write_evaluate_entry(folder: Path, entry: Mapping[str, Any]) -> None:
+    """A card's `evaluate` entry set to `entry`, and its README's section written again (a model whose
+    README is rendered from its manifest whole, else the measured section alone)."""
+    update_manifest_card(folder, evaluate=dict(entry))
+    if folder.name in FROM_MANIFEST:  # its template shows evaluate's section, or a table of its own instead
+        rewrite_readme(folder)
+    elif (folder / "README.md").is_file():
+        write_measured_section(folder, evaluate_section(entry), EVALUATE_BEGIN, EVALUATE_END)
+
+
 def write_trivial_bars(store: Path, doc: Mapping[str, Any]) -> list[str]:
     """Every evaluated card but the bars' own given the trivial bars' Pearson r on its sets (its `evaluate`
     entry's `trivial`), and its README's section written again; returns the models written."""
@@ -117,12 +127,7 @@ def write_trivial_bars(store: Path, doc: Mapping[str, Any]) -> list[str]:
             continue
         bars = {name: {bar: doc["item_level"].get(bar, {}).get(name, {}).get("pearson") for bar in TRIVIAL_BARS}
                 for name in rows}
-        entry = {**card["evaluate"], "trivial": bars}
-        update_manifest_card(folder, evaluate=entry)
-        if model in FROM_MANIFEST:
-            rewrite_readme(folder)
-        elif (folder / "README.md").is_file():
-            write_measured_section(folder, evaluate_section(entry), EVALUATE_BEGIN, EVALUATE_END)
+        write_evaluate_entry(folder, {**card["evaluate"], "trivial": bars})
         written.append(model)
     return written
 
