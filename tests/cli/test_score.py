@@ -130,7 +130,8 @@ def test_set_up_errors_exit_2_and_leave_the_output_as_it_was(baseline_store, tmp
     out = tmp_path / "scores.jsonl"
     out.write_text("an earlier run's\n", encoding="utf-8")
     assert score(baseline_store, str(source), "--models", "length", "no-such-model", "--output", str(out)) == 2
-    [err] = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("{")]  # the store's log
+    # the command's own line among the store's log (JSON, or plain text where another test configured logging)
+    [err] = [line for line in capsys.readouterr().err.splitlines() if line.startswith("dialscore score:")]
     assert err.startswith("dialscore score: error: model no-such-model is not available"), err
     assert err.endswith("the store's models: " + ", ".join(sorted(  # the name a misspelling meant is among them
         p.parent.name for p in baseline_store.glob("*/manifest.json")
