@@ -128,7 +128,7 @@ def find_problem(data: Any, raw: bytes, max_depth: int) -> Problem | None:
     stack: list[tuple[Any, str, int]] = [(data, "", 1)]  # the body is level 1, as DIALSCORE_MAX_JSON_DEPTH counts
     while stack:
         value, path, depth = stack.pop()
-        if depth > max_depth:
+        if depth > max_depth and isinstance(value, (dict, list)):  # a string is visited for its text, not a level
             return Problem(path or "(body)", f"Nested deeper than {max_depth} levels.", too_deep=True)
         if isinstance(value, dict):
             for key, child in value.items():

@@ -29,6 +29,16 @@ def test_depth_is_counted_from_the_body() -> None:
     assert problem.too_deep  # a limit: the service answers 413 too_large
 
 
+def test_depth_counts_containers_whatever_else_the_body_holds() -> None:
+    """A dialogue body at exactly the limit passes with or without an escaped emoji (json.dumps's default
+    writing of one), which makes the walk read strings: strings are never a level of their own."""
+    for text in ("hi", "hi \U0001F600"):
+        body = json.dumps({"model": "mh", "items": [{"turns": [{"speaker": "user", "text": text},
+                                                              {"speaker": "bot", "text": "ok"}]}]}).encode()
+        assert _check(body, depth=4).too_deep and _check(body, depth=4).path.startswith("items.0.turns.")
+        assert _check(body, depth=5) is None
+
+
 def test_loads_refuses_a_key_repeated_in_one_object_anywhere() -> None:
     import pytest
 
