@@ -37,7 +37,7 @@ class BadLine(ValueError):
 MAX_LINE_DEPTH = 32  # JSON nesting of one item (the item shapes need 4)
 
 
-def _read_object(raw: bytes) -> dict[str, Any]:
+def read_object(raw: bytes) -> dict[str, Any]:
     """json_body's reading of one line, finite numbers only (`id` is copied to the output, which must stay
     JSON), its refusals as ValueErrors: each is one bad line, never a failed run."""
     try:
@@ -64,7 +64,7 @@ def parse_line(raw: bytes, scorer: Scorer | Call) -> tuple[Any, Any]:
     """
     if not raw.removeprefix(b"\xef\xbb\xbf").strip():
         raise ValueError("empty line")
-    obj = _read_object(raw)
+    obj = read_object(raw)
     item_id = obj.get("id")
     try:
         item = parse_item(obj, scorer.kind, unknown=EXCLUDE)

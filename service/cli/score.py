@@ -28,6 +28,7 @@ from service.artifacts.manifest import ManifestError
 from service.bulk.cli import json_object, load_scorers
 from service.bulk.errors import BulkError
 from service.bulk.output import regular_output
+from service.bulk import records
 from service.bulk.records import score_batch
 from service.cli import references
 from service.cli.intervals import DEFAULT_CONFIDENCE, METHOD, RESAMPLED, IntervalSettings, mean_interval
@@ -162,10 +163,9 @@ def _jsonl_lines(path: Path) -> Iterator[tuple[int, bytes]]:
 def _line_object(raw: bytes) -> dict[str, Any] | None:
     """The line's JSON object, or None (a line that is not one is an error record of every model)."""
     try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
+        return records.read_object(raw)  # the scorer's own reading: a mark never comes from a line it refused
+    except ValueError:
         return None
-    return value if isinstance(value, dict) else None
 
 
 def _system_of(obj: dict[str, Any] | None, key: str) -> str | None:
