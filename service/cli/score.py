@@ -28,8 +28,7 @@ from service.artifacts.manifest import ManifestError
 from service.bulk.cli import json_object, load_scorers
 from service.bulk.errors import BulkError
 from service.bulk.output import regular_output
-from service.bulk import records
-from service.bulk.records import score_batch
+from service.bulk.records import read_object, score_batch
 from service.cli import references
 from service.cli.intervals import DEFAULT_CONFIDENCE, METHOD, RESAMPLED, IntervalSettings, mean_interval
 from service.components.cache import EncodeCache
@@ -163,7 +162,7 @@ def _jsonl_lines(path: Path) -> Iterator[tuple[int, bytes]]:
 def _line_object(raw: bytes) -> dict[str, Any] | None:
     """The line's JSON object, or None (a line that is not one is an error record of every model)."""
     try:
-        return records.read_object(raw)  # the scorer's own reading: a mark never comes from a line it refused
+        return read_object(raw)  # the scorer's own reading: a mark never comes from a line it refused
     except ValueError:
         return None
 
