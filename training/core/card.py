@@ -194,9 +194,9 @@ def evaluate_section(entry: Mapping[str, Any]) -> str:
             "`references` list.")
     header, rule = "| set | n | Pearson r | Spearman ρ | pairwise agreement (pairs) |", "|---|---|---|---|---|"
     if trivial:
-        text += (" The last two columns are the trivial bars' Pearson r on the same items, which a learned metric "
-                 "must clear: the reply's length, and the untrained MiniLM cosine (`minilm-cosine`, which reads a "
-                 "reference: – where a set has none).")
+        text += (" The last two columns are the trivial bars' Pearson r on each set, which a learned metric "
+                 "must clear: the reply's length (on every item), and the untrained MiniLM cosine (`minilm-cosine`, "
+                 "on the items with a reference: – where a set has none). Their n can differ from the model's.")
         header, rule = header + " length r | minilm-cosine r |", rule + "---|---|"
     lines = [EVALUATE_BEGIN, "", "### Agreement with people on the development sets", "", text, "", header, rule]
     for name, row in entry["item_level"].items():
