@@ -45,3 +45,14 @@ def test_no_service_module_nor_command_imports_torch_or_training() -> None:
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert len(report["modules"]) >= 50 and "service.scorers.mh" in report["modules"]
     assert not report["loaded"], sorted(report["loaded"])[:10]
+
+
+def test_the_batch_and_file_commands_score_without_the_web_framework() -> None:
+    """`python -m service.bulk`, `dialscore score` and `python -m service.analysis` read the API's schemas
+    and limits, not its app: Flask stays out of the process."""
+    probe = ("import sys, service.bulk.records, service.cli.score, service.analysis.__main__; "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('flask', 'werkzeug')))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[]"

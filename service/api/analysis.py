@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from service.api import dataplane, settings
+from service.api import dataplane
+from service.api.context import settings
 from service.api.body import load_body
 from service.api.schemas import CORRELATE_REQUEST, HUMAN_EVAL_REQUEST
 

@@ -7,7 +7,7 @@ from flask import request
 from marshmallow import Schema, ValidationError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from service.api import settings
+from service.api.context import settings
 from service.api.schemas import flatten_messages
 from service.errors import BadJson, InvalidRequest, ServiceError, TooLarge
 from service.json_body import BadText, JsonTextError, NotAnObject, RepeatedKey, TooDeep, parse_object

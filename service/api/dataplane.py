@@ -365,7 +365,7 @@ def human_eval(body: dict[str, Any], settings: Settings) -> dict[str, Any]:
         raise InvalidRequest(str(exc) or "The ratings cannot be assessed as given.", exc.fields) from None
 
 
-def readiness(store: ModelStore, settings: Settings) -> tuple[bool, dict[str, Any]]:
+def readiness(store: ModelStore) -> tuple[bool, dict[str, Any]]:
     """Whether this pod is ready, and why not: once every worker has loaded its models, then while any
     serves (service/store/readiness.py)."""
     loaded = store.loaded  # before the markers: a store seen loaded has written its own (ModelStore.load)
@@ -381,9 +381,9 @@ def readiness(store: ModelStore, settings: Settings) -> tuple[bool, dict[str, An
     return True, details
 
 
-def ready(store: ModelStore, settings: Settings) -> dict[str, Any]:
+def ready(store: ModelStore) -> dict[str, Any]:
     """/readyz's body; 503 naming what is missing."""
-    is_ready, details = readiness(store, settings)
+    is_ready, details = readiness(store)
     if is_ready:
         return {"status": "ready", **details}
     if "failed" in details:

@@ -4,7 +4,8 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify
 
 from service.observability import metrics
-from service.api import dataplane, settings, store
+from service.api import dataplane
+from service.api.context import settings, store
 from service.api.openapi import openapi_document
 
 bp = Blueprint("health", __name__)
@@ -17,7 +18,7 @@ def healthz() -> Response:
 
 @bp.get("/readyz")
 def readyz() -> Response:
-    return jsonify(dataplane.ready(store(), settings()))
+    return jsonify(dataplane.ready(store()))
 
 
 @bp.get("/models")

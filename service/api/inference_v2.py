@@ -16,7 +16,8 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from service.api import dataplane, settings, store
+from service.api import dataplane
+from service.api.context import settings, store
 from service.api.body import parse_json, read_body, validate
 from service.version import VERSION  # the server's own version, as the protocol asks (not the document's)
 from service.api.schemas import RERANK_REQUEST, SCORE_REQUEST
@@ -42,7 +43,7 @@ def live() -> Response:
 
 @bp.get("/health/ready")
 def ready() -> Response:
-    is_ready, _ = dataplane.readiness(store(), settings())
+    is_ready, _ = dataplane.readiness(store())
     return _readiness({"ready": is_ready}, is_ready)
 
 

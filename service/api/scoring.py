@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from service.api import dataplane, settings, store
+from service.api import dataplane
+from service.api.context import settings, store
 from service.api.body import load_body
 from service.api.schemas import RERANK_REQUEST, SCORE_REQUEST
 
