@@ -51,7 +51,8 @@ def test_a_refusal_is_retried_after_retry_after_with_less_budget(server, code, e
     waited = hop.arrivals[start + 1] - hop.arrivals[start]
     first, second = budgets(hop, start)
     assert 0.99 <= waited < 1.5, waited
-    assert 4.5 < first <= 5 and first - waited - 0.01 <= second <= first - waited + 0.01, (first, second, waited)
+    # The budgets are the client's clock, `waited` the proxy's arrivals: 0.1 s of slack for scheduling
+    assert 4.5 < first <= 5 and 0.99 <= first - second <= waited + 0.1, (first, second, waited)
     assert issubclass(error, Unavailable)
 
 
@@ -163,7 +164,7 @@ def test_the_chunks_of_a_batch_share_one_deadline(small_server):
     assert [status for _, _, status in hop.exchanges[start:]] == [503, 200, 200, 200]
     sent = budgets(hop, start)
     assert 4.5 < sent[0] <= 5 and all(later < earlier for earlier, later in zip(sent, sent[1:])), sent
-    assert sent[2] <= 5 - 0.99 and sent[3] <= sent[0] - (hop.arrivals[start + 3] - hop.arrivals[start]) + 0.01
+    assert sent[2] <= 5 - 0.99 and sent[3] <= sent[0] - (hop.arrivals[start + 3] - hop.arrivals[start]) + 0.1
 
 
 def test_the_client_waits_no_longer_than_its_budget(server):
