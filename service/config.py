@@ -131,7 +131,7 @@ MAX_WORKERS = 64  # gunicorn workers the master runs
 # A count a request may hold: below 2**31, so that no limit overflows the C ints of numpy and ONNX
 # Runtime; a request is also under max_body_bytes, which bounds every count in it.
 MAX_COUNT = 10**9
-MAX_SESSION_THREADS = 256  # ONNX Runtime / OpenVINO threads per worker: 100,000 hung a worker while loading
+MAX_SESSION_THREADS = 256  # ONNX Runtime / OpenVINO threads per worker: more cost memory and start-up, never speed
 
 # The service's integer settings: name: (lowest, highest), checked by load_settings (the server's are
 # SERVER_RANGES). A limit below 1 would refuse every request while /readyz said ready; 0 is "cores / workers"
@@ -351,11 +351,11 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: Mapping[str,
     if not settings.api_token and "DIALSCORE_API_TOKEN" in environ:
         raise ValueError("DIALSCORE_API_TOKEN: set but blank; give the token, or unset the variable to serve "
                          "without one")
-    # HTTP headers are read as latin-1 and compared as UTF-8 here, so a non-ASCII token would match no
-    # client that sends it as UTF-8 (curl does).
     if settings.api_token and not all(settings.api_token.split(",")):
         raise ValueError("DIALSCORE_API_TOKEN: an empty token between commas (several tokens are separated by "
                          "single commas, for a rotation)")
+    # HTTP headers are read as latin-1 and compared as UTF-8 here, so a non-ASCII token would match no
+    # client that sends it as UTF-8 (curl does).
     if not settings.api_token.isascii():
         raise ValueError("DIALSCORE_API_TOKEN: must be ASCII (letters, digits and punctuation; RFC 6750's "
                          "token characters are safest)")

@@ -19,16 +19,16 @@ def test_the_match_key_is_one_for_every_spelling_of_a_sentence() -> None:
 def test_long_texts_never_enter_the_process_wide_memos() -> None:
     """Distinct 2,000-character CJK texts grew a worker by 27 MB per request."""
     text._words_cached.short.cache_clear()
-    proxies._vader_short.cache_clear()
+    proxies.vader.short.cache_clear()
     for i in range(50):
         long = f"{i} " + "字" * 1990
         assert len(text.words(long)) == 1991
         proxies.vader(long)
     assert text._words_cached.short.cache_info().currsize == 0
-    assert proxies._vader_short.cache_info().currsize == 0
+    assert proxies.vader.short.cache_info().currsize == 0
     text.words("short and memoised")
     proxies.vader("short and memoised")
-    assert text._words_cached.short.cache_info().currsize == 1 and proxies._vader_short.cache_info().currsize == 1
+    assert text._words_cached.short.cache_info().currsize == 1 and proxies.vader.short.cache_info().currsize == 1
     assert text._words_cached.short.cache_info().maxsize == text.CACHE_ENTRIES
     assert tuple(text.words("x" * (text.CACHED_CHARS + 1))) == text._split("x" * (text.CACHED_CHARS + 1))
 

@@ -299,9 +299,10 @@ def _rows(feeds: dict[str, Any]) -> int | None:
 
 
 STEP_CUT_ROWS = 4
+MAX_TOKENS = 8192  # padded word pieces in one encoder run: bounds a batch's memory whatever batch_size says
 
 
-def length_buckets(lengths: list[int], max_batch: int, max_tokens: int = 8192, step: int | None = None) -> list[list[int]]:
+def length_buckets(lengths: list[int], max_batch: int, max_tokens: int = MAX_TOKENS, step: int | None = None) -> list[list[int]]:
     """Indices grouped by similar length, so that padding stays small.
 
     Items are sorted by length and cut into batches of at most `max_batch` items and about
@@ -326,7 +327,7 @@ def length_buckets(lengths: list[int], max_batch: int, max_tokens: int = 8192, s
     return batches
 
 
-def shares(lengths: list[int], runs: int, max_batch: int, max_tokens: int = 8192,
+def shares(lengths: list[int], runs: int, max_batch: int, max_tokens: int = MAX_TOKENS,
            step: int | None = None) -> list[list[list[int]]]:
     """The batches of length_buckets dealt, in order, into at most `runs` shares of about equal padded
     word pieces, one share a thread, so that the threads of a lone request finish together. Where a

@@ -15,9 +15,7 @@ from tokenizers import Tokenizer
 
 from service.components.base import Component
 from service.components.cache import EncodeCache
-from service.artifacts.runtime import length_buckets
-
-MAX_TOKENS = 8192
+from service.artifacts.runtime import MAX_TOKENS, length_buckets
 
 
 class HREDEncoder(Component):

@@ -18,8 +18,9 @@ from service.components.base import Component
 from service.components.cache import EncodeCache
 from service.config import encoder_precision
 from service.observability import metrics, tracing
+from service.artifacts.manifest import ManifestError
 from service.artifacts.openvino import EP as OPENVINO
-from service.artifacts.runtime import int8_dot_products, length_buckets, shares
+from service.artifacts.runtime import MAX_TOKENS, int8_dot_products, length_buckets, shares
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,6 @@ INT8_FILE = "encoder-int8.onnx"
 # block of 32 channels: the weights stay int8-rounded and the arithmetic is float.
 FLOAT_MATMULS = {"session.disable_quant_qdq": "1"}
 SESSION_CONFIG = {"int8-float": FLOAT_MATMULS}
-MAX_TOKENS = 8192
 COUNT_FLOOR = 1e-9  # the graph's clamp of the token count (training/minilm/export.py), as sentence-transformers
 NORM_FLOOR = 1e-12  # torch.nn.functional.normalize's eps
 TOKENS_OUTPUT = "token_embeddings"
@@ -113,10 +113,10 @@ class SentenceEncoder(Component):
         log.info("%s: %s on %s%s (%s; %s)", self.name, filename, self.session.get_providers()[0],
                  f", computing in {self.session.compute}" if self.session.compute else "", self.chosen_by,
                  self.runtime.choice.reason)
-        self.pools_here = TOKENS_OUTPUT in self.session.outputs
-        if not self.pools_here:
-            log.warning("%s: %s has no %s output (an older export); embeddings depend on the batch "
-                        "to float32 rounding", self.name, filename, TOKENS_OUTPUT)
+        # The service pools the tokens itself: the graph's own pooling rounds by the batch's shape
+        if TOKENS_OUTPUT not in self.session.outputs:
+            raise ManifestError(f"{self.name}: {filename} has no {TOKENS_OUTPUT} output; re-export it "
+                                "(training/encoders/minilm/export.py)")
 
     def _choose_precision(self, files: dict[str, str]) -> tuple[str, str]:
         requested = self.runtime.settings.encoder_precision
@@ -178,13 +178,9 @@ class SentenceEncoder(Component):
                 ids[row, : lengths[index]] = encodings[index].ids
                 mask[row, : lengths[index]] = 1
             feeds = {"input_ids": ids, "attention_mask": mask}
-            if self.pools_here:
-                (tokens,) = self.session.run(feeds, [TOKENS_OUTPUT])
-                for row, index in enumerate(batch):
-                    out[index] = pool(tokens[row], lengths[index])
-            else:
-                (vectors,) = self.session.run(feeds, ["embedding"])
-                out[batch] = vectors.astype(np.float32)
+            (tokens,) = self.session.run(feeds, [TOKENS_OUTPUT])
+            for row, index in enumerate(batch):
+                out[index] = pool(tokens[row], lengths[index])
 
         def run_share(share: list[list[int]]) -> None:
             for batch in share:

@@ -186,7 +186,7 @@ def _system_means(values: np.ndarray, groups: np.ndarray, count: int) -> np.ndar
                                   for members in np.split(order, bounds[:-1])]))
 
 
-def canonical_order(human: np.ndarray, metrics: dict[str, np.ndarray], systems: np.ndarray | None) -> np.ndarray:
+def canonical_order(human: np.ndarray, metrics: dict[str, np.ndarray]) -> np.ndarray:
     """The item order the bootstrap draws in: sorted by human score, then each metric by name.
 
     A resample is a row of item positions, so with one seed the intervals and paired-bootstrap p-values
@@ -195,7 +195,6 @@ def canonical_order(human: np.ndarray, metrics: dict[str, np.ndarray], systems: 
     system, and the system level draws within each system, its members in this order. The metrics are
     keys because every metric shares the item-level draws (the paired bootstrap needs that), so adding
     a metric moves the others' intervals, within their resampling noise."""
-    del systems  # kept in the signature: callers pass what the request holds
     keys = [metrics[name] for name in sorted(metrics, reverse=True)] + [human]
     return np.lexsort(keys)
 
@@ -238,7 +237,7 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
     # object, not a numpy string array: that drops trailing NUL characters, and merged "c\u0000" into "c";
     # in NFC, so that two spellings of one label ("café" composed or not) are one system
     labels_given = None if systems is None else np.asarray([canonical(str(s)) for s in systems], dtype=object)
-    order = canonical_order(means, metrics, labels_given)
+    order = canonical_order(means, metrics)
     means = means[order]
     metrics = {name: values[order] for name, values in metrics.items()}
     cache: dict[str, dict[str, np.ndarray]] = {}

@@ -83,11 +83,6 @@ def spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return spearman_test(x, y)[:2]
 
 
-def kendall(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Kendall's tau-b and its two-sided p (kendall_test)."""
-    return kendall_test(x, y)[:2]
-
-
 def spearman_test(x: np.ndarray, y: np.ndarray) -> Tested:
     """Spearman's rho (scipy) and its two-sided p: exact up to `_SPEARMAN_EXACT_MAX` items, above that
     scipy's t approximation but never below 2/n!.

@@ -487,7 +487,7 @@ def test_readiness_seen_loaded_counts_the_workers_own_marker(tmp_path, monkeypat
             markers.mark_ready()
             return True
 
-    assert readiness(StoreFinishingNow(), None) == (True, {"models": ["length"], "workers_ready": 1, "workers": 1})
+    assert readiness(StoreFinishingNow()) == (True, {"models": ["length"], "workers_ready": 1, "workers": 1})
 
 
 def test_the_api_page_says_what_readyz_answers_for_a_pod():

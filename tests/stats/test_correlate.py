@@ -76,7 +76,7 @@ def test_system_level_interval_resamples_items_within_systems(method: str) -> No
     body = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, systems, [method], resamples=80, seed=5,
                      system_resampling="items")
     assert body["resampling"]["system"]["design"] == "items"
-    order = canonical_order(HUMAN, {"good": GOOD}, np.asarray(systems))  # the order the draws are made in
+    order = canonical_order(HUMAN, {"good": GOOD})  # the order the draws are made in
     human, good = HUMAN[order], GOOD[order]
     count, groups = drawn_groups(np.asarray(systems)[order], human, good)
     indices = stats.stratified_indices(groups, count, 80, 5)
@@ -197,7 +197,7 @@ def test_system_interval_keeps_tied_system_means_tied(method: str) -> None:
     systems = [f"s{i % 6}" for i in range(40)]
     body = correlate(human.tolist(), {"good": good.tolist()}, systems, [method], resamples=200, seed=0,
                      system_resampling="items")
-    order = canonical_order(human, {"good": good}, np.asarray(systems))
+    order = canonical_order(human, {"good": good})
     human, good = human[order], good[order]
     groups = drawn_groups(np.asarray(systems)[order], human, good)[1]
     dist = []

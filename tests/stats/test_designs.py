@@ -145,7 +145,7 @@ def test_a_system_drawn_twice_is_not_the_same_resample_twice() -> None:
 def test_correlate_serves_the_default_design_the_simulation_measured() -> None:
     systems = np.array([f"s{i % 6}" for i in range(40)])
     body = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, systems.tolist(), ["pearson"], resamples=300, seed=7)
-    order = canonical_order(HUMAN, {"good": GOOD}, systems)
+    order = canonical_order(HUMAN, {"good": GOOD})
     count, groups = drawn_groups(systems[order], HUMAN[order], GOOD[order])
     draws = stats.system_resamples(stats.DEFAULT_DESIGN, groups, count, 300, 7)
     dist = stats.system_bootstrap_distributions(HUMAN[order], {"good": GOOD[order]}, ["pearson"], groups, count,

@@ -61,19 +61,19 @@ def test_the_pod_is_ready_once_every_worker_has_loaded_then_while_any_serves(pod
     another serves (its replacement loads before it takes a connection)."""
     store = _loaded_store(tmp_path)
     worker_readiness.mark_ready(LIVE[0])
-    ready, details = readiness(store, None)
+    ready, details = readiness(store)
     assert not ready and details["loading"] is True and (details["workers_ready"], details["workers"]) == (1, 2)
     assert not worker_readiness.pod_was_ready()
     worker_readiness.mark_ready(LIVE[1])  # the last to load marks the pod
     assert worker_readiness.pod_was_ready()
-    ready, details = readiness(store, None)
+    ready, details = readiness(store)
     assert ready and details["workers_ready"] == 2
     worker_readiness.forget(LIVE[1])  # a sibling exited; its replacement loads
-    ready, details = readiness(store, None)
+    ready, details = readiness(store)
     assert ready and details["workers_ready"] == 1 and details["workers"] == 2
-    assert not readiness(ModelStore(tmp_path / "empty-store"), None)[0]  # this worker still loading: never ready
+    assert not readiness(ModelStore(tmp_path / "empty-store"))[0]  # this worker still loading: never ready
     worker_readiness.clear(pod)  # a restarted master starts over
-    assert not worker_readiness.pod_was_ready() and not readiness(store, None)[0]
+    assert not worker_readiness.pod_was_ready() and not readiness(store)[0]
 
 
 def test_not_ready_says_how_many_workers_have_loaded(pod: Path, client) -> None:
@@ -119,10 +119,10 @@ def test_a_worker_whose_store_has_just_loaded_counts_itself_before_its_marker(po
 
     store = ModelStore(copy_store(tmp_path / "store", ("length",)))
     assert store.load()
-    ready, details = readiness(store, None)
+    ready, details = readiness(store)
     assert not ready and details["workers_ready"] == 1 and details["workers"] == 2  # its sibling has not loaded
     worker_readiness.mark_ready(os.getpid())
-    assert readiness(store, None)[1]["workers_ready"] == 1
+    assert readiness(store)[1]["workers_ready"] == 1
 
 
 def _step_down_together(start, done, results) -> None:  # a worker: loaded, then past its limit with the others

@@ -91,8 +91,6 @@ def vader(text: str) -> tuple[float, float, float, float]:
     return s["neg"], s["neu"], s["pos"], s["compound"]
 
 
-_vader_short = vader.short
-
 
 def laughter_count(text: str) -> int:
     """The number of "ha"s in words made only of them ("haha", "hahah"): the paper's laughter."""
@@ -150,9 +148,8 @@ def assign_roles(speakers: Sequence[str], texts: Sequence[str], variant: str) ->
     "human-bot": the speakers as given (the setting the regression was fitted in).
     "self-play" (the paper's -B/B): every utterance is the bot's, whatever the speaker labels say,
     and plays both roles (Roles.every_role): the -U proxies read every utterance, question reads
-    every utterance, and the -U/B proxies compare every consecutive pair. (Until mh 2026.11.2 the
-    utterances alternated roles, which compared only half the pairs and made a score depend on
-    where the same utterances started.)
+    every utterance, and the -U/B proxies compare every consecutive pair (alternating roles would
+    compare half the pairs, and a score would depend on where the same utterances started).
     "bot-only" (the paper's -B): the bot's turns of a human-bot conversation alone, then as
     "self-play"; the user's turns are not read.
     """

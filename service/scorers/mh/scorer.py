@@ -51,9 +51,9 @@ class HybridMetric(Scorer):
         self.coefficients = np.asarray(raw["coefficients"], dtype=np.float64)
         self.intercept = float(raw["intercept"])
         width = len(proxies.PROXIES)
-        # The proxies' range in the fitting data (training/mh/model.py); a file from before it has none.
-        self.low = np.asarray(raw.get("low", [-np.inf] * width), dtype=np.float64)
-        self.high = np.asarray(raw.get("high", [np.inf] * width), dtype=np.float64)
+        # The proxies' range in the fitting data (training/mh/model.py)
+        self.low = np.asarray(raw["low"], dtype=np.float64)
+        self.high = np.asarray(raw["high"], dtype=np.float64)
         if not (self.mean.shape == self.scale.shape == self.coefficients.shape == self.low.shape == self.high.shape
                 == (width,)) or not np.all(np.isfinite(np.concatenate([self.mean, self.scale, self.coefficients]))) \
                 or not np.all(self.scale > 0) or np.any(np.isnan(self.low)) or not np.all(self.low <= self.high):

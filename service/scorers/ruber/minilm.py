@@ -7,13 +7,13 @@ from typing import Any, ClassVar
 from service.components.cache import EncodeCache
 from service.scorers.base import REFERENCE_FREE, REFERENCE_FREE_OPTION, Item, ScoreBatch
 from service.scorers.heads import SentenceHeadScorer
-from service.scorers.ruber.blending import blend, normalise_min_max
+from service.scorers.ruber.blending import BLENDS, blend, normalise_min_max
 
 
 class RuberMiniLM(SentenceHeadScorer):
     computes = "referenced"
     default_options: ClassVar[dict[str, dict[str, Any]]] = {
-        "blend": {"type": "string", "choices": ["min", "max", "geometric", "arithmetic"], "default": "arithmetic"},
+        "blend": {"type": "string", "choices": list(BLENDS), "default": "arithmetic"},
         "components": {"type": "boolean", "default": False},
         REFERENCE_FREE: REFERENCE_FREE_OPTION,
     }

@@ -39,9 +39,9 @@ def make_store(root: Path, coefficients: dict[str, float], intercept: float = 3.
     width = len(names)
     regression = {"proxies": list(names), "mean": [0.5] * width, "scale": [0.25] * width,
                   "coefficients": [coefficients.get(n, 0.0) for n in names], "intercept": intercept}
-    if ranges is not None:
-        regression["low"] = [ranges.get(n, (-1e9, 1e9))[0] for n in names]
-        regression["high"] = [ranges.get(n, (-1e9, 1e9))[1] for n in names]
+    ranges = ranges or {}
+    regression["low"] = [ranges.get(n, (-1e9, 1e9))[0] for n in names]
+    regression["high"] = [ranges.get(n, (-1e9, 1e9))[1] for n in names]
     (folder / "regression.json").write_text(json.dumps(regression))
     write_manifest(folder, name="mh", version="test", kind="dialogue", scorer="mh", score_range=(1.0, 5.0),
                    uses=list(COMPONENTS), card={"summary": "test regression"}, config=config)
