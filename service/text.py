@@ -66,9 +66,14 @@ def match_key(text: str) -> str:
     return "".join(ch for ch in canonical(str(text)).lower() if ch.isalnum())
 
 
+def content_words(text: str) -> list[str]:
+    """The lower-cased words of `text` with a letter or digit (punctuation left out)."""
+    return [w for w in _words_cached(text) if any(ch.isalnum() for ch in w)]
+
+
 def word_count(text: str) -> int:
     """Words only (punctuation excluded): the `length` baseline and M_H's length proxy."""
-    return sum(1 for w in _words_cached(text) if any(ch.isalnum() for ch in w))
+    return len(content_words(text))
 
 
 def is_blank(text: str) -> bool:

@@ -47,7 +47,9 @@ def split_body(raw: bytes, header_length: str | None) -> tuple[bytes, bytes]:
 
 
 def read_inputs(request: dict[str, Any], binary: bytes) -> dict[str, Tensor]:
-    """The request's inputs by name, each checked: BYTES, a shape that matches its elements, UTF-8 text."""
+    """The request's inputs by name, each checked: BYTES, a shape that matches its elements, UTF-8 text.
+    Checked in code, not by a schema: an input's data may lie in the binary part after the JSON, so the
+    checks go with reading those bytes in the inputs' order."""
     inputs = request.get("inputs")
     if not isinstance(inputs, list) or not inputs:
         raise InvalidRequest("An infer request needs a non-empty `inputs` list.", {"inputs": "Required."})

@@ -117,7 +117,9 @@ def sha256_file(path: Path) -> str:
 
 
 def read_manifest(folder: Path) -> Manifest:
-    """Parse and check a manifest's structure (not the file hashes: see verify_files)."""
+    """Parse and check a manifest's structure (not the file hashes: see verify_files). Checked step by
+    step, not by a schema: each failure carries two messages, the operator's and the public one that
+    /readyz and GET /models may show (ManifestError.public), and the first one ends the read."""
     folder = Path(folder)
     path = folder / "manifest.json"
     try:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
+
+from service.stats.human_eval import mean_interval as t_interval
 
 METHOD = "Student-t interval of the mean (scipy.stats.t, n - 1 degrees of freedom)"
 RESAMPLED = ("nothing: mean +- t x standard error of the row's lines the model scored (a system's; `all`: every "
@@ -40,15 +41,13 @@ class IntervalSettings:
 def mean_interval(values: list[float], settings: IntervalSettings) -> list[float] | None:
     """[low, high] of the mean of `values`, or None with fewer than MIN_LINES values or intervals off.
 
-    scipy.stats.t.interval over the standard error, as /human-eval's mean_interval, rather than
+    /human-eval's interval (scipy.stats.t.interval over the standard error), rather than
     ttest_1samp(...).confidence_interval, which gives the same numbers but warns of precision loss on
     nearly equal scores. Scores that never vary give [mean, mean]: no interval can see spread the lines
     do not show."""
     if not settings.enabled or len(values) < MIN_LINES:
         return None
     x = np.asarray(values, dtype=np.float64)
-    mean = float(x.mean())
     if np.ptp(x) == 0:
-        return [mean, mean]
-    low, high = sps.t.interval(settings.confidence, x.size - 1, loc=mean, scale=sps.sem(x))
-    return [float(low), float(high)]
+        return [float(x.mean())] * 2
+    return t_interval(x, settings.confidence)

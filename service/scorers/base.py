@@ -178,7 +178,9 @@ class Scorer:
 
     def check_options(self, options: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, str]]:
         """(every known option whose value is valid, defaults filled; the errors by `options.<name>`).
-        Unknown names are the only errors reported when there are any."""
+        Unknown names are the only errors reported when there are any. Checked here, not by a marshmallow
+        schema: the spec is the manifest's data, published as is by GET /models, and its types are JSON's
+        exactly (marshmallow's Boolean takes 1 and "true", its Float "1.5")."""
         options = dict(options or {})
         unknown = sorted(set(options) - set(self.option_spec))
         resolved: dict[str, Any] = {}

@@ -17,7 +17,7 @@ import numpy as np
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from service.scorers.baselines.embedding import average_similarity, cosine, extrema_similarity, greedy_similarity
-from service.text import is_blank, memoised_for_short_texts, word_count, words
+from service.text import content_words, is_blank, memoised_for_short_texts, word_count, words
 
 # Sentiment reads the user (the paper's -U proxies), with VADER, a lexicon model, for DeepMoji (which
 # cannot be installed here); c(u) is VADER's compound score in [-1, 1]. Semantic proxies compare the
@@ -181,15 +181,11 @@ def _mean(values: Sequence[float]) -> float:
     return float(np.mean(values)) if len(values) else float("nan")
 
 
-def _content_words(text: str) -> list[str]:
-    return [w for w in words(text) if any(ch.isalnum() for ch in w)]
-
-
 def word_coherences(pairs: list[tuple[str, str]], embed_words: EmbedWords) -> tuple[float, float, float]:
     """Mean average, extrema and greedy word-embedding cosines over the pairs with known words."""
     found: list[tuple[float, float, float]] = []
     for query, reply in pairs:
-        a, b = embed_words(_content_words(query)), embed_words(_content_words(reply))
+        a, b = embed_words(content_words(query)), embed_words(content_words(reply))
         if len(a) and len(b):
             found.append((average_similarity(a, b), extrema_similarity(a, b), greedy_similarity(a, b)))
     if not found:

@@ -11,7 +11,7 @@ from functools import lru_cache
 import numpy as np
 
 from service.scorers.heads import MAX_TURNS
-from service.text import sentences, word_count, words
+from service.text import content_words, sentences, word_count
 
 LOGIT_FLOOR = 1e-7  # a sigmoid output is clipped to [floor, 1 - floor] before its logit
 
@@ -32,14 +32,9 @@ def copy_excess(reply: np.ndarray, turns: np.ndarray, threshold: float) -> float
     return max(0.0, float((turns.astype(np.float64) @ reply.astype(np.float64)).max()) - threshold)
 
 
-def word_tokens(text: str) -> list[str]:
-    """The text's words, lower-cased, punctuation left out."""
-    return [w for w in words(text) if any(ch.isalnum() for ch in w)]
-
-
 def distinct_ratio(text: str) -> float:
     """Distinct words over words (punctuation left out); 0 for a reply with no word. Low: a loop."""
-    tokens = word_tokens(text)
+    tokens = content_words(text)
     return len(set(tokens)) / len(tokens) if tokens else 0.0
 
 
@@ -49,7 +44,7 @@ TEXT_EDGE = ""  # the token before a text's first word and after its last (copie
 def word_bigrams(text: str, edges: bool = False) -> list[tuple[str, str]]:
     """The text's word bigrams, in order, punctuation left out; with `edges`, also (edge, first word) and
     (last word, edge), so that a one-word text has bigrams and a text said twice breaks at the join."""
-    tokens = word_tokens(text)
+    tokens = content_words(text)
     if edges and tokens:
         tokens = [TEXT_EDGE, *tokens, TEXT_EDGE]
     return list(zip(tokens, tokens[1:]))
@@ -73,7 +68,7 @@ def copied_bigrams(text: str, turns: list[str]) -> float:
 def copied_words(text: str, turns: list[str]) -> float:
     """copied_bigrams on words, not bigrams: blind to word order, so that a turn's words said again in
     another order read as the copy they are."""
-    return _copied(tuple(word_tokens(text)), turns, bigrams=False)
+    return _copied(tuple(content_words(text)), turns, bigrams=False)
 
 
 def _copied(units: tuple, turns: list[str], bigrams: bool) -> float:
@@ -92,7 +87,7 @@ def _copied(units: tuple, turns: list[str], bigrams: bool) -> float:
 def _copy_targets(turn: str, bigrams: bool) -> tuple[tuple[tuple, frozenset], ...]:
     """The turn and each of its sentences as (its bigrams with edges, or its words; their set): a
     re-ranking's candidates all read the same context turns, so they are split once, not once a candidate."""
-    parts = (word_bigrams(part, edges=True) if bigrams else word_tokens(part)
+    parts = (word_bigrams(part, edges=True) if bigrams else content_words(part)
              for part in dict.fromkeys((turn, *sentences(turn))))
     return tuple((tuple(found), frozenset(found)) for found in parts if found)
 
