@@ -14,9 +14,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy import stats
 
-from service.stats.correlation import spearman
+from service.stats.correlation import correlation
 from training.core.checkpoint import save_atomically
 from training.core.cli import SetupError, count, names_from, positive_float, positive_int
 from training.data.judgements import SETS, JudgedItem, load_set, split_key
@@ -108,13 +107,9 @@ def correlations(predicted: np.ndarray, human: np.ndarray) -> dict[str, float | 
     """Pearson r and Spearman rho with p-values, MAE; None (not NaN) when undefined."""
     predicted, human = np.asarray(predicted, float), np.asarray(human, float)
     out: dict[str, float | None] = {"n": int(len(human))}
-    if len(human) < 3 or np.std(predicted) == 0 or np.std(human) == 0:
-        out.update({"pearson": None, "pearson_p": None, "spearman": None, "spearman_p": None})
-    else:
-        pr = stats.pearsonr(predicted, human)
-        rho, rho_p = spearman(predicted, human)  # /correlate's p: exact for the few systems of a set
-        out.update({"pearson": round(float(pr.statistic), 4), "pearson_p": float(pr.pvalue),
-                    "spearman": round(rho, 4), "spearman_p": rho_p})
+    for method in ("pearson", "spearman"):  # /correlate's: its exact p for the few systems of a set
+        found = correlation(predicted, human, method)
+        out.update({method: None if found["r"] is None else round(found["r"], 4), f"{method}_p": found["p"]})
     out["mae"] = round(float(np.mean(np.abs(predicted - human))), 4) if len(human) else None
     return out
 

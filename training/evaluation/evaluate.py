@@ -17,12 +17,11 @@ from pathlib import Path
 from collections.abc import Callable
 
 import numpy as np
-from scipy import stats
 
 from service.config import PRECISION_ENV, load_settings
 from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Call, EncodeCache, Item, Scorer
-from service.stats.correlation import spearman
+from service.stats.correlation import correlation
 from service.store.model_store import ModelStore
 from training.core import docs_section
 from training.core.card import EVALUATE_BEGIN, EVALUATE_END
@@ -70,17 +69,10 @@ class Result:
     skipped: str | None = None  # why the model was not run on the set ("needs a reference")
 
 
-def _finite(value: float) -> float | None:
-    return None if value is None or not np.isfinite(value) else float(value)
-
-
 def correlate(human: np.ndarray, scores: np.ndarray) -> tuple[float | None, float | None, float | None, float | None]:
-    """(Pearson r, p, Spearman rho, p); None where either side is constant."""
-    if len(human) < 3 or np.ptp(scores) == 0 or np.ptp(human) == 0:
-        return None, None, None, None
-    pearson = stats.pearsonr(human, scores)
-    rho, rho_p = spearman(np.asarray(human, float), np.asarray(scores, float))  # /correlate's exact small-n p
-    return (_finite(pearson.statistic), _finite(pearson.pvalue), _finite(rho), _finite(rho_p))
+    """(Pearson r, p, Spearman rho, p) as /correlate computes them (its exact small-n p); None where undefined."""
+    pearson, rho = (correlation(human, scores, method) for method in ("pearson", "spearman"))
+    return pearson["r"], pearson["p"], rho["r"], rho["p"]
 
 
 def system_level(human: np.ndarray, scores: np.ndarray, systems: list[str]) -> tuple[float | None, float | None, int]:

@@ -74,12 +74,6 @@ def leave_bot_out(x: np.ndarray, y: np.ndarray, bots: Sequence[str], ridge: floa
     return LeaveBotOut(names, folds, predictions)
 
 
-def bot_means(values: np.ndarray, bots: Sequence[str], order: Sequence[str]) -> np.ndarray:
-    """Mean of `values` per bot, in `order`."""
-    bots_array = np.asarray(bots)
-    return np.array([float(np.mean(values[bots_array == name])) for name in order])
-
-
 def coefficient_stability(folds: Sequence[Linear], names: Sequence[str]) -> dict[str, dict[str, float]]:
     """Mean, standard deviation, min and max of each standardised coefficient across folds."""
     table = np.array([f.coefficients for f in folds])

@@ -89,6 +89,8 @@ def standardised(scores: np.ndarray, sets: np.ndarray) -> np.ndarray:
 
 
 def pearson(x: np.ndarray, y: np.ndarray) -> float | None:
+    """Pearson r, None where undefined: service.stats.correlation's, written again because this script runs
+    on the lent GPU machine with torch and numpy alone (test_the_device_script_imports_nothing_of_the_service)."""
     if len(x) < 3 or np.std(x) == 0 or np.std(y) == 0:
         return None
     return float(np.corrcoef(x, y)[0, 1])

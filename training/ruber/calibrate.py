@@ -7,8 +7,8 @@ import random
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
+from service.stats.correlation import correlation
 from service.components.glove import GloveTable
 from service.artifacts.manifest import read_manifest, verify_files
 from service.artifacts.runtime import Runtime, RuntimeSettings
@@ -53,9 +53,8 @@ def min_max(scorer: Ruber, items: list[Item]) -> dict[str, list[float]]:
 
 
 def _pearson(human: np.ndarray, scores: np.ndarray) -> float:
-    if np.ptp(scores) == 0:
-        return 0.0
-    return float(stats.pearsonr(human, scores).statistic)
+    """Pearson r, 0 where undefined: a choice whose scores are constant ranks as carrying no signal."""
+    return correlation(human, scores)["r"] or 0.0
 
 
 def dev_reference(scorer: Ruber, items: list[JudgedItem], max_refs: int = 4, word_weights: str = "none") -> np.ndarray:

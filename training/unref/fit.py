@@ -13,8 +13,9 @@ import itertools
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize
 
+from service.stats.correlation import correlation
 from training.evaluation.pairwise import MIN_PAIRS, pairwise_agreement
 
 NEGATIVES_FLOOR = 0.95  # a chosen setting orders at least this share of the train negative samples (of each kind)
@@ -105,9 +106,7 @@ def fit(X: np.ndarray, y: np.ndarray, sets: np.ndarray, names: list[str], settin
 
 
 def pearson(y: np.ndarray, x: np.ndarray) -> float | None:
-    if len(y) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return None
-    return float(stats.pearsonr(y, x)[0])
+    return correlation(y, x)["r"]
 
 
 @dataclass
