@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import contextvars
 import logging
-import math
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -19,6 +17,7 @@ import onnxruntime as ort
 
 from service.observability import tracing
 from service.artifacts import openvino
+from service.artifacts.hardware import cpu_flags, usable_cores
 from service.artifacts.providers import AUTO, CPU, ProviderChoice, choose_providers
 from service.config import Settings, cuda_provider_options
 
@@ -66,60 +65,6 @@ def providers_of(sessions: list[Any]) -> list[str]:
 def default_threads(workers: int) -> int:
     """Cores divided among workers: oversubscribed thread pools halve throughput under gunicorn."""
     return max(1, usable_cores() // max(1, workers))
-
-
-def usable_cores(cgroup: Path = Path("/sys/fs/cgroup")) -> int:
-    """The cores this process may use: its CPU affinity, within a container's CPU limit rounded up (a pod
-    limited to 2 CPUs on a 64-core node sees 64 cores, and 64 encoder runs would fight over 2)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    limit = cgroup_cpu_limit(cgroup)
-    return max(1, min(cores, math.ceil(limit))) if limit else cores
-
-
-def cgroup_cpu_limit(root: Path = Path("/sys/fs/cgroup")) -> float | None:
-    """The CPU limit in CPUs at the root of the cgroup filesystem (v2 `cpu.max`, else v1's CFS quota), or None:
-    in a container (its own cgroup namespace, as in a pod) that root is the container's cgroup; a limit set
-    on a parent cgroup only, as systemd's CPUQuota= on a service, is not seen."""
-    try:
-        quota, period = (root / "cpu.max").read_text(encoding="ascii").split()[:2]
-        return None if quota == "max" else int(quota) / int(period)
-    except (OSError, ValueError):
-        pass
-    try:
-        quota = int((root / "cpu" / "cpu.cfs_quota_us").read_text(encoding="ascii"))
-        period = int((root / "cpu" / "cpu.cfs_period_us").read_text(encoding="ascii"))
-    except (OSError, ValueError):
-        return None
-    return quota / period if quota > 0 and period > 0 else None
-
-
-# Integer dot-product instruction sets, strongest first, as /proc/cpuinfo names them (x86 `flags`, Arm
-# `Features`): ONNX Runtime's int8 matrix kernels (MLAS) use AMX, AVX-512 VNNI, AVX-VNNI, AVX2's
-# vpmaddubsw, Arm's i8mm and sdot/udot. With none of them its int8 products are no faster than float.
-INT8_DOT_PRODUCTS = ("amx_int8", "avx512_vnni", "avx_vnni", "avx2", "i8mm", "asimddp")
-
-
-def cpu_flags(cpuinfo: str | None = None) -> set[str]:
-    """The features the CPU reports (`cpuinfo`: /proc/cpuinfo's text; x86 `flags`, Arm `Features`), empty
-    where there is no /proc/cpuinfo to read."""
-    if cpuinfo is None:
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
-                cpuinfo = handle.read()
-        except OSError:
-            return set()
-    reported: set[str] = set()
-    for line in cpuinfo.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip().lower() in ("flags", "features"):
-            reported.update(value.split())
-    return reported
-
-
-def int8_dot_products(cpuinfo: str | None = None) -> str | None:
-    """The strongest of INT8_DOT_PRODUCTS the CPU reports (`cpuinfo`: as cpu_flags), or None."""
-    reported = cpu_flags(cpuinfo)
-    return next((name for name in INT8_DOT_PRODUCTS if name in reported), None)
 
 
 class Runtime:
@@ -296,66 +241,3 @@ def _rows(feeds: dict[str, Any]) -> int | None:
     first = next(iter(feeds.values()), None)
     shape = getattr(first, "shape", None)
     return int(shape[0]) if shape else None
-
-
-STEP_CUT_ROWS = 4
-MAX_TOKENS = 8192  # padded word pieces in one encoder run: bounds a batch's memory whatever batch_size says
-
-
-def length_buckets(lengths: list[int], max_batch: int, max_tokens: int = MAX_TOKENS, step: int | None = None) -> list[list[int]]:
-    """Indices grouped by similar length, so that padding stays small.
-
-    Items are sorted by length and cut into batches of at most `max_batch` items and about
-    `max_tokens` padded tokens; with `step`, also wherever the length passes a multiple of `step`
-    once a batch holds STEP_CUT_ROWS items (less padding for a mixed batch, at the cost of a run). Results must not depend on the grouping, which is
-    why every graph we export masks padding exactly (and the sentence encoder pools outside its graph).
-    """
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    batches: list[list[int]] = []
-    current: list[int] = []
-    for index in order:
-        longest = max(lengths[index], 1)
-        # a step is cut only under a batch of STEP_CUT_ROWS or more: a few short texts pad less than a run costs
-        past_step = (step is not None and len(current) >= STEP_CUT_ROWS
-                     and (longest - 1) // step != (max(lengths[current[0]], 1) - 1) // step)
-        if current and (len(current) >= max_batch or longest * (len(current) + 1) > max_tokens or past_step):
-            batches.append(current)
-            current = []
-        current.append(index)
-    if current:
-        batches.append(current)
-    return batches
-
-
-def shares(lengths: list[int], runs: int, max_batch: int, max_tokens: int = MAX_TOKENS,
-           step: int | None = None) -> list[list[list[int]]]:
-    """The batches of length_buckets dealt, in order, into at most `runs` shares of about equal padded
-    word pieces, one share a thread, so that the threads of a lone request finish together. Where a
-    share's part ends inside a batch, that batch's rows are cut between two shares: a request gains
-    one run at most, and no text is padded more than in its batch."""
-    batches = length_buckets(lengths, max_batch, max_tokens, step)
-
-    def padded(rows: list[int]) -> int:  # rows of a batch are in order of length
-        return len(rows) * max(lengths[rows[-1]], 1) if rows else 0
-
-    total = sum(padded(batch) for batch in batches)
-    dealt: list[list[list[int]]] = [[]]
-    done = 0
-    for batch in batches:
-        rest = batch
-        while rest:
-            target = total * len(dealt) / runs
-            if len(dealt) >= runs or done + padded(rest) <= target:
-                dealt[-1].append(rest)
-                done += padded(rest)
-                break
-            # as many rows as bring this share nearest its part; an empty share takes one at least
-            lowest = 1 if not dealt[-1] else 0
-            take = min(range(lowest, len(rest) + 1), key=lambda k: abs(done + padded(rest[:k]) - target))
-            if take:
-                dealt[-1].append(rest[:take])
-                done += padded(rest[:take])
-                rest = rest[take:]
-            if rest:
-                dealt.append([])
-    return [share for share in dealt if share]

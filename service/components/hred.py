@@ -15,7 +15,7 @@ from tokenizers import Tokenizer
 
 from service.components.base import Component
 from service.components.cache import EncodeCache
-from service.artifacts.runtime import MAX_TOKENS, length_buckets
+from service.artifacts.batching import MAX_TOKENS, length_buckets
 
 
 class HREDEncoder(Component):

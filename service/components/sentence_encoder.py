@@ -20,7 +20,8 @@ from service.config import encoder_precision
 from service.observability import metrics, tracing
 from service.artifacts.manifest import ManifestError
 from service.artifacts.openvino import EP as OPENVINO
-from service.artifacts.runtime import MAX_TOKENS, int8_dot_products, length_buckets, shares
+from service.artifacts.batching import MAX_TOKENS, length_buckets, shares
+from service.artifacts.hardware import int8_dot_products
 
 log = logging.getLogger(__name__)
 

@@ -50,7 +50,7 @@ def test_models_say_which_component_files_run_where(full_app):
     built and the CPU has integer dot products (on the CPU EP), and says why; their scores differ slightly.
     Where auto takes OpenVINO (bf16 or AVX-512 VNNI), it serves int8-float there and says so."""
     from service.artifacts import openvino
-    from service.artifacts.runtime import cpu_flags, int8_dot_products
+    from service.artifacts.hardware import cpu_flags, int8_dot_products
 
     models = {m["name"]: m for m in full_app.test_client().get("/models").get_json()["models"]}
     (encoder,) = models["adem-minilm"]["components"]

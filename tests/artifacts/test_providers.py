@@ -6,7 +6,8 @@ import pytest
 
 from service.artifacts import openvino
 from service.artifacts.providers import CPU, CUDA, choose_providers
-from service.artifacts.runtime import Runtime, RuntimeSettings, cpu_flags
+from service.artifacts.hardware import cpu_flags
+from service.artifacts.runtime import Runtime, RuntimeSettings
 
 OFFERED = openvino.Found(True, "OpenVINO 2026.4.1 runtime", "2026.4.1")
 REFUSED = openvino.Found(False, "OpenVINO 2026.4.1 offers no CPU device (none)", "2026.4.1")

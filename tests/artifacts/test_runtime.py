@@ -1,5 +1,4 @@
 """The ONNX Runtime layer, on tiny graphs the test builds."""
-import os
 
 import numpy as np
 import onnx
@@ -7,7 +6,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from service.config import CUDA_DEFAULTS, cuda_provider_options
-from service.artifacts.runtime import Runtime, RuntimeSettings, default_threads, int8_dot_products, length_buckets, shares
+from service.artifacts.runtime import Runtime, RuntimeSettings, default_threads
 
 
 def _masked_mean_graph(path):
@@ -133,46 +132,6 @@ def test_threads_divide_the_cores():
     assert Runtime(RuntimeSettings(intra_op_threads=3)).threads == 3
 
 
-@pytest.mark.parametrize(("files", "limit", "cores"), [
-    ({"cpu.max": "100000 100000\n"}, 1.0, 1),  # cgroup v2: a limit of 1 CPU
-    ({"cpu.max": "50000 100000\n"}, 0.5, 1),  # half a CPU still runs one thread
-    ({"cpu.max": "max 100000\n"}, None, None),  # no limit: the affinity
-    ({"cpu.max": "max\n"}, None, None),
-    ({"cpu/cpu.cfs_quota_us": "100000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 1.0, 1),  # cgroup v1
-    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None, None),
-    ({"cpu.max": "6400000 100000\n"}, 64.0, None),  # a limit above the cores: the affinity
-    ({}, None, None),  # no cgroup files: not in a container
-])
-def test_a_containers_cpu_limit_bounds_the_cores_used(tmp_path, files, limit, cores) -> None:
-    """A pod sees the node's cores; its CPU limit, not they, is what its thread pools may use."""
-    from service.artifacts.runtime import cgroup_cpu_limit, usable_cores
-
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    assert cgroup_cpu_limit(tmp_path) == limit
-    assert usable_cores(tmp_path) == (cores or len(os.sched_getaffinity(0)))
-
-
-def test_length_buckets_cover_every_index_once_and_group_similar_lengths():
-    lengths = [5, 1, 30, 2, 29, 6, 1, 31]
-    batches = length_buckets(lengths, max_batch=3)
-    flat = [i for b in batches for i in b]
-    assert sorted(flat) == list(range(len(lengths)))
-    assert all(len(b) <= 3 for b in batches)
-    assert [lengths[i] for i in flat] == sorted(lengths)
-    assert length_buckets([], 4) == []
-    assert length_buckets([100] * 10, max_batch=64, max_tokens=250) == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
-
-
-def test_length_buckets_with_a_step_never_mix_lengths_across_a_multiple_of_it():
-    lengths = [3, 8, 9, 16, 17, 1, 24, 12, 8, 10, 11, 18, 19]
-    batches = length_buckets(lengths, max_batch=64, step=8)
-    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
-    assert [sorted(lengths[i] for i in b) for b in batches] == [[1, 3, 8, 8], [9, 10, 11, 12, 16], [17, 18, 19, 24]]
-    assert len(length_buckets([14, 15, 24], max_batch=64, step=8)) == 1  # a few texts: one run, not one per step
-
-
 def test_runtime_settings_copy_every_runtime_field_of_the_service_settings():
     """One constructor for the server, bulk and gpu-check.sh: a field RuntimeSettings adds must be a setting."""
     from dataclasses import fields
@@ -196,39 +155,6 @@ def test_the_cuda_provider_is_given_our_defaults_and_the_operators_options():
     assert CUDA_DEFAULTS["use_tf32"] == "0"
     assert runtime.provider_list() == [("CUDAExecutionProvider", {"use_tf32": "0", "device_id": "0"}),
                                        "CPUExecutionProvider"]
-
-
-def test_the_strongest_integer_dot_product_the_cpu_reports_is_named():
-    assert int8_dot_products("processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\n") == "avx2"
-    assert int8_dot_products("flags : avx2 avx512f avx512_vnni amx_int8\nflags : avx2\n") == "amx_int8"
-    assert int8_dot_products("Features\t: fp asimd asimddp sha2\n") == "asimddp"
-    assert int8_dot_products("flags : fpu sse2 sse4_2\n") is None
-    assert int8_dot_products("") is None
-
-
-def test_shares_give_each_thread_about_equal_word_pieces_in_batches_of_similar_length():
-    lengths = [15, 14, 24]  # one item of a referenced model: context, reply, reference
-    assert shares(lengths, 2, max_batch=32) == [[[1, 0]], [[2]]]  # 29 and 24 pieces, not 14 and 39
-    rerank = [20] + [11] * 8 + [13] * 8 + [14] * 8 + [24] * 8  # make bench's /rerank of 32
-    buckets = length_buckets(rerank, max_batch=32, step=8)
-    cut = shares(rerank, 2, max_batch=32, step=8)
-
-    def padded(batches: list[list[int]]) -> int:
-        return sum(len(batch) * max(rerank[i] for i in batch) for batch in batches)
-
-    assert [padded(b) for b in ([buckets[0]], [buckets[1]])] == [336, 216]  # the buckets as they come
-    assert [padded(share) for share in cut] == [280, 272]
-    assert sorted(i for share in cut for batch in share for i in batch) == list(range(len(rerank)))
-    assert max(rerank[i] for i in cut[0][-1]) <= min(rerank[i] for i in cut[1][0])  # cut in order of length
-    assert sum(len(share) for share in cut) <= len(buckets) + 1  # one bucket cut, one run more at most
-
-
-def test_shares_are_never_empty_and_one_run_is_length_buckets():
-    assert shares([10, 10, 10], 4, max_batch=8) == [[[0]], [[1]], [[2]]]
-    assert shares([1, 1, 100], 2, max_batch=8) == [[[0, 1]], [[2]]]
-    assert shares([], 2, max_batch=8) == []
-    lengths = [3, 8, 9, 16, 17, 1, 24, 12, 8, 10, 11, 18, 19]
-    assert shares(lengths, 1, max_batch=64, step=8) == [length_buckets(lengths, max_batch=64, step=8)]
 
 
 def _batch_centred_graph(path):

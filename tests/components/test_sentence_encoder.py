@@ -13,7 +13,8 @@ from service.components.cache import EncodeCache
 from service.components.sentence_encoder import SentenceEncoder, choose_precision, pool
 from service.config import PRECISION_ENV
 from service.artifacts.manifest import read_manifest
-from service.artifacts.runtime import Runtime, RuntimeSettings, int8_dot_products
+from service.artifacts.hardware import int8_dot_products
+from service.artifacts.runtime import Runtime, RuntimeSettings
 
 STORE = Path(__file__).resolve().parents[2] / "model_store" / "minilm-l6"
 TEXTS = [

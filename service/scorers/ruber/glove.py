@@ -18,7 +18,7 @@ from service.components.glove import GloveTable
 from service.scorers.base import REFERENCE_FREE, REFERENCE_FREE_OPTION, Item, ScoreBatch, Scorer
 from service.scorers.baselines.embedding import cosine
 from service.scorers.ruber.blending import BLENDS, blend, normalise
-from service.artifacts.runtime import length_buckets
+from service.artifacts.batching import length_buckets
 from service.text import words
 
 WORD_WEIGHTS = ("none", "frequency")

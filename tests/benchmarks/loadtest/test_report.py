@@ -1,6 +1,6 @@
 """The machine the load test names: every flag the CPU speeds hinge on that the CPU reports."""
 from benchmarks.loadtest import report
-from service.artifacts.runtime import cpu_flags
+from service.artifacts.hardware import cpu_flags
 
 
 def test_the_cpu_is_named_with_every_flag_the_speeds_hinge_on_that_it_reports():

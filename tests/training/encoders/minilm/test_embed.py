@@ -76,7 +76,7 @@ def test_a_folder_that_cannot_be_written_keeps_vectors_in_memory(tmp_path, encod
 
 
 def test_where_a_vector_was_computed_is_part_of_its_identity() -> None:
-    from service.artifacts.runtime import int8_dot_products
+    from service.artifacts.hardware import int8_dot_products
     from training.encoders.minilm.embed import computed_on, encoder_identity
 
     assert encoder_identity()["provider"] == "CPUExecutionProvider"  # load_encoder's, as the caches are made
