@@ -177,7 +177,7 @@ def _cpu_model() -> str:
     """The CPU's name, the integer dot-product instructions it reports (what picks the encoder file) and
     its bf16 arithmetic (where auto runs the encoders on OpenVINO in bf16)."""
     from service.artifacts.openvino import BF16
-    from service.artifacts.runtime import cpu_flags, int8_dot_products
+    from service.artifacts.hardware import cpu_flags, int8_dot_products
 
     name = platform.processor() or "unknown CPU"
     try:
@@ -527,7 +527,7 @@ def _machine() -> str:
     """The machine as a section of docs/benchmarks.md names it: the CPU's name, its bf16 arithmetic where
     it has some (two VMs both called "AMD EPYC", one AVX2-only, must not overwrite each other) and its cores."""
     from service.artifacts.openvino import BF16
-    from service.artifacts.runtime import cpu_flags
+    from service.artifacts.hardware import cpu_flags
 
     name = _cpu_model().split(" (")[0]
     bf16 = [flag for flag in BF16 if flag in cpu_flags()]

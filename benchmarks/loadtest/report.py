@@ -22,7 +22,7 @@ IDLE_P50_MOVE_MS = 20
 
 def cpu() -> dict:
     """The CPU's model name (lscpu, else /proc/cpuinfo), its cores and which of FLAGS it reports."""
-    from service.artifacts.runtime import cpu_flags
+    from service.artifacts.hardware import cpu_flags
 
     name, flags = "", cpu_flags()
     try:

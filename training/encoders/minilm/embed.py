@@ -14,7 +14,8 @@ import numpy as np
 from service.components.sentence_encoder import INT8_FILE, SentenceEncoder, choose_precision
 from service.artifacts.manifest import Manifest, read_manifest
 from service.artifacts.providers import CPU
-from service.artifacts.runtime import Runtime, RuntimeSettings, int8_dot_products
+from service.artifacts.hardware import int8_dot_products
+from service.artifacts.runtime import Runtime, RuntimeSettings
 
 DEFAULT_CACHE = Path(os.environ.get("DIALSCORE_MINILM_CACHE", "/tmp/dialscore-minilm-cache"))
 DEFAULT_ENCODER = Path(__file__).resolve().parents[3] / "model_store" / "minilm-l6"
