@@ -108,28 +108,26 @@ class SentenceEncoderScorer(Scorer):
         return dict(zip(distinct, encoded))
 
 
-class SentenceHeadScorer(SentenceEncoderScorer):
-    """A trained ONNX head over encoder vectors: inputs context, context_mask, response[, reference]."""
+class HeadGraph:
+    """A trained head graph over one encoder's vectors (inputs context, context_mask, response[, reference]),
+    each row run with its context packed to its own turns (Session.run_rows_packed)."""
 
-    head_file = "head.onnx"
+    def __init__(self, session: Session, encoder: SentenceEncoder, encoding: str) -> None:
+        self.session, self.encoder, self.encoding = session, encoder, encoding
+        session.batch_exact = probe_batching(session, encoder.dim, encoding)
 
-    def _load(self) -> None:
-        super()._load()
-        self.encoding = str(self.manifest.config.get("context_encoding", "last"))
-        self.session = self.runtime.session(self.manifest.path(self.head_file))
-        self.session.batch_exact = probe_batching(self.session, self.encoder.dim, self.encoding)
+    def sessions(self) -> list[Any]:
+        return [self.session]
 
-    @property
-    def context_turns(self) -> int | None:
-        return turns_read(self.encoding)
-
-    def _run(self, items: list[Item], cache: EncodeCache) -> dict[str, np.ndarray]:
+    def run(self, items: list[Item], cache: EncodeCache) -> dict[str, np.ndarray]:
+        """Every output of the graph by name, a row per item."""
         per_item = [context_texts(item.context, self.encoding) for item in items]
         texts = [t for texts in per_item for t in texts] + [item.response for item in items]
         uses_reference = "reference" in self.session.inputs
         if uses_reference:
             texts += [item.reference or "" for item in items]
-        vectors = self._vectors(texts, cache)
+        distinct = list(dict.fromkeys(texts))  # one encoder call for the batch, through the request cache
+        vectors = dict(zip(distinct, self.encoder.encode(distinct, cache)))
 
         def pack(rows: Sequence[int]) -> dict[str, np.ndarray]:
             # A row run alone has its context packed to its own turns: padded turns change the float32
@@ -143,6 +141,32 @@ class SentenceHeadScorer(SentenceEncoderScorer):
 
         widths = [len(texts) for texts in per_item]
         return dict(zip(self.session.outputs, self.session.run_rows_packed(len(items), pack, widths)))
+
+
+class SentenceHeadScorer(SentenceEncoderScorer):
+    """A model whose score is a HeadGraph's output over its sentence encoder's vectors."""
+
+    head_file = "head.onnx"
+
+    def _load(self) -> None:
+        super()._load()
+        self.head = HeadGraph(self.runtime.session(self.manifest.path(self.head_file)), self.encoder,
+                              str(self.manifest.config.get("context_encoding", "last")))
+
+    @property
+    def session(self) -> Session:
+        return self.head.session
+
+    @property
+    def encoding(self) -> str:
+        return self.head.encoding
+
+    @property
+    def context_turns(self) -> int | None:
+        return turns_read(self.encoding)
+
+    def _run(self, items: list[Item], cache: EncodeCache) -> dict[str, np.ndarray]:
+        return self.head.run(items, cache)
 
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         return ScoreBatch([float(s) for s in self._run(items, cache)["score"]])

@@ -15,32 +15,12 @@ import numpy as np
 from service.components.cache import EncodeCache
 from service.components.sentence_encoder import SentenceEncoder
 from service.scorers.base import Item, ScoreBatch, Scorer
-from service.scorers.heads import (MAX_TURNS, SentenceHeadScorer, context_texts, probe_batching,
-                                   turns_read)
+from service.scorers.heads import MAX_TURNS, HeadGraph, context_texts, turns_read
 from service.scorers.unref.signals import (CONTEXT_TEXT_SIGNALS, TEXT_SIGNALS, TRANSFORMS, VECTOR_SIGNALS, logit,
                                           text_signal, turns_of, vector_signal)
 from service.artifacts.manifest import ManifestError
 
 SPEC_KEYS = ("name", "source", "mean", "sd", "weight")
-
-
-class HeadRunner(SentenceHeadScorer):
-    """One trained head graph of the folder run as the -minilm heads run theirs (SentenceHeadScorer._run:
-    context packing, one row at a time on the CPU), on the encoder the signal names."""
-
-    def __init__(self, session: Any, encoder: SentenceEncoder, encoding: str) -> None:  # no manifest of its own
-        self.session, self.encoder, self.encoding = session, encoder, encoding
-        self.session.batch_exact = probe_batching(session, encoder.dim, encoding)
-
-    def sessions(self) -> list[Any]:
-        return [self.session]
-
-    def outputs(self, items: list[Item], cache: EncodeCache) -> dict[str, np.ndarray]:
-        """Every output by name. A graph with a `reference` input (ruber-minilm's, whose s_unref does
-        not read it) is given the reply there."""
-        if "reference" in self.session.inputs:
-            items = [Item(item.context, item.response, item.response) for item in items]
-        return self._run(items, cache)
 
 
 class StackedUnreferenced(Scorer):
@@ -52,7 +32,7 @@ class StackedUnreferenced(Scorer):
         config = self.manifest.config
         self.specs: list[dict[str, Any]] = [dict(spec) for spec in config["signals"]]
         self.bias = float(config["bias"])
-        self.heads: dict[str, HeadRunner] = {}
+        self.heads: dict[str, HeadGraph] = {}
         for spec in self.specs:
             missing = [key for key in SPEC_KEYS if key not in spec]
             if missing:
@@ -63,7 +43,7 @@ class StackedUnreferenced(Scorer):
                     raise ManifestError(f"{self.name}: unknown transform {spec['transform']!r}",
                                         "manifest invalid: config.signals")
                 if spec["head"] not in self.heads:
-                    self.heads[spec["head"]] = HeadRunner(self.runtime.session(self.manifest.path(spec["head"])),
+                    self.heads[spec["head"]] = HeadGraph(self.runtime.session(self.manifest.path(spec["head"])),
                                                           self._encoder(spec), spec.get("context_encoding", "last"))
             elif spec["source"] in VECTOR_SIGNALS:
                 self._encoder(spec)
@@ -83,6 +63,14 @@ class StackedUnreferenced(Scorer):
     def context_turns(self) -> int | None:
         """The vector signals' turns (signals.turns_of) or a head's, whichever reaches further back."""
         return max([MAX_TURNS, *(turns_read(runner.encoding) for runner in self.heads.values())])
+
+    @staticmethod
+    def _reply_as_reference(head: HeadGraph, items: list[Item]) -> list[Item]:
+        """A graph with a `reference` input (ruber-minilm's, whose s_unref does not read it) is given the
+        reply there."""
+        if "reference" not in head.session.inputs:
+            return items
+        return [Item(item.context, item.response, item.response) for item in items]
 
     def _encoder(self, spec: dict[str, Any]) -> SentenceEncoder:
         if spec.get("encoder") not in self.components:
@@ -110,7 +98,7 @@ class StackedUnreferenced(Scorer):
         columns = np.zeros((len(items), len(self.specs)))
         turns = [turns_of(item.context) for item in items]
         self._encode_once(items, turns, cache)
-        outputs = {head: runner.outputs(items, cache) for head, runner in self.heads.items()}
+        outputs = {head: runner.run(self._reply_as_reference(runner, items), cache) for head, runner in self.heads.items()}
         vectors: dict[str, dict[str, np.ndarray]] = {}
         for spec in self.specs:
             if spec["source"] in VECTOR_SIGNALS and spec["encoder"] not in vectors:
