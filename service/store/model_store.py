@@ -13,7 +13,7 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from service.artifacts import batch_bounds
 from service.artifacts.manifest import Manifest, ManifestError, read_manifest, verify_files
@@ -24,6 +24,9 @@ from service.errors import NotReady, UnknownModel
 from service.scorers.base import Scorer
 from service.store.readiness import mark_ready
 from service.store.registry import component_class, scorer_class
+
+if TYPE_CHECKING:
+    from flask import Flask
 
 log = logging.getLogger(__name__)
 # Seconds a 503 asks a client to wait (`Retry-After`) while the models load, which takes seconds; a
@@ -197,6 +200,12 @@ class ModelStore:
         log.log(level, "%s %s is not served: %s (clients are told: %s)", "component" if component else "model",
                 name, reason, public)
 
+    def fail_whole(self, exc: Exception) -> None:
+        """The load itself raised: the store serves nothing, says why, and is done loading (never "still
+        loading" for ever)."""
+        self._fail(STORE_KEY, _reason(exc), _public(exc))
+        self.loaded = True
+
     def reference_free(self) -> list[str]:
         """The served models that read no reference (kind `unreferenced`), by name."""
         return sorted(name for name, scorer in self.scorers.items() if scorer.kind == "unreferenced")
@@ -256,7 +265,7 @@ def _public(exc: Exception) -> str:
     return exc.public if isinstance(exc, ManifestError) else f"load error ({type(exc).__name__}); see the service log"
 
 
-def init_store(app: Any, background: bool) -> ModelStore:
+def init_store(app: Flask, background: bool) -> ModelStore:
     """Attach a ModelStore to the app (flaskr-style init_app) and load it, in a thread if `background`."""
     settings = app.config["SETTINGS"]
     runtime = Runtime(RuntimeSettings.from_settings(settings))
@@ -269,8 +278,7 @@ def init_store(app: Any, background: bool) -> ModelStore:
             store.load()
         except Exception as exc:  # noqa: BLE001 - a bug must not leave the worker "still loading" for ever
             log.exception("loading the model store failed")
-            store._fail(STORE_KEY, _reason(exc), _public(exc))
-            store.loaded = True
+            store.fail_whole(exc)
 
     if background:
         threading.Thread(target=load, name="model-store-load", daemon=True).start()
