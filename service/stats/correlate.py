@@ -224,7 +224,9 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
     its bootstrap resampling what `system_resampling` names (service/stats/designs.py: systems, items
     within each system, or both; with `inputs`, each item's input, whole inputs instead of items), and
     its p coming from the same resamples. Every comparison carries
-    `test`: 'williams' (Pearson only) or 'paired_bootstrap' (every method).
+    `test`: 'williams' (Pearson only) or 'paired_bootstrap' (every method). The arguments are checked
+    here too (StatsInputError), not only by the request schema: this is a library function, which
+    training and notebooks call with no schema in front.
     """
     methods = list(dict.fromkeys(methods))
     design = system_resampling
