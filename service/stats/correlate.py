@@ -225,8 +225,8 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
     within each system, or both; with `inputs`, each item's input, whole inputs instead of items), and
     its p coming from the same resamples. Every comparison carries
     `test`: 'williams' (Pearson only) or 'paired_bootstrap' (every method). The arguments are checked
-    here too (StatsInputError), not only by the request schema: this is a library function, which
-    training and notebooks call with no schema in front.
+    here too (StatsInputError), not only by the request schema: service.stats is a library, which a
+    notebook may call with no schema in front.
     """
     methods = list(dict.fromkeys(methods))
     design = system_resampling
