@@ -19,7 +19,7 @@ class EncodeCache:
         self.hits = 0
         self.misses = 0
 
-    def get_many(self, component: str, texts: list[str], encode) -> np.ndarray:
+    def get_many(self, component: str, texts: list[str], encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
         """Vectors for `texts` (rows in order); `encode(list[str]) -> ndarray` runs only on unseen ones."""
         missing = list(dict.fromkeys(t for t in texts if (component, t) not in self._vectors))
         self.misses += len(missing)

@@ -6,6 +6,7 @@ import argparse
 import json
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,7 +78,7 @@ def dev_pearson(model: TunedAutoJudge, rows: Rows, chunk: int = 256) -> dict[str
     return result
 
 
-def fine_tune(config: FineTuneConfig, train_rows: Rows, dev_rows: Rows, log=print,
+def fine_tune(config: FineTuneConfig, train_rows: Rows, dev_rows: Rows, log: Callable[[str], None] = print,
               ) -> tuple[TunedAutoJudge, list[dict[str, float]]]:
     """Train; returns the model and the dev Pearson before training and after each epoch."""
     torch.manual_seed(config.seed)

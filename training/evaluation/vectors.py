@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +61,7 @@ class _SharedCache(EncodeCache):
         super().__init__()
         self.shared = shared
 
-    def get_many(self, component: str, texts: list[str], encode) -> np.ndarray:
+    def get_many(self, component: str, texts: list[str], encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
         if component not in self.shared.encoders:  # the hred encoder, RUBER's GloVe encoders: per request
             return super().get_many(component, texts, encode)
         store = self.shared.vectors

@@ -11,6 +11,7 @@ import json
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,7 @@ def interval(scores: list[float], confidence: float = 0.95, seed: int = 0) -> tu
 
 
 def selfplay(bot: Bot, scorer: Any, seeds: list[str], turns: int, max_failures: int,
-             log=print) -> dict[str, Any]:
+             log: Callable[[str], None] = print) -> dict[str, Any]:
     """Hold one conversation per seed, score each with M_H self-play; failures are counted, not fatal."""
     conversations: list[dict[str, Any]] = []
     failures: list[str] = []

@@ -14,6 +14,7 @@ import hashlib
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -156,7 +157,7 @@ def rated_rows(pack: Pack, name: str, limit: int | None = None) -> np.ndarray:
 
 
 def train_one(name: str, pack: Pack, config: Config, device: torch.device, started: float, graph: Path,
-              log=print) -> tuple[CrossEncoder, dict]:
+              log: Callable[[str], None] = print) -> tuple[CrossEncoder, dict]:
     """Fine-tune one model: `name` is ALL or the leave-one-set-out group left out of its rated rows."""
     a = pack.arrays
     rng = np.random.default_rng(config.seed)
@@ -292,7 +293,7 @@ def save_weights(model: CrossEncoder, out: Path) -> dict:
     return {"parts": parts, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
-def run(pack_folder: Path, out: Path, config: Config, device: torch.device, graph: Path = GRAPH, log=print) -> dict:
+def run(pack_folder: Path, out: Path, config: Config, device: torch.device, graph: Path = GRAPH, log: Callable[[str], None] = print) -> dict:
     """Train config.models in order (ALL first), write the weights of ALL and RESULTS; returns the results."""
     started = time.time()
     pack = Pack.load(pack_folder)

@@ -8,6 +8,7 @@ with that group's judged rows left out scores them. RUBER's s_U reads no rating,
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,7 @@ def outputs(head: Any, cache: EmbeddingCache, contexts: list[list[str]], replies
 
 
 def out_of_fold(config: Config, cache: EmbeddingCache, rows: dict[str, tuple[list, list]], output: str = "score",
-                log=print) -> dict[str, np.ndarray]:
+                log: Callable[[str], None] = print) -> dict[str, np.ndarray]:
     """Per training set, each row scored by the head trained without its group's judged rows."""
     scored: dict[str, np.ndarray] = {}
     for group in sorted(set(GROUPS[name] for name in rows)):
