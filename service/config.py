@@ -80,7 +80,7 @@ class Settings:
     # DIALSCORE_OPEN_ACCESS: serve without DIALSCORE_API_TOKEN on an address other than loopback; without it
     # `python -m service` refuses to start there (startup_checks.py)
     open_access: bool = False
-    api_token: str = ""  # DIALSCORE_API_TOKEN: when set, every endpoint but /healthz and /readyz needs `Authorization: Bearer <token>` (several, comma-separated: any passes)
+    api_token: str = ""  # DIALSCORE_API_TOKEN: when set, every endpoint but the probes, /openapi.json and /docs/ (api/middleware.py OPEN_PATHS) needs `Authorization: Bearer <token>` (several, comma-separated: any passes)
     log_level: str = "INFO"  # DIALSCORE_LOG_LEVEL
     encoder_precision: str = "auto"  # DIALSCORE_ENCODER_PRECISION: the sentence encoder's file, w8a8, int8, fp32 or auto (choose_precision)
     # The server's own, read by gunicorn (server/gunicorn.conf.py) in the master: SERVER_FIELDS.

@@ -1,6 +1,7 @@
 """Folding a dead worker's metric files into the archive keeps every total and drops the files."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from prometheus_client import Counter, Histogram
@@ -8,6 +9,7 @@ from prometheus_client.mmap_dict import MmapedDict, mmap_key
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from service.observability import metrics
+from tests.conftest import REPO
 
 
 def _write(folder: Path, kind: str, pid: int, samples: dict[tuple[str, str], float]) -> None:
@@ -51,3 +53,13 @@ def test_the_encoder_loads_counter_says_it_counts_loads_not_serving_workers() ->
     """Folded across recycles (above), it had counted 8 with 2 live workers after 6 recycles, while its
     comment said "how many serve it"."""
     assert "loads since the server started" in metrics.ENCODER_LOADS._documentation
+
+
+def test_every_metric_is_in_the_deploy_guides_table() -> None:
+    """docs/deploy.md "Metrics" lists each metric /metrics exports, with its labels, and no other."""
+    exported = {(m._name + ("_total" if isinstance(m, Counter) else ""), m._labelnames)
+                for m in vars(metrics).values() if isinstance(m, (Counter, Histogram))}
+    rows = re.findall(r"^\| `(dialscore_\w+)` \|([^|]*)\|", (REPO / "docs" / "deploy.md").read_text(encoding="utf-8"),
+                      re.M)
+    listed = {(name, tuple(label.strip() for label in labels.split(",") if label.strip())) for name, labels in rows}
+    assert listed == exported
