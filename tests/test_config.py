@@ -178,3 +178,11 @@ def test_a_models_list_of_commas_alone_is_refused_and_an_empty_log_level_is_the_
         load_settings(environ={"DIALSCORE_MODELS": " , "}, check_providers=False)
     assert load_settings(environ={"DIALSCORE_MODELS": ""}, check_providers=False).models == ()
     assert load_settings(environ={"DIALSCORE_LOG_LEVEL": ""}, check_providers=False).log_level == "INFO"
+
+
+def test_the_batch_size_bound_is_the_encoder_runs_token_bound() -> None:
+    """A run holds at most MAX_TOKENS padded word pieces, so a larger batch_size would change nothing."""
+    from service.artifacts.batching import MAX_TOKENS
+    from service.config import SERVICE_RANGES
+
+    assert SERVICE_RANGES["batch_size"][1] == MAX_TOKENS

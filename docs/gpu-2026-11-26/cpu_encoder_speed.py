@@ -23,7 +23,7 @@ import torch
 from tokenizers import Tokenizer
 from transformers import BertConfig, BertModel
 
-from service.artifacts.runtime import length_buckets
+from service.artifacts.batching import length_buckets
 
 STORE = Path("model_store/minilm-l6")
 THREADS = 2

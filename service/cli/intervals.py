@@ -39,7 +39,8 @@ class IntervalSettings:
 
 
 def mean_interval(values: list[float], settings: IntervalSettings) -> list[float] | None:
-    """[low, high] of the mean of `values`, or None with fewer than MIN_LINES values or intervals off.
+    """[low, high] of the mean of `values`, or None with fewer than MIN_LINES values, intervals off, or an
+    unbounded interval.
 
     /human-eval's interval (scipy.stats.t.interval over the standard error), rather than
     ttest_1samp(...).confidence_interval, which gives the same numbers but warns of precision loss on

@@ -162,7 +162,7 @@ def _jsonl_lines(path: Path) -> Iterator[tuple[int, bytes]]:
 def _line_object(raw: bytes) -> dict[str, Any] | None:
     """The line's JSON object, or None (a line that is not one is an error record of every model)."""
     try:
-        return read_object(raw)  # the scorer's own reading: a mark never comes from a line it refused
+        return read_object(raw)  # the scorer's own JSON reading: no mark comes from a reading it refused
     except ValueError:
         return None
 

@@ -1,7 +1,8 @@
 """EncodeCache: the per-request memo of encodings that components share across items and models."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -4,7 +4,7 @@ Models ask for vectors through the request's EncodeCache, so each distinct utter
 once a request. A text's vector does not depend on its batch, to the bit, as the contract asks of a
 score: the graph masks padding, but ONNX Runtime's ReduceSum sums in an order set by the tensor's
 shape, so the graph's masked `token_embeddings` are pooled here, one text at a time (`pool`). A graph
-without that output (an older export) is served by its `embedding`.
+without that output is refused at load.
 """
 from __future__ import annotations
 

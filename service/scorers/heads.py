@@ -1,9 +1,9 @@
 """Bases of the scorers that run a small trained ONNX head over a shared encoder's vectors.
 
-SentenceHeadScorer: heads over sentence-encoder vectors (the -minilm models, the stacked reference-free
-models' heads). How a context becomes vectors ("last" turn, the last K turns "joinedK" into one text,
-or the recent "turns" one vector each) is each model's manifest config; training uses the same
-`context_texts`. HREDHeadScorer: heads over the VHRED encoder (ADEM, AutoJudge).
+HeadGraph: a head graph over sentence-encoder vectors, which a SentenceHeadScorer (the -minilm models)
+holds, and the stacked reference-free models hold several of. How a context becomes vectors ("last"
+turn, the last K turns "joinedK" into one text, or the recent "turns" one vector each) is each model's
+manifest config; training uses the same `context_texts`. HREDHeadScorer: heads over the VHRED encoder (ADEM, AutoJudge).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 r and p come from scipy, except Spearman's p for few items and Kendall's for few items with ties,
 which are exact permutation p-values, and both rank correlations' p for tied inputs on up to 50
-items, which are Monte Carlo permutation p-values (see `spearman`, `kendall`). An undefined correlation is
+items, which are Monte Carlo permutation p-values (see `spearman_test`, `kendall_test`). An undefined correlation is
 `None` with a `reason`, never NaN: bare NaN is not valid JSON.
 """
 from __future__ import annotations

@@ -373,7 +373,6 @@ def test_a_training_item_a_model_could_not_score_is_not_counted_as_scored(tmp_pa
     assert "bleu4: 1 line is its training items (" in err and "none of the lines" not in err
 
 
-
 def test_a_line_the_scorer_refuses_carries_no_mark(tmp_path, capsys) -> None:
     """A repeated key: the scorer refuses the line as ambiguous, so no reading of it marks it trained."""
     store = copy_store(tmp_path / "store", ("length",))
@@ -385,6 +384,7 @@ def test_a_line_the_scorer_refuses_carries_no_mark(tmp_path, capsys) -> None:
     captured = capsys.readouterr()
     assert "ambiguous JSON" in json.dumps(read(out)[0]["errors"]) and read(out)[0].get("trained") is None
     assert json.loads(captured.out)["trained"] == {}
+
 
 @pytest.mark.data
 def test_gupta_items_are_flagged_for_the_models_that_read_them_in_the_releases_spelling(tmp_path, capsys) -> None:

@@ -126,6 +126,22 @@ def test_fp32_matches_sentence_transformers(built_store: Path, reference: np.nda
     assert np.abs(encoder.encode(TEXTS + _dialogue_turns()) - reference).max() <= 1e-4
 
 
+def test_a_graph_without_token_embeddings_is_refused_at_load(tmp_path: Path) -> None:
+    """The service pools the tokens itself (its vectors would otherwise depend on the batch): a graph that
+    gives only `embedding` is not served."""
+    import onnx
+
+    from service.artifacts.manifest import ManifestError
+
+    shutil.copytree(STORE, tmp_path / "minilm-l6", ignore=shutil.ignore_patterns("encoder-fp32.onnx", "encoder-w8a8.onnx"))
+    graph = onnx.load(str(STORE / "encoder-int8.onnx"))
+    kept = [output for output in graph.graph.output if output.name != "token_embeddings"]
+    del graph.graph.output[:]
+    graph.graph.output.extend(kept)
+    onnx.save(graph, str(tmp_path / "minilm-l6" / "encoder-int8.onnx"))
+    with pytest.raises(ManifestError, match="no token_embeddings output"):
+        SentenceEncoder(read_manifest(tmp_path / "minilm-l6"), _runtime("int8"))
+
 def test_fp32_falls_back_to_the_cpu_precision_when_not_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 caplog: pytest.LogCaptureFixture) -> None:
     # A clone: the manifest lists the fp32 graph as optional, the file is not there.

@@ -5,8 +5,8 @@ reports each set's `dev` partition; writes head.pt and metrics.json to --out for
 from __future__ import annotations
 
 import argparse
+import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +36,8 @@ def encode_items(encoder: HREDTextEncoder, items: list) -> tuple[np.ndarray, np.
 
 def fit_adem(train: tuple[np.ndarray, ...], human: np.ndarray, groups: list[str], *, variant: str = "adem",
              n: int = 7, gamma: float = 0.02, lr: float = 0.01, batch_size: int = 16, epochs: int = 50,
-             patience: int = 5, seed: int = 0, valid_fraction: float = 0.15, log: Callable[[str], None] | None = None) -> tuple[AdemHead, dict]:
+             patience: int = 5, seed: int = 0, valid_fraction: float = 0.15,
+             log: logging.Logger | None = None) -> tuple[AdemHead, dict]:
     """PCA on the fitting vectors, alpha/beta calibrated at M = N = I, then Adam with early stopping.
 
     `train` is (c, r_hat, r) arrays; `groups` the context of each item (the validation split

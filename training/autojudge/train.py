@@ -5,8 +5,8 @@ cross-validations (CONVO SPLIT by context, SYSTEM SPLIT by system); writes head.
 from __future__ import annotations
 
 import argparse
+import logging
 import time
-from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -33,7 +33,8 @@ def encode_items(encoder: HREDTextEncoder, items: list) -> tuple[np.ndarray, np.
 
 def fit_autojudge(train: tuple[np.ndarray, np.ndarray], human: np.ndarray, groups: list[str], *,
                   lr: float = 1e-3, batch_size: int = 512, epochs: int = 300, patience: int = 20,
-                  seed: int = 0, valid_fraction: float = 0.15, log: Callable[[str], None] | None = None) -> tuple[AutoJudgeHead, dict]:
+                  seed: int = 0, valid_fraction: float = 0.15,
+                  log: logging.Logger | None = None) -> tuple[AutoJudgeHead, dict]:
     held = validation_mask(groups, valid_fraction, f"autojudge-valid-{seed}")
     fit = ~held
     head = AutoJudgeHead(train[0].shape[1])
@@ -64,7 +65,8 @@ def cross_validate(vectors: tuple[np.ndarray, np.ndarray], human: np.ndarray, fo
 
 
 def table_one(encoder: HREDTextEncoder, vectors: tuple[np.ndarray, np.ndarray], human: np.ndarray, items: list,
-              system_items: list, system_sets: tuple[str, ...], folds: int, seed: int, log: Callable[[str], None], **fit_args) -> dict:
+              system_items: list, system_sets: tuple[str, ...], folds: int, seed: int, log: logging.Logger,
+              **fit_args) -> dict:
     """The paper's Table 1: CONVO SPLIT (k folds by context over `items`) and SYSTEM SPLIT (one fold per
     system of `system_items`, read from `system_sets`; None with fewer than two systems)."""
     groups = context_groups(items)

@@ -9,7 +9,6 @@ import hashlib
 import json
 import logging
 import math
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -159,7 +158,7 @@ def calibrate_head(head, inputs: tuple, human: np.ndarray) -> tuple[float, float
 
 def train_head(head, inputs: tuple, human: np.ndarray, valid_inputs: tuple, valid_human: np.ndarray, *,
                lr: float, batch_size: int, epochs: int, patience: int, seed: int,
-               reduction: str = "sum", l1: float = 0.0, log: Callable[[str], None] | None = None) -> dict:
+               reduction: str = "sum", l1: float = 0.0, log: logging.Logger | None = None) -> dict:
     """Adam on squared error (+ l1 * head.l1()), early stopping on validation Pearson r.
 
     `inputs` are float32 arrays [N, D] fed to head(*inputs). The best epoch's weights are

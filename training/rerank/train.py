@@ -90,8 +90,9 @@ def standardised(scores: np.ndarray, sets: np.ndarray) -> np.ndarray:
 
 
 def pearson(x: np.ndarray, y: np.ndarray) -> float | None:
-    """Pearson r, None where undefined: service.stats.correlation's, written again because this script runs
-    on the lent GPU machine with torch and numpy alone (test_the_device_script_imports_nothing_of_the_service)."""
+    """Pearson r, None where undefined (n < 3 or a constant side), as service.stats.correlation's to the last
+    bits; written again because this script runs on the lent GPU machine with torch and numpy alone
+    (test_the_device_script_imports_nothing_of_the_service)."""
     if len(x) < 3 or np.std(x) == 0 or np.std(y) == 0:
         return None
     return float(np.corrcoef(x, y)[0, 1])
@@ -293,7 +294,8 @@ def save_weights(model: CrossEncoder, out: Path) -> dict:
     return {"parts": parts, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
-def run(pack_folder: Path, out: Path, config: Config, device: torch.device, graph: Path = GRAPH, log: Callable[[str], None] = print) -> dict:
+def run(pack_folder: Path, out: Path, config: Config, device: torch.device, graph: Path = GRAPH,
+        log: Callable[[str], None] = print) -> dict:
     """Train config.models in order (ALL first), write the weights of ALL and RESULTS; returns the results."""
     started = time.time()
     pack = Pack.load(pack_folder)

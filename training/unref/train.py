@@ -136,7 +136,8 @@ def signals(recipe: Recipe, heads: Heads, rows: Rows) -> tuple[np.ndarray, np.nd
             at(negatives.contexts, negatives.bad, False))
 
 
-def search(X, rows: Rows, names: list[str], good, bad, one_setting: bool, log: Callable[[str], None] = print) -> list[stacker.Trial]:
+def search(X, rows: Rows, names: list[str], good, bad, one_setting: bool,
+           log: Callable[[str], None] = print) -> list[stacker.Trial]:
     """Every setting's leave-one-set-out trial, best first; with negatives, the share the whole fit orders
     (of the kind it orders least, where the negatives name kinds)."""
     groups = np.array([GROUPS[s] for s in rows.sets])

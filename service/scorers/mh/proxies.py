@@ -91,7 +91,6 @@ def vader(text: str) -> tuple[float, float, float, float]:
     return s["neg"], s["neu"], s["pos"], s["compound"]
 
 
-
 def laughter_count(text: str) -> int:
     """The number of "ha"s in words made only of them ("haha", "hahah"): the paper's laughter."""
     return sum(w.count("ha") for w in words(text) if _LAUGH.fullmatch(w))

@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 GLOVE = "glove-50d"
 ENCODER = "minilm-l6"
 REGRESSION_FILE = "regression.json"
+REGRESSION_KEYS = ("mean", "scale", "coefficients", "intercept", "low", "high")
 
 
 class HybridMetric(Scorer):
@@ -46,6 +47,9 @@ class HybridMetric(Scorer):
         if tuple(raw.get("proxies", ())) != proxies.PROXIES:
             raise ManifestError(f"{self.name}: {REGRESSION_FILE} was fitted on proxies {raw.get('proxies')}, "
                                 f"this code computes {list(proxies.PROXIES)}")
+        missing = [key for key in REGRESSION_KEYS if key not in raw]
+        if missing:
+            raise ManifestError(f"{self.name}: {REGRESSION_FILE} lacks {missing} (re-run `python -m training train-mh`)")
         self.mean = np.asarray(raw["mean"], dtype=np.float64)
         self.scale = np.asarray(raw["scale"], dtype=np.float64)
         self.coefficients = np.asarray(raw["coefficients"], dtype=np.float64)

@@ -1,6 +1,7 @@
 """The `mh` dialogue scorer: regression arithmetic, variants, missing proxies, drift, and the HTTP contract."""
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -155,6 +156,19 @@ def test_regression_fitted_on_other_proxies_is_not_served(tmp_path: Path) -> Non
     assert store.get("mh") is None
     assert "fitted on proxies" in store.failures["mh"]
 
+
+def test_a_regression_without_its_fitting_ranges_is_not_served_and_says_why(tmp_path: Path) -> None:
+    root = make_store(tmp_path, {})
+    path = root / "mh" / "regression.json"
+    regression = json.loads(path.read_text())
+    del regression["low"], regression["high"]
+    path.write_text(json.dumps(regression))
+    manifest = json.loads((root / "mh" / "manifest.json").read_text())
+    manifest["files"]["regression.json"]["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (root / "mh" / "manifest.json").write_text(json.dumps(manifest))
+    store = load(root)
+    assert store.get("mh") is None
+    assert "regression.json lacks ['low', 'high']" in store.failures["mh"]
 
 def test_a_different_encoder_than_the_fitted_one_is_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     store = load(make_store(tmp_path, {}, config={"encoder_files": {"encoder-int8.onnx": "0" * 64}}))
