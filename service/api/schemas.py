@@ -497,9 +497,9 @@ class ComparisonSchema(StrictSchema):
     test = fields.String(required=True, validate=validate.OneOf(["williams", "paired_bootstrap"]), metadata={
         "description": "williams: Williams' t for two dependent correlations sharing the human side (Steiger 1980 "
                        "eq. 7, as Graham & Baldwin 2014), two-sided. paired_bootstrap: the same resamples for both "
-                       "metrics; p from the deltas shifted to the null (Efron & Tibshirani 1993, 16.4), two-sided; "
-                       "ci the deltas' percentile interval (a different construction, which near the threshold "
-                       "can disagree with p). Each p is its test's own, uncorrected for the other comparisons."})
+                       "metrics; ci the deltas' percentile interval and p its dual, (2k + 1) / (B + 1) with k the deltas "
+                       "on the smaller side of 0, two-sided, so the interval excludes 0 where p < 1 - confidence "
+                       "(up to interpolation). Each p is its test's own, uncorrected for the other comparisons."})
     delta = fields.Float(required=True, allow_none=True, metadata={"description": "r(a) - r(b)."})
     p = fields.Float(required=True, allow_none=True)
     p_at_floor = fields.Boolean(metadata={"description": (

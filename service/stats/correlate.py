@@ -168,8 +168,9 @@ def resampling_summary(level: str, design: str, confidence: float, resamples: in
                "design": design, "resampled": (BY_INPUTS if by_inputs else DESCRIPTIONS)[design] if level == "system" else
                "items resampled with replacement, as independent draws (items of one system or input are "
                "not: read claims about systems from the system level)", "p": p,
-               "comparisons": "paired bootstrap (both metrics on the same resamples; p_mc_se its p's Monte Carlo "
-                              "standard error) and, for Pearson, Williams' t; both two-sided, each p uncorrected for "
+               "comparisons": "paired bootstrap (both metrics on the same resamples; p the dual of the deltas' "
+                              "percentile interval, as the system level's; p_mc_se its Monte Carlo standard error) "
+                              "and, for Pearson, Williams' t; both two-sided, each p uncorrected for "
                               "the other comparisons"}
     if no_bootstrap is not None:
         summary["reason"] = no_bootstrap

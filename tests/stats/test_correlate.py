@@ -354,6 +354,24 @@ def test_a_given_interval_holds_its_estimate_on_mostly_zero_metrics(seed: int) -
             assert entry["ci"][0] - 1e-9 <= entry["r"] <= entry["ci"][1] + 1e-9
 
 
+def test_a_comparisons_p_agrees_with_its_interval_where_deltas_meet_their_bound() -> None:
+    """Five systems, one metric following the humans and one against them: the system level's Spearman
+    deltas pile up against 2. A p below .05 comes with an interval that excludes 0 (the null-shifted
+    count lost its upper tail there: p .03 beside [0.0, 1.9] in a third of these runs)."""
+    rng = np.random.default_rng(0)
+    level, systems = np.repeat(np.arange(5.0), 8), [f"s{i}" for i in range(5) for _ in range(8)]
+    checked = 0
+    for _ in range(60):
+        human, a, b = (level * slope + rng.normal(scale=1.5, size=40) for slope in (1.0, 1.0, -0.5))
+        body = correlate(human.tolist(), {"a": a.tolist(), "b": b.tolist()}, systems, methods=["spearman"],
+                         resamples=500, seed=1)
+        for comparison in body["comparisons"]:
+            if comparison["test"] == "paired_bootstrap" and comparison["p"] is not None:
+                low, high = comparison["ci"]
+                assert comparison["p"] >= 0.05 or low > 0 or high < 0, comparison
+                checked += 1
+    assert checked == 120
+
 def test_every_monte_carlo_p_comes_with_its_standard_error() -> None:
     """Bootstrap p (system level, paired comparisons) and sampled-permutation p (tied ranks, 10 to 50 items):
     p_mc_se is the binomial standard error of the share of draws they count; exact and scipy p have none."""
@@ -373,7 +391,7 @@ def test_every_monte_carlo_p_comes_with_its_standard_error() -> None:
             assert entry["p_mc_se"] == pytest.approx(2 * sps.binom.std(400, entry["p"] / 2) / 400)
     for comparison in body["comparisons"]:
         if comparison["test"] == "paired_bootstrap":
-            assert comparison["p_mc_se"] == pytest.approx(sps.binom.std(400, comparison["p"]) / 400)
+            assert comparison["p_mc_se"] == pytest.approx(2 * sps.binom.std(400, comparison["p"] / 2) / 400)
         else:
             assert "p_mc_se" not in comparison
     untied = correlate(HUMAN[:9].tolist(), {"good": GOOD[:9].tolist()}, resamples=0)  # exact p
