@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from service.stats.human_eval import CI_CONFIDENCE
+
 
 def missing() -> str | None:
     """Why plots cannot be drawn here, or None: checked before any statistics run, so that a serving venv
@@ -34,9 +36,10 @@ def _pyplot():
 
 def ranking_plot(labels: list[str], values: list[float | None], intervals: list[list[float] | None],
                  path: Path, xlabel: str, title: str) -> Path:
-    """Horizontal points with error bars, best at the top; undefined values are left out."""
+    """Horizontal points with error bars, best at the top; undefined values are named in a note below."""
     plt = _pyplot()
     keep = [i for i, v in enumerate(values) if v is not None]
+    undefined = [labels[i] for i, v in enumerate(values) if v is None]
     fig, ax = plt.subplots(figsize=(6.5, 0.45 * max(len(keep), 2) + 1.2))
     ys = list(range(len(keep)))[::-1]
     for y, i in zip(ys, keep):
@@ -47,7 +50,7 @@ def ranking_plot(labels: list[str], values: list[float | None], intervals: list[
         ax.plot(values[i], y, "o", color="#1f5fa8")
     ax.set_yticks(ys, [labels[i] for i in keep])
     ax.axvline(0.0, color="#999999", linewidth=0.8)
-    ax.set_xlabel(xlabel)
+    ax.set_xlabel(xlabel + (f"\nundefined, not drawn: {', '.join(undefined)}" if undefined else ""))
     ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -100,6 +103,18 @@ class Plots(list):
         self.skipped.append(f"no {path.name}: {why}")
 
 
+STATISTIC = {"pearson": "Pearson r", "spearman": "Spearman ρ", "kendall": "Kendall τ-b"}
+
+
+def _bars(result: dict[str, Any], level: str) -> str:
+    """What the error bars are: the level's percentile bootstrap intervals and what they resample."""
+    summary = result.get("resampling", {}).get(level)
+    if not summary or summary.get("reason"):
+        return ""
+    return (f"\nbars: {summary['confidence']:.0%} percentile bootstrap, B = {summary['resamples']}, "
+            f"design {summary['design']}")
+
+
 def correlate_plots(result: dict[str, Any], out: Path) -> Plots:
     """One ranking plot per level and method: each metric's r with its bootstrap interval."""
     paths = Plots()
@@ -115,8 +130,8 @@ def correlate_plots(result: dict[str, Any], out: Path) -> Plots:
             ranked = sorted(entries, key=lambda k: -(entries[k]["r"] if entries[k]["r"] is not None else -9))
             paths.append(ranking_plot(ranked, [entries[k]["r"] for k in ranked],
                                       [entries[k].get("ci") for k in ranked],
-                                      path, f"{method} r with humans",
-                                      f"{level} level, n = {next(iter(entries.values()))['n']}"))
+                                      path, f"{STATISTIC[method]} with humans",
+                                      f"{level} level, n = {next(iter(entries.values()))['n']}{_bars(result, level)}"))
     return paths
 
 
@@ -130,7 +145,8 @@ def human_eval_plots(result: dict[str, Any], out: Path) -> Plots:
         paths.skip(out / "ranking.png", "no system has a score (no rating was kept; see the report)")
     else:
         paths.append(ranking_plot(names, [s["overall_z"] for s in systems], [s.get("overall_z_ci") for s in systems],
-                                  out / "ranking.png", "mean standardised score (z)", "systems, best first"))
+                                  out / "ranking.png", "mean standardised score (z)",
+                                  f"systems, best first\nbars: {CI_CONFIDENCE:.0%} Student-t interval of the mean"))
     for key, label in (("significance", "uncorrected p (row > column)"),
                        ("significance_holm", "Holm-adjusted p (row > column)")):
         if len(systems) < 2:

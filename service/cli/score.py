@@ -340,7 +340,9 @@ def trained_lines(summary: Summary, trained: list[TrainedItems], exclude: bool) 
             lines.append(f"{keys.model}: none of the lines is one of its training items that the keys hold ({where})")
     if exclude:
         noun = "line" if summary.excluded == 1 else "lines"
-        lines.append(f"--exclude-trained: {summary.excluded} {noun} left out, {summary.every.lines} scored")
+        lines.append(f"--exclude-trained: {summary.excluded} {noun} left out, {summary.every.lines} scored (what no model "
+                     "here was trained on, which is not a set's dev split: `python -m training dev-items` writes "
+                     "the items docs/evaluation.md measures)")
     return lines
 
 

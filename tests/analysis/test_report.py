@@ -34,6 +34,14 @@ def test_kendall_is_named_tau_b_in_the_tables():
     assert f"| m | kendall tau-b | {tau_b:.3f} |" in text and "| item | m | n | kendall tau-b |" in text
 
 
+def test_the_comparisons_table_says_what_its_tests_are_and_that_each_p_is_uncorrected():
+    human = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+    result = stats.correlate(human, {"m": [1, 3, 2, 5, 4, 6, 8, 7, 10, 9], "n": [2, 1, 4, 3, 6, 5, 8, 9, 7, 10]},
+                             systems=list("aabbccddee"), resamples=200)
+    comparisons = correlate_markdown(result).split("### Comparisons")[1]
+    tests_line = comparisons.split("| level |")[0]
+    assert "dual of the deltas' percentile interval" in tests_line and "uncorrected" in tests_line
+
 def test_a_p_at_the_bootstrap_floor_is_shown_as_a_bound():
     """Every resample on one side of 0: p is below 1/(B+1), which the table says instead of a figure."""
     human = [float(h) for h in range(40)]

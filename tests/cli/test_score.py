@@ -331,7 +331,7 @@ def test_a_models_training_items_are_marked_counted_and_left_out_on_request(tmp_
     captured = capsys.readouterr()
     assert [r["line"] for r in read(out)] == [1, 2]
     assert json.loads(captured.out)["all"]["scored"] == {"length": 2, "bleu4": 2}
-    assert "1 line left out, 2 scored" in captured.err
+    assert "1 line left out, 2 scored" in captured.err and "training dev-items" in captured.err
     (store / "length" / trained_items.FILE).write_bytes(b"altered")
     assert score(store, str(source), "--models", "length", "--output", str(out)) == 2
     assert "trained_items.npy has sha256" in capsys.readouterr().err  # the store checks every file
