@@ -34,9 +34,11 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 
     corr = commands.add_parser("correlate", help="metric scores against human ratings")
     corr.add_argument("file", type=Path)
-    corr.add_argument("--format", default="auto", choices=["auto", "csv", "json", "dstc"],
-                      help="csv: one item per row; json: a /correlate request body; dstc: DSTC-style evaluation JSON")
-    corr.add_argument("--human", nargs="+", help="CSV column(s) holding human ratings (default: columns named human*)")
+    corr.add_argument("--format", default="auto", choices=["auto", "csv", "json", "dstc", "scores"],
+                      help="csv: one item per row; json: a /correlate request body; dstc: DSTC-style evaluation JSON; "
+                           "scores: `dialscore score --keep HUMAN_FIELD`'s output (.jsonl)")
+    corr.add_argument("--human", nargs="+", help="CSV column(s), or kept fields of `scores`, holding human ratings "
+                                                 "(default: those named human*)")
     corr.add_argument("--system", default="system",
                       help="CSV column labelling each row's system, for system-level results (default: system); "
                            "every other column but the human ones is read as a metric")
@@ -103,6 +105,9 @@ def run_correlate(args: argparse.Namespace) -> int:
     result = {TOOL: VERSION, **correlate(body["human"], body["scores"], body["systems"], body["methods"],
                                          body["confidence"], body["resamples"], body["seed"],
                                          body["system_resampling"], body["inputs"])}
+    if data.left_out:
+        result["left_out"] = data.left_out
+        print(f"note: {data.left_out}", file=sys.stderr)
     markdown = report.correlate_markdown(result)
     _write(args.out, "correlate", result, markdown)
     if args.no_plots:

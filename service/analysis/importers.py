@@ -13,7 +13,7 @@ from typing import Any
 
 from service.analysis.inputs import CorrelateInput, HumanEvalInput
 from service.config import load_settings
-from service.json_body import BadText, JsonTextError, TooDeep, parse
+from service.json_body import BadText, JsonTextError, TooDeep, parse, parse_object
 
 # Facts about the Ji et al. (2022) release the readers rely on, checked against ../shared/data/human_eval/
 # ji2022 (all 304 assignments present in both files agree): the CSV's `scoreK` holds seven '#'-separated
@@ -262,6 +262,58 @@ def correlate_csv(path: Path, human: list[str] | None = None, system: str = "sys
     return CorrelateInput(ratings, scores, systems)
 
 
+def scores_jsonl(path: Path, human: list[str] | None = None, system: str = "system") -> CorrelateInput:
+    """`dialscore score`'s output: a record a line, its `scores` the metrics, the `kept` fields that `human`
+    names (default: those starting 'human') its ratings, `system` its system. A record some model gave no
+    score (an error under --on-invalid skip) is left out of every metric, so that all compare on one set
+    of items; `left_out` says how many."""
+    ratings: list[Any] = []
+    scores: dict[str, list[float]] = {}
+    systems: list[str] = []
+    dropped = 0
+    try:
+        with open(path, "rb") as handle:
+            lines = [(number, raw) for number, raw in enumerate(handle, 1) if raw.strip()]
+    except OSError as exc:
+        raise ImporterError(f"{path}: not readable ({exc})") from exc
+    depth = load_settings().max_json_depth
+    for number, raw in lines:
+        try:
+            record = parse_object(raw, max_depth=depth, finite=True)
+        except JsonTextError as exc:
+            raise ImporterError(f"{path}:{number}: not a record of `dialscore score` ({exc})") from None
+        if not isinstance(record.get("scores"), dict) or not record["scores"]:
+            raise ImporterError(f"{path}:{number}: no `scores` (expected `dialscore score`'s output)")
+        if not scores:
+            scores = {name: [] for name in record["scores"]}
+        if set(record["scores"]) != set(scores):
+            raise ImporterError(f"{path}:{number}: scores of {sorted(record['scores'])}, where the first record "
+                                f"has {sorted(scores)}")
+        kept = record.get("kept") or {}
+        names = human or [name for name in kept if name.lower().startswith("human")]
+        if not names:
+            raise ImporterError(f"{path}:{number}: no human rating in `kept` (score with `--keep FIELD`, and name "
+                                "it here with --human)")
+        values = [_number(path, number, f"kept.{name}", str(kept[name]), "a human rating")
+                  for name in names if kept.get(name) not in (None, "")]
+        if not values:
+            raise ImporterError(f"{path}:{number}: no human rating in kept {', '.join(names)} (every record needs "
+                                "one; leave out the lines nobody rated)")
+        if any(value is None for value in record["scores"].values()):
+            dropped += 1
+            continue
+        for name, value in record["scores"].items():
+            scores[name].append(value)
+        ratings.append(values if len(names) > 1 else values[0])
+        systems.append(record.get(system))
+    labelled = [s for s in systems if s is not None]
+    if labelled and len(labelled) < len(systems):
+        raise ImporterError(f"{path}: some records have a `{system}` and some do not (label every line, or none)")
+    note = (f"{dropped} of {len(lines)} records left out: some model gave them no score (their `errors` say why), "
+            "and every metric is measured on the same items") if dropped else ""
+    return CorrelateInput(ratings, scores, [str(s) for s in systems] if labelled else None, left_out=note)
+
+
 def dstc_json(path: Path, aspect: str | None = None) -> CorrelateInput:
     """DSTC-style turn- or dialogue-level evaluation JSON (the DSTC10 track 5 data layout).
 
@@ -377,7 +429,8 @@ def _read_as(reader, path: Path, fmt: str, *args: Any, detected: bool = False):
 
 def load_correlate(path: Path, fmt: str = "auto", human: list[str] | None = None,
                    aspect: str | None = None, system: str = "system", id_column: str | None = None) -> CorrelateInput:
-    """Read a correlate input; `fmt` is auto, csv, json (a /correlate body) or dstc."""
+    """Read a correlate input; `fmt` is auto, csv, json (a /correlate body), dstc or scores (`dialscore score`'s
+    output, .jsonl)."""
     path = Path(path)
     detected = fmt == "auto"  # a message names the format tried, never 'auto'
     if detected:
@@ -402,6 +455,8 @@ def load_human_eval(paths: list[Path], fmt: str = "auto") -> HumanEvalInput:
 def _detect_correlate(path: Path) -> str:
     if path.suffix.lower() in (".csv", ".tsv"):
         return "csv"
+    if path.suffix.lower() == ".jsonl":
+        return "scores"
     body = _read_json(path)
     return "json" if isinstance(body, dict) and "human" in body else "dstc"
 
@@ -415,6 +470,8 @@ def _load_correlate(path: Path, fmt: str, human: list[str] | None, aspect: str |
         return correlate_json(path)
     if fmt == "dstc":
         return dstc_json(path, aspect)
+    if fmt == "scores":
+        return scores_jsonl(path, human, system)
     raise ImporterError(f"unknown correlate format {fmt!r}")
 
 

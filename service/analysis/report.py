@@ -56,7 +56,7 @@ METHOD_NAMES = {"kendall": "kendall tau-b"}  # tau-b: ties corrected, as scipy.s
 
 def correlate_markdown(result: dict[str, Any]) -> str:
     """Correlations per level (r, CI, p, n, reason) and the pairwise comparisons."""
-    parts: list[str] = [*_tool(result), f"Items: {result['n']}"]
+    parts: list[str] = [*_tool(result), f"Items: {result['n']}" + (f" ({result['left_out']})" if result.get("left_out") else "")]
     levels = ["item"] + (["system"] if "systems" in result else [])
     for level in levels:
         rows = []

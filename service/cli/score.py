@@ -57,6 +57,9 @@ def _parse_args(argv: list[str] | None, prog: str = "dialscore score") -> argpar
     parser.add_argument("--options", type=json_object, default={},
                         help='options keyed by model, as /score with several models: \'{"ruber": {"blend": "max"}}\'')
     parser.add_argument("--json", action="store_true", help="print the means as JSON instead of a table")
+    parser.add_argument("--keep", nargs="+", default=[], metavar="FIELD",
+                        help="input fields (CSV columns) copied into each record's `kept`, e.g. a human rating, for "
+                             "`python -m service.analysis correlate OUTPUT --human FIELD`")
     parser.add_argument("--max-refs", type=int, default=references.DEFAULT_MAX_REFS, metavar="N",
                         help="a line's `references` list: a referenced model scores against the first N and keeps "
                              "the best, the rest left out and counted (default 4, as `training evaluate --max-refs` "
@@ -98,7 +101,7 @@ def _parse_args(argv: list[str] | None, prog: str = "dialscore score") -> argpar
     return args
 
 
-def _csv_lines(path: Path, system: str) -> Iterator[tuple[int, bytes]]:
+def _csv_lines(path: Path, system: str, keep: list[str]) -> Iterator[tuple[int, bytes]]:
     """Each data row as the JSON line bulk reads: row 1 is the first row under the header. A row that is not
     UTF-8 or not well-formed CSV (strict: an unclosed quote, text after a closing one) is a BulkError naming
     the row and the file line it begins on."""
@@ -114,7 +117,7 @@ def _csv_lines(path: Path, system: str) -> Iterator[tuple[int, bytes]]:
                 number += 1
                 _utf8_or_raise([*row.values()])
                 ended = reader.line_num
-                yield number, _item_line(row, system)
+                yield number, _item_line(row, system, keep)
         except (csv.Error, _NotUtf8) as exc:
             number += isinstance(exc, csv.Error)  # raised by reading the next row
             where = f"line {number}" if number else "the header"
@@ -142,10 +145,11 @@ def _csv_problem(exc: Exception) -> str:
     return str(exc)
 
 
-def _item_line(row: dict[str, Any], system: str) -> bytes:
+def _item_line(row: dict[str, Any], system: str, keep: list[str]) -> bytes:
     """A CSV row as the /score item's JSON line: the context cell's lines are its turns."""
     item: dict[str, Any] = {"context": [t for t in (row.get("context") or "").splitlines() if t.strip()]}
-    for name in dict.fromkeys((*CSV_FIELDS, system)):
+    # a kept column is copied as is; `context` and `references` are read into lists below, kept as such
+    for name in dict.fromkeys((*CSV_FIELDS, system, *(k for k in keep if k not in ("context", references.FIELD)))):
         if row.get(name):  # an empty cell is no value: no reference, no system
             item[name] = row[name]
     if row.get(references.FIELD):
@@ -242,12 +246,14 @@ def _score_lines(batch: list[tuple[int, bytes]], scorer: Scorer, options: dict[s
 
 def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], options: list[dict[str, Any]],
                sink: io.TextIOBase, system_key: str, batch_size: int, trained: list[TrainedItems] | None = None,
-               exclude_trained: bool = False, max_refs: int = references.DEFAULT_MAX_REFS) -> Summary:
+               exclude_trained: bool = False, max_refs: int = references.DEFAULT_MAX_REFS,
+               keep: list[str] | None = None) -> Summary:
     """Score every line with every model, write one record a line to `sink`, and return the means. A line
     that is a training item of a model in `trained` is marked (`"trained": [models]`), or with
     `exclude_trained` left out of the output and the means (of every model, so they compare on one set).
     A referenced model reads a `references` list's first `max_refs`; a record counts the rest
-    (`references_left_out`), as does the summary."""
+    (`references_left_out`), as does the summary. `keep`: the line's fields copied into the record's
+    `kept` (those it has)."""
     summary = Summary(max_refs=max_refs)
     reads_references = any(Call(scorer, opts).reads_reference for scorer, opts in zip(scorers, options))
     batch: list[tuple[int, bytes]] = []
@@ -264,6 +270,8 @@ def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], option
             if system is not None:
                 out["system"] = system
             out["scores"] = {scorer.name: r.get("score") for scorer, r in zip(scorers, records)}
+            if keep:
+                out["kept"] = {name: obj[name] for name in keep if obj is not None and name in obj}
             if marks:
                 out["trained"] = marks
             if left_out := references.left_out(obj, max_refs) if reads_references else 0:
@@ -453,7 +461,7 @@ def _run(args: argparse.Namespace) -> tuple[Summary, list[Scorer], list[dict[str
         except ValueError as exc:
             raise BulkError(f"bad --options for {scorer.name}: {exc}") from None
     csv_input = args.input.suffix.lower() in (".csv", ".tsv")
-    lines = _csv_lines(args.input, args.system) if csv_input else _jsonl_lines(args.input)
+    lines = _csv_lines(args.input, args.system, args.keep) if csv_input else _jsonl_lines(args.input)
     output = regular_output(args.output, "to write the scores to")
     if output.exists() and output.samefile(args.input):
         raise BulkError(f"--output {args.output} is the input; name another file")
@@ -464,7 +472,7 @@ def _run(args: argparse.Namespace) -> tuple[Summary, list[Scorer], list[dict[str
     try:
         with open(partial, "w", encoding="utf-8") as sink:
             summary = score_file(lines, scorers, options, sink, args.system, args.batch_size, trained,
-                                 args.exclude_trained, args.max_refs)
+                                 args.exclude_trained, args.max_refs, args.keep)
         if not summary.failed_lines or args.on_invalid == "skip":
             os.replace(partial, output)
     finally:

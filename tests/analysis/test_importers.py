@@ -175,3 +175,19 @@ def test_a_human_eval_csv_row_with_a_blank_label_is_refused(tmp_path: Path, row:
     path.write_text(f"rater,system,item,fun\nw1,A,d1,70\n{row}\n", encoding="utf-8")
     with pytest.raises(ImporterError, match=r"ratings.csv:3: no (rater|system|item) in column"):
         importers.load_human_eval([path])
+
+
+def test_a_scores_file_names_what_it_lacks(tmp_path: Path) -> None:
+    """`dialscore score`'s output without kept ratings, or with models that differ by line, says so."""
+    load_correlate = importers.load_correlate
+    path = tmp_path / "scores.jsonl"
+    path.write_text('{"line": 1, "scores": {"length": 2.0}}\n', encoding="utf-8")
+    with pytest.raises(ImporterError, match="--keep FIELD"):
+        load_correlate(path)
+    path.write_text('{"line": 1, "scores": {"length": 2.0}, "kept": {"human": 3}}\n'
+                    '{"line": 2, "scores": {"bleu4": 2.0}, "kept": {"human": 3}}\n', encoding="utf-8")
+    with pytest.raises(ImporterError, match=r"scores\.jsonl:2: scores of \['bleu4'\]"):
+        load_correlate(path)
+    path.write_text('{"line": 1, "scores": {"length": 2.0}, "kept": {"rating": "4,5"}}\n', encoding="utf-8")
+    with pytest.raises(ImporterError, match="kept.rating"):
+        load_correlate(path, human=["rating"])

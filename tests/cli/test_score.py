@@ -528,3 +528,33 @@ def test_a_system_field_no_line_has_is_said_and_negative_threads_refused(baselin
     with pytest.raises(SystemExit) as stopped:
         main([str(source), "--models", "length", "--output", str(out), "--threads", "-1"])
     assert stopped.value.code == 2 and "--threads must be 0" in capsys.readouterr().err
+
+
+def test_kept_ratings_take_the_scores_to_correlate(tmp_path, capsys) -> None:
+    """`--keep human` carries each line's rating into its record, and `service.analysis correlate` reads the
+    output as it is; a line some model could not score (no reference for bleu4) is left out of every metric."""
+    from scipy import stats as sps
+
+    from service.analysis.__main__ import main as analysis
+
+    store = copy_store(tmp_path / "store", ("length", "bleu4"))
+    replies = ["fine thanks", "it was a long and tiring day at work", "ok", "we went hiking by the lake all day",
+               "good", "not bad, i read a book", "i watched two films and cooked", "meh"]
+    lines = [{"context": ["how was your day?"], "response": reply, "human": float(i % 4 + len(reply) / 10),
+              "system": f"s{i % 2}", **({"reference": "it was a good day"} if i else {})}
+             for i, reply in enumerate(replies)]
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(line) for line in lines])
+    out = tmp_path / "scores.jsonl"
+    assert score(store, str(source), "--models", "length", "bleu4", "--output", str(out), "--keep", "human",
+                 "--on-invalid", "skip") == 0
+    records = read(out)
+    assert [r["kept"] for r in records] == [{"human": line["human"]} for line in lines]
+    capsys.readouterr()
+    assert analysis(["correlate", str(out), "--out", str(tmp_path / "report"), "--no-plots", "--resamples", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "1 of 8 records left out" in err
+    result = json.loads((tmp_path / "report" / "correlate.json").read_text())
+    scored = records[1:]
+    expected = sps.pearsonr([r["kept"]["human"] for r in scored], [r["scores"]["length"] for r in scored]).statistic
+    assert result["n"] == 7 and result["metrics"]["length"]["item"]["pearson"]["r"] == pytest.approx(expected)
+    assert "1 of 8 records left out" in (tmp_path / "report" / "correlate.md").read_text()
