@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -208,14 +209,19 @@ def correlate_json(path: Path) -> CorrelateInput:
     return CorrelateInput(body["human"], body["scores"], body.get("systems"), settings, body.get("inputs"))
 
 
+DECIMAL_COMMA = re.compile(r"[-+]?[0-9]+,[0-9]+")
+
+
 def _number(path: Path, line: int, column: str, value: str, what: str, comma: bool = False) -> float:
     """A cell's finite number, or an error naming the line, the column and the rule; with `comma`, a
     decimal comma is read as a point (decimal_comma)."""
     try:
         number = float(value.replace(",", ".") if comma and "." not in value else value)
     except (TypeError, ValueError):
+        hint = ("; a decimal comma is read in semicolon-separated files only"
+                if not comma and DECIMAL_COMMA.fullmatch(value.strip()) else "")
         raise ImporterError(f"{path}:{line}: column {column!r} holds {value[:40]!r}, not a number "
-                            f"(it is read as {what})") from None
+                            f"(it is read as {what}{hint})") from None
     if not math.isfinite(number):
         raise ImporterError(f"{path}:{line}: column {column!r} holds {value[:40]!r}: give a finite number")
     return number

@@ -191,3 +191,10 @@ def test_a_scores_file_names_what_it_lacks(tmp_path: Path) -> None:
     path.write_text('{"line": 1, "scores": {"length": 2.0}, "kept": {"rating": "4,5"}}\n', encoding="utf-8")
     with pytest.raises(ImporterError, match="kept.rating"):
         load_correlate(path, human=["rating"])
+
+
+def test_a_decimal_comma_outside_a_semicolon_file_is_refused_with_the_rule(tmp_path: Path) -> None:
+    path = tmp_path / "ratings.tsv"
+    path.write_text("human\tm\n4,2\t1\n3\t2\n1\t3\n", encoding="utf-8")
+    with pytest.raises(ImporterError, match="decimal comma is read in semicolon-separated files only"):
+        importers.load_correlate(path)
