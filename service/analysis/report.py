@@ -69,12 +69,12 @@ def correlate_markdown(result: dict[str, Any]) -> str:
                      + _table(["metric", "method", "r", "CI", "p", "n", "note"], rows))
     if result["comparisons"]:
         rows = [[c["level"], c["a"], c["b"], METHOD_NAMES.get(c["method"], c["method"]), c["test"], _num(c["delta"]), _p(c),
-                 _ci(c.get("ci")), c.get("reason", "")] for c in result["comparisons"]]
+                 _num(c.get("p_holm")), _ci(c.get("ci")), c.get("reason", "")] for c in result["comparisons"]]
         said = {summary["comparisons"] for summary in result.get("resampling", {}).values() if summary}
         parts.append("### Comparisons (delta = r_a - r_b)\n\n"
                      + "".join(f"Tests: {line}; each level's rows resample as its table above says.\n\n"
                                for line in sorted(said))
-                     + _table(["level", "a", "b", "method", "test", "delta", "p", "CI of delta", "note"], rows))
+                     + _table(["level", "a", "b", "method", "test", "delta", "p", "p (Holm)", "CI of delta", "note"], rows))
     agreement = result.get("agreement")
     if agreement:
         parts.append(f"Inter-rater agreement: Krippendorff's alpha (interval) = {_num(agreement['krippendorff_alpha'])}, "

@@ -503,10 +503,15 @@ class ComparisonSchema(StrictSchema):
     delta = fields.Float(required=True, allow_none=True, metadata={"description": "r(a) - r(b)."})
     p = fields.Float(required=True, allow_none=True)
     p_at_floor = fields.Boolean(metadata={"description": (
-        "paired_bootstrap: no resample's delta was as far from the observed one as 0 is, so p is only known to "
-        "be below 1 / (B + 1) (read `p` as `< 1/(B+1)`).")})
+        "paired_bootstrap: no resample's delta lay on the other side of 0, so p is only known to be below "
+        "1 / (B + 1) (read `p` as `< 1/(B+1)`).")})
     p_mc_se = fields.Float(metadata={"description": (
-        "paired_bootstrap: the Monte Carlo standard error of p over the B resamples, sqrt(p (1 - p) / B).")})
+        "paired_bootstrap: the Monte Carlo standard error of p over the B resamples, 2 sqrt(q (1 - q) / B) "
+        "with q = p / 2.")})
+    p_holm = fields.Float(metadata={"description": (
+        "p Holm-adjusted over its family: the comparisons of the same level, method and test that have a p "
+        "(every pair of metrics), `holm_family` of them; holds the chance of any false claim among them.")})
+    holm_family = fields.Integer(metadata={"description": "How many comparisons `p_holm` is adjusted over."})
     ci = fields.List(fields.Float(), allow_none=True)
     t = fields.Float(allow_none=True)
     df = fields.Integer(allow_none=True)

@@ -21,7 +21,7 @@ from service.stats.bootstrap import (MIN_BOOTSTRAP, UNDEFINED_REASON, bootstrap_
 from service.stats.correlation import METHODS, MIN_ITEMS, correlation
 from service.stats.designs import (BY_INPUTS, DEFAULT_DESIGN, DESCRIPTIONS, DESIGNS, ITEMS, SYSTEMS, Resamples,
                                    by_content, system_resamples, systems_without_items)
-from service.stats.significance import williams_test
+from service.stats.significance import holm, williams_test
 
 
 class StatsInputError(FieldsError):
@@ -155,6 +155,19 @@ def _p_of(distribution: np.ndarray | None, no_bootstrap: str | None,
     return {"p": found["p"], "p_at_floor": found["at_floor"], "p_mc_se": found["mc_se"]}
 
 
+def with_holm(comparisons: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each comparison with a p gains `p_holm`, Holm-adjusted over its family: the comparisons of one level,
+    method and test that have a p (every pair of metrics), `holm_family` of them."""
+    families: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for entry in comparisons:
+        if entry.get("p") is not None:
+            families.setdefault((entry["level"], entry["method"], entry["test"]), []).append(entry)
+    for family in families.values():
+        for entry, adjusted in zip(family, holm([entry["p"] for entry in family]).tolist()):
+            entry.update(p_holm=adjusted, holm_family=len(family))
+    return comparisons
+
+
 def resampling_summary(level: str, design: str, confidence: float, resamples: int, seed: int,
                        no_bootstrap: str | None, by_inputs: bool = False) -> dict[str, Any]:
     """What one level's intervals and p-values resample, for the report: method, confidence level,
@@ -171,7 +184,8 @@ def resampling_summary(level: str, design: str, confidence: float, resamples: in
                "comparisons": "paired bootstrap (both metrics on the same resamples; p the dual of the deltas' "
                               "percentile interval, as the system level's; p_mc_se its Monte Carlo standard error) "
                               "and, for Pearson, Williams' t; both two-sided, each p uncorrected for "
-                              "the other comparisons"}
+                              "the other comparisons, p_holm Holm-adjusted over the pairs of one level, method "
+                              "and test"}
     if no_bootstrap is not None:
         summary["reason"] = no_bootstrap
     return summary
@@ -312,7 +326,7 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
                 _say_systems(entry)
         comparisons += sys_comparisons
         body["systems"] = {"count": int(count), "labels": [str(label) for label in labels]}
-    body["comparisons"] = comparisons
+    body["comparisons"] = with_holm(comparisons)
     body["resampling"] = resampling
     if units is not None:
         alpha = krippendorff_alpha_interval(units)

@@ -10,6 +10,7 @@ import numpy as np
 from scipy import stats as sps
 
 from service.errors import FieldsError
+from service.stats.significance import holm
 from service.text import canonical, is_blank
 
 
@@ -188,20 +189,6 @@ def significance_matrix(samples: dict[str, np.ndarray]) -> dict[str, dict[str, f
     p = {(a, b): rank_sum_p(samples[a], samples[b], "greater") if samples[a].size and samples[b].size else None
          for a, b in pairs}
     return {a: {b: p[a, b] for b in samples if b != a} for a in samples}
-
-
-def holm(pvalues: Sequence[float]) -> np.ndarray:
-    """Holm's step-down adjusted p-values, in the order given: the family-wise error rate is held at any
-    level alpha (adjusted p < alpha) under any dependence between the tests.
-
-    A few lines of numpy because scipy has none (scipy.stats.false_discovery_control is Benjamini-Hochberg's,
-    which bounds the false discovery rate, not the chance of any false claim)."""
-    p = np.asarray(pvalues, dtype=np.float64)
-    m = p.size
-    order = np.argsort(p, kind="stable")
-    adjusted = np.empty(m)
-    adjusted[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
-    return adjusted
 
 
 def holm_matrix(matrix: dict[str, dict[str, float | None]]) -> tuple[dict[str, dict[str, float | None]], int]:

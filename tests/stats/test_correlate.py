@@ -13,6 +13,7 @@ from scipy import stats as sps
 from service import stats
 from service.stats import StatsInputError, correlate
 from service.stats.correlate import canonical_order
+from service.stats.significance import holm
 from tests.stats.samples import GOOD, HUMAN, POOR, RNG, SCIPY, drawn_groups, no_nan
 from service.stats.correlation import correlation
 from service.stats.significance import williams_test
@@ -491,3 +492,17 @@ def test_williams_t_has_the_sign_of_delta_and_matches_the_formula() -> None:
     expected = williams_test(r12, r13, r23, n)
     assert entry["t"] > 0
     assert entry["t"] == pytest.approx(expected["t"], rel=1e-9) and entry["df"] == n - 3
+
+
+def test_comparisons_carry_holm_adjusted_p_over_the_pairs_of_their_level_method_and_test() -> None:
+    human = np.arange(20.0)
+    metrics = {name: (human + RNG.normal(scale=scale, size=20)).tolist()
+               for name, scale in (("a", 1.0), ("b", 4.0), ("c", 8.0), ("d", 16.0))}
+    body = correlate(human.tolist(), metrics, methods=["pearson", "spearman"], resamples=300, seed=3)
+    family = [c for c in body["comparisons"] if (c["level"], c["method"], c["test"]) == ("item", "spearman",
+                                                                                           "paired_bootstrap")]
+    assert len(family) == 6 and all(c["holm_family"] == 6 for c in family)  # 4 metrics: 6 pairs
+    assert [c["p_holm"] for c in family] == pytest.approx(holm([c["p"] for c in family]).tolist())
+    assert all(c["p_holm"] >= c["p"] for c in body["comparisons"] if c["p"] is not None)
+    williams = [c for c in body["comparisons"] if c["test"] == "williams"]
+    assert williams and all(c["holm_family"] == 6 for c in williams)
