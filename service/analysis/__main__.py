@@ -105,9 +105,9 @@ def run_correlate(args: argparse.Namespace) -> int:
     result = {TOOL: VERSION, **correlate(body["human"], body["scores"], body["systems"], body["methods"],
                                          body["confidence"], body["resamples"], body["seed"],
                                          body["system_resampling"], body["inputs"])}
-    if data.left_out:
-        result["left_out"] = data.left_out
-        print(f"note: {data.left_out}", file=sys.stderr)
+    if data.notes:
+        result["input_notes"] = data.notes
+        print(f"note: {data.notes}", file=sys.stderr)
     markdown = report.correlate_markdown(result)
     _write(args.out, "correlate", result, markdown)
     if args.no_plots:

@@ -212,14 +212,15 @@ def correlate_json(path: Path) -> CorrelateInput:
 DECIMAL_COMMA = re.compile(r"[-+]?[0-9]+,[0-9]+")
 
 
-def _number(path: Path, line: int, column: str, value: str, what: str, comma: bool = False) -> float:
+def _number(path: Path, line: int, column: str, value: str, what: str, comma: bool = False,
+            hint: bool = True) -> float:
     """A cell's finite number, or an error naming the line, the column and the rule; with `comma`, a
-    decimal comma is read as a point (decimal_comma)."""
+    decimal comma is read as a point (decimal_comma), and with `hint` a refused one says where it is read."""
     try:
         number = float(value.replace(",", ".") if comma and "." not in value else value)
     except (TypeError, ValueError):
         hint = ("; a decimal comma is read in semicolon-separated files only"
-                if not comma and DECIMAL_COMMA.fullmatch(value.strip()) else "")
+                if hint and not comma and DECIMAL_COMMA.fullmatch(value.strip()) else "")
         raise ImporterError(f"{path}:{line}: column {column!r} holds {value[:40]!r}, not a number "
                             f"(it is read as {what}{hint})") from None
     if not math.isfinite(number):
@@ -268,20 +269,24 @@ def correlate_csv(path: Path, human: list[str] | None = None, system: str = "sys
     return CorrelateInput(ratings, scores, systems)
 
 
-def scores_jsonl(path: Path, human: list[str] | None = None, system: str = "system") -> CorrelateInput:
+def scores_jsonl(path: Path, human: list[str] | None = None) -> CorrelateInput:
     """`dialscore score`'s output: a record a line, its `scores` the metrics, the `kept` fields that `human`
-    names (default: those starting 'human') its ratings, `system` its system. A record some model gave no
-    score (an error under --on-invalid skip) is left out of every metric, so that all compare on one set
-    of items; `left_out` says how many."""
+    names (default: the first record's fields starting 'human') its ratings, `system` its system. A record
+    some model gave no score (an error under --on-invalid skip) is left out of every metric, so that all
+    compare on one set of items; `notes` says how many, and how many are a model's training items
+    (`trained`), whose correlations are not held out."""
     ratings: list[Any] = []
     scores: dict[str, list[float]] = {}
     systems: list[str] = []
-    dropped = 0
+    dropped, trained = 0, 0
+    names: list[str] = list(human or [])
     try:
         with open(path, "rb") as handle:
             lines = [(number, raw) for number, raw in enumerate(handle, 1) if raw.strip()]
     except OSError as exc:
         raise ImporterError(f"{path}: not readable ({exc})") from exc
+    if not lines:
+        raise ImporterError(f"{path}: no records (expected `dialscore score`'s output)")
     depth = load_settings().max_json_depth
     for number, raw in lines:
         try:
@@ -295,29 +300,32 @@ def scores_jsonl(path: Path, human: list[str] | None = None, system: str = "syst
         if set(record["scores"]) != set(scores):
             raise ImporterError(f"{path}:{number}: scores of {sorted(record['scores'])}, where the first record "
                                 f"has {sorted(scores)}")
+        if any(value is None for value in record["scores"].values()):
+            dropped += 1  # a line no model could read has no kept fields either
+            continue
         kept = record.get("kept") or {}
-        names = human or [name for name in kept if name.lower().startswith("human")]
+        names = names or [name for name in kept if name.lower().startswith("human")]
         if not names:
             raise ImporterError(f"{path}:{number}: no human rating in `kept` (score with `--keep FIELD`, and name "
                                 "it here with --human)")
-        values = [_number(path, number, f"kept.{name}", str(kept[name]), "a human rating")
+        values = [_number(path, number, f"kept.{name}", str(kept[name]), "a human rating", hint=False)
                   for name in names if kept.get(name) not in (None, "")]
         if not values:
             raise ImporterError(f"{path}:{number}: no human rating in kept {', '.join(names)} (every record needs "
                                 "one; leave out the lines nobody rated)")
-        if any(value is None for value in record["scores"].values()):
-            dropped += 1
-            continue
         for name, value in record["scores"].items():
             scores[name].append(value)
         ratings.append(values if len(names) > 1 else values[0])
-        systems.append(record.get(system))
+        systems.append(record.get("system"))  # dialscore score writes `system`, whatever field it read
+        trained += bool(record.get("trained"))
     labelled = [s for s in systems if s is not None]
     if labelled and len(labelled) < len(systems):
-        raise ImporterError(f"{path}: some records have a `{system}` and some do not (label every line, or none)")
-    note = (f"{dropped} of {len(lines)} records left out: some model gave them no score (their `errors` say why), "
-            "and every metric is measured on the same items") if dropped else ""
-    return CorrelateInput(ratings, scores, [str(s) for s in systems] if labelled else None, left_out=note)
+        raise ImporterError(f"{path}: some records have a `system` and some do not (label every line, or none)")
+    notes = ([f"{dropped} of {len(lines)} records left out: some model gave them no score (their `errors` say "
+              "why), and every metric is measured on the same items"] if dropped else []) + (
+        [f"{trained} of the records read are a model's training items (`trained`): its correlations there are "
+         "not held out (`dialscore score --exclude-trained` leaves them out)"] if trained else [])
+    return CorrelateInput(ratings, scores, [str(s) for s in systems] if labelled else None, notes="; ".join(notes))
 
 
 def dstc_json(path: Path, aspect: str | None = None) -> CorrelateInput:
@@ -477,7 +485,7 @@ def _load_correlate(path: Path, fmt: str, human: list[str] | None, aspect: str |
     if fmt == "dstc":
         return dstc_json(path, aspect)
     if fmt == "scores":
-        return scores_jsonl(path, human, system)
+        return scores_jsonl(path, human)
     raise ImporterError(f"unknown correlate format {fmt!r}")
 
 

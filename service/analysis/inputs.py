@@ -14,7 +14,7 @@ class CorrelateInput:
     systems: list[str] | None = None
     settings: dict[str, Any] = field(default_factory=dict)  # methods, ..., system_resampling of a /correlate body
     inputs: list[str] | None = None  # the input each item answers, where systems share inputs
-    left_out: str = ""  # what the importer left out of the file, and why ("" where nothing)
+    notes: str = ""  # what the importer left out of the file or read with a caveat, and why ("" where nothing)
 
 
 @dataclass

@@ -111,7 +111,7 @@ def _bars(result: dict[str, Any], level: str) -> str:
     summary = result.get("resampling", {}).get(level)
     if not summary or summary.get("reason"):
         return ""
-    return (f"\nbars: {summary['confidence']:.0%} percentile bootstrap, B = {summary['resamples']}, "
+    return (f"\nbars: {100 * summary['confidence']:.4g}% percentile bootstrap, B = {summary['resamples']}, "
             f"design {summary['design']}")
 
 
@@ -146,7 +146,7 @@ def human_eval_plots(result: dict[str, Any], out: Path) -> Plots:
     else:
         paths.append(ranking_plot(names, [s["overall_z"] for s in systems], [s.get("overall_z_ci") for s in systems],
                                   out / "ranking.png", "mean standardised score (z)",
-                                  f"systems, best first\nbars: {CI_CONFIDENCE:.0%} Student-t interval of the mean"))
+                                  f"systems, best first\nbars: {100 * CI_CONFIDENCE:.4g}% Student-t interval of the mean"))
     for key, label in (("significance", "uncorrected p (row > column)"),
                        ("significance_holm", "Holm-adjusted p (row > column)")):
         if len(systems) < 2:

@@ -21,10 +21,10 @@ def _ci(ci: list[float] | None) -> str:
 
 
 def _p(entry: dict[str, Any]) -> str:
-    """A p-value, `± its Monte Carlo standard error` where it is a Monte Carlo estimate, or `< 1/(B+1)` where it
-    sits at its bootstrap's floor (then it is a bound, not a figure)."""
+    """A p-value, `± its Monte Carlo standard error` where it is a Monte Carlo estimate, or `floor 1/(B+1)` where
+    it sits at its bootstrap's floor: smaller than B resamples resolve, neither a figure nor a bound."""
     if entry.get("p_at_floor") and entry.get("p"):
-        return f"< 1/{round(1 / entry['p'])}"
+        return f"floor 1/{round(1 / entry['p'])}"
     error = entry.get("p_mc_se")
     return _num(entry.get("p")) + ("" if error is None or entry.get("p") is None else f" ± {_num(error)}")
 
@@ -56,7 +56,7 @@ METHOD_NAMES = {"kendall": "kendall tau-b"}  # tau-b: ties corrected, as scipy.s
 
 def correlate_markdown(result: dict[str, Any]) -> str:
     """Correlations per level (r, CI, p, n, reason) and the pairwise comparisons."""
-    parts: list[str] = [*_tool(result), f"Items: {result['n']}" + (f" ({result['left_out']})" if result.get("left_out") else "")]
+    parts: list[str] = [*_tool(result), f"Items: {result['n']}" + (f" ({result['input_notes']})" if result.get("input_notes") else "")]
     levels = ["item"] + (["system"] if "systems" in result else [])
     for level in levels:
         rows = []
@@ -69,7 +69,8 @@ def correlate_markdown(result: dict[str, Any]) -> str:
                      + _table(["metric", "method", "r", "CI", "p", "n", "note"], rows))
     if result["comparisons"]:
         rows = [[c["level"], c["a"], c["b"], METHOD_NAMES.get(c["method"], c["method"]), c["test"], _num(c["delta"]), _p(c),
-                 _num(c.get("p_holm")), _ci(c.get("ci")), c.get("reason", "")] for c in result["comparisons"]]
+                 _num(c.get("p_holm")) + (" (floor)" if c.get("p_at_floor") else ""), _ci(c.get("ci")),
+                 c.get("reason", "")] for c in result["comparisons"]]
         said = {summary["comparisons"] for summary in result.get("resampling", {}).values() if summary}
         parts.append("### Comparisons (delta = r_a - r_b)\n\n"
                      + "".join(f"Tests: {line}; each level's rows resample as its table above says.\n\n"

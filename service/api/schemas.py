@@ -474,8 +474,8 @@ class CorrelationSchema(StrictSchema):
         "resamples on the smaller side of 0, so the interval excludes 0 where p < 1 - confidence; null without "
         "a bootstrap (`p_reason`).")})
     p_at_floor = fields.Boolean(metadata={"description": (
-        "System level: no resample fell on the other side of 0, so p is only known to be below 1 / (B + 1) "
-        "(read `p` as `< 1/(B+1)`, not as an exact figure).")})
+        "System level: no resample fell on the other side of 0, so p sits at its floor 1 / (B + 1): smaller than "
+        "B resamples resolve (a p of about 2 / (B + 1) lands there too); raise `resamples` for a figure.")})
     p_mc_se = fields.Float(metadata={"description": (
         "Where p is a Monte Carlo estimate (system level: from B bootstrap resamples; item level: a rank "
         "correlation's p from 9,999 sampled pairings), its Monte Carlo standard error, 2 sqrt(q (1 - q) / B) with "
@@ -503,8 +503,8 @@ class ComparisonSchema(StrictSchema):
     delta = fields.Float(required=True, allow_none=True, metadata={"description": "r(a) - r(b)."})
     p = fields.Float(required=True, allow_none=True)
     p_at_floor = fields.Boolean(metadata={"description": (
-        "paired_bootstrap: no resample's delta lay on the other side of 0, so p is only known to be below "
-        "1 / (B + 1) (read `p` as `< 1/(B+1)`).")})
+        "paired_bootstrap: no resample's delta lay on the other side of 0, so p sits at its floor 1 / (B + 1), "
+        "smaller than B resamples resolve; raise `resamples` for a figure.")})
     p_mc_se = fields.Float(metadata={"description": (
         "paired_bootstrap: the Monte Carlo standard error of p over the B resamples, 2 sqrt(q (1 - q) / B) "
         "with q = p / 2.")})

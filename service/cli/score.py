@@ -57,7 +57,7 @@ def _parse_args(argv: list[str] | None, prog: str = "dialscore score") -> argpar
     parser.add_argument("--options", type=json_object, default={},
                         help='options keyed by model, as /score with several models: \'{"ruber": {"blend": "max"}}\'')
     parser.add_argument("--json", action="store_true", help="print the means as JSON instead of a table")
-    parser.add_argument("--keep", nargs="+", default=[], metavar="FIELD",
+    parser.add_argument("--keep", nargs="+", action="extend", default=[], metavar="FIELD",
                         help="input fields (CSV columns) copied into each record's `kept`, e.g. a human rating, for "
                              "`python -m service.analysis correlate OUTPUT --human FIELD`")
     parser.add_argument("--max-refs", type=int, default=references.DEFAULT_MAX_REFS, metavar="N",
@@ -112,6 +112,9 @@ def _csv_lines(path: Path, system: str, keep: list[str]) -> Iterator[tuple[int, 
         number, ended = 0, 0  # the row being read (0: the header), and the file line the one before ended on
         try:
             _utf8_or_raise(reader.fieldnames or [])
+            if absent := [name for name in keep if name not in (reader.fieldnames or [])]:
+                raise BulkError(f"{path}: --keep {' '.join(absent)}: no such column (the header has "
+                                f"{', '.join(reader.fieldnames or [])})")
             ended = reader.line_num
             while (row := next(rows, None)) is not None:
                 number += 1

@@ -319,7 +319,7 @@ def bootstrap_p(distribution: np.ndarray) -> dict[str, Any]:
     return {"p": p, "at_floor": k == 0, "mc_se": monte_carlo_se(p, finite.size)}
 
 
-def paired_bootstrap_from(delta_hat: float, deltas: np.ndarray, confidence: float = 0.95) -> dict[str, Any]:
+def paired_bootstrap_from(deltas: np.ndarray, confidence: float = 0.95) -> dict[str, Any]:
     """Two-sided p and interval for a difference of correlations from its paired bootstrap deltas.
 
     p is bootstrap_p of the deltas, the dual of their percentile interval, as a system-level
@@ -345,7 +345,7 @@ def paired_bootstrap(human: Sequence[float], a: Sequence[float], b: Sequence[flo
         return {"delta": None, "p": None, "ci": None, "reason": ra.get("reason") or rb.get("reason")}
     dist = bootstrap_distribution(human, {"a": a, "b": b}, method, resample_indices(len(human), resamples, seed))
     delta = ra["r"] - rb["r"]
-    return {"delta": delta, **paired_bootstrap_from(delta, dist["a"] - dist["b"], confidence)}
+    return {"delta": delta, **paired_bootstrap_from(dist["a"] - dist["b"], confidence)}
 
 
 def stratified_indices(groups: np.ndarray, count: int, resamples: int, seed: int) -> np.ndarray:

@@ -137,7 +137,7 @@ def _level(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[
                 comparisons.append({**base, "delta": delta, "p": None, "ci": None, "test": "paired_bootstrap",
                                     "reason": no_bootstrap})
             else:
-                paired = paired_bootstrap_from(delta, dist[a] - dist[b], confidence)
+                paired = paired_bootstrap_from(dist[a] - dist[b], confidence)
                 if paired.get("reason") == UNDEFINED_REASON:
                     paired["reason"] = undefined_reason
                 comparisons.append({**base, "delta": delta, "test": "paired_bootstrap", **paired})
@@ -173,7 +173,7 @@ def resampling_summary(level: str, design: str, confidence: float, resamples: in
     """What one level's intervals and p-values resample, for the report: method, confidence level,
     resamples (B), seed, design, and how p was found."""
     p = ("bootstrap: (2k + 1) / (B + 1), k the resamples on the smaller side of 0 (the percentile "
-         "interval's dual); at its floor 1 / (B + 1) read it as p < 1 / (B + 1); p_mc_se its Monte Carlo "
+         "interval's dual); at its floor 1 / (B + 1) it is smaller than B resolves; p_mc_se its Monte Carlo "
          "standard error" if level == "system" else
          "scipy's, exact permutation p for rank correlations up to 9 items, Monte Carlo permutation p for "
          "tied ranks up to 50 items (9,999 pairings; p_mc_se its Monte Carlo standard error)")

@@ -558,3 +558,27 @@ def test_kept_ratings_take_the_scores_to_correlate(tmp_path, capsys) -> None:
     expected = sps.pearsonr([r["kept"]["human"] for r in scored], [r["scores"]["length"] for r in scored]).statistic
     assert result["n"] == 7 and result["metrics"]["length"]["item"]["pearson"]["r"] == pytest.approx(expected)
     assert "1 of 8 records left out" in (tmp_path / "report" / "correlate.md").read_text()
+
+
+def test_kept_fields_add_up_and_unreadable_or_trained_lines_are_said_not_fatal(tmp_path, capsys) -> None:
+    """`--keep a --keep b` keeps both; a line that is not JSON (its record keeps nothing) is left out of
+    correlate, and a training item is read with a note; a CSV column --keep names must exist."""
+    from service.analysis.__main__ import main as analysis
+
+    store = copy_store(tmp_path / "store", ("length",))
+    with_trained_items(store, "length", [(["hi"], "hello there")])
+    lines = [json.dumps({"context": ["hi"], "response": reply, "human": rating, "rater": "r1"})
+             for reply, rating in (("hello there", 4), ("bye", 1), ("hi, how are you?", 5), ("ok", 2))]
+    source = write_jsonl(tmp_path / "in.jsonl", [*lines, "not json"])
+    out = tmp_path / "scores.jsonl"
+    assert score(store, str(source), "--models", "length", "--output", str(out), "--keep", "human", "--keep", "rater",
+                 "--on-invalid", "skip") == 0
+    assert read(out)[0]["kept"] == {"human": 4, "rater": "r1"} and read(out)[4]["kept"] == {}
+    capsys.readouterr()
+    assert analysis(["correlate", str(out), "--out", str(tmp_path / "report"), "--no-plots", "--resamples", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "1 of 5 records left out" in err and "1 of the records read are a model's training items" in err
+    table = tmp_path / "in.csv"
+    table.write_text("context,response,human\nhi,bye,3\n", encoding="utf-8")
+    assert score(store, str(table), "--models", "length", "--output", str(out), "--keep", "rating") == 2
+    assert "--keep rating: no such column (the header has context, response, human)" in capsys.readouterr().err

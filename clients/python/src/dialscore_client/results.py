@@ -193,6 +193,9 @@ class Comparison(TypedDict, total=False):
     delta: float | None
     p: float | None
     p_at_floor: bool
+    p_mc_se: float
+    p_holm: float
+    holm_family: int
     ci: list[float] | None
     t: float | None
     df: int | None
