@@ -58,6 +58,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     corr.add_argument("--out", type=Path, default=Path("correlate-report"),
                       help="folder for correlate.json, correlate.md and the PNGs (default: ./correlate-report)")
     corr.add_argument("--no-plots", action="store_true")
+    corr.add_argument("--quiet", action="store_true", help="write the files only; print nothing on success")
 
     human = commands.add_parser("human-eval", help="Ji et al. 2022 reliable human assessment")
     human.add_argument("files", type=Path, nargs="+", help="a file, or Ji et al.'s pass/fail JSON files or their folder")
@@ -77,6 +78,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     human.add_argument("--out", type=Path, default=Path("human-eval-report"),
                        help="folder for the JSON and Markdown report and the PNGs (default: ./human-eval-report)")
     human.add_argument("--no-plots", action="store_true")
+    human.add_argument("--quiet", action="store_true", help="write the files only; print nothing on success")
     return parser
 
 
@@ -114,7 +116,8 @@ def run_correlate(args: argparse.Namespace) -> int:
         _remove_not_drawn(args.out.glob("correlate_*.png"), drawn=())
     else:
         _finish_plots(correlate_plots(result, args.out), args.out.glob("correlate_*.png"))
-    print(markdown)
+    if not args.quiet:
+        print(markdown)
     return 0
 
 
@@ -210,7 +213,8 @@ def run_human_eval(args: argparse.Namespace) -> int:
         _finish_plots(plots, [args.out / name for name in HUMAN_EVAL_PICTURES])
     else:
         _remove_not_drawn([args.out / name for name in HUMAN_EVAL_PICTURES], drawn=())
-    print(markdown)
+    if not args.quiet:
+        print(markdown)
     return 0
 
 

@@ -33,6 +33,9 @@ def test_correlate_writes_results_tables_and_plots(tmp_path: Path, capsys: pytes
     for level in ("item", "system"):
         for method in ("pearson", "kendall"):
             assert (out / f"correlate_{level}_{method}.png").read_bytes().startswith(PNG)
+    assert main(["correlate", str(tmp_path / "in.csv"), "--resamples", "100", "--out", str(out), "--no-plots",
+                 "--quiet"]) == 0
+    assert capsys.readouterr().out == "" and "### Item level" in (out / "correlate.md").read_text()
 
 
 def test_correlate_takes_the_system_design_from_the_command_line_or_the_body(tmp_path: Path,
