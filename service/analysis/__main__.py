@@ -82,9 +82,23 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
+SIGNIFICANT_DIGITS = 12  # of the JSON's floats: numpy's sums differ in the last bits from CPU to CPU
+
+
+def _rounded(value: Any) -> Any:
+    """`value` with every float at SIGNIFICANT_DIGITS, so that a rerun on another machine writes the same file."""
+    if isinstance(value, float):
+        return float(f"{value:.{SIGNIFICANT_DIGITS}g}")
+    if isinstance(value, dict):
+        return {key: _rounded(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_rounded(item) for item in value]
+    return value
+
+
 def _write(out: Path, stem: str, result: dict, markdown: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    (out / f"{stem}.json").write_text(json.dumps(_rounded(result), indent=2) + "\n", encoding="utf-8")
     (out / f"{stem}.md").write_text(markdown, encoding="utf-8")
 
 
