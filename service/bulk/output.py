@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import socket
+import stat
 import time
 from contextlib import contextmanager, suppress
 from datetime import datetime, timezone
@@ -24,12 +25,12 @@ def regular_output(output: Path, use: str) -> Path:
     it exists and is not a regular file (a FIFO, a device, a folder), which writing would block on or replace.
     `use`: what the command does with the file, for the message. It may not be the command's own standard
     input, output or error (`/dev/stdout` redirected to a file): replacing it would drop what it holds."""
-    if output.exists() and not output.is_file():
-        raise BulkError(f"{output} is not a regular file; --output must name a file {use}")
     try:
         found = os.stat(output)
     except OSError:  # no such file (yet): nothing to compare
         return Path(os.path.realpath(output))
+    if not stat.S_ISREG(found.st_mode):
+        raise BulkError(f"{output} is not a regular file; --output must name a file {use}")
     for number, stream in ((0, "input"), (1, "output"), (2, "error")):
         try:
             held = os.fstat(number)

@@ -158,12 +158,8 @@ class SentenceHeadScorer(SentenceEncoderScorer):
         return self.head.session
 
     @property
-    def encoding(self) -> str:
-        return self.head.encoding
-
-    @property
     def context_turns(self) -> int | None:
-        return turns_read(self.encoding)
+        return turns_read(self.head.encoding)
 
     def _run(self, items: list[Item], cache: EncodeCache) -> dict[str, np.ndarray]:
         return self.head.run(items, cache)

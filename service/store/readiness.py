@@ -66,8 +66,9 @@ def forget(pid: int) -> None:
 
 def step_down(pid: int) -> bool:
     """Drop this worker's marker, so that it may recycle, only where every sibling's is there (True outside
-    gunicorn; False where the count cannot be read). One step under a lock the workers share: two workers checking together would each see the
-    other serving, recycle at once and leave the pod no worker while both reload."""
+    gunicorn; False where the count cannot be read). One step under a lock the workers share: two workers
+    checking together would each see the other serving, recycle at once and leave the pod no worker while
+    both reload."""
     folder, workers = marker_dir(), pod_workers()
     if folder is None:
         return True
