@@ -23,7 +23,7 @@ from service.api import limits
 from service.api.schemas import CorrelateRequestSchema, HumanEvalRequestSchema, flatten_messages
 from service.config import load_settings
 from service.errors import FieldsError, TooLarge
-from service.stats import DEFAULT_DESIGN, DESIGNS, METHODS, StatsInputError, correlate
+from service.stats import DEFAULT_DESIGN, DEFAULT_ITEM_DESIGN, DESIGNS, ITEM_DESIGNS, METHODS, StatsInputError, correlate
 from service.stats.human_eval import HumanEvalInputError, assess
 from service.version import TOOL, VERSION
 
@@ -44,6 +44,10 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                            "every other column but the human ones is read as a metric")
     corr.add_argument("--id-column", help="CSV column naming each row's item, never read as a metric (a column "
                                           "named id never is either)")
+    corr.add_argument("--input-column", help="CSV column, or kept field of `scores`, naming each item's input (e.g. "
+                                             "its context), where several replies to one input are rated: the "
+                                             "system level then resamples whole inputs, and --item-resampling "
+                                             "inputs the item level too")
     corr.add_argument("--aspect", help="DSTC annotation to use (default: overall, else the first)")
     # Defaults are None so that a /correlate body's own settings apply unless the command line says otherwise.
     corr.add_argument("--methods", nargs="+", default=None, choices=METHODS, help="default: all three")
@@ -55,6 +59,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     corr.add_argument("--system-resampling", default=None, choices=DESIGNS,
                       help=f"what the system level's bootstrap resamples: the systems, the items within each system, "
                            f"or both (default: {DEFAULT_DESIGN}; docs/api.md shows why)")
+    corr.add_argument("--item-resampling", default=None, choices=ITEM_DESIGNS,
+                      help="what the item level's bootstrap resamples: the items (default), or whole inputs "
+                           "(needs the inputs: --input-column, or a /correlate body's `inputs`)")
     corr.add_argument("--out", type=Path, default=Path("correlate-report"),
                       help="folder for correlate.json, correlate.md and the PNGs (default: ./correlate-report)")
     corr.add_argument("--no-plots", action="store_true")
@@ -105,11 +112,12 @@ def _write(out: Path, stem: str, result: dict, markdown: str) -> None:
 MAX_FIELD_LINES = 50  # field errors printed, one a line; a count for the rest
 
 CORRELATE_DEFAULTS = {"methods": list(METHODS), "confidence": 0.95, "resamples": 1000, "seed": 0,
-                      "system_resampling": DEFAULT_DESIGN}
+                      "system_resampling": DEFAULT_DESIGN, "item_resampling": DEFAULT_ITEM_DESIGN}
 
 
 def run_correlate(args: argparse.Namespace) -> int:
-    data = importers.load_correlate(args.file, args.format, args.human, args.aspect, args.system, args.id_column)
+    data = importers.load_correlate(args.file, args.format, args.human, args.aspect, args.system, args.id_column,
+                                    args.input_column)
     chosen = {key: getattr(args, key) if getattr(args, key) is not None else data.settings.get(key, default)
               for key, default in CORRELATE_DEFAULTS.items()}
     # Whatever the file's format, what reaches the statistics is what the HTTP schema admits, so a
@@ -120,7 +128,7 @@ def run_correlate(args: argparse.Namespace) -> int:
     _check_bootstrap_budget(body["human"], body["resamples"])
     result = {TOOL: VERSION, **correlate(body["human"], body["scores"], body["systems"], body["methods"],
                                          body["confidence"], body["resamples"], body["seed"],
-                                         body["system_resampling"], body["inputs"])}
+                                         body["system_resampling"], body["inputs"], body["item_resampling"])}
     if data.notes:
         result["input_notes"] = data.notes
         print(f"note: {data.notes}", file=sys.stderr)

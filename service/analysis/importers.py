@@ -205,7 +205,8 @@ def correlate_json(path: Path) -> CorrelateInput:
         raise ImporterError(f"{path}: expected a /correlate request object with 'human' and 'scores'")
     if not isinstance(body["scores"], dict):
         raise ImporterError(f"{path}: 'scores' must map metric names to lists of scores")
-    settings = {k: body[k] for k in ("methods", "confidence", "resamples", "seed", "system_resampling") if k in body}
+    settings = {k: body[k] for k in ("methods", "confidence", "resamples", "seed", "system_resampling",
+                                     "item_resampling") if k in body}
     return CorrelateInput(body["human"], body["scores"], body.get("systems"), settings, body.get("inputs"))
 
 
@@ -229,11 +230,12 @@ def _number(path: Path, line: int, column: str, value: str, what: str, comma: bo
 
 
 def correlate_csv(path: Path, human: list[str] | None = None, system: str = "system",
-                  id_column: str | None = None) -> CorrelateInput:
+                  id_column: str | None = None, input_column: str | None = None) -> CorrelateInput:
     """One item per row. Human columns: those named in `human`, else every column starting 'human' (several
     give several ratings per item; empty cells are missing ratings, and a row needs one at least, never a
     NaN). An optional `system` column labels systems; a column named `id`, and the one `id_column` names,
-    hold item ids; every other column is a metric. Non-numeric metric columns are refused."""
+    hold item ids; `input_column` names each item's input (e.g. its context id); every other column is a
+    metric. Non-numeric metric columns are refused."""
     columns, rows, delimiter = read_csv_rows(path)
     comma = decimal_comma(delimiter)
     absent = [c for c in human or [] if c not in columns]
@@ -244,14 +246,17 @@ def correlate_csv(path: Path, human: list[str] | None = None, system: str = "sys
         raise ImporterError(f"{path}: no human column (name one with --human, or start its name with 'human')")
     if id_column is not None and id_column not in columns:
         raise ImporterError(f"{path}: no id column {id_column!r} (columns: {', '.join(columns)})")
+    if input_column is not None and input_column not in columns:
+        raise ImporterError(f"{path}: no input column {input_column!r} (columns: {', '.join(columns)})")
     id_cols = list(dict.fromkeys([c for c in (id_column, "id") if c in columns]))
-    metric_cols = [c for c in columns if c not in human_cols and c != system and c not in id_cols]
+    metric_cols = [c for c in columns if c not in human_cols and c not in (system, input_column) and c not in id_cols]
     if not metric_cols:
         raise ImporterError(f"{path}: no metric columns")
     as_metric = (f"a metric's score: every column but the human ones ({', '.join(human_cols)}), the system "
                  f"column ({system!r}{'' if system in columns else ', absent here'}) and the item ids "
-                 f"({', '.join(map(repr, id_cols)) or 'none here'}) is; --human, --system and --id-column name "
-                 "those columns")
+                 f"({', '.join(map(repr, id_cols)) or 'none here'})"
+                 f"{'' if input_column is None else f' and the inputs ({input_column!r})'} is; --human, --system, "
+                 "--id-column and --input-column name those columns")
     ratings: list[Any] = []
     scores: dict[str, list[float]] = {c: [] for c in metric_cols}
     for line, row in rows:
@@ -261,23 +266,29 @@ def correlate_csv(path: Path, human: list[str] | None = None, system: str = "sys
         if system in columns and not row[system].strip():
             raise ImporterError(f"{path}:{line}: no system in column {system!r} (label every row, or leave the "
                                 "column out)")
+        if input_column is not None and not row[input_column].strip():
+            raise ImporterError(f"{path}:{line}: no input in column {input_column!r} (name every row's input, or "
+                                "leave out --input-column)")
         if not values:
             raise ImporterError(f"{path}:{line}: no human rating in {', '.join(human_cols)} (every row needs one; "
                                 "leave out the rows nobody rated)")
         ratings.append(values if len(human_cols) > 1 else values[0])
     systems = [row[system] for _, row in rows] if system in columns else None
-    return CorrelateInput(ratings, scores, systems)
+    inputs = [row[input_column] for _, row in rows] if input_column is not None else None
+    return CorrelateInput(ratings, scores, systems, inputs=inputs)
 
 
-def scores_jsonl(path: Path, human: list[str] | None = None) -> CorrelateInput:
+def scores_jsonl(path: Path, human: list[str] | None = None, input_field: str | None = None) -> CorrelateInput:
     """`dialscore score`'s output: a record a line, its `scores` the metrics, the `kept` fields that `human`
-    names (default: the first record's fields starting 'human') its ratings, `system` its system. A record
+    names (default: the first record's fields starting 'human') its ratings, `system` its system, the kept
+    field `input_field` names its input. A record
     some model gave no score (an error under --on-invalid skip) is left out of every metric, so that all
     compare on one set of items; `notes` says how many, and how many are a model's training items
     (`trained`), whose correlations are not held out."""
     ratings: list[Any] = []
     scores: dict[str, list[float]] = {}
     systems: list[str] = []
+    inputs: list[str] = []
     dropped, trained = 0, 0
     names: list[str] = list(human or [])
     try:
@@ -313,6 +324,11 @@ def scores_jsonl(path: Path, human: list[str] | None = None) -> CorrelateInput:
         if not values:
             raise ImporterError(f"{path}:{number}: no human rating in kept {', '.join(names)} (every record needs "
                                 "one; leave out the lines nobody rated)")
+        if input_field is not None:
+            if kept.get(input_field) in (None, ""):
+                raise ImporterError(f"{path}:{number}: no input in kept {input_field!r} (score with `--keep "
+                                    f"{input_field}`, and name every line's input)")
+            inputs.append(str(kept[input_field]))
         for name, value in record["scores"].items():
             scores[name].append(value)
         ratings.append(values if len(names) > 1 else values[0])
@@ -325,7 +341,8 @@ def scores_jsonl(path: Path, human: list[str] | None = None) -> CorrelateInput:
               "why), and every metric is measured on the same items"] if dropped else []) + (
         [f"{trained} of the records read are a model's training items (`trained`): its correlations there are "
          "not held out (`dialscore score --exclude-trained` leaves them out)"] if trained else [])
-    return CorrelateInput(ratings, scores, [str(s) for s in systems] if labelled else None, notes="; ".join(notes))
+    return CorrelateInput(ratings, scores, [str(s) for s in systems] if labelled else None,
+                          inputs=inputs if input_field is not None else None, notes="; ".join(notes))
 
 
 def dstc_json(path: Path, aspect: str | None = None) -> CorrelateInput:
@@ -442,14 +459,19 @@ def _read_as(reader, path: Path, fmt: str, *args: Any, detected: bool = False):
 
 
 def load_correlate(path: Path, fmt: str = "auto", human: list[str] | None = None,
-                   aspect: str | None = None, system: str = "system", id_column: str | None = None) -> CorrelateInput:
+                   aspect: str | None = None, system: str = "system", id_column: str | None = None,
+                   input_column: str | None = None) -> CorrelateInput:
     """Read a correlate input; `fmt` is auto, csv, json (a /correlate body), dstc or scores (`dialscore score`'s
-    output, .jsonl)."""
+    output, .jsonl). `input_column` names each item's input: a CSV column, or a kept field of scores."""
     path = Path(path)
     detected = fmt == "auto"  # a message names the format tried, never 'auto'
     if detected:
         fmt = _read_as(_detect_correlate, path, "a correlate input", path)
-    return _read_as(_load_correlate, path, fmt, path, fmt, human, aspect, system, id_column, detected=detected)
+    if input_column is not None and fmt not in ("csv", "scores"):
+        raise ImporterError(f"{path}: --input-column names a CSV column or a kept field of `dialscore score`'s "
+                            f"output; read as {fmt}, the file gives its inputs itself (a /correlate body's `inputs`)")
+    return _read_as(_load_correlate, path, fmt, path, fmt, human, aspect, system, id_column, input_column,
+                    detected=detected)
 
 
 def load_upstream(paths: list[Path]) -> dict[str, Any] | None:
@@ -476,16 +498,17 @@ def _detect_correlate(path: Path) -> str:
 
 
 def _load_correlate(path: Path, fmt: str, human: list[str] | None, aspect: str | None,
-                    system: str = "system", id_column: str | None = None) -> CorrelateInput:
+                    system: str = "system", id_column: str | None = None,
+                    input_column: str | None = None) -> CorrelateInput:
     path = Path(path)
     if fmt == "csv":
-        return correlate_csv(path, human, system, id_column)
+        return correlate_csv(path, human, system, id_column, input_column)
     if fmt == "json":
         return correlate_json(path)
     if fmt == "dstc":
         return dstc_json(path, aspect)
     if fmt == "scores":
-        return scores_jsonl(path, human)
+        return scores_jsonl(path, human, input_column)
     raise ImporterError(f"unknown correlate format {fmt!r}")
 
 

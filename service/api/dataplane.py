@@ -350,7 +350,8 @@ def correlate(body: dict[str, Any], settings: Settings) -> dict[str, Any]:
         return {TOOL: VERSION, **correlate_stats(
             body["human"], body["scores"], systems=body["systems"], methods=body["methods"],
             confidence=body["confidence"], resamples=body["resamples"], seed=body["seed"],
-            system_resampling=body["system_resampling"], inputs=body["inputs"])}
+            system_resampling=body["system_resampling"], inputs=body["inputs"],
+            item_resampling=body["item_resampling"])}
     except StatsInputError as exc:
         raise InvalidRequest(str(exc) or "The numbers cannot be correlated as given.", exc.fields) from None
 

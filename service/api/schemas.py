@@ -12,7 +12,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, post_load, valid
 from service.artifacts import batch_bounds
 from service.scorers.base import Dialogue, Item, Turn
 from service.stats.correlation import METHODS
-from service.stats.designs import DEFAULT_DESIGN, DESIGNS
+from service.stats.designs import DEFAULT_DESIGN, DEFAULT_ITEM_DESIGN, DESIGNS, INPUTS, ITEM_DESIGNS
 from service.json_body import TOO_LARGE
 from service.text import is_blank
 
@@ -329,7 +329,14 @@ class CorrelateRequestSchema(StrictSchema):
     inputs = fields.List(fields.String(), load_default=None, allow_none=True, metadata={
         "description": "The input (e.g. the context) each item answers, where systems answered the same ones: the "
                        "system level then resamples whole inputs, each with every system's items for it, instead "
-                       "of items within each system.", "example": ["c1", "c1", "c1"]})
+                       "of items within each system; and the item level may (`item_resampling`).",
+        "example": ["c1", "c1", "c1"]})
+    item_resampling = fields.String(load_default=DEFAULT_ITEM_DESIGN, validate=validate.OneOf(ITEM_DESIGNS), metadata={
+        "description": "What the item level's bootstrap resamples: `items` (the default), as independent draws, or "
+                       "`inputs` (needs `inputs`): whole inputs, each with every item that answers it, for a claim "
+                       "beyond the inputs in hand, where several replies to one input are rated. Its p then comes "
+                       "from the same resamples, and pairs of metrics are compared by the paired bootstrap alone "
+                       "(Williams' t takes the items as independent)."})
     system_resampling = fields.String(load_default=DEFAULT_DESIGN, validate=validate.OneOf(DESIGNS), metadata={
         "description": "What the system level's bootstrap resamples (Deutsch, Dror and Roth 2021): `systems` (with "
                        "replacement, each keeping its items), `items` (within each system; the systems fixed) or "
@@ -470,20 +477,21 @@ class CorrelationSchema(StrictSchema):
     p = fields.Float(required=True, allow_none=True, metadata={"description": (
         "Two-sided p of r = 0. Item level: scipy's, except exact permutation p-values for few items (Spearman; "
         "Kendall with ties) and Monte Carlo permutation p-values for tied ranks on a few dozen items. System "
-        "level: from the same bootstrap resamples as `ci` (`system_resampling`), (2k + 1) / (B + 1) with k the "
-        "resamples on the smaller side of 0, so the interval excludes 0 where p < 1 - confidence; null without "
-        "a bootstrap (`p_reason`).")})
+        "level, and item level under `item_resampling` inputs: from the same bootstrap resamples as `ci`, "
+        "(2k + 1) / (B + 1) with k the resamples on the smaller side of 0, so the interval excludes 0 where "
+        "p < 1 - confidence; null without a bootstrap (`p_reason`).")})
     p_at_floor = fields.Boolean(metadata={"description": (
-        "System level: no resample fell on the other side of 0, so p sits at its floor 1 / (B + 1): smaller than "
-        "B resamples resolve (a p of about 2 / (B + 1) lands there too); raise `resamples` for a figure.")})
+        "A bootstrap p (system level; item level by inputs): no resample fell on the other side of 0, so p sits "
+        "at its floor 1 / (B + 1): smaller than B resamples resolve (a p of about 2 / (B + 1) lands there too); "
+        "raise `resamples` for a figure.")})
     p_mc_se = fields.Float(metadata={"description": (
-        "Where p is a Monte Carlo estimate (system level: from B bootstrap resamples; item level: a rank "
+        "Where p is a Monte Carlo estimate (from B bootstrap resamples; or at item level, a rank "
         "correlation's p from 9,999 sampled pairings), its Monte Carlo standard error, 2 sqrt(q (1 - q) / B) with "
         "q = p / 2 (p doubles the smaller tail). Absent where p is exact or scipy's.")})
-    p_reason = fields.String(metadata={"description": "System level: why p is null."})
+    p_reason = fields.String(metadata={"description": "Why a bootstrap p is null."})
     ci = fields.List(fields.Float(), required=True, allow_none=True, metadata={"description": (
-        "Percentile bootstrap interval at `confidence`: items resampled with replacement; at system level, "
-        "what `system_resampling` names (the response's `resampling.system` says it).")})
+        "Percentile bootstrap interval at `confidence`: at item level, what `item_resampling` names; at system "
+        "level, what `system_resampling` names (the response's `resampling` says it for each level).")})
     n = fields.Integer(required=True)
     reason = fields.String(metadata={"description": "Why r is null."})
     ci_reason = fields.String(metadata={"description": "Why ci is null."})
@@ -523,8 +531,9 @@ class ResamplingSchema(StrictSchema):
     confidence = fields.Float(required=True)
     resamples = fields.Integer(required=True, metadata={"description": "B, as requested."})
     seed = fields.Integer(required=True)
-    design = fields.String(required=True, validate=validate.OneOf(DESIGNS),
-                           metadata={"description": "What is resampled: always `items` at item level."})
+    design = fields.String(required=True, validate=validate.OneOf((*DESIGNS, INPUTS)),
+                           metadata={"description": "What is resampled: `system_resampling` at the system level, "
+                                                    "`item_resampling` at the item level."})
     resampled = fields.String(required=True, metadata={"description": "The design in words."})
     p = fields.String(required=True, metadata={"description": "How this level's correlation p-values are found."})
     comparisons = fields.String(required=True, metadata={"description": "How pairs of metrics are compared."})

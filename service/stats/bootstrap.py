@@ -81,6 +81,18 @@ def _kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return out
 
 
+def _kendall_counted(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Kendall tau-b of each resample given as item counts, by scipy on the resample's values (tau-b
+    depends on the multiset, not its order); NaN where a side is constant."""
+    out = np.full(weights.shape[0], np.nan)
+    items = np.arange(x.size)
+    for i, counts in enumerate(weights.astype(np.int64)):
+        rows = np.repeat(items, counts)
+        if np.ptp(x[rows]) > 0 and np.ptp(y[rows]) > 0:
+            out[i] = sps.kendalltau(x[rows], y[rows]).statistic
+    return out
+
+
 def _kendall_weighted(x: np.ndarray, y: np.ndarray, weights: np.ndarray, tied_x: np.ndarray,
                       tied_y: np.ndarray) -> np.ndarray:
     """Kendall tau-b of every bootstrap resample, each given as item counts (a row of `weights`).
@@ -89,7 +101,7 @@ def _kendall_weighted(x: np.ndarray, y: np.ndarray, weights: np.ndarray, tied_x:
     (copies of one item are tied and count zero), so all resamples cost one matrix product instead
     of B calls to scipy; ties enter tau-b's denominator as `tied_x`, `tied_y` (pairs per resample).
     """
-    total = weights[0].sum()
+    total = weights.sum(axis=1)
     pairs = total * (total - 1) / 2
     # float32 is exact here: every partial sum is an integer of magnitude at most n^2 < 2^24.
     sign = (np.sign(x[:, None] - x[None, :]) * np.sign(y[:, None] - y[None, :])).astype(np.float32)
@@ -166,7 +178,7 @@ class _Resampled:
     def centred_ranks(self) -> np.ndarray:
         """(B, n) average rank of each item within each resample minus the mean rank (N+1)/2."""
         counts = self.counts
-        total = self.weights[0].sum()
+        total = self.weights.sum(axis=1, keepdims=True)
         average = np.cumsum(counts, axis=1) - (counts - 1) / 2  # 1-based average rank of each group
         return average[:, self.groups.group] - (total + 1) / 2
 
@@ -178,7 +190,7 @@ def _weighted_pearson(weights: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.n
     squared mean) cancel where one value lies far from the spread of the rest, which turned
     resamples with no constant side into NaN.
     """
-    total = weights[0].sum()
+    total = weights.sum(axis=1)
     xc = x - (weights @ x / total)[:, None]
     yc = y - (weights @ y / total)[:, None]
     weighted_x = weights * xc
@@ -199,19 +211,21 @@ def _weighted_rank_pearson(weighted_x: np.ndarray, sxx: np.ndarray, y: np.ndarra
 
 
 def bootstrap_distributions(human: Sequence[float], metrics: dict[str, Sequence[float]],
-                            methods: Sequence[str], indices: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
+                            methods: Sequence[str], indices: np.ndarray,
+                            item_inputs: np.ndarray | None = None) -> dict[str, dict[str, np.ndarray]]:
     """{method: {metric: correlation with the humans on every resample (row of `indices`)}}.
 
-    The same rows are used for every metric, which is what makes differences between metrics a
-    paired bootstrap. A resample is handled as the multiplicity of each item in it: Pearson and
-    Spearman are then weighted sums over the original items (ranks from cumulative counts, no sort
-    per resample; the humans' once per chunk for all metrics), Kendall one matrix product up to
-    `_WEIGHTED_KENDALL_MAX` items and scipy per resample beyond. NaN marks a resample where a side
-    was constant.
+    A row of `indices` draws items; with `item_inputs` (each item's input id, 0 to k - 1) it draws
+    inputs, each bringing every item of its input, so a resample's size varies. The same rows are used
+    for every metric, which is what makes differences between metrics a paired bootstrap. A resample is
+    handled as the multiplicity of each item in it: Pearson and Spearman are then weighted sums over the
+    original items (ranks from cumulative counts, no sort per resample; the humans' once per chunk for
+    all metrics), Kendall one matrix product up to `_WEIGHTED_KENDALL_MAX` items and scipy per resample
+    beyond. NaN marks a resample where a side was constant.
     """
     h = np.asarray(human, dtype=np.float64)
     columns = {name: np.asarray(values, dtype=np.float64) for name, values in metrics.items()}
-    resamples, n = indices.shape
+    resamples, n = indices.shape[0], h.size
     chunk = max(1, _CHUNK_CELLS // max(n, 1))
     out = {method: {name: np.empty(resamples) for name in columns} for method in methods}
     groups = {name: _TieGroups(values) for name, values in columns.items()}
@@ -221,7 +235,7 @@ def bootstrap_distributions(human: Sequence[float], metrics: dict[str, Sequence[
     for start in range(0, resamples, chunk):
         part = slice(start, start + chunk)
         idx = indices[part]
-        weights = _counts(idx, n)
+        weights = _counts(idx, n) if item_inputs is None else _counts(idx, idx.shape[1])[:, item_inputs]
         hr = _Resampled(human_groups, weights)
         if "spearman" in methods:
             h_ranks = hr.centred_ranks()
@@ -238,7 +252,7 @@ def bootstrap_distributions(human: Sequence[float], metrics: dict[str, Sequence[
                 elif n <= _WEIGHTED_KENDALL_MAX:
                     r = _kendall_weighted(h, values, weights, hr.tied_pairs, mr.tied_pairs)
                 else:
-                    r = _kendall_rows(h[idx], values[idx])
+                    r = _kendall_counted(h, values, weights)
                 r[constant] = np.nan
                 out[method][name][part] = r
     return out

@@ -19,8 +19,9 @@ from service.stats.bootstrap import (MIN_BOOTSTRAP, UNDEFINED_REASON, bootstrap_
                                      decimal_ties, min_resamples, paired_bootstrap_from, percentile_interval,
                                      resample_indices, system_bootstrap_distributions, without_items_reason)
 from service.stats.correlation import METHODS, MIN_ITEMS, correlation
-from service.stats.designs import (BY_INPUTS, DEFAULT_DESIGN, DESCRIPTIONS, DESIGNS, ITEMS, SYSTEMS, Resamples,
-                                   by_content, system_resamples, systems_without_items)
+from service.stats.designs import (BY_INPUTS, DEFAULT_DESIGN, DEFAULT_ITEM_DESIGN, DESCRIPTIONS, DESIGNS, INPUTS,
+                                   ITEM_DESCRIPTIONS, ITEM_DESIGNS, ITEMS, SYSTEMS, Resamples, by_content,
+                                   input_resamples, inputs_by_content, system_resamples, systems_without_items)
 from service.stats.significance import holm, williams_test
 
 
@@ -30,7 +31,7 @@ class StatsInputError(FieldsError):
 
 def _check_inputs(human: Any, scores: dict[str, Any], systems: Any, methods: Sequence[str],
                   confidence: float, resamples: int, design: str,
-                  inputs: Any = None) -> tuple[np.ndarray, list[np.ndarray] | None]:
+                  inputs: Any = None, item_design: str = DEFAULT_ITEM_DESIGN) -> tuple[np.ndarray, list[np.ndarray] | None]:
     """Validate and average the human ratings; returns (per-item means, per-item ratings or None)."""
     errors: dict[str, str] = {}
     if not isinstance(human, (list, tuple)) or len(human) == 0:
@@ -76,6 +77,10 @@ def _check_inputs(human: Any, scores: dict[str, Any], systems: Any, methods: Seq
         errors["resamples"] = "Must not be negative."
     if design not in DESIGNS:
         errors["system_resampling"] = f"Give one of: {', '.join(DESIGNS)}."
+    if item_design not in ITEM_DESIGNS:
+        errors["item_resampling"] = f"Give one of: {', '.join(ITEM_DESIGNS)}."
+    elif item_design == INPUTS and inputs is None:
+        errors["inputs"] = "Required where item_resampling is 'inputs': the input (e.g. the context) each item answers."
     if errors:
         raise StatsInputError(errors)
     return means, units
@@ -83,14 +88,16 @@ def _check_inputs(human: Any, scores: dict[str, Any], systems: Any, methods: Seq
 
 def _level(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[str], confidence: float,
            no_bootstrap: str | None, indices_for: Any, p_from_bootstrap: bool = False,
-           undefined_reason: str = UNDEFINED_REASON) -> tuple[dict[str, dict], list[dict]]:
+           undefined_reason: str = UNDEFINED_REASON, williams: bool = True) -> tuple[dict[str, dict], list[dict]]:
     """Correlations, intervals and pairwise comparisons at one level (item or system).
 
     `indices_for(method)` returns {metric name: bootstrap distribution of its correlation}, every
     metric on the same resamples; it is not called when `no_bootstrap` gives a reason not to. With
     `p_from_bootstrap` a correlation's p comes from that distribution too (`bootstrap_p`), so p and
     the interval resample the same things; without a bootstrap it is then None with `p_reason`.
-    `undefined_reason` says why where too many resamples leave the correlation undefined.
+    Pairs of metrics are compared by the paired bootstrap, and for Pearson by Williams' t where
+    `williams` (it takes the points as independent draws). `undefined_reason` says why where too many
+    resamples leave the correlation undefined.
     """
     n = int(human.size)
     results: dict[str, dict[str, Any]] = {name: {} for name in metrics}
@@ -104,25 +111,26 @@ def _level(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[
                 continue
             ci = percentile_interval(dist[name], confidence) if dist is not None else None
             entry = {"r": res["r"], "p": res["p"], "ci": ci, "n": n}
-            if "p_mc_se" in res:  # the item level's sampled permutation p
+            if "p_mc_se" in res and not p_from_bootstrap:  # a sampled permutation p's, not the p given
                 entry["p_mc_se"] = res["p_mc_se"]
             if p_from_bootstrap:
                 entry.update(_p_of(dist[name] if dist is not None else None, no_bootstrap, undefined_reason))
             if ci is None:
                 entry["ci_reason"] = no_bootstrap or undefined_reason
             results[name][method] = entry
+        by_williams = williams and method == "pearson"
         for a, b in combinations(metrics, 2):
             ra, rb = point[a]["r"], point[b]["r"]
             base = {"a": a, "b": b, "method": method}
             if ra is None or rb is None:
                 reason = f"r is undefined for {a if ra is None else b}"
-                if method == "pearson":
+                if by_williams:
                     comparisons.append({**base, "delta": None, "p": None, "test": "williams", "reason": reason})
                 comparisons.append({**base, "delta": None, "p": None, "ci": None, "test": "paired_bootstrap",
                                     "reason": reason})
                 continue
             delta = ra - rb
-            if method == "pearson":
+            if by_williams:
                 r_ab = correlation(metrics[a], metrics[b], "pearson")["r"]
                 if r_ab is None:
                     comparisons.append({**base, "delta": delta, "p": None, "test": "williams",
@@ -171,21 +179,23 @@ def with_holm(comparisons: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def resampling_summary(level: str, design: str, confidence: float, resamples: int, seed: int,
                        no_bootstrap: str | None, by_inputs: bool = False) -> dict[str, Any]:
     """What one level's intervals and p-values resample, for the report: method, confidence level,
-    resamples (B), seed, design, and how p was found."""
+    resamples (B), seed, design, and how p was found. The item level's `design` is one of ITEM_DESIGNS."""
+    from_bootstrap = level == "system" or design == INPUTS
     p = ("bootstrap: (2k + 1) / (B + 1), k the resamples on the smaller side of 0 (the percentile "
          "interval's dual); at its floor 1 / (B + 1) it is smaller than B resolves; p_mc_se its Monte Carlo "
-         "standard error" if level == "system" else
+         "standard error" if from_bootstrap else
          "scipy's, exact permutation p for rank correlations up to 9 items, Monte Carlo permutation p for "
          "tied ranks up to 50 items (9,999 pairings; p_mc_se its Monte Carlo standard error)")
+    resampled = ((BY_INPUTS if by_inputs else DESCRIPTIONS)[design] if level == "system" else
+                 ITEM_DESCRIPTIONS[design])
+    williams = "" if level == "item" and design == INPUTS else " and, for Pearson, Williams' t"
     summary = {"method": "percentile bootstrap", "confidence": confidence, "resamples": resamples, "seed": seed,
-               "design": design, "resampled": (BY_INPUTS if by_inputs else DESCRIPTIONS)[design] if level == "system" else
-               "items resampled with replacement, as independent draws (items of one system or input are "
-               "not: read claims about systems from the system level)", "p": p,
+               "design": design, "resampled": resampled, "p": p,
                "comparisons": "paired bootstrap (both metrics on the same resamples; p the dual of the deltas' "
-                              "percentile interval, as the system level's; p_mc_se its Monte Carlo standard error) "
-                              "and, for Pearson, Williams' t; both two-sided, each p uncorrected for "
-                              "the other comparisons, p_holm Holm-adjusted over the pairs of one level, method "
-                              "and test"}
+                              "percentile interval, as the system level's; p_mc_se its Monte Carlo standard error)"
+                              f"{williams}; {'both ' if williams else ''}two-sided, each p uncorrected for the "
+                              "other comparisons, p_holm "
+                              "Holm-adjusted over the pairs of one level, method and test"}
     if no_bootstrap is not None:
         summary["reason"] = no_bootstrap
     return summary
@@ -231,21 +241,24 @@ def binary_rescaled(values: np.ndarray) -> np.ndarray:
 def correlate(human: list[float] | list[list[float]], scores: dict[str, list[float]],
               systems: list[str] | None = None, methods: Sequence[str] = METHODS,
               confidence: float = 0.95, resamples: int = 1000, seed: int = 0,
-              system_resampling: str = DEFAULT_DESIGN, inputs: list[str] | None = None) -> dict[str, Any]:
+              system_resampling: str = DEFAULT_DESIGN, inputs: list[str] | None = None,
+              item_resampling: str = DEFAULT_ITEM_DESIGN) -> dict[str, Any]:
     """The body of a /correlate 200 response: per metric, level and method {r, p, ci, n}, comparisons,
     agreement, and `resampling`: what each level's intervals and p-values resample.
 
     Item level uses every item; system level (when `systems` is given) correlates per-system means,
     its bootstrap resampling what `system_resampling` names (service/stats/designs.py: systems, items
     within each system, or both; with `inputs`, each item's input, whole inputs instead of items), and
-    its p coming from the same resamples. Every comparison carries
+    its p coming from the same resamples. The item level resamples what `item_resampling` names: the
+    items, or with `inputs` whole inputs, its p then from those resamples too. Every comparison carries
     `test`: 'williams' (Pearson only) or 'paired_bootstrap' (every method). The arguments are checked
     here too (StatsInputError), not only by the request schema: service.stats is a library, which a
     notebook may call with no schema in front.
     """
     methods = list(dict.fromkeys(methods))
     design = system_resampling
-    means, units = _check_inputs(human, scores, systems, methods, confidence, resamples, design, inputs)
+    means, units = _check_inputs(human, scores, systems, methods, confidence, resamples, design, inputs,
+                                 item_resampling)
     means = binary_rescaled(means)
     metrics = {name: binary_rescaled(np.asarray(values, dtype=np.float64)) for name, values in scores.items()}
     n = int(means.size)
@@ -259,23 +272,35 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
     metrics = {name: values[order] for name, values in metrics.items()}
     cache: dict[str, dict[str, np.ndarray]] = {}
     needed = min_resamples(confidence)
+    rows = list(zip(means.tolist(), *(metrics[name].tolist() for name in sorted(metrics))))
+    by_inputs_items = item_resampling == INPUTS
+    item_inputs = None
+    if by_inputs_items:  # the draws pick inputs by id: ids in the order of their contents, not of their labels
+        given = np.asarray([canonical(str(x)) for x in inputs], dtype=object)
+        item_inputs = np.unique(given[order], return_inverse=True)[1]
+        item_inputs = inputs_by_content(item_inputs, int(item_inputs.max()) + 1, rows)
+    units_drawn = ("inputs", int(item_inputs.max()) + 1) if by_inputs_items else ("items", n)
     no_bootstrap = ("resampling is off (resamples = 0)" if resamples == 0 else
                     f"too few resamples for a {confidence:.12g} interval (resamples = {resamples}, need at least "
                     f"{needed})" if resamples < needed else
-                    f"too few items for a bootstrap (n = {n}, need at least {MIN_BOOTSTRAP})"
-                    if n < MIN_BOOTSTRAP else None)
-    indices = resample_indices(n, resamples, seed) if no_bootstrap is None else None
+                    f"too few {units_drawn[0]} for a bootstrap (n = {units_drawn[1]}, need at least {MIN_BOOTSTRAP})"
+                    if units_drawn[1] < MIN_BOOTSTRAP else None)
+    indices = None
+    if no_bootstrap is None:
+        indices = input_resamples(units_drawn[1], resamples, seed) if by_inputs_items else resample_indices(
+            n, resamples, seed)
 
     def item_distribution(method: str) -> dict[str, np.ndarray]:
         if not cache:  # every method in one pass: resample counts and ranks are shared
-            cache.update(bootstrap_distributions(means, metrics, methods, indices))
+            cache.update(bootstrap_distributions(means, metrics, methods, indices, item_inputs))
         return cache[method]
 
-    item, comparisons = _level(means, metrics, methods, confidence, no_bootstrap, item_distribution)
+    item, comparisons = _level(means, metrics, methods, confidence, no_bootstrap, item_distribution,
+                               p_from_bootstrap=by_inputs_items, williams=not by_inputs_items)
     for entry in comparisons:
         entry["level"] = "item"
     body: dict[str, Any] = {"n": n, "metrics": {name: {"item": item[name]} for name in metrics}}
-    resampling = {"item": resampling_summary("item", ITEMS, confidence, resamples, seed, no_bootstrap)}
+    resampling = {"item": resampling_summary("item", item_resampling, confidence, resamples, seed, no_bootstrap)}
 
     if systems is not None:
         labels, labelled = np.unique(labels_given[order], return_inverse=True)
@@ -287,7 +312,6 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
             input_groups = np.unique(given[order], return_inverse=True)[1]
             input_count = int(input_groups.max()) + 1
         # The draws pick systems (inputs) by id: ids in the order of their contents, not of their labels.
-        rows = list(zip(means.tolist(), *(metrics[name].tolist() for name in sorted(metrics))))
         groups, input_groups = by_content(labelled, count, rows, input_groups, input_count)
         drawn_labels = np.empty_like(labels)
         drawn_labels[groups] = labels[labelled]

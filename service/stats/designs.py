@@ -7,6 +7,8 @@ systems). `both` is the default: its 95% intervals held the population correlati
 nominal rate where item scatter is correlated like the systems. Where it is independent, resampled
 items add it twice to each system mean, so `both`'s and `items`' intervals sit below r when systems
 have few items, and `systems` suits many systems (tests/stats/test_designs.py; docs/api.md).
+The item level resamples items, or, where the request names the inputs and asks for it, whole inputs
+(a cluster bootstrap: replies to one input are not independent draws).
 """
 from __future__ import annotations
 
@@ -31,6 +33,15 @@ BY_INPUTS = {
     ITEMS: "inputs resampled with replacement, each bringing every system's items for it (the systems fixed)",
     BOTH: "systems resampled with replacement, and inputs with replacement, each bringing every drawn "
           "system's items for it",
+}
+INPUTS = "inputs"
+ITEM_DESIGNS = (ITEMS, INPUTS)
+DEFAULT_ITEM_DESIGN = ITEMS
+ITEM_DESCRIPTIONS = {
+    ITEMS: "items resampled with replacement, as independent draws (items of one system or input are not: read "
+           "claims about systems from the system level)",
+    INPUTS: "inputs resampled with replacement, each bringing every item that answers it (replies to one input are "
+            "not independent draws: a claim beyond the inputs in hand)",
 }
 # The system draws come from their own stream of the seed; so do `both`'s draws of each drawn system's
 # own items (bootstrap.SLOT_ITEMS_STREAM), while over inputs `both` draws the inputs as `items` does.
@@ -69,7 +80,7 @@ def system_resamples(design: str, groups: np.ndarray, count: int, resamples: int
     items = None
     if design in (ITEMS, BOTH):
         items = (stratified_indices(groups, count, resamples, seed) if input_count is None else
-                 np.random.default_rng(seed).integers(0, input_count, size=(resamples, input_count)))
+                 input_resamples(input_count, resamples, seed))
     return Resamples(items, slots)
 
 
@@ -133,3 +144,14 @@ def by_content(groups: np.ndarray, count: int, rows: Sequence[tuple], inputs: np
         return systems, None
     keyed = [(int(system), *row) for system, row in zip(systems, rows)]
     return systems, _by_content(_contents(inputs, input_count, keyed), "label")[inputs]
+
+
+def inputs_by_content(inputs: np.ndarray, input_count: int, rows: Sequence[tuple]) -> np.ndarray:
+    """Each item's input id, inputs numbered in the order of what they hold (their items' rows, sorted),
+    so that the item level's draws by input do not depend on the inputs' labels."""
+    return _by_content(_contents(inputs, input_count, rows), "label")[inputs]
+
+
+def input_resamples(input_count: int, resamples: int, seed: int) -> np.ndarray:
+    """(resamples, input_count) inputs drawn with replacement, from the seed's stream that draws items."""
+    return np.random.default_rng(seed).integers(0, input_count, size=(resamples, input_count))

@@ -65,6 +65,44 @@ def test_correlate_takes_the_system_design_from_the_command_line_or_the_body(tmp
     assert resampled.startswith("systems resampled with replacement, and inputs")
 
 
+def test_correlate_reads_each_items_input_from_a_column_or_kept_field(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture) -> None:
+    rows = ["human,m,context,system"] + [f"{i % 5},{(i % 5) + i % 3},c{i // 4},s{i % 4}" for i in range(40)]
+    (tmp_path / "in.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "in.csv"), "--input-column", "context", "--item-resampling", "inputs",
+                 "--out", str(tmp_path / "a"), "--no-plots", "--quiet"]) == 0
+    result = json.loads((tmp_path / "a" / "correlate.json").read_text())
+    assert set(result["metrics"]) == {"m"}  # the input column is no metric
+    assert result["resampling"]["item"]["design"] == "inputs"
+    assert result["resampling"]["system"]["resampled"].startswith("systems resampled with replacement, and inputs")
+    records = [{"scores": {"m": (i % 5) + i % 3}, "kept": {"human": i % 5, "context": f"c{i // 4}"}} for i in range(40)]
+    (tmp_path / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "scores.jsonl"), "--input-column", "context", "--item-resampling",
+                 "inputs", "--out", str(tmp_path / "b"), "--no-plots", "--quiet"]) == 0
+    by_field = json.loads((tmp_path / "b" / "correlate.json").read_text())
+    assert by_field["metrics"]["m"]["item"] == result["metrics"]["m"]["item"]
+    capsys.readouterr()
+    assert main(["correlate", str(tmp_path / "in.csv"), "--out", str(tmp_path / "c"), "--no-plots"]) == 2
+    assert "column 'context' holds 'c0', not a number" in capsys.readouterr().err  # unnamed, a metric
+    (tmp_path / "plain.csv").write_text("\n".join(row.rsplit(",", 2)[0] for row in rows) + "\n", encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "plain.csv"), "--item-resampling", "inputs", "--out",
+                 str(tmp_path / "c"), "--no-plots"]) == 2
+    assert "inputs: Required where item_resampling is 'inputs'" in capsys.readouterr().err
+    assert main(["correlate", str(tmp_path / "in.csv"), "--input-column", "ctx", "--out", str(tmp_path / "c")]) == 2
+    assert "no input column 'ctx'" in capsys.readouterr().err
+    (tmp_path / "blank.csv").write_text("human,m,context\n1,2,c1\n2,3,\n3,3,c2\n", encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "blank.csv"), "--input-column", "context", "--out",
+                 str(tmp_path / "c")]) == 2
+    assert "blank.csv:3: no input in column 'context'" in capsys.readouterr().err
+    assert main(["correlate", str(tmp_path / "scores.jsonl"), "--input-column", "topic", "--out",
+                 str(tmp_path / "c")]) == 2
+    assert "no input in kept 'topic'" in capsys.readouterr().err
+    (tmp_path / "body.json").write_text(json.dumps({"human": [1, 2, 3], "scores": {"m": [1, 2, 4]}}), encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "body.json"), "--input-column", "context", "--out",
+                 str(tmp_path / "c")]) == 2
+    assert "gives its inputs itself" in capsys.readouterr().err
+
+
 def test_human_eval_writes_ranking_and_significance_plots(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     rows = ["rater,system,item,fun,robotic"]

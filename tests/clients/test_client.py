@@ -186,6 +186,11 @@ def test_correlate(server, client):
                                  inputs=[f"c{i // 3}" for i in range(9)])
     assert "inputs" in by_inputs["resampling"]["system"]["resampled"]
     assert report["resampling"]["system"]["design"] == "both"  # the server's default
+    inputs = [f"c{i}" for i in range(9)]
+    items_by_inputs = client.correlate(human, scores, methods=["pearson"], resamples=200, inputs=inputs,
+                                       item_resampling="inputs")
+    assert items_by_inputs["resampling"]["item"]["design"] == "inputs"
+    assert report["resampling"]["item"]["design"] == "items"  # the server's default
 
 
 def test_correlate_several_ratings_per_item(client):

@@ -287,3 +287,88 @@ def test_systems_without_items_are_those_none_of_whose_inputs_was_drawn() -> Non
             held = range(3) if draws.slots is None else set(draws.slots[row].tolist())
             expected = [s in held and not set(inputs[groups == s]) & set(draws.items[row].tolist()) for s in range(3)]
             assert empty[row].tolist() == expected
+
+
+# --- the item level: items, or whole inputs ---------------------------------------------------------
+def _clustered(inputs: int, replies: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Replies to shared inputs: each input moves people's and the metric's scores of its replies
+    (correlated .2), and a reply's own scatter is correlated .6; the population correlation is .4."""
+    effects = rng.multivariate_normal([0, 0], [[1, 0.2], [0.2, 1]], inputs)
+    scatter = rng.multivariate_normal([0, 0], [[1, 0.6], [0.6, 1]], inputs * replies)
+    which = np.repeat(np.arange(inputs), replies)
+    return effects[which, 0] + scatter[:, 0], effects[which, 1] + scatter[:, 1], [f"c{k}" for k in which]
+
+
+def test_resampling_inputs_covers_where_replies_share_inputs_and_resampling_items_does_not() -> None:
+    rng, hits, runs = np.random.default_rng(5), {"items": 0, "inputs": 0}, 200
+    for _ in range(runs):
+        human, metric, inputs = _clustered(12, 8, rng)
+        for design in hits:
+            ci = correlate(human.tolist(), {"m": metric.tolist()}, methods=["pearson"], resamples=400, inputs=inputs,
+                           item_resampling=design)["metrics"]["m"]["item"]["pearson"]["ci"]
+            hits[design] += ci[0] <= 0.4 <= ci[1]
+    assert hits["inputs"] / runs >= 0.85 and hits["items"] / runs <= 0.75, hits
+
+
+def test_inputs_of_one_reply_each_draw_as_items_do() -> None:
+    """Drawing inputs of one item each is drawing items: the same intervals and paired deltas, for a seed
+    (to the last bits: the same counts in another array may be summed in another order)."""
+    n = HUMAN.size
+    scores = {"good": GOOD[:n].tolist(), "poor": POOR[:n].tolist()}
+    by_items = correlate(HUMAN[:n].tolist(), scores, resamples=300, seed=4)
+    by_inputs = correlate(HUMAN[:n].tolist(), scores, resamples=300, seed=4, inputs=[f"i{k}" for k in range(n)],
+                          item_resampling="inputs")
+    for method in stats.METHODS:
+        for name in scores:
+            assert by_inputs["metrics"][name]["item"][method]["ci"] == pytest.approx(
+                by_items["metrics"][name]["item"][method]["ci"], rel=1e-12)
+    paired = [c["ci"] for c in by_items["comparisons"] if c["test"] == "paired_bootstrap"]
+    assert [c["ci"] for c in by_inputs["comparisons"] if c["test"] == "paired_bootstrap"] == [
+        pytest.approx(ci, rel=1e-12, abs=1e-15) for ci in paired]
+
+
+def test_resampling_inputs_gives_p_from_its_draws_and_no_williams_test() -> None:
+    human, metric, inputs = _clustered(12, 8, np.random.default_rng(1))
+    scores = {"m": metric.tolist(), "noise": np.random.default_rng(2).normal(size=human.size).tolist()}
+    body = correlate(human.tolist(), scores, resamples=400, inputs=inputs, item_resampling="inputs")
+    for name in scores:  # p is the dual of the interval, not scipy's test of independent items
+        entry = body["metrics"][name]["item"]["pearson"]
+        assert "p_mc_se" in entry and entry["p"] != sps.pearsonr(scores[name], human).pvalue
+        assert (entry["ci"][0] > 0 or entry["ci"][1] < 0) == (entry["p"] < 0.05)
+    assert {c["test"] for c in body["comparisons"]} == {"paired_bootstrap"}
+    summary = body["resampling"]["item"]
+    assert summary["design"] == "inputs" and summary["resampled"] == designs.ITEM_DESCRIPTIONS["inputs"]
+    assert "Williams" not in summary["comparisons"] and summary["p"].startswith("bootstrap")
+    assert "Williams" in correlate(human.tolist(), scores, resamples=400)["resampling"]["item"]["comparisons"]
+
+
+def test_the_item_level_by_inputs_does_not_depend_on_the_inputs_labels() -> None:
+    human, metric, inputs = _clustered(10, 5, np.random.default_rng(3))
+    renamed = [f"other-{label[::-1]}" for label in inputs]
+    first, again = (correlate(human.tolist(), {"m": metric.tolist()}, resamples=200, inputs=labels,
+                              item_resampling="inputs") for labels in (inputs, renamed))
+    assert first["metrics"] == again["metrics"]
+
+
+def test_resampling_inputs_needs_the_inputs_and_enough_of_them() -> None:
+    with pytest.raises(stats.StatsInputError) as refused:
+        correlate(HUMAN[:40].tolist(), {"good": GOOD[:40].tolist()}, item_resampling="inputs")
+    assert "inputs" in refused.value.fields
+    with pytest.raises(stats.StatsInputError) as refused:
+        correlate(HUMAN[:40].tolist(), {"good": GOOD[:40].tolist()}, item_resampling="contexts")
+    assert "item_resampling" in refused.value.fields
+    few = correlate(HUMAN[:40].tolist(), {"good": GOOD[:40].tolist()}, inputs=[f"c{k % 5}" for k in range(40)],
+                    item_resampling="inputs")
+    entry = few["metrics"]["good"]["item"]["pearson"]
+    assert entry["ci"] is None and entry["p"] is None
+    assert entry["ci_reason"] == entry["p_reason"] == "too few inputs for a bootstrap (n = 5, need at least 8)"
+
+
+def test_a_p_the_bootstrap_did_not_give_carries_no_monte_carlo_error() -> None:
+    """Without resamples the system level's p is None: the sampled permutation p's error is not its."""
+    rng = np.random.default_rng(0)
+    human, metric = rng.integers(1, 4, 120).astype(float), rng.integers(1, 3, 120).astype(float)
+    body = correlate(human.tolist(), {"m": metric.tolist()}, [f"s{k % 12}" for k in range(120)], ["spearman"],
+                     resamples=0)
+    entry = body["metrics"]["m"]["system"]["spearman"]
+    assert entry["p"] is None and "p_mc_se" not in entry

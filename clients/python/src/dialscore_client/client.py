@@ -129,17 +129,18 @@ class Client:
                   systems: Sequence[str] | None = None, methods: Sequence[Method] | None = None,
                   confidence: float | None = None, resamples: int | None = None,
                   seed: int | None = None, system_resampling: str | None = None,
-                  inputs: Sequence[str] | None = None) -> CorrelationReport:
+                  inputs: Sequence[str] | None = None, item_resampling: str | None = None) -> CorrelationReport:
         """POST /correlate: each metric's correlation with the human scores (per item, and per system with
         `systems`), with bootstrap intervals and tests of the differences between metrics.
         `system_resampling`: what the system level resamples, 'systems', 'items' or 'both' (the server's
         default); `inputs`, each item's input where systems share them, makes it resample whole inputs;
-        the report's `resampling` names what it did."""
+        `item_resampling`: what the item level resamples, 'items' (the server's default) or 'inputs'
+        (needs `inputs`); the report's `resampling` names what each level did."""
         payload = {"human": [list(h) if isinstance(h, Sequence) else h for h in human],
                    "scores": {name: list(values) for name, values in scores.items()},
                    **_given(systems=_list(systems), methods=_list(methods), confidence=confidence,
                             resamples=resamples, seed=seed, system_resampling=system_resampling,
-                            inputs=_list(inputs))}
+                            inputs=_list(inputs), item_resampling=item_resampling)}
         report: CorrelationReport = _checked(self._transport.post("/correlate", payload, self._transport.deadline()),
                                              CORRELATE_FIELDS, "POST /correlate's answer")
         return report
