@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import re
 import sys
@@ -26,6 +27,14 @@ from service.errors import FieldsError, TooLarge
 from service.stats import DEFAULT_DESIGN, DEFAULT_ITEM_DESIGN, DESIGNS, ITEM_DESIGNS, METHODS, StatsInputError, correlate
 from service.stats.human_eval import HumanEvalInputError, assess
 from service.version import TOOL, VERSION
+
+
+def finite_number(text: str) -> float:
+    """An option's number: float() also reads "nan" and "inf", which no setting here takes."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
@@ -51,7 +60,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     corr.add_argument("--aspect", help="DSTC annotation to use (default: overall, else the first)")
     # Defaults are None so that a /correlate body's own settings apply unless the command line says otherwise.
     corr.add_argument("--methods", nargs="+", default=None, choices=METHODS, help="default: all three")
-    corr.add_argument("--confidence", type=float, default=None, help="default 0.95")
+    corr.add_argument("--confidence", type=finite_number, default=None, help="default 0.95")
     corr.add_argument("--resamples", type=int, default=None,
                       help="default 1000; bounded like the service (DIALSCORE_MAX_RESAMPLES, "
                            "DIALSCORE_MAX_BOOTSTRAP_WORK: items x resamples), for memory")
@@ -71,10 +80,10 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     human.add_argument("files", type=Path, nargs="+", help="a file, or Ji et al.'s pass/fail JSON files or their folder")
     human.add_argument("--format", default="auto", choices=["auto", "csv", "json", "ji2022-csv", "ji2022-json"])
     human.add_argument("--reverse", nargs="*", help="negative criteria to reverse (default: the importer's)")
-    human.add_argument("--scale", nargs=2, type=float, metavar=("LOW", "HIGH"))
+    human.add_argument("--scale", nargs=2, type=finite_number, metavar=("LOW", "HIGH"))
     human.add_argument("--qc-system", help="the degraded quality-control system (default: the importer's)")
     human.add_argument("--qc-criteria", nargs="+", help="criteria the quality-control test pools")
-    human.add_argument("--alpha", type=float, default=None, help="default: the file's (a /human-eval body), else 0.05")
+    human.add_argument("--alpha", type=finite_number, default=None, help="default: the file's (a /human-eval body), else 0.05")
     human.add_argument("--upstream", type=Path, nargs="+",
                        help="Ji et al. dialogue JSON (files or folder) to compare pass/fail and z-scores with")
     human.add_argument("--rater-pairs", action="store_true",
@@ -105,7 +114,7 @@ def _rounded(value: Any) -> Any:
 
 def _write(out: Path, stem: str, result: dict, markdown: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{stem}.json").write_text(json.dumps(_rounded(result), indent=2) + "\n", encoding="utf-8")
+    (out / f"{stem}.json").write_text(json.dumps(_rounded(result), indent=2, allow_nan=False) + "\n", encoding="utf-8")
     (out / f"{stem}.md").write_text(markdown, encoding="utf-8")
 
 
@@ -154,7 +163,7 @@ def _check_bootstrap_budget(human: list[Any], resamples: int) -> None:
     """The service's limits on resampling hold here too (DIALSCORE_* raises them): the resample indices
     alone take items x resamples x 8 bytes. `resamples` has passed the HTTP schema (a whole number, 0 or
     more)."""
-    limits.check_correlate({"human": human, "resamples": resamples}, load_settings())
+    limits.check_correlate({"human": human, "resamples": resamples}, load_settings(check_providers=False))
 
 
 def pseudonym(rater: str) -> str:
@@ -263,6 +272,11 @@ def _remove_not_drawn(ours, drawn) -> None:
 def main(argv: list[str] | None = None, prog: str = "python -m service.analysis") -> int:
     """`prog`: the command line its usage names (the subcommand follows it)."""
     args = _parser(prog).parse_args(argv)
+    try:  # the limits and the JSON reader's depth are the service's settings: a bad one is said once, here
+        load_settings(check_providers=False)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.out.exists() and not args.out.is_dir():
         print(f"error: --out {args.out} is a file; name a folder for the report (it is made if missing)",
               file=sys.stderr)

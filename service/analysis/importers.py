@@ -54,11 +54,11 @@ def ji2022_csv(path: Path) -> HumanEvalInput:
     """
     ratings: list[dict[str, Any]] = []
     skipped: list[str] = []
-    depth = load_settings().max_json_depth
+    depth = load_settings(check_providers=False).max_json_depth
     with open(path, newline="", encoding="utf-8-sig") as handle:
         for line, row in enumerate(csv.DictReader(handle), start=2):
             try:  # the same reader as a body: a repeated scoreK must not keep its last value silently
-                answers = parse(row["Answer.taskAnswers"].encode("utf-8"), max_depth=depth)[0]
+                answers = parse(row["Answer.taskAnswers"].encode("utf-8"), max_depth=depth, constants=False)[0]
             except (KeyError, IndexError, TypeError, JsonTextError) as exc:
                 raise ImporterError(f"{path}:{line}: no readable Answer.taskAnswers ({exc})") from None
             if "task0" not in answers:
@@ -73,13 +73,22 @@ def ji2022_csv(path: Path) -> HumanEvalInput:
                     "rater": row["WorkerId"],
                     "system": ji2022_model(answers[f"task{k}"], int(answers[f"seed{k}"])),
                     "item": f"{row['AssignmentId']}:{k}",
-                    "scores": dict(zip(JI_CSV_ORDER, (float(v) for v in values))),
+                    "scores": dict(zip(JI_CSV_ORDER, (_finite(f"{path}:{line}: score{k}", v) for v in values))),
                 })
                 k += 1
     if not ratings:
         raise ImporterError(f"{path}: no ratings found")
     return HumanEvalInput(ratings, reverse=list(JI_REVERSED), scale=(0.0, 100.0), qc_system=JI_QC,
                           qc_criteria=list(JI_QC_CRITERIA), skipped=skipped)
+
+
+def _finite(where: str, value: Any) -> float:
+    """A score's finite number: float() reads "NaN" and "inf" too, which are no score, and a NaN z-score
+    would make the report's JSON unreadable."""
+    number = float(value)
+    if not math.isfinite(number):
+        raise ImporterError(f"{where}: {value!r} is not a finite number")
+    return number
 
 
 def _ji2022_json_files(paths: Iterable[Path]) -> list[Path]:
@@ -113,9 +122,11 @@ def ji2022_json(paths: Iterable[Path]) -> HumanEvalInput:
             for k, dialogue in enumerate(assignment["data"]):
                 item = f"{assignment['AssignmentId']}:{k}"
                 ratings.append({"rater": worker, "system": dialogue["model"], "item": item,
-                                "scores": {c: float(v) for c, v in dialogue["raw scores"].items()}})
+                                "scores": {c: _finite(f"{path}: {item} raw scores {c}", v)
+                                           for c, v in dialogue["raw scores"].items()}})
                 if "z scores" in dialogue:
-                    z_scores[item] = {c: (None if v is None else float(v)) for c, v in dialogue["z scores"].items()}
+                    z_scores[item] = {c: (None if v is None else _finite(f"{path}: {item} z scores {c}", v))
+                                      for c, v in dialogue["z scores"].items()}
     upstream = {"passed": sorted(passed), "failed": sorted(failed), "z": z_scores}
     return HumanEvalInput(ratings, reverse=[], scale=(0.0, 100.0), qc_system=JI_QC,
                           qc_criteria=list(JI_QC_CRITERIA), upstream=upstream)
@@ -298,7 +309,7 @@ def scores_jsonl(path: Path, human: list[str] | None = None, input_field: str | 
         raise ImporterError(f"{path}: not readable ({exc})") from exc
     if not lines:
         raise ImporterError(f"{path}: no records (expected `dialscore score`'s output)")
-    depth = load_settings().max_json_depth
+    depth = load_settings(check_providers=False).max_json_depth
     for number, raw in lines:
         try:
             record = parse_object(raw, max_depth=depth, finite=True)
@@ -400,14 +411,14 @@ def _dstc_systems(path: Path, systems: list[str]) -> list[str] | None:
 
 def _read_json(path: Path) -> Any:
     """The file's JSON, held to what an HTTP body is held to (json_body: each key once, no lone
-    surrogates, nesting up to DIALSCORE_MAX_JSON_DEPTH, a leading BOM dropped), by the same reader,
-    since its values reach the same code."""
+    surrogates, no NaN or Infinity, nesting up to DIALSCORE_MAX_JSON_DEPTH, a leading BOM dropped), by
+    the same reader, since its values reach the same code."""
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise ImporterError(f"{path}: not readable ({exc})") from exc
     try:
-        return parse(raw, max_depth=load_settings().max_json_depth)
+        return parse(raw, max_depth=load_settings(check_providers=False).max_json_depth, constants=False)
     except (BadText, TooDeep) as exc:
         raise ImporterError(f"{path}: not usable JSON{f' at {exc.path}' if exc.path else ''}: {exc}") from None
     except JsonTextError as exc:  # NotUtf8, NotJson, RepeatedKey
@@ -458,6 +469,15 @@ def _read_as(reader, path: Path, fmt: str, *args: Any, detected: bool = False):
         raise ImporterError(f"{path}: cannot be read as {fmt}{how} ({type(exc).__name__}: {exc})") from exc
 
 
+# The options each correlate format reads; another given with it would be ignored without a word.
+READS = {"csv": ("--human", "--system", "--id-column", "--input-column"), "scores": ("--human", "--input-column"),
+         "json": (), "dstc": ("--aspect",)}
+READS_WHY = {"csv": "they name columns", "scores": "--human and --input-column name kept fields; the records name "
+                                                  "their systems",
+             "json": "a /correlate body names its own human, systems and inputs",
+             "dstc": "its entries name their annotations, scores and systems; --aspect picks the annotation"}
+
+
 def load_correlate(path: Path, fmt: str = "auto", human: list[str] | None = None,
                    aspect: str | None = None, system: str = "system", id_column: str | None = None,
                    input_column: str | None = None) -> CorrelateInput:
@@ -467,9 +487,10 @@ def load_correlate(path: Path, fmt: str = "auto", human: list[str] | None = None
     detected = fmt == "auto"  # a message names the format tried, never 'auto'
     if detected:
         fmt = _read_as(_detect_correlate, path, "a correlate input", path)
-    if input_column is not None and fmt not in ("csv", "scores"):
-        raise ImporterError(f"{path}: --input-column names a CSV column or a kept field of `dialscore score`'s "
-                            f"output; read as {fmt}, the file gives its inputs itself (a /correlate body's `inputs`)")
+    given = {"--human": human, "--system": None if system == "system" else system, "--id-column": id_column,
+             "--input-column": input_column, "--aspect": aspect}
+    if ignored := [option for option, value in given.items() if value is not None and option not in READS[fmt]]:
+        raise ImporterError(f"{path}: read as {fmt}, the file takes no {', '.join(ignored)} ({READS_WHY[fmt]})")
     return _read_as(_load_correlate, path, fmt, path, fmt, human, aspect, system, id_column, input_column,
                     detected=detected)
 

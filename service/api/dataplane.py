@@ -9,7 +9,10 @@ before the limits; api/warnings.py names unreadable replies.
 """
 from __future__ import annotations
 
+import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -21,7 +24,7 @@ from service.api.schemas import RERANK_REQUEST, SCORE_REQUEST, element_errors, f
 from service.api.warnings import reply_warnings
 from service.components.cache import EncodeCache
 from service.config import Settings
-from service.errors import InvalidRequest, NotReady
+from service.errors import InvalidRequest, NotReady, ServiceError
 from service.scorers.base import REFERENCE_FREE, Call, Item, ScoreBatch, Scorer, lacks_reference
 from service.stats import StatsInputError, correlate as correlate_stats
 from service.stats.human_eval import HumanEvalInputError, assess
@@ -219,6 +222,35 @@ def _trim_items(items: list[Any], keep: int) -> tuple[list[Any], list[int]]:
     return trimmed, dropped
 
 
+_CONTEXT_TURN = re.compile(r"(items\.(\d+)\.)?context\.(\d+)")
+
+
+def sent_paths(details: dict[str, Any], dropped: list[int] | int | None) -> dict[str, Any]:
+    """Error paths as the client sent the context: after `keep_last` cut it, a turn's index there counts
+    the `dropped` turns (per item, or of /rerank's one context) too."""
+    if not dropped:
+        return details
+
+    def sent(path: str) -> str:
+        match = _CONTEXT_TURN.match(path)
+        if match is None:
+            return path
+        before = dropped if isinstance(dropped, int) else dropped[int(match.group(2))] if match.group(1) else 0
+        return f"{match.group(1) or ''}context.{int(match.group(3)) + before}{path[match.end():]}"
+
+    return {sent(path): value for path, value in details.items()}
+
+
+@contextmanager
+def paths_as_sent(dropped: list[int] | int | None) -> Iterator[None]:
+    """Errors raised within name the context's turns as the client sent them (sent_paths)."""
+    try:
+        yield
+    except ServiceError as error:
+        error.details = sent_paths(error.details, dropped)
+        raise
+
+
 def _with_warnings(out: dict[str, Any], warnings: list[dict[str, Any]]) -> dict[str, Any]:
     if warnings:
         out["warnings"] = warnings
@@ -262,13 +294,15 @@ def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[s
     if body["on_long_context"] == "keep_last":
         trimmed, dropped = _trim_items(body["items"], turns_kept(requested, settings))
         body = {**body, "items": trimmed}
-    over = limits.check_items(body["items"], settings, check_reference=any(r.reads_reference for r in requested),
-                              skip_items=skip)
-    calls = _resolved(requested, _served(store, requested), [] if single else sorted(set(options) - set(names)))
-    total = len(body["items"])
-    items, kept, errors = _read_items(body["items"], calls, _item_kind(calls), skip, over)
-    cache = EncodeCache()  # shared: each distinct utterance is tokenised and encoded once across the models
-    limits.check_encoder_work(calls, items, settings, cache)
+    with paths_as_sent(dropped):
+        over = limits.check_items(body["items"], settings, check_reference=any(r.reads_reference for r in requested),
+                                  skip_items=skip)
+        calls = _resolved(requested, _served(store, requested), [] if single else sorted(set(options) - set(names)))
+        total = len(body["items"])
+        items, kept, errors = _read_items(body["items"], calls, _item_kind(calls), skip, over)
+        cache = EncodeCache()  # shared: each distinct utterance is tokenised and encoded once across the models
+        limits.check_encoder_work(calls, items, settings, cache)
+    errors = sent_paths(errors, dropped)
     results = []
     for call in calls:
         batch = _run(call, items, cache)
@@ -305,8 +339,9 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     if body["on_long_context"] == "keep_last":
         context, dropped = _keep_last(body["context"], turns_kept(requested, settings))
         body = {**body, "context": context}
-    over = limits.check_rerank(body, settings, check_reference=requested[0].reads_reference,
-                               skip_candidates=body["on_invalid"] == "skip")
+    with paths_as_sent(dropped):
+        over = limits.check_rerank(body, settings, check_reference=requested[0].reads_reference,
+                                   skip_candidates=body["on_invalid"] == "skip")
     (call,) = _resolved(requested, _served(store, requested), [])
     if call.kind == "dialogue":
         raise InvalidRequest(f"{call.name} scores whole dialogues and cannot rerank replies.",

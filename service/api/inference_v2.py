@@ -23,7 +23,7 @@ from service.version import VERSION  # the server's own version, as the protocol
 from service.api.schemas import RERANK_REQUEST, SCORE_REQUEST
 from service.api.v2_tensors import (HEADER_LENGTH, ITEM_INPUTS, PLATFORM, SERVER_NAME, Tensor, output,
                                     read_inputs, split_body)
-from service.errors import InvalidRequest, NotFound, NotReady, ServiceError, TooLarge
+from service.errors import BadJson, InvalidRequest, NotFound, NotReady, ServiceError, TooLarge
 from service.json_body import JsonTextError, NotJson, RepeatedKey, TooDeep, parse
 from service.scorers.base import Scorer
 
@@ -73,7 +73,14 @@ def model_ready(name: str, version: str | None = None) -> Response:
 @bp.post("/models/<name>/versions/<version>/infer")
 def infer(name: str, version: str | None = None) -> Response:
     json_part, binary = split_body(read_body(), request.headers.get(HEADER_LENGTH))
-    body = parse_json(json_part)
+    try:
+        body = parse_json(json_part)
+    except BadJson as error:  # where the header cut the body elsewhere than the JSON's end, say that first
+        if HEADER_LENGTH in request.headers:
+            error.message = f"The first {len(json_part)} bytes ({HEADER_LENGTH}) are not the request's JSON: " + \
+                error.message
+            error.details = {**error.details, HEADER_LENGTH: "Check it: the JSON part's length in bytes."}
+        raise
     tensors = read_inputs(body, binary)
     parameters = body.get("parameters") or {}
     if not isinstance(parameters, dict):

@@ -15,7 +15,7 @@ from service.bulk.errors import BulkError, TransientSetUpError, set_up_error
 from service.bulk.output import shard_output
 from service.bulk.runner import run
 from service.bulk.signals import Stop
-from service.config import Settings, load_settings
+from service.config import MAX_SESSION_THREADS, Settings, load_settings
 from service.json_body import loads
 from service.scorers.base import Scorer
 from service.observability.logs import configure_logging
@@ -99,8 +99,8 @@ def _parse_args(argv: list[str] | None, prog: str = "python -m service.bulk") ->
                      f"1 to {MAX_LINE_BYTES_CEILING} (1 TiB, as good as no limit)")
     if not 0 <= args.progress_every < math.inf:  # NaN too; 0: after every batch
         parser.error("--progress-every must be a number of seconds, 0 or more")
-    if args.threads < 0:
-        parser.error("--threads must be 0 (every core) or more")
+    if not 0 <= args.threads <= MAX_SESSION_THREADS:
+        parser.error(f"--threads must be 0 (every core) to {MAX_SESSION_THREADS}, as DIALSCORE_INTRA_OP_THREADS")
     if not args.lock_wait >= 0:  # NaN too: it would never reach its deadline
         parser.error("--lock-wait must be a number of seconds, not negative")
     args.settings = settings

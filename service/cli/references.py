@@ -13,6 +13,7 @@ from typing import Any
 
 from service.bulk.records import MAX_LINE_DEPTH
 from service.json_body import parse_object
+from service.text import is_blank
 
 FIELD = "references"
 # `training evaluate`'s default --max-refs: the published figures and the cards' rule use the first four.
@@ -22,7 +23,7 @@ DEFAULT_MAX_REFS = 4
 def expand(raw: bytes, max_refs: int = DEFAULT_MAX_REFS) -> list[bytes] | None:
     """One line per reference among the first `max_refs` for a line holding a `references` list, else None
     (scored as it is); `left_out` counts the rest. ValueError with a message for a list that is empty, not
-    of texts, or given beside `reference`."""
+    of texts, with a blank one among those read, or given beside `reference`."""
     try:
         obj = parse_object(raw, max_depth=MAX_LINE_DEPTH, finite=True)
     except ValueError:  # json_body's refusals are ValueErrors
@@ -34,6 +35,9 @@ def expand(raw: bytes, max_refs: int = DEFAULT_MAX_REFS) -> list[bytes] | None:
         raise ValueError("give one `reference` or a `references` list, not both")
     if not isinstance(references, list) or not references or not all(isinstance(r, str) for r in references):
         raise ValueError("references: a non-empty list of texts")
+    if (blank := next((j for j, r in enumerate(references[:max_refs]) if is_blank(r)), None)) is not None:
+        # one blank reference fails the line, as a blank `reference` does; said where it is
+        raise ValueError(f"references.{blank} is blank: give every reference text, or leave the blank one out")
     return [json.dumps({**obj, "reference": r}, ensure_ascii=False).encode("utf-8") for r in references[:max_refs]]
 
 

@@ -32,7 +32,7 @@ from service.bulk.records import read_object, score_batch
 from service.cli import references
 from service.cli.intervals import DEFAULT_CONFIDENCE, METHOD, RESAMPLED, IntervalSettings, mean_interval
 from service.components.cache import EncodeCache
-from service.config import load_settings
+from service.config import MAX_SESSION_THREADS, load_settings
 from service.scorers.base import Call, Scorer
 from service.observability.logs import configure_logging
 from service.store.trained_items import TrainedItems
@@ -85,8 +85,8 @@ def _parse_args(argv: list[str] | None, prog: str = "dialscore score") -> argpar
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error("--batch-size must be at least 1")
-    if args.threads < 0:
-        parser.error("--threads must be 0 (all cores) or more")
+    if not 0 <= args.threads <= MAX_SESSION_THREADS:
+        parser.error(f"--threads must be 0 (all cores) to {MAX_SESSION_THREADS}, as DIALSCORE_INTRA_OP_THREADS")
     if args.max_refs < 1:
         parser.error("--max-refs must be at least 1")
     if not 0 < args.confidence < 1:
@@ -97,14 +97,17 @@ def _parse_args(argv: list[str] | None, prog: str = "dialscore score") -> argpar
         parser.error("--models names a model twice")
     if unknown := sorted(set(args.options) - set(args.models)):
         parser.error(f"--options names {', '.join(unknown)}, not among --models (options are keyed by model)")
+    if flat := sorted(name for name, value in args.options.items() if not isinstance(value, dict)):
+        parser.error(f"--options gives {', '.join(flat)} a value that is not a JSON object (options are keyed by "
+                     'model, each an object: \'{"ruber": {"blend": "max"}}\')')
     args.settings = settings
     return args
 
 
 def _csv_lines(path: Path, system: str, keep: list[str]) -> Iterator[tuple[int, bytes]]:
     """Each data row as the JSON line bulk reads: row 1 is the first row under the header. A row that is not
-    UTF-8 or not well-formed CSV (strict: an unclosed quote, text after a closing one) is a BulkError naming
-    the row and the file line it begins on."""
+    UTF-8, not well-formed CSV (strict: an unclosed quote, text after a closing one) or not as wide as the
+    header is a BulkError naming the row and the file line it begins on."""
     with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
         reader = csv.DictReader(handle, dialect="excel-tab" if path.suffix.lower() == ".tsv" else "excel",
                                 strict=True)
@@ -118,10 +121,11 @@ def _csv_lines(path: Path, system: str, keep: list[str]) -> Iterator[tuple[int, 
             ended = reader.line_num
             while (row := next(rows, None)) is not None:
                 number += 1
+                _as_wide_as_the_header(row, len(reader.fieldnames or []))
                 _utf8_or_raise([*row.values()])
                 ended = reader.line_num
                 yield number, _item_line(row, system, keep)
-        except (csv.Error, _NotUtf8) as exc:
+        except (csv.Error, _NotUtf8, _Ragged) as exc:
             number += isinstance(exc, csv.Error)  # raised by reading the next row
             where = f"line {number}" if number else "the header"
             raise BulkError(f"{path}: {where} (file line {ended + 1}): {_csv_problem(exc)}") from None
@@ -129,6 +133,18 @@ def _csv_lines(path: Path, system: str, keep: list[str]) -> Iterator[tuple[int, 
 
 class _NotUtf8(ValueError):
     """A cell holding a byte that is not UTF-8 (read as a lone surrogate under errors="surrogateescape")."""
+
+
+class _Ragged(ValueError):
+    """A row wider or narrower than the header: its cells would be read under other columns' names."""
+
+
+def _as_wide_as_the_header(row: dict[Any, Any], columns: int) -> None:
+    """csv.DictReader keeps a row's extra cells under None and fills missing ones with None, silently."""
+    extra, short = len(row.get(None) or []), sum(value is None for key, value in row.items() if key is not None)
+    if extra or short:
+        raise _Ragged(f"{columns + extra - short} cell(s) where the header has {columns} (quote a cell that holds the "
+                      "delimiter)")
 
 
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")

@@ -56,7 +56,8 @@ def budget_of(raw: str | None, default: float) -> float:
         return default
     value = float(raw) if DECIMAL.fullmatch(raw) else 0.0  # float() also reads "1_0", "1e3", "+2", "inf"
     if not 0 < value <= MAX_READ_TIMEOUT:
-        raise BadHeader(f"X-Request-Timeout must be a number of seconds above 0 and at most {MAX_READ_TIMEOUT:g}.",
+        raise BadHeader(f"X-Request-Timeout must be a decimal number of seconds (digits, a point; no sign or "
+                        f"exponent) above 0 and at most {MAX_READ_TIMEOUT:g}.",
                         {"X-Request-Timeout": raw})
     return value
 

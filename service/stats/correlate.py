@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from service.errors import FieldsError
-from service.text import canonical
+from service.text import canonical, is_blank
 from service.stats.agreement import krippendorff_alpha_interval
 from service.stats.bootstrap import (MIN_BOOTSTRAP, UNDEFINED_REASON, bootstrap_distributions, bootstrap_p,
                                      decimal_ties, min_resamples, paired_bootstrap_from, percentile_interval,
@@ -65,10 +65,15 @@ def _check_inputs(human: Any, scores: dict[str, Any], systems: Any, methods: Seq
         bad = np.flatnonzero(~np.isfinite(np.asarray(values, dtype=np.float64)))
         if bad.size:
             errors[f"scores.{name}.{int(bad[0])}"] = "Scores must be finite numbers (no NaN or infinity)."
-    if systems is not None and len(systems) != n:
-        errors["systems"] = f"Has {len(systems)} labels for {n} human ratings."
-    if inputs is not None and len(inputs) != n:
-        errors["inputs"] = f"Has {len(inputs)} labels for {n} human ratings."
+    for field, labels, what in (("systems", systems, "a system"), ("inputs", inputs, "an input")):
+        if labels is None:
+            continue
+        # Blank labels would make one group of the unlabelled items; a zero-width space is blank too (is_blank).
+        blank = next((i for i, label in enumerate(labels) if is_blank(str(label))), None)
+        if len(labels) != n:
+            errors[field] = f"Has {len(labels)} labels for {n} human ratings."
+        elif blank is not None:
+            errors[f"{field}.{blank}"] = f"Must name {what} (not blank): label every item, or leave `{field}` out."
     if not methods or any(method not in METHODS for method in methods):
         errors["methods"] = f"Give one or more of: {', '.join(METHODS)}."
     if not 0 < confidence < 1:

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from service.analysis import importers
 from service.analysis.__main__ import main
 from service.version import VERSION
 
@@ -100,7 +101,13 @@ def test_correlate_reads_each_items_input_from_a_column_or_kept_field(tmp_path: 
     (tmp_path / "body.json").write_text(json.dumps({"human": [1, 2, 3], "scores": {"m": [1, 2, 4]}}), encoding="utf-8")
     assert main(["correlate", str(tmp_path / "body.json"), "--input-column", "context", "--out",
                  str(tmp_path / "c")]) == 2
-    assert "gives its inputs itself" in capsys.readouterr().err
+    assert "read as json, the file takes no --input-column (a /correlate body names its own" in capsys.readouterr().err
+    # every option a format does not read is refused, not ignored without a word
+    assert main(["correlate", str(tmp_path / "body.json"), "--human", "h", "--system", "bot", "--out",
+                 str(tmp_path / "c")]) == 2
+    assert "the file takes no --human, --system (" in capsys.readouterr().err
+    assert main(["correlate", str(tmp_path / "in.csv"), "--aspect", "overall", "--out", str(tmp_path / "c")]) == 2
+    assert "read as csv, the file takes no --aspect (they name columns)" in capsys.readouterr().err
 
 
 def test_human_eval_writes_ranking_and_significance_plots(tmp_path: Path) -> None:
@@ -138,6 +145,41 @@ def test_anonymise_replaces_every_rater_id(tmp_path: Path) -> None:
     assert "secret" not in text
     result = json.loads((out / "human_eval.json").read_text())
     assert all(r.startswith("r-") and len(r) == 10 for r in result["raters"]["passed"] + list(result["raters"]["p"]))
+
+
+def test_a_bad_setting_is_one_line_and_not_blamed_on_the_file(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "c.csv").write_text("human,m\n1,1\n2,3\n3,2\n4,4\n", encoding="utf-8")
+    (tmp_path / "c.json").write_text(json.dumps({"human": [1, 2, 3, 4], "scores": {"m": [1, 3, 2, 4]}}), encoding="utf-8")
+    monkeypatch.setenv("DIALSCORE_MAX_ITEMS", "abc")
+    for name in ("c.csv", "c.json"):  # the CSV printed a traceback; the JSON blamed the file
+        assert main(["correlate", str(tmp_path / name), "--out", str(tmp_path / "o"), "--no-plots"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: DIALSCORE_MAX_ITEMS") and "Traceback" not in err and name not in err, err
+
+
+def test_nan_is_refused_as_not_finite_where_it_was_called_too_large(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture) -> None:
+    (tmp_path / "nan.json").write_text('{"human": [1, 2, NaN, 4], "scores": {"m": [1, 2, 3, 4]}}', encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "nan.json"), "--out", str(tmp_path / "o"), "--no-plots"]) == 2
+    assert "not usable JSON at human.2: NaN is not a JSON number" in capsys.readouterr().err
+    (tmp_path / "ok.json").write_text('{"human": [1, 2, 3, 4], "scores": {"m": [1, 2, 4, 3]}}', encoding="utf-8")
+    for option in (["--confidence", "nan"], ["--confidence", "inf"]):
+        with pytest.raises(SystemExit) as stopped:
+            main(["correlate", str(tmp_path / "ok.json"), *option, "--out", str(tmp_path / "o"), "--no-plots"])
+        assert stopped.value.code == 2 and "is not a finite number" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:
+        main(["human-eval", str(tmp_path / "ok.json"), "--alpha", "nan", "--out", str(tmp_path / "o")])
+    assert stopped.value.code == 2 and "'nan' is not a finite number" in capsys.readouterr().err
+
+
+def test_an_upstream_z_score_that_is_no_number_is_refused(tmp_path: Path) -> None:
+    """A "NaN" z-score was read as float('nan') and written into human_eval.json as NaN, which is no JSON."""
+    assignment = {"WorkerId": "w1", "AssignmentId": "a1",
+                  "data": [{"model": "m", "raw scores": {"fun": 50}, "z scores": {"fun": "NaN"}}]}
+    (tmp_path / "pass_x.json").write_text(json.dumps([assignment]), encoding="utf-8")
+    with pytest.raises(importers.ImporterError, match="a1:0 z scores fun: 'NaN' is not a finite number"):
+        importers.ji2022_json([tmp_path / "pass_x.json"])
 
 
 def test_bad_input_exits_2_with_a_message(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -98,6 +98,18 @@ def test_a_binary_header_of_zero_bytes_says_so(client):
     assert answer.status_code == 400 and f"{HEADER} is 0" in answer.get_json()["error"]  # not "the body is empty"
 
 
+@pytest.mark.parametrize("off_by", [2, -2])
+def test_a_binary_header_that_cuts_the_json_elsewhere_is_named(client, off_by):
+    """Two bytes too many were answered "the body holds NUL bytes: it is UTF-16", too few "Unterminated string"."""
+    context = _bytes_tensor(["hi"])
+    header = json.dumps({"inputs": [
+        {"name": "context", "shape": [1], "datatype": "BYTES", "parameters": {"binary_data_size": len(context)}},
+        _text("response", ["ok"])]}).encode()
+    answer = _infer(client, "length", header + context, {HEADER: str(len(header) + off_by)})
+    error = answer.get_json()["error"]
+    assert answer.status_code == 400 and error.startswith(f"The first {len(header) + off_by} bytes ({HEADER})"), error
+
+
 def test_binary_data_that_runs_past_its_size_is_400(client):
     header = json.dumps({"inputs": [
         {"name": "context", "shape": [1], "datatype": "BYTES", "parameters": {"binary_data_size": 4}},

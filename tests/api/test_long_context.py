@@ -78,3 +78,20 @@ def test_the_option_is_validated(client):
                                        "on_long_context": "keep_first"})
     assert bad.status_code == 422
     assert "on_long_context" in bad.get_json()["error"]["details"]
+
+
+def test_errors_name_the_turns_as_sent_not_as_cut(full_app):
+    """A bad 80th turn was named `items.0.context.4`, its place in the cut context, not the one the client sent."""
+    client = full_app.test_client()
+    context = long_context(79)
+    bad = client.post("/score", json={"model": "unref-minilm", "on_long_context": "keep_last",
+                                      "items": [{"context": [*context, 5], "response": "x"}]})
+    assert bad.status_code == 422 and set(bad.get_json()["error"]["details"]) == {"items.0.context.79"}
+    long_turn = "word " * 5000
+    skipped = client.post("/score", json={"model": "unref-minilm", "on_long_context": "keep_last", "on_invalid": "skip",
+                                          "items": [{"context": [*context, long_turn], "response": "x"},
+                                                    {"context": ["hi"], "response": "hello"}]})
+    assert skipped.status_code == 200 and set(skipped.get_json()["errors"]) == {"items.0.context.79"}
+    too_long = client.post("/rerank", json={"model": "unref-minilm", "on_long_context": "keep_last",
+                                            "context": [*context, long_turn], "candidates": CANDIDATES})
+    assert too_long.status_code == 413 and set(too_long.get_json()["error"]["details"]) == {"context.79"}

@@ -47,6 +47,7 @@ def test_set_up_errors_exit_2_with_one_json_log_record(store_root, tmp_path):
                                                     "--max-line-bytes", str(2 ** 63 - 1)],
         "--progress-every must be": ["--model", "length", "--input", str(source), "--progress-every", "nan"],
         "--threads must be": ["--model", "length", "--input", str(source), "--threads", "-5"],
+        "--threads must be 0 (every core) to 256": ["--model", "length", "--input", str(source), "--threads", "3000"],
     }
     for expected, args in cases.items():
         if "--output" not in args:

@@ -113,7 +113,9 @@ CSV_ROWS = [b"context,response", b'"hi\nhow are you?",fine', b"hello,caf\xe9 au 
     (CSV_ROWS, "not UTF-8: byte 0xe9"),
     ([*CSV_ROWS[:2], b'hello,"unterminated', b"yo,ok"], "a quoted cell is not closed"),
     ([*CSV_ROWS[:2], b'hello,"closed" too', b"yo,ok"], "',' expected after '\"'"),
-], ids=["latin-1", "unterminated", "after-quote"])
+    ([*CSV_ROWS[:2], b"hello, i said,fine", b"yo,ok"], "3 cell(s) where the header has 2"),  # its cells were shifted
+    ([*CSV_ROWS[:2], b"hello", b"yo,ok"], "1 cell(s) where the header has 2"),
+], ids=["latin-1", "unterminated", "after-quote", "wider", "narrower"])
 def test_a_bad_csv_row_exits_2_naming_its_row_and_file_line(baseline_store, tmp_path, capsys, rows, problem) -> None:
     """Row 2 is on file line 4, the first row's context cell holding two lines; nothing is written."""
     source = tmp_path / "in.csv"
@@ -215,7 +217,8 @@ def test_a_references_list_scores_against_each_and_keeps_the_best(baseline_store
     references = ["it was lovely, we went to the lake.", "great, i went hiking with my brother!", "fine."]
     lines = [json.dumps({**item, "reference": r}) for r in references]
     lines += [json.dumps({**item, "references": references}), json.dumps({**item, "references": []}),
-              json.dumps({**ITEMS[0], "references": references})]
+              json.dumps({**ITEMS[0], "references": references}),
+              json.dumps({**item, "references": [references[0], "\u200b "]})]
     source = write_jsonl(tmp_path / "in.jsonl", lines)
     out = tmp_path / "scores.jsonl"
     assert score(baseline_store, str(source), "--models", *MODELS, "--output", str(out), "--on-invalid", "skip") == 0
@@ -225,6 +228,8 @@ def test_a_references_list_scores_against_each_and_keeps_the_best(baseline_store
         assert len(set(single)) == 3 and records[3]["scores"][model] == max(single)
         assert "non-empty list" in records[4]["errors"][model]["message"]
         assert "not both" in records[5]["errors"][model]["message"]
+        # it said the model "needs a reference (not blank)", where the line gave one
+        assert "references.1 is blank" in records[6]["errors"][model]["message"]
     assert records[5]["id"] == ITEMS[0]["id"]
     assert {r["scores"]["length"] for r in records} == {records[0]["scores"]["length"]}
     with open(tmp_path / "in.csv", "w", encoding="utf-8", newline="") as handle:
@@ -528,6 +533,21 @@ def test_a_system_field_no_line_has_is_said_and_negative_threads_refused(baselin
     with pytest.raises(SystemExit) as stopped:
         main([str(source), "--models", "length", "--output", str(out), "--threads", "-1"])
     assert stopped.value.code == 2 and "--threads must be 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:  # 3,000 threads ran past 90 s; 100,000 crashed
+        main([str(source), "--models", "length", "--output", str(out), "--threads", "3000"])
+    assert stopped.value.code == 2 and "--threads must be 0 (all cores) to 256" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["5", "true", '"ab"', "[1]"])
+def test_options_of_a_model_that_are_not_an_object_are_refused_in_a_line(tmp_path, capsys, value: str) -> None:
+    """A bare value printed a traceback (exit 1, which says lines were not scored), a string a message about
+    dictionary update sequences."""
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(i) for i in ITEMS])
+    with pytest.raises(SystemExit) as stopped:
+        main([str(source), "--models", "length", "--output", str(tmp_path / "o.jsonl"), "--options",
+              '{"length": ' + value + "}"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and "--options gives length a value that is not a JSON object" in err, err
 
 
 def test_kept_ratings_take_the_scores_to_correlate(tmp_path, capsys) -> None:

@@ -33,6 +33,16 @@ def test_the_answer_says_its_comparisons_are_two_sided_and_uncorrected() -> None
     assert "uncorrected for the other comparisons" in body["resampling"]["item"]["comparisons"]
 
 
+@pytest.mark.parametrize("field", ["systems", "inputs"])
+def test_an_invisible_label_is_refused_as_blank(field: str) -> None:
+    """A zero-width space passed the schema's pattern and made a system of its own; /human-eval refused it."""
+    labels = ["a", "b"] * 19 + ["\u200b", "a"]
+    with pytest.raises(StatsInputError) as refused:
+        correlate(HUMAN[:40].tolist(), {"good": GOOD[:40].tolist()}, resamples=0, **{field: labels})
+    assert refused.value.fields == {f"{field}.38": f"Must name {'a system' if field == 'systems' else 'an input'} "
+                                                   f"(not blank): label every item, or leave `{field}` out."}
+
+
 def test_systems_that_differ_only_by_a_trailing_nul_are_not_merged() -> None:
     """The label "c\\u0000" was grouped with "c" (numpy's fixed-width strings drop trailing NULs)."""
     systems = ["a", "a", "b", "b", "c", "c", "c\u0000", "c\u0000"] * 5
