@@ -78,7 +78,9 @@ def correlate_markdown(result: dict[str, Any]) -> str:
                      + _table(["level", "a", "b", "method", "test", "delta", "p", "p (Holm)", "CI of delta", "note"], rows))
     agreement = result.get("agreement")
     if agreement:
-        parts.append(f"Inter-rater agreement: Krippendorff's alpha (interval) = {_num(agreement['krippendorff_alpha'])}, "
+        parts.append("Inter-rater agreement: Krippendorff's alpha (interval) = "
+                     f"{_num(agreement['krippendorff_alpha'])}, (ordinal) = "
+                     f"{_num(agreement.get('krippendorff_alpha_ordinal'))}, "
                      f"{agreement['raters_per_item']:.2f} ratings per item")
     return "\n\n".join(parts) + "\n"
 

@@ -541,9 +541,13 @@ class ResamplingSchema(StrictSchema):
 
 
 class AgreementSchema(StrictSchema):
-    krippendorff_alpha = fields.Float(required=True, allow_none=True)
+    krippendorff_alpha = fields.Float(required=True, allow_none=True, metadata={
+        "description": "Krippendorff's alpha with the interval metric (`metric`): ratings as numbers."})
+    krippendorff_alpha_ordinal = fields.Float(required=True, allow_none=True, metadata={
+        "description": "Krippendorff's alpha with the ordinal metric: ratings as ranks on their scale (Likert "
+                       "items, whose steps need not be equal)."})
     raters_per_item = fields.Float(required=True)
-    metric = fields.String(required=True)
+    metric = fields.String(required=True, metadata={"description": "The metric of `krippendorff_alpha`."})
     reason = fields.String()
 
 

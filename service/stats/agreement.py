@@ -1,10 +1,11 @@
-"""Agreement between human raters: Krippendorff's alpha."""
+"""Agreement between human raters: Krippendorff's alpha, interval and ordinal."""
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+from scipy.stats import rankdata
 
 
 def krippendorff_alpha_interval(units: Iterable[Sequence[float]]) -> float | None:
@@ -33,3 +34,18 @@ def krippendorff_alpha_interval(units: Iterable[Sequence[float]]) -> float | Non
         return None
     return float(1.0 - observed / expected)
 
+
+
+def krippendorff_alpha_ordinal(units: Iterable[Sequence[float]]) -> float | None:
+    """Krippendorff's alpha with the ordinal metric (Krippendorff 2011), for ratings on a scale whose steps
+    need not be equal (Likert items): the interval alpha of each value's mid-rank among the pairable values.
+
+    The ordinal distance between values c and k, sum_{g=c..k} n_g - (n_c + n_k) / 2 with n_g how many
+    pairable values equal g, is the difference of c's and k's mid-ranks in that pool, so this is that
+    distance exactly, and any increasing relabelling of the scale leaves it as it was. None where undefined."""
+    pairable = [np.asarray(u, dtype=np.float64) for u in units]
+    pairable = [u for u in pairable if u.size >= 2]
+    if not pairable:
+        return None
+    ranks = rankdata(np.concatenate(pairable))  # average ranks: equal values share one
+    return krippendorff_alpha_interval(np.split(ranks, np.cumsum([u.size for u in pairable])[:-1]))

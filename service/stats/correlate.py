@@ -14,7 +14,7 @@ import numpy as np
 
 from service.errors import FieldsError
 from service.text import canonical, is_blank
-from service.stats.agreement import krippendorff_alpha_interval
+from service.stats.agreement import krippendorff_alpha_interval, krippendorff_alpha_ordinal
 from service.stats.bootstrap import (MIN_BOOTSTRAP, UNDEFINED_REASON, bootstrap_distributions, bootstrap_p,
                                      decimal_ties, min_resamples, paired_bootstrap_from, percentile_interval,
                                      resample_indices, system_bootstrap_distributions, without_items_reason)
@@ -360,6 +360,7 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
     if units is not None:
         alpha = krippendorff_alpha_interval(units)
         body["agreement"] = {"krippendorff_alpha": alpha,
+                             "krippendorff_alpha_ordinal": krippendorff_alpha_ordinal(units),
                              "raters_per_item": float(np.mean([u.size for u in units])),
                              "metric": "interval"}
         if alpha is None:

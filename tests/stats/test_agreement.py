@@ -21,6 +21,40 @@ def test_krippendorff_alpha_matches_krippendorffs_published_example() -> None:
     assert stats.krippendorff_alpha_interval(units) == pytest.approx(0.849, abs=5e-4)
 
 
+def test_ordinal_alpha_matches_krippendorffs_published_example() -> None:
+    # The same example's alpha(ordinal) = 0.815 (Krippendorff 2011; 0.8153875 by the krippendorff package).
+    coders = [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3],
+        [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None],
+    ]
+    units = [[c[u] for c in coders if c[u] is not None] for u in range(12)]
+    assert stats.krippendorff_alpha_ordinal(units) == pytest.approx(0.8153875, abs=1e-7)
+
+
+@pytest.mark.parametrize("levels", [3, 5, 7, 101])
+def test_ordinal_alpha_matches_the_krippendorff_package(levels: int) -> None:
+    krippendorff = pytest.importorskip("krippendorff")
+    truth = RNG.normal(size=40)
+    matrix = np.clip(np.round((truth[None, :] + RNG.normal(scale=0.8, size=(3, 40))) * levels / 4 + levels / 2),
+                     0, levels - 1)
+    matrix[RNG.random(size=matrix.shape) < 0.2] = np.nan
+    units = [col[~np.isnan(col)] for col in matrix.T]
+    expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal")
+    assert stats.krippendorff_alpha_ordinal(units) == pytest.approx(expected, abs=1e-10)
+
+
+def test_ordinal_alpha_does_not_see_the_scales_spacing() -> None:
+    """An increasing relabelling (1..5 as 1, 2, 4, 8, 50) moves the interval alpha, never the ordinal one."""
+    units = [[1, 2], [4, 5], [5, 5, 4], [3, 3], [2, 1, 1], [5, 3]]
+    spaced = [[{1: 1, 2: 2, 3: 4, 4: 8, 5: 50}[v] for v in u] for u in units]
+    assert stats.krippendorff_alpha_ordinal(spaced) == stats.krippendorff_alpha_ordinal(units)
+    assert stats.krippendorff_alpha_interval(spaced) != pytest.approx(stats.krippendorff_alpha_interval(units))
+    assert stats.krippendorff_alpha_ordinal([[1.0], [2.0]]) is None
+    assert stats.krippendorff_alpha_ordinal([[3.0, 3.0], [3.0, 3.0]]) is None
+
+
 def test_krippendorff_alpha_matches_the_krippendorff_package() -> None:
     krippendorff = pytest.importorskip("krippendorff")
     truth = RNG.normal(size=30)

@@ -117,6 +117,7 @@ def test_correlate_several_ratings_per_item() -> None:
     assert body["metrics"]["good"]["item"]["pearson"]["r"] == pytest.approx(sps.pearsonr(GOOD, means).statistic)
     assert body["metrics"]["good"]["item"]["pearson"]["ci"] is None  # resampling off
     assert body["agreement"]["krippendorff_alpha"] == pytest.approx(stats.krippendorff_alpha_interval(ratings))
+    assert body["agreement"]["krippendorff_alpha_ordinal"] == pytest.approx(stats.krippendorff_alpha_ordinal(ratings))
     assert body["agreement"]["raters_per_item"] == pytest.approx((3 * 39 + 1) / 40)
 
 

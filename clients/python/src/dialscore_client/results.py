@@ -205,7 +205,8 @@ class Comparison(TypedDict, total=False):
 class Agreement(TypedDict, total=False):
     """Krippendorff's alpha among the human ratings, when several came per item."""
 
-    krippendorff_alpha: float | None
+    krippendorff_alpha: float | None  # the interval metric
+    krippendorff_alpha_ordinal: float | None
     raters_per_item: float
     metric: str
     reason: str
