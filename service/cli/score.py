@@ -18,7 +18,7 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +31,7 @@ from service.bulk.output import regular_output
 from service.bulk.records import read_object, score_batch
 from service.cli import references
 from service.cli.intervals import DEFAULT_CONFIDENCE, METHOD, RESAMPLED, IntervalSettings, mean_interval
+from service.cli.progress import Progress
 from service.components.cache import EncodeCache
 from service.config import MAX_SESSION_THREADS, load_settings
 from service.scorers.base import Call, Scorer
@@ -75,6 +76,8 @@ def _parse_args(argv: list[str] | None, prog: str = "dialscore score") -> argpar
                         help="leave out every line that is a training item of one of --models (its last turn and reply, "
                              "in any spelling, are an item the model read: service/store/trained_items.py); without it "
                              "such lines are marked `trained` and counted")
+    parser.add_argument("--progress-every", type=float, default=10.0, metavar="SECONDS",
+                        help="seconds between progress lines on stderr (default 10; 0: after every batch)")
     parser.add_argument("--on-invalid", choices=("fail", "skip"), default="fail",
                         help="a line some model cannot score: fail (default) exits 1 and writes no output; skip "
                              "writes it as an error record and goes on (exit 0)")
@@ -89,6 +92,8 @@ def _parse_args(argv: list[str] | None, prog: str = "dialscore score") -> argpar
         parser.error(f"--threads must be 0 (all cores) to {MAX_SESSION_THREADS}, as DIALSCORE_INTRA_OP_THREADS")
     if args.max_refs < 1:
         parser.error("--max-refs must be at least 1")
+    if not 0 <= args.progress_every < float("inf"):  # NaN too
+        parser.error("--progress-every must be a number of seconds, 0 or more")
     if not 0 < args.confidence < 1:
         parser.error("--confidence must lie strictly between 0 and 1")
     if args.resamples is not None and args.resamples < 0:
@@ -232,6 +237,7 @@ class Summary:
     systems: dict[str, Means] = field(default_factory=dict)  # in the order first met
     every: Means = field(default_factory=Means)
     errors: dict[str, list[str]] = field(default_factory=dict)  # model: "line n: message", in line order
+    written: int = 0  # records written
     failed_lines: int = 0  # lines at least one model could not score
     trained: dict[str, int] = field(default_factory=dict)  # model: lines that are its training items
     trained_scored: dict[str, int] = field(default_factory=dict)  # model: those of them it scored
@@ -266,13 +272,13 @@ def _score_lines(batch: list[tuple[int, bytes]], scorer: Scorer, options: dict[s
 def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], options: list[dict[str, Any]],
                sink: io.TextIOBase, system_key: str, batch_size: int, trained: list[TrainedItems] | None = None,
                exclude_trained: bool = False, max_refs: int = references.DEFAULT_MAX_REFS,
-               keep: list[str] | None = None) -> Summary:
+               keep: list[str] | None = None, progress: Callable[[int], None] | None = None) -> Summary:
     """Score every line with every model, write one record a line to `sink`, and return the means. A line
     that is a training item of a model in `trained` is marked (`"trained": [models]`), or with
     `exclude_trained` left out of the output and the means (of every model, so they compare on one set).
     A referenced model reads a `references` list's first `max_refs`; a record counts the rest
     (`references_left_out`), as does the summary. `keep`: the line's fields copied into the record's
-    `kept` (those it has)."""
+    `kept` (those it has). `progress` is called with the lines written after each batch."""
     summary = Summary(max_refs=max_refs)
     reads_references = any(Call(scorer, opts).reads_reference for scorer, opts in zip(scorers, options))
     batch: list[tuple[int, bytes]] = []
@@ -307,11 +313,14 @@ def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], option
                 if out["scores"].get(model) is not None:
                     summary.trained_scored[model] = summary.trained_scored.get(model, 0) + 1
             sink.write(json.dumps(out, ensure_ascii=False, allow_nan=False) + "\n")
+            summary.written += 1
             summary.every.add(out["scores"])
             if system is not None:
                 summary.systems.setdefault(system, Means()).add(out["scores"])
         batch.clear()
         found.clear()
+        if progress is not None:
+            progress(summary.written)
 
     for number, raw in lines:
         obj = _line_object(raw)
@@ -491,7 +500,7 @@ def _run(args: argparse.Namespace) -> tuple[Summary, list[Scorer], list[dict[str
     try:
         with open(partial, "w", encoding="utf-8") as sink:
             summary = score_file(lines, scorers, options, sink, args.system, args.batch_size, trained,
-                                 args.exclude_trained, args.max_refs, args.keep)
+                                 args.exclude_trained, args.max_refs, args.keep, Progress(args.progress_every))
         if not summary.failed_lines or args.on_invalid == "skip":
             os.replace(partial, output)
     finally:

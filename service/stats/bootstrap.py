@@ -215,13 +215,12 @@ def bootstrap_distributions(human: Sequence[float], metrics: dict[str, Sequence[
                             item_inputs: np.ndarray | None = None) -> dict[str, dict[str, np.ndarray]]:
     """{method: {metric: correlation with the humans on every resample (row of `indices`)}}.
 
-    A row of `indices` draws items; with `item_inputs` (each item's input id, 0 to k - 1) it draws
-    inputs, each bringing every item of its input, so a resample's size varies. The same rows are used
-    for every metric, which is what makes differences between metrics a paired bootstrap. A resample is
-    handled as the multiplicity of each item in it: Pearson and Spearman are then weighted sums over the
-    original items (ranks from cumulative counts, no sort per resample; the humans' once per chunk for
-    all metrics), Kendall one matrix product up to `_WEIGHTED_KENDALL_MAX` items and scipy per resample
-    beyond. NaN marks a resample where a side was constant.
+    A row of `indices` draws items, or with `item_inputs` (each item's input id) inputs, each bringing
+    all its items. Every metric shares the rows: differences between metrics are a paired bootstrap. A
+    resample is each item's multiplicity in it: Pearson and Spearman are weighted sums over the original
+    items (ranks from cumulative counts, no sort per resample), Kendall one matrix product up to
+    `_WEIGHTED_KENDALL_MAX` items and scipy per resample beyond. NaN marks a resample where a side was
+    constant.
     """
     h = np.asarray(human, dtype=np.float64)
     columns = {name: np.asarray(values, dtype=np.float64) for name, values in metrics.items()}

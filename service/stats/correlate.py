@@ -251,14 +251,12 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
     """The body of a /correlate 200 response: per metric, level and method {r, p, ci, n}, comparisons,
     agreement, and `resampling`: what each level's intervals and p-values resample.
 
-    Item level uses every item; system level (when `systems` is given) correlates per-system means,
-    its bootstrap resampling what `system_resampling` names (service/stats/designs.py: systems, items
-    within each system, or both; with `inputs`, each item's input, whole inputs instead of items), and
-    its p coming from the same resamples. The item level resamples what `item_resampling` names: the
-    items, or with `inputs` whole inputs, its p then from those resamples too. Every comparison carries
-    `test`: 'williams' (Pearson only) or 'paired_bootstrap' (every method). The arguments are checked
-    here too (StatsInputError), not only by the request schema: service.stats is a library, which a
-    notebook may call with no schema in front.
+    The item level correlates every item, its bootstrap resampling what `item_resampling` names (items,
+    or with `inputs` whole inputs, p then from those draws too); the system level (with `systems`)
+    correlates per-system means, its bootstrap resampling what `system_resampling` names
+    (designs.py), p from the same draws. Every comparison carries `test`: 'williams' (Pearson only) or
+    'paired_bootstrap'. The arguments are checked here too (StatsInputError), not only by the request
+    schema: service.stats is a library, which a notebook may call with no schema in front.
     """
     methods = list(dict.fromkeys(methods))
     design = system_resampling

@@ -1,14 +1,12 @@
-"""What a system-level bootstrap resamples: the systems, the items within each system, or both.
+"""What each level's bootstrap resamples. System level: the systems, the items within each system, or both.
 
-After Deutsch, Dror and Roth (TACL 2021): BOOT-SYSTEMS, BOOT-INPUTS and BOOT-BOTH. Items are resampled
-within each system, or, where the request names each item's input, as whole inputs with every system's
-items for them. `items` alone treats the systems as the whole population (far too narrow for other
-systems). `both` is the default: its 95% intervals held the population correlation at about the
-nominal rate where item scatter is correlated like the systems. Where it is independent, resampled
-items add it twice to each system mean, so `both`'s and `items`' intervals sit below r when systems
-have few items, and `systems` suits many systems (tests/stats/test_designs.py; docs/api.md).
-The item level resamples items, or, where the request names the inputs and asks for it, whole inputs
-(a cluster bootstrap: replies to one input are not independent draws).
+After Deutsch, Dror and Roth (TACL 2021): BOOT-SYSTEMS, BOOT-INPUTS and BOOT-BOTH; where the request
+names each item's input, items are drawn as whole inputs with every system's items for them. `items`
+alone treats the systems as the whole population. `both`, the default, held the population correlation
+at about the nominal rate where item scatter is correlated like the systems; where it is independent,
+resampled items add it twice to each system mean, and `systems` suits many systems
+(tests/stats/test_designs.py; docs/api.md). Item level: the items, or whole inputs (a cluster bootstrap:
+replies to one input are not independent draws).
 """
 from __future__ import annotations
 
