@@ -164,12 +164,9 @@ def _surrogate_message(text: str) -> str | None:
 _BOM = b"\xef\xbb\xbf"  # UTF-8 byte order mark
 
 
-def parse(raw: bytes, *, max_depth: int, finite: bool = False, constants: bool = True) -> Any:
-    """The JSON value in `raw` held to every rule above, or a JsonTextError saying which it broke;
-    `constants=False` refuses `NaN`, `Infinity` and `-Infinity` as BadText naming their path."""
-    data = _load(raw, max_depth, finite, constants)
-    if isinstance(data, _Constant):
-        raise BadText(_constant_message(data), "(body)")
+def parse(raw: bytes, *, max_depth: int, finite: bool = False) -> Any:
+    """The JSON value in `raw` held to every rule above, or a JsonTextError saying which it broke."""
+    data = _load(raw, max_depth, finite, constants=True)
     _check(data, raw, max_depth)
     return data
 

@@ -134,6 +134,9 @@ def run_correlate(args: argparse.Namespace) -> int:
     body = _validated(CorrelateRequestSchema(), {"human": data.human, "scores": data.scores,
                                                  "systems": data.systems, "inputs": data.inputs, **chosen},
                       StatsInputError)
+    if body["item_resampling"] == "inputs" and body["inputs"] is None:
+        raise importers.ImporterError(f"{args.file}: --item-resampling inputs needs each item's input: name its "
+                                      "column or kept field with --input-column (a /correlate body gives `inputs`)")
     _check_bootstrap_budget(body["human"], body["resamples"])
     result = {TOOL: VERSION, **correlate(body["human"], body["scores"], body["systems"], body["methods"],
                                          body["confidence"], body["resamples"], body["seed"],

@@ -58,7 +58,7 @@ def ji2022_csv(path: Path) -> HumanEvalInput:
     with open(path, newline="", encoding="utf-8-sig") as handle:
         for line, row in enumerate(csv.DictReader(handle), start=2):
             try:  # the same reader as a body: a repeated scoreK must not keep its last value silently
-                answers = parse(row["Answer.taskAnswers"].encode("utf-8"), max_depth=depth, constants=False)[0]
+                answers = parse(row["Answer.taskAnswers"].encode("utf-8"), max_depth=depth)[0]
             except (KeyError, IndexError, TypeError, JsonTextError) as exc:
                 raise ImporterError(f"{path}:{line}: no readable Answer.taskAnswers ({exc})") from None
             if "task0" not in answers:
@@ -83,12 +83,16 @@ def ji2022_csv(path: Path) -> HumanEvalInput:
 
 
 def _finite(where: str, value: Any) -> float:
-    """A score's finite number: float() reads "NaN" and "inf" too, which are no score, and a NaN z-score
-    would make the report's JSON unreadable."""
+    """A score's finite number: float() reads "NaN" and "inf" too, which are no score."""
     number = float(value)
     if not math.isfinite(number):
         raise ImporterError(f"{where}: {value!r} is not a finite number")
     return number
+
+
+def _finite_or_none(value: Any) -> float | None:
+    number = None if value is None else float(value)
+    return number if number is not None and math.isfinite(number) else None
 
 
 def _ji2022_json_files(paths: Iterable[Path]) -> list[Path]:
@@ -124,9 +128,8 @@ def ji2022_json(paths: Iterable[Path]) -> HumanEvalInput:
                 ratings.append({"rater": worker, "system": dialogue["model"], "item": item,
                                 "scores": {c: _finite(f"{path}: {item} raw scores {c}", v)
                                            for c, v in dialogue["raw scores"].items()}})
-                if "z scores" in dialogue:
-                    z_scores[item] = {c: (None if v is None else _finite(f"{path}: {item} z scores {c}", v))
-                                      for c, v in dialogue["z scores"].items()}
+                if "z scores" in dialogue:  # a z-score that is no finite number is missing, as a null one
+                    z_scores[item] = {c: _finite_or_none(v) for c, v in dialogue["z scores"].items()}
     upstream = {"passed": sorted(passed), "failed": sorted(failed), "z": z_scores}
     return HumanEvalInput(ratings, reverse=[], scale=(0.0, 100.0), qc_system=JI_QC,
                           qc_criteria=list(JI_QC_CRITERIA), upstream=upstream)
@@ -411,14 +414,15 @@ def _dstc_systems(path: Path, systems: list[str]) -> list[str] | None:
 
 def _read_json(path: Path) -> Any:
     """The file's JSON, held to what an HTTP body is held to (json_body: each key once, no lone
-    surrogates, no NaN or Infinity, nesting up to DIALSCORE_MAX_JSON_DEPTH, a leading BOM dropped), by
-    the same reader, since its values reach the same code."""
+    surrogates, nesting up to DIALSCORE_MAX_JSON_DEPTH, a leading BOM dropped), by the same reader, since
+    its values reach the same code. NaN and Infinity are read (Python's json writes them): a field that
+    is read is held to finite numbers where it is used, and one that is not is no reason to refuse."""
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise ImporterError(f"{path}: not readable ({exc})") from exc
     try:
-        return parse(raw, max_depth=load_settings(check_providers=False).max_json_depth, constants=False)
+        return parse(raw, max_depth=load_settings(check_providers=False).max_json_depth)
     except (BadText, TooDeep) as exc:
         raise ImporterError(f"{path}: not usable JSON{f' at {exc.path}' if exc.path else ''}: {exc}") from None
     except JsonTextError as exc:  # NotUtf8, NotJson, RepeatedKey

@@ -96,8 +96,9 @@ class Number(fields.Float):
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(allow_nan=False, **kwargs)
-        # The body's reader refuses NaN and Infinity (400), so what comes here as one is a number that overflowed.
-        self.error_messages["special"] = f"A number {TOO_LARGE} (it reads as infinity); send a finite number."
+        # The body's reader refuses NaN and Infinity (400), so what comes here over HTTP is a number that
+        # overflowed; the analysis command's files may hold NaN.
+        self.error_messages["special"] = f"A number {TOO_LARGE} (it reads as infinity), or NaN: send a finite number."
         self.validators.append(validate.Range(min=-MAX_MAGNITUDE, max=MAX_MAGNITUDE, error=(
             f"Must be within -{MAX_MAGNITUDE:g} and {MAX_MAGNITUDE:g} (larger values overflow the statistics).")))
 
@@ -327,9 +328,10 @@ class CorrelateRequestSchema(StrictSchema):
                        "than 2 / (1 - confidence) (40 at 0.95) give `ci: null` with a `ci_reason`."})
     seed = Whole(load_default=0, validate=validate.Range(min=0))
     inputs = fields.List(fields.String(), load_default=None, allow_none=True, metadata={
-        "description": "The input (e.g. the context) each item answers, where systems answered the same ones: the "
-                       "system level then resamples whole inputs, each with every system's items for it, instead "
-                       "of items within each system; and the item level may (`item_resampling`).",
+        "description": "The input (e.g. the context) each item answers: where systems answered the same ones, the "
+                       "system level's `items` and `both` then resample whole inputs, each with every system's items "
+                       "for it, instead of items within each system (`systems` draws no items); with "
+                       "`item_resampling` inputs, the item level draws whole inputs too, with or without `systems`.",
         "example": ["c1", "c1", "c1"]})
     item_resampling = fields.String(load_default=DEFAULT_ITEM_DESIGN, validate=validate.OneOf(ITEM_DESIGNS), metadata={
         "description": "What the item level's bootstrap resamples: `items` (the default), as independent draws, or "
@@ -504,7 +506,8 @@ class ComparisonSchema(StrictSchema):
     level = fields.String(required=True, validate=validate.OneOf(["item", "system"]))
     test = fields.String(required=True, validate=validate.OneOf(["williams", "paired_bootstrap"]), metadata={
         "description": "williams: Williams' t for two dependent correlations sharing the human side (Steiger 1980 "
-                       "eq. 7, as Graham & Baldwin 2014), two-sided. paired_bootstrap: the same resamples for both "
+                       "eq. 7, as Graham & Baldwin 2014), two-sided; Pearson only, and not at the item level under "
+                       "`item_resampling` inputs (it takes the items as independent). paired_bootstrap: the same resamples for both "
                        "metrics; ci the deltas' percentile interval and p its dual, (2k + 1) / (B + 1) with k the deltas "
                        "on the smaller side of 0, two-sided, so the interval excludes 0 where p < 1 - confidence "
                        "(up to interpolation). Each p is its test's own, uncorrected for the other comparisons."})
@@ -538,6 +541,9 @@ class ResamplingSchema(StrictSchema):
     p = fields.String(required=True, metadata={"description": "How this level's correlation p-values are found."})
     comparisons = fields.String(required=True, metadata={"description": "How pairs of metrics are compared."})
     reason = fields.String(metadata={"description": "Why nothing was resampled (intervals null)."})
+    inputs = fields.Integer(metadata={"description": "Item level under `item_resampling` inputs: how many inputs "
+                                                     "the draws pick from (with few, say under 20, a cluster "
+                                                     "bootstrap's intervals are too narrow)."})
 
 
 class AgreementSchema(StrictSchema):

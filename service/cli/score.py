@@ -148,8 +148,8 @@ def _as_wide_as_the_header(row: dict[Any, Any], columns: int) -> None:
     """csv.DictReader keeps a row's extra cells under None and fills missing ones with None, silently."""
     extra, short = len(row.get(None) or []), sum(value is None for key, value in row.items() if key is not None)
     if extra or short:
-        raise _Ragged(f"{columns + extra - short} cell(s) where the header has {columns} (quote a cell that holds the "
-                      "delimiter)")
+        fix = "quote a cell that holds the delimiter" if extra else "give every column a cell: an empty one is no value"
+        raise _Ragged(f"{columns + extra - short} cell(s) where the header has {columns} ({fix})")
 
 
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")

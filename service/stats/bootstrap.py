@@ -26,6 +26,7 @@ MIN_BOOTSTRAP = 8
 _CHUNK_CELLS = 2_000_000
 _PAIRWISE_MAX = 64  # up to this many points Kendall's tau is computed over all pairs at once
 _WEIGHTED_KENDALL_MAX = 2000  # up to this many items the bootstrap tau uses one n x n sign matrix
+ZERO_TOLERANCE = 1e-12  # bootstrap_p: a resampled statistic this close to 0 is 0 (rounding, not a side)
 
 
 # --- vectorised statistics over resample matrices -----------------------------------------------
@@ -318,16 +319,19 @@ def bootstrap_p(distribution: np.ndarray) -> dict[str, Any]:
     """Two-sided p of r = 0 from a correlation's bootstrap distribution: the dual of its percentile
     interval, so a (1 - alpha) interval excludes 0 where p < alpha (up to interpolation).
 
-    With k the resamples on the smaller side of 0 (one at 0 counts on both) among B defined ones,
-    p = (2k + 1) / (B + 1), capped at 1: the +1 counts the sample itself, so p is never 0. At k = 0
-    it is the floor 1 / (B + 1), `at_floor`: p is then below what B resamples resolve.
+    With k the resamples on the smaller side of 0 (one within ZERO_TOLERANCE of 0 counts on both) among
+    B defined ones, p = (2k + 1) / (B + 1), capped at 1: the +1 counts the sample itself, so p is never
+    0. At k = 0 it is the floor 1 / (B + 1), `at_floor`: p is then below what B resamples resolve.
     None where more than MAX_UNDEFINED_SHARE of the resamples are undefined, as for the interval.
     `mc_se`: p's Monte Carlo error (monte_carlo_se).
     """
     finite = distribution[np.isfinite(distribution)]
     if not _mostly_defined(distribution, finite):
         return {"p": None, "at_floor": False}
-    k = min(int(np.count_nonzero(finite <= 0)), int(np.count_nonzero(finite >= 0)))
+    # A resample whose statistic is 0 but for rounding (coarse ratings often give r = 0 exactly, computed
+    # as +-1e-17 by sums whose order the rows decide) counts on both sides, as an exact 0 does.
+    zero = np.abs(finite) <= ZERO_TOLERANCE
+    k = min(int(np.count_nonzero((finite < 0) | zero)), int(np.count_nonzero((finite > 0) | zero)))
     p = min(1.0, (2 * k + 1) / (finite.size + 1))
     return {"p": p, "at_floor": k == 0, "mc_se": monte_carlo_se(p, finite.size)}
 

@@ -282,6 +282,13 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
         given = np.asarray([canonical(str(x)) for x in inputs], dtype=object)
         item_inputs = np.unique(given[order], return_inverse=True)[1]
         item_inputs = inputs_by_content(item_inputs, int(item_inputs.max()) + 1, rows)
+        # Items that tie on every value but answer different inputs weigh differently in a draw: their
+        # inputs' ids (which the data fixes) order them, so the weighted sums add in one order for any
+        # order of the rows.
+        within = np.asarray(sorted(range(n), key=lambda i: (rows[i], int(item_inputs[i]))), dtype=np.int64)
+        order, means, item_inputs = order[within], means[within], item_inputs[within]
+        metrics = {name: values[within] for name, values in metrics.items()}
+        rows = [rows[i] for i in within]
     units_drawn = ("inputs", int(item_inputs.max()) + 1) if by_inputs_items else ("items", n)
     no_bootstrap = ("resampling is off (resamples = 0)" if resamples == 0 else
                     f"too few resamples for a {confidence:.12g} interval (resamples = {resamples}, need at least "
@@ -304,6 +311,8 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
         entry["level"] = "item"
     body: dict[str, Any] = {"n": n, "metrics": {name: {"item": item[name]} for name in metrics}}
     resampling = {"item": resampling_summary("item", item_resampling, confidence, resamples, seed, no_bootstrap)}
+    if by_inputs_items:  # the units drawn, a sample size the intervals rest on as much as n
+        resampling["item"]["inputs"] = units_drawn[1]
 
     if systems is not None:
         labels, labelled = np.unique(labels_given[order], return_inverse=True)

@@ -88,7 +88,7 @@ def test_correlate_reads_each_items_input_from_a_column_or_kept_field(tmp_path: 
     (tmp_path / "plain.csv").write_text("\n".join(row.rsplit(",", 2)[0] for row in rows) + "\n", encoding="utf-8")
     assert main(["correlate", str(tmp_path / "plain.csv"), "--item-resampling", "inputs", "--out",
                  str(tmp_path / "c"), "--no-plots"]) == 2
-    assert "inputs: Required where item_resampling is 'inputs'" in capsys.readouterr().err
+    assert "--item-resampling inputs needs each item's input: name its column" in capsys.readouterr().err
     assert main(["correlate", str(tmp_path / "in.csv"), "--input-column", "ctx", "--out", str(tmp_path / "c")]) == 2
     assert "no input column 'ctx'" in capsys.readouterr().err
     (tmp_path / "blank.csv").write_text("human,m,context\n1,2,c1\n2,3,\n3,3,c2\n", encoding="utf-8")
@@ -162,7 +162,13 @@ def test_nan_is_refused_as_not_finite_where_it_was_called_too_large(tmp_path: Pa
                                                                      capsys: pytest.CaptureFixture) -> None:
     (tmp_path / "nan.json").write_text('{"human": [1, 2, NaN, 4], "scores": {"m": [1, 2, 3, 4]}}', encoding="utf-8")
     assert main(["correlate", str(tmp_path / "nan.json"), "--out", str(tmp_path / "o"), "--no-plots"]) == 2
-    assert "not usable JSON at human.2: NaN is not a JSON number" in capsys.readouterr().err
+    assert "human.2: A number too large for a double (it reads as infinity), or NaN" in capsys.readouterr().err
+    # a NaN in a field no analysis reads is no reason to refuse the file (Python's json writes NaN)
+    entries = [{"annotations": {"overall": [h], "interesting": [float("nan")]}, "scores": {"m": h % 3}}
+               for h in range(1, 9)]
+    (tmp_path / "dstc.json").write_text(json.dumps(entries), encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "dstc.json"), "--format", "dstc", "--out", str(tmp_path / "d"),
+                 "--no-plots", "--quiet"]) == 0
     (tmp_path / "ok.json").write_text('{"human": [1, 2, 3, 4], "scores": {"m": [1, 2, 4, 3]}}', encoding="utf-8")
     for option in (["--confidence", "nan"], ["--confidence", "inf"]):
         with pytest.raises(SystemExit) as stopped:
@@ -173,12 +179,15 @@ def test_nan_is_refused_as_not_finite_where_it_was_called_too_large(tmp_path: Pa
     assert stopped.value.code == 2 and "'nan' is not a finite number" in capsys.readouterr().err
 
 
-def test_an_upstream_z_score_that_is_no_number_is_refused(tmp_path: Path) -> None:
+def test_an_upstream_z_score_that_is_no_number_is_missing_and_a_raw_score_refused(tmp_path: Path) -> None:
     """A "NaN" z-score was read as float('nan') and written into human_eval.json as NaN, which is no JSON."""
     assignment = {"WorkerId": "w1", "AssignmentId": "a1",
-                  "data": [{"model": "m", "raw scores": {"fun": 50}, "z scores": {"fun": "NaN"}}]}
+                  "data": [{"model": "m", "raw scores": {"fun": 50}, "z scores": {"fun": "NaN", "robotic": 0.5}}]}
     (tmp_path / "pass_x.json").write_text(json.dumps([assignment]), encoding="utf-8")
-    with pytest.raises(importers.ImporterError, match="a1:0 z scores fun: 'NaN' is not a finite number"):
+    assert importers.ji2022_json([tmp_path / "pass_x.json"]).upstream["z"] == {"a1:0": {"fun": None, "robotic": 0.5}}
+    assignment["data"][0]["raw scores"]["fun"] = "inf"
+    (tmp_path / "pass_x.json").write_text(json.dumps([assignment]), encoding="utf-8")
+    with pytest.raises(importers.ImporterError, match="a1:0 raw scores fun: 'inf' is not a finite number"):
         importers.ji2022_json([tmp_path / "pass_x.json"])
 
 

@@ -114,7 +114,7 @@ CSV_ROWS = [b"context,response", b'"hi\nhow are you?",fine', b"hello,caf\xe9 au 
     ([*CSV_ROWS[:2], b'hello,"unterminated', b"yo,ok"], "a quoted cell is not closed"),
     ([*CSV_ROWS[:2], b'hello,"closed" too', b"yo,ok"], "',' expected after '\"'"),
     ([*CSV_ROWS[:2], b"hello, i said,fine", b"yo,ok"], "3 cell(s) where the header has 2"),  # its cells were shifted
-    ([*CSV_ROWS[:2], b"hello", b"yo,ok"], "1 cell(s) where the header has 2"),
+    ([*CSV_ROWS[:2], b"hello", b"yo,ok"], "1 cell(s) where the header has 2 (give every column a cell"),
 ], ids=["latin-1", "unterminated", "after-quote", "wider", "narrower"])
 def test_a_bad_csv_row_exits_2_naming_its_row_and_file_line(baseline_store, tmp_path, capsys, rows, problem) -> None:
     """Row 2 is on file line 4, the first row's context cell holding two lines; nothing is written."""

@@ -338,6 +338,7 @@ def test_resampling_inputs_gives_p_from_its_draws_and_no_williams_test() -> None
     assert {c["test"] for c in body["comparisons"]} == {"paired_bootstrap"}
     summary = body["resampling"]["item"]
     assert summary["design"] == "inputs" and summary["resampled"] == designs.ITEM_DESCRIPTIONS["inputs"]
+    assert summary["inputs"] == 12 and "inputs" not in correlate(human.tolist(), scores)["resampling"]["item"]
     assert "Williams" not in summary["comparisons"] and summary["p"].startswith("bootstrap")
     assert "Williams" in correlate(human.tolist(), scores, resamples=400)["resampling"]["item"]["comparisons"]
 
@@ -348,6 +349,28 @@ def test_the_item_level_by_inputs_does_not_depend_on_the_inputs_labels() -> None
     first, again = (correlate(human.tolist(), {"m": metric.tolist()}, resamples=200, inputs=labels,
                               item_resampling="inputs") for labels in (inputs, renamed))
     assert first["metrics"] == again["metrics"]
+
+
+def test_the_item_level_by_inputs_does_not_depend_on_the_rows_order() -> None:
+    """Coarse ratings tie on every value across inputs: their order decided the weighted sums' last bits,
+    and with them which side of 0 a resample's r of exactly 0 fell (p .043 against .050)."""
+    for trial in range(10):
+        rng = np.random.default_rng(trial)
+        inputs = [f"c{j}" for j in np.repeat(np.arange(12), rng.integers(1, 7, 12))]
+        n = len(inputs)
+        human = (rng.integers(1, 3, n) / 3).tolist()
+        scores = {"a": (rng.integers(0, 2, n) * 0.1 + 0.7).tolist(), "b": (rng.integers(0, 2, n) / 7).tolist()}
+        first = correlate(human, scores, inputs=inputs, item_resampling="inputs", resamples=300, seed=2)
+        shuffled = rng.permutation(n)
+        again = correlate([human[i] for i in shuffled], {k: [v[i] for i in shuffled] for k, v in scores.items()},
+                          inputs=[inputs[i] for i in shuffled], item_resampling="inputs", resamples=300, seed=2)
+        assert again["metrics"] == first["metrics"] and again["comparisons"] == first["comparisons"]
+
+
+def test_a_resampled_zero_but_for_rounding_counts_on_both_sides() -> None:
+    exact, rounded = np.array([0.0, 0.3, 0.2, 0.1]), np.array([-1e-17, 0.3, 0.2, 0.1])
+    assert bootstrap.bootstrap_p(rounded) == bootstrap.bootstrap_p(exact)
+    assert bootstrap.bootstrap_p(np.array([-1e-9, 0.3, 0.2, 0.1]))["p"] == 3 / 5  # past the tolerance: a side
 
 
 def test_resampling_inputs_needs_the_inputs_and_enough_of_them() -> None:
