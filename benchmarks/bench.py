@@ -313,13 +313,18 @@ def run_scenario(port: int, body: dict, items_per_request: int, clients: int, se
 def batch_moves(port: int, served: dict[str, dict], n: int) -> dict[str, float]:
     """For each model scoring items, the largest |score alone - score among `n` distinct items of mixed
     lengths| as a share of its score range, over the scoring shape and the re-ranking one (a shared
-    context): 0 where GET /models says bit_exact_across_batches, within docs/api.md's bound elsewhere."""
+    context), and over its default options and `reference_free` where it offers that (another formula:
+    the context cosine alone is not halved by an average with the reference's): 0 where GET /models says
+    bit_exact_across_batches, within docs/api.md's bound elsewhere."""
     moves: dict[str, float] = {}
     for name, model in sorted(served.items()):
-        for draw, shared in itertools.product(range(BOUND_DRAWS), (False, True) if model["kind"] != "dialogue" else (False,)):
+        option_sets = [{}] + ([{"reference_free": True}] if "reference_free" in model.get("options", {}) else [])
+        shapes = (False, True) if model["kind"] != "dialogue" else (False,)
+        for draw, shared, options in itertools.product(range(BOUND_DRAWS), shapes, option_sets):
             items = mixed_items(model["kind"], n, shared_context=shared, draw=draw)
-            status, together = _request(port, json.dumps({"model": name, "items": items}).encode())
-            alone = [_request(port, json.dumps({"model": name, "items": [item]}).encode()) for item in items]
+            status, together = _request(port, json.dumps({"model": name, "items": items, "options": options}).encode())
+            alone = [_request(port, json.dumps({"model": name, "items": [item], "options": options}).encode())
+                     for item in items]
             if status != 200 or any(code != 200 for code, _ in alone):
                 continue
             low, high = model["score_range"]
