@@ -18,6 +18,7 @@ import numpy as np
 from marshmallow import ValidationError
 
 from service.analysis import importers, report
+from service.analysis.inputs import CorrelateInput
 from service.analysis.compare import compare_with_upstream, pairwise_rater_agreement
 from service.analysis.plots import agreement_histogram, correlate_plots, human_eval_plots, missing
 from service.api import limits
@@ -74,7 +75,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     corr.add_argument("--out", type=Path, default=Path("correlate-report"),
                       help="folder for correlate.json, correlate.md and the PNGs (default: ./correlate-report)")
     corr.add_argument("--no-plots", action="store_true")
-    corr.add_argument("--quiet", action="store_true", help="write the files only; print nothing on success")
+    corr.add_argument("--quiet", action="store_true",
+                      help="write the files only: nothing on stdout on success (notes on the input still go to stderr)")
 
     human = commands.add_parser("human-eval", help="Ji et al. 2022 reliable human assessment")
     human.add_argument("files", type=Path, nargs="+", help="a file, or Ji et al.'s pass/fail JSON files or their folder")
@@ -124,6 +126,22 @@ CORRELATE_DEFAULTS = {"methods": list(METHODS), "confidence": 0.95, "resamples":
                       "system_resampling": DEFAULT_DESIGN, "item_resampling": DEFAULT_ITEM_DESIGN}
 
 
+def _input_record(args: argparse.Namespace, data: CorrelateInput) -> dict[str, Any]:
+    """What the report was computed from, for a reproducibility statement: the file (path, SHA-256), its
+    format and the columns or fields named; and from `dialscore score`'s output, each model's version and
+    options and how many items are its training items."""
+    record: dict[str, Any] = {"file": str(args.file), "sha256": hashlib.sha256(args.file.read_bytes()).hexdigest(),
+                              "format": data.format}
+    named = {"human": args.human, "system": None if args.system == "system" else args.system,
+             "input_column": args.input_column, "id_column": args.id_column, "aspect": args.aspect}
+    record.update({key: value for key, value in named.items() if value is not None})
+    if data.models:
+        record["models"] = data.models
+    if data.trained:
+        record["trained"] = data.trained
+    return record
+
+
 def run_correlate(args: argparse.Namespace) -> int:
     data = importers.load_correlate(args.file, args.format, args.human, args.aspect, args.system, args.id_column,
                                     args.input_column)
@@ -141,6 +159,7 @@ def run_correlate(args: argparse.Namespace) -> int:
     result = {TOOL: VERSION, **correlate(body["human"], body["scores"], body["systems"], body["methods"],
                                          body["confidence"], body["resamples"], body["seed"],
                                          body["system_resampling"], body["inputs"], body["item_resampling"])}
+    result["input"] = _input_record(args, data)
     if data.notes:
         result["input_notes"] = data.notes
         print(f"note: {data.notes}", file=sys.stderr)

@@ -303,7 +303,9 @@ def scores_jsonl(path: Path, human: list[str] | None = None, input_field: str | 
     scores: dict[str, list[float]] = {}
     systems: list[str] = []
     inputs: list[str] = []
-    dropped, trained = 0, 0
+    dropped = 0
+    trained: dict[str, int] = {}
+    models: dict[str, dict[str, Any]] = {}
     names: list[str] = list(human or [])
     try:
         with open(path, "rb") as handle:
@@ -347,16 +349,25 @@ def scores_jsonl(path: Path, human: list[str] | None = None, input_field: str | 
             scores[name].append(value)
         ratings.append(values if len(names) > 1 else values[0])
         systems.append(record.get("system"))  # dialscore score writes `system`, whatever field it read
-        trained += bool(record.get("trained"))
+        for model in record.get("trained") or []:
+            trained[model] = trained.get(model, 0) + 1
+        for name, version in (record.get("versions") or {}).items():
+            scored_by = {"version": version, **({"options": record["options"][name]}
+                                                if name in (record.get("options") or {}) else {})}
+            if models.setdefault(name, scored_by) != scored_by:
+                raise ImporterError(f"{path}:{number}: {name} scored by {scored_by}, where an earlier record says "
+                                    f"{models[name]}: the records of two runs (score them in one)")
     labelled = [s for s in systems if s is not None]
     if labelled and len(labelled) < len(systems):
         raise ImporterError(f"{path}: some records have a `system` and some do not (label every line, or none)")
+    owned = ", ".join(f"{count} {'is' if count == 1 else 'are'} {model}'s" for model, count in sorted(trained.items()))
     notes = ([f"{dropped} of {len(lines)} records left out: some model gave them no score (their `errors` say "
               "why), and every metric is measured on the same items"] if dropped else []) + (
-        [f"{trained} of the records read are a model's training items (`trained`): its correlations there are "
-         "not held out (`dialscore score --exclude-trained` leaves them out)"] if trained else [])
+        [f"of the {len(ratings)} records read, {owned} training items (`trained`): that model's correlations "
+         "there are not held out (`dialscore score --exclude-trained` leaves them out)"] if trained else [])
     return CorrelateInput(ratings, scores, [str(s) for s in systems] if labelled else None,
-                          inputs=inputs if input_field is not None else None, notes="; ".join(notes))
+                          inputs=inputs if input_field is not None else None, notes="; ".join(notes),
+                          models=models, trained=trained)
 
 
 def dstc_json(path: Path, aspect: str | None = None) -> CorrelateInput:
@@ -495,8 +506,10 @@ def load_correlate(path: Path, fmt: str = "auto", human: list[str] | None = None
              "--input-column": input_column, "--aspect": aspect}
     if ignored := [option for option, value in given.items() if value is not None and option not in READS[fmt]]:
         raise ImporterError(f"{path}: read as {fmt}, the file takes no {', '.join(ignored)} ({READS_WHY[fmt]})")
-    return _read_as(_load_correlate, path, fmt, path, fmt, human, aspect, system, id_column, input_column,
+    data = _read_as(_load_correlate, path, fmt, path, fmt, human, aspect, system, id_column, input_column,
                     detected=detected)
+    data.format = fmt
+    return data
 
 
 def load_upstream(paths: list[Path]) -> dict[str, Any] | None:

@@ -15,6 +15,11 @@ class CorrelateInput:
     settings: dict[str, Any] = field(default_factory=dict)  # methods, ..., system_resampling of a /correlate body
     inputs: list[str] | None = None  # the input each item answers, where systems share inputs
     notes: str = ""  # what the importer left out of the file or read with a caveat, and why ("" where nothing)
+    # What the file says scored each metric ({"version", "options"?}; `dialscore score`'s output), and how
+    # many of the items read are each model's training items.
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    trained: dict[str, int] = field(default_factory=dict)
+    format: str = ""  # the format it was read as (load_correlate)
 
 
 @dataclass

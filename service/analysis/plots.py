@@ -128,10 +128,15 @@ def correlate_plots(result: dict[str, Any], out: Path) -> Plots:
                 paths.skip(path, f"every {method} correlation at the {level} level is undefined (see the report)")
                 continue
             ranked = sorted(entries, key=lambda k: -(entries[k]["r"] if entries[k]["r"] is not None else -9))
-            paths.append(ranking_plot(ranked, [entries[k]["r"] for k in ranked],
+            trained = (result.get("input") or {}).get("trained") or {}
+            labels = [f"{k} †" if trained.get(k) else k for k in ranked]
+            marked = "\n† read some of these items in training (not held out; the report says how many)" if any(
+                trained.get(k) for k in ranked) else ""
+            paths.append(ranking_plot(labels, [entries[k]["r"] for k in ranked],
                                       [entries[k].get("ci") for k in ranked],
                                       path, f"{STATISTIC[method]} with humans",
-                                      f"{level} level, n = {next(iter(entries.values()))['n']}{_bars(result, level)}"))
+                                      f"{level} level, n = {next(iter(entries.values()))['n']}{_bars(result, level)}"
+                                      f"{marked}"))
     return paths
 
 

@@ -1,6 +1,7 @@
 """Markdown tables of the /correlate and /human-eval results, for terminals and docs."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from service.stats.human_eval import OVERALL
@@ -41,8 +42,27 @@ def _resampling(summary: dict[str, Any] | None) -> str:
 
 
 def _tool(result: dict[str, Any]) -> list[str]:
-    """The tool's version, where the command recorded it (the HTTP answers carry none)."""
+    """The tool's version that computed the result (answers from before it was recorded carry none)."""
     return [f"dialscore {result['dialscore']}"] if result.get("dialscore") else []
+
+
+def _scored_by(result: dict[str, Any]) -> list[str]:
+    """The input file and each model's version and options, where the command recorded them."""
+    given = result.get("input") or {}
+    lines = [f"Input: `{given['file']}` ({given['format']}, SHA-256 {given['sha256'][:16]}...)"] if given else []
+    models = given.get("models") or {}
+    if models:
+        lines.append("Scored by: " + "; ".join(
+            f"{name} {about['version']}" + (f" with options {json.dumps(about['options'])}" if about.get("options")
+                                            else "") for name, about in models.items()))
+    return lines
+
+
+def _trained_note(result: dict[str, Any], *names: str) -> str:
+    """Where a metric read some of the items in training: how many, on each of its rows and comparisons."""
+    trained = (result.get("input") or {}).get("trained") or {}
+    return "; ".join(f"{trained[name]} of {result['n']} items are {name}'s training items: not held out"
+                     for name in names if trained.get(name))
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -56,27 +76,40 @@ METHOD_NAMES = {"kendall": "kendall tau-b"}  # tau-b: ties corrected, as scipy.s
 
 def correlate_markdown(result: dict[str, Any]) -> str:
     """Correlations per level (r, CI, p, n, reason) and the pairwise comparisons."""
-    parts: list[str] = [*_tool(result), f"Items: {result['n']}" + (f" ({result['input_notes']})" if result.get("input_notes") else "")]
+    agreement = result.get("agreement")
+    items = f"Items: {result['n']}" + (f" ({result['input_notes']})" if result.get("input_notes") else "")
+    if agreement:
+        items += (f"; the human side of each is the mean of its ratings ({agreement['raters_per_item']:.2f} an item "
+                  "on average)")
+    parts: list[str] = [*_tool(result), *_scored_by(result), items]
     levels = ["item"] + (["system"] if "systems" in result else [])
     for level in levels:
         rows = []
         for name, per_level in result["metrics"].items():
             for method, entry in per_level[level].items():
+                note = [entry.get("reason", entry.get("ci_reason", entry.get("p_reason", ""))), _trained_note(result, name)]
                 rows.append([name, METHOD_NAMES.get(method, method), _num(entry["r"]), _ci(entry.get("ci")), _p(entry),
-                             str(entry["n"]), entry.get("reason", entry.get("ci_reason", entry.get("p_reason", "")))])
+                             str(entry["n"]), "; ".join(part for part in note if part)])
         parts.append(f"### {level.capitalize()} level\n\n"
                      + _resampling(result.get("resampling", {}).get(level))
                      + _table(["metric", "method", "r", "CI", "p", "n", "note"], rows))
+    means = (result.get("systems") or {}).get("means")
+    if means:
+        names = list(result["metrics"])
+        parts.append("### System means (what the system level correlates)\n\n" + _table(
+            ["system", "items", "human", *names],
+            [[label, str(m["n"]), _num(m["human"]), *(_num(m["metrics"][name]) for name in names)]
+             for label, m in means.items()]))
     if result["comparisons"]:
         rows = [[c["level"], c["a"], c["b"], METHOD_NAMES.get(c["method"], c["method"]), c["test"], _num(c["delta"]), _p(c),
                  _num(c.get("p_holm")) + (" (floor)" if c.get("p_at_floor") else ""), _ci(c.get("ci")),
-                 c.get("reason", "")] for c in result["comparisons"]]
-        said = {summary["comparisons"] for summary in result.get("resampling", {}).values() if summary}
+                 "; ".join(part for part in (c.get("reason", ""), _trained_note(result, c["a"], c["b"])) if part)]
+                for c in result["comparisons"]]
+        said = [(level, summary["comparisons"]) for level, summary in result.get("resampling", {}).items() if summary]
         parts.append("### Comparisons (delta = r_a - r_b)\n\n"
-                     + "".join(f"Tests: {line}; each level's rows resample as its table above says.\n\n"
-                               for line in sorted(said))
+                     + "".join(f"Tests, {level} level: {line}; its rows resample as its table above says.\n\n"
+                               for level, line in said)
                      + _table(["level", "a", "b", "method", "test", "delta", "p", "p (Holm)", "CI of delta", "note"], rows))
-    agreement = result.get("agreement")
     if agreement:
         parts.append("Inter-rater agreement: Krippendorff's alpha (interval) = "
                      f"{_num(agreement['krippendorff_alpha'])}, (ordinal) = "

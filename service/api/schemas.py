@@ -568,7 +568,9 @@ class CorrelateResponseSchema(StrictSchema):
                           values=fields.Dict(keys=fields.String(validate=validate.OneOf(["item", "system"])),
                                              values=_BY_METHOD),
                           metadata={"description": "metric -> level (item, system) -> method -> {r, p, ci, n}."})
-    systems = fields.Dict(metadata={"description": "{count, labels} when `systems` was given."})
+    systems = fields.Dict(metadata={"description": "When `systems` was given: {count, labels, means}, `means` "
+                                                   "{label: {n, human, metrics: {metric: mean}}}, each system's items "
+                                                   "and the means its system-level correlations read."})
     comparisons = fields.List(fields.Nested(ComparisonSchema), required=True)
     agreement = fields.Nested(AgreementSchema, required=True, allow_none=True,
                               metadata={"description": "Krippendorff's alpha when several ratings per item came."})

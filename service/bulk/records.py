@@ -87,6 +87,12 @@ def _record(line: int, scorer: Scorer, item_id: Any, extra: dict[str, Any]) -> d
     return record
 
 
+def changed_options(scorer: Scorer, options: dict[str, Any]) -> dict[str, Any]:
+    """The resolved `options` that differ from the model's defaults."""
+    defaults = scorer.resolve_options({})
+    return {k: v for k, v in options.items() if defaults.get(k) != v}
+
+
 def run_fields(scorer: Scorer, options: dict[str, Any], shard_index: int, shard_count: int) -> dict[str, Any]:
     """What else a resumed run must share with the output it extends, as fields of every record:
     the shard when there are several (another count would give the same file other lines) and
@@ -97,9 +103,7 @@ def run_fields(scorer: Scorer, options: dict[str, Any], shard_index: int, shard_
     fields: dict[str, Any] = {}
     if shard_count > 1:
         fields["shard"] = f"{shard_index}/{shard_count}"
-    defaults = scorer.resolve_options({})
-    changed = {k: v for k, v in options.items() if defaults.get(k) != v}
-    if changed:
+    if changed := changed_options(scorer, options):
         fields["options"] = changed
     if not scorer.bit_exact_across_batches():
         fields["compute"] = batch_bounds.key([c.describe() for c in scorer.components.values()]) or "not batch-exact"

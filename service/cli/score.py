@@ -2,11 +2,11 @@
 
 Each JSONL line (a /score item; a `references` list may stand for `reference`: references.py) or CSV
 row is scored by every model as bulk reads a line. Output: a record a line, `{"line", "id"?, "system"?,
-"scores": {model: score or null}, "trained"?: [models], "references_left_out"?: n, "errors"?: {model:
-{code, message}}}`; then each system's mean per model (`all`: every line) with its interval
-(intervals.py), the models' and tool's versions; on stderr, how many lines are each model's training
-items. A line a model cannot score fails the run unless `--on-invalid skip`. CSV columns: `context` and
-`references` (one a line), `response`, `reference`, optional `id` and `system`. Dialogues are JSONL only."""
+"scores": {model: score or null}, "versions": {model: version}, "options"?: {model: non-default
+options}, "trained"?: [models], "references_left_out"?: n, "errors"?: {model: {code, message}}}`; then
+each system's mean per model with its interval (intervals.py); on stderr, each model's training items. A line a model cannot score fails the run unless `--on-invalid skip`.
+CSV columns: `context` and `references` (one a line), `response`, `reference`, optional `id` and
+`system`. Dialogues are JSONL only."""
 from __future__ import annotations
 
 import argparse
@@ -28,7 +28,7 @@ from service.artifacts.manifest import ManifestError
 from service.bulk.cli import json_object, load_scorers
 from service.bulk.errors import BulkError
 from service.bulk.output import regular_output
-from service.bulk.records import read_object, score_batch
+from service.bulk.records import changed_options, read_object, score_batch
 from service.cli import references
 from service.cli.intervals import DEFAULT_CONFIDENCE, METHOD, RESAMPLED, IntervalSettings, mean_interval
 from service.cli.progress import Progress
@@ -280,6 +280,10 @@ def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], option
     (`references_left_out`), as does the summary. `keep`: the line's fields copied into the record's
     `kept` (those it has). `progress` is called with the lines written after each batch."""
     summary = Summary(max_refs=max_refs)
+    # Each record names what scored it, so that a reader of the output alone (service.analysis) can say so.
+    versions = {scorer.name: scorer.version for scorer in scorers}
+    changed = {scorer.name: changed_options(scorer, opts) for scorer, opts in zip(scorers, options)}
+    changed = {name: opts for name, opts in changed.items() if opts}
     reads_references = any(Call(scorer, opts).reads_reference for scorer, opts in zip(scorers, options))
     batch: list[tuple[int, bytes]] = []
     found: list[tuple[dict[str, Any] | None, list[str]]] = []
@@ -295,6 +299,9 @@ def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], option
             if system is not None:
                 out["system"] = system
             out["scores"] = {scorer.name: r.get("score") for scorer, r in zip(scorers, records)}
+            out["versions"] = versions
+            if changed:
+                out["options"] = changed
             if keep:
                 out["kept"] = {name: obj[name] for name in keep if obj is not None and name in obj}
             if marks:
@@ -419,7 +426,7 @@ def table(summary: Summary, scorers: list[Scorer], options: list[dict[str, Any]]
             for r in [header, *rows]]
     versions = []
     for scorer, resolved in zip(scorers, options):
-        changed = {k: v for k, v in resolved.items() if scorer.resolve_options({}).get(k) != v}
+        changed = changed_options(scorer, resolved)
         versions.append(f"{scorer.name} {scorer.version}" + (f" {json.dumps(changed)}" if changed else ""))
     text.append("models: " + ", ".join(versions))
     for name, errors in summary.errors.items():

@@ -190,7 +190,8 @@ def resampling_summary(level: str, design: str, confidence: float, resamples: in
          "interval's dual); at its floor 1 / (B + 1) it is smaller than B resolves; p_mc_se its Monte Carlo "
          "standard error" if from_bootstrap else
          "scipy's, exact permutation p for rank correlations up to 9 items, Monte Carlo permutation p for "
-         "tied ranks up to 50 items (9,999 pairings; p_mc_se its Monte Carlo standard error)")
+         "tied ranks up to 50 items (9,999 pairings, seeded by n, not by `seed`; p_mc_se its Monte Carlo "
+         "standard error)")
     resampled = ((BY_INPUTS if by_inputs else DESCRIPTIONS)[design] if level == "system" else
                  ITEM_DESCRIPTIONS[design])
     williams = "" if level == "item" and design == INPUTS else " and, for Pearson, Williams' t"
@@ -262,6 +263,7 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
     design = system_resampling
     means, units = _check_inputs(human, scores, systems, methods, confidence, resamples, design, inputs,
                                  item_resampling)
+    as_sent = {"human": means, **{name: np.asarray(values, dtype=np.float64) for name, values in scores.items()}}
     means = binary_rescaled(means)
     metrics = {name: binary_rescaled(np.asarray(values, dtype=np.float64)) for name, values in scores.items()}
     n = int(means.size)
@@ -361,7 +363,8 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
             for entry in system[name].values():
                 _say_systems(entry)
         comparisons += sys_comparisons
-        body["systems"] = {"count": int(count), "labels": [str(label) for label in labels]}
+        body["systems"] = {"count": int(count), "labels": [str(label) for label in labels],
+                           "means": _means_by_system(as_sent, order, groups, drawn_labels, count)}
     body["comparisons"] = with_holm(comparisons)
     body["resampling"] = resampling
     if units is not None:
@@ -375,6 +378,17 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
     else:
         body["agreement"] = None
     return body
+
+
+def _means_by_system(given: dict[str, np.ndarray], order: np.ndarray, groups: np.ndarray, labels: np.ndarray,
+                     count: int) -> dict[str, dict[str, Any]]:
+    """Each system's items and the means the system level correlates, on the scale given (the statistics
+    read them rescaled by a power of two): {label: {"n", "human", "metrics": {name: mean}}}."""
+    sizes = np.bincount(groups, minlength=count)
+    by_group = {name: _system_means(values[order], groups, count) for name, values in given.items()}
+    return {str(labels[g]): {"n": int(sizes[g]), "human": float(by_group["human"][g]),
+                             "metrics": {name: float(by_group[name][g]) for name in given if name != "human"}}
+            for g in np.argsort(labels, kind="stable")}
 
 
 def _without_items_reason(draws: Resamples, groups: np.ndarray, inputs: np.ndarray, labels: np.ndarray,

@@ -110,6 +110,29 @@ def test_correlate_reads_each_items_input_from_a_column_or_kept_field(tmp_path: 
     assert "read as csv, the file takes no --aspect (they name columns)" in capsys.readouterr().err
 
 
+def test_the_report_says_what_scored_each_metric_and_marks_training_items(tmp_path: Path) -> None:
+    """A model's training items were one sentence without the model's name, its rows and comparisons unmarked;
+    versions and options did not reach the report, nor the input it was computed from, nor the system means."""
+    records = [{"line": i + 1, "system": f"s{i % 4}", "scores": {"a": i % 5 + (i % 3) / 10, "b": (i * 7) % 11},
+                "versions": {"a": "1.0", "b": "2.0"}, "options": {"b": {"reference_free": True}},
+                "kept": {"human": i % 5}, **({"trained": ["a"]} if i < 12 else {})} for i in range(40)]
+    (tmp_path / "s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "s.jsonl"), "--out", str(tmp_path / "o"), "--no-plots", "--quiet",
+                 "--resamples", "100"]) == 0
+    result = json.loads((tmp_path / "o" / "correlate.json").read_text())
+    assert result["input"] | {"sha256": "-"} == {
+        "file": str(tmp_path / "s.jsonl"), "sha256": "-", "format": "scores", "trained": {"a": 12},
+        "models": {"a": {"version": "1.0"}, "b": {"version": "2.0", "options": {"reference_free": True}}}}
+    assert result["input_notes"].startswith("of the 40 records read, 12 are a's training items")
+    assert set(result["systems"]["means"]) == {"s0", "s1", "s2", "s3"}
+    markdown = (tmp_path / "o" / "correlate.md").read_text()
+    assert 'Scored by: a 1.0; b 2.0 with options {"reference_free": true}' in markdown
+    rows = [line for line in markdown.splitlines() if line.startswith("| a |") or line.startswith("| b |")]
+    assert rows and all(("12 of 40 items are a's training items" in row) == row.startswith("| a |") for row in rows)
+    assert "Tests, item level:" in markdown and "Tests, system level:" in markdown
+    assert "### System means" in markdown
+
+
 def test_human_eval_writes_ranking_and_significance_plots(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     rows = ["rater,system,item,fun,robotic"]

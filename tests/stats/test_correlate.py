@@ -43,6 +43,23 @@ def test_an_invisible_label_is_refused_as_blank(field: str) -> None:
                                                    f"(not blank): label every item, or leave `{field}` out."}
 
 
+def test_the_answer_gives_each_systems_means_on_the_scale_sent() -> None:
+    """The means the system level correlates, for a paper's system table (the statistics read them rescaled)."""
+    human = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10.5]
+    scores = {"m": [1e-300 * v for v in (1, 1, 2, 2, 3, 3, 4, 4, 5, 5)], "z": [0, 1] * 5}
+    systems = ["e", "e", "b", "b", "c", "c", "d", "d", "a", "a"]
+    body = correlate(human, scores, systems, resamples=0)
+    assert body["systems"]["means"] == {
+        "a": {"n": 2, "human": 9.75, "metrics": {"m": pytest.approx(5e-300), "z": 0.5}},
+        "b": {"n": 2, "human": 3.5, "metrics": {"m": pytest.approx(2e-300), "z": 0.5}},
+        "c": {"n": 2, "human": 5.5, "metrics": {"m": pytest.approx(3e-300), "z": 0.5}},
+        "d": {"n": 2, "human": 7.5, "metrics": {"m": pytest.approx(4e-300), "z": 0.5}},
+        "e": {"n": 2, "human": 1.5, "metrics": {"m": pytest.approx(1e-300), "z": 0.5}}}
+    means = body["systems"]["means"]
+    r = sps.pearsonr([means[k]["human"] for k in sorted(means)], [means[k]["metrics"]["m"] for k in sorted(means)])
+    assert body["metrics"]["m"]["system"]["pearson"]["r"] == pytest.approx(r.statistic, abs=1e-12)
+
+
 def test_systems_that_differ_only_by_a_trailing_nul_are_not_merged() -> None:
     """The label "c\\u0000" was grouped with "c" (numpy's fixed-width strings drop trailing NULs)."""
     systems = ["a", "a", "b", "b", "c", "c", "c\u0000", "c\u0000"] * 5

@@ -217,7 +217,7 @@ class CorrelationReport(TypedDict, total=False):
 
     n: int
     metrics: dict[str, dict[str, dict[str, Correlation]]]
-    systems: dict[str, Any]
+    systems: dict[str, Any]  # count, labels, means: {label: {n, human, metrics: {metric: mean}}}
     comparisons: list[Comparison]
     agreement: Agreement | None
     resampling: dict[str, dict[str, Any]]  # per level: method, confidence, resamples, seed, design
