@@ -27,7 +27,8 @@ def _p(entry: dict[str, Any]) -> str:
     if entry.get("p_at_floor") and entry.get("p"):
         return f"floor 1/{round(1 / entry['p'])}"
     error = entry.get("p_mc_se")
-    return _num(entry.get("p")) + ("" if error is None or entry.get("p") is None else f" ± {_num(error)}")
+    defined = f" (B = {entry['resamples_defined']} defined)" if entry.get("resamples_defined") else ""
+    return _num(entry.get("p")) + ("" if error is None or entry.get("p") is None else f" ± {_num(error)}") + defined
 
 
 def _resampling(summary: dict[str, Any] | None) -> str:

@@ -491,6 +491,9 @@ class CorrelationSchema(StrictSchema):
         "correlation's p from 9,999 sampled pairings), its Monte Carlo standard error, 2 sqrt(q (1 - q) / B) with "
         "q = p / 2 (p doubles the smaller tail). Absent where p is exact or scipy's.")})
     p_reason = fields.String(metadata={"description": "Why a bootstrap p is null."})
+    resamples_defined = fields.Integer(metadata={"description": (
+        "A bootstrap p's B where some resamples left the correlation undefined (a side constant): p counts "
+        "these, not the resamples asked for. Absent where every resample was defined.")})
     ci = fields.List(fields.Float(), required=True, allow_none=True, metadata={"description": (
         "Percentile bootstrap interval at `confidence`: at item level, what `item_resampling` names; at system "
         "level, what `system_resampling` names (the response's `resampling` says it for each level).")})
@@ -519,6 +522,8 @@ class ComparisonSchema(StrictSchema):
     p_mc_se = fields.Float(metadata={"description": (
         "paired_bootstrap: the Monte Carlo standard error of p over the B resamples, 2 sqrt(q (1 - q) / B) "
         "with q = p / 2.")})
+    resamples_defined = fields.Integer(metadata={"description": (
+        "paired_bootstrap: B where some resamples left a delta undefined: p counts these. Absent where all were.")})
     p_holm = fields.Float(metadata={"description": (
         "p Holm-adjusted over its family: the comparisons of the same level, method and test that have a p "
         "(every pair of metrics), `holm_family` of them; holds the chance of any false claim among them.")})

@@ -323,7 +323,7 @@ def bootstrap_p(distribution: np.ndarray) -> dict[str, Any]:
     B defined ones, p = (2k + 1) / (B + 1), capped at 1: the +1 counts the sample itself, so p is never
     0. At k = 0 it is the floor 1 / (B + 1), `at_floor`: p is then below what B resamples resolve.
     None where more than MAX_UNDEFINED_SHARE of the resamples are undefined, as for the interval.
-    `mc_se`: p's Monte Carlo error (monte_carlo_se).
+    `mc_se`: p's Monte Carlo error (monte_carlo_se); `defined`: B, where fewer than the resamples given.
     """
     finite = distribution[np.isfinite(distribution)]
     if not _mostly_defined(distribution, finite):
@@ -333,7 +333,15 @@ def bootstrap_p(distribution: np.ndarray) -> dict[str, Any]:
     zero = np.abs(finite) <= ZERO_TOLERANCE
     k = min(int(np.count_nonzero((finite < 0) | zero)), int(np.count_nonzero((finite > 0) | zero)))
     p = min(1.0, (2 * k + 1) / (finite.size + 1))
-    return {"p": p, "at_floor": k == 0, "mc_se": monte_carlo_se(p, finite.size)}
+    found = {"p": p, "at_floor": k == 0, "mc_se": monte_carlo_se(p, finite.size)}
+    if finite.size < distribution.size:  # B in p's formula is these, not the resamples asked for
+        found["defined"] = int(finite.size)
+    return found
+
+
+def _defined(found: dict[str, Any]) -> dict[str, int]:
+    """`resamples_defined` where some resamples left the statistic undefined (p counts the others)."""
+    return {"resamples_defined": found["defined"]} if "defined" in found else {}
 
 
 def paired_bootstrap_from(deltas: np.ndarray, confidence: float = 0.95) -> dict[str, Any]:
@@ -350,7 +358,7 @@ def paired_bootstrap_from(deltas: np.ndarray, confidence: float = 0.95) -> dict[
         return {"p": None, "ci": None, "reason": UNDEFINED_REASON}
     found = bootstrap_p(deltas)
     return {"p": found["p"], "p_at_floor": found["at_floor"], "p_mc_se": found["mc_se"],
-            "ci": percentile_interval(finite, confidence)}
+            "ci": percentile_interval(finite, confidence), **_defined(found)}
 
 
 def paired_bootstrap(human: Sequence[float], a: Sequence[float], b: Sequence[float], method: str = "pearson",

@@ -165,7 +165,8 @@ def _p_of(distribution: np.ndarray | None, no_bootstrap: str | None,
     found = bootstrap_p(distribution)
     if found["p"] is None:
         return {"p": None, "p_reason": undefined_reason}
-    return {"p": found["p"], "p_at_floor": found["at_floor"], "p_mc_se": found["mc_se"]}
+    return {"p": found["p"], "p_at_floor": found["at_floor"], "p_mc_se": found["mc_se"],
+            **({"resamples_defined": found["defined"]} if "defined" in found else {})}
 
 
 def with_holm(comparisons: list[dict[str, Any]]) -> list[dict[str, Any]]:

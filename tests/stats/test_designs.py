@@ -176,6 +176,21 @@ def test_a_p_at_the_floor_says_so() -> None:
     assert stats.bootstrap_p(np.full(999, np.nan))["p"] is None
 
 
+def test_a_bootstrap_p_says_its_b_where_some_resamples_were_undefined() -> None:
+    """p = 77/1000 was printed under "B = 1000" where one resample of 1,000 was undefined: p counts 999."""
+    found = stats.bootstrap_p(np.r_[np.full(961, 0.4), np.full(38, -0.1), np.nan])
+    assert found["p"] == 77 / 1000 and found["defined"] == 999
+    assert "defined" not in stats.bootstrap_p(np.full(999, 0.4))
+    rng = np.random.default_rng(3)
+    human = rng.normal(size=20)
+    systems = [f"s{i % 5}" for i in range(20)]
+    body = correlate(human.tolist(), {"m": (human + rng.normal(size=20)).tolist()}, systems, ["pearson"],
+                     resamples=2000, seed=0, system_resampling="systems")
+    entry = body["metrics"]["m"]["system"]["pearson"]
+    assert entry["resamples_defined"] == 1997  # five systems: a draw of one system five times has no r
+    assert entry["p"] == 229 / 1998  # (2k + 1) / (B + 1) with B the defined
+
+
 def test_the_system_level_p_and_interval_agree_where_they_did_not() -> None:
     # Resampling items within 5 systems gave an interval excluding 0 while the permutation p over the
     # systems was .5: one design for both now, so the two cannot tell different stories.
