@@ -316,14 +316,14 @@ def percentile_interval(distribution: np.ndarray, confidence: float = 0.95) -> l
 
 
 def bootstrap_p(distribution: np.ndarray) -> dict[str, Any]:
-    """Two-sided p of r = 0 from a correlation's bootstrap distribution: the dual of its percentile
-    interval, so a (1 - alpha) interval excludes 0 where p < alpha (up to interpolation).
+    """Two-sided p of r = 0 from a bootstrap distribution: the dual of its percentile interval, so a
+    (1 - alpha) interval excludes 0 where p < alpha (up to interpolation).
 
     With k the resamples on the smaller side of 0 (one within ZERO_TOLERANCE of 0 counts on both) among
-    B defined ones, p = (2k + 1) / (B + 1), capped at 1: the +1 counts the sample itself, so p is never
-    0. At k = 0 it is the floor 1 / (B + 1), `at_floor`: p is then below what B resamples resolve.
-    None where more than MAX_UNDEFINED_SHARE of the resamples are undefined, as for the interval.
-    `mc_se`: p's Monte Carlo error (monte_carlo_se); `defined`: B, where fewer than the resamples given.
+    B defined ones, p = (2k + 1) / (B + 1), capped at 1 (the +1 counts the sample itself). At k = 0 it
+    is the floor 1 / (B + 1), `at_floor`: below what B resamples resolve. None where more than
+    MAX_UNDEFINED_SHARE are undefined, as for the interval. `mc_se`: p's Monte Carlo error;
+    `defined`: B, where fewer than the resamples given.
     """
     finite = distribution[np.isfinite(distribution)]
     if not _mostly_defined(distribution, finite):
