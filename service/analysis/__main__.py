@@ -130,8 +130,9 @@ def _input_record(args: argparse.Namespace, data: CorrelateInput) -> dict[str, A
     """What the report was computed from, for a reproducibility statement: the file (path, SHA-256), its
     format and the columns or fields named; and from `dialscore score`'s output, each model's version and
     options and how many items are its training items."""
-    record: dict[str, Any] = {"file": str(args.file), "sha256": hashlib.sha256(args.file.read_bytes()).hexdigest(),
-                              "format": data.format}
+    with open(args.file, "rb") as handle:  # in chunks: a scores file can be larger than memory should hold
+        digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    record: dict[str, Any] = {"file": str(args.file), "sha256": digest, "format": data.format}
     named = {"human": args.human, "system": None if args.system == "system" else args.system,
              "input_column": args.input_column, "id_column": args.id_column, "aspect": args.aspect}
     record.update({key: value for key, value in named.items() if value is not None})

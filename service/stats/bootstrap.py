@@ -339,8 +339,9 @@ def bootstrap_p(distribution: np.ndarray) -> dict[str, Any]:
     return found
 
 
-def _defined(found: dict[str, Any]) -> dict[str, int]:
-    """`resamples_defined` where some resamples left the statistic undefined (p counts the others)."""
+def resamples_defined(found: dict[str, Any]) -> dict[str, int]:
+    """bootstrap_p's `defined` as an answer's field, where some resamples left the statistic undefined
+    (p counts the others); nothing where all were defined."""
     return {"resamples_defined": found["defined"]} if "defined" in found else {}
 
 
@@ -358,7 +359,7 @@ def paired_bootstrap_from(deltas: np.ndarray, confidence: float = 0.95) -> dict[
         return {"p": None, "ci": None, "reason": UNDEFINED_REASON}
     found = bootstrap_p(deltas)
     return {"p": found["p"], "p_at_floor": found["at_floor"], "p_mc_se": found["mc_se"],
-            "ci": percentile_interval(finite, confidence), **_defined(found)}
+            "ci": percentile_interval(finite, confidence), **resamples_defined(found)}
 
 
 def paired_bootstrap(human: Sequence[float], a: Sequence[float], b: Sequence[float], method: str = "pearson",
