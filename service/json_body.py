@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, NamedTuple
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -225,3 +227,10 @@ def _json_name(value: Any) -> str:
     """A value's JSON type, as a person who wrote the JSON would name it."""
     names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array"}
     return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def jsonl_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """A JSON-lines file's lines with their numbers, blank ones left out (an editor's or `echo >>`'s last
+    newline): how `dialscore score` reads its input and the analysis reads its output."""
+    with open(path, "rb") as handle:
+        yield from ((number, raw) for number, raw in enumerate(handle, 1) if raw.strip())

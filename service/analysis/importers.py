@@ -14,7 +14,7 @@ from typing import Any
 
 from service.analysis.inputs import CorrelateInput, HumanEvalInput
 from service.config import load_settings
-from service.json_body import BadText, JsonTextError, TooDeep, parse, parse_object
+from service.json_body import BadText, JsonTextError, TooDeep, jsonl_lines, parse, parse_object
 
 # Facts about the Ji et al. (2022) release the readers rely on, checked against ../shared/data/human_eval/
 # ji2022 (all 304 assignments present in both files agree): the CSV's `scoreK` holds seven '#'-separated
@@ -308,8 +308,7 @@ def scores_jsonl(path: Path, human: list[str] | None = None, input_field: str | 
     models: dict[str, dict[str, Any]] = {}
     names: list[str] = list(human or [])
     try:
-        with open(path, "rb") as handle:
-            lines = [(number, raw) for number, raw in enumerate(handle, 1) if raw.strip()]
+        lines = list(jsonl_lines(path))
     except OSError as exc:
         raise ImporterError(f"{path}: not readable ({exc})") from exc
     if not lines:

@@ -8,8 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from service.stats.human_eval import CI_CONFIDENCE
-
 
 def missing() -> str | None:
     """Why plots cannot be drawn here, or None: checked before any statistics run, so that a serving venv
@@ -151,7 +149,8 @@ def human_eval_plots(result: dict[str, Any], out: Path) -> Plots:
     else:
         paths.append(ranking_plot(names, [s["overall_z"] for s in systems], [s.get("overall_z_ci") for s in systems],
                                   out / "ranking.png", "mean standardised score (z)",
-                                  f"systems, best first\nbars: {100 * CI_CONFIDENCE:.4g}% Student-t interval of the mean"))
+                                  f"systems, best first\nbars: {100 * result['intervals']['confidence']:.4g}% Student-t "
+                                  "interval of the mean"))
     for key, label in (("significance", "uncorrected p (row > column)"),
                        ("significance_holm", "Holm-adjusted p (row > column)")):
         if len(systems) < 2:

@@ -34,6 +34,7 @@ from service.cli.intervals import DEFAULT_CONFIDENCE, METHOD, RESAMPLED, Interva
 from service.cli.progress import Progress
 from service.components.cache import EncodeCache
 from service.config import MAX_SESSION_THREADS, load_settings
+from service.json_body import jsonl_lines
 from service.scorers.base import Call, Scorer
 from service.observability.logs import configure_logging
 from service.store.trained_items import TrainedItems
@@ -180,11 +181,6 @@ def _item_line(row: dict[str, Any], system: str, keep: list[str]) -> bytes:
         item[references.FIELD] = [r for r in row[references.FIELD].splitlines() if r.strip()]
     return json.dumps(item, ensure_ascii=False).encode("utf-8")
 
-
-def _jsonl_lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """The lines with their numbers, blank ones left out (an editor's or `echo >>`'s last newline)."""
-    with open(path, "rb") as handle:
-        yield from ((number, raw) for number, raw in enumerate(handle, 1) if raw.strip())
 
 
 def _line_object(raw: bytes) -> dict[str, Any] | None:
@@ -496,7 +492,7 @@ def _run(args: argparse.Namespace) -> tuple[Summary, list[Scorer], list[dict[str
         except ValueError as exc:
             raise BulkError(f"bad --options for {scorer.name}: {exc}") from None
     csv_input = args.input.suffix.lower() in (".csv", ".tsv")
-    lines = _csv_lines(args.input, args.system, args.keep) if csv_input else _jsonl_lines(args.input)
+    lines = _csv_lines(args.input, args.system, args.keep) if csv_input else jsonl_lines(args.input)
     output = regular_output(args.output, "to write the scores to")
     if output.exists() and output.samefile(args.input):
         raise BulkError(f"--output {args.output} is the input; name another file")

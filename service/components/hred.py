@@ -15,7 +15,7 @@ from tokenizers import Tokenizer
 
 from service.components.base import Component
 from service.components.cache import EncodeCache
-from service.artifacts.batching import MAX_TOKENS, length_buckets
+from service.artifacts.batching import length_buckets
 
 
 class HREDEncoder(Component):
@@ -69,7 +69,7 @@ class HREDEncoder(Component):
         encodings = self.tokenizer.encode_batch(list(texts))
         lengths = [len(e.ids) for e in encodings]
         out = np.zeros((len(texts), self.utterance_dim), dtype=np.float32)
-        for batch in length_buckets(lengths, self.runtime.settings.batch_size, MAX_TOKENS):
+        for batch in length_buckets(lengths, self.runtime.settings.batch_size):
             width = max(lengths[i] for i in batch)
             tokens = np.zeros((len(batch), width), dtype=np.int64)
             for row, index in enumerate(batch):
@@ -85,7 +85,7 @@ class HREDEncoder(Component):
         vectors = dict(zip(texts, self.encode_utterances(texts, cache)))
         turns = [len(c) for c in recent]
         out = np.zeros((len(contexts), self.dim), dtype=np.float32)
-        for batch in length_buckets(turns, self.runtime.settings.batch_size, MAX_TOKENS):
+        for batch in length_buckets(turns, self.runtime.settings.batch_size):
             width = max(turns[i] for i in batch)
             packed = np.zeros((len(batch), width, self.utterance_dim), dtype=np.float32)
             for row, index in enumerate(batch):

@@ -20,7 +20,7 @@ from service.config import encoder_precision
 from service.observability import metrics, tracing
 from service.artifacts.manifest import ManifestError
 from service.artifacts.openvino import EP as OPENVINO
-from service.artifacts.batching import MAX_TOKENS, length_buckets, shares
+from service.artifacts.batching import length_buckets, shares
 from service.artifacts.hardware import int8_dot_products
 
 log = logging.getLogger(__name__)
@@ -167,9 +167,9 @@ class SentenceEncoder(Component):
         # Cut at every LENGTH_STEP word pieces of length: less padding than one bucket of mixed lengths.
         batch_size = self.runtime.settings.batch_size
         if self.session.on_cuda:  # batches run at once, as they come
-            work = [[batch] for batch in length_buckets(lengths, batch_size, MAX_TOKENS, step=LENGTH_STEP)]
+            work = [[batch] for batch in length_buckets(lengths, batch_size, step=LENGTH_STEP)]
         else:  # a share of equal word pieces for each of the worker's threads: a lone request uses every core
-            work = shares(lengths, self.runtime.encoder_threads, batch_size, MAX_TOKENS, step=LENGTH_STEP)
+            work = shares(lengths, self.runtime.encoder_threads, batch_size, step=LENGTH_STEP)
 
         def run(batch: list[int]) -> None:
             width = max(lengths[i] for i in batch)

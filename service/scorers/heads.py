@@ -102,10 +102,13 @@ class SentenceEncoderScorer(Scorer):
         self.encoder: SentenceEncoder = self.components[uses[0]]
 
     def _vectors(self, texts: list[str], cache: EncodeCache) -> dict[str, np.ndarray]:
-        """One encoder call for every distinct text of the batch (through the request cache)."""
-        distinct = list(dict.fromkeys(texts))
-        encoded = self.encoder.encode(distinct, cache)
-        return dict(zip(distinct, encoded))
+        return encode_distinct(self.encoder, texts, cache)
+
+
+def encode_distinct(encoder: SentenceEncoder, texts: list[str], cache: EncodeCache) -> dict[str, np.ndarray]:
+    """Each distinct text's vector, from one encoder call for the batch (through the request cache)."""
+    distinct = list(dict.fromkeys(texts))
+    return dict(zip(distinct, encoder.encode(distinct, cache)))
 
 
 class HeadGraph:
@@ -119,6 +122,13 @@ class HeadGraph:
     def sessions(self) -> list[Any]:
         return [self.session]
 
+    def run_reference_free(self, items: list[Item], cache: EncodeCache) -> dict[str, np.ndarray]:
+        """`run` for outputs that read no reference (ruber-minilm's s_unref): a graph with a `reference`
+        input is given the reply there."""
+        if "reference" in self.session.inputs:
+            items = [Item(item.context, item.response, item.response) for item in items]
+        return self.run(items, cache)
+
     def run(self, items: list[Item], cache: EncodeCache) -> dict[str, np.ndarray]:
         """Every output of the graph by name, a row per item."""
         per_item = [context_texts(item.context, self.encoding) for item in items]
@@ -126,8 +136,7 @@ class HeadGraph:
         uses_reference = "reference" in self.session.inputs
         if uses_reference:
             texts += [item.reference or "" for item in items]
-        distinct = list(dict.fromkeys(texts))  # one encoder call for the batch, through the request cache
-        vectors = dict(zip(distinct, self.encoder.encode(distinct, cache)))
+        vectors = encode_distinct(self.encoder, texts, cache)
 
         def pack(rows: Sequence[int]) -> dict[str, np.ndarray]:
             # A row run alone has its context packed to its own turns: padded turns change the float32

@@ -339,10 +339,13 @@ def bootstrap_p(distribution: np.ndarray) -> dict[str, Any]:
     return found
 
 
-def resamples_defined(found: dict[str, Any]) -> dict[str, int]:
-    """bootstrap_p's `defined` as an answer's field, where some resamples left the statistic undefined
-    (p counts the others); nothing where all were defined."""
-    return {"resamples_defined": found["defined"]} if "defined" in found else {}
+def p_fields(found: dict[str, Any]) -> dict[str, Any]:
+    """bootstrap_p's defined p as an answer's fields: p, p_at_floor, p_mc_se, and resamples_defined where
+    some resamples left the statistic undefined (p counts the others)."""
+    fields = {"p": found["p"], "p_at_floor": found["at_floor"], "p_mc_se": found["mc_se"]}
+    if "defined" in found:
+        fields["resamples_defined"] = found["defined"]
+    return fields
 
 
 def paired_bootstrap_from(deltas: np.ndarray, confidence: float = 0.95) -> dict[str, Any]:
@@ -354,12 +357,10 @@ def paired_bootstrap_from(deltas: np.ndarray, confidence: float = 0.95) -> dict[
     centre; a difference of correlations is bounded (|delta| <= 2), and with few systems its deltas
     pile up against the bound, where that count loses a tail and halves p.
     """
-    finite = deltas[np.isfinite(deltas)]
-    if not _mostly_defined(deltas, finite):
+    found = bootstrap_p(deltas)  # None where too many deltas are undefined, as the interval
+    if found["p"] is None:
         return {"p": None, "ci": None, "reason": UNDEFINED_REASON}
-    found = bootstrap_p(deltas)
-    return {"p": found["p"], "p_at_floor": found["at_floor"], "p_mc_se": found["mc_se"],
-            "ci": percentile_interval(finite, confidence), **resamples_defined(found)}
+    return {**p_fields(found), "ci": percentile_interval(deltas, confidence)}
 
 
 def paired_bootstrap(human: Sequence[float], a: Sequence[float], b: Sequence[float], method: str = "pearson",

@@ -17,7 +17,7 @@ from service.text import canonical, is_blank
 from service.stats.agreement import krippendorff_alpha_interval, krippendorff_alpha_ordinal
 from service.stats.bootstrap import (MIN_BOOTSTRAP, UNDEFINED_REASON, bootstrap_distributions, bootstrap_p,
                                      decimal_ties, min_resamples, paired_bootstrap_from, percentile_interval,
-                                     resample_indices, resamples_defined, system_bootstrap_distributions,
+                                     p_fields, resample_indices, system_bootstrap_distributions,
                                      without_items_reason)
 from service.stats.correlation import METHODS, MIN_ITEMS, correlation
 from service.stats.designs import (BY_INPUTS, DEFAULT_DESIGN, DEFAULT_ITEM_DESIGN, DESCRIPTIONS, DESIGNS, INPUTS,
@@ -166,8 +166,7 @@ def _p_of(distribution: np.ndarray | None, no_bootstrap: str | None,
     found = bootstrap_p(distribution)
     if found["p"] is None:
         return {"p": None, "p_reason": undefined_reason}
-    return {"p": found["p"], "p_at_floor": found["at_floor"], "p_mc_se": found["mc_se"],
-            **resamples_defined(found)}
+    return p_fields(found)
 
 
 def with_holm(comparisons: list[dict[str, Any]]) -> list[dict[str, Any]]:

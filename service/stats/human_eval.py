@@ -32,7 +32,7 @@ QC_TEST = ("one-sided Wilcoxon rank-sum (Mann-Whitney U, scipy): a rater's score
            "lower than their scores of the other systems, pooled over the quality-control criteria")
 
 
-def _check(ratings: list[dict], reverse: Sequence[str], scale: tuple[float, float], alpha: float) -> list[str]:
+def _check(ratings: list[dict], scale: tuple[float, float], alpha: float) -> list[str]:
     """Validate the request and return the criteria, in the order of the first rating."""
     errors: dict[str, str] = {}
     if not ratings:
@@ -228,7 +228,7 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
     # Labels in NFC: two spellings of one name ("café" composed or not) are one rater, system or item.
     ratings = [{**r, **{k: canonical(r[k]) for k in LABELS if isinstance(r.get(k), str)}} for r in ratings]
     qc_system = canonical(qc_system) if isinstance(qc_system, str) else qc_system
-    criteria = _check(ratings, list(reverse), scale, alpha)
+    criteria = _check(ratings, scale, alpha)
     reversed_names = set(reverse)
     if qc_criteria is None:
         qc_criteria = [c for c in criteria if c not in reversed_names] or list(criteria)

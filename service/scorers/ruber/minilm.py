@@ -21,7 +21,7 @@ class RuberMiniLM(SentenceHeadScorer):
     def _score_reference_free(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:
         """s_U as the head returns it, in (0, 1) (the graph's `s_unref`, which does not read its reference
         input: given the reply there); unnormalised for the reason Ruber._score_reference_free gives."""
-        out = self._run([Item(item.context, item.response, item.response) for item in items], cache)
+        out = self.head.run_reference_free(items, cache)
         return ScoreBatch([float(s) for s in out["s_unref"]])
 
     def _score(self, items: list[Item], options: dict[str, Any], cache: EncodeCache) -> ScoreBatch:

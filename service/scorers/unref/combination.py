@@ -15,7 +15,7 @@ import numpy as np
 from service.components.cache import EncodeCache
 from service.components.sentence_encoder import SentenceEncoder
 from service.scorers.base import Item, ScoreBatch, Scorer
-from service.scorers.heads import MAX_TURNS, HeadGraph, context_texts, turns_read
+from service.scorers.heads import MAX_TURNS, HeadGraph, context_texts, encode_distinct, turns_read
 from service.scorers.unref.signals import (CONTEXT_TEXT_SIGNALS, TEXT_SIGNALS, TRANSFORMS, VECTOR_SIGNALS, logit,
                                           text_signal, turns_of, vector_signal)
 from service.artifacts.manifest import ManifestError
@@ -64,14 +64,6 @@ class StackedUnreferenced(Scorer):
         """The vector signals' turns (signals.turns_of) or a head's, whichever reaches further back."""
         return max([MAX_TURNS, *(turns_read(runner.encoding) for runner in self.heads.values())])
 
-    @staticmethod
-    def _reply_as_reference(head: HeadGraph, items: list[Item]) -> list[Item]:
-        """A graph with a `reference` input (ruber-minilm's, whose s_unref does not read it) is given the
-        reply there."""
-        if "reference" not in head.session.inputs:
-            return items
-        return [Item(item.context, item.response, item.response) for item in items]
-
     def _encoder(self, spec: dict[str, Any]) -> SentenceEncoder:
         if spec.get("encoder") not in self.components:
             raise ManifestError(f"{self.name}: signal {spec['name']!r} reads encoder {spec.get('encoder')!r}, "
@@ -98,13 +90,13 @@ class StackedUnreferenced(Scorer):
         columns = np.zeros((len(items), len(self.specs)))
         turns = [turns_of(item.context) for item in items]
         self._encode_once(items, turns, cache)
-        outputs = {head: runner.run(self._reply_as_reference(runner, items), cache) for head, runner in self.heads.items()}
+        outputs = {head: runner.run_reference_free(items, cache) for head, runner in self.heads.items()}
         vectors: dict[str, dict[str, np.ndarray]] = {}
         for spec in self.specs:
             if spec["source"] in VECTOR_SIGNALS and spec["encoder"] not in vectors:
-                encoder = self.components[spec["encoder"]]
-                texts = list(dict.fromkeys([t for ts in turns for t in ts] + [item.response for item in items]))
-                vectors[spec["encoder"]] = dict(zip(texts, encoder.encode(texts, cache)))
+                vectors[spec["encoder"]] = encode_distinct(self.components[spec["encoder"]],
+                                                           [t for ts in turns for t in ts] + [i.response for i in items],
+                                                           cache)
         for j, spec in enumerate(self.specs):
             if spec["source"] == "head":
                 values = np.asarray(outputs[spec["head"]][spec.get("output", "score")], dtype=np.float64)
