@@ -166,6 +166,10 @@ class CompiledSession:
         self._requests: queue.SimpleQueue[Any] = queue.SimpleQueue()
         for _ in range(max(1, streams)):
             self._requests.put(self.compiled.create_infer_request())
+        # pybind11 makes an iterator's type on its first use, unsafely when two threads meet there (pybind11
+        # #5970: "Object of type 'iterator' is not an instance of 'iterator'"); `infer` iterates a tensor's
+        # Shape, so that type is made here, on the loading thread, before encoder threads run in parallel.
+        tuple(ov.Shape([1]))
 
     def get_inputs(self) -> list[Port]:
         return self._inputs

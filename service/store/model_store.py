@@ -162,7 +162,7 @@ class ModelStore:
             verify_files(manifest)
             self.components[manifest.name] = component_class(manifest.scorer)(manifest, self.runtime)
         except Exception as exc:  # noqa: BLE001 - any failure takes the component out, with its reason
-            self._fail(manifest.name, _reason(exc), _public(exc), component=True)
+            self._fail(manifest.name, _reason(exc), _public(exc), component=True, exc=exc)
 
     def _load_model(self, manifest: Manifest) -> None:
         name = manifest.name
@@ -180,7 +180,7 @@ class ModelStore:
             self.scorers[name] = scorer
             log.info("loaded %s %s (%s) on %s", name, manifest.version, manifest.kind, scorer.providers())
         except Exception as exc:  # noqa: BLE001
-            self._fail(name, _reason(exc), _public(exc))
+            self._fail(name, _reason(exc), _public(exc), exc=exc)
 
     def _leave_out(self, name: str, components: list[str], unbuilt: dict[str, str]) -> None:
         """A model on a component not built here: left out of service, or a failure where DIALSCORE_MODELS
@@ -192,13 +192,16 @@ class ModelStore:
             self.not_built[name] = why
             log.info("model %s is left out: %s", name, why)
 
-    def _fail(self, name: str, reason: str, public: str, component: bool = False, level: int = logging.ERROR) -> None:
+    def _fail(self, name: str, reason: str, public: str, component: bool = False, level: int = logging.ERROR,
+              exc: Exception | None = None) -> None:
+        """Record a failure and log it; `exc`, unless a ManifestError (a bad store, said in full by its
+        message), is logged with its traceback, which a failure from a bug needs to be traced."""
         self.failures[name] = reason
         self.public_failures[name] = public
         if component or name == STORE_KEY:
             self.failed_components.add(name)
         log.log(level, "%s %s is not served: %s (clients are told: %s)", "component" if component else "model",
-                name, reason, public)
+                name, reason, public, exc_info=None if exc is None or isinstance(exc, ManifestError) else exc)
 
     def fail_whole(self, exc: Exception) -> None:
         """The load itself raised: the store serves nothing, says why, and is done loading (never "still

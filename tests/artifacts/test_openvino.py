@@ -1,12 +1,16 @@
-"""service/artifacts/openvino.py: the float graph OpenVINO compiles from an int8 encoder."""
+"""service/artifacts/openvino.py: the float graph OpenVINO compiles from an int8 encoder, and a compiled
+session safe to run on several threads from its first run."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from service.artifacts.openvino import float_graph
-from tests.conftest import MODEL_STORE
+from service.artifacts.openvino import float_graph, found
+from tests.conftest import MODEL_STORE, REPO
+
 
 
 def test_a_float_graph_that_cannot_be_written_says_where_and_how_much_room_there_is(tmp_path: Path) -> None:
@@ -17,3 +21,26 @@ def test_a_float_graph_that_cannot_be_written_says_where_and_how_much_room_there
     with pytest.raises(OSError, match=r"float graph \(about \d+ MiB\) could not be written to .*not-a-folder, "
                                       r"which has \d+ MiB free"):
         float_graph(encoder, tmp_path / "not-a-folder")
+
+
+def test_a_compiled_session_leaves_no_type_for_its_first_run_to_make() -> None:
+    """pybind11 makes an iterator's type on first use, and two threads meeting there fail with "Object of
+    type 'iterator' is not an instance of 'iterator'" (a worker's warm-up runs the encoder on two threads;
+    it failed a model's load once). A fresh process, since any earlier iteration in this one makes it."""
+    if not found().usable:
+        pytest.skip(f"OpenVINO: {found().reason}")
+    script = """
+import gc, sys
+from pathlib import Path
+import numpy as np
+from service.artifacts.openvino import CompiledSession
+def bound_types():
+    return {id(t) for t in gc.get_objects() if isinstance(t, type) and t.__module__ == "pybind11_builtins"}
+session = CompiledSession(Path(sys.argv[1]), 1, 2, "f32", None, 16)
+before = bound_types()
+session.run(None, {port.name: np.ones((1, 4), np.int64) for port in session.get_inputs()})
+print(len(bound_types() - before))
+"""
+    done = subprocess.run([sys.executable, "-c", script, str(MODEL_STORE / "minilm-l6" / "encoder-int8.onnx")],
+                          capture_output=True, text=True, cwd=REPO, timeout=120, check=True)
+    assert done.stdout.split() == ["0"], done.stderr

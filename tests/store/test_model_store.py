@@ -1,6 +1,7 @@
 import json
 import logging
 import shutil
+import traceback
 
 from service.artifacts.runtime import Runtime
 from service.store.model_store import ModelStore
@@ -150,6 +151,28 @@ def test_a_bug_while_loading_ends_the_load_with_a_failure_not_a_worker_loading_f
     details = ready.get_json()["error"]["details"]
     assert "loading" not in details or not details["loading"], details
     assert "ZeroDivisionError" in details["failed"]["model_store"]
+
+
+def test_a_model_that_fails_from_a_bug_is_logged_with_its_traceback_and_a_bad_manifest_without(tmp_path, caplog,
+                                                                                          monkeypatch):
+    """Clients are told "load error (TypeError); see the service log": the log must then hold where it was
+    raised, or a failure seen once (a race in a library) cannot be traced."""
+    from service.store.registry import scorer_class
+
+    root = copy_store(tmp_path / "store", ("length", "bleu4"))
+    text = json.loads(_manifest(root, "bleu4").read_text())
+    text["score_range"] = [1]
+    _manifest(root, "bleu4").write_text(json.dumps(text))
+
+    def warm_up(self):
+        raise TypeError("raised in warm_up")
+
+    monkeypatch.setattr(scorer_class("length"), "warm_up", warm_up)
+    with caplog.at_level(logging.ERROR):
+        assert ModelStore(root, Runtime()).load() is False
+    failed = {r.getMessage().split()[1]: r for r in caplog.records if "is not served" in r.getMessage()}
+    assert failed["length"].exc_info and "in warm_up" in "".join(traceback.format_exception(*failed["length"].exc_info))
+    assert failed["bleu4"].exc_info is None
 
 
 def test_a_uses_entry_that_is_not_a_name_takes_out_only_that_model(tmp_path):
