@@ -43,6 +43,9 @@ from service.version import VERSION
 
 ALL = "all"  # the row of every line, under the systems'
 CSV_FIELDS = ("id", "system", "response", "reference")
+# A cell as long as a JSON line may be (no bound but the file's): the csv module's default, 131,072
+# characters, stopped a whole run at one long reply; the models read its first tokens, as from JSON lines.
+CSV_CELL_LIMIT = 2**31 - 1
 
 
 def _parse_args(argv: list[str] | None, prog: str = "dialscore score") -> argparse.Namespace:
@@ -114,6 +117,7 @@ def _csv_lines(path: Path, system: str, keep: list[str]) -> Iterator[tuple[int, 
     """Each data row as the JSON line bulk reads: row 1 is the first row under the header. A row that is not
     UTF-8, not well-formed CSV (strict: an unclosed quote, text after a closing one) or not as wide as the
     header is a BulkError naming the row and the file line it begins on."""
+    previous_limit = csv.field_size_limit(CSV_CELL_LIMIT)
     with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
         reader = csv.DictReader(handle, dialect="excel-tab" if path.suffix.lower() == ".tsv" else "excel",
                                 strict=True)
@@ -135,6 +139,8 @@ def _csv_lines(path: Path, system: str, keep: list[str]) -> Iterator[tuple[int, 
             number += isinstance(exc, csv.Error)  # raised by reading the next row
             where = f"line {number}" if number else "the header"
             raise BulkError(f"{path}: {where} (file line {ended + 1}): {_csv_problem(exc)}") from None
+        finally:
+            csv.field_size_limit(previous_limit)
 
 
 class _NotUtf8(ValueError):
