@@ -112,6 +112,20 @@ def test_a_token_is_sent_as_a_bearer_token(small_server):
     assert Client(small_server.url, token=TOKEN, retry_deadline=0).score("length", [ITEM]).scores == [4.0]
 
 
+def test_a_token_read_from_a_secret_file_is_stripped_and_one_no_header_can_carry_is_refused_unechoed(small_server):
+    """`open(secret).read()` ends in a newline: it failed the first call as a `request_error` whose message held
+    the token; a non-latin-1 one raised a bare UnicodeEncodeError, no DialscoreError."""
+    assert Client(small_server.url, token=f" {TOKEN}\n", retry_deadline=0).score("length", [ITEM]).scores == [4.0]
+    for token, said in (("s3c ret", "SPACE"), ("s\u20acret", "EURO SIGN"), ("tab\there", "control")):
+        with pytest.raises(ValueError, match="token") as caught:
+            Client(small_server.url, token=token)
+        assert said in str(caught.value) and token not in str(caught.value)
+    with pytest.raises(ValueError, match="token is blank"):
+        Client(small_server.url, token=" \n")
+    with pytest.raises(TypeError, match="token must be a str"):
+        Client(small_server.url, token=b"bytes")  # type: ignore[arg-type]
+
+
 def test_a_proxys_html_error_is_still_a_typed_error():
     with proxy(free_port()) as hop:  # nothing listens upstream: the proxy answers its own 502 page
         with pytest.raises(ServerError) as caught:

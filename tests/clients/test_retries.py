@@ -61,6 +61,14 @@ def test_retry_after_is_honoured(server):
     assert all(later - earlier >= 0.99 for earlier, later in zip(arrivals, arrivals[1:])), arrivals
 
 
+def test_clients_refused_together_with_a_whole_second_do_not_come_back_together():
+    """Retry-After is whole seconds: waited exactly, every client refused in one instant came back in one
+    instant (8 threads, within 60 ms, round after round) and most were refused again."""
+    waits = [transport.after_retry_after(1.0) for _ in range(200)]
+    assert all(1.0 <= wait <= 1.25 for wait in waits) and max(waits) - min(waits) > 0.15
+    assert transport.after_retry_after(None) == 0.0
+
+
 def test_a_retry_after_past_the_deadline_ends_at_once(server):
     with proxy(server.port) as hop, Client(hop.url, retry_deadline=5) as client:
         client.limits()

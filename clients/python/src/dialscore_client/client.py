@@ -39,8 +39,9 @@ class Client:
     bounded by retry_deadline alone. retry_deadline: seconds after a
     request's first attempt within which refused connections, 502 and 503s that waiting may cure are
     retried, after `Retry-After` or with backoff; 0 turns retries off. session: your own `requests.Session`.
-    A base URL that is not http(s) with a host, or a timeout or retry_deadline that is not a finite number
-    of seconds (transport.checked_seconds), raises ValueError or TypeError here.
+    A base URL that is not http(s) with a host, a token that is not printable ASCII (surrounding whitespace,
+    such as a secret file's newline, is stripped), or a timeout or retry_deadline that is not a finite
+    number of seconds (transport.checked_seconds), raises ValueError or TypeError here.
     """
 
     def __init__(self, base_url: str, token: str | None = None, timeout: float | None = DEFAULT_TIMEOUT,

@@ -15,6 +15,7 @@ import random
 import socket
 import threading
 import time
+import unicodedata
 from collections import Counter
 from typing import Any
 from urllib.parse import urlsplit
@@ -95,6 +96,12 @@ def backoff(attempt: int) -> float:
     return delay / 2 + random.uniform(0, delay / 2)
 
 
+def after_retry_after(asked: float | None) -> float:
+    """The wait a Retry-After asks for, plus up to a quarter more at random: the server gives whole seconds,
+    so that clients refused together would otherwise all come back in the same instant."""
+    return 0.0 if asked is None else asked + random.uniform(0, asked / 4)
+
+
 class Transport:
     """Sends requests to one server within a call's deadline (`timeout` seconds after the call began; None:
     none); retries connection failures, 502, and 503s that waiting may cure, until `retry_deadline` seconds
@@ -108,6 +115,7 @@ class Transport:
         self.session = session if session is not None else requests.Session()
         self.owns_session = session is None
         self.headers = {"Accept": "application/json", "User-Agent": user_agent}
+        token = checked_token(token)
         if token:
             self.headers["Authorization"] = f"Bearer {token}"
 
@@ -153,7 +161,7 @@ class Transport:
                     why = ("" if ends == retry_until or needs == MIN_ATTEMPT else f": the wait and the {needs:g} s "
                            "the server expects the work to take do not fit in what is left of it")
                     raise _gave_up(failure, attempt, time.monotonic() - started, bound, why, retried) from failure
-                pause = min(max(backoff(attempt), asked or 0.0), left)  # a Retry-After may lengthen the wait
+                pause = min(max(backoff(attempt), after_retry_after(asked)), left)
                 retried.append(failure)
                 log.info("dialscore: %s %s: %s -> attempt %d in %.2f s", method, url, failure, attempt + 1, pause)
                 time.sleep(pause)
@@ -393,6 +401,24 @@ def checked_base_url(base_url: str) -> str:
         raise ValueError(f"base_url must be an http:// or https:// URL with a host, such as "
                          f"'http://127.0.0.1:8000'; got {base_url!r}.")
     return base_url.rstrip("/")
+
+
+def checked_token(token: str | None) -> str | None:
+    """`token` without surrounding whitespace (a secret file's last newline, which the server strips too);
+    TypeError unless a str, ValueError unless printable ASCII with no space, as a header can carry it and
+    the server takes it. The messages never hold the token."""
+    if token is None:
+        return None
+    if not isinstance(token, str):
+        raise TypeError(f"token must be a str, not {type(token).__name__}.")
+    if token and not token.strip():
+        raise ValueError("token is blank (whitespace only): give the token, or None to send none.")
+    token = token.strip()
+    bad = next((at for at, char in enumerate(token) if not ("!" <= char <= "~")), None)
+    if bad is not None:
+        raise ValueError(f"token must be printable ASCII with no space (the server takes no other); its character "
+                         f"{bad} is {unicodedata.name(token[bad], 'a control character')}.")
+    return token
 
 
 def checked_seconds(name: str, value: float, above_zero: bool) -> float:
