@@ -357,9 +357,14 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
         _refuse_every(errors, bool(over), "candidates")
     kept = [j for j in range(len(body["candidates"])) if f"candidates.{j}" not in errors]
     items = [Item(list(body["context"]), body["candidates"][j], body["reference"]) for j in kept]
+    # as scored: in NFC (scorers/base.py, Item)
+    warned = reply_warnings([(j, item.response) for j, item in zip(kept, items)], settings.not_english_confidence,
+                            "/rerank")
+    excluded = {w["index"] for w in warned if w["code"] in body["exclude_warned"]}
+    kept, items = [j for j in kept if j not in excluded], [item for j, item in zip(kept, items) if j not in excluded]
     cache = EncodeCache()
     limits.check_encoder_work([call], items, settings, cache, path="candidates")
-    batch = _run(call, items, cache)
+    batch = _run(call, items, cache) if items else ScoreBatch([])
     scores = batch.scores
     order = sorted(range(len(items)), key=lambda i: -scores[i])  # stable: ties keep the candidates' order
     if body["top_k"] is not None:
@@ -373,9 +378,7 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     out = {"model": call.name, "version": call.version, "ranking": ranking}
     if dropped is not None:
         out["context_dropped"] = dropped
-    replies = [(j, item.response) for j, item in zip(kept, items)]  # as scored: in NFC (scorers/base.py, Item)
-    return _with_warnings(_with_skipped(out, errors, "/rerank"),
-                          reply_warnings(replies, settings.not_english_confidence, "/rerank"))
+    return _with_warnings(_with_skipped(out, errors, "/rerank"), warned)
 
 
 def correlate(body: dict[str, Any], settings: Settings) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates_schema
 
+from service.api.warnings import CODES as WARNING_CODES
 from service.artifacts import batch_bounds
 from service.scorers.base import Dialogue, Item, Turn
 from service.stats.correlation import METHODS
@@ -236,6 +237,10 @@ class RerankRequestSchema(StrictSchema):
     on_invalid = _on_invalid("candidate", "; they are not in `ranking`",
                              ", the context, the reference, the encoder's word-piece cap", "string")
     on_long_context = _on_long_context(", once")
+    exclude_warned = fields.List(fields.String(validate=validate.OneOf(WARNING_CODES)), load_default=list, metadata={
+        "description": "Warning codes whose candidates are left out of `ranking` before `top_k` (still named in "
+                       "`warnings`, and not scored): `empty`, `no_words`, `not_english`. A bot that never sends "
+                       "a blank reply sends `[\"empty\"]`.", "example": ["empty", "no_words"]})
 
 
 class MultiScoreResponseSchema(StrictSchema):

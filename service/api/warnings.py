@@ -10,13 +10,14 @@ from typing import Any
 from service.observability import metrics
 from service.components import language
 
-_MESSAGES = {
+_MESSAGES = {  # by code: also what /rerank's `exclude_warned` may name
     "empty": "The reply is empty or blank: its score says nothing about a reply; do not send it.",
     "no_words": "The reply has no letter or digit (emoji or punctuation only): the models read words, so such "
                 "replies score alike and their order means little.",
     "not_english": "The reply {what}, not English: the models were trained on English only, so its score and "
                    "rank mean little.",
 }
+CODES = tuple(_MESSAGES)
 
 
 def reply_warnings(replies: list[tuple[int, str]], confidence: float, endpoint: str) -> list[dict[str, Any]]:

@@ -49,3 +49,20 @@ def test_skipped_items_are_not_warned_about(client):
     items = [{"context": CONTEXT, "response": "прекрасно!", "unknown": 1}, {"context": CONTEXT, "response": "да"}]
     body = client.post("/score", json={"model": "length", "items": items, "on_invalid": "skip"}).get_json()
     assert body["skipped"] == [0] and [w["index"] for w in body["warnings"]] == [1]
+
+
+def test_exclude_warned_leaves_warned_candidates_out_of_the_ranking_before_top_k(full_app):
+    """unref-minilm-commercial ranked "" first for "hey" (human_percentile .86, above every threshold the
+    README offers): a bot that sends `exclude_warned` gets its top_k from the candidates it may send."""
+    client = full_app.test_client()
+    candidates = ["", "hi! how are you?", "!!!", "good, you?", "i'm good, you?"]
+    request = {"model": "unref-minilm-commercial", "context": ["hey"], "candidates": candidates}
+    plain = client.post("/rerank", json=request).get_json()["ranking"]
+    assert plain[0]["index"] == 0  # the blank reply first, as the probe found it
+    body = client.post("/rerank", json={**request, "top_k": 2, "exclude_warned": ["empty", "no_words"]}).get_json()
+    assert body["ranking"] == [e for e in plain if e["index"] in (1, 3, 4)][:2]  # the same scores, without them
+    assert [(w["index"], w["code"]) for w in body["warnings"]] == [(0, "empty"), (2, "no_words")]
+    every = client.post("/rerank", json={**request, "candidates": ["", " "], "exclude_warned": ["empty"]})
+    assert every.status_code == 200 and every.get_json()["ranking"] == []
+    wrong = client.post("/rerank", json={**request, "exclude_warned": ["blank"]})
+    assert wrong.status_code == 422 and "exclude_warned.0" in wrong.get_json()["error"]["details"]

@@ -19,7 +19,8 @@ CLIENT_SRC = REPO / "clients" / "python" / "src"
 if str(CLIENT_SRC) not in sys.path:
     sys.path.insert(0, str(CLIENT_SRC))
 
-SERVED = "adem,autojudge-minilm,length,mh,ruber,unref-minilm"  # one of each kind, both encoders, the re-ranking model
+# one of each kind, both encoders, and the re-ranking models
+SERVED = "adem,autojudge-minilm,length,mh,ruber,unref-minilm,unref-minilm-commercial"
 TOKEN = "client-test-token"
 SMALL_LIMITS = {"DIALSCORE_MAX_ITEMS": "4", "DIALSCORE_MAX_CANDIDATES": "3", "DIALSCORE_MAX_BODY_BYTES": "2048",
                 "DIALSCORE_MAX_ENCODER_TOKENS": "120", "DIALSCORE_MAX_CHARS": "200"}

@@ -245,6 +245,17 @@ def test_rerank_skips_over_long_candidates_by_their_own_index(whole, split):
     assert ranking.ranking == kept[:4]
 
 
+def test_rerank_excludes_warned_candidates_in_every_chunk(whole, split):
+    """Chunks of four, one of which holds only warned candidates: its empty ranking is no bad answer."""
+    candidates = list(CANDIDATES)
+    candidates[1], candidates[4:8] = "", ["!!", " ", "...", "\u200b"]
+    for top_k in (None, 2):
+        ranking = split.rerank("length", CONTEXT, candidates, top_k=top_k, exclude_warned=["empty", "no_words"])
+        assert ranking == whole.rerank("length", CONTEXT, candidates, top_k=top_k, exclude_warned=["empty", "no_words"])
+        assert [c.index for c in ranking.ranking] == [3, 0, 2][:top_k]
+        assert sorted(w["index"] for w in ranking.warnings) == [1, 4, 5, 6, 7]
+
+
 def test_a_chunked_reranking_orders_by_score_within_the_bound_a_provider_states() -> None:
     """Where scores move with their batch-mates (OpenVINO, CUDA: docs/api.md), each chunk's scores lie
     within a bound of the one-request scores; the joined ranking then misorders no two candidates whose

@@ -6,7 +6,7 @@ import math
 
 import pytest
 import requests
-from dialscore_client import Client, MultiScoreResult, RankedCandidate, ScoreResult, TooLarge
+from dialscore_client import Client, InvalidRequest, MultiScoreResult, RankedCandidate, ScoreResult, TooLarge
 
 from tests.clients.conftest import SERVED
 from tests.clients.fixed_server import answering
@@ -143,6 +143,17 @@ def test_rerank_ranks_best_first_and_keeps_top_k(server, client):
     assert [c.score for c in ranking.ranking] == sorted((c.score for c in ranking.ranking), reverse=True)
     top = client.rerank("autojudge-minilm", CONTEXT, CANDIDATES, top_k=2)
     assert top.ranking == ranking.ranking[:2] and top.version == ranking.version
+
+
+def test_rerank_leaves_out_the_warned_candidates_it_is_asked_to(server, client):
+    body = {"model": "length", "context": CONTEXT, "candidates": ["", "hello there, friend", "!!", "ok"],
+            "exclude_warned": ["empty", "no_words"]}
+    ranking = client.rerank("length", CONTEXT, body["candidates"], exclude_warned=("empty", "no_words"))
+    served = [e["index"] for e in post(server, "/rerank", body)["ranking"]]
+    assert [c.index for c in ranking.ranking] == served == [1, 3]
+    assert [(w["index"], w["code"]) for w in ranking.warnings] == [(0, "empty"), (2, "no_words")]
+    with pytest.raises(InvalidRequest, match="exclude_warned"):
+        client.rerank("length", CONTEXT, body["candidates"], exclude_warned="empty")  # type: ignore[arg-type]
 
 
 def test_human_percentile_is_the_servers_where_the_model_has_one(server, client):

@@ -94,10 +94,11 @@ def join_scores(pieces: Sequence[Piece]) -> ScoreResult | MultiScoreResult:
         return _join_scores(pieces)
 
 
-def join_rankings(pieces: Sequence[Piece], top_k: int | None) -> Ranking:
-    """The chunks' /rerank answers as one ranking: best first, ties in the candidates' order, then `top_k`."""
+def join_rankings(pieces: Sequence[Piece], top_k: int | None, excluded: Sequence[str] = ()) -> Ranking:
+    """The chunks' /rerank answers as one ranking: best first, ties in the candidates' order, then `top_k`;
+    `excluded`, the warning codes sent as `exclude_warned`, whose candidates no chunk ranks."""
     with reading_answer("POST /rerank's answer"):
-        return _join_rankings(pieces, top_k)
+        return _join_rankings(pieces, top_k, excluded)
 
 
 def _join_scores(pieces: Sequence[Piece]) -> ScoreResult | MultiScoreResult:
@@ -114,11 +115,11 @@ def _join_scores(pieces: Sequence[Piece]) -> ScoreResult | MultiScoreResult:
                             dropped, warnings)
 
 
-def _join_rankings(pieces: Sequence[Piece], top_k: int | None) -> Ranking:
+def _join_rankings(pieces: Sequence[Piece], top_k: int | None, excluded: Sequence[str]) -> Ranking:
     first = _first_answer(pieces)
     version = _same(pieces)
     for piece in pieces:
-        _check_ranking(piece, top_k)
+        _check_ranking(piece, top_k, excluded)
     ranking = [RankedCandidate(entry["index"] + piece.start, entry["response"], entry["score"],
                                entry.get("human_percentile"), entry.get("details"))
                for piece in pieces if piece.answer is not None for entry in piece.answer["ranking"]]
@@ -129,18 +130,19 @@ def _join_rankings(pieces: Sequence[Piece], top_k: int | None) -> Ranking:
     return Ranking(first["model"], version, ranking, skipped, errors, first.get("context_dropped"), _warnings(pieces))
 
 
-def _check_ranking(piece: Piece, top_k: int | None) -> None:
-    """A chunk's ranking names each of its candidates not skipped once (the best `top_k` of them), else
-    ServerError `bad_answer`."""
+def _check_ranking(piece: Piece, top_k: int | None, excluded: Sequence[str]) -> None:
+    """A chunk's ranking names each of its candidates not skipped nor warned with an `excluded` code once (the
+    best `top_k` of them), else ServerError `bad_answer`."""
     if piece.answer is None:
         return
     count = piece.stop - piece.start
-    skipped = set(piece.answer.get("skipped", []))
+    skipped = set(piece.answer.get("skipped", [])) | {
+        w["index"] for w in piece.answer.get("warnings", []) if w["code"] in excluded}
     ranked = [entry["index"] for entry in piece.answer["ranking"]]
     expected = count - len(skipped) if top_k is None else min(top_k, count - len(skipped))
     if len(ranked) != expected or len(set(ranked)) != expected or not set(ranked) <= set(range(count)) - skipped:
         raise ServerError(200, "bad_answer", f"The server ranked {len(ranked)} candidates of {count} "
-                          f"({len(skipped)} skipped; candidates {piece.start} to {piece.stop - 1}).")
+                          f"({len(skipped)} skipped or excluded; candidates {piece.start} to {piece.stop - 1}).")
 
 
 def _first_answer(pieces: Sequence[Piece]) -> dict[str, Any]:

@@ -114,16 +114,20 @@ class Client:
 
     def rerank(self, model: str, context: Sequence[str], candidates: Sequence[str], reference: str | None = None,
                top_k: int | None = None, options: Mapping[str, Any] | None = None,
-               on_invalid: OnInvalid | None = None, on_long_context: OnLongContext | None = "keep_last") -> Ranking:
+               on_invalid: OnInvalid | None = None, on_long_context: OnLongContext | None = "keep_last",
+               exclude_warned: Sequence[str] | None = None) -> Ranking:
         """POST /rerank: `candidates` replies to `context` ranked best first (ties in their order), at most
         `top_k`; more candidates than the server takes at once are scored in chunks and their rankings merged.
-        on_long_context as for `score`: a long context is cut to the turns the model reads by default."""
+        on_long_context as for `score`: a long context is cut to the turns the model reads by default.
+        exclude_warned: warning codes ("empty", "no_words", "not_english") whose candidates are left out of
+        the ranking before `top_k`; they stay in `warnings`."""
         payload: dict[str, Any] = {"model": model, "context": _elements("context", context)}
+        excluded = None if exclude_warned is None else _elements("exclude_warned", exclude_warned)
         payload.update(_given(reference=reference, top_k=top_k, options=_dict(options), on_invalid=on_invalid,
-                              on_long_context=on_long_context))
+                              on_long_context=on_long_context, exclude_warned=excluded))
         pieces = self._send_split("/rerank", payload, "candidates", _elements("candidates", candidates),
                                   on_invalid == "skip")
-        return batching.join_rankings(pieces, top_k)
+        return batching.join_rankings(pieces, top_k, excluded or ())
 
     # --- analysis ----------------------------------------------------------------------------------
     def correlate(self, human: Sequence[float] | Sequence[Sequence[float]], scores: Mapping[str, Sequence[float]],
