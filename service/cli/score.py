@@ -301,6 +301,8 @@ def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], option
             if system is not None:
                 out["system"] = system
             out["scores"] = {scorer.name: r.get("score") for scorer, r in zip(scorers, records)}
+            if details := {scorer.name: r["details"] for scorer, r in zip(scorers, records) if "details" in r}:
+                out["details"] = details  # what options such as ruber's `components` ask for, as bulk writes it
             out["versions"] = versions
             if changed:
                 out["options"] = changed

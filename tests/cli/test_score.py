@@ -616,3 +616,17 @@ def test_kept_fields_add_up_and_unreadable_or_trained_lines_are_said_not_fatal(t
     table.write_text("context,response,human\nhi,bye,3\n", encoding="utf-8")
     assert score(store, str(table), "--models", "length", "--output", str(out), "--keep", "rating") == 2
     assert "--keep rating: no such column (the header has context, response, human)" in capsys.readouterr().err
+
+
+def test_an_option_that_asks_for_details_writes_them_in_each_record(tmp_path) -> None:
+    """`--options '{"ruber": {"components": true}}'` was recorded under `options` and its components dropped;
+    the record now carries them as bulk's does, with the references' best (the score's own)."""
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(
+        {"context": ["how was your weekend?"], "response": "great, i went hiking!",
+         "references": ["fine, thanks.", "i went hiking with my sister."]})])
+    out = tmp_path / "scores.jsonl"
+    assert score(MODEL_STORE, str(source), "--models", "ruber", "length", "--output", str(out), "--options",
+                 '{"ruber": {"components": true}}') == 0
+    [record] = read(out)
+    assert set(record["details"]) == {"ruber"} and {"s_ref", "s_unref"} <= set(record["details"]["ruber"])
+    assert record["options"] == {"ruber": {"components": True}}
