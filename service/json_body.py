@@ -193,6 +193,43 @@ def parse_object(raw: bytes, *, max_depth: int, finite: bool = False, constants:
     return data
 
 
+class _Flagged:
+    """The place of a repeated key or an unreadable number in a second, lenient parse: json's hooks are
+    not told where they are, and a refusal in a batch of 500 items must name its item."""
+
+    __slots__ = ()
+
+
+def _located(text: str, error: JsonTextError, repeated: str | None) -> JsonTextError:
+    """`error` with `path` set to where the text repeats the key `repeated` (None: holds an integer of more
+    digits than Python reads), the first such place in document order; as it was where none is found."""
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for key, value in items:
+            obj[key] = _Flagged() if key in obj and key == repeated else value
+        return obj
+
+    def integer(digits: str) -> Any:
+        try:
+            return int(digits)
+        except ValueError:
+            return _Flagged() if repeated is None else 0
+
+    try:
+        data = json.loads(text, object_pairs_hook=pairs, parse_int=integer, parse_constant=lambda _: None)
+    except (ValueError, RecursionError):
+        return error
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, _Flagged):
+            error.path = path or "(body)"
+            break
+        children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        stack.extend(reversed([(child, f"{path}.{key}" if path else str(key)) for key, child in children]))
+    return error
+
+
 def _load(raw: bytes, max_depth: int, finite: bool, constants: bool) -> Any:
     try:
         text = raw.decode("utf-8").removeprefix(_BOM.decode())  # RFC 8259 lets a reader drop a BOM; Windows tools write one
@@ -203,7 +240,9 @@ def _load(raw: bytes, max_depth: int, finite: bool, constants: bool) -> Any:
             data = loads(text, finite=finite)
         else:  # each word becomes a marker that _check finds, with its path
             data = json.loads(text, object_pairs_hook=_unique, parse_constant=_Constant)
-    except JsonTextError:  # RepeatedKey, NotFinite: raised from inside the parser
+    except RepeatedKey as exc:
+        raise _located(text, exc, exc.key) from None
+    except JsonTextError:  # NotFinite: raised from inside the parser
         raise
     except json.JSONDecodeError as exc:
         # Some of json's messages end in "at" ("Unterminated string starting at"), before its own position
@@ -213,7 +252,7 @@ def _load(raw: bytes, max_depth: int, finite: bool, constants: bool) -> Any:
     except ValueError as exc:  # Python refuses an integer of more than 4,300 digits (CVE-2020-10735)
         if "digits" not in str(exc):
             raise
-        raise NotJson("a number has more digits than can be read (at most 4,300)") from None
+        raise _located(text, NotJson("a number has more digits than can be read (at most 4,300)"), None) from None
     return data
 
 

@@ -50,6 +50,24 @@ def test_loads_refuses_a_key_repeated_in_one_object_anywhere() -> None:
             loads(body)
 
 
+def test_a_repeated_key_or_an_unreadable_number_is_refused_with_where_it_stands() -> None:
+    """The parser's hooks are not told where they are: the path comes from a second, lenient parse (the first
+    place in document order; a key repeated elsewhere, or repeated in an object that also repeats another, is
+    not mistaken for it)."""
+    import pytest
+
+    from service.json_body import NotJson, RepeatedKey, parse_object
+
+    cases = [(b'{"a": {"b": 1, "c": 2}, "x": [{"b": 1}, {"c": 2, "b": 3, "c": 4}]}', RepeatedKey, "x.1.c"),
+             (b'{"b": 1, "b": 2}', RepeatedKey, "b"),
+             (b'{"n": [1, 2, {"m": ' + b"9" * 4301 + b'}]}', NotJson, "n.2.m"),
+             (b'{"k": 1, "k": ' + b"9" * 4301 + b'}', NotJson, "k")]  # the number is read before the object closes
+    for raw, error, path in cases:
+        with pytest.raises(error) as raised:
+            parse_object(raw, max_depth=8)
+        assert raised.value.path == path, raw[:60]
+
+
 def test_parse_is_one_reader_for_bodies_lines_files_and_manifests() -> None:
     """BOM, repeated keys, encodings, shape and nesting, answered the same by every reader (A3: the
     manifest took a repeated key, analysis files refused a BOM)."""

@@ -19,7 +19,9 @@ def _parse(raw: bytes, depth: int) -> dict[str, Any]:
     try:
         return parse_object(raw, max_depth=depth, constants=False)  # NaN is not JSON: 400, with its path
     except RepeatedKey as exc:
-        raise BadJson(f"The request body is ambiguous: {exc}; send each key once.", {"key": exc.key}) from None
+        where = f" at {exc.path}" if exc.path else ""
+        raise BadJson(f"The request body is ambiguous{where}: {exc}; send each key once.",
+                      {"key": exc.key, **({exc.path: str(exc)} if exc.path else {})}) from None
     except TooDeep as exc:
         where = f" at {exc.path}" if exc.path else ""
         raise TooLarge(f"The request body is nested deeper than {depth} levels{where}; send it flatter.",
@@ -28,8 +30,9 @@ def _parse(raw: bytes, depth: int) -> dict[str, Any]:
         raise BadJson(f"The request body is not usable JSON at {exc.path}: {exc}", {exc.path: str(exc)}) from None
     except NotAnObject as exc:
         raise BadJson(f"The request body must be a JSON object, not {exc.found}.") from None
-    except JsonTextError as exc:  # NotUtf8, NotJson
-        raise BadJson(f"The request body is not valid JSON: {exc}.") from None
+    except JsonTextError as exc:  # NotUtf8, NotJson (a number past 4,300 digits with its path)
+        raise BadJson(f"The request body is not valid JSON{f' at {exc.path}' if exc.path else ''}: {exc}.",
+                      {exc.path: str(exc)} if exc.path else None) from None
 
 
 def _refuse_compressed(header: str, accepted: tuple[str, ...], detail: str) -> None:

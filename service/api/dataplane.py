@@ -24,7 +24,7 @@ from service.api.schemas import RERANK_REQUEST, SCORE_REQUEST, element_errors, f
 from service.api.warnings import reply_warnings
 from service.components.cache import EncodeCache
 from service.config import Settings
-from service.errors import InvalidRequest, NotReady, ServiceError
+from service.errors import InvalidRequest, NotReady, ServiceError, UnknownModel
 from service.scorers.base import REFERENCE_FREE, Call, Item, ScoreBatch, Scorer, lacks_reference
 from service.stats import StatsInputError, correlate as correlate_stats
 from service.stats.human_eval import HumanEvalInputError, assess
@@ -77,10 +77,19 @@ def _label(requested: list[Requested]) -> None:
     metrics.label_request_model("several" if len(served) > 1 else (served[0] if served else ""))
 
 
-def _served(store: ModelStore, requested: list[Requested]) -> list[Call]:
+def _served(store: ModelStore, requested: list[Requested], listed: list[Any] | None = None) -> list[Call]:
     """The named models in order, with the options that validated: 503 or 404 for one not served
-    (ModelStore.served). The options' own 422 is `_resolved`'s."""
-    return [Call(store.served(r.name), r.options) for r in requested]
+    (ModelStore.served), whose details also name its place in `listed` (a body's `models`) where given.
+    The options' own 422 is `_resolved`'s."""
+    calls = []
+    for r in requested:
+        try:
+            calls.append(Call(store.served(r.name), r.options))
+        except UnknownModel as exc:
+            if listed is not None:
+                exc.details = {**exc.details, f"models.{listed.index(r.name)}": "Not a model served here."}
+            raise
+    return calls
 
 
 def _resolved(requested: list[Requested], calls: list[Call], unknown_options: list[str]) -> list[Call]:
@@ -297,7 +306,8 @@ def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[s
     with paths_as_sent(dropped):
         over = limits.check_items(body["items"], settings, check_reference=any(r.reads_reference for r in requested),
                                   skip_items=skip)
-        calls = _resolved(requested, _served(store, requested), [] if single else sorted(set(options) - set(names)))
+        calls = _resolved(requested, _served(store, requested, None if single else body["models"]),
+                          [] if single else sorted(set(options) - set(names)))
         total = len(body["items"])
         items, kept, errors = _read_items(body["items"], calls, _item_kind(calls), skip, over)
         cache = EncodeCache()  # shared: each distinct utterance is tokenised and encoded once across the models

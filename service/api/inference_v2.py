@@ -274,7 +274,9 @@ def _embedded_json(text: str, where: str) -> Any:
         raise TooLarge(f"{where} is JSON nested deeper than {depth} levels; send it flatter.",
                        {where: "Nested too deep.", "max_json_depth": depth}) from None
     except RepeatedKey as exc:
-        raise InvalidRequest(f"{where} is ambiguous JSON: {exc}; send each key once.", {where: "Repeated key."}) from None
+        inside = f" (at {exc.path})" if exc.path and exc.path != "(body)" else ""
+        raise InvalidRequest(f"{where} is ambiguous JSON{inside}: {exc}; send each key once.",
+                             {where: "Repeated key."}) from None
     except JsonTextError as exc:  # a lone surrogate, NaN or a number past a double, text not UTF-8
         inside = f" (at {exc.path})" if exc.path and exc.path != "(body)" else ""
         raise InvalidRequest(f"{where} is not usable JSON{inside}: {exc}", {where: "Not usable JSON."}) from None

@@ -91,6 +91,9 @@ def read_inputs(request: dict[str, Any], binary: bytes) -> dict[str, Tensor]:
 
 
 def _flat(data: Any, name: str, where: str) -> list[str]:
+    if not isinstance(data, list):  # the protocol's tensor data is an array, even of one element
+        raise InvalidRequest(f"Input {name!r}: `data` is an array of the elements (flat or nested, row-major), "
+                             "even for one.", {f"{where}.data": "Not an array."})
     out: list[str] = []
     stack = [data]
     while stack:

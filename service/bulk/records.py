@@ -43,9 +43,9 @@ def read_object(raw: bytes) -> dict[str, Any]:
     try:
         return parse_object(raw, max_depth=MAX_LINE_DEPTH, finite=True)
     except RepeatedKey as exc:
-        raise ValueError(f"ambiguous JSON: {exc}") from None
+        raise ValueError(f"ambiguous JSON{f' at {exc.path}' if exc.path else ''}: {exc}") from None
     except (NotJson, NotFinite) as exc:
-        raise ValueError(f"not JSON ({exc})") from None
+        raise ValueError(f"not JSON ({f'{exc.path}: ' if exc.path else ''}{exc})") from None
     except TooDeep:
         raise ValueError(f"nested deeper than {MAX_LINE_DEPTH} levels") from None
     except NotAnObject as exc:

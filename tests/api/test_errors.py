@@ -17,12 +17,19 @@ CASES = [
     ("a json string", "/correlate", b'"hello"', 400, "bad_json", None),
     # Python refuses an integer of more than 4,300 digits with a bare ValueError: it was a 500
     ("a 5,000-digit integer", "/score", b'{"model": "bleu4", "items": [], "x": ' + b"1" * 5000 + b"}", 400,
-     "bad_json", None),
+     "bad_json", "x"),
     # an array is not the object every endpoint wants, however deep (was 413 past the parser's limit)
     ("a deep array body", "/score", b"[" * 50 + b"]" * 50, 400, "bad_json", None),
     ("an array body past the parser's limit", "/score", b"[" * 100_000 + b"]" * 100_000, 400, "bad_json", None),
-    ("a 5,000-digit integer", "/human-eval", b'{"ratings": ' + b"9" * 5000 + b"}", 400, "bad_json", None),
+    ("a 5,000-digit integer", "/human-eval", b'{"ratings": ' + b"9" * 5000 + b"}", 400, "bad_json", "ratings"),
+    # a repeated key and a long number were refused naming no item: which of 500 was it?
+    ("a key repeated in item 1", "/score", b'{"model": "bleu4", "items": [{"context": ["a"], "response": "x"}, '
+     b'{"context": ["a"], "response": "x", "response": "y"}]}', 400, "bad_json", "items.1.response"),
+    ("a 4,301-digit rating", "/correlate", b'{"human": [1, 2, 3, ' + b"1" * 4301 + b'], "scores": {"m": [1, 2, 3, 4]}}',
+     400, "bad_json", "human.3"),
     ("unknown model", "/score", _score(model="no-such-model"), 404, "unknown_model", None),
+    ("unknown model among models", "/score", json.dumps({"models": ["bleu4", "no-such-model"], "items": [ITEM]}).encode(),
+     404, "unknown_model", "models.1"),
     ("unknown key", "/score", _score(colour="red"), 422, "invalid_request", "colour"),
     ("unknown item key", "/score", json.dumps({"model": "bleu4", "items": [{**ITEM, "x": 1}]}).encode(),
      422, "invalid_request", "items.0.x"),

@@ -78,6 +78,8 @@ def test_a_rerank_gives_index_and_score_best_first(client):
      "whole dialogue"),
     ({"inputs": [_text("turns", ['[{"speaker": "a", "text": "b"}]']), _text("response", ["x"])]}, 422,
      "which read no 'response'"),  # it was dropped unread
+    ({"inputs": [{**_text("response", ["a"]), "data": "ab"}, _text("context", ["b"])]}, 422,
+     "`data` is an array"),  # a bare string was taken as the one element
 ])
 def test_malformed_requests_are_4xx_in_the_protocols_form(client, body, status, words):
     answer = _infer(client, "length", body)
