@@ -76,6 +76,9 @@ class Settings:
     # resident for good (docs/deploy.md, Memory)
     openvino_shape_cache: int = 64
     cuda_options: tuple[str, ...] = ()  # DIALSCORE_CUDA_OPTIONS: key=value,... for ONNX Runtime's CUDA provider (CUDA_DEFAULTS below)
+    # DIALSCORE_REQUIRE_CUDA: every ONNX graph must run on CUDA: a build without it stops start-up, and a model
+    # whose session falls back to the CPU (no device, a driver missing) fails to load, so the pod is not ready
+    require_cuda: bool = False
     load_sync: bool = False  # DIALSCORE_LOAD_SYNC: load models before serving instead of in the background
     # DIALSCORE_OPEN_ACCESS: serve without DIALSCORE_API_TOKEN on an address other than loopback; without it
     # `python -m service` refuses to start there (startup_checks.py)
@@ -385,7 +388,22 @@ def load_settings(overrides: dict[str, Any] | None = None, environ: Mapping[str,
     if not check_providers:
         return settings
     check_provider_names(settings.providers, explicit="DIALSCORE_PROVIDERS" in environ)
+    if settings.require_cuda:
+        import onnxruntime as ort
+
+        check_cuda_required(settings.providers, ort.get_available_providers())
     return settings
+
+
+def check_cuda_required(providers: tuple[str, ...], available: Sequence[str]) -> None:
+    """ValueError where DIALSCORE_REQUIRE_CUDA cannot hold: CUDA not first in the list, or not in this
+    build (`available`: its providers)."""
+    if providers[0] not in ("CUDAExecutionProvider", AUTO_PROVIDERS):
+        raise ValueError(f"DIALSCORE_REQUIRE_CUDA: DIALSCORE_PROVIDERS={','.join(providers)} does not put "
+                         "CUDAExecutionProvider (or auto) first")
+    if "CUDAExecutionProvider" not in available:
+        raise ValueError("DIALSCORE_REQUIRE_CUDA: this onnxruntime build has no CUDA provider (it has "
+                         f"{', '.join(available)}); install onnxruntime-gpu, or unset it")
 
 
 def check_limits_agree(settings: Settings) -> None:

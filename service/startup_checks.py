@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
 
-from service.config import Settings, absolute_folder, check_writable, env_name, load_server_settings, refuse_unknown_providers
+from service.config import (Settings, absolute_folder, check_cuda_required, check_writable, env_name,
+                            load_server_settings, refuse_unknown_providers)
 from service.observability import shared_folders
 from service.store import readiness
 
@@ -141,8 +142,11 @@ def check_configuration(environ: Mapping[str, str]) -> list[str]:
         log.warning("DIALSCORE_WORKERS=1 with DIALSCORE_MAX_REQUESTS or DIALSCORE_MAX_WORKER_MEMORY_MIB: each restart "
                     "of the one worker leaves the pod without one while its replacement loads; run two or more")
     check_store(settings)
-    if environ.get("DIALSCORE_PROVIDERS"):
-        check_provider_names_apart(environ["DIALSCORE_PROVIDERS"])
+    if environ.get("DIALSCORE_PROVIDERS") or settings.require_cuda:
+        known, available = providers_apart()
+        refuse_unknown_providers(settings.providers, known)
+        if settings.require_cuda:
+            check_cuda_required(settings.providers, available)
     for key in SHARED_FOLDERS:
         absolute_folder(key, environ.get(key, ""))
         if environ.get(key):
@@ -163,18 +167,16 @@ def check_temporary_folder() -> None:
                          "to a folder this user can write in") from None
 
 
-def check_provider_names_apart(value: str) -> None:
-    """ValueError for a name ONNX Runtime does not know, asked of ONNX Runtime in a child process: the
-    master must not load it before it forks the workers (their sessions would share its state)."""
-    names = [part.strip() for part in value.split(",") if part.strip()]
+def providers_apart() -> tuple[list[str], list[str]]:
+    """The providers ONNX Runtime knows and those this build has, asked in a child process: the master must
+    not load it before it forks the workers (their sessions would share its state)."""
+    query = "import json, onnxruntime as o; print(json.dumps([o.get_all_providers(), o.get_available_providers()]))"
     try:
-        asked = subprocess.run(
-            [sys.executable, "-c", "import json, onnxruntime; print(json.dumps(onnxruntime.get_all_providers()))"],
-            capture_output=True, text=True, check=True, timeout=60)
-        known = json.loads(asked.stdout)
+        asked = subprocess.run([sys.executable, "-c", query], capture_output=True, text=True, check=True, timeout=60)
+        known, available = json.loads(asked.stdout)
     except subprocess.CalledProcessError as exc:
         last = (exc.stderr or "").strip().splitlines()[-1:] or ["no output"]
         raise ValueError(f"DIALSCORE_PROVIDERS: ONNX Runtime could not be asked for its providers ({last[0]})") from None
     except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
         raise ValueError(f"DIALSCORE_PROVIDERS: ONNX Runtime could not be asked for its providers ({exc})") from None
-    refuse_unknown_providers(names, known)
+    return known, available

@@ -70,7 +70,8 @@ def test_every_dialscore_variable_in_the_code_is_known():
                 names |= set(re.findall(r"DIALSCORE_[A-Z0-9_]*[A-Z0-9](?![A-Za-z0-9_{])", path.read_text(encoding="utf-8")))
     special = {"DIALSCORE_ENCODER_PRECISION": "auto", "DIALSCORE_MODELS": "length", "DIALSCORE_MAX_JSON_DEPTH": "5",
                "DIALSCORE_MAX_REQUEST_LINE": "256", "DIALSCORE_MAX_HEADERS": "16", "DIALSCORE_MAX_HEADER_BYTES": "256",
-               "DIALSCORE_MAX_HEAD_BYTES": "1024"}  # their floors
+               "DIALSCORE_MAX_HEAD_BYTES": "1024",  # their floors
+               "DIALSCORE_REQUIRE_CUDA": "false"}  # true needs a CUDA build (tested below)
     unknown = check_configuration({name: special.get(name, "1") for name in names if name not in (
         "DIALSCORE_MODEL_STORE", "DIALSCORE_PROVIDERS", "DIALSCORE_CUDA_OPTIONS", "DIALSCORE_API_TOKEN",
         "DIALSCORE_LOG_LEVEL", "DIALSCORE_HOST", "DIALSCORE_WORKER_TMP_DIR", "DIALSCORE_READY_DIR",
@@ -350,3 +351,16 @@ def test_recycling_the_only_worker_is_warned_about(caplog):
         check_configuration({"DIALSCORE_WORKERS": "2", "DIALSCORE_MAX_REQUESTS": "1000"})
         check_configuration({"DIALSCORE_WORKERS": "1"})
         assert "leaves the pod without one" not in caplog.text
+
+
+@pytest.mark.skipif("CUDAExecutionProvider" in __import__("onnxruntime").get_available_providers(),
+                    reason="this onnxruntime build has CUDA: DIALSCORE_REQUIRE_CUDA holds here")
+@pytest.mark.parametrize("environ, message", [
+    ({"DIALSCORE_REQUIRE_CUDA": "true"}, "this onnxruntime build has no CUDA provider .*install onnxruntime-gpu"),
+    ({"DIALSCORE_REQUIRE_CUDA": "true", "DIALSCORE_PROVIDERS": "CPUExecutionProvider,CUDAExecutionProvider"},
+     ".*does not put CUDAExecutionProvider .* first"),
+])
+def test_a_gpu_pod_that_requires_cuda_and_cannot_have_it_stops_before_gunicorn(environ, message):
+    """Without it, a GPU pod whose build or list lacked CUDA served on the CPU, slowly, and reported ready."""
+    with pytest.raises(ValueError, match=f"DIALSCORE_REQUIRE_CUDA: {message}"):
+        check_configuration(environ)

@@ -44,6 +44,7 @@ class RuntimeSettings:
     encoder_precision: str = "auto"  # the sentence encoder's file: int8, fp32, or auto (choose_precision)
     openvino_cache_dir: str = ""  # OpenVINO's compiled-model cache (openvino.cache_dir)
     openvino_shape_cache: int = 64  # input shapes whose kernels OpenVINO keeps built (CompiledSession)
+    require_cuda: bool = False  # a session that does not run on CUDA is CudaUnavailable, not served on the CPU
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> "RuntimeSettings":
@@ -65,6 +66,10 @@ def providers_of(sessions: list[Any]) -> list[str]:
 def default_threads(workers: int) -> int:
     """Cores divided among workers: oversubscribed thread pools halve throughput under gunicorn."""
     return max(1, usable_cores() // max(1, workers))
+
+
+class CudaUnavailable(RuntimeError):
+    """A session fell back from CUDA to the CPU where DIALSCORE_REQUIRE_CUDA forbids it: its model fails."""
 
 
 class Runtime:
@@ -108,6 +113,9 @@ class Runtime:
         raw = ort.InferenceSession(str(path), sess_options=self._options(threads or self.threads, config),
                                    providers=self.provider_list())
         got = raw.get_providers()
+        if self.settings.require_cuda and "CUDAExecutionProvider" not in got:
+            raise CudaUnavailable(f"{Path(path).name} runs on {', '.join(got)}, not CUDA, and DIALSCORE_REQUIRE_CUDA "
+                                  "is set (no GPU visible, or CUDA's libraries missing: the log above says which)")
         if "CUDAExecutionProvider" in self.providers and "CUDAExecutionProvider" not in got:
             log.warning("%s: CUDA was requested but the session runs on %s", Path(path).name, got)
         return Session(raw, Path(path).name)
@@ -118,6 +126,9 @@ class Runtime:
         the CPU EP, computing in openvino.inference_precision; `weights` int8-float or int8 compiles the
         int8 file's weights dequantised to float (openvino.graph_to_compile). Where OpenVINO cannot compile
         it, the CPU EP's session, with a warning. `config` applies to the CPU EP only."""
+        if self.settings.require_cuda and self.choice.encoder != "CUDAExecutionProvider":
+            raise CudaUnavailable(f"{Path(path).name}: the encoders run on {self.choice.encoder} "
+                                  f"({self.choice.reason}), and DIALSCORE_REQUIRE_CUDA is set")
         if self.choice.encoder != openvino.EP:
             return self.session(path, self.encoder_run_threads, config)
         precision = openvino.inference_precision(self.flags)

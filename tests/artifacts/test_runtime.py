@@ -6,7 +6,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from service.config import CUDA_DEFAULTS, cuda_provider_options
-from service.artifacts.runtime import Runtime, RuntimeSettings, default_threads
+from service.artifacts.runtime import CudaUnavailable, Runtime, RuntimeSettings, default_threads
 
 
 def _masked_mean_graph(path):
@@ -199,3 +199,18 @@ def test_rows_of_equal_width_share_a_run_where_the_probe_held(tmp_path):
     assert raw.runs == 3
     np.testing.assert_array_equal(together, alone)
     np.testing.assert_array_equal(together[1], rows[1][0].mean(axis=0).astype(np.float32))
+
+
+@pytest.mark.skipif("CUDAExecutionProvider" in __import__("onnxruntime").get_available_providers(),
+                    reason="this onnxruntime build has CUDA: its sessions run there")
+def test_a_session_that_is_not_on_cuda_is_refused_where_cuda_is_required(tmp_path):
+    """A GPU pod whose device or CUDA libraries are missing gets CPU sessions: with require_cuda they fail,
+    so their models fail to load and the pod is not ready, rather than serving at CPU speed."""
+    path = _masked_mean_graph(tmp_path / "mean.onnx")
+    runtime = Runtime(RuntimeSettings(providers=("CUDAExecutionProvider", "CPUExecutionProvider"), require_cuda=True))
+    with pytest.raises(CudaUnavailable, match="runs on CPUExecutionProvider, not CUDA"):
+        runtime.session(path)
+    with pytest.raises(CudaUnavailable, match="the encoders run on CPUExecutionProvider"):
+        runtime.encoder_session(path)
+    assert Runtime(RuntimeSettings(providers=("CUDAExecutionProvider", "CPUExecutionProvider"))).session(path).run(
+        {"x": np.ones((1, 2, 3), np.float32), "mask": [[1, 1]]})

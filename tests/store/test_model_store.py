@@ -294,3 +294,20 @@ def test_a_build_entry_must_name_optional_files(tmp_path):
     store = ModelStore(root, Runtime())
     assert store.load() is False
     assert "build" in store.public_failures["mpnet-base"] and "stacked" in store.failures
+
+
+def test_where_cuda_is_required_an_onnx_model_on_the_cpu_fails_and_the_others_serve(tmp_path):
+    import onnxruntime as ort
+    import pytest
+
+    from service.artifacts.runtime import RuntimeSettings
+
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        pytest.skip("this onnxruntime build has CUDA: the sessions run there")
+    root = copy_store(tmp_path / "store", ("length", "minilm-cosine"))
+    store = ModelStore(root, Runtime(RuntimeSettings(providers=("CUDAExecutionProvider", "CPUExecutionProvider"),
+                                                     require_cuda=True)))
+    assert store.load() is False
+    assert set(store.scorers) == {"length"}
+    assert "CudaUnavailable" in store.failures["minilm-l6"] and "DIALSCORE_REQUIRE_CUDA" in store.failures["minilm-l6"]
+    assert "minilm-l6" in store.failures["minilm-cosine"]
