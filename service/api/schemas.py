@@ -294,7 +294,7 @@ class HumanScoresField(fields.Field):
                 if isinstance(entry, list):
                     if not entry:
                         raise ValidationError("Must hold at least one rating.")
-                    out.append([number.deserialize(x) for x in entry])
+                    out.append(_ratings(number, entry))
                 else:
                     out.append(number.deserialize(entry))
             except ValidationError as exc:
@@ -302,6 +302,19 @@ class HumanScoresField(fields.Field):
         if errors:
             raise ValidationError(errors)
         return out
+
+
+def _ratings(number: fields.Field, entry: list) -> list:
+    """One item's ratings, a bad one named by its place in the item's list (`human.1.1`)."""
+    out, errors = [], {}
+    for j, x in enumerate(entry):
+        try:
+            out.append(number.deserialize(x))
+        except ValidationError as exc:
+            errors[j] = exc.messages
+    if errors:
+        raise ValidationError(errors)
+    return out
 
 
 # A blank label would make a system of its own out of the items nobody labelled; the CSV and DSTC

@@ -28,6 +28,8 @@ CASES = [
     ("a 4,301-digit rating", "/correlate", b'{"human": [1, 2, 3, ' + b"1" * 4301 + b'], "scores": {"m": [1, 2, 3, 4]}}',
      400, "bad_json", "human.3"),
     ("unknown model", "/score", _score(model="no-such-model"), 404, "unknown_model", None),
+    ("a null among an item's ratings", "/correlate", b'{"human": [[1, 2], [2, null], [3, 4], [4, 5]], "scores": '
+     b'{"m": [1, 2, 3, 4]}}', 422, "invalid_request", "human.1.1"),
     ("unknown model among models", "/score",
      json.dumps({"models": ["bleu4", "no-such-model"], "items": [ITEM]}).encode(), 404, "unknown_model", "models.1"),
     ("unknown key", "/score", _score(colour="red"), 422, "invalid_request", "colour"),
@@ -166,7 +168,7 @@ CASES = [
                  "resamples": 5000}).encode(), 413, "too_large", "resamples"),
     ("a finite number too large for the statistics", "/correlate",
      json.dumps({"human": [[1.7e308, 1.7e308], [1.6e308], [1.5e308], [1]], "scores": {"m": [1, 2, 3, 4]}}).encode(),
-     422, "invalid_request", "human.0"),
+     422, "invalid_request", "human.0.0"),
     ("more systems than the limit: pairwise tests grow with their square", "/human-eval",
      json.dumps({"ratings": [{"rater": "a", "system": f"s{i}", "item": "i", "scores": {"fun": 5}}
                              for i in range(65)]}).encode(), 413, "too_large", "ratings"),

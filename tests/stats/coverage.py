@@ -18,7 +18,7 @@ answers the same ones) on which the metric's response to quality varies (Deutsch
 systems alone cannot see. `by_inputs` resamples those inputs (every system's items for a drawn input)
 instead of items within each system.
 
-`python -m tests.stats.coverage` prints the tables docs/api.md quotes (8 minutes on 2 cores).
+`python -m tests.stats.coverage` prints the tables docs/api.md quotes (11 minutes on 2 cores).
 """
 from __future__ import annotations
 
@@ -122,6 +122,21 @@ def main() -> None:
         print(f"| {rho:g} | {items} | {systems} | {truth:.3f} | " + " | ".join(_shares(p.covered) for p in found)
               + " | " + " | ".join(f"{p.holds_estimate['pearson']:.3f}; {p.midpoint_offset['pearson']:+.3f}"
                                    for p in found) + " |", flush=True)
+
+    null_rejections()
+
+
+def null_rejections() -> None:
+    """Where people and the metric are unrelated (rho 0): the share of runs whose 95% interval leaves out
+    0, which is the share whose p (the interval's dual) falls under .05, at best .05."""
+    print("\nNo correlation (rho 0, independent item scatter, item sd 1, nested): share of runs with p < .05 "
+          "(interval without 0), Pearson / Spearman / Kendall\n")
+    print("| items | systems | " + " | ".join(f"`{d}`" for d in DESIGNS) + " |")
+    print("|---|---|" + "---|" * len(DESIGNS))
+    for items, systems in ((3, 10), (3, 30), (10, 30), (3, 100)):
+        found = [placement(d, systems, METHODS, rho=0.0, items=items, independent=True, runs=400) for d in DESIGNS]
+        print(f"| {items} | {systems} | " + " | ".join(_shares({m: 1 - p.covered[m] for m in METHODS}) for p in found)
+              + " |", flush=True)
 
 
 if __name__ == "__main__":
