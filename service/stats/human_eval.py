@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,7 +34,8 @@ QC_TEST = ("one-sided Wilcoxon rank-sum (Mann-Whitney U, scipy): a rater's score
 
 
 def _check(ratings: list[dict], scale: tuple[float, float], alpha: float) -> list[str]:
-    """Validate the request and return the criteria, in the order of the first rating."""
+    """Validate the request and return the criteria: those most ratings score (the first such rating's
+    order), so that a rating scoring others is the one named, even where it comes first."""
     errors: dict[str, str] = {}
     if not ratings:
         raise HumanEvalInputError({"ratings": "Give at least one rating."})
@@ -42,13 +44,14 @@ def _check(ratings: list[dict], scale: tuple[float, float], alpha: float) -> lis
         errors["scale"] = "Must be [low, high] with low < high."
     if not 0 < alpha < 1:
         errors["alpha"] = "Must lie strictly between 0 and 1."
-    first = ratings[0].get("scores") or {}
-    criteria = list(first)
+    sets = Counter(frozenset(r.get("scores") or {}) for r in ratings)
+    at = next(i for i, r in enumerate(ratings) if frozenset(r.get("scores") or {}) == sets.most_common(1)[0][0])
+    criteria = list(ratings[at].get("scores") or {})
     if not criteria:
-        errors["ratings.0.scores"] = "Give at least one criterion."
+        errors[f"ratings.{at}.scores"] = "Give at least one criterion."
     elif OVERALL in criteria and len(criteria) > 1:  # its mean would be overwritten by the mean over criteria
-        errors[f"ratings.0.scores.{OVERALL}"] = (f"'{OVERALL}' names the mean over the criteria in each system's "
-                                                 "`raw`; rename this criterion (alone, it may keep the name).")
+        errors[f"ratings.{at}.scores.{OVERALL}"] = (f"'{OVERALL}' names the mean over the criteria in each "
+                                                    "system's `raw`; rename this criterion (alone, it may keep the name).")
     # A `reverse` entry the ratings do not use is not an error (API.md's own example lists "repetitive"
     # beside ratings without it), but a misspelt one reverses nothing, so assess() warns of it.
     seen: dict[tuple[str, str], int] = {}  # (rater, item) -> first rating: a repeat would count twice

@@ -134,6 +134,8 @@ def test_the_response_names_the_criteria_it_reversed() -> None:
     [
         (lambda r: r[0]["scores"].update(fun=101), {}, "ratings.0.scores.fun"),
         (lambda r: r[1]["scores"].pop("robotic"), {}, "ratings.1.scores"),
+        # the first rating scoring other criteria than the rest: it is named, not every other one
+        (lambda r: r[0]["scores"].pop("robotic"), {}, "ratings.0.scores"),
         (lambda r: r[2]["scores"].update(fun=float("nan")), {}, "ratings.2.scores.fun"),
         (lambda r: r[2].update(rater=""), {}, "ratings.2.rater"),
         (lambda r: None, {"scale": (100, 0)}, "scale"),
@@ -150,6 +152,8 @@ def test_bad_input_names_the_field(change, kwargs, field) -> None:
     with pytest.raises(HumanEvalInputError) as caught:
         assess(ratings, **kwargs)
     assert field in caught.value.fields
+    if field.endswith(".scores"):
+        assert list(caught.value.fields) == [field]
 
 
 def test_reproduces_ji_et_al_free_run_1(data_dir: Path) -> None:
