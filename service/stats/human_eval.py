@@ -51,7 +51,8 @@ def _check(ratings: list[dict], scale: tuple[float, float], alpha: float) -> lis
         errors[f"ratings.{at}.scores"] = "Give at least one criterion."
     elif OVERALL in criteria and len(criteria) > 1:  # its mean would be overwritten by the mean over criteria
         errors[f"ratings.{at}.scores.{OVERALL}"] = (f"'{OVERALL}' names the mean over the criteria in each "
-                                                    "system's `raw`; rename this criterion (alone, it may keep the name).")
+                                                    "system's `raw`; rename this criterion (alone, it may keep "
+                                                    "the name).")
     # A `reverse` entry the ratings do not use is not an error (API.md's own example lists "repetitive"
     # beside ratings without it), but a misspelt one reverses nothing, so assess() warns of it.
     seen: dict[tuple[str, str], int] = {}  # (rater, item) -> first rating: a repeat would count twice
