@@ -496,7 +496,7 @@ class CorrelationSchema(StrictSchema):
         "description": "The correlation: Pearson's r, Spearman's rho or Kendall's tau-b (ties corrected)."})
     p = fields.Float(required=True, allow_none=True, metadata={"description": (
         "Two-sided p of r = 0. Item level: scipy's, except exact permutation p-values for few items (Spearman; "
-        "Kendall with ties) and Monte Carlo permutation p-values for tied ranks on a few dozen items. System "
+        "Kendall with ties) and Monte Carlo permutation p-values on up to 50 (Spearman; Kendall with ties). System "
         "level, and item level under `item_resampling` inputs: from the same bootstrap resamples as `ci`, "
         "(2k + 1) / (B + 1) with k the resamples on the smaller side of 0, so the interval excludes 0 where "
         "p < 1 - confidence; null without a bootstrap (`p_reason`).")})

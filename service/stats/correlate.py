@@ -191,8 +191,8 @@ def resampling_summary(level: str, design: str, confidence: float, resamples: in
          "interval's dual); at its floor 1 / (B + 1) it is smaller than B resolves; p_mc_se its Monte Carlo "
          "standard error" if from_bootstrap else
          "scipy's, exact permutation p for rank correlations up to 9 items, Monte Carlo permutation p for "
-         "tied ranks up to 50 items (9,999 pairings, seeded by n, not by `seed`; p_mc_se its Monte Carlo "
-         "standard error)")
+         "Spearman up to 50 items and tied Kendall (9,999 pairings, seeded by n, not by `seed`; p_mc_se its "
+         "Monte Carlo standard error)")
     resampled = ((BY_INPUTS if by_inputs else DESCRIPTIONS)[design] if level == "system" else
                  ITEM_DESCRIPTIONS[design])
     williams = "" if level == "item" and design == INPUTS else " and, for Pearson, Williams' t"
