@@ -21,7 +21,7 @@ def _parse(raw: bytes, depth: int) -> dict[str, Any]:
     except RepeatedKey as exc:
         where = f" at {exc.path}" if exc.path else ""
         raise BadJson(f"The request body is ambiguous{where}: {exc}; send each key once.",
-                      {"key": exc.key, **({exc.path: str(exc)} if exc.path else {})}) from None
+                      {**({exc.path: str(exc)} if exc.path else {}), "key": exc.key}) from None
     except TooDeep as exc:
         where = f" at {exc.path}" if exc.path else ""
         raise TooLarge(f"The request body is nested deeper than {depth} levels{where}; send it flatter.",

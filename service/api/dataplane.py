@@ -21,7 +21,7 @@ from marshmallow import ValidationError
 from service.observability import metrics, tracing
 from service.api import limits
 from service.api.schemas import RERANK_REQUEST, SCORE_REQUEST, element_errors, flatten_messages, parse_item
-from service.api.warnings import reply_warnings
+from service.api.warnings import count_warnings, reply_warnings
 from service.components.cache import EncodeCache
 from service.config import Settings
 from service.errors import InvalidRequest, NotReady, ServiceError, UnknownModel
@@ -369,7 +369,7 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     items = [Item(list(body["context"]), body["candidates"][j], body["reference"]) for j in kept]
     # as scored: in NFC (scorers/base.py, Item)
     warned = reply_warnings([(j, item.response) for j, item in zip(kept, items)], settings.not_english_confidence,
-                            "/rerank")
+                            "/rerank", counted=False)  # counted once answered: a 413 below would count them
     excluded = {w["index"] for w in warned if w["code"] in body["exclude_warned"]}
     kept, items = [j for j in kept if j not in excluded], [item for j, item in zip(kept, items) if j not in excluded]
     cache = EncodeCache()
@@ -388,6 +388,7 @@ def rerank(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[
     out = {"model": call.name, "version": call.version, "ranking": ranking}
     if dropped is not None:
         out["context_dropped"] = dropped
+    count_warnings(warned, "/rerank")
     return _with_warnings(_with_skipped(out, errors, "/rerank"), warned)
 
 

@@ -143,8 +143,8 @@ def check_human_eval(body: dict[str, Any], settings: Settings) -> None:
     elif systems > settings.max_systems:
         # every pair of systems gets a rank-sum test: the work grows with the square of the systems
         over["ratings"] = f"{systems} distinct systems; the limit is {settings.max_systems}."
-    # Each rating's criteria are checked against the first's and every criterion against `reverse`:
-    # criteria x entries of work in a small body.
+    # Each rating's criteria are checked against those most ratings score and every criterion against
+    # `reverse`: criteria x entries of work in a small body.
     criteria = len(body["ratings"][0].get("scores") or {}) if body["ratings"] else 0
     if criteria > settings.max_criteria:
         over["ratings.0.scores"] = f"{criteria} criteria; the limit is {settings.max_criteria}."

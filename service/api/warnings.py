@@ -20,8 +20,10 @@ _MESSAGES = {  # by code: also what /rerank's `exclude_warned` may name
 CODES = tuple(_MESSAGES)
 
 
-def reply_warnings(replies: list[tuple[int, str]], confidence: float, endpoint: str) -> list[dict[str, Any]]:
-    """A warning for each (index, reply) the models cannot read, in the order given; each counted in metrics."""
+def reply_warnings(replies: list[tuple[int, str]], confidence: float, endpoint: str,
+                   counted: bool = True) -> list[dict[str, Any]]:
+    """A warning for each (index, reply) the models cannot read, in the order given; each counted in metrics
+    unless not `counted` (count_warnings then counts them once the answer is sure)."""
     out = []
     for index, text in replies:
         reading = language.read(text, confidence)
@@ -30,5 +32,11 @@ def reply_warnings(replies: list[tuple[int, str]], confidence: float, endpoint: 
         what = (f"is mostly in the {reading.language} script" if reading.how == "script" else
                 f"looks like language {reading.language!r} ({reading.how})")
         out.append({"index": index, "code": reading.code, "message": _MESSAGES[reading.code].format(what=what)})
-        metrics.WARNINGS.labels(endpoint, reading.code).inc()
+    if counted:
+        count_warnings(out, endpoint)
     return out
+
+
+def count_warnings(warnings: list[dict[str, Any]], endpoint: str) -> None:
+    for warning in warnings:
+        metrics.WARNINGS.labels(endpoint, warning["code"]).inc()

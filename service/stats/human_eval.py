@@ -44,8 +44,9 @@ def _check(ratings: list[dict], scale: tuple[float, float], alpha: float) -> lis
         errors["scale"] = "Must be [low, high] with low < high."
     if not 0 < alpha < 1:
         errors["alpha"] = "Must lie strictly between 0 and 1."
-    sets = Counter(frozenset(r.get("scores") or {}) for r in ratings)
-    at = next(i for i, r in enumerate(ratings) if frozenset(r.get("scores") or {}) == sets.most_common(1)[0][0])
+    sets = [frozenset(r.get("scores") or {}) for r in ratings]
+    common = Counter(sets).most_common(1)[0][0]
+    at = sets.index(common)
     criteria = list(ratings[at].get("scores") or {})
     if not criteria:
         errors[f"ratings.{at}.scores"] = "Give at least one criterion."

@@ -66,3 +66,21 @@ def test_exclude_warned_leaves_warned_candidates_out_of_the_ranking_before_top_k
     assert every.status_code == 200 and every.get_json()["ranking"] == []
     wrong = client.post("/rerank", json={**request, "exclude_warned": ["blank"]})
     assert wrong.status_code == 422 and "exclude_warned.0" in wrong.get_json()["error"]["details"]
+
+
+def test_a_refused_rerank_counts_no_warnings(full_app, monkeypatch):
+    """/rerank reads the warnings before the encoder's work is checked (exclude_warned needs them): a 413 there
+    must not count them, as before."""
+    import dataclasses
+
+    monkeypatch.setitem(full_app.config, "SETTINGS", dataclasses.replace(full_app.config["SETTINGS"],
+                                                                        max_encoder_tokens=20))
+    client = full_app.test_client()
+    sample = 'dialscore_warnings_total{code="empty",endpoint="/rerank"}'
+    before = metric_sample(client, sample)
+    body = {"model": "minilm-cosine", "context": ["word " * 30], "candidates": ["", "hello"],
+            "options": {"reference_free": True}}
+    assert client.post("/rerank", json=body).status_code == 413
+    assert metric_sample(client, sample) == before
+    assert client.post("/rerank", json={**body, "context": ["hi"]}).status_code == 200
+    assert metric_sample(client, sample) == before + 1

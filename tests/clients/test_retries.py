@@ -69,6 +69,19 @@ def test_clients_refused_together_with_a_whole_second_do_not_come_back_together(
     assert transport.after_retry_after(None) == 0.0
 
 
+def test_the_client_waits_retry_after_with_its_jitter(server, monkeypatch):
+    """The jitter at its largest (a quarter of Retry-After): the retry comes 1.25 s after the refusal, so the
+    client waits what after_retry_after says, not Retry-After alone."""
+    monkeypatch.setattr(transport.random, "uniform", lambda low, high: high)
+    with proxy(server.port) as hop, Client(hop.url, retry_deadline=30) as client:
+        client.limits()
+        hop.busy, hop.retry_after = 1, "1"
+        start = len(hop.arrivals)
+        assert client.score("length", [ITEM]).scores == [4.0]
+    first, second = hop.arrivals[start:start + 2]
+    assert second - first >= 1.24, hop.arrivals[start:]
+
+
 def test_a_retry_after_past_the_deadline_ends_at_once(server):
     with proxy(server.port) as hop, Client(hop.url, retry_deadline=5) as client:
         client.limits()

@@ -34,7 +34,8 @@ RETRY_STATUSES = frozenset({502, 503})
 RETRY_CODES = frozenset({"overloaded", "shutting_down", "deadline_exceeded"})  # refused before any work was done
 FIRST_BACKOFF = 0.25  # seconds before the second attempt; doubled each time, up to MAX_BACKOFF
 MAX_BACKOFF = 4.0
-MAX_RETRY_AFTER = 120.0  # seconds: a longer Retry-After (a wrong header, a far HTTP date) is waited this long
+# seconds: a longer Retry-After (a wrong header, a far HTTP date) is taken as this (waited up to a quarter more)
+MAX_RETRY_AFTER = 120.0
 MIN_ATTEMPT = 0.1  # seconds an attempt needs at least: no retry is made that would leave it less of the timeout
 TIMEOUT_HEADER = "X-Request-Timeout"
 MAX_BUDGET = 3600.0  # the largest X-Request-Timeout the server takes
