@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -88,6 +89,7 @@ class Runtime:
         self.providers = self.choice.providers
         self.cuda_options = cuda_provider_options(self.settings.cuda_options)
         self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()  # requests meet at the first use (on CUDA the warm-up makes none)
         if openvino.EP in self.settings.providers and self.choice.encoder != openvino.EP:
             log.warning("DIALSCORE_PROVIDERS names %s, but the encoders run on %s: %s", openvino.EP,
                         self.choice.encoder, self.choice.reason)
@@ -98,8 +100,9 @@ class Runtime:
         core; under load the cores are shared by the OS, as among workers."""
         if self.encoder_threads < 2 or len(work) < 2:
             return [function(part) for part in work]
-        if self._pool is None:  # made on first use, in the worker (a pool's threads do not survive a fork)
-            self._pool = ThreadPoolExecutor(max_workers=self.encoder_threads, thread_name_prefix="encoder")
+        with self._pool_lock:  # made on first use, in the worker (a pool's threads do not survive a fork)
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.encoder_threads, thread_name_prefix="encoder")
         caller = contextvars.copy_context()  # the request's trace context, which pool threads do not inherit
         return list(self._pool.map(lambda part: caller.copy().run(function, part), work))
 

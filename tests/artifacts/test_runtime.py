@@ -214,3 +214,35 @@ def test_a_session_that_is_not_on_cuda_is_refused_where_cuda_is_required(tmp_pat
         runtime.encoder_session(path)
     assert Runtime(RuntimeSettings(providers=("CUDAExecutionProvider", "CPUExecutionProvider"))).session(path).run(
         {"x": np.ones((1, 2, 3), np.float32), "mask": [[1, 1]]})
+
+
+def test_requests_meeting_at_the_first_use_of_the_encoder_pool_make_one(monkeypatch):
+    """The pool is made on first use; on CUDA the warm-up makes none, so the first requests met there and
+    each made a pool (a probe: 2 pools in 3 of 5 processes, 3 to 7 with a slow constructor)."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from service.artifacts import runtime as runtime_module
+
+    made = []
+
+    def slow_pool(*args, **kwargs):
+        made.append(1)
+        time.sleep(0.05)
+        return ThreadPoolExecutor(*args, **kwargs)
+
+    monkeypatch.setattr(runtime_module, "ThreadPoolExecutor", slow_pool)
+    runtime = Runtime(RuntimeSettings(encoder_threads=2))
+    start = threading.Barrier(8)
+
+    def call() -> None:
+        start.wait()
+        assert runtime.map_threads(lambda x: x * 2, [1, 2, 3]) == [2, 4, 6]
+
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(made) == 1
