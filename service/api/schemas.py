@@ -287,31 +287,25 @@ class HumanScoresField(fields.Field):
         if not isinstance(value, list) or not value:
             raise ValidationError("Must be a non-empty list of numbers or of lists of numbers.")
         number = Number()
-        out: list = []
-        errors: dict = {}
-        for i, entry in enumerate(value):
-            try:
-                if isinstance(entry, list):
-                    if not entry:
-                        raise ValidationError("Must hold at least one rating.")
-                    out.append(_ratings(number, entry))
-                else:
-                    out.append(number.deserialize(entry))
-            except ValidationError as exc:
-                errors[i] = exc.messages
-        if errors:
-            raise ValidationError(errors)
-        return out
+
+        def item(entry: Any) -> Any:
+            if not isinstance(entry, list):
+                return number.deserialize(entry)
+            if not entry:
+                raise ValidationError("Must hold at least one rating.")
+            return _each(entry, number.deserialize)  # a bad rating named inside its item: `human.1.1`
+
+        return _each(value, item)
 
 
-def _ratings(number: fields.Field, entry: list) -> list:
-    """One item's ratings, a bad one named by its place in the item's list (`human.1.1`)."""
+def _each(values: list, read: Any) -> list:
+    """`read` of each value; the failures raised together, each under its index."""
     out, errors = [], {}
-    for j, x in enumerate(entry):
+    for i, value in enumerate(values):
         try:
-            out.append(number.deserialize(x))
+            out.append(read(value))
         except ValidationError as exc:
-            errors[j] = exc.messages
+            errors[i] = exc.messages
     if errors:
         raise ValidationError(errors)
     return out
