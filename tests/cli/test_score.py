@@ -129,16 +129,20 @@ def test_a_bad_csv_row_exits_2_naming_its_row_and_file_line(baseline_store, tmp_
 
 def test_a_csv_cell_longer_than_the_csv_modules_default_limit_is_scored_as_from_json(baseline_store, tmp_path) -> None:
     """A reply of 200,000 characters stopped the run (csv: "field larger than field limit (131072)"); from a JSON
-    line it is scored, and the csv module's own limit is left as it was for whoever reads CSV next."""
-    reply = "word " * 40_000
+    line it is scored, and the csv module's own limit is left as it was for whoever reads CSV next (at its
+    default here, which an imported module may have raised: training's judgements reader does)."""
+    reply, limit = "word " * 40_000, csv.field_size_limit(131_072)
     (tmp_path / "in.csv").write_text(f"context,response\nhi,{reply}\nyo,ok\n", encoding="utf-8")
     write_jsonl(tmp_path / "in.jsonl", [json.dumps({"context": [c], "response": r})
                                         for c, r in (("hi", reply), ("yo", "ok"))])
-    for name in ("in.csv", "in.jsonl"):
-        out = str(tmp_path / f"{name}.out")
-        assert score(baseline_store, str(tmp_path / name), "--models", "length", "--output", out) == 0
+    try:
+        for name in ("in.csv", "in.jsonl"):
+            out = str(tmp_path / f"{name}.out")
+            assert score(baseline_store, str(tmp_path / name), "--models", "length", "--output", out) == 0
+        assert csv.field_size_limit() == 131_072
+    finally:
+        csv.field_size_limit(limit)
     assert read(tmp_path / "in.csv.out") == read(tmp_path / "in.jsonl.out")
-    assert csv.field_size_limit() == 131_072
 
 
 def test_set_up_errors_exit_2_and_leave_the_output_as_it_was(baseline_store, tmp_path, capsys) -> None:
