@@ -186,3 +186,13 @@ def test_the_batch_size_bound_is_the_encoder_runs_token_bound() -> None:
     from service.config import SERVICE_RANGES
 
     assert SERVICE_RANGES["batch_size"][1] == MAX_TOKENS
+
+
+def test_load_settings_refuses_require_cuda_without_a_cuda_build():
+    import onnxruntime as ort
+
+    from service.config import load_settings
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        pytest.skip("CUDA build")
+    with pytest.raises(ValueError, match="DIALSCORE_REQUIRE_CUDA: this onnxruntime build has no CUDA provider"):
+        load_settings(environ={"DIALSCORE_REQUIRE_CUDA": "true"})

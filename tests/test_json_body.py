@@ -1,7 +1,9 @@
 """json_body.find_problem: lone surrogates and nesting, on bodies as json.loads returns them."""
 import json
 
-from service.json_body import find_problem
+import pytest
+
+from service.json_body import NotJson, RepeatedKey, find_problem, parse_object
 
 
 def _check(raw: bytes, depth: int = 32):
@@ -126,3 +128,23 @@ def test_a_syntax_error_says_where_once() -> None:
         with pytest.raises(NotJson) as caught:
             parse(raw, max_depth=5)
         assert str(caught.value) == said
+
+
+@pytest.mark.parametrize("raw, error, path", [
+    # the object repeating another key (a) holds the one that raised (q.b): name b's place, not a's
+    (b'{"p": {"a": 1, "a": 2, "q": {"b": 1, "b": 2}}}', RepeatedKey, "p.q.b"),
+    # two places repeat the key: the first in document order
+    (b'{"a": [{"k": 1, "k": 2}], "b": {"k": 1, "k": 2}}', RepeatedKey, "a.0.k"),
+    (b'{"n": [' + b"9" * 4301 + b", " + b"8" * 4301 + b"]}", NotJson, "n.0"),
+])
+def test_located_names_the_first_place_of_the_key_that_raised(raw, error, path):
+    for constants in (True, False):
+        with pytest.raises(error) as raised:
+            parse_object(raw, max_depth=8, constants=constants)
+        assert raised.value.path == path
+
+
+def test_a_bare_long_number_is_located_at_the_body():
+    with pytest.raises(NotJson) as raised:
+        parse_object(b"9" * 4301, max_depth=8)
+    assert raised.value.path == "(body)"

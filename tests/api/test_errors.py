@@ -558,3 +558,17 @@ def test_human_eval_alpha_of_zero_is_named_with_the_other_schema_errors(client):
     refused = client.post("/human-eval", json={"ratings": [rating], "alpha": 0, "qc_system": 5})
     assert refused.status_code == 422
     assert {"alpha", "qc_system"} <= set(refused.get_json()["error"]["details"])
+
+
+def test_a_repeated_key_says_where_in_the_message(client):
+    body = (b'{"model": "bleu4", "items": [{"context": ["a"], "response": "x"}, '
+            b'{"context": ["a"], "response": "x", "response": "y"}]}')
+    error = client.post("/score", data=body, content_type="application/json").get_json()["error"]
+    assert "ambiguous at items.1.response" in error["message"]
+
+
+def test_an_unknown_model_after_a_repeated_one_is_named_by_its_place_as_sent(client):
+    body = {"models": ["bleu4", "bleu4", "no-such-model"],
+            "items": [{"context": ["a"], "response": "x", "reference": "y"}]}
+    answer = client.post("/score", json=body)
+    assert answer.status_code == 404 and "models.2" in answer.get_json()["error"]["details"], answer.get_json()

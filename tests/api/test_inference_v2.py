@@ -265,3 +265,9 @@ def test_a_calibrated_model_gives_human_percentile_as_an_output_as_v1_does(full_
     only = {"inputs": tensors, "outputs": [{"name": "human_percentile"}]}
     assert [o["name"] for o in _infer(client, "unref-minilm-commercial", only).get_json()["outputs"]] == [
         "human_percentile"]
+
+
+def test_a_v2_strings_repeated_key_says_where_inside_it(client):
+    turns = '[{"speaker": "bot", "speaker": "user", "text": "x"}]'
+    answer = _infer(client, "length", {"inputs": [_text("turns", [turns])]})
+    assert answer.status_code == 422 and "(at 0.speaker)" in answer.get_json()["error"], answer.get_json()

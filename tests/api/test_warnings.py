@@ -2,6 +2,8 @@
 named (index, code, message) and counted; the scores are still given, and English replies draw none."""
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import metric_sample
 
 CONTEXT = ["hi! how was your weekend?"]
@@ -84,3 +86,15 @@ def test_a_refused_rerank_counts_no_warnings(full_app, monkeypatch):
     assert metric_sample(client, sample) == before
     assert client.post("/rerank", json={**body, "context": ["hi"]}).status_code == 200
     assert metric_sample(client, sample) == before + 1
+
+
+@pytest.mark.parametrize("model", ["adem-minilm", "autojudge-minilm", "ruber-minilm", "unref-minilm-commercial"])
+def test_a_rerank_whose_every_candidate_is_excluded_runs_no_model(full_app, model):
+    """Without its guard the heads answered an empty batch 500 (a mutation probe)."""
+    client = full_app.test_client()
+    sample = f'dialscore_model_seconds_count{{model="{model}"}}'
+    before = metric_sample(client, sample)
+    answer = client.post("/rerank", json={"model": model, "context": ["hey"], "candidates": ["", " "],
+                                          "reference": "hi there", "exclude_warned": ["empty"]})
+    assert answer.status_code == 200 and answer.get_json()["ranking"] == [], answer.get_json()
+    assert metric_sample(client, sample) == before

@@ -170,3 +170,12 @@ def test_a_crlf_line_of_exactly_the_limit_is_read_and_one_byte_more_is_too_large
     records = read_output(tmp_path / "out.jsonl")
     assert counts.by_code == {"too_large": 1} and "score" in records[0] and "score" in records[2]
     assert records[1]["error"]["message"].startswith(f"the line is {len(line) + 1} bytes")
+
+
+def test_a_bulk_lines_repeated_key_and_long_number_are_named_with_their_path():
+    from service.bulk.records import read_object
+
+    with pytest.raises(ValueError, match=r"^ambiguous JSON at a\.b: "):
+        read_object(b'{"a": {"b": 1, "b": 2}}')
+    with pytest.raises(ValueError, match=r"^not JSON \(n\.1: a number has more digits"):
+        read_object(b'{"n": [1, ' + b"9" * 4301 + b"]}")

@@ -172,3 +172,11 @@ def test_a_chunk_whose_ranking_leaves_out_candidates_is_a_server_error():
             client.rerank("m", ["hi"], ["a", "b", "c", "d", "e", "f"])
     assert (caught.value.status, caught.value.code) == (200, "bad_answer")
     assert "ranked 0 candidates of 3" in caught.value.message
+
+
+def test_an_empty_token_is_no_token_and_del_is_refused():
+    from dialscore_client import transport
+
+    assert not transport.checked_token("")  # token=os.environ.get("X", "") sends none, as before
+    with pytest.raises(ValueError, match="token must be printable ASCII"):
+        transport.checked_token("ab\x7fc")  # DEL is a control character

@@ -403,3 +403,22 @@ def test_a_rater_whose_quality_control_p_equals_alpha_fails_and_one_below_passes
     assert raters["p"]["at"] == pytest.approx(sps.mannwhitneyu([10, 11, 12], [60, 70, 80], alternative="less").pvalue)
     assert raters["p"]["at"] == 0.05 and raters["p"]["below"] == pytest.approx(1 / 70)
     assert raters["failed"] == ["at"] and raters["passed"] == ["below"]
+
+
+def test_most_ratings_scoring_nothing_names_the_first_of_them():
+    ratings = synthetic(careful=1, careless=0, items=1)
+    for r in ratings[1:]:
+        r["scores"] = {}
+    with pytest.raises(HumanEvalInputError) as caught:
+        assess(ratings)
+    assert "ratings.1.scores" in caught.value.fields
+
+
+def test_overall_beside_other_criteria_is_named_where_most_ratings_use_it():
+    ratings = synthetic(careful=1, careless=0, items=1)
+    ratings[0]["scores"] = {"fun": 3}
+    for r in ratings[1:]:
+        r["scores"] = {"fun": 3, "overall": 4}
+    with pytest.raises(HumanEvalInputError) as caught:
+        assess(ratings)
+    assert "ratings.1.scores.overall" in caught.value.fields

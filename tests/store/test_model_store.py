@@ -311,3 +311,20 @@ def test_where_cuda_is_required_an_onnx_model_on_the_cpu_fails_and_the_others_se
     assert set(store.scorers) == {"length"}
     assert "CudaUnavailable" in store.failures["minilm-l6"] and "DIALSCORE_REQUIRE_CUDA" in store.failures["minilm-l6"]
     assert "minilm-l6" in store.failures["minilm-cosine"]
+
+
+def test_a_component_failing_from_a_bug_is_logged_with_its_traceback_its_dependents_without(tmp_path, caplog,
+                                                                                              monkeypatch):
+    from service.store.registry import component_class
+
+    root = copy_store(tmp_path / "store", ("length", "minilm-cosine"))
+
+    def broken(self, *args, **kwargs):
+        raise TypeError("raised in __init__")
+
+    monkeypatch.setattr(component_class("sentence-encoder"), "__init__", broken)
+    with caplog.at_level(logging.ERROR):
+        assert ModelStore(root, Runtime()).load() is False
+    failed = {r.getMessage().split()[1]: r for r in caplog.records if "is not served" in r.getMessage()}
+    assert failed["minilm-l6"].exc_info  # the bug's traceback
+    assert failed["minilm-cosine"].exc_info is None  # "needs component(s)": a ManifestError
