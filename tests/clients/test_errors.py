@@ -124,6 +124,10 @@ def test_a_token_read_from_a_secret_file_is_stripped_and_one_no_header_can_carry
         Client(small_server.url, token=" \n")
     with pytest.raises(TypeError, match="token must be a str"):
         Client(small_server.url, token=b"bytes")  # type: ignore[arg-type]
+    # a numeric token (from YAML) was sent as its digits before the check: still
+    from dialscore_client import transport
+
+    assert transport.checked_token(123456) == "123456"  # type: ignore[arg-type]
 
 
 def test_a_proxys_html_error_is_still_a_typed_error():

@@ -410,6 +410,8 @@ def checked_token(token: str | None) -> str | None:
     the server takes it. The messages never hold the token."""
     if token is None:
         return None
+    if isinstance(token, int) and not isinstance(token, bool):  # a numeric token read from YAML or JSON
+        token = str(token)
     if not isinstance(token, str):
         raise TypeError(f"token must be a str, not {type(token).__name__}.")
     if token and not token.strip():
