@@ -5,6 +5,7 @@ imported inside the functions; the Agg backend needs no display.
 """
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ def ranking_plot(labels: list[str], values: list[float | None], intervals: list[
     ax.set_yticks(ys, [labels[i] for i in keep])
     ax.axvline(0.0, color="#999999", linewidth=0.8)
     ax.set_xlabel(xlabel + (f"\nundefined, not drawn: {', '.join(undefined)}" if undefined else ""))
-    ax.set_title(title)
+    ax.set_title("\n".join(textwrap.fill(line, TITLE_WIDTH) for line in title.split("\n")))  # none cut off
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -101,14 +102,18 @@ class Plots(list):
         self.skipped.append(f"no {path.name}: {why}")
 
 
+TITLE_WIDTH = 64  # characters a title line holds on the 6.5-inch figure at matplotlib's default size
 STATISTIC = {"pearson": "Pearson r", "spearman": "Spearman ρ", "kendall": "Kendall τ-b"}
 
 
 def _bars(result: dict[str, Any], level: str) -> str:
-    """What the error bars are: the level's percentile bootstrap intervals and what they resample."""
+    """What the error bars are: the level's percentile bootstrap intervals and what they resample, or why
+    there are none (points without bars would read as exact)."""
     summary = result.get("resampling", {}).get(level)
-    if not summary or summary.get("reason"):
+    if not summary:
         return ""
+    if summary.get("reason"):
+        return f"\nno bars: {summary['reason']}"
     return (f"\nbars: {100 * summary['confidence']:.4g}% percentile bootstrap, B = {summary['resamples']}, "
             f"design {summary['design']}")
 
@@ -133,7 +138,8 @@ def correlate_plots(result: dict[str, Any], out: Path) -> Plots:
             paths.append(ranking_plot(labels, [entries[k]["r"] for k in ranked],
                                       [entries[k].get("ci") for k in ranked],
                                       path, f"{STATISTIC[method]} with humans",
-                                      f"{level} level, n = {next(iter(entries.values()))['n']}{_bars(result, level)}"
+                                      f"{level} level, n = {next(iter(entries.values()))['n']} {level}s"
+                                      f"{_bars(result, level)}"
                                       f"{marked}"))
     return paths
 

@@ -154,7 +154,8 @@ def human_eval_markdown(result: dict[str, Any]) -> str:
                                           "Each test alone, as Ji et al. report them; a reading of several cells at "
                                           "once takes the Holm-adjusted table below."),
                          ("significance_holm", "### The same p, Holm-adjusted\n\n"
-                                               f"{result['significance_tests']['significance_holm']}.")):
+                                               + result["significance_tests"]["significance_holm"].replace(
+                                                   "`family`", str(result["significance_tests"]["family"])) + ".")):
         rows = [[a] + ["" if a == b else _num(result[key][a][b]) for b in names] for a in names]
         parts.append(f"{heading}\n\n" + _table(["p"] + names, rows))
     return "\n\n".join(parts) + "\n"

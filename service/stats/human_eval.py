@@ -313,6 +313,13 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
         warnings.append(f"No rating is of the quality-control system {qc_system!r}, so no rater could pass "
                             "quality control and no system is ranked; name the system that holds the degraded "
                             "dialogues, or leave qc_system out to keep every rater untested.")
+    elif qc_system is not None and not passed:
+        warnings.append("No rater passed quality control, so no system is ranked: see `raters` for each rater's p "
+                        "(or reason), and check that the quality-control dialogues are the degraded ones.")
+    unrated = sorted(set(systems[~is_qc].tolist()) - {s["system"] for s in summary}) if passed else []
+    if unrated:
+        warnings.append(f"{', '.join(map(repr, unrated))}: rated only by raters who failed quality control, so "
+                        "left out of the ranking.")
     if warnings:
         body["warnings"] = warnings
     if reasons:

@@ -376,6 +376,27 @@ def test_a_ranking_plot_draws_an_interval_that_misses_its_point(tmp_path: Path) 
     assert path.read_bytes().startswith(PNG)
 
 
+def test_a_plots_title_says_what_n_counts_why_it_has_no_bars_and_is_never_cut_off(tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    """The training-items line ran past the 650-pixel figure on both sides ("...the report says how" then
+    nothing), and without a bootstrap the points stood bare, as if exact (a reports probe)."""
+    import matplotlib.axes
+
+    from service.analysis.plots import TITLE_WIDTH, correlate_plots
+    from service.stats import correlate
+
+    titles: list[str] = []
+    original = matplotlib.axes.Axes.set_title
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_title", lambda ax, text, *a, **k: (
+        titles.append(text), original(ax, text, *a, **k))[1])
+    result = correlate([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], {"m": [1.0, 3.0, 2.0, 5.0, 4.0, 6.0]})
+    result["input"] = {"trained": {"m": 2}}
+    correlate_plots(result, tmp_path)
+    assert titles and all(len(line) <= TITLE_WIDTH for title in titles for line in title.split("\n"))
+    assert all(t.startswith("item level, n = 6 items\nno bars: too few items") for t in titles), titles
+    assert all("report says how many)" in t.replace("\n", " ") for t in titles)
+
+
 def test_plots_without_matplotlib_fail_first_with_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
     """The serving venv has no matplotlib: the command says so before it writes anything."""
     (tmp_path / "body.json").write_text(json.dumps(GOOD_CORRELATE), encoding="utf-8")

@@ -87,5 +87,5 @@ def test_the_human_eval_report_says_which_pairwise_table_is_uncorrected_and_whic
     raw, holm = text.split("### One-sided rank-sum p (row better than column), uncorrected")[1].split(
         "### The same p, Holm-adjusted")
     assert f"| A |  | {result['significance']['A']['B']:.3f} |" in raw
-    assert "Holm-adjusted over every ordered pair of systems (k(k - 1) one-sided tests" in holm
+    assert "Holm-adjusted over every ordered pair of systems (k(k - 1) one-sided tests: 6)" in holm  # not `family`
     assert f"| A |  | {result['significance_holm']['A']['B']:.3f} |" in holm

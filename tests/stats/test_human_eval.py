@@ -308,7 +308,9 @@ def test_a_quality_control_system_no_rating_holds_fails_every_rater_with_a_warni
     assert set(body["raters"]["reasons"].values()) == {"rated no quality-control dialogue"}
     assert body["systems"] == [] and body["significance"] == {} and body["kept_ratings"] == 0
     assert len(body["warnings"]) == 1 and "'degradd'" in body["warnings"][0]
-    assert "warnings" not in assess(ratings, reverse=["robotic"], qc_system="degraded")
+    # two quality-control dialogues against four can never reach p < .05 (1/15 at best): four against eight
+    passing = synthetic(careful=2, careless=0, items=4)
+    assert "warnings" not in assess(passing, reverse=["robotic"], qc_system="degraded")
 
 
 def _ratings_on_1_to_5() -> list[dict]:
@@ -422,3 +424,18 @@ def test_overall_beside_other_criteria_is_named_where_most_ratings_use_it():
     with pytest.raises(HumanEvalInputError) as caught:
         assess(ratings)
     assert "ratings.1.scores.overall" in caught.value.fields
+
+
+def test_a_system_only_failed_raters_rated_and_nobody_passing_are_warned_of() -> None:
+    """Both vanished from the report without a word: a system rated only by raters who failed, and every
+    system where no rater passed (a reports probe)."""
+    ratings = synthetic(careful=3, careless=0)
+    ratings += [{"rater": "random", "system": "orphan", "item": f"orphan-{i}", "scores": {"fun": 50.0, "robotic": 50.0}}
+                for i in range(3)] + [{"rater": "random", "system": "degraded", "item": f"random-qc-{i}",
+                                        "scores": {"fun": 60.0 + i, "robotic": 40.0}} for i in range(3)]
+    body = assess(ratings, reverse=["robotic"], qc_system="degraded")
+    assert "random" in body["raters"]["failed"] and "orphan" not in {s["system"] for s in body["systems"]}
+    assert any("'orphan': rated only by raters who failed" in w for w in body["warnings"])
+    nobody = assess(synthetic(careful=0, careless=2, items=1), reverse=["robotic"], qc_system="degraded")
+    assert nobody["raters"]["passed"] == [] and nobody["systems"] == []
+    assert any(w.startswith("No rater passed quality control") for w in nobody["warnings"])
