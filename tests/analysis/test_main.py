@@ -379,16 +379,17 @@ def test_a_ranking_plot_draws_an_interval_that_misses_its_point(tmp_path: Path) 
 def test_a_plots_title_says_what_n_counts_why_it_has_no_bars_and_is_never_cut_off(tmp_path: Path,
                                                                                     monkeypatch) -> None:
     """The training-items line ran past the 650-pixel figure on both sides ("...the report says how" then
-    nothing), and without a bootstrap the points stood bare, as if exact (a reports probe)."""
-    import matplotlib.axes
+    nothing): titles are wrapped, over the figure rather than the axes (which long names push right).
+    Without a bootstrap the points stood bare, as if exact (a reports probe)."""
+    import matplotlib.figure
 
     from service.analysis.plots import TITLE_WIDTH, correlate_plots
     from service.stats import correlate
 
     titles: list[str] = []
-    original = matplotlib.axes.Axes.set_title
-    monkeypatch.setattr(matplotlib.axes.Axes, "set_title", lambda ax, text, *a, **k: (
-        titles.append(text), original(ax, text, *a, **k))[1])
+    original = matplotlib.figure.Figure.suptitle
+    monkeypatch.setattr(matplotlib.figure.Figure, "suptitle", lambda fig, text, *a, **k: (
+        titles.append(text), original(fig, text, *a, **k))[1])
     result = correlate([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], {"m": [1.0, 3.0, 2.0, 5.0, 4.0, 6.0]})
     result["input"] = {"trained": {"m": 2}}
     correlate_plots(result, tmp_path)
