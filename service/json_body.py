@@ -272,4 +272,8 @@ def jsonl_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """A JSON-lines file's lines with their numbers, blank ones left out (an editor's or `echo >>`'s last
     newline): how `dialscore score` reads its input and the analysis reads its output."""
     with open(path, "rb") as handle:
-        yield from ((number, raw) for number, raw in enumerate(handle, 1) if raw.strip())
+        for number, raw in enumerate(handle, 1):
+            if number == 1:
+                raw = raw.removeprefix(_BOM)  # an editor's byte order mark before a blank first line
+            if raw.strip():
+                yield number, raw

@@ -148,3 +148,16 @@ def test_a_bare_long_number_is_located_at_the_body():
     with pytest.raises(NotJson) as raised:
         parse_object(b"9" * 4301, max_depth=8)
     assert raised.value.path == "(body)"
+
+
+def test_a_byte_order_mark_before_a_blank_first_line_leaves_it_blank(tmp_path) -> None:
+    """`dialscore score` failed such a file with 'line 1: empty line' (exit 1) and a file of a BOM alone, where
+    the same files without the mark were read: blank lines are left out (a CLI fuzzing probe)."""
+    from service.json_body import jsonl_lines
+
+    (tmp_path / "a.jsonl").write_bytes(b'\xef\xbb\xbf\n{"a": 1}\n')
+    (tmp_path / "b.jsonl").write_bytes(b"\xef\xbb\xbf")
+    (tmp_path / "c.jsonl").write_bytes(b'\xef\xbb\xbf{"a": 1}\n')
+    assert list(jsonl_lines(tmp_path / "a.jsonl")) == [(2, b'{"a": 1}\n')]
+    assert list(jsonl_lines(tmp_path / "b.jsonl")) == []
+    assert list(jsonl_lines(tmp_path / "c.jsonl")) == [(1, b'{"a": 1}\n')]

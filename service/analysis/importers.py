@@ -146,6 +146,7 @@ def _unique_columns(path: Path, names: Any) -> list[str]:
 
 
 _EXTRA = "\x00extra"  # DictReader's key for the fields a row has past the header's
+CSV_CELL_LIMIT = 2**31 - 1  # the csv module's default, 131,072 characters, refused a long cell
 
 
 def read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]], str]:
@@ -155,23 +156,37 @@ def read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]
     row is refused here with its line; an empty file, and one separated by semicolons (a spreadsheet's
     CSV where the decimal mark is a comma), are read for what they are.
     """
-    with open(path, newline="", encoding="utf-8-sig") as handle:
-        text = handle.read()
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ImporterError(f"{path}:{line}: not UTF-8 (byte 0x{raw[exc.start]:02x}); save the file as UTF-8") from None
     if not text.strip():
         raise ImporterError(f"{path}: the file is empty")
-    delimiter = _delimiter(path, text)
-    # A StringIO with newline="": rows end at \r and \n only, as the file read; str.splitlines would
-    # also split cells holding U+2028 or NEL, which csv.writer leaves unquoted.
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter, restkey=_EXTRA)
-    columns = _unique_columns(path, reader.fieldnames)
-    rows = []
-    for row in reader:
-        extra = row.pop(_EXTRA, None) or []
-        short = sum(value is None for value in row.values())
-        if extra or short:
-            raise ImporterError(f"{path}:{reader.line_num}: {len(columns) + len(extra) - short} field(s), "
-                                f"the header has {len(columns)}")
-        rows.append((reader.line_num, row))
+    rows, ended, limit = [], 0, csv.field_size_limit(CSV_CELL_LIMIT)
+    try:
+        delimiter = _delimiter(path, text)
+        # A StringIO with newline="": rows end at \r and \n only, as the file read; str.splitlines would
+        # also split cells holding U+2028 or NEL, which csv.writer leaves unquoted. Strict: a stray quote
+        # would otherwise swallow the next rows into one cell without a word.
+        reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter, restkey=_EXTRA, strict=True)
+        columns = _unique_columns(path, reader.fieldnames)
+        ended = reader.line_num
+        for row in reader:
+            extra = row.pop(_EXTRA, None) or []
+            short = sum(value is None for value in row.values())
+            if extra or short:
+                raise ImporterError(f"{path}:{ended + 1}: {len(columns) + len(extra) - short} field(s), "
+                                    f"the header has {len(columns)}")
+            rows.append((ended + 1, row))
+            ended = reader.line_num
+    except csv.Error as exc:
+        why = "a quoted cell is not closed" if str(exc) == "unexpected end of data" else str(exc)
+        raise ImporterError(f"{path}:{ended + 1}: not well-formed CSV ({why}; a quote in a cell is written "
+                            "twice, and the cell quoted)") from None
+    finally:
+        csv.field_size_limit(limit)
     return columns, rows, delimiter
 
 

@@ -198,3 +198,30 @@ def test_a_decimal_comma_outside_a_semicolon_file_is_refused_with_the_rule(tmp_p
     path.write_text("human\tm\n4,2\t1\n3\t2\n1\t3\n", encoding="utf-8")
     with pytest.raises(ImporterError, match="decimal comma is read in semicolon-separated files only"):
         importers.load_correlate(path)
+
+
+@pytest.mark.parametrize(("body", "where", "why"), [
+    # a quote opening a cell swallowed the next row: 9 rows read as 8, a system named '"C,3,0.3,0.8\nA'
+    (b'system,human,m1\nA,1,0.1\nB,2,0.2\n"C,3,0.3\n"A,4,0.4\nB,5,0.5\n', 4, "',' expected after '\"'"),
+    (b'system,human,m1\nA,1,0.1\n"A"B,2,0.2\n', 3, "',' expected after '\"'"),  # was read as system AB
+    (b'system,human,m1\nA,1,0.1\nB,2,"0.2\n', 3, "a quoted cell is not closed"),
+])
+def test_a_stray_quote_is_refused_with_its_line_not_read_into_other_rows(tmp_path: Path, body: bytes, where: int,
+                                                                         why: str) -> None:
+    path = tmp_path / "scores.csv"
+    path.write_bytes(body)
+    with pytest.raises(ImporterError, match=rf"scores\.csv:{where}: not well-formed CSV \({why}"):
+        importers.read_csv_rows(path)
+
+
+def test_a_csv_cell_longer_than_the_csv_modules_default_is_read(tmp_path: Path) -> None:
+    import csv
+
+    path, limit = tmp_path / "ratings.csv", csv.field_size_limit(131_072)
+    path.write_text("rater,system,item,fun\nw1,A,a1,70\nw1,B," + "x" * 200_000 + ",60\n", encoding="utf-8")
+    try:
+        columns, rows, _ = importers.read_csv_rows(path)
+        assert csv.field_size_limit() == 131_072
+    finally:
+        csv.field_size_limit(limit)
+    assert columns == ["rater", "system", "item", "fun"] and [line for line, _ in rows] == [2, 3]

@@ -343,7 +343,7 @@ def test_odd_files_are_messages_not_tracebacks(tmp_path: Path, capsys: pytest.Ca
     # A detected format is named in the message, not 'auto'
     (tmp_path / "latin.csv").write_bytes(b"human,m\n1,\xe9\n")
     assert main(["correlate", str(tmp_path / "latin.csv"), "--out", str(tmp_path / "l"), "--no-plots"]) == 2
-    assert "cannot be read as csv (the format its name and content suggest" in capsys.readouterr().err
+    assert "latin.csv:2: not UTF-8 (byte 0xe9); save the file as UTF-8" in capsys.readouterr().err
     # A spreadsheet's UTF-8 byte-order mark is not part of the first column's name.
     (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbfhuman,m\n1,1\n2,3\n3,2\n4,5\n")
     assert main(["correlate", str(tmp_path / "bom.csv"), "--out", str(tmp_path / "b"), "--no-plots"]) == 0
