@@ -150,16 +150,20 @@ def run_correlate(args: argparse.Namespace) -> int:
               for key, default in CORRELATE_DEFAULTS.items()}
     # Whatever the file's format, what reaches the statistics is what the HTTP schema admits, so a
     # word where a number goes is a message naming the field, as it is for /correlate.
-    body = _validated(CorrelateRequestSchema(), {"human": data.human, "scores": data.scores,
-                                                 "systems": data.systems, "inputs": data.inputs, **chosen},
-                      StatsInputError)
-    if body["item_resampling"] == "inputs" and body["inputs"] is None:
-        raise importers.ImporterError(f"{args.file}: --item-resampling inputs needs each item's input: name its "
-                                      "column or kept field with --input-column (a /correlate body gives `inputs`)")
-    _check_bootstrap_budget(body["human"], body["resamples"])
-    result = {TOOL: VERSION, **correlate(body["human"], body["scores"], body["systems"], body["methods"],
-                                         body["confidence"], body["resamples"], body["seed"],
-                                         body["system_resampling"], body["inputs"], body["item_resampling"])}
+    try:
+        body = _validated(CorrelateRequestSchema(), {"human": data.human, "scores": data.scores,
+                                                     "systems": data.systems, "inputs": data.inputs, **chosen},
+                          StatsInputError)
+        if body["item_resampling"] == "inputs" and body["inputs"] is None:
+            raise importers.ImporterError(f"{args.file}: --item-resampling inputs needs each item's input: name "
+                                          "its column or kept field with --input-column (a /correlate body gives "
+                                          "`inputs`)")
+        _check_bootstrap_budget(body["human"], body["resamples"])
+        result = {TOOL: VERSION, **correlate(body["human"], body["scores"], body["systems"], body["methods"],
+                                             body["confidence"], body["resamples"], body["seed"],
+                                             body["system_resampling"], body["inputs"], body["item_resampling"])}
+    except FieldsError as exc:
+        raise on_lines(exc, data.places) from None
     result["input"] = _input_record(args, data)
     if data.notes:
         result["input_notes"] = data.notes
@@ -173,6 +177,22 @@ def run_correlate(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(markdown)
     return 0
+
+
+# A field path that names an item, rating or item's value: what `places` turns into the file's line.
+ITEM_PATH = re.compile(r"(?:human|systems|inputs|ratings|scores\..+?)\.(\d+)(?:\..*)?")
+
+
+def on_lines(error: FieldsError, places: list[str] | None) -> FieldsError:
+    """`error` with each field that names an item also named by its file and line ('human.3' read from a CSV:
+    'ratings.csv:5 (human.3)'): the paths are those of the request body the file was read into."""
+    if not places:
+        return error
+    def placed(path: str) -> str:
+        found = ITEM_PATH.fullmatch(path)
+        at = int(found.group(1)) if found else len(places)
+        return f"{places[at]} ({path})" if at < len(places) else path
+    return type(error)({placed(path): text for path, text in error.fields.items()})
 
 
 def _validated(schema, body: dict[str, Any], error: type[ValueError]) -> dict[str, Any]:
@@ -232,11 +252,14 @@ def run_human_eval(args: argparse.Namespace) -> int:
     if args.qc_criteria is not None:
         data.qc_criteria = list(args.qc_criteria)
     alpha = args.alpha if args.alpha is not None else (data.alpha if data.alpha is not None else 0.05)
-    body = _validated(HumanEvalRequestSchema(), {
-        "ratings": data.ratings, "reverse": data.reverse, "scale": list(data.scale), "qc_system": data.qc_system,
-        "alpha": alpha, "qc_criteria": data.qc_criteria}, HumanEvalInputError)
-    result = {TOOL: VERSION, **assess(body["ratings"], body["reverse"], tuple(body["scale"]), body["qc_system"],
-                                      body["alpha"], body["qc_criteria"])}
+    try:
+        body = _validated(HumanEvalRequestSchema(), {
+            "ratings": data.ratings, "reverse": data.reverse, "scale": list(data.scale), "qc_system": data.qc_system,
+            "alpha": alpha, "qc_criteria": data.qc_criteria}, HumanEvalInputError)
+        result = {TOOL: VERSION, **assess(body["ratings"], body["reverse"], tuple(body["scale"]), body["qc_system"],
+                                          body["alpha"], body["qc_criteria"])}
+    except FieldsError as exc:
+        raise on_lines(exc, data.places) from None
     upstream = importers.load_upstream(args.upstream) if args.upstream else data.upstream
     if upstream:
         result["upstream"] = compare_with_upstream(data, result, upstream)

@@ -187,6 +187,8 @@ def read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]
                             "twice, and the cell quoted)") from None
     finally:
         csv.field_size_limit(limit)
+    if not rows:
+        raise ImporterError(f"{path}: a header ({', '.join(columns)}) and no rows under it")
     return columns, rows, delimiter
 
 
@@ -208,7 +210,8 @@ def human_eval_csv(path: Path, qc_system: str | None = None, reverse: list[str] 
                                 "system and item)")
         scores = {c: _number(path, line, c, row[c], "a criterion's score", comma) for c in criteria}
         ratings.append({"rater": row["rater"], "system": row["system"], "item": row["item"], "scores": scores})
-    return HumanEvalInput(ratings, reverse=list(reverse or []), scale=scale, qc_system=qc_system)
+    return HumanEvalInput(ratings, reverse=list(reverse or []), scale=scale, qc_system=qc_system,
+                          places=[f"{path}:{line}" for line, _ in rows])
 
 
 def human_eval_json(path: Path) -> HumanEvalInput:
@@ -304,7 +307,7 @@ def correlate_csv(path: Path, human: list[str] | None = None, system: str = "sys
         ratings.append(values if len(human_cols) > 1 else values[0])
     systems = [row[system] for _, row in rows] if system in columns else None
     inputs = [row[input_column] for _, row in rows] if input_column is not None else None
-    return CorrelateInput(ratings, scores, systems, inputs=inputs)
+    return CorrelateInput(ratings, scores, systems, inputs=inputs, places=[f"{path}:{line}" for line, _ in rows])
 
 
 def scores_jsonl(path: Path, human: list[str] | None = None, input_field: str | None = None) -> CorrelateInput:
@@ -318,6 +321,7 @@ def scores_jsonl(path: Path, human: list[str] | None = None, input_field: str | 
     scores: dict[str, list[float]] = {}
     systems: list[str] = []
     inputs: list[str] = []
+    places: list[str] = []
     dropped = 0
     trained: dict[str, int] = {}
     models: dict[str, dict[str, Any]] = {}
@@ -362,6 +366,7 @@ def scores_jsonl(path: Path, human: list[str] | None = None, input_field: str | 
         for name, value in record["scores"].items():
             scores[name].append(value)
         ratings.append(values if len(names) > 1 else values[0])
+        places.append(f"{path}:{number}")
         systems.append(record.get("system"))  # dialscore score writes `system`, whatever field it read
         for model in record.get("trained") or []:
             trained[model] = trained.get(model, 0) + 1
@@ -377,11 +382,11 @@ def scores_jsonl(path: Path, human: list[str] | None = None, input_field: str | 
     owned = ", ".join(f"{count} {'is' if count == 1 else 'are'} {model}'s" for model, count in sorted(trained.items()))
     notes = ([f"{dropped} of {len(lines)} records left out: some model gave them no score (their `errors` say "
               "why), and every metric is measured on the same items"] if dropped else []) + (
-        [f"of the {len(ratings)} records read, {owned} training items (`trained`): that model's correlations "
+        [f"of the {len(ratings)} records kept, {owned} training items (`trained`): that model's correlations "
          "there are not held out (`dialscore score --exclude-trained` leaves them out)"] if trained else [])
     return CorrelateInput(ratings, scores, [str(s) for s in systems] if labelled else None,
                           inputs=inputs if input_field is not None else None, notes="; ".join(notes),
-                          models=models, trained=trained)
+                          models=models, trained=trained, places=places)
 
 
 def dstc_json(path: Path, aspect: str | None = None) -> CorrelateInput:

@@ -20,6 +20,7 @@ class CorrelateInput:
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     trained: dict[str, int] = field(default_factory=dict)
     format: str = ""  # the format it was read as (load_correlate)
+    places: list[str] | None = None  # each item's "file:line", where the file has an item a line
 
 
 @dataclass
@@ -38,3 +39,4 @@ class HumanEvalInput:
     alpha: float | None = None  # a /human-eval body's own alpha
     upstream: dict[str, Any] | None = None
     skipped: list[str] = field(default_factory=list)  # what the importer could not use, and why
+    places: list[str] | None = None  # each rating's "file:line", where the file has a rating a line

@@ -123,7 +123,7 @@ def test_the_report_says_what_scored_each_metric_and_marks_training_items(tmp_pa
     assert result["input"] | {"sha256": "-"} == {
         "file": str(tmp_path / "s.jsonl"), "sha256": "-", "format": "scores", "trained": {"a": 12},
         "models": {"a": {"version": "1.0"}, "b": {"version": "2.0", "options": {"reference_free": True}}}}
-    assert result["input_notes"].startswith("of the 40 records read, 12 are a's training items")
+    assert result["input_notes"].startswith("of the 40 records kept, 12 are a's training items")
     assert set(result["systems"]["means"]) == {"s0", "s1", "s2", "s3"}
     markdown = (tmp_path / "o" / "correlate.md").read_text()
     assert 'Scored by: a 1.0; b 2.0 with options {"reference_free": true}' in markdown
@@ -572,3 +572,19 @@ def test_the_json_files_hold_floats_that_other_cpus_write_alike(tmp_path: Path) 
 
     written = floats(json.loads((tmp_path / "out" / "correlate.json").read_text()))
     assert written and all(float(f"{f:.12g}") == f for f in written)
+
+
+def test_a_bad_value_in_a_file_is_named_by_the_files_line_as_well_as_its_field(tmp_path: Path,
+                                                                               capsys: pytest.CaptureFixture) -> None:
+    """'scores.m1.1: Must be within ...' named no file and no line (a CLI fuzzing probe): the field paths are
+    the request body's, which the reader of a CSV or a `dialscore score` output never saw."""
+    (tmp_path / "big.csv").write_text("human,m1\n1,0.1\n2,1e16\n3,0.3\n", encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "big.csv"), "--out", str(tmp_path / "o"), "--no-plots"]) == 2
+    assert f"{tmp_path / 'big.csv'}:3 (scores.m1.1): Must be within" in capsys.readouterr().err
+    (tmp_path / "dup.csv").write_text("rater,system,item,fun\nw1,A,a1,70\nw1,A,a1,60\nw1,B,b1,50\n",
+                                      encoding="utf-8")
+    assert main(["human-eval", str(tmp_path / "dup.csv"), "--out", str(tmp_path / "h"), "--no-plots"]) == 2
+    assert f"{tmp_path / 'dup.csv'}:3 (ratings.1.item): Rater 'w1' already rated" in capsys.readouterr().err
+    (tmp_path / "header.csv").write_text("rater,system,item,fun\n", encoding="utf-8")
+    assert main(["human-eval", str(tmp_path / "header.csv"), "--out", str(tmp_path / "e"), "--no-plots"]) == 2
+    assert "header.csv: a header (rater, system, item, fun) and no rows under it" in capsys.readouterr().err

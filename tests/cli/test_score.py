@@ -615,7 +615,7 @@ def test_kept_fields_add_up_and_unreadable_or_trained_lines_are_said_not_fatal(t
     capsys.readouterr()
     assert analysis(["correlate", str(out), "--out", str(tmp_path / "report"), "--no-plots", "--resamples", "0"]) == 0
     err = capsys.readouterr().err
-    assert "1 of 5 records left out" in err and "of the 4 records read, 1 is length's training items" in err
+    assert "1 of 5 records left out" in err and "of the 4 records kept, 1 is length's training items" in err
     table = tmp_path / "in.csv"
     table.write_text("context,response,human\nhi,bye,3\n", encoding="utf-8")
     assert score(store, str(table), "--models", "length", "--output", str(out), "--keep", "rating") == 2
