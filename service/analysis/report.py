@@ -158,6 +158,12 @@ def human_eval_markdown(result: dict[str, Any]) -> str:
                                                    "`family`", str(result["significance_tests"]["family"])) + ".")):
         rows = [[a] + ["" if a == b else _num(result[key][a][b]) for b in names] for a in names]
         parts.append(f"{heading}\n\n" + _table(["p"] + names, rows))
+    if qc and "upstream" not in result:  # why each rater passed or failed (the comparison with upstream lists them)
+        reasons, failed = raters.get("reasons", {}), set(raters["failed"])
+        rows = [[rater, _num(p), "fail" if rater in failed else "pass", reasons.get(rater, "")]
+                for rater, p in sorted(raters["p"].items())]
+        parts.append(f"### Raters\n\nEach rater's quality-control p (passes at p < {qc['alpha']:g}), and why a "
+                     "rater has none.\n\n" + _table(["rater", "p", "quality control", "no p because"], rows))
     return "\n\n".join(parts) + "\n"
 
 

@@ -89,3 +89,16 @@ def test_the_human_eval_report_says_which_pairwise_table_is_uncorrected_and_whic
     assert f"| A |  | {result['significance']['A']['B']:.3f} |" in raw
     assert "Holm-adjusted over every ordered pair of systems (k(k - 1) one-sided tests: 6)" in holm  # not `family`
     assert f"| A |  | {result['significance_holm']['A']['B']:.3f} |" in holm
+
+
+def test_the_human_eval_report_lists_each_raters_p_and_why_a_rater_has_none():
+    """The JSON held each rater's p and reason; the Markdown showed only counts, so the rater who gave one
+    score everywhere failed without a word (a reports probe)."""
+    ratings = [{"rater": rater, "system": system, "item": f"{rater}-{system}-{i}",
+                "scores": {"fun": 50.0 if rater == "same" else base + 9 * i}}
+               for rater in ("careful", "same") for system, base in (("A", 60), ("B", 55), ("qc", 10))
+               for i in range(4)]
+    result = assess(ratings, qc_system="qc")
+    raters = human_eval_markdown(result).split("### Raters")[1]
+    assert "| same | — | fail | gave the same score everywhere |" in raters
+    assert f"| careful | {result['raters']['p']['careful']:.3f} | pass |  |" in raters
