@@ -152,7 +152,7 @@ def test_a_bare_long_number_is_located_at_the_body():
 
 def test_a_byte_order_mark_before_a_blank_first_line_leaves_it_blank(tmp_path) -> None:
     """`dialscore score` failed such a file with 'line 1: empty line' (exit 1) and a file of a BOM alone, where
-    the same files without the mark were read: blank lines are left out (a CLI fuzzing probe)."""
+    the same files without the mark were read: blank lines are left out."""
     from service.json_body import jsonl_lines
 
     (tmp_path / "a.jsonl").write_bytes(b'\xef\xbb\xbf\n{"a": 1}\n')

@@ -380,7 +380,7 @@ def test_a_plots_title_says_what_n_counts_why_it_has_no_bars_and_is_never_cut_of
                                                                                     monkeypatch) -> None:
     """The training-items line ran past the 650-pixel figure on both sides ("...the report says how" then
     nothing): titles are wrapped, over the figure rather than the axes (which long names push right).
-    Without a bootstrap the points stood bare, as if exact (a reports probe)."""
+    Without a bootstrap the points stood bare, as if exact."""
     import matplotlib.figure
 
     from service.analysis.plots import TITLE_WIDTH, correlate_plots
@@ -576,7 +576,7 @@ def test_the_json_files_hold_floats_that_other_cpus_write_alike(tmp_path: Path) 
 
 def test_a_bad_value_in_a_file_is_named_by_the_files_line_as_well_as_its_field(tmp_path: Path,
                                                                                capsys: pytest.CaptureFixture) -> None:
-    """'scores.m1.1: Must be within ...' named no file and no line (a CLI fuzzing probe): the field paths are
+    """'scores.m1.1: Must be within ...' named no file and no line: the field paths are
     the request body's, which the reader of a CSV or a `dialscore score` output never saw."""
     (tmp_path / "big.csv").write_text("human,m1\n1,0.1\n2,1e16\n3,0.3\n", encoding="utf-8")
     assert main(["correlate", str(tmp_path / "big.csv"), "--out", str(tmp_path / "o"), "--no-plots"]) == 2

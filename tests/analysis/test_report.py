@@ -93,7 +93,7 @@ def test_the_human_eval_report_says_which_pairwise_table_is_uncorrected_and_whic
 
 def test_the_human_eval_report_lists_each_raters_p_and_why_a_rater_has_none():
     """The JSON held each rater's p and reason; the Markdown showed only counts, so the rater who gave one
-    score everywhere failed without a word (a reports probe)."""
+    score everywhere failed without a word."""
     ratings = [{"rater": rater, "system": system, "item": f"{rater}-{system}-{i}",
                 "scores": {"fun": 50.0 if rater == "same" else base + 9 * i}}
                for rater in ("careful", "same") for system, base in (("A", 60), ("B", 55), ("qc", 10))

@@ -60,7 +60,7 @@ def test_exclude_warned_leaves_warned_candidates_out_of_the_ranking_before_top_k
     candidates = ["", "hi! how are you?", "!!!", "good, you?", "i'm good, you?"]
     request = {"model": "unref-minilm-commercial", "context": ["hey"], "candidates": candidates}
     plain = client.post("/rerank", json=request).get_json()["ranking"]
-    assert plain[0]["index"] == 0  # the blank reply first, as the probe found it
+    assert plain[0]["index"] == 0  # the blank reply first: why a bot sends exclude_warned
     body = client.post("/rerank", json={**request, "top_k": 2, "exclude_warned": ["empty", "no_words"]}).get_json()
     assert body["ranking"] == [e for e in plain if e["index"] in (1, 3, 4)][:2]  # the same scores, without them
     assert [(w["index"], w["code"]) for w in body["warnings"]] == [(0, "empty"), (2, "no_words")]
@@ -90,7 +90,7 @@ def test_a_refused_rerank_counts_no_warnings(full_app, monkeypatch):
 
 @pytest.mark.parametrize("model", ["adem-minilm", "autojudge-minilm", "ruber-minilm", "unref-minilm-commercial"])
 def test_a_rerank_whose_every_candidate_is_excluded_runs_no_model(full_app, model):
-    """Without its guard the heads answered an empty batch 500 (a mutation probe)."""
+    """No model runs on an empty batch: the heads answer one with a ValueError (a 500)."""
     client = full_app.test_client()
     sample = f'dialscore_model_seconds_count{{model="{model}"}}'
     before = metric_sample(client, sample)

@@ -218,7 +218,7 @@ def test_a_session_that_is_not_on_cuda_is_refused_where_cuda_is_required(tmp_pat
 
 def test_requests_meeting_at_the_first_use_of_the_encoder_pool_make_one(monkeypatch):
     """The pool is made on first use; on CUDA the warm-up makes none, so the first requests met there and
-    each made a pool (a probe: 2 pools in 3 of 5 processes, 3 to 7 with a slow constructor)."""
+    each made a pool."""
     import threading
     import time
     from concurrent.futures import ThreadPoolExecutor

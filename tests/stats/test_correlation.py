@@ -126,7 +126,7 @@ def test_rank_p_with_heavy_ties_is_a_permutation_p_up_to_fifty_items(method: str
 @pytest.mark.parametrize(("y", "exact"), [([2, 0, 1, 5, 3, 9, 4, 7, 8, 6], 0.0149),
                                           ([0, 3, 1, 2, 7, 4, 9, 5, 6, 8], 0.0088)])
 def test_untied_spearman_on_ten_to_fifty_items_is_a_permutation_p_as_tied(y: list[int], exact: float) -> None:
-    """scipy's t gave .0111 and .0061 where the exact p over all 10! pairings is .0149 and .0088 (a probe's
+    """scipy's t gave .0111 and .0061 where the exact p over all 10! pairings is .0149 and .0088 (by
     enumeration), while one tie switched to a permutation p: now untied inputs take it too."""
     got = stats.correlation(list(range(10)), y, "spearman")
     assert "p_mc_se" in got and got["p"] == pytest.approx(exact, abs=3 * got["p_mc_se"])

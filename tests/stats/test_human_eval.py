@@ -428,7 +428,7 @@ def test_overall_beside_other_criteria_is_named_where_most_ratings_use_it():
 
 def test_a_system_only_failed_raters_rated_and_nobody_passing_are_warned_of() -> None:
     """Both vanished from the report without a word: a system rated only by raters who failed, and every
-    system where no rater passed (a reports probe)."""
+    system where no rater passed."""
     ratings = synthetic(careful=3, careless=0)
     ratings += [{"rater": "random", "system": "orphan", "item": f"orphan-{i}", "scores": {"fun": 50.0, "robotic": 50.0}}
                 for i in range(3)] + [{"rater": "random", "system": "degraded", "item": f"random-qc-{i}",
