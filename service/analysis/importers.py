@@ -14,6 +14,7 @@ from typing import Any
 
 from service.analysis.inputs import CorrelateInput, HumanEvalInput
 from service.config import load_settings
+from service.csv_text import long_cells, problem
 from service.json_body import BadText, JsonTextError, TooDeep, jsonl_lines, parse, parse_object
 
 # Facts about the Ji et al. (2022) release the readers rely on, checked against ../shared/data/human_eval/
@@ -146,7 +147,6 @@ def _unique_columns(path: Path, names: Any) -> list[str]:
 
 
 _EXTRA = "\x00extra"  # DictReader's key for the fields a row has past the header's
-CSV_CELL_LIMIT = 2**31 - 1  # the csv module's default, 131,072 characters, refused a long cell
 
 
 def read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]], str]:
@@ -164,29 +164,27 @@ def read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]
         raise ImporterError(f"{path}:{line}: not UTF-8 (byte 0x{raw[exc.start]:02x}); save the file as UTF-8") from None
     if not text.strip():
         raise ImporterError(f"{path}: the file is empty")
-    rows, ended, limit = [], 0, csv.field_size_limit(CSV_CELL_LIMIT)
+    rows, ended = [], 0
     try:
-        delimiter = _delimiter(path, text)
-        # A StringIO with newline="": rows end at \r and \n only, as the file read; str.splitlines would
-        # also split cells holding U+2028 or NEL, which csv.writer leaves unquoted. Strict: a stray quote
-        # would otherwise swallow the next rows into one cell without a word.
-        reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter, restkey=_EXTRA, strict=True)
-        columns = _unique_columns(path, reader.fieldnames)
-        ended = reader.line_num
-        for row in reader:
-            extra = row.pop(_EXTRA, None) or []
-            short = sum(value is None for value in row.values())
-            if extra or short:
-                raise ImporterError(f"{path}:{ended + 1}: {len(columns) + len(extra) - short} field(s), "
-                                    f"the header has {len(columns)}")
-            rows.append((ended + 1, row))
+        with long_cells():
+            delimiter = _delimiter(path, text)
+            # A StringIO with newline="": rows end at \r and \n only, as the file read; str.splitlines would
+            # also split cells holding U+2028 or NEL, which csv.writer leaves unquoted. Strict: a stray quote
+            # would otherwise swallow the next rows into one cell without a word.
+            reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter, restkey=_EXTRA, strict=True)
+            columns = _unique_columns(path, reader.fieldnames)
             ended = reader.line_num
+            for row in reader:
+                extra = row.pop(_EXTRA, None) or []
+                short = sum(value is None for value in row.values())
+                if extra or short:
+                    raise ImporterError(f"{path}:{ended + 1}: {len(columns) + len(extra) - short} field(s), "
+                                        f"the header has {len(columns)}")
+                rows.append((ended + 1, row))
+                ended = reader.line_num
     except csv.Error as exc:
-        why = "a quoted cell is not closed" if str(exc) == "unexpected end of data" else str(exc)
-        raise ImporterError(f"{path}:{ended + 1}: not well-formed CSV ({why}; a quote in a cell is written "
-                            "twice, and the cell quoted)") from None
-    finally:
-        csv.field_size_limit(limit)
+        raise ImporterError(f"{path}:{ended + 1}: not well-formed CSV ({problem(exc)}; a quote in a cell is "
+                            "written twice, and the cell quoted)") from None
     if not rows:
         raise ImporterError(f"{path}: a header ({', '.join(columns)}) and no rows under it")
     return columns, rows, delimiter

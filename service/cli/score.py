@@ -34,6 +34,7 @@ from service.cli.intervals import DEFAULT_CONFIDENCE, METHOD, RESAMPLED, Interva
 from service.cli.progress import Progress
 from service.components.cache import EncodeCache
 from service.config import MAX_SESSION_THREADS, load_settings
+from service.csv_text import long_cells, problem
 from service.json_body import jsonl_lines
 from service.scorers.base import Call, Scorer
 from service.observability.logs import configure_logging
@@ -43,9 +44,6 @@ from service.version import VERSION
 
 ALL = "all"  # the row of every line, under the systems'
 CSV_FIELDS = ("id", "system", "response", "reference")
-# A cell as long as a JSON line may be (no bound but the file's): the csv module's default, 131,072
-# characters, stopped a whole run at one long reply; the models read its first tokens, as from JSON lines.
-CSV_CELL_LIMIT = 2**31 - 1
 
 
 def _parse_args(argv: list[str] | None, prog: str = "dialscore score") -> argparse.Namespace:
@@ -117,8 +115,7 @@ def _csv_lines(path: Path, system: str, keep: list[str]) -> Iterator[tuple[int, 
     """Each data row as the JSON line bulk reads: row 1 is the first row under the header. A row that is not
     UTF-8, not well-formed CSV (strict: an unclosed quote, text after a closing one) or not as wide as the
     header is a BulkError naming the row and the file line it begins on."""
-    previous_limit = csv.field_size_limit(CSV_CELL_LIMIT)
-    with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
+    with long_cells(), open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
         reader = csv.DictReader(handle, dialect="excel-tab" if path.suffix.lower() == ".tsv" else "excel",
                                 strict=True)
         rows = iter(reader)
@@ -138,9 +135,7 @@ def _csv_lines(path: Path, system: str, keep: list[str]) -> Iterator[tuple[int, 
         except (csv.Error, _NotUtf8, _Ragged) as exc:
             number += isinstance(exc, csv.Error)  # raised by reading the next row
             where = f"line {number}" if number else "the header"
-            raise BulkError(f"{path}: {where} (file line {ended + 1}): {_csv_problem(exc)}") from None
-        finally:
-            csv.field_size_limit(previous_limit)
+            raise BulkError(f"{path}: {where} (file line {ended + 1}): {problem(exc)}") from None
 
 
 class _NotUtf8(ValueError):
@@ -167,13 +162,6 @@ def _utf8_or_raise(cells: list[Any]) -> None:
         found = _ESCAPED_BYTE.search(cell) if isinstance(cell, str) else None
         if found is not None:
             raise _NotUtf8(f"not UTF-8: byte 0x{ord(found.group()) - 0xDC00:02x}")
-
-
-def _csv_problem(exc: Exception) -> str:
-    """What is wrong with a row, in words."""
-    if str(exc) == "unexpected end of data":
-        return "a quoted cell is not closed (its quote runs to the end of the file)"
-    return str(exc)
 
 
 def _item_line(row: dict[str, Any], system: str, keep: list[str]) -> bytes:
