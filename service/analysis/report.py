@@ -112,10 +112,16 @@ def correlate_markdown(result: dict[str, Any]) -> str:
                                for level, line in said)
                      + _table(["level", "a", "b", "method", "test", "delta", "p", "p (Holm)", "CI of delta", "note"], rows))
     if agreement:
-        parts.append("Inter-rater agreement: Krippendorff's alpha (interval) = "
-                     f"{_num(agreement['krippendorff_alpha'])}, (ordinal) = "
-                     f"{_num(agreement.get('krippendorff_alpha_ordinal'))}, "
-                     f"{agreement['raters_per_item']:.2f} ratings per item")
+        drawn = agreement.get("resampling")
+        alphas = ", ".join(f"({metric}) = {_num(agreement.get(key))}" + (f" {_ci(agreement.get(key + '_ci'))}"
+                                                                      if agreement.get(key + "_ci") else "")
+                           for metric, key in (("interval", "krippendorff_alpha"),
+                                               ("ordinal", "krippendorff_alpha_ordinal")))
+        drawn_line = (f"; intervals: {drawn['method']} at {drawn['confidence']:g}, {drawn['resamples']} resamples "
+                      f"(seed {drawn['seed']}) of {drawn['resampled']}: {agreement['pairable_items']}" if drawn else "")
+        parts.append(f"Inter-rater agreement: Krippendorff's alpha {alphas}, {agreement['raters_per_item']:.2f} "
+                     f"ratings per item{drawn_line}"
+                     + (f"; no interval: {agreement['reason']}" if agreement.get("reason") else ""))
     return "\n\n".join(parts) + "\n"
 
 

@@ -563,15 +563,33 @@ class ResamplingSchema(StrictSchema):
                                                      "bootstrap's intervals are too narrow)."})
 
 
+_INTERVAL = fields.List(fields.Float(), required=True, allow_none=True, validate=validate.Length(equal=2), metadata={
+    "description": "The alpha's percentile bootstrap interval, [low, high], at the request's `confidence`; null "
+                   "with `reason`."})
+
+
+class AgreementResamplingSchema(StrictSchema):
+    method = fields.String(required=True)
+    confidence = fields.Float(required=True)
+    resamples = fields.Integer(required=True, metadata={"description": "B, the request's `resamples`."})
+    seed = fields.Integer(required=True, metadata={"description": "The request's `seed`."})
+    resampled = fields.String(required=True, metadata={"description": "What a resample draws, in words."})
+
+
 class AgreementSchema(StrictSchema):
     krippendorff_alpha = fields.Float(required=True, allow_none=True, metadata={
         "description": "Krippendorff's alpha with the interval metric (`metric`): ratings as numbers."})
     krippendorff_alpha_ordinal = fields.Float(required=True, allow_none=True, metadata={
         "description": "Krippendorff's alpha with the ordinal metric: ratings as ranks on their scale (Likert "
                        "items, whose steps need not be equal)."})
+    krippendorff_alpha_ci = _INTERVAL
+    krippendorff_alpha_ordinal_ci = _INTERVAL
     raters_per_item = fields.Float(required=True)
     metric = fields.String(required=True, metadata={"description": "The metric of `krippendorff_alpha`."})
-    reason = fields.String()
+    pairable_items = fields.Integer(required=True, metadata={
+        "description": "The items with two ratings or more: the only ones alpha and its resamples read."})
+    resampling = fields.Nested(AgreementResamplingSchema, required=True)
+    reason = fields.String(metadata={"description": "Why an alpha or an interval is null."})
 
 
 _BY_METHOD = fields.Dict(keys=fields.String(), values=fields.Nested(CorrelationSchema))

@@ -14,10 +14,11 @@ import numpy as np
 
 from service.errors import FieldsError
 from service.text import canonical, is_blank
-from service.stats.agreement import krippendorff_alpha_interval, krippendorff_alpha_ordinal
-from service.stats.bootstrap import (MIN_BOOTSTRAP, UNDEFINED_REASON, bootstrap_distributions, bootstrap_p,
-                                     decimal_ties, min_resamples, paired_bootstrap_from, percentile_interval,
-                                     p_fields, resample_indices, system_bootstrap_distributions,
+from service.stats.agreement import (bootstrap_alphas, krippendorff_alpha_interval, krippendorff_alpha_ordinal,
+                                     pairable_units)
+from service.stats.bootstrap import (MAX_UNDEFINED_SHARE, MIN_BOOTSTRAP, UNDEFINED_REASON, bootstrap_distributions,
+                                     bootstrap_p, decimal_ties, min_resamples, paired_bootstrap_from,
+                                     percentile_interval, p_fields, resample_indices, system_bootstrap_distributions,
                                      without_items_reason)
 from service.stats.correlation import METHODS, MIN_ITEMS, correlation
 from service.stats.designs import (BY_INPUTS, DEFAULT_DESIGN, DEFAULT_ITEM_DESIGN, DESCRIPTIONS, DESIGNS, INPUTS,
@@ -368,17 +369,36 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
                            "means": _means_by_system(as_sent, order, groups, drawn_labels, count)}
     body["comparisons"] = with_holm(comparisons)
     body["resampling"] = resampling
-    if units is not None:
-        alpha = krippendorff_alpha_interval(units)
-        body["agreement"] = {"krippendorff_alpha": alpha,
-                             "krippendorff_alpha_ordinal": krippendorff_alpha_ordinal(units),
-                             "raters_per_item": float(np.mean([u.size for u in units])),
-                             "metric": "interval"}
-        if alpha is None:
-            body["agreement"]["reason"] = "no item has two ratings, or the ratings never vary"
-    else:
-        body["agreement"] = None
+    body["agreement"] = None if units is None else _agreement(units, confidence, resamples, seed)
     return body
+
+
+def _agreement(units: list[np.ndarray], confidence: float, resamples: int, seed: int) -> dict[str, Any]:
+    """Krippendorff's alpha, interval and ordinal, each with its percentile interval over resamples of the
+    items that have two ratings or more (each drawn with all its ratings; the raters are not resampled)."""
+    pairable = pairable_units(units)
+    interval, ordinal = krippendorff_alpha_interval(pairable), krippendorff_alpha_ordinal(pairable)
+    needed = min_resamples(confidence)
+    reason = ("no item has two ratings, or the ratings never vary" if interval is None else
+              "resampling is off (resamples = 0)" if resamples == 0 else
+              f"too few resamples for a {confidence:.12g} interval (resamples = {resamples}, need at least "
+              f"{needed})" if resamples < needed else
+              f"too few items with two ratings or more for a bootstrap (n = {len(pairable)}, need at least "
+              f"{MIN_BOOTSTRAP})" if len(pairable) < MIN_BOOTSTRAP else None)
+    indices = None if reason else resample_indices(len(pairable), resamples, seed)
+    intervals = [None if indices is None else percentile_interval(bootstrap_alphas(pairable, indices, by_rank),
+                                                                    confidence) for by_rank in (False, True)]
+    if reason is None and None in intervals:
+        reason = (f"alpha is undefined in more than {MAX_UNDEFINED_SHARE:.0%} of the resamples (their ratings "
+                  "never vary)")
+    body = {"krippendorff_alpha": interval, "krippendorff_alpha_ci": intervals[0],
+            "krippendorff_alpha_ordinal": ordinal, "krippendorff_alpha_ordinal_ci": intervals[1],
+            "raters_per_item": float(np.mean([u.size for u in units])), "metric": "interval",
+            "pairable_items": len(pairable),
+            "resampling": {"method": "percentile bootstrap", "confidence": confidence, "resamples": resamples,
+                           "seed": seed, "resampled": "the items with two ratings or more, each with all its "
+                                                      "ratings (the raters are not resampled)"}}
+    return {**body, "reason": reason} if reason else body
 
 
 def _means_by_system(given: dict[str, np.ndarray], order: np.ndarray, groups: np.ndarray, labels: np.ndarray,

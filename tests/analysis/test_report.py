@@ -42,6 +42,21 @@ def test_the_comparisons_table_says_what_its_tests_are_and_that_each_p_is_uncorr
     tests_line = comparisons.split("| level |")[0]
     assert "dual of the deltas' percentile interval" in tests_line and "uncorrected" in tests_line
 
+def test_the_agreement_line_gives_alphas_intervals_and_what_they_resample():
+    ratings = [[h, h + d] for h, d in zip(range(12), [0, 1, 0, 2, 1, 0, 0, 1, 3, 0, 1, 0])]
+    result = stats.correlate(ratings, {"m": list(range(12))}, resamples=200, seed=5)
+    agreement = result["agreement"]
+    text = correlate_markdown(result)
+    low, high = agreement["krippendorff_alpha_ci"]
+    assert (f"Krippendorff's alpha (interval) = {agreement['krippendorff_alpha']:.3f} [{low:.3f}, {high:.3f}], "
+            "(ordinal) = ") in text
+    assert ("intervals: percentile bootstrap at 0.95, 200 resamples (seed 5) of the items with two ratings or more, "
+            "each with all its ratings (the raters are not resampled): 12") in text
+    off = correlate_markdown(stats.correlate(ratings, {"m": list(range(12))}, resamples=0))
+    assert f"(interval) = {agreement['krippendorff_alpha']:.3f}, (ordinal)" in off
+    assert off.rstrip().endswith("; no interval: resampling is off (resamples = 0)")
+
+
 def test_a_p_at_the_bootstrap_floor_is_shown_as_the_floor():
     """Every resample on one side of 0: p is at its floor 1/(B+1), smaller than B resamples resolve (not a
     bound: a p of 1.6/(B+1) lands there four times in ten), which the table says instead of a figure."""

@@ -146,6 +146,8 @@ def test_responses_match_the_schemas_the_openapi_document_declares(client, basel
                                 "inputs": [f"c{i // 2}" for i in range(10)]}, schemas.CorrelateResponseSchema),
         ("POST", "/correlate", {"human": [[h, h + 1] for h in human], "scores": {"a": a, "flat": [1] * 10},
                                 "resamples": 0}, schemas.CorrelateResponseSchema),
+        ("POST", "/correlate", {"human": [[h, h + i % 3] for i, h in enumerate(human)], "scores": {"a": a},
+                                "resamples": 50}, schemas.CorrelateResponseSchema),  # alpha's intervals
         ("POST", "/human-eval", {"ratings": ratings, "reverse": ["robotic"], "qc_system": "degraded"},
          schemas.HumanEvalResponseSchema),
         # API.md's example, verbatim: its qc_system has no rating, which `warnings` says (was a 422)

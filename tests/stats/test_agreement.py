@@ -1,10 +1,14 @@
-"""service.stats.agreement against Krippendorff's published example and the krippendorff package."""
+"""service.stats.agreement against Krippendorff's published example and the krippendorff package, and its
+bootstrap against alpha on the resampled items written out."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from service import stats
+from service.stats import agreement
 from tests.stats.samples import RNG
 
 
@@ -78,3 +82,36 @@ def test_krippendorff_alpha_does_not_depend_on_the_order_of_items_or_ratings() -
     for _ in range(10):
         shuffled = [list(rng.permutation(u)) for u in rng.permutation(np.array(units, dtype=object))]
         assert stats.krippendorff_alpha_interval(shuffled) == alpha
+
+
+def _alpha_or_nan(function, units) -> float:
+    value = function(units)
+    return float("nan") if value is None else value
+
+
+_UNITS = st.lists(st.one_of(st.lists(st.integers(1, 5).map(float), min_size=2, max_size=4),
+                            st.lists(st.floats(-1e3, 1e3, allow_nan=False).map(lambda v: v + 1e6), min_size=2,
+                                     max_size=4)), min_size=1, max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(units=_UNITS, seed=st.integers(0, 2**32 - 1))
+def test_bootstrap_alphas_are_alpha_on_the_resampled_items(units: list[list[float]], seed: int) -> None:
+    """Read from multiplicities, each resample's alpha equals alpha on its items written out, interval and
+    ordinal, also for resamples whose ratings never vary (NaN) and ratings on a large offset."""
+    pairable = agreement.pairable_units(units)
+    draws = np.random.default_rng(seed).integers(0, len(pairable), size=(20, len(pairable)))
+    for ordinal, function in ((False, stats.krippendorff_alpha_interval), (True, stats.krippendorff_alpha_ordinal)):
+        expected = [_alpha_or_nan(function, [pairable[i] for i in row]) for row in draws]
+        found = agreement.bootstrap_alphas(pairable, draws, ordinal)
+        assert np.isnan(found).tolist() == np.isnan(expected).tolist()
+        assert found == pytest.approx(expected, abs=1e-8, nan_ok=True)
+
+
+def test_bootstrap_alphas_in_chunks_equal_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    units = agreement.pairable_units([RNG.normal(size=3) for _ in range(30)])
+    draws = RNG.integers(0, 30, size=(50, 30))
+    whole = [agreement.bootstrap_alphas(units, draws, ordinal) for ordinal in (False, True)]
+    monkeypatch.setattr(agreement, "_CHUNK_CELLS", 7 * 90)  # 7 rows a chunk, the last one shorter
+    for ordinal, one_pass in zip((False, True), whole):
+        np.testing.assert_allclose(agreement.bootstrap_alphas(units, draws, ordinal), one_pass, rtol=1e-12)

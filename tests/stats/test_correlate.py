@@ -136,6 +136,31 @@ def test_correlate_several_ratings_per_item() -> None:
     assert body["agreement"]["krippendorff_alpha"] == pytest.approx(stats.krippendorff_alpha_interval(ratings))
     assert body["agreement"]["krippendorff_alpha_ordinal"] == pytest.approx(stats.krippendorff_alpha_ordinal(ratings))
     assert body["agreement"]["raters_per_item"] == pytest.approx((3 * 39 + 1) / 40)
+    assert body["agreement"]["pairable_items"] == 39 and body["agreement"]["krippendorff_alpha_ci"] is None
+    assert body["agreement"]["reason"] == "resampling is off (resamples = 0)"
+
+
+def test_agreement_intervals_resample_the_items_with_two_ratings() -> None:
+    """alpha's intervals hold it, come from resamples of the pairable items under the request's seed, and
+    say why where they are null."""
+    ratings = [[h + d for d in RNG.normal(scale=0.7, size=3)] for h in HUMAN.tolist()]
+    ratings[0] = [HUMAN[0]]
+    found = correlate(ratings, {"good": GOOD.tolist()}, resamples=500, seed=3, confidence=0.9)["agreement"]
+    pairable = stats.agreement.pairable_units(ratings)
+    draws = np.random.default_rng(3).integers(0, 39, size=(500, 39))
+    for name, ordinal in (("krippendorff_alpha", False), ("krippendorff_alpha_ordinal", True)):
+        low, high = found[f"{name}_ci"]
+        assert low < found[name] < high
+        assert [low, high] == stats.percentile_interval(stats.agreement.bootstrap_alphas(pairable, draws, ordinal), 0.9)
+    assert found["resampling"] == {"method": "percentile bootstrap", "confidence": 0.9, "resamples": 500, "seed": 3,
+                                   "resampled": "the items with two ratings or more, each with all its ratings "
+                                                "(the raters are not resampled)"}
+    assert "reason" not in found
+    few = correlate([[1.0, 2.0]] * 7 + [[3.0]] * 3, {"m": list(range(10))}, resamples=100)["agreement"]
+    assert few["krippendorff_alpha_ci"] is None and few["reason"].startswith("too few items with two ratings")
+    steady = correlate([[1.0, 1.0]] * 9 + [[1.0, 2.0]], {"m": list(range(10))}, resamples=100)["agreement"]
+    assert steady["krippendorff_alpha"] is not None and steady["krippendorff_alpha_ci"] is None
+    assert steady["reason"].startswith("alpha is undefined in more than 5% of the resamples")
 
 
 @pytest.mark.parametrize(

@@ -206,10 +206,14 @@ class Agreement(TypedDict, total=False):
     """Krippendorff's alpha among the human ratings, when several came per item."""
 
     krippendorff_alpha: float | None  # the interval metric
+    krippendorff_alpha_ci: list[float] | None  # percentile bootstrap over the items with two ratings or more
     krippendorff_alpha_ordinal: float | None
+    krippendorff_alpha_ordinal_ci: list[float] | None
     raters_per_item: float
     metric: str
-    reason: str
+    pairable_items: int
+    resampling: dict[str, Any]  # method, confidence, resamples, seed, resampled
+    reason: str  # why an alpha or an interval is null
 
 
 class CorrelationReport(TypedDict, total=False):
