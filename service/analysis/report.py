@@ -150,6 +150,9 @@ def human_eval_markdown(result: dict[str, Any]) -> str:
     if reversed_names:
         note = ("\n\n(reversed): a negative criterion, scored as low + high - score before anything else, so that "
                 "higher is better in every column.")
+    if any(s.get("overall_z_ci") is None for s in result["systems"]):
+        note += ("\n\n— in the CI column: no interval, for a system with fewer than two dialogues or whose "
+                 "dialogues' z are all equal.")
     intervals = result["intervals"]
     level = f"{100 * intervals['confidence']:g}% CI"
     parts.append("### Systems, best first (mean z over passed raters)\n\n"
