@@ -209,6 +209,12 @@ def resampling_summary(level: str, design: str, confidence: float, resamples: in
     return summary
 
 
+def too_few_resamples(confidence: float, resamples: int) -> str:
+    """Why no interval is drawn from `resamples` at `confidence` (min_resamples); the level as given, unrounded."""
+    return (f"too few resamples for a {confidence!r} interval (resamples = {resamples}, need at least "
+            f"{min_resamples(confidence)})")
+
+
 def _system_means(values: np.ndarray, groups: np.ndarray, count: int) -> np.ndarray:
     """Per-system means from exactly rounded sums: the same whatever the order of a system's items
     (bincount adds in item order, so reordering one system's .3, .2, .1 could break a tie between
@@ -295,8 +301,7 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
         rows = [rows[i] for i in within]
     units_drawn = ("inputs", int(item_inputs.max()) + 1) if by_inputs_items else ("items", n)
     no_bootstrap = ("resampling is off (resamples = 0)" if resamples == 0 else
-                    f"too few resamples for a {confidence:.12g} interval (resamples = {resamples}, need at least "
-                    f"{needed})" if resamples < needed else
+                    too_few_resamples(confidence, resamples) if resamples < needed else
                     f"too few {units_drawn[0]} for a bootstrap (n = {units_drawn[1]}, need at least {MIN_BOOTSTRAP})"
                     if units_drawn[1] < MIN_BOOTSTRAP else None)
     indices = None
@@ -378,11 +383,9 @@ def _agreement(units: list[np.ndarray], confidence: float, resamples: int, seed:
     items that have two ratings or more (each drawn with all its ratings; the raters are not resampled)."""
     pairable = pairable_units(units)
     interval, ordinal = krippendorff_alpha_interval(pairable), krippendorff_alpha_ordinal(pairable)
-    needed = min_resamples(confidence)
     reason = ("no item has two ratings, or the ratings never vary" if interval is None else
               "resampling is off (resamples = 0)" if resamples == 0 else
-              f"too few resamples for a {confidence:.12g} interval (resamples = {resamples}, need at least "
-              f"{needed})" if resamples < needed else
+              too_few_resamples(confidence, resamples) if resamples < min_resamples(confidence) else
               f"too few items with two ratings or more for a bootstrap (n = {len(pairable)}, need at least "
               f"{MIN_BOOTSTRAP})" if len(pairable) < MIN_BOOTSTRAP else None)
     indices = None if reason else resample_indices(len(pairable), resamples, seed)

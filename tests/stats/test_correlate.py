@@ -209,6 +209,9 @@ def test_too_few_resamples_for_the_confidence_give_no_interval_and_say_why() -> 
     assert one["ci"] is None and one["ci_reason"].startswith("too few resamples") and one["r"] is not None
     enough = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, resamples=40)["metrics"]["good"]["item"]["pearson"]
     assert enough["ci"][0] <= enough["r"] <= enough["ci"][1]
+    near_one = correlate(HUMAN.tolist(), {"good": GOOD.tolist()}, confidence=0.9999999999999999)
+    assert near_one["resampling"]["item"]["reason"] == (  # the level as given, not rounded to a "1 interval"
+        "too few resamples for a 0.9999999999999999 interval (resamples = 1000, need at least 18014398509481984)")
 
 
 def test_bootstrap_starts_at_eight_items() -> None:
