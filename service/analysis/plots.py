@@ -83,7 +83,10 @@ def significance_heatmap(names: list[str], matrix: dict[str, dict[str, float | N
     ax.grid(which="minor", color="white", linewidth=1.5)
     ax.tick_params(which="minor", length=0)
     fig.colorbar(image, ax=ax, ticks=[0.0, center, threshold], shrink=0.85, label=label)
-    fig.tight_layout()
+    blank = f"White: p above {threshold:g}, or no test (the diagonal, or a pair without a p)."
+    fig.text(0.5, 0.01, textwrap.fill(blank, max(24, int(13 * fig.get_figwidth()))), ha="center", va="bottom",
+             fontsize=8)
+    fig.tight_layout(rect=(0.0, 0.06 if len(names) > 3 else 0.1, 1.0, 1.0))
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path

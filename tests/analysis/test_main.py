@@ -588,3 +588,19 @@ def test_a_bad_value_in_a_file_is_named_by_the_files_line_as_well_as_its_field(t
     (tmp_path / "header.csv").write_text("rater,system,item,fun\n", encoding="utf-8")
     assert main(["human-eval", str(tmp_path / "header.csv"), "--out", str(tmp_path / "e"), "--no-plots"]) == 2
     assert "header.csv: a header (rater, system, item, fun) and no rows under it" in capsys.readouterr().err
+
+
+def test_a_heatmap_says_what_its_white_cells_are(tmp_path: Path, monkeypatch) -> None:
+    """A blank cell is either no win at the threshold or no test at all; the figure says so under it."""
+    import matplotlib.figure
+
+    from service.analysis.plots import significance_heatmap
+
+    captions: list[str] = []
+    original = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: (
+        captions.extend(t.get_text().replace("\n", " ") for t in fig.texts), original(fig, *a, **k))[1])
+    for names in (["A", "B"], list("ABCDEFG")):
+        significance_heatmap(names, {"A": {"B": 0.01}, "B": {"A": 0.9}}, tmp_path / "h.png")
+        assert (tmp_path / "h.png").read_bytes().startswith(PNG)
+    assert captions == ["White: p above 0.1, or no test (the diagonal, or a pair without a p)."] * 2
