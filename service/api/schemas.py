@@ -497,7 +497,8 @@ class CorrelationSchema(StrictSchema):
     p_at_floor = fields.Boolean(metadata={"description": (
         "A bootstrap p (system level; item level by inputs): no resample fell on the other side of 0, so p sits "
         "at its floor 1 / (B + 1): smaller than B resamples resolve (a p of about 2 / (B + 1) lands there too); "
-        "raise `resamples` for a figure.")})
+        "raise `resamples` for a figure. An item-level Monte Carlo permutation p (10 to 50 items): no sampled "
+        "pairing was as extreme as the observed one, so p sits at 2 / (9,999 + 1), .0002, and is smaller.")})
     p_mc_se = fields.Float(metadata={"description": (
         "Where p is a Monte Carlo estimate (from B bootstrap resamples; or at item level, a rank "
         "correlation's p from 9,999 sampled pairings), its Monte Carlo standard error, 2 sqrt(q (1 - q) / B) with "

@@ -118,8 +118,8 @@ def _level(human: np.ndarray, metrics: dict[str, np.ndarray], methods: Sequence[
                 continue
             ci = percentile_interval(dist[name], confidence) if dist is not None else None
             entry = {"r": res["r"], "p": res["p"], "ci": ci, "n": n}
-            if "p_mc_se" in res and not p_from_bootstrap:  # a sampled permutation p's, not the p given
-                entry["p_mc_se"] = res["p_mc_se"]
+            if not p_from_bootstrap:  # a sampled permutation p's, not the p given
+                entry.update({key: res[key] for key in ("p_mc_se", "p_at_floor") if key in res})
             if p_from_bootstrap:
                 entry.update(_p_of(dist[name] if dist is not None else None, no_bootstrap, undefined_reason))
             if ci is None:
