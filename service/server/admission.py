@@ -190,9 +190,11 @@ class Admission:
         sizes[size] = took if old is None else (1 - SMOOTHING) * old + SMOOTHING * took
         self._measured_at[ticket.kind] = now
 
-    def next_deadline(self) -> float | None:
-        """The earliest deadline of a queued request (the worker's loop wakes for it)."""
-        return min((t.deadline - self.expected(t) for t in self.queue), default=None)
+    def next_wake(self, now: float) -> float | None:
+        """When `due` would next drop a queued request (the worker's loop wakes then): a measured kind's latest
+        start, any other's deadline; never a time `due` would let pass, which would wake the loop for nothing."""
+        return min((t.deadline - self.expected(t) if self.measured(t, now) else t.deadline for t in self.queue),
+                   default=None)
 
 
 def retry_after(wait: float) -> int:

@@ -318,7 +318,7 @@ class Front:
             starting, dropped = lane.admission.due(now)
             for ticket, result in [(t, None) for t in starting] + dropped:
                 ticket.payload.done() or ticket.payload.set_result(result)
-        wake = [d for lane in lanes if (d := lane.admission.next_deadline()) is not None]
+        wake = [d for lane in lanes if (d := lane.admission.next_wake(now)) is not None]
         if self._timer is not None:
             self._timer.cancel()
         self._timer = asyncio.get_running_loop().call_later(max(0.0, min(wake) - now), self.dispatch) if wake else None

@@ -85,9 +85,11 @@ class AdmissionMachine(RuleBasedStateMachine):
         assert not set(map(id, admission.queue)) & set(map(id, admission.running))
         waiting = [t for t in self.offered if id(t) not in self.outcome]
         assert {id(t) for t in waiting} == {id(t) for t in admission.queue}, "a request neither queued nor answered"
-        wake = admission.next_deadline()
+        wake = admission.next_wake(self.now)
         assert (wake is None) == (not admission.queue)
         assert wake is None or wake <= min(t.deadline for t in admission.queue)
+        # settled at `now`, nothing is due before `now`: a wake in the past would run the loop for nothing, again
+        assert wake is None or wake >= self.now, "a wake-up time already past"
 
     def teardown(self) -> None:
         """Time runs past every deadline: whatever is still queued is dropped, none is left unanswered."""
