@@ -54,6 +54,24 @@ def copy_store(target: Path, names: tuple[str, ...] | None = None) -> Path:
     return target
 
 
+def with_trained_items(store: Path, model: str, items: list[tuple[list[str], str]]) -> None:
+    """Give a store folder the keys of (context, reply) `items`, as `python -m training trained-items` writes them."""
+    import json
+
+    import numpy as np
+
+    from service.artifacts.manifest import sha256_file
+    from service.store import trained_items
+
+    folder = store / model
+    np.save(folder / trained_items.FILE, trained_items.hashes(trained_items.item_key(c, r) for c, r in items))
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    manifest["files"][trained_items.FILE] = {"sha256": sha256_file(folder / trained_items.FILE)}
+    manifest["trained_items"] = {"file": trained_items.FILE, "unit": trained_items.UNIT, "split": "train",
+                                 "sets": {"a-set": len(items)}}
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
 def metric_sample(client, sample: str) -> float:
     """The value of one Prometheus sample (name and labels, as /metrics writes them); 0 before it exists."""
     text = client.get("/metrics").get_data(as_text=True)

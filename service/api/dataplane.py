@@ -321,6 +321,11 @@ def score(store: ModelStore, body: dict[str, Any], settings: Settings) -> dict[s
             result["details"] = _spread(batch.details, kept, total)
         if batch.human_percentile is not None:
             result["human_percentile"] = _spread(batch.human_percentile, kept, total)
+        keys = store.trained.get(call.name)
+        trained = [i for i, item in zip(kept, items) if keys and isinstance(item, Item) and keys.holds(item.context,
+                                                                                                     item.response)]
+        if trained:
+            result["trained"] = trained
         results.append(result)
     if single:
         out = results[0]

@@ -214,6 +214,11 @@ class ModelScoresSchema(StrictSchema):
         "Per item, parallel to `scores`, where the model or its options give components (the terms of its formula, "
         "a proxy's value): its card and options in GET /models say which.")})
     human_percentile = fields.List(fields.Float(allow_none=True), metadata={"description": _HUMAN_PERCENTILE})
+    trained = fields.List(fields.Integer(), metadata={"description": (
+        "Only where some are: the items (indices) that are this model's training items, matched by their last "
+        "context turn and reply in any spelling (a leading speaker tag aside): their scores are not held-out "
+        "figures; leave them out of an evaluation. Checked for the learned models that ship their training keys "
+        "(GET /models: `trained_items`).")})
 
 
 class ScoreResponseSchema(ModelScoresSchema):
@@ -468,6 +473,10 @@ class ModelInfoSchema(StrictSchema):
                        "where none was measured for them yet (docs/api.md)."})
     card = fields.Dict(required=True, metadata={"description": "Training data, held-out correlations, licence, "
                                                                "citation (the model's README.md as fields)."})
+    trained_items = fields.Dict(required=True, allow_none=True, metadata={
+        "description": "Where the model ships its training keys, what /score's `trained` checks items against: "
+                       "how many (`keys`), their `unit`, the `split` and the judged `sets` (items each) they come "
+                       "from; null for a model that read no judged item (a baseline, mh's dialogues)."})
     options = fields.Dict(required=True, metadata={"description": "The model's `options`, with types and defaults."})
     uses = fields.List(fields.String(), required=True, metadata={"description": "Shared components it runs on."})
     components = fields.List(fields.Nested(ComponentInfoSchema), required=True,

@@ -13,12 +13,14 @@ from typing import Any, BinaryIO, NoReturn
 
 from service.bulk.errors import BulkError, TransientSetUpError, set_up_error
 from service.bulk.output import shard_output
+from service.bulk.records import LineChecks
 from service.bulk.runner import run
 from service.bulk.signals import Stop
 from service.config import MAX_SESSION_THREADS, Settings, load_settings
 from service.json_body import loads
 from service.scorers.base import Scorer
 from service.observability.logs import configure_logging
+from service.store import trained_items
 from service.store.model_store import ModelStore
 from service.artifacts.runtime import Runtime, RuntimeSettings
 
@@ -170,7 +172,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m service.bulk") ->
             counts = run(scorer, source, output, options=args.options, batch_size=args.batch_size,
                          shard_index=args.shard_index, shard_count=args.shard_count,
                          progress_every=args.progress_every, lock_wait=args.lock_wait,
-                         max_line_bytes=args.max_line_bytes)
+                         max_line_bytes=args.max_line_bytes,
+                         checks=LineChecks(trained_items.of_manifest(scorer.manifest),
+                                           args.settings.not_english_confidence))
     except TransientSetUpError as exc:
         log.error("set-up failed on an I/O error that a retry may get past, nothing scored: %s", exc,
                   extra={"exit_status": 1})
@@ -187,7 +191,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m service.bulk") ->
         "model": scorer.name, "version": scorer.version, "providers": scorer.providers(),
         "input": str(args.input), "output": str(output), "shard": [args.shard_index, args.shard_count],
         "already_done": counts.resumed_after, "scored": counts.scored, "errors": counts.errors,
-        "errors_by_code": counts.by_code, "load_seconds": round(load_seconds, 3),
+        "errors_by_code": counts.by_code, "trained": counts.trained, "warnings_by_code": counts.warnings,
+        "load_seconds": round(load_seconds, 3),
         "seconds": round(counts.seconds, 3),
         "items_per_second": round(counts.written / counts.seconds, 1) if counts.seconds > 0 else None,
         "stopped_early": Stop.requested,

@@ -1,7 +1,8 @@
 """Input lines to items, and scores to output records.
 
 The output holds exactly one line per input line of the shard, in input order: `{"line": n, "model",
-"version", "score", "details"?, "id"?}`, or for a line that cannot be scored `{"line": n, "model",
+"version", "score", "details"?, "id"?, "trained"?, "warning"?}` (LineChecks), or for a line that cannot be
+scored `{"line": n, "model",
 "version", "error": {"code", "message"}}` (`bad_line`; `too_large`, a line over --max-line-bytes,
 streamed past and never held whole; `scoring_failed`). Nothing is dropped and every line is strict
 JSON (no NaN or infinity). Batches are appended and fsync'd one at a time, so a restart after a kill
@@ -11,17 +12,20 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from marshmallow import EXCLUDE, ValidationError
 
 from service.api.schemas import flatten_messages, parse_item
+from service.api.warnings import reply_warnings
 from service.artifacts import batch_bounds
 from service.bulk.checkpoint import OversizedLine
 from service.components.cache import EncodeCache
 from service.json_body import (BadText, JsonTextError, NotAnObject, NotFinite, NotJson, RepeatedKey, TooDeep,
                                parse_object)
 from service.scorers.base import Call, Item, Scorer, lacks_reference
+from service.store.trained_items import TrainedItems
 
 log = logging.getLogger("service.bulk")  # one logger for the whole command: its records name it
 
@@ -72,12 +76,34 @@ def parse_line(raw: bytes, scorer: Scorer | Call) -> tuple[Any, Any]:
         fields = flatten_messages(exc.messages)
         raise BadLine("; ".join(f"{k}: {v}" for k, v in fields.items()), item_id) from None
     if scorer.reads_reference and isinstance(item, Item) and lacks_reference(item.reference):
-        raise BadLine(f"reference: {scorer.name} is a referenced model and needs a reference (not blank).",
+        several = (" This command reads one `reference`; `dialscore score` reads a `references` list, scores "
+                   "against each and keeps the best." if "references" in obj else "")
+        raise BadLine(f"reference: {scorer.name} is a referenced model and needs a reference (not blank).{several}",
                       item_id)
     call = scorer if isinstance(scorer, Call) else Call(scorer, scorer.resolve_options({}))
     if problem := call.item_problem(item):
         raise BadLine(f"{problem[0]}: {problem[1]}", item_id)
     return item, item_id
+
+
+@dataclass(frozen=True)
+class LineChecks:
+    """What a record says of its line beside the score: one of the model's training items (`trained`,
+    service/store/trained_items.py), a reply the models cannot read (`warning`, service/api/warnings.py)."""
+
+    trained: TrainedItems | None = None
+    not_english_confidence: float | None = None  # None: replies are not read for warnings
+
+    def of(self, item: Any) -> dict[str, Any]:
+        if not isinstance(item, Item):  # a whole dialogue (mh): no turn and reply to check
+            return {}
+        found: dict[str, Any] = {}
+        if self.trained is not None and self.trained.holds(item.context, item.response):
+            found["trained"] = True
+        if self.not_english_confidence is not None:
+            for warning in reply_warnings([(0, item.response)], self.not_english_confidence, "bulk", counted=False):
+                found["warning"] = {"code": warning["code"], "message": warning["message"]}
+        return found
 
 
 def _record(line: int, scorer: Scorer, item_id: Any, extra: dict[str, Any]) -> dict[str, Any]:
@@ -111,9 +137,11 @@ def run_fields(scorer: Scorer, options: dict[str, Any], shard_index: int, shard_
 
 
 def score_batch(batch: list[tuple[int, bytes | OversizedLine]], scorer: Scorer, options: dict[str, Any],
-                extra: dict[str, Any] | None = None, cache: EncodeCache | None = None) -> list[dict[str, Any]]:
+                extra: dict[str, Any] | None = None, cache: EncodeCache | None = None,
+                checks: LineChecks | None = None) -> list[dict[str, Any]]:
     """Output records for a batch, in input order: scores, or an error per line that cannot be scored.
-    `cache`: one shared by several models scoring the same lines encodes each text once."""
+    `cache`: one shared by several models scoring the same lines encodes each text once; `checks`: what each
+    record says of its line beside the score."""
     extra = extra or {}
     records: list[dict[str, Any] | None] = [None] * len(batch)
     good: list[int] = []
@@ -130,7 +158,7 @@ def score_batch(batch: list[tuple[int, bytes | OversizedLine]], scorer: Scorer, 
             records[i] = {**_record(line, scorer, getattr(exc, "item_id", None), extra),
                           "error": {"code": "bad_line", "message": str(exc)}}
             continue
-        records[i] = _record(line, scorer, item_id, extra)
+        records[i] = {**_record(line, scorer, item_id, extra), **(checks.of(item) if checks else {})}
         good.append(i)
         items.append(item)
     if items:

@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 from service.bulk.checkpoint import HashedLines, InputCheckpoint, OversizedLine
 from service.bulk.errors import BulkError, set_up_error
 from service.bulk.output import append_whole, check_complete, output_lock, regular_output, resume_point
-from service.bulk.records import encode_records, run_fields, score_batch
+from service.bulk.records import LineChecks, encode_records, run_fields, score_batch
 from service.bulk.signals import Stop
 from service.scorers.base import Scorer
 
@@ -28,6 +28,8 @@ class Counts:
     seconds: float = 0.0
     load_seconds: float = 0.0
     by_code: dict[str, int] = field(default_factory=dict)
+    trained: int = 0  # lines scored that are the model's training items
+    warnings: dict[str, int] = field(default_factory=dict)  # lines scored whose reply was warned, by code
 
     @property
     def written(self) -> int:
@@ -36,14 +38,16 @@ class Counts:
 
 def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, Any] | None = None,
         batch_size: int = 256, shard_index: int = 0, shard_count: int = 1,
-        progress_every: float | None = None, lock_wait: float = 0.0, max_line_bytes: int | None = None) -> Counts:
+        progress_every: float | None = None, lock_wait: float = 0.0, max_line_bytes: int | None = None,
+        checks: LineChecks | None = None) -> Counts:
     """Score this shard of `source` into `output` (appending, resuming); returns the counts.
 
     Every set-up problem raises BulkError (or TransientSetUpError, for an I/O error a retry may
     not meet) before a line is scored, so that whatever is raised later (an I/O error) marks a
     failure a retry can get past. Progress is logged every
     `progress_every` seconds when given. A line longer than `max_line_bytes` is a `too_large`
-    error record, never read into memory whole.
+    error record, never read into memory whole. `checks`: what each record says of its line beside the
+    score (records.LineChecks).
     """
     try:
         options = scorer.resolve_options(options)
@@ -82,7 +86,7 @@ def run(scorer: Scorer, source: BinaryIO, output: Path, *, options: dict[str, An
             batch: list[tuple[int, bytes | OversizedLine]] = []
 
             def flush() -> None:
-                records = score_batch(batch, scorer, options, fields)
+                records = score_batch(batch, scorer, options, fields, checks=checks)
                 append_whole(sink, encode_records(records))
                 done = reader.written_digest()
                 if done is not None:
@@ -130,6 +134,9 @@ def _count(counts: Counts, records: list[dict[str, Any]]) -> None:
             log.warning("line %d skipped: %s", r["line"], r["error"]["message"])
         else:
             counts.scored += 1
+            counts.trained += bool(r.get("trained"))
+            if "warning" in r:
+                counts.warnings[r["warning"]["code"]] = counts.warnings.get(r["warning"]["code"], 0) + 1
 
 
 def _report(counts: Counts, seconds: float, source: BinaryIO, total_bytes: int) -> None:

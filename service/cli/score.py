@@ -28,6 +28,7 @@ from service.artifacts.manifest import ManifestError
 from service.bulk.cli import json_object, load_scorers
 from service.bulk.errors import BulkError
 from service.bulk.output import regular_output
+from service.api.warnings import reply_warnings
 from service.bulk.records import changed_options, read_object, score_batch
 from service.cli import references
 from service.cli.intervals import DEFAULT_CONFIDENCE, METHOD, RESAMPLED, IntervalSettings, mean_interval
@@ -235,6 +236,7 @@ class Summary:
     max_refs: int = references.DEFAULT_MAX_REFS
     references_left_out: int = 0  # references past the first max_refs, over every line a referenced model read
     lines_with_references_left_out: int = 0
+    warnings: dict[str, int] = field(default_factory=dict)  # code: lines written whose reply the models cannot read
 
 
 def _score_lines(batch: list[tuple[int, bytes]], scorer: Scorer, options: dict[str, Any],
@@ -262,13 +264,15 @@ def _score_lines(batch: list[tuple[int, bytes]], scorer: Scorer, options: dict[s
 def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], options: list[dict[str, Any]],
                sink: io.TextIOBase, system_key: str, batch_size: int, trained: list[TrainedItems] | None = None,
                exclude_trained: bool = False, max_refs: int = references.DEFAULT_MAX_REFS,
-               keep: list[str] | None = None, progress: Callable[[int], None] | None = None) -> Summary:
+               keep: list[str] | None = None, progress: Callable[[int], None] | None = None,
+               not_english_confidence: float | None = None) -> Summary:
     """Score every line with every model, write one record a line to `sink`, and return the means. A line
     that is a training item of a model in `trained` is marked (`"trained": [models]`), or with
     `exclude_trained` left out of the output and the means (of every model, so they compare on one set).
     A referenced model reads a `references` list's first `max_refs`; a record counts the rest
     (`references_left_out`), as does the summary. `keep`: the line's fields copied into the record's
-    `kept` (those it has). `progress` is called with the lines written after each batch."""
+    `kept` (those it has). `progress` is called with the lines written after each batch. With
+    `not_english_confidence`, a line whose reply the models cannot read carries `warning` (as /score's)."""
     summary = Summary(max_refs=max_refs)
     # Each record names what scored it, so that a reader of the output alone (service.analysis) can say so.
     versions = {scorer.name: scorer.version for scorer in scorers}
@@ -298,6 +302,11 @@ def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], option
                 out["kept"] = {name: obj[name] for name in keep if obj is not None and name in obj}
             if marks:
                 out["trained"] = marks
+            reply = None if obj is None else obj.get("response")
+            if not_english_confidence is not None and isinstance(reply, str):
+                for warning in reply_warnings([(0, reply)], not_english_confidence, "score", counted=False):
+                    out["warning"] = {"code": warning["code"], "message": warning["message"]}
+                    summary.warnings[warning["code"]] = summary.warnings.get(warning["code"], 0) + 1
             if left_out := references.left_out(obj, max_refs) if reads_references else 0:
                 out["references_left_out"] = left_out
                 summary.references_left_out += left_out
@@ -372,7 +381,8 @@ def trained_lines(summary: Summary, trained: list[TrainedItems], exclude: bool) 
             lines.append(f"{keys.model}: {count} {'line is' if count == 1 else 'lines are'} its training items "
                          f"({where}), none of them scored")
         else:
-            lines.append(f"{keys.model}: none of the lines is one of its training items that the keys hold ({where})")
+            lines.append(f"{keys.model}: no line matched its training keys ({where}; matched by the last context "
+                         "turn and the reply, a leading speaker tag aside: a context joined into one turn is not)")
     if exclude:
         noun = "line" if summary.excluded == 1 else "lines"
         lines.append(f"--exclude-trained: {summary.excluded} {noun} left out, {summary.every.lines} scored (what no model "
@@ -443,7 +453,7 @@ def as_json(summary: Summary, scorers: list[Scorer], settings: IntervalSettings 
             "intervals": settings.describe(),
             "errors": {name: len(errors) for name, errors in summary.errors.items()},
             "failed_lines": summary.failed_lines, "trained": summary.trained,
-            "trained_scored": summary.trained_scored, "excluded": summary.excluded,
+            "trained_scored": summary.trained_scored, "excluded": summary.excluded, "warnings": summary.warnings,
             "references_left_out": {"max_refs": summary.max_refs, "references": summary.references_left_out,
                                     "lines": summary.lines_with_references_left_out}}
 
@@ -499,7 +509,8 @@ def _run(args: argparse.Namespace) -> tuple[Summary, list[Scorer], list[dict[str
     try:
         with open(partial, "w", encoding="utf-8") as sink:
             summary = score_file(lines, scorers, options, sink, args.system, args.batch_size, trained,
-                                 args.exclude_trained, args.max_refs, args.keep, Progress(args.progress_every))
+                                 args.exclude_trained, args.max_refs, args.keep, Progress(args.progress_every),
+                                 args.settings.not_english_confidence)
         if not summary.failed_lines or args.on_invalid == "skip":
             os.replace(partial, output)
     finally:
@@ -534,6 +545,11 @@ def main(argv: list[str] | None = None, prog: str = "dialscore score") -> int:
           flush=True)
     for line in trained_lines(summary, trained, args.exclude_trained):
         print(f"dialscore score: {line}", file=sys.stderr)
+    if summary.warnings:
+        counted = ", ".join(f"{code} {count}" for code, count in sorted(summary.warnings.items()))
+        print(f"dialscore score: warning: {sum(summary.warnings.values())} lines have replies the models cannot "
+              f"read ({counted}): their scores say little about a reply, and they are in the means; each record's "
+              "`warning` names it (docs/api.md, \"Replies the models cannot read\")", file=sys.stderr)
     if not summary.systems and args.system != "system":
         print(f"dialscore score: no line has the field --system {args.system}: no per-system rows", file=sys.stderr)
     if summary.failed_lines:

@@ -22,7 +22,9 @@ from service.components import language
 from service.components.base import Component
 from service.errors import NotReady, UnknownModel
 from service.scorers.base import Scorer
+from service.store import trained_items
 from service.store.readiness import mark_ready
+from service.store.trained_items import TrainedItems
 from service.store.registry import component_class, scorer_class
 
 if TYPE_CHECKING:
@@ -41,6 +43,7 @@ class ModelStore:
         self.runtime = runtime or Runtime()
         self.wanted = tuple(models)
         self.scorers: dict[str, Scorer] = {}
+        self.trained: dict[str, TrainedItems] = {}  # a learned model's training keys, where it ships them
         self.components: dict[str, Component] = {}
         self.failures: dict[str, str] = {}  # the operator's reason (paths, hashes): logged
         self.public_failures: dict[str, str] = {}  # what clients are told (ManifestError.public)
@@ -177,6 +180,9 @@ class ModelStore:
             components = {c: self.components[c] for c in manifest.uses}
             scorer = scorer_class(manifest.scorer)(manifest, components, self.runtime)
             scorer.warm_up()
+            keys = trained_items.of_manifest(manifest)
+            if keys is not None:
+                self.trained[name] = keys
             self.scorers[name] = scorer
             log.info("loaded %s %s (%s) on %s", name, manifest.version, manifest.kind, scorer.providers())
         except Exception as exc:  # noqa: BLE001
@@ -242,6 +248,9 @@ class ModelStore:
                 "uses": list(m.uses),
                 "components": components,
                 "card": m.card,
+                "trained_items": ({"keys": int(self.trained[name].hashes.size),
+                                   **{key: m.trained_items[key] for key in ("unit", "split", "sets")
+                                      if key in m.trained_items}} if name in self.trained else None),
             })
         return models
 

@@ -11,6 +11,7 @@ their `unit`.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,19 +19,25 @@ from typing import Any
 
 import numpy as np
 
-from service.artifacts.manifest import ManifestError, read_manifest, sha256_file
+from service.artifacts.manifest import Manifest, ManifestError, read_manifest, sha256_file
 from service.text import match_key
 
 FILE = "trained_items.npy"
 MANIFEST_KEY = "trained_items"
 # The manifest's `trained_items.unit` for keys of this form; keys of another form cannot be matched.
 UNIT = "last context turn and reply, by service.text.match_key"
+SPEAKER_TAG = re.compile(r"^\s*[^\W\d_][\w .'-]{0,23}:\s+")
 
 
 def item_key(context: Sequence[str], response: str) -> str:
     """A line's key: the match keys of its last context turn and of its reply, joined by a newline
     (which neither holds)."""
     return match_key(context[-1] if context else "") + "\n" + match_key(response)
+
+
+def untagged(turn: str) -> str:
+    """The turn without a leading speaker tag: a name of up to 24 characters and a colon ("B: ", "Speaker 1: ")."""
+    return SPEAKER_TAG.sub("", turn, count=1)
 
 
 def key_hash(key: str) -> int:
@@ -52,18 +59,25 @@ class TrainedItems:
     about: dict[str, Any]
 
     def holds(self, context: Sequence[str], response: str) -> bool:
-        """Whether a line with this context and reply is one of the model's training items."""
+        """Whether a line with this context and reply is one of the model's training items, its turns as
+        given or without a leading speaker tag ("A: ", "User: "), which no training source has."""
         if not self.hashes.size:
             return False
-        value = np.uint64(key_hash(item_key(context, response)))
-        at = int(np.searchsorted(self.hashes, value))
-        return at < self.hashes.size and self.hashes[at] == value
+        last = context[-1] if context else ""
+        keys = {item_key([turn], reply) for turn in (last, untagged(last)) for reply in (response, untagged(response))}
+        values = np.array([key_hash(key) for key in keys], dtype=np.uint64)
+        at = np.minimum(np.searchsorted(self.hashes, values), self.hashes.size - 1)
+        return bool(np.any(self.hashes[at] == values))
 
 
 def load(folder: Path) -> TrainedItems | None:
     """The keys a model folder ships (checked against the manifest's sha256), or None where its manifest
     names none: a model that read no judged item (a baseline, M_H's dialogues)."""
-    manifest = read_manifest(folder)
+    return of_manifest(read_manifest(folder))
+
+
+def of_manifest(manifest: Manifest) -> TrainedItems | None:
+    """load() for a manifest already read."""
     about = manifest.trained_items
     if not about:
         return None

@@ -215,3 +215,33 @@ def test_a_ranked_candidate_carries_the_details_its_options_ask_for_as_score_giv
     for entry in ranked.get_json()["ranking"]:
         assert entry["details"] == scored["details"][entry["index"]] and entry["details"]
     assert all("details" not in entry for entry in client.post("/rerank", json=body).get_json()["ranking"])
+
+
+def test_score_names_each_models_training_items_and_models_says_which_it_checks(tmp_path):
+    """/score marks, per model, the items that are its training items (as `dialscore score` and bulk do), so that
+    a researcher scoring over HTTP does not take them for held-out figures; GET /models says what is checked."""
+    from service.api import schemas
+    from service.app import create_app
+    from tests.conftest import copy_store, with_trained_items
+
+    store = copy_store(tmp_path / "store", ("length", "bleu4"))
+    with_trained_items(store, "length", [(["how was your weekend?"], "we went hiking.")])
+    client = create_app({"model_store": store, "load_sync": True, "models": ["length", "bleu4"]}).test_client()
+    items = [{"context": ["hi", "How was your weekend?"], "response": "We went hiking!", "reference": "fun"},
+             {"context": ["how was your weekend?"], "response": "quiet.", "reference": "fun"},
+             {"context": ["User: how was your weekend ?"], "response": "Bot: we went hiking .", "reference": "x"}]
+    several = client.post("/score", json={"models": ["length", "bleu4"], "items": items}).get_json()
+    schemas.MultiScoreResponseSchema().load(several)
+    assert several["results"]["length"]["trained"] == [0, 2] and "trained" not in several["results"]["bleu4"]
+    one = client.post("/score", json={"model": "length", "items": items[1:], "on_invalid": "skip"}).get_json()
+    assert one["trained"] == [1]
+    assert "trained" not in client.post("/score", json={"model": "length", "items": items[1:2]}).get_json()
+    described = {m["name"]: m["trained_items"] for m in client.get("/models").get_json()["models"]}
+    assert described == {"bleu4": None, "length": {"keys": 1, "unit": trained_items_unit(), "split": "train",
+                                                   "sets": {"a-set": 1}}}
+
+
+def trained_items_unit() -> str:
+    from service.store.trained_items import UNIT
+
+    return UNIT

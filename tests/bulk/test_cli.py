@@ -73,7 +73,8 @@ def test_cli_stderr_is_one_json_object_a_line_with_progress_fields(store_root, t
     assert [(r["lines_written"], r["errors"]) for r in progress] == [(4, 0), (8, 1)]
     assert 0 < progress[0]["percent"] < progress[1]["percent"] < 100 and progress[0]["lines_per_second"] > 0
     assert any(r["level"] == "WARNING" and "line 5" in r["message"] for r in records)
-    assert json.loads(done.stdout)["scored"] == 8  # the summary stays on stdout
+    summary = json.loads(done.stdout)  # the summary stays on stdout
+    assert summary["scored"] == 8 and summary["trained"] == 0 and summary["warnings_by_code"] == {}
 
 
 def test_a_failure_after_scoring_started_exits_1_and_a_retry_resumes(store_root, tmp_path):

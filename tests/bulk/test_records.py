@@ -179,3 +179,35 @@ def test_a_bulk_lines_repeated_key_and_long_number_are_named_with_their_path():
         read_object(b'{"a": {"b": 1, "b": 2}}')
     with pytest.raises(ValueError, match=r"^not JSON \(n\.1: a number has more digits"):
         read_object(b'{"n": [1, ' + b"9" * 4301 + b"]}")
+
+
+def test_records_mark_training_items_and_replies_the_models_cannot_read(store, tmp_path):
+    """As `dialscore score` marks training items and /score warns: a record says `trained` where its last turn
+    and reply are one of the model's training items (a leading speaker tag aside), and `warning` where its
+    reply is blank, has no word or is not English; the counts add them up."""
+    from service.bulk.records import LineChecks
+    from service.store.trained_items import TrainedItems, hashes, item_key
+
+    keys = TrainedItems("length", hashes([item_key(GOOD[0]["context"], GOOD[0]["response"])]), {})
+    tagged = {**GOOD[0], "context": ["B: " + GOOD[0]["context"][0]], "response": "A: " + GOOD[0]["response"]}
+    lines = encoded([GOOD[0], GOOD[1], tagged, {**GOOD[1], "response": "  "}, {**GOOD[1], "response": "🙂🙂"},
+                     {**GOOD[1], "response": "Я в порядке, спасибо, а ты?"}])
+    source = write_lines(tmp_path / "in.jsonl", lines)
+    with open(source, "rb") as handle:
+        counts = bulk.run(store.get("length"), handle, tmp_path / "out.jsonl", checks=LineChecks(keys, 0.5))
+    records = read_output(tmp_path / "out.jsonl")
+    assert [r.get("trained", False) for r in records] == [True, False, True, False, False, False]
+    assert [r.get("warning", {}).get("code") for r in records] == [None, None, None, "empty", "no_words", "not_english"]
+    assert all("score" in r for r in records) and counts.trained == 2
+    assert counts.warnings == {"empty": 1, "no_words": 1, "not_english": 1}
+    with open(source, "rb") as handle:  # without checks, records are as they were
+        bulk.run(store.get("length"), handle, tmp_path / "plain.jsonl")
+    assert not any("trained" in r or "warning" in r for r in read_output(tmp_path / "plain.jsonl"))
+
+
+def test_a_references_list_in_bulk_says_which_command_reads_it(store):
+    from service.bulk.records import BadLine, parse_line
+
+    line = json.dumps({"context": ["hi"], "response": "hello", "references": ["hey", "hi there"]}).encode()
+    with pytest.raises(BadLine, match="`dialscore score` reads a `references` list"):
+        parse_line(line, store.get("bleu4"))

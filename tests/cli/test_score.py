@@ -17,10 +17,9 @@ import pytest
 from scipy import stats
 
 from service.store import trained_items
-from service.artifacts.manifest import sha256_file
 from service.cli.score import main
 from service.version import VERSION
-from tests.conftest import MODEL_STORE, REPO, copy_store
+from tests.conftest import MODEL_STORE, REPO, copy_store, with_trained_items
 
 MODELS = ["bleu4", "length", "rouge-l"]
 ITEMS = [
@@ -327,17 +326,6 @@ def test_resamples_and_seed_are_accepted_and_said_to_change_nothing(baseline_sto
             in captured.err)
 
 
-def with_trained_items(store: Path, model: str, items: list[tuple[list[str], str]]) -> None:
-    """Give a store folder the keys of (context, reply) `items`, as `python -m training trained-items` writes them."""
-    folder = store / model
-    np.save(folder / trained_items.FILE, trained_items.hashes(trained_items.item_key(c, r) for c, r in items))
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    manifest["files"][trained_items.FILE] = {"sha256": sha256_file(folder / trained_items.FILE)}
-    manifest["trained_items"] = {"file": trained_items.FILE, "unit": trained_items.UNIT, "split": "train",
-                                 "sets": {"a-set": len(items)}}
-    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-
-
 def test_a_models_training_items_are_marked_counted_and_left_out_on_request(tmp_path, capsys) -> None:
     store = copy_store(tmp_path / "store", ("length", "bleu4"))
     with_trained_items(store, "length", [(["any plans for dinner?"], "let's try the new thai place."),
@@ -368,12 +356,27 @@ def test_a_training_item_is_flagged_in_any_spelling_and_another_reply_to_its_tur
     lines = [{"context": ["I didn't do a good job of it."], "response": "Oh no, why?"},
              {"context": ["I didn’t do a good job of it."], "response": "Oh no, why?"},
              {"context": ["What is it?"], "response": "A present for you."},
-             {"context": ["what is it ?"], "response": "it is a book ."}]
+             {"context": ["what is it ?"], "response": "it is a book ."},
+             {"context": ["A: hi", "B: What is it?"], "response": "A: A present for you."},  # speaker tags
+             {"context": ["hi what is it ?"], "response": "a present for you ."}]  # turns joined: not matched
     source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(line) for line in lines])
     out = tmp_path / "scores.jsonl"
     assert score(store, str(source), "--models", "length", "--output", str(out)) == 0
-    assert [r.get("trained") for r in read(out)] == [["length"], ["length"], ["length"], None]
-    assert "warning: 3 of the 4 lines length scored are its training items" in capsys.readouterr().err
+    assert [r.get("trained") for r in read(out)] == [["length"], ["length"], ["length"], None, ["length"], None]
+    assert "warning: 4 of the 6 lines length scored are its training items" in capsys.readouterr().err
+
+
+def test_lines_whose_reply_the_models_cannot_read_carry_the_warning_api_gives(tmp_path, capsys) -> None:
+    store = copy_store(tmp_path / "store", ("length",))
+    lines = [{"context": ["how are you?"], "response": reply}
+             for reply in ("   ", "Я в порядке, спасибо, а ты?", "🙂🙂", "fine thanks")]
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(line) for line in lines])
+    out = tmp_path / "scores.jsonl"
+    assert score(store, str(source), "--models", "length", "--output", str(out), "--json") == 0
+    captured = capsys.readouterr()
+    assert [r.get("warning", {}).get("code") for r in read(out)] == ["empty", "not_english", "no_words", None]
+    assert json.loads(captured.out)["warnings"] == {"empty": 1, "not_english": 1, "no_words": 1}
+    assert "warning: 3 lines have replies the models cannot read (empty 1, no_words 1, not_english 1)" in captured.err
 
 
 def test_a_training_item_a_model_could_not_score_is_not_counted_as_scored(tmp_path, capsys) -> None:
@@ -393,7 +396,7 @@ def test_a_training_item_a_model_could_not_score_is_not_counted_as_scored(tmp_pa
     source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(lines[0]), json.dumps(lines[2])])
     assert score(store, str(source), "--models", "bleu4", "--output", str(out), "--on-invalid", "skip") == 0
     err = capsys.readouterr().err
-    assert "bleu4: 1 line is its training items (" in err and "none of the lines" not in err
+    assert "bleu4: 1 line is its training items (" in err and "no line matched" not in err
 
 
 def test_a_line_the_scorer_refuses_carries_no_mark(tmp_path, capsys) -> None:
@@ -454,7 +457,8 @@ def test_adem_minilm_on_guptas_500_items_warns_of_its_310_training_items(tmp_pat
 
 def test_a_model_with_no_flagged_line_is_said_to_be_checked_against_its_keys_only() -> None:
     """Keys of pair streams hold only the judged sets' pairs: "none of the lines is one of its training
-    items" read as a clean bill for lines of its unrated training dialogues, which are never checked."""
+    items" read as a clean bill for lines of its unrated training dialogues, which are never checked, and for
+    lines whose context was joined into one turn, which are not matched."""
     import numpy as np
 
     from service.cli.score import Summary, trained_lines
@@ -462,7 +466,8 @@ def test_a_model_with_no_flagged_line_is_said_to_be_checked_against_its_keys_onl
 
     about = {"split": "train", "sets": {}, "pairs": {"sources": ["dialogues"], "sets": {"conture": 4}}}
     [line] = trained_lines(Summary(), [TrainedItems("ruber", np.array([], dtype=np.uint64), about)], exclude=False)
-    assert line.startswith("ruber: none of the lines") and "their other pairs are not checked" in line, line
+    assert line.startswith("ruber: no line matched its training keys") and "their other pairs are not checked" in line
+    assert "a context joined into one turn is not" in line
 
 
 def test_a_line_scores_alike_in_any_canonically_equivalent_spelling(baseline_store, tmp_path) -> None:

@@ -65,6 +65,14 @@ def test_chunks_of_two_versions_are_not_joined(server):
     assert caught.value.code == "version_changed" and len(caught.value.details["versions"]) == 2
 
 
+def test_a_chunked_batchs_training_items_come_back_in_the_callers_indices():
+    """/score's `trained` indexes each chunk's items; joined, they index the caller's batch."""
+    answer = {"model": "m", "version": "1", "scores": [1.0, 2.0]}
+    pieces = [Piece(0, 2, {**answer, "trained": [1]}), Piece(2, 4, answer), Piece(4, 6, {**answer, "trained": [0, 1]})]
+    assert join_scores(pieces).trained == [1, 4, 5]
+    assert join_scores(pieces[1:2]).trained == []
+
+
 def test_the_limits_are_read_once(small_server):
     with proxy(small_server.port) as hop, Client(hop.url, token=TOKEN, retry_deadline=0) as split:
         split.score("length", ITEMS[:2])

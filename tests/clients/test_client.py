@@ -51,7 +51,8 @@ def test_models_lists_what_the_server_serves_and_its_limits(client):
 
 
 def test_models_keeps_every_field_the_server_describes(server, client):
-    """Per model its components, what it uses, its batch bound and bit-exactness; not_built as the server's."""
+    """Per model its components, what it uses, its batch bound, bit-exactness and training keys; not_built as the
+    server's."""
     described = requests.get(server.url + "/models", timeout=60).json()
     served = client.models()
     assert served.not_built == described["not_built"]
@@ -59,6 +60,8 @@ def test_models_keeps_every_field_the_server_describes(server, client):
         assert (info.uses, info.components) == (raw["uses"], raw["components"])
         assert (info.batch_bound, info.bit_exact_across_batches) == (raw["batch_bound"],
                                                                     raw["bit_exact_across_batches"])
+        assert info.trained_items == raw["trained_items"] and (info.trained_items is None) == (info.name in (
+            "length", "mh"))
     minilm = next(m for m in served.models if m.name == "unref-minilm")
     assert minilm.uses and minilm.components[0]["name"] == minilm.uses[0]
 

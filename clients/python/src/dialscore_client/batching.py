@@ -167,7 +167,9 @@ def _join_model(pieces: Sequence[Piece], name: str | None, skipped: list[int], e
     model = next(answer["model"] for answer in answers if answer is not None)
     return ScoreResult(model, _one(versions), _per_item(pieces, answers, "scores") or [],
                        _per_item(pieces, answers, "details"), list(skipped), dict(errors),
-                       human_percentile=_per_item(pieces, answers, "human_percentile"))
+                       human_percentile=_per_item(pieces, answers, "human_percentile"),
+                       trained=[i + piece.start for piece, answer in zip(pieces, answers) if answer is not None
+                                for i in answer.get("trained", [])])
 
 
 def _per_item(pieces: Sequence[Piece], answers: Sequence[dict[str, Any] | None], key: str) -> list[Any] | None:

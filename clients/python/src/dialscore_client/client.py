@@ -216,7 +216,8 @@ def _served(answer: Any) -> ServedModels:
                           providers=list(m["providers"]), card=m.get("card", {}), options=m.get("options", {}),
                           license=m.get("license", ""), commercial_use=m.get("commercial_use") is True,
                           bit_exact_across_batches=m.get("bit_exact_across_batches"), batch_bound=m.get("batch_bound"),
-                          uses=list(m.get("uses", [])), components=[dict(c) for c in m.get("components", [])])
+                          uses=list(m.get("uses", [])), components=[dict(c) for c in m.get("components", [])],
+                          trained_items=m.get("trained_items"))
                 for m in answer["models"]],
         limits=_whole_numbers(answer["limits"]), loading=bool(answer.get("loading", False)),
         failed=dict(answer.get("failed", {})), not_built=dict(answer.get("not_built", {})))

@@ -71,6 +71,8 @@ class ScoreResult:
     # Per item, the share in [0, 1] of human next turns its score beats (None where skipped); None for a
     # model that ships no percentile table (GET /models, docs/calibration.md).
     human_percentile: list[float | None] | None = None
+    # The items that are this model's training items (matched by last turn and reply): no held-out figures.
+    trained: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -151,6 +153,8 @@ class ModelInfo:
     batch_bound: float | None = None
     uses: list[str] = field(default_factory=list)  # the shared components it runs on, by name
     components: list[ComponentInfo] = field(default_factory=list)  # those components as loaded
+    # What /score's `trained` checks items against: keys, unit, split, sets; None where it read no judged item.
+    trained_items: dict[str, Any] | None = None
 
 
 @dataclass
