@@ -54,9 +54,7 @@ class Result:
     set: str
     n: int
     pearson: float | None = None
-    pearson_p: float | None = None
     spearman: float | None = None
-    spearman_p: float | None = None
     system_pearson: float | None = None
     system_spearman: float | None = None
     n_systems: int = 0
@@ -125,7 +123,7 @@ def measured(result: Result, kept: list[JudgedItem], scores: np.ndarray) -> Resu
     result.n = len(kept)
     result.scores = scores
     result.human = human
-    result.pearson, result.pearson_p, result.spearman, result.spearman_p = correlate(human, scores)
+    result.pearson, _, result.spearman, _ = correlate(human, scores)
     result.pairwise, result.pairs = pairwise(kept, human, scores)
     result.has_reference = np.asarray([bool(i.references) for i in kept])
     result.reply_is_reference = np.asarray([is_reference_reply(i) for i in kept])
@@ -241,7 +239,7 @@ def without_reference_replies(result: Result, every_set: bool = False) -> Result
     keep = result.has_reference & ~result.reply_is_reference
     out = Result(model=result.model, set=result.set, n=int(keep.sum()))
     if out.n >= 3:
-        out.pearson, out.pearson_p, out.spearman, out.spearman_p = correlate(result.human[keep], result.scores[keep])
+        out.pearson, _, out.spearman, _ = correlate(result.human[keep], result.scores[keep])
     return out
 
 

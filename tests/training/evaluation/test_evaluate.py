@@ -198,8 +198,8 @@ def test_evaluating_only_dialogue_models_says_why_there_is_nothing(capsys):
 
 
 def test_training_reports_the_services_spearman_p() -> None:
-    """Cards and metrics carry /correlate's p: exact for a handful of systems, where scipy's t
-    approximation says p = 0 for any perfect ranking (M_H's 4 iEval bots had spearman_p 0.0)."""
+    """Training's correlations use /correlate's p (the heads' metrics and M_H's card carry it): exact for a
+    handful of systems, where scipy's t approximation says p = 0 for any perfect ranking (M_H's 4 iEval bots)."""
     from training.evaluation.evaluate import correlate
     from training.core.heads import correlations
     from training.mh.evaluate import correlate as mh_correlate
