@@ -191,9 +191,9 @@ def read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]
 
 
 # --- generic human-eval files ------------------------------------------------------------------------
-def human_eval_csv(path: Path, qc_system: str | None = None, reverse: list[str] | None = None,
-                   scale: tuple[float, float] = (0.0, 100.0)) -> HumanEvalInput:
-    """One rating per row: columns rater, system, item, then one numeric column per criterion."""
+def human_eval_csv(path: Path) -> HumanEvalInput:
+    """One rating per row: columns rater, system, item, then one numeric column per criterion (reverse, scale and
+    qc_system keep HumanEvalInput's defaults; the command line sets them)."""
     ratings: list[dict[str, Any]] = []
     columns, rows, delimiter = read_csv_rows(path)
     comma = decimal_comma(delimiter)
@@ -208,8 +208,7 @@ def human_eval_csv(path: Path, qc_system: str | None = None, reverse: list[str] 
                                 "system and item)")
         scores = {c: _number(path, line, c, row[c], "a criterion's score", comma) for c in criteria}
         ratings.append({"rater": row["rater"], "system": row["system"], "item": row["item"], "scores": scores})
-    return HumanEvalInput(ratings, reverse=list(reverse or []), scale=scale, qc_system=qc_system,
-                          places=[f"{path}:{line}" for line, _ in rows])
+    return HumanEvalInput(ratings, places=[f"{path}:{line}" for line, _ in rows])
 
 
 def human_eval_json(path: Path) -> HumanEvalInput:

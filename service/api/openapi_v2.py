@@ -18,12 +18,8 @@ def _ref(name: str) -> dict[str, Any]:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _object(properties: dict[str, Any], required: tuple[str, ...], description: str = "") -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties, "required": list(required),
-                              "additionalProperties": False}
-    if description:
-        schema["description"] = description
-    return schema
+def _object(properties: dict[str, Any], required: tuple[str, ...]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
 
 
 _SHAPE = {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 0}}
