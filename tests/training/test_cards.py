@@ -15,7 +15,8 @@ from tests.conftest import MODEL_STORE
 from training.adem import card as adem
 from training.autojudge import card as autojudge
 from training.baselines import card as baselines
-from training.core.card import MEASURED_CARD_FIELDS, SECTIONS, headings, render_fields, with_measured_sections
+from tests.training.card_checks import SECTIONS, headings, with_measured_sections
+from training.core.card import MEASURED_CARD_FIELDS, render_fields
 from training.core.turn_cards import head_card, head_figures, shared_phrases, templates_of
 from training.core.turn_cards import readme as turn_readme
 from training.encoders.hred import card as hred

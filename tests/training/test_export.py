@@ -338,7 +338,7 @@ def test_finish_of_a_finished_run_still_works(runs, tmp_path) -> None:
 
 @pytest.mark.data
 def test_the_exported_cards_follow_the_template(runs) -> None:
-    from training.core.card import SECTIONS, headings
+    from tests.training.card_checks import SECTIONS, headings
 
     for name in ("hred-encoder", "adem", "autojudge"):
         text = (runs["store"] / name / "README.md").read_text(encoding="utf-8")

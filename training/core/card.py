@@ -1,8 +1,9 @@
 """Model cards from templates: each model's README.md and its manifest's `card` are rendered from Markdown and
 JSON templates in its package's cards/ folder, their `${placeholders}` filled from the model's figures.
 
-Every README has SECTIONS as its headings, in order. Measuring commands put their sections into Evaluation
-between markers, replaced in place; their figures stay in the manifest's card (MEASURED_CARD_FIELDS)."""
+Every README has the same headings, in order, Description to Citation (tests/training/card_checks.py lists them).
+Measuring commands put their sections into Evaluation between markers, replaced in place; their figures stay in the
+manifest's card (MEASURED_CARD_FIELDS)."""
 from __future__ import annotations
 
 import json
@@ -15,8 +16,6 @@ from typing import Any
 from service.artifacts.manifest import Manifest
 from training.core.docs_section import with_section
 
-SECTIONS = ("Description", "Intended uses", "Inputs and outputs", "Training data and licence", "Evaluation",
-            "Limitations and bias", "Reproduce", "Citation")
 AFTER_EVALUATION = "## Limitations and bias"  # a measured section without its markers yet goes in before it
 # Card fields that measuring commands (evaluate, degenerate, minilm-report, calibrate) write into a manifest;
 # evaluate moves a trainer's `correlations` to `training_run` (training/evaluation/figures.py).
@@ -25,7 +24,7 @@ MEASURED_CARD_FIELDS = ("evaluate", "degenerate", "correlations", "correlations_
 # The markers of a card's measured sections: evaluate's are those of its section of docs/evaluation.md.
 EVALUATE_BEGIN, EVALUATE_END = "<!-- evaluate:begin -->", "<!-- evaluate:end -->"
 DEGENERATE_BEGIN, DEGENERATE_END = "<!-- degenerate-card:begin -->", "<!-- degenerate-card:end -->"
-MEASURED_ORDER = (EVALUATE_BEGIN, DEGENERATE_BEGIN)  # a card's measured sections, in the order with_measured_sections writes
+MEASURED_ORDER = (EVALUATE_BEGIN, DEGENERATE_BEGIN)  # a card's measured sections, in the order a card holds them
 WHOLE = re.compile(r"\$\{([_a-z][_a-z0-9]*)\}")  # a card field that is one placeholder takes the figure as it is
 
 
@@ -90,11 +89,6 @@ def write_figures(folder: Path | None, name: str, figures: Mapping[str, Any]) ->
                                                encoding="utf-8")
 
 
-def headings(text: str) -> list[str]:
-    """The second-level headings of a card, in order (SECTIONS for every card that follows the template)."""
-    return [line[3:] for line in text.splitlines() if line.startswith("## ")]
-
-
 def write_measured_section(folder: Path, section: str, begin: str, end: str) -> None:
     """A measuring command's section into a card: in place of its last one, else at the end of Evaluation but
     before a section MEASURED_ORDER puts after it, so the card reads the same whichever command ran first."""
@@ -103,16 +97,6 @@ def write_measured_section(folder: Path, section: str, begin: str, end: str) -> 
     later = MEASURED_ORDER[MEASURED_ORDER.index(begin) + 1:] if begin in MEASURED_ORDER else ()
     before = next((b for b in later if f"\n{b}\n" in text), AFTER_EVALUATION)
     path.write_text(with_section(text, section, begin, end, before), encoding="utf-8")
-
-
-def with_measured_sections(text: str, card: Mapping[str, Any]) -> str:
-    """A README with the measured sections of its manifest's card written in, as the measuring commands write them."""
-    if card.get("evaluate"):
-        text = with_section(text, evaluate_section(card["evaluate"]), EVALUATE_BEGIN, EVALUATE_END, AFTER_EVALUATION)
-    if card.get("degenerate"):
-        text = with_section(text, degenerate_section(card["degenerate"]), DEGENERATE_BEGIN, DEGENERATE_END,
-                            AFTER_EVALUATION)
-    return text
 
 
 def code(text: str) -> str:

@@ -5,7 +5,7 @@ from service.artifacts.manifest import read_manifest
 from tests.conftest import MODEL_STORE, copy_store
 from training.baselines.card import BASELINES, glove_readme
 from training.baselines.export import write_baselines
-from training.core.card import SECTIONS, headings
+from tests.training.card_checks import SECTIONS, headings
 
 
 def test_the_baselines_command_writes_template_cards(tmp_path) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import MODEL_STORE
+from tests.training.card_checks import SECTIONS, headings, with_measured_sections
 from training.core.card import (AFTER_EVALUATION, DEGENERATE_BEGIN, DEGENERATE_END, EVALUATE_BEGIN, EVALUATE_END,
-                                SECTIONS, degenerate_section, evaluate_section, headings, render, with_measured_sections,
-                                write_card, write_measured_section)
+                                degenerate_section, evaluate_section, render, write_card, write_measured_section)
 
 CARDS = sorted(p.parent.name for p in MODEL_STORE.glob("*/manifest.json"))
 

@@ -65,7 +65,7 @@ def test_every_minilm_card_is_rendered_from_its_manifest_as_committed(tmp_path) 
     """The heads' README is what export_model writes from the manifest (write_readme); minilm-l6's is what
     export-minilm writes beside the graphs."""
     from tests.conftest import MODEL_STORE
-    from training.core.card import SECTIONS, headings
+    from tests.training.card_checks import SECTIONS, headings
     from training.core.turn_cards import write_readme
     from training.encoders.minilm.export import readme
 

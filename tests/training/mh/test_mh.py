@@ -164,7 +164,7 @@ def test_ridge_shrinks_the_coefficients_but_never_the_intercept() -> None:
 
 @pytest.mark.data
 def test_the_card_of_a_run_follows_the_template(tmp_path: Path) -> None:
-    from training.core.card import SECTIONS, headings
+    from tests.training.card_checks import SECTIONS, headings
     from training.mh import train
     from training.mh.card import figures, readme
 

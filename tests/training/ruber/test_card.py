@@ -5,8 +5,9 @@ import json
 
 from service.artifacts.manifest import read_manifest
 from tests.conftest import MODEL_STORE, copy_store
-from training.core.card import (DEGENERATE_BEGIN, DEGENERATE_END, EVALUATE_BEGIN, EVALUATE_END, SECTIONS,
-                                degenerate_section, evaluate_section, headings, write_measured_section)
+from tests.training.card_checks import SECTIONS, headings
+from training.core.card import (DEGENERATE_BEGIN, DEGENERATE_END, EVALUATE_BEGIN, EVALUATE_END, degenerate_section,
+                                evaluate_section, write_measured_section)
 from training.ruber.card import write_card
 
 
