@@ -26,7 +26,6 @@ MEASURED = re.compile("|".join([
     r"(?<![\w.])\d+(?:\.\d+)?\s?[x×%]\s(?i:faster|slower|quicker)",
     r"(?i:\b(?:faster|slower)\b)[^\n]{0,30}?(?<![\w.])\d+(?:\.\d+)?\s?[x×](?!\w)",
 ]))
-# service/'s docstrings and comments are not cut yet: asserted for training/ only until they are.
 
 
 def python_files(*roots: str) -> list[Path]:

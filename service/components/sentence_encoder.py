@@ -76,7 +76,7 @@ INT8_FILE = "encoder-int8.onnx"
 # block of 32 channels: the weights stay int8-rounded and the arithmetic is float.
 FLOAT_MATMULS = {"session.disable_quant_qdq": "1"}
 SESSION_CONFIG = {"int8-float": FLOAT_MATMULS}
-COUNT_FLOOR = 1e-9  # the graph's clamp of the token count (training/minilm/export.py), as sentence-transformers
+COUNT_FLOOR = 1e-9  # the graph's token-count clamp (training/encoders/minilm/export.py), as sentence-transformers
 NORM_FLOOR = 1e-12  # torch.nn.functional.normalize's eps
 TOKENS_OUTPUT = "token_embeddings"
 LENGTH_STEP = 8  # texts are batched with others within 8 word pieces of their length

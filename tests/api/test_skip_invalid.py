@@ -150,7 +150,7 @@ LONG_REFERENCE_ITEM = {"context": ["hey, what do you want to do tonight?"], "res
 
 
 def test_a_model_that_is_not_served_counts_as_reading_the_reference(small_limits_client):
-    """service/api/scoring.py `_reads_reference`: a name not (yet) served counts as reading
+    """service/api/dataplane.py `Requested.reads_reference`: a name not (yet) served counts as reading
     `reference`, so an over-long reference is refused by the size limit (413) before the model is
     looked up, alone or beside a reference-free model."""
     alone = small_limits_client.post("/score", json={"model": "adem", "items": [LONG_REFERENCE_ITEM]})

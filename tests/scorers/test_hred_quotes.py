@@ -1,5 +1,5 @@
 """The committed adem and autojudge read typographic quotes as straight ones (hred-encoder 2026.11.2's
-tokenizer.json, training/tokenizer.py `served`): before, autojudge scored the first reply below 3.26
+tokenizer.json, training/encoders/hred/tokenizer.py `served`): before, autojudge scored the first reply below 3.26
 after "it's" and 1.05 after "it’s"."""
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_the_served_versions_say_so(client) -> None:
 
 
 def test_the_committed_tokenizer_is_the_served_form() -> None:
-    """What `export` writes (training/tokenizer.py `served`): mapping it again changes nothing."""
+    """What `export` writes (training/encoders/hred/tokenizer.py `served`): mapping it again changes nothing."""
     from tests.conftest import MODEL_STORE
     from training.encoders.hred import tokenizer as bpe
 

@@ -40,7 +40,7 @@ class Config:
     # 0 starts M at the identity.
     next_turn_epochs: int = 5
     next_turn_max_pairs: int | None = None  # tests: a handful of pairs
-    next_turn_sources: tuple[str, ...] = NEXT_TURN_SOURCES  # next_turn.NEGATIVE_SAMPLING for a slow encoder's heads
+    next_turn_sources: tuple[str, ...] = NEXT_TURN_SOURCES  # negatives.NEGATIVE_SAMPLING for a slow encoder's heads
     left_out: tuple[str, ...] = ()  # judged sets left out of the ratings fit (training/unref: out-of-fold heads)
     seed: int = 0
     recover_references: bool = True  # dev figures on the DailyDialog-based sets too, as `evaluate` measures

@@ -137,7 +137,7 @@ def test_train_mh_reads_the_data_root_every_command_reads(tmp_path: Path, capsys
 
 @pytest.mark.data
 def test_vader_reads_every_turn_of_the_fitting_and_transfer_data_whole() -> None:
-    """MAX_SENTIMENT_WORDS was cut from 512 to 128 for the service's worst case (service/proxies.py):
+    """MAX_SENTIMENT_WORDS was cut from 512 to 128 for the service's worst case (service/scorers/mh/proxies.py):
     that changes no fitted or reported figure only while no turn of these sets is longer."""
     from service.scorers.mh import proxies
 
