@@ -200,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
                                 if k in ("pearson", "spearman", "n")}
                             for s, rows in table.items() if name in rows and not rows[name]["skipped"]}
             update_card(args.store / name, correlations=correlations,
-                        correlations_command="python -m training minilm-report (training.evaluate: best of the "
-                                             "first 4 references)")
+                        correlations_command="python -m training minilm-report (training.evaluation.evaluate: "
+                                             "best of the first 4 references)")
     return 0
 
 
