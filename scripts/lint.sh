@@ -7,7 +7,7 @@
 #                                   piped into `kubernetes-validate --strict` for each of
 #                                   $K8S_VERSIONS
 #   scripts/lint.sh yaml            yamllint (.yamllint)
-#   scripts/lint.sh python          ruff (ruff.toml) over service/ training/ tests/ clients/ benchmarks/
+#   scripts/lint.sh python          ruff (ruff.toml) over service/ training/ tests/ clients/ benchmarks/ scripts/
 #   scripts/lint.sh shell [FILE..]  shellcheck on scripts/*.sh and .ci/run (or FILEs)
 #
 # The tools come from PyPI, pinned in requirements-dev.txt, and are installed into the
@@ -83,7 +83,7 @@ lint_yaml() {
 }
 
 lint_python() {
-    "$BIN/ruff" check --no-cache service training tests clients benchmarks
+    "$BIN/ruff" check --no-cache service training tests clients benchmarks scripts
 }
 
 lint_shell() {
