@@ -37,8 +37,10 @@ def _parse(raw: bytes, depth: int) -> dict[str, Any]:
 
 def _refuse_compressed(header: str, accepted: tuple[str, ...], detail: str) -> None:
     """400 naming a coding of the body that is not undone here. Content codings are never
-    decompressed (no decompression bombs; a request is at most max_body_bytes anyway); of transfer
-    codings gunicorn undoes chunked only, so a gzip body would otherwise be refused as 'UTF-16 or UTF-32'."""
+    decompressed (no decompression bombs; a request is at most max_body_bytes anyway). Of transfer codings
+    the server's HTTP parser (h11 under uvicorn, service/server/worker.py) undoes chunked and refuses any other
+    before the app; under another server this check does the same, or a gzip body would be refused as
+    'UTF-16 or UTF-32'."""
     codings = [c.strip().lower() for c in request.headers.get(header, "").split(",")]
     other = [c for c in codings if c and c not in accepted]
     if other:
