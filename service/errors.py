@@ -118,7 +118,8 @@ class Unauthorized(ServiceError):
 
 
 class UnknownModel(ServiceError):
-    """404: the named model is not served (unknown, or failed to load)."""
+    """404: the named model is not served here (no such model, or one needing a component not built here); a model
+    that failed to load is NotReady (503)."""
 
     status, code = 404, "unknown_model"
 
