@@ -45,6 +45,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         app.register_blueprint(blueprint)
     middleware.init_app(app)  # first: request IDs and the token check precede everything else
     _install_error_handlers(app)
+    _install_answer_headers(app)
     _install_request_metrics(app)
     init_store(app, background=not settings.load_sync)
     return app
@@ -134,17 +135,19 @@ def _rule_of_wrong_method(app: Flask, response: Response) -> str:
     return rule.rule
 
 
-def _install_request_metrics(app: Flask) -> None:
-    @app.before_request
-    def start_timer() -> None:
-        g.started = time.perf_counter()
-        metrics.label_request_model("")
-
+def _install_answer_headers(app: Flask) -> None:
     @app.after_request
     def no_sniffing_no_caching(response: Response) -> Response:
         for name, value in ANSWER_HEADERS.items():  # errors.ANSWER_HEADERS says why
             response.headers.setdefault(name, value)
         return response
+
+
+def _install_request_metrics(app: Flask) -> None:
+    @app.before_request
+    def start_timer() -> None:
+        g.started = time.perf_counter()
+        metrics.label_request_model("")
 
     @app.after_request
     def record(response: Response) -> Response:
