@@ -8,6 +8,7 @@ Everything is created in the worker, after gunicorn's fork, like every ONNX Runt
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import logging
 import os
@@ -90,6 +91,26 @@ def cache_dir(setting: str) -> Path | None:
                     "encoders itself", folder, exc)
         return None
     return folder
+
+
+COMPILE_LOCK = ".compile.lock"  # in the cache folder: one process compiles into it at a time
+
+
+@contextmanager
+def compiling(cache: Path | None) -> Iterator[None]:
+    """Hold the cache's compile lock (an flock, let go when its holder exits however it exits): OpenVINO's
+    write of a compiled blob is not safe against another process writing the same blob, and a worker whose
+    compile failed there served on the CPU EP beside siblings on OpenVINO, each scoring alike requests
+    apart. The second worker waits for the first compile, then loads its blob."""
+    if cache is None:
+        yield
+        return
+    with open(cache / COMPILE_LOCK, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @contextmanager

@@ -137,7 +137,8 @@ class Runtime:
         precision = openvino.inference_precision(self.flags)
         cache = openvino.cache_dir(self.settings.openvino_cache_dir)
         try:
-            with openvino.graph_to_compile(Path(path), weights in ("int8", "int8-float"), cache) as graph:
+            with openvino.compiling(cache), openvino.graph_to_compile(Path(path), weights in ("int8", "int8-float"),
+                                                                       cache) as graph:
                 compiled = openvino.CompiledSession(graph, self.encoder_threads * self.encoder_run_threads,
                                                     self.encoder_threads, precision, cache,
                                                     self.settings.openvino_shape_cache)

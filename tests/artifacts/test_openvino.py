@@ -44,3 +44,31 @@ print(len(bound_types() - before))
     done = subprocess.run([sys.executable, "-c", script, str(MODEL_STORE / "minilm-l6" / "encoder-int8.onnx")],
                           capture_output=True, text=True, cwd=REPO, timeout=120, check=True)
     assert done.stdout.split() == ["0"], done.stderr
+
+
+def test_workers_compiling_into_one_cache_take_turns(tmp_path: Path) -> None:
+    """OpenVINO's write of a compiled blob is not safe against another process writing the same one: a
+    worker whose compile failed served on the CPU EP beside a sibling on OpenVINO, and the pod's answers
+    to one request differed by worker. While the cache's compile lock is held elsewhere, a load waits, then
+    compiles (or loads the blob) on OpenVINO."""
+    import fcntl
+    import threading
+
+    from service.artifacts import openvino
+    from service.artifacts.runtime import Runtime, RuntimeSettings
+
+    if not found().usable:
+        pytest.skip(f"OpenVINO: {found().reason}")
+    runtime = Runtime(RuntimeSettings(providers=(openvino.EP, "CPUExecutionProvider"), intra_op_threads=1,
+                                      openvino_cache_dir=str(tmp_path)))
+    loaded: list[object] = []
+    with open(tmp_path / openvino.COMPILE_LOCK, "a+b") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another worker compiling
+        load = threading.Thread(target=lambda: loaded.append(runtime.encoder_session(
+            MODEL_STORE / "minilm-l6" / "encoder-int8.onnx", weights="int8-float")))
+        load.start()
+        load.join(timeout=2.0)
+        assert load.is_alive() and not loaded, "compiled while another process held the cache's compile lock"
+        fcntl.flock(held, fcntl.LOCK_UN)
+    load.join(timeout=120)
+    assert [session.compute for session in loaded] == [openvino.inference_precision(runtime.flags)]
