@@ -20,7 +20,7 @@ from training.mh import data, evaluate, export, features, model
 from training.mh.report import write_docs
 
 
-VERSION = "2026.11.2"
+VERSION = "2026.12.0"
 
 
 CACHED_SECONDS: list[float] = []  # what the proxy matrices read from the cache took to compute
