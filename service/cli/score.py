@@ -30,7 +30,7 @@ from service.bulk.errors import BulkError
 from service.bulk.output import regular_output
 from service.api.warnings import reply_warnings
 from service.bulk.records import changed_options, read_object, score_batch
-from service.cli import references
+from service.cli import paired, references
 from service.cli.intervals import DEFAULT_CONFIDENCE, METHOD, RESAMPLED, IntervalSettings, mean_interval
 from service.cli.progress import Progress
 from service.components.cache import EncodeCache
@@ -75,6 +75,10 @@ def _parse_args(argv: list[str] | None, prog: str = "dialscore score") -> argpar
                              "nothing; kept for older command lines)")
     parser.add_argument("--seed", type=int, default=None,
                         help="changes nothing (the intervals draw nothing at random; kept for older command lines)")
+    parser.add_argument("--paired-by", metavar="FIELD", default=None,
+                        help="compare every two systems on the inputs both answered, lines matched by FIELD (an "
+                             "input's id): mean difference, Student-t interval and paired t-test per model "
+                             "(service/cli/paired.py)")
     parser.add_argument("--exclude-trained", action="store_true",
                         help="leave out every line that is a training item of one of --models (its last turn and reply, "
                              "in any spelling, are an item the model read: service/store/trained_items.py); without it "
@@ -237,6 +241,8 @@ class Summary:
     references_left_out: int = 0  # references past the first max_refs, over every line a referenced model read
     lines_with_references_left_out: int = 0
     warnings: dict[str, int] = field(default_factory=dict)  # code: lines written whose reply the models cannot read
+    paired_by: str | None = None  # --paired-by: scores[model][system][input], each input's scores of that system
+    paired: dict[str, dict[str, dict[str, list[float]]]] = field(default_factory=dict)
 
 
 def _score_lines(batch: list[tuple[int, bytes]], scorer: Scorer, options: dict[str, Any],
@@ -265,15 +271,16 @@ def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], option
                sink: io.TextIOBase, system_key: str, batch_size: int, trained: list[TrainedItems] | None = None,
                exclude_trained: bool = False, max_refs: int = references.DEFAULT_MAX_REFS,
                keep: list[str] | None = None, progress: Callable[[int], None] | None = None,
-               not_english_confidence: float | None = None) -> Summary:
+               not_english_confidence: float | None = None, paired_by: str | None = None) -> Summary:
     """Score every line with every model, write one record a line to `sink`, and return the means. A line
     that is a training item of a model in `trained` is marked (`"trained": [models]`), or with
     `exclude_trained` left out of the output and the means (of every model, so they compare on one set).
     A referenced model reads a `references` list's first `max_refs`; a record counts the rest
-    (`references_left_out`), as does the summary. `keep`: the line's fields copied into the record's
-    `kept` (those it has). `progress` is called with the lines written after each batch. With
-    `not_english_confidence`, a line whose reply the models cannot read carries `warning` (as /score's)."""
-    summary = Summary(max_refs=max_refs)
+    (`references_left_out`), as does the summary. `keep`: fields copied into the record's `kept`.
+    `progress` is called with the lines written after each batch. With `not_english_confidence`, a reply
+    the models cannot read is marked `warning` (as /score's); with `paired_by`, each system's scores are
+    also kept by the line's value of that field (paired.py)."""
+    summary = Summary(max_refs=max_refs, paired_by=paired_by)
     # Each record names what scored it, so that a reader of the output alone (service.analysis) can say so.
     versions = {scorer.name: scorer.version for scorer in scorers}
     changed = {scorer.name: changed_options(scorer, opts) for scorer, opts in zip(scorers, options)}
@@ -320,6 +327,11 @@ def score_file(lines: Iterator[tuple[int, bytes]], scorers: list[Scorer], option
             for model in marks:  # a score it could not give adds nothing to its means
                 if out["scores"].get(model) is not None:
                     summary.trained_scored[model] = summary.trained_scored.get(model, 0) + 1
+            if paired_by is not None and system is not None and obj is not None and obj.get(paired_by) is not None:
+                for model, value in out["scores"].items():
+                    if value is not None:
+                        by_input = summary.paired.setdefault(model, {}).setdefault(system, {})
+                        by_input.setdefault(str(obj[paired_by]), []).append(value)
             sink.write(json.dumps(out, ensure_ascii=False, allow_nan=False) + "\n")
             summary.written += 1
             summary.every.add(out["scores"])
@@ -438,8 +450,24 @@ def table(summary: Summary, scorers: list[Scorer], options: list[dict[str, Any]]
         text.append(f"intervals: {100 * settings.confidence:.12g}% {METHOD}; resampled {RESAMPLED}")
     if (line := _references_line(summary)) is not None:
         text.append(line)
+    text += _paired_lines(summary, settings)
     text.append(f"dialscore {VERSION}")
     return "\n".join(text)
+
+
+def _paired_lines(summary: Summary, settings: IntervalSettings) -> list[str]:
+    """The table's section for --paired-by: a line per model and pair of systems."""
+    if summary.paired_by is None:
+        return []
+    text = [f"paired by {summary.paired_by}: {paired.METHOD}"]
+    for model, rows in paired.compare_systems(summary.paired, list(summary.systems), settings).items():
+        for row in rows:
+            ci = "" if row["ci"] is None else f" [{row['ci'][0]:.4f}, {row['ci'][1]:.4f}]"
+            tested = (f", p {row['p']:.3g}, p_holm {row['p_holm']:.3g}" if row["p"] is not None else
+                      f" ({row['reason']})")
+            text.append(f"  {model}: {row['a']} - {row['b']} = {_number(row['delta'])}{ci} over {row['n']} inputs"
+                        f"{tested}")
+    return text
 
 
 def as_json(summary: Summary, scorers: list[Scorer], settings: IntervalSettings = IntervalSettings()) -> dict[str, Any]:
@@ -455,7 +483,10 @@ def as_json(summary: Summary, scorers: list[Scorer], settings: IntervalSettings 
             "failed_lines": summary.failed_lines, "trained": summary.trained,
             "trained_scored": summary.trained_scored, "excluded": summary.excluded, "warnings": summary.warnings,
             "references_left_out": {"max_refs": summary.max_refs, "references": summary.references_left_out,
-                                    "lines": summary.lines_with_references_left_out}}
+                                    "lines": summary.lines_with_references_left_out},
+            "paired": None if summary.paired_by is None else {
+                "by": summary.paired_by, "method": paired.METHOD, "confidence": settings.confidence,
+                "pairs": paired.compare_systems(summary.paired, list(summary.systems), settings)}}
 
 
 class Stopped(BaseException):
@@ -498,7 +529,8 @@ def _run(args: argparse.Namespace) -> tuple[Summary, list[Scorer], list[dict[str
         except ValueError as exc:
             raise BulkError(f"bad --options for {scorer.name}: {exc}") from None
     csv_input = args.input.suffix.lower() in (".csv", ".tsv")
-    lines = _csv_lines(args.input, args.system, args.keep) if csv_input else jsonl_lines(args.input)
+    read = [*args.keep, *([args.paired_by] if args.paired_by and args.paired_by not in args.keep else [])]
+    lines = _csv_lines(args.input, args.system, read) if csv_input else jsonl_lines(args.input)
     output = regular_output(args.output, "to write the scores to")
     if output.exists() and output.samefile(args.input):
         raise BulkError(f"--output {args.output} is the input; name another file")
@@ -510,7 +542,7 @@ def _run(args: argparse.Namespace) -> tuple[Summary, list[Scorer], list[dict[str
         with open(partial, "w", encoding="utf-8") as sink:
             summary = score_file(lines, scorers, options, sink, args.system, args.batch_size, trained,
                                  args.exclude_trained, args.max_refs, args.keep, Progress(args.progress_every),
-                                 args.settings.not_english_confidence)
+                                 args.settings.not_english_confidence, args.paired_by)
         if not summary.failed_lines or args.on_invalid == "skip":
             os.replace(partial, output)
     finally:
@@ -550,6 +582,9 @@ def main(argv: list[str] | None = None, prog: str = "dialscore score") -> int:
         print(f"dialscore score: warning: {sum(summary.warnings.values())} lines have replies the models cannot "
               f"read ({counted}): their scores say little about a reply, and they are in the means; each record's "
               "`warning` names it (docs/api.md, \"Replies the models cannot read\")", file=sys.stderr)
+    if args.paired_by is not None and not summary.paired:
+        print(f"dialscore score: no scored line of a system has the field --paired-by {args.paired_by}: nothing "
+              "compared", file=sys.stderr)
     if not summary.systems and args.system != "system":
         print(f"dialscore score: no line has the field --system {args.system}: no per-system rows", file=sys.stderr)
     if summary.failed_lines:
