@@ -15,7 +15,7 @@ from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.scorers.base import EncodeCache, Item
 from service.scorers.ruber.blending import BLENDS, blend, normalise
 from service.scorers.ruber.glove import Ruber
-from training.data.judgements import DEFAULT_DATA_DIR, SETS, TRAINING_SETS, JudgedItem, load_set
+from training.data.judgements import ALIASES, DEFAULT_DATA_DIR, SETS, TRAINING_SETS, JudgedItem, load_set
 from training.evaluation.evaluate import correlate, evaluate_model, load_store
 
 
@@ -83,7 +83,8 @@ def unreferenced_scores(scorer: Ruber, items: list[Item], batch: int = 256) -> n
 
 def choose_query_turns(scorer: Ruber, candidates=(1, 2, 3), sets: list[str] | None = None,
                        data_dir: Path = DEFAULT_DATA_DIR) -> dict:
-    """Mean dev Pearson of s_U over every set for each query length; the scorer keeps the best."""
+    """Mean dev Pearson of s_U over every distinct set (an alias's items are its set's again) for each query
+    length; the scorer keeps the best."""
     table: dict[int, dict[str, float]] = {}
     for turns in candidates:
         scorer.query_turns = turns
@@ -92,7 +93,7 @@ def choose_query_turns(scorer: Ruber, candidates=(1, 2, 3), sets: list[str] | No
             items = load_set(name, "dev", data_dir)
             s_unref = unreferenced_scores(scorer, [Item(list(i.context), i.response) for i in items])
             table[turns][name] = _pearson(np.asarray([i.score for i in items]), s_unref)
-    mean = {t: float(np.mean(list(v.values()))) for t, v in table.items()}
+    mean = {t: float(np.mean([r for name, r in v.items() if name not in ALIASES])) for t, v in table.items()}
     best = max(mean, key=lambda t: (mean[t], -t))
     scorer.query_turns = best
     return {"chosen": best, "mean_pearson": mean, "per_set": table}
