@@ -475,8 +475,10 @@ class ModelInfoSchema(StrictSchema):
                                                                "citation (the model's README.md as fields)."})
     trained_items = fields.Dict(required=True, allow_none=True, metadata={
         "description": "Where the model ships its training keys, what /score's `trained` checks items against: "
-                       "how many (`keys`), their `unit`, the `split` and the judged `sets` (items each) they come "
-                       "from; null for a model that read no judged item (a baseline, mh's dialogues)."})
+                       "how many (`keys`), their `unit`, the `split`, the judged `sets` (items each) and, for "
+                       "models trained on dialogues (`pairs`: sources, and the judged sets' items that are "
+                       "pairs of its training dialogues), where they come from; null for a model that ships "
+                       "none (a baseline, mh's whole conversations)."})
     options = fields.Dict(required=True, metadata={"description": "The model's `options`, with types and defaults."})
     uses = fields.List(fields.String(), required=True, metadata={"description": "Shared components it runs on."})
     components = fields.List(fields.Nested(ComponentInfoSchema), required=True,

@@ -193,8 +193,9 @@ class Admission:
     def next_wake(self, now: float) -> float | None:
         """When `due` would next drop a queued request (the worker's loop wakes then): a measured kind's latest
         start, any other's deadline; never a time `due` would let pass, which would wake the loop for nothing."""
-        return min((t.deadline - self.expected(t) if self.measured(t, now) else t.deadline for t in self.queue),
+        wake = min((t.deadline - self.expected(t) if self.measured(t, now) else t.deadline for t in self.queue),
                    default=None)
+        return None if wake is None else max(wake, now)  # deadline - expected may round a step below `now`
 
 
 def retry_after(wait: float) -> int:

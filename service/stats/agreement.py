@@ -62,43 +62,51 @@ def pairable_units(units: Iterable[Sequence[float]]) -> list[np.ndarray]:
 
 def bootstrap_alphas(pairable: Sequence[np.ndarray], indices: np.ndarray, ordinal: bool = False) -> np.ndarray:
     """Alpha (interval, or `ordinal`) on each resample of the pairable items, a row of `indices` drawing
-    items with replacement; NaN where a resample's ratings never vary.
+    items with replacement; NaN where a resample's ratings never vary (AlphaResamples)."""
+    return AlphaResamples(pairable).alphas(indices, ordinal)
+
+
+class AlphaResamples:
+    """The pairable items' sums that every resample's alpha reads, computed once for any number of draws.
 
     Each resample is read as its items' multiplicities w: the interval alpha's sums of squares are
     w-weighted sums of each item's own, about its mean, and of its mean's about the resample's; the
-    ordinal alpha's mid-ranks come from the w-weighted counts of each distinct rating.
-    Equal, up to rounding, to the functions above on the resampled items (tests/stats/test_agreement.py)."""
-    sizes = np.array([u.size for u in pairable], dtype=np.float64)
-    values = np.concatenate(pairable)
-    owner = np.repeat(np.arange(len(pairable)), sizes.astype(np.int64))
-    lows, highs = np.array([u.min() for u in pairable]), np.array([u.max() for u in pairable])
-    if ordinal:
+    ordinal alpha's mid-ranks come from the w-weighted counts of each distinct rating. Equal, up to
+    rounding, to the functions above on the resampled items (tests/stats/test_agreement.py)."""
+
+    def __init__(self, pairable: Sequence[np.ndarray]) -> None:
+        self.count = len(pairable)
+        self.sizes = np.array([u.size for u in pairable], dtype=np.float64)
+        values = np.concatenate(pairable)
+        starts = np.r_[0, np.cumsum(self.sizes.astype(np.int64))[:-1]]
+        self.lows, self.highs = np.minimum.reduceat(values, starts), np.maximum.reduceat(values, starts)
+        self.means = np.array([math.fsum(u.tolist()) / u.size for u in pairable])
+        self.within = np.array([math.fsum(((u - m) ** 2).tolist()) for u, m in zip(pairable, self.means)])
         distinct, code = np.unique(values, return_inverse=True)
-        counts = sparse.csr_matrix((np.ones(values.size), (owner, code)), shape=(len(pairable), distinct.size))
-        width = max(len(pairable), distinct.size)
-    else:
-        means = np.array([math.fsum(u.tolist()) / u.size for u in pairable])
-        within = np.array([math.fsum(((u - m) ** 2).tolist()) for u, m in zip(pairable, means)])
-        width = len(pairable)
-    alphas = np.empty(len(indices))
-    step = max(1, _CHUNK_CELLS // width)
-    for start in range(0, len(indices), step):
-        rows = indices[start:start + step]
-        offsets = rows + len(pairable) * np.arange(len(rows))[:, None]
-        w = np.bincount(offsets.ravel(), minlength=rows.size).reshape(len(rows), len(pairable)).astype(np.float64)
-        pooled = w @ sizes
-        if ordinal:
-            tally = np.asarray((counts.T @ w.T).T)  # each distinct rating's count in the resample
-            ranks = np.cumsum(tally, axis=1) - (tally - 1) / 2 - (pooled[:, None] + 1) / 2  # mid-ranks, centred
-            item1, item2 = np.asarray((counts @ ranks.T).T), np.asarray((counts @ (ranks**2).T).T)
-            within = item2 - item1**2 / sizes
-            pooled_ss = (tally * ranks**2).sum(axis=1)
-        else:  # within the items, plus between their means and the resample's: no large offset cancels
-            centre = (w @ (sizes * means)) / pooled
-            pooled_ss = w @ within + (w * sizes * (means - centre[:, None]) ** 2).sum(axis=1)
-        observed = (w * (within * 2 * sizes / (sizes - 1))).sum(axis=1)
-        expected = 2 * pooled * pooled_ss / (pooled - 1)
-        varies = np.where(w > 0, highs, -np.inf).max(axis=1) > np.where(w > 0, lows, np.inf).min(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            alphas[start:start + step] = np.where(varies, 1.0 - observed / expected, np.nan)
-    return alphas
+        owner = np.repeat(np.arange(self.count), self.sizes.astype(np.int64))
+        self.counts = sparse.csr_matrix((np.ones(values.size), (owner, code)), shape=(self.count, distinct.size))
+
+    def alphas(self, indices: np.ndarray, ordinal: bool = False) -> np.ndarray:
+        sizes, alphas = self.sizes, np.empty(len(indices))
+        step = max(1, _CHUNK_CELLS // (max(self.count, self.counts.shape[1]) if ordinal else self.count))
+        for start in range(0, len(indices), step):
+            rows = indices[start:start + step]
+            offsets = rows + self.count * np.arange(len(rows))[:, None]
+            w = np.bincount(offsets.ravel(), minlength=rows.size).reshape(len(rows), self.count).astype(np.float64)
+            pooled = w @ sizes
+            if ordinal:
+                tally = np.asarray((self.counts.T @ w.T).T)  # each distinct rating's count in the resample
+                ranks = np.cumsum(tally, axis=1) - (tally - 1) / 2 - (pooled[:, None] + 1) / 2  # mid-ranks, centred
+                item1 = np.asarray((self.counts @ ranks.T).T)
+                within = np.asarray((self.counts @ (ranks**2).T).T) - item1**2 / sizes
+                pooled_ss = (tally * ranks**2).sum(axis=1)
+            else:  # within the items, plus between their means and the resample's: no large offset cancels
+                within = self.within
+                centre = (w @ (sizes * self.means)) / pooled
+                pooled_ss = w @ within + (w * sizes * (self.means - centre[:, None]) ** 2).sum(axis=1)
+            observed = (w * (within * 2 * sizes / (sizes - 1))).sum(axis=1)
+            expected = 2 * pooled * pooled_ss / (pooled - 1)
+            varies = np.where(w > 0, self.highs, -np.inf).max(axis=1) > np.where(w > 0, self.lows, np.inf).min(axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                alphas[start:start + step] = np.where(varies, 1.0 - observed / expected, np.nan)
+        return alphas

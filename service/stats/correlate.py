@@ -14,7 +14,7 @@ import numpy as np
 
 from service.errors import FieldsError
 from service.text import canonical, is_blank
-from service.stats.agreement import (bootstrap_alphas, krippendorff_alpha_interval, krippendorff_alpha_ordinal,
+from service.stats.agreement import (AlphaResamples, krippendorff_alpha_interval, krippendorff_alpha_ordinal,
                                      pairable_units)
 from service.stats.bootstrap import (MAX_UNDEFINED_SHARE, MIN_BOOTSTRAP, UNDEFINED_REASON, bootstrap_distributions,
                                      bootstrap_p, decimal_ties, min_resamples, paired_bootstrap_from,
@@ -25,6 +25,9 @@ from service.stats.designs import (BY_INPUTS, DEFAULT_DESIGN, DEFAULT_ITEM_DESIG
                                    ITEM_DESCRIPTIONS, ITEM_DESIGNS, ITEMS, SYSTEMS, Resamples, by_content,
                                    input_resamples, inputs_by_content, system_resamples, systems_without_items)
 from service.stats.significance import holm, williams_test
+
+
+_ALPHA_CHUNK_CELLS = 4_000_000  # alpha's draws held at once (rows x items): 32 MB
 
 
 class StatsInputError(FieldsError):
@@ -211,7 +214,7 @@ def resampling_summary(level: str, design: str, confidence: float, resamples: in
 
 def too_few_resamples(confidence: float, resamples: int) -> str:
     """Why no interval is drawn from `resamples` at `confidence` (min_resamples); the level as given, unrounded."""
-    return (f"too few resamples for a {confidence!r} interval (resamples = {resamples}, need at least "
+    return (f"too few resamples for a {float(confidence)!r} interval (resamples = {resamples}, need at least "
             f"{min_resamples(confidence)})")
 
 
@@ -381,16 +384,19 @@ def correlate(human: list[float] | list[list[float]], scores: dict[str, list[flo
 def _agreement(units: list[np.ndarray], confidence: float, resamples: int, seed: int) -> dict[str, Any]:
     """Krippendorff's alpha, interval and ordinal, each with its percentile interval over resamples of the
     items that have two ratings or more (each drawn with all its ratings; the raters are not resampled)."""
-    pairable = pairable_units(units)
+    # In an order of their ratings, as the correlations' items are (canonical_order): the same rows sent in
+    # another order draw the same resamples.
+    pairable = sorted((np.sort(u) for u in pairable_units(units)), key=lambda u: (u.size, u.tolist()))
     interval, ordinal = krippendorff_alpha_interval(pairable), krippendorff_alpha_ordinal(pairable)
     reason = ("no item has two ratings, or the ratings never vary" if interval is None else
               "resampling is off (resamples = 0)" if resamples == 0 else
               too_few_resamples(confidence, resamples) if resamples < min_resamples(confidence) else
               f"too few items with two ratings or more for a bootstrap (n = {len(pairable)}, need at least "
               f"{MIN_BOOTSTRAP})" if len(pairable) < MIN_BOOTSTRAP else None)
-    indices = None if reason else resample_indices(len(pairable), resamples, seed)
-    intervals = [None if indices is None else percentile_interval(bootstrap_alphas(pairable, indices, by_rank),
-                                                                    confidence) for by_rank in (False, True)]
+    intervals: list[list[float] | None] = [None, None]
+    if reason is None:
+        drawn = _alpha_resamples(pairable, resamples, seed)
+        intervals = [percentile_interval(alphas, confidence) for alphas in drawn]
     if reason is None and None in intervals:
         reason = (f"alpha is undefined in more than {MAX_UNDEFINED_SHARE:.0%} of the resamples (their ratings "
                   "never vary)")
@@ -402,6 +408,20 @@ def _agreement(units: list[np.ndarray], confidence: float, resamples: int, seed:
                            "seed": seed, "resampled": "the items with two ratings or more, each with all its "
                                                       "ratings (the raters are not resampled)"}}
     return {**body, "reason": reason} if reason else body
+
+
+def _alpha_resamples(pairable: list[np.ndarray], resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Interval and ordinal alpha on `resamples` draws of the items (resample_indices' draws with `seed`),
+    drawn a chunk of rows at a time: beside the item level's own draws, a whole second matrix would double
+    the request's peak memory at the limits (DIALSCORE_MAX_BOOTSTRAP_WORK)."""
+    rng, rows = np.random.default_rng(seed), max(1, _ALPHA_CHUNK_CELLS // len(pairable))
+    items = AlphaResamples(pairable)
+    parts: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
+    for start in range(0, resamples, rows):
+        draws = rng.integers(0, len(pairable), size=(min(rows, resamples - start), len(pairable)))
+        for by_rank, found in zip((False, True), parts):
+            found.append(items.alphas(draws, by_rank))
+    return np.concatenate(parts[0]), np.concatenate(parts[1])
 
 
 def _means_by_system(given: dict[str, np.ndarray], order: np.ndarray, groups: np.ndarray, labels: np.ndarray,

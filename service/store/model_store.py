@@ -249,7 +249,7 @@ class ModelStore:
                 "components": components,
                 "card": m.card,
                 "trained_items": ({"keys": int(self.trained[name].hashes.size),
-                                   **{key: m.trained_items[key] for key in ("unit", "split", "sets")
+                                   **{key: m.trained_items[key] for key in ("unit", "split", "sets", "pairs")
                                       if key in m.trained_items}} if name in self.trained else None),
             })
         return models

@@ -26,7 +26,11 @@ FILE = "trained_items.npy"
 MANIFEST_KEY = "trained_items"
 # The manifest's `trained_items.unit` for keys of this form; keys of another form cannot be matched.
 UNIT = "last context turn and reply, by service.text.match_key"
-SPEAKER_TAG = re.compile(r"^\s*[^\W\d_][\w .'-]{0,23}:\s+")
+# A speaker tag: up to three capitalised words or numbers ("A", "User", "Speaker 1", "Person B"), or a
+# lower-cased role; not any phrase before a colon ("the answer is: no" keeps its words).
+_NAME = r"(?:[A-Z][\w'-]{0,15}|\d{1,3})"
+_ROLE = r"(?:user|bot|system|human|assistant|agent|speaker|person|model|customer|wizard|apprentice|a|b)(?: ?\d{1,3})?"
+SPEAKER_TAG = re.compile(rf"^\s*(?:{_NAME}(?: {_NAME}){{0,2}}|{_ROLE}) ?:\s+")
 
 
 def item_key(context: Sequence[str], response: str) -> str:
@@ -36,7 +40,7 @@ def item_key(context: Sequence[str], response: str) -> str:
 
 
 def untagged(turn: str) -> str:
-    """The turn without a leading speaker tag: a name of up to 24 characters and a colon ("B: ", "Speaker 1: ")."""
+    """The turn without a leading speaker tag (SPEAKER_TAG) and the space after its colon ("B: ", "Speaker 1: ")."""
     return SPEAKER_TAG.sub("", turn, count=1)
 
 

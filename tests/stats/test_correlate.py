@@ -146,7 +146,8 @@ def test_agreement_intervals_resample_the_items_with_two_ratings() -> None:
     ratings = [[h + d for d in RNG.normal(scale=0.7, size=3)] for h in HUMAN.tolist()]
     ratings[0] = [HUMAN[0]]
     found = correlate(ratings, {"good": GOOD.tolist()}, resamples=500, seed=3, confidence=0.9)["agreement"]
-    pairable = stats.agreement.pairable_units(ratings)
+    # the items in the order of their ratings (sorted within and across), then resample_indices' draws
+    pairable = sorted((np.sort(u) for u in stats.agreement.pairable_units(ratings)), key=lambda u: (u.size, u.tolist()))
     draws = np.random.default_rng(3).integers(0, 39, size=(500, 39))
     for name, ordinal in (("krippendorff_alpha", False), ("krippendorff_alpha_ordinal", True)):
         low, high = found[f"{name}_ci"]
@@ -156,6 +157,10 @@ def test_agreement_intervals_resample_the_items_with_two_ratings() -> None:
                                    "resampled": "the items with two ratings or more, each with all its ratings "
                                                 "(the raters are not resampled)"}
     assert "reason" not in found
+    order = RNG.permutation(40)  # the same rows in another order, each item's ratings too: the same answer
+    shuffled = [list(RNG.permutation(ratings[i])) for i in order]
+    again = correlate(shuffled, {"good": GOOD[order].tolist()}, resamples=500, seed=3, confidence=0.9)["agreement"]
+    assert again == found
     few = correlate([[1.0, 2.0]] * 7 + [[3.0]] * 3, {"m": list(range(10))}, resamples=100)["agreement"]
     assert few["krippendorff_alpha_ci"] is None and few["reason"].startswith("too few items with two ratings")
     steady = correlate([[1.0, 1.0]] * 9 + [[1.0, 2.0]], {"m": list(range(10))}, resamples=100)["agreement"]
@@ -563,3 +568,15 @@ def test_comparisons_carry_holm_adjusted_p_over_the_pairs_of_their_level_method_
     assert all(c["p_holm"] >= c["p"] for c in body["comparisons"] if c["p"] is not None)
     williams = [c for c in body["comparisons"] if c["test"] == "williams"]
     assert williams and all(c["holm_family"] == 6 for c in williams)
+
+
+def test_alphas_drawn_a_chunk_at_a_time_are_the_whole_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Alpha's resamples are drawn a few rows at a time (its memory beside the item level's draws); the
+    rows are those of one draw of the whole matrix with the request's seed."""
+    import importlib
+
+    module = importlib.import_module("service.stats.correlate")
+    ratings = [[h + d for d in RNG.normal(scale=0.7, size=3)] for h in HUMAN.tolist()]
+    whole = correlate(ratings, {"good": GOOD.tolist()}, resamples=300, seed=4)["agreement"]
+    monkeypatch.setattr(module, "_ALPHA_CHUNK_CELLS", 40 * 7)  # 7 rows a chunk, the last one shorter
+    assert correlate(ratings, {"good": GOOD.tolist()}, resamples=300, seed=4)["agreement"] == whole

@@ -57,3 +57,14 @@ def test_a_keys_file_that_is_not_sorted_distinct_hashes_is_refused(tmp_path) -> 
         write_keys(folder, values, {"file": trained_items.FILE, "unit": trained_items.UNIT})
         with pytest.raises(ManifestError, match="sorted 1-d uint64"):
             trained_items.load(folder)
+
+
+@pytest.mark.parametrize(("turn", "plain"), [
+    ("A: excuse me", "excuse me"), ("User 1: hi there", "hi there"), ("  Bot: fine", "fine"),
+    ("Speaker A:  ok", "ok"), ("Person B : yes", "yes"), ("user: hi", "hi"), ("b: sure", "sure"),
+    ("The answer is: no", "The answer is: no"), ("I would say: yes.", "I would say: yes."),
+    ("12:30 works for me", "12:30 works for me"), ("well: maybe", "well: maybe"), ("B:no space", "B:no space")])
+def test_a_speaker_tag_is_a_name_or_a_role_before_a_colon_not_any_phrase(turn: str, plain: str) -> None:
+    """A line's turns match a training item with or without a tag, so a tag read too widely would mark
+    another reply ("I would say: yes." for "yes.") as a training item."""
+    assert trained_items.untagged(turn) == plain

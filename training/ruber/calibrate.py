@@ -15,7 +15,7 @@ from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.scorers.base import EncodeCache, Item
 from service.scorers.ruber.blending import BLENDS, blend, normalise
 from service.scorers.ruber.glove import Ruber
-from training.data.judgements import ALIASES, DEFAULT_DATA_DIR, SETS, TRAINING_SETS, JudgedItem, load_set
+from training.data.judgements import DEFAULT_DATA_DIR, SETS, TRAINING_SETS, JudgedItem, counted_once, load_set
 from training.evaluation.evaluate import correlate, evaluate_model, load_store
 
 
@@ -93,7 +93,7 @@ def choose_query_turns(scorer: Ruber, candidates=(1, 2, 3), sets: list[str] | No
             items = load_set(name, "dev", data_dir)
             s_unref = unreferenced_scores(scorer, [Item(list(i.context), i.response) for i in items])
             table[turns][name] = _pearson(np.asarray([i.score for i in items]), s_unref)
-    mean = {t: float(np.mean([r for name, r in v.items() if name not in ALIASES])) for t, v in table.items()}
+    mean = {t: float(np.mean([v[name] for name in counted_once(v)])) for t, v in table.items()}
     best = max(mean, key=lambda t: (mean[t], -t))
     scorer.query_turns = best
     return {"chosen": best, "mean_pearson": mean, "per_set": table}

@@ -10,7 +10,7 @@ import torch
 
 from training.core.card import Templates, render, render_fields, terms_line
 from training.core.card import write_card as write_model_card
-from training.data.judgements import ALIASES
+from training.data.judgements import counted_once
 from training.ruber.word_weights import SIF_A
 
 TEMPLATES = Templates(__file__)
@@ -19,8 +19,8 @@ NAME = "ruber"
 
 def paper_comparison(corr: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
     """How far the measured correlations are from the paper's Table 1, and why we think so."""
-    s_u = [v["ruber s_U only"]["pearson"] for name, v in corr.items()  # each distinct set once
-           if name not in ALIASES and v.get("ruber s_U only", {}).get("pearson") is not None]
+    s_u = [corr[name]["ruber s_U only"]["pearson"] for name in counted_once(corr)  # each distinct set once
+           if corr[name].get("ruber s_U only", {}).get("pearson") is not None]
     blended = {k: v["ruber"]["pearson"] for k, v in corr.items()
                if "ruber" in v and v["ruber"].get("pearson") is not None}
     if not s_u:

@@ -178,7 +178,9 @@ class Correlation(TypedDict, total=False):
 
     r: float | None
     p: float | None
-    p_at_floor: bool  # system level: p is only known to be below 1/(B+1)
+    # p is at its sample's floor, only known to be below it: a bootstrap p's 1/(B+1) (system level), an
+    # item-level Monte Carlo permutation p's 2/10,000 (10 to 50 items)
+    p_at_floor: bool
     p_reason: str
     ci: list[float] | None
     n: int
