@@ -194,21 +194,20 @@ def parse_object(raw: bytes, *, max_depth: int, finite: bool = False, constants:
 
 
 class _Flagged:
-    """The place of a repeated key or an unreadable number in a second, lenient parse: json's hooks are
-    not told where they are, and a refusal in a batch of 500 items must name its item."""
+    """An unreadable number in a second, lenient parse: json's hooks are not told where they are, and a
+    refusal in a batch of 500 items must name its item."""
 
     __slots__ = ()
+
+
+class _Pairs(list):
+    """An object of the lenient parse as its (key, value) pairs in document order: a dict would keep one
+    of two values under a repeated key, and the one dropped may hold the place sought."""
 
 
 def _located(text: str, error: JsonTextError, repeated: str | None) -> JsonTextError:
     """`error` with `path` set to where the text repeats the key `repeated` (None: holds an integer of more
     digits than Python reads), the first such place in document order; as it was where none is found."""
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        obj: dict[str, Any] = {}
-        for key, value in items:
-            obj[key] = _Flagged() if key in obj and key == repeated else value
-        return obj
-
     def integer(digits: str) -> Any:
         try:
             return int(digits)
@@ -216,7 +215,7 @@ def _located(text: str, error: JsonTextError, repeated: str | None) -> JsonTextE
             return _Flagged() if repeated is None else 0
 
     try:
-        data = json.loads(text, object_pairs_hook=pairs, parse_int=integer, parse_constant=lambda _: None)
+        data = json.loads(text, object_pairs_hook=_Pairs, parse_int=integer, parse_constant=lambda _: None)
     except (ValueError, RecursionError):
         return error
     stack: list[tuple[Any, str]] = [(data, "")]
@@ -225,7 +224,14 @@ def _located(text: str, error: JsonTextError, repeated: str | None) -> JsonTextE
         if isinstance(value, _Flagged):
             error.path = path or "(body)"
             break
-        children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        children: list[tuple[object, Any]] = []
+        if isinstance(value, _Pairs):
+            seen: set[str] = set()
+            for key, child in value:
+                children.append((key, _Flagged() if key == repeated and key in seen else child))
+                seen.add(key)
+        elif isinstance(value, list):
+            children = list(enumerate(value))
         stack.extend(reversed([(child, f"{path}.{key}" if path else str(key)) for key, child in children]))
     return error
 

@@ -161,3 +161,15 @@ def test_a_byte_order_mark_before_a_blank_first_line_leaves_it_blank(tmp_path) -
     assert list(jsonl_lines(tmp_path / "a.jsonl")) == [(2, b'{"a": 1}\n')]
     assert list(jsonl_lines(tmp_path / "b.jsonl")) == []
     assert list(jsonl_lines(tmp_path / "c.jsonl")) == [(1, b'{"a": 1}\n')]
+
+
+@pytest.mark.parametrize("raw, path", [
+    # the parent repeats its own key too, and the value holding the place comes first, or second
+    (b'{"a": {"b": 1, "b": 2}, "a": 3}', "a.b"),
+    (b'{"a": 3, "a": {"b": 1, "b": 2}}', "a.b"),
+    (b'{"items": [{"x": 1}, {"r": {"t": 1, "t": 2}, "r": 0}]}', "items.1.r.t"),
+])
+def test_located_finds_a_repeated_key_under_a_key_repeated_too(raw, path):
+    with pytest.raises(RepeatedKey) as raised:
+        parse_object(raw, max_depth=8)
+    assert raised.value.path == path
