@@ -93,7 +93,7 @@ class Settings:
     # the worker's cores, so a second one shares them and both take twice as long: more threads add latency,
     # not throughput, on CPUs (docs/benchmarks.md, load test)
     threads: int = 1
-    worker_timeout: int = 120  # DIALSCORE_WORKER_TIMEOUT: seconds without a heartbeat before a worker is killed (0: never)
+    worker_timeout: int = 120  # DIALSCORE_WORKER_TIMEOUT: seconds without a heartbeat, or past a deadline, before replacement
     graceful_timeout: int = 25  # DIALSCORE_GRACEFUL_TIMEOUT: seconds in-flight requests get after SIGTERM
     read_timeout: float = 10.0  # DIALSCORE_READ_TIMEOUT: seconds a request may take to arrive whole
     # DIALSCORE_REQUEST_TIMEOUT: a request's budget in seconds when it sends no X-Request-Timeout header; work that

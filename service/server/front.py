@@ -323,6 +323,11 @@ class Front:
             self._timer.cancel()
         self._timer = asyncio.get_running_loop().call_later(max(0.0, min(wake) - now), self.dispatch) if wake else None
 
+    def overdue(self, now: float, grace: float) -> Ticket | None:
+        """A request still running `grace` seconds past its deadline, whose thread is taken to be stuck."""
+        lanes = (self.probes, self.scoring, self.research, self.other)
+        return next((t for lane in lanes for t in lane.admission.running if now > t.deadline + grace), None)
+
     def recycle_reason(self) -> str:
         """Why to recycle this worker after this answer, once its siblings serve (readiness.step_down), or "":
         DIALSCORE_MAX_REQUESTS answered, or DIALSCORE_MAX_WORKER_MEMORY_MIB held. ONNX Runtime's arenas keep

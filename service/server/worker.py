@@ -194,6 +194,16 @@ class DialscoreWorker(UvicornWorker):
         self.notify()
         super().init_process()
 
+    async def callback_notify(self) -> None:
+        """gunicorn's heartbeat, withheld once a request has run DIALSCORE_WORKER_TIMEOUT past its deadline, so
+        that gunicorn replaces the worker: a thread stuck in a model would keep its lane refusing for good."""
+        late = self.wsgi.overdue(time.monotonic(), self.cfg.timeout) if self.cfg.timeout else None
+        if late is None:
+            return self.notify()
+        logging.getLogger("gunicorn.error").error(
+            "worker %s: %s has run %.0f s past its deadline; withholding the heartbeat so that gunicorn replaces "
+            "this worker", os.getpid(), late.route, time.monotonic() - late.deadline)
+
     async def _serve(self) -> None:
         self.config.app = self.wsgi
         server = DrainingServer(config=self.config, front=self.wsgi, master=self.ppid)

@@ -100,3 +100,43 @@ def test_a_queue_of_zero_serves_a_client_that_waits_for_each_answer(tmp_path):
         kept.close()
         statuses += [_post(srv.port, "/score", json.loads(body))[0] for _ in range(40)]
     assert statuses == [200] * 140, {s: statuses.count(s) for s in set(statuses)}
+
+
+def test_a_worker_whose_request_runs_a_worker_timeout_past_its_deadline_is_replaced(tmp_path):
+    """A thread stuck in a request would keep its lane refusing for good while the loop heart-beats: the
+    heartbeat is withheld once a request has run DIALSCORE_WORKER_TIMEOUT past its deadline, and gunicorn
+    replaces the worker. A /correlate of several seconds stands in for the stuck thread; its 0.1 s budget
+    lets it start (its kind is not measured yet) and its deadline passes at once."""
+    from tests.live_server import worker_pids
+
+    store = copy_store(tmp_path / "model_store", ("length",))
+    limits = {"DIALSCORE_MAX_BOOTSTRAP_WORK": "100000000", "DIALSCORE_MAX_BOOTSTRAP_METRIC_WORK": "1000000000"}
+    with running_server(store, {"DIALSCORE_MODELS": "length", "DIALSCORE_WORKER_TIMEOUT": "4", **limits},
+                        workers=1) as srv:
+        before = worker_pids(srv.process.pid)
+        rng = random.Random(3)
+        human = [rng.random() for _ in range(8_000)]
+        body = {"human": human, "scores": {f"m{k}": [h + rng.random() for h in human] for k in range(3)},
+                "methods": ["pearson", "spearman", "kendall"], "resamples": 10_000, "seed": 0}
+        answers: list[object] = []
+
+        def correlate() -> None:
+            try:
+                answers.append(_post(srv.port, "/correlate", body, {"X-Request-Timeout": "0.1"})[0])
+            except (OSError, http.client.HTTPException) as error:
+                answers.append(type(error).__name__)
+
+        research = threading.Thread(target=correlate)
+        research.start()
+        deadline = time.monotonic() + 60
+        while worker_pids(srv.process.pid) in (before, set()) and research.is_alive():
+            assert time.monotonic() < deadline, srv.log()[-3000:]
+            time.sleep(0.2)
+        research.join(timeout=60)
+        assert answers and answers[0] != 200, f"the /correlate was answered {answers}: nothing replaced its worker"
+        assert "withholding the heartbeat" in srv.log() and "WORKER TIMEOUT" in srv.log()
+        deadline = time.monotonic() + 60
+        while worker_pids(srv.process.pid) in (before, set()) or _post(srv.port, "/score", {
+                "model": "length", "items": _slow_items(1)})[0] != 200:
+            assert time.monotonic() < deadline, srv.log()[-3000:]
+            time.sleep(0.2)
