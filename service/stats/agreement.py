@@ -31,10 +31,16 @@ def krippendorff_alpha_interval(units: Iterable[Sequence[float]]) -> float | Non
         mean = math.fsum(v.tolist()) / v.size
         return 2 * v.size * math.fsum(((v - mean) ** 2).tolist())
 
-    observed = math.fsum(spread(u) / (u.size - 1) for u in pairable)
     values = np.concatenate(pairable)
+    if values.min() == values.max():  # tested as such: a rounded mean leaves equal ratings a spread of ~1e-33
+        return None
+    # About their median (exact for ratings near it): a mean rounded at a large shared offset is off by an
+    # ulp of it, which spreads tiny beside the offset do not forgive.
+    median = np.median(values)
+    pairable, values = [u - median for u in pairable], values - median
+    observed = math.fsum(spread(u) / (u.size - 1) for u in pairable)
     expected = spread(values) / (values.size - 1)
-    if expected <= 0:
+    if expected <= 0:  # spreads under ~1e-154 square to nothing
         return None
     return float(1.0 - observed / expected)
 
@@ -80,8 +86,11 @@ class AlphaResamples:
         values = np.concatenate(pairable)
         starts = np.r_[0, np.cumsum(self.sizes.astype(np.int64))[:-1]]
         self.lows, self.highs = np.minimum.reduceat(values, starts), np.maximum.reduceat(values, starts)
-        self.means = np.array([math.fsum(u.tolist()) / u.size for u in pairable])
-        self.within = np.array([math.fsum(((u - m) ** 2).tolist()) for u, m in zip(pairable, self.means)])
+        # Ratings are read about their median, as in krippendorff_alpha_interval.
+        median = np.median(values)
+        shifted = [u - median for u in pairable]
+        self.means = np.array([math.fsum(u.tolist()) / u.size for u in shifted])
+        self.within = np.array([math.fsum(((u - m) ** 2).tolist()) for u, m in zip(shifted, self.means)])
         distinct, code = np.unique(values, return_inverse=True)
         owner = np.repeat(np.arange(self.count), self.sizes.astype(np.int64))
         self.counts = sparse.csr_matrix((np.ones(values.size), (owner, code)), shape=(self.count, distinct.size))

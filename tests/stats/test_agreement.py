@@ -2,6 +2,8 @@
 bootstrap against alpha on the resampled items written out."""
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -66,6 +68,41 @@ def test_krippendorff_alpha_matches_the_krippendorff_package() -> None:
 def test_krippendorff_alpha_undefined_cases() -> None:
     assert stats.krippendorff_alpha_interval([[1.0], [2.0]]) is None  # nothing pairable
     assert stats.krippendorff_alpha_interval([[3.0, 3.0], [3.0, 3.0]]) is None  # no variation
+
+
+@pytest.mark.parametrize("rating", [0.1, 1000001.1359892514, 1e15 / 3])
+def test_equal_ratings_that_no_mean_rounds_to_exactly_are_undefined(rating: float) -> None:
+    """Ten equal ratings whose rounded mean is not the rating itself leave a spread of ~1e-33, not none."""
+    for function in (stats.krippendorff_alpha_interval, stats.krippendorff_alpha_ordinal):
+        assert function([[rating, rating]] * 5) is None
+    assert np.isnan(agreement.bootstrap_alphas([np.array([rating, rating])] * 5, np.zeros((1, 5), int))).all()
+
+
+def _exact_alpha(units: list[list[float]]) -> float | None:
+    """Alpha's definition in rationals: every pair of values, no rounding until the end."""
+    units = [[Fraction(v) for v in u] for u in units if len(u) >= 2]
+    values = [v for u in units for v in u]
+    if not units or min(values) == max(values):
+        return None
+    observed = sum(sum((a - b) ** 2 for a in u for b in u) / (len(u) - 1) for u in units)
+    expected = sum((a - b) ** 2 for a in values for b in values) / (len(values) - 1)
+    return float(1 - observed / expected)
+
+
+_NEAR_AN_OFFSET = st.lists(st.lists(st.integers(-3, 3).map(lambda k: 1e6 + k * 2.0**-32), min_size=1, max_size=4),
+                           min_size=1, max_size=8)
+
+
+@settings(max_examples=100, deadline=None)
+@given(units=st.one_of(_NEAR_AN_OFFSET, st.lists(st.lists(st.floats(-1e6, 1e6).map(lambda v: round(v, 6)), min_size=1, max_size=4),
+                                                 min_size=1, max_size=8)))
+def test_krippendorff_alpha_is_its_definition_computed_exactly(units: list[list[float]]) -> None:
+    """Ratings a few ulps apart on an offset of 1e6 are as exact as any: alpha is read about their median."""
+    expected = _exact_alpha(units)
+    found = stats.krippendorff_alpha_interval(units)
+    assert (found is None) == (expected is None)
+    if expected is not None:
+        assert found == pytest.approx(expected, abs=1e-9)
 
 
 @pytest.mark.parametrize("offset", [0.0, 1e6, 1e8, 1e10, 1e14])
