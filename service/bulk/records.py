@@ -49,7 +49,10 @@ def read_object(raw: bytes) -> dict[str, Any]:
     except RepeatedKey as exc:
         raise ValueError(f"ambiguous JSON{f' at {exc.path}' if exc.path else ''}: {exc}") from None
     except (NotJson, NotFinite) as exc:
-        raise ValueError(f"not JSON ({f'{exc.path}: ' if exc.path else ''}{exc})") from None
+        cr_ended = b"\r" in raw.rstrip(b"\r\n")  # JSON's whitespace, so such a file parses as far as its first CR
+        raise ValueError(f"not JSON ({f'{exc.path}: ' if exc.path else ''}{exc})" + (
+            "; the line holds a bare CR: JSONL lines end in LF or CRLF, and a file whose lines end in CR alone "
+            "(save it with LF endings) is read as one line" if cr_ended else "")) from None
     except TooDeep:
         raise ValueError(f"nested deeper than {MAX_LINE_DEPTH} levels") from None
     except NotAnObject as exc:

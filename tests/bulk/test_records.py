@@ -181,6 +181,18 @@ def test_a_bulk_lines_repeated_key_and_long_number_are_named_with_their_path():
         read_object(b'{"n": [1, ' + b"9" * 4301 + b"]}")
 
 
+def test_a_file_whose_lines_end_in_cr_alone_is_named_as_such():
+    """Lines ended by CR alone read as one line (CR is JSON whitespace): the refusal says why and what to do;
+    CRLF lines and a CR inside a string's escapes are read as ever."""
+    from service.bulk.records import read_object
+
+    with pytest.raises(ValueError, match=r"^not JSON \(Extra data.*bare CR: JSONL lines end in LF or CRLF"):
+        read_object(b'{"response": "a"}\r{"response": "b"}\r')
+    with pytest.raises(ValueError, match=r"^not JSON \([^;]*\)$"):
+        read_object(b'{"response": "a"} x\r\n')
+    assert read_object(b'{"response": "a\\r"}\r\n') == {"response": "a\r"}
+
+
 def test_records_mark_training_items_and_replies_the_models_cannot_read(store, tmp_path):
     """As `dialscore score` marks training items and /score warns: a record says `trained` where its last turn
     and reply are one of the model's training items (a leading speaker tag aside), and `warning` where its
