@@ -175,7 +175,10 @@ def evaluate_section(entry: Mapping[str, Any]) -> str:
             "docs/evaluation.md)." + (f" Served as: {entry['served']}." if entry.get("served") else "")
             + " Where an item has several references, a referenced model is scored against each of the first four "
             "and keeps the best: its rule for several references, which `dialscore score` applies to a "
-            "`references` list.")
+            "`references` list."
+            + (" Beside Pearson r, its 95% interval: a percentile bootstrap drawing contexts whole, every reply "
+               "rated for one coming with it (1,000 resamples, seed 0; /correlate's `item_resampling: inputs`)."
+               if any("pearson_ci" in row for row in entry["item_level"].values()) else ""))
     header, rule = "| set | n | Pearson r | Spearman ρ | pairwise agreement (pairs) |", "|---|---|---|---|---|"
     if trivial:
         text += (" The last two columns are the trivial bars' Pearson r on each set, which a learned metric "
@@ -186,7 +189,8 @@ def evaluate_section(entry: Mapping[str, Any]) -> str:
     for name, row in entry["item_level"].items():
         pairwise = f"{cell(row['pairwise'])} ({row['pairs']})" if row.get("pairs") else "–"
         bars = "".join(f" {cell(trivial.get(name, {}).get(bar))} |" for bar in TRIVIAL_BARS) if trivial else ""
-        lines.append(f"| {name} | {row['n']} | {cell(row['pearson'])} | {cell(row['spearman'])} | {pairwise} |{bars}")
+        pearson = cell(row["pearson"]) + (" [{:.2f}, {:.2f}]".format(*row["pearson_ci"]) if row.get("pearson_ci") else "")
+        lines.append(f"| {name} | {row['n']} | {pearson} | {cell(row['spearman'])} | {pairwise} |{bars}")
     if entry.get("synthetic"):
         lines += ["", synthetic_line(entry["synthetic"])]
     lines += ["", EVALUATE_END]

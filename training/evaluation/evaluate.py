@@ -21,6 +21,7 @@ import numpy as np
 from service.config import PRECISION_ENV, load_settings
 from service.artifacts.runtime import Runtime, RuntimeSettings
 from service.scorers.base import Call, EncodeCache, Item, Scorer
+from service.stats.correlate import StatsInputError, correlate as correlate_body
 from service.stats.correlation import correlation
 from service.store.model_store import ModelStore
 from training.core import docs_section
@@ -43,6 +44,7 @@ log = logging.getLogger("training.evaluate")
 BEGIN, END = EVALUATE_BEGIN, EVALUATE_END  # its section of docs/evaluation.md and of every card
 MIN_SYSTEMS = 3
 BATCH = 256
+CI_RESAMPLES = 1000
 RUN_ENVIRONMENT = ("DIALSCORE_PROVIDERS", PRECISION_ENV)  # what sentence vectors depend on: named in the command
 
 
@@ -54,6 +56,7 @@ class Result:
     set: str
     n: int
     pearson: float | None = None
+    pearson_ci: list[float] | None = None  # 95%, contexts resampled (pearson_interval)
     spearman: float | None = None
     system_pearson: float | None = None
     system_spearman: float | None = None
@@ -71,6 +74,18 @@ def correlate(human: np.ndarray, scores: np.ndarray) -> tuple[float | None, floa
     """(Pearson r, p, Spearman rho, p) as /correlate computes them (its exact small-n p); None where undefined."""
     pearson, rho = (correlation(human, scores, method) for method in ("pearson", "spearman"))
     return pearson["r"], pearson["p"], rho["r"], rho["p"]
+
+
+def pearson_interval(human: np.ndarray, scores: np.ndarray, contexts: list[str]) -> list[float] | None:
+    """Pearson r's 95% percentile bootstrap interval as /correlate gives it with `item_resampling: inputs`:
+    contexts drawn whole, every reply rated for one coming with it (replies to one context are not
+    independent draws; ninth probe round). 1,000 resamples, seed 0; None where r is undefined."""
+    try:
+        body = correlate_body(human.tolist(), {"model": scores.tolist()}, methods=["pearson"], inputs=contexts,
+                              item_resampling="inputs", resamples=CI_RESAMPLES, seed=0)
+    except StatsInputError:  # too few items
+        return None
+    return body["metrics"]["model"]["item"]["pearson"]["ci"]
 
 
 def system_level(human: np.ndarray, scores: np.ndarray, systems: list[str]) -> tuple[float | None, float | None, int]:
@@ -124,6 +139,8 @@ def measured(result: Result, kept: list[JudgedItem], scores: np.ndarray) -> Resu
     result.scores = scores
     result.human = human
     result.pearson, _, result.spearman, _ = correlate(human, scores)
+    if result.pearson is not None:
+        result.pearson_ci = pearson_interval(human, scores, ["\n".join(i.context) for i in kept])
     result.pairwise, result.pairs = pairwise(kept, human, scores)
     result.has_reference = np.asarray([bool(i.references) for i in kept])
     result.reply_is_reference = np.asarray([is_reference_reply(i) for i in kept])
@@ -324,6 +341,7 @@ def card_entry(results: dict[str, Result], command: str, split: str, served: str
     """{command, split, served, item_level: {set: {pearson, spearman, n}}, synthetic} for the sets the model
     ran on (`check`: its synthetic check, where it took one)."""
     item_level = {name: {"pearson": _round(r.pearson), "spearman": _round(r.spearman), "n": r.n,
+                         **({"pearson_ci": [_round(v) for v in r.pearson_ci]} if r.pearson_ci else {}),
                          **({"pairwise": _round(r.pairwise), "pairs": r.pairs} if r.pairs >= MIN_PAIRS else {})}
                   for name, r in results.items() if not r.skipped}
     return {"command": command, "split": split, **({"served": served} if served else {}), "item_level": item_level,

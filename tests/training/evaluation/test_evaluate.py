@@ -35,6 +35,25 @@ def test_system_level_correlates_per_system_means():
     assert system_level(human, metric, ["a"] * 3 + ["b"] * 3)[:2] == (None, None)
 
 
+def test_pearsons_interval_draws_contexts_whole():
+    """Replies to one context come together: five copies of each of 30 items are 30 draws, not 150, and
+    their interval is as wide as the 30 items' own; an item bootstrap would narrow it by about sqrt(5)."""
+    from service.stats import correlate as correlate_body
+    from training.evaluation.evaluate import pearson_interval
+
+    rng = np.random.default_rng(1)
+    human = rng.normal(size=30)
+    metric = human + 2 * rng.normal(size=30)
+    alone = pearson_interval(human, metric, [str(i) for i in range(30)])
+    copied = pearson_interval(np.repeat(human, 5), np.repeat(metric, 5), [str(i) for i in np.repeat(range(30), 5)])
+    items = correlate_body(np.repeat(human, 5).tolist(), {"m": np.repeat(metric, 5).tolist()}, methods=["pearson"],
+                           resamples=1000, seed=0)["metrics"]["m"]["item"]["pearson"]["ci"]
+    assert alone[0] < stats.pearsonr(human, metric).statistic < alone[1]
+    assert copied[1] - copied[0] == pytest.approx(alone[1] - alone[0], rel=0.25)
+    assert items[1] - items[0] < 0.6 * (copied[1] - copied[0])
+    assert pearson_interval(human[:2], metric[:2], ["a", "b"]) is None  # too few items for r
+
+
 def test_write_section_rewrites_only_its_own_markers(tmp_path):
     doc = tmp_path / "evaluation.md"
     doc.write_text(f"# Evaluation\n\nintro\n\n{BEGIN}\nold\n{END}\n\n<!-- mh:begin -->\nkeep me\n<!-- mh:end -->\n")
@@ -92,18 +111,21 @@ def test_cards_get_the_figures_of_a_full_run(tmp_path):
     store = copy_store(tmp_path / "store", ("bleu4", "length"))
     results = {"holistic_eval": {"length": Result("length", "holistic_eval", 72, pearson=-0.54, spearman=-0.56),
                                  "bleu4": Result("bleu4", "holistic_eval", 0, skipped="needs a reference")},
-               "dstc7": {"length": Result("length", "dstc7", 3400, pearson=0.104, spearman=0.098),
+               "dstc7": {"length": Result("length", "dstc7", 3400, pearson=0.104, spearman=0.098,
+                                          pearson_ci=[0.0712345, 0.1361]),
                          "bleu4": Result("bleu4", "dstc7", 3290, pearson=0.076, spearman=0.057)}}
     check = synthetic.Agreement(0.6, {"random": 0.55, "hard": 0.65}, {"dailydialog": 0.6})
     assert write_cards(store, results, ["bleu4", "length"], "python -m training evaluate", "dev",
                        checks={"length": check}) == ["bleu4", "length"]
     card = read_manifest(store / "length").card["evaluate"]  # the manifest still verifies: artifacts untouched
-    assert card["item_level"]["dstc7"] == {"pearson": 0.104, "spearman": 0.098, "n": 3400}
+    assert card["item_level"]["dstc7"] == {"pearson": 0.104, "spearman": 0.098, "n": 3400,
+                                           "pearson_ci": [0.071235, 0.1361]}
     assert card["synthetic"] == {"mean": 0.6, "kinds": {"random": 0.55, "hard": 0.65}, "sources": {"dailydialog": 0.6}}
     assert set(read_manifest(store / "bleu4").card["evaluate"]["item_level"]) == {"dstc7"}  # skipped sets left out
     assert "synthetic" not in read_manifest(store / "bleu4").card["evaluate"]  # a referenced model takes no check
     readme = (store / "length" / "README.md").read_text()
-    assert "| holistic_eval | 72 | -0.540 | -0.560 |" in readme
+    assert "| holistic_eval | 72 | -0.540 | -0.560 |" in readme  # no interval: none shown
+    assert "| dstc7 | 3400 | 0.104 [0.07, 0.14] | 0.098 |" in readme and "contexts whole" in readme
     assert "mean 0.600; by kind random 0.550, hard 0.650; by source dailydialog 0.600." in readme
     write_cards(store, results, ["length"], "python -m training evaluate", "dev")  # a rerun replaces, never appends
     assert (store / "length" / "README.md").read_text().count("holistic_eval") == 1
