@@ -17,6 +17,7 @@ import numpy as np
 from scipy import stats as sps
 
 from service.cli.intervals import IntervalSettings
+from service.stats.bootstrap import TIE_ULPS
 from service.stats.human_eval import mean_interval as t_interval
 from service.stats.significance import holm
 
@@ -31,7 +32,9 @@ def compare(a: Mapping[str, float], b: Mapping[str, float], settings: IntervalSe
     found: dict[str, Any] = {"n": len(keys), "delta": float((x - y).mean()) if keys else None, "ci": None, "p": None}
     if len(keys) < 2:
         return {**found, "reason": "fewer than two inputs both systems answered"}
-    if np.ptp(x - y) == 0:
+    # Differences spread by no more than rounding are one value (.3 - .1 and .5 - .3 differ in the last place):
+    # t would be rounding over rounding, a p near 1e-32 that also joins the Holm family.
+    if np.ptp(x - y) <= TIE_ULPS * np.finfo(np.float64).eps * np.abs(np.r_[x, y]).max():
         return {**found, "ci": [found["delta"]] * 2 if settings.enabled else None,
                 "reason": "the differences never vary: no t-test"}
     # ttest_rel's own numbers, from the differences: it warns of precision loss on nearly equal scores

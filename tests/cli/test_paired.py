@@ -74,3 +74,13 @@ def test_score_compares_systems_matched_by_a_field_in_jsonl_and_csv(tmp_path, ca
     assert "kept" not in read(out)[0]  # read to pair the lines, not copied into the records
     assert score(store, str(source), "--models", "length", "--output", str(out), "--paired-by", "nope") == 0
     assert "no scored line of a system has the field --paired-by nope" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ({"x": 0.3, "y": 0.5}, {"x": 0.1, "y": 0.3}),  # differences .19999999999999998 and .2: one value, rounded
+    ({"x": 0.3, "y": 0.6, "z": 0.9}, {"x": 0.1, "y": 0.4, "z": 0.7}),
+])
+def test_differences_equal_but_for_rounding_never_vary(a: dict[str, float], b: dict[str, float]) -> None:
+    found = compare(a, b, IntervalSettings())
+    assert found["p"] is None and "never vary" in found["reason"]
+    assert found["ci"] == [found["delta"]] * 2 and found["delta"] == pytest.approx(0.2, abs=1e-15)
