@@ -189,8 +189,7 @@ def evaluate_section(entry: Mapping[str, Any]) -> str:
     for name, row in entry["item_level"].items():
         pairwise = f"{cell(row['pairwise'])} ({row['pairs']})" if row.get("pairs") else "–"
         bars = "".join(f" {cell(trivial.get(name, {}).get(bar))} |" for bar in TRIVIAL_BARS) if trivial else ""
-        pearson = cell(row["pearson"]) + (" [{:.2f}, {:.2f}]".format(*row["pearson_ci"]) if row.get("pearson_ci") else "")
-        lines.append(f"| {name} | {row['n']} | {pearson} | {cell(row['spearman'])} | {pairwise} |{bars}")
+        lines.append(f"| {name} | {row['n']} | {pearson_cell(row)} | {cell(row['spearman'])} | {pairwise} |{bars}")
     if entry.get("synthetic"):
         lines += ["", synthetic_line(entry["synthetic"])]
     lines += ["", EVALUATE_END]
@@ -216,3 +215,8 @@ def degenerate_section(shares: Mapping[str, float]) -> str:
 def cell(value: float | None) -> str:
     """A correlation in a card's table: three decimals, "–" where undefined."""
     return "–" if value is None else f"{value:.3f}"
+
+
+def pearson_cell(row: Mapping[str, Any]) -> str:
+    """A row's Pearson r, with its interval where the row has one (`pearson_ci`, evaluate's)."""
+    return cell(row.get("pearson")) + (" [{:.2f}, {:.2f}]".format(*row["pearson_ci"]) if row.get("pearson_ci") else "")

@@ -12,7 +12,7 @@ import numpy as np
 
 from service.artifacts.manifest import Manifest, read_manifest
 from service.artifacts.manifest import update_card as update_manifest_card
-from training.core.card import Templates, cell, manifest_figures, paragraphs, render, render_fields, write_card
+from training.core.card import Templates, cell, manifest_figures, pearson_cell, paragraphs, render, render_fields, write_card
 from training.data.judgements import ALIASES, SETS, TRAINING_SETS
 
 ENCODER = "minilm-l6"
@@ -92,9 +92,12 @@ def tables(card: Mapping[str, Any]) -> str:
         lines = ["### Measured correlations (development split, `training.data.judgements`)", "",
                  "| set | n | Pearson r | Spearman rho |", "|---|---|---|---|"]
         for name, row in correlations.items():
-            lines.append(f"| {name} | {row.get('n', '')} | {cell(row.get('pearson'))} | {cell(row.get('spearman'))} |")
+            lines.append(f"| {name} | {row.get('n', '')} | {pearson_cell(row)} | {cell(row.get('spearman'))} |")
         if card.get("correlations_command"):
             lines += ["", f"Measured with `{card['correlations_command']}`."]
+        if any(row.get("pearson_ci") for row in correlations.values()):
+            lines[-1] += (" Beside Pearson r, its 95% interval: a percentile bootstrap drawing contexts whole "
+                          "(1,000 resamples, seed 0).")
         parts.append("\n".join(lines))
     if card.get("search"):
         lines = ["### Context encoding: what was tried (mean dev Pearson over the sets it is measured on)", "",

@@ -74,8 +74,9 @@ def document(item_level: Rows, sets: list[str], command: str, split: str) -> dic
 
 
 def served_correlations(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """A card's `correlations` from the served model's figures: {set: {pearson, spearman, n}}."""
-    return {name: {key: row[key] for key in ("pearson", "spearman", "n")} for name, row in rows.items()}
+    """A card's `correlations` from the served model's figures: {set: {pearson, spearman, n, pearson_ci?}}."""
+    return {name: {key: row[key] for key in ("pearson", "spearman", "n", "pearson_ci") if key in row}
+            for name, row in rows.items()}
 
 
 def training_run(correlations: Any, command: str | None) -> dict[str, Any]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from service.artifacts.manifest import read_manifest
 from tests.conftest import copy_store
+from training.core.card import pearson_cell
 from training.evaluation.evaluate import BEGIN, END
 from training.core.turn_cards import update_card
 
@@ -16,7 +17,7 @@ def test_a_card_change_keeps_the_section_evaluate_wrote(tmp_path) -> None:
     text = (cosine / "README.md").read_text(encoding="utf-8")
     assert BEGIN in text and END in text and "- empty: 50.0%" in text
     dstc7 = entry["item_level"]["dstc7"]
-    assert f"| dstc7 | {dstc7['n']} | {dstc7['pearson']:.3f} |" in text
+    assert f"| dstc7 | {dstc7['n']} | {pearson_cell(dstc7)} |" in text
     # a trained head's README has its own correlation table; evaluate's is not repeated there
     update_card(store / "autojudge-minilm", degenerate={"empty": 0.5})
     assert BEGIN not in (store / "autojudge-minilm" / "README.md").read_text(encoding="utf-8")
