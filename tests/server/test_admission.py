@@ -203,3 +203,49 @@ def test_a_body_far_larger_than_any_measured_starts_on_a_free_thread_and_is_meas
     assert admission.offer(Ticket("/score", 1_000_000, 2.0, 12.0, model="length"), 2.0) is None
     twice = Ticket("/score", 300, 3.0, 3.001, model="length")  # a body within a size class of 120 bytes': estimated
     assert admission.measured(twice, 3.0) and admission.offer(twice, 3.0) is not None
+
+
+def test_next_wake_is_a_measured_kinds_latest_start_and_any_other_kinds_deadline():
+    """The loop sleeps until `due` would drop something: a measured kind's deadline less its expected time, a
+    kind not measured its deadline; at that deadline it is dropped, so the loop is not woken again for it."""
+    admission = Admission(threads=1, max_queue=4)
+    _measured(admission, 0.5)
+    blocker = _ticket(1.0, 100.0)
+    assert admission.offer(blocker, 1.0) is None and admission.due(1.0)[0] == [blocker]
+    measured = Ticket("/rerank", 5000, 1.0, 9.0)
+    assert admission.offer(measured, 1.0) is None
+    assert admission.next_wake(1.0) == pytest.approx(8.5)
+    unmeasured = Ticket("/score", 5000, 1.0, 8.8)  # expected 1 s (UNMEASURED_S), yet woken for at its deadline
+    assert admission.offer(unmeasured, 1.0) is None
+    assert admission.next_wake(1.0) == pytest.approx(8.5)
+    assert admission.due(8.0) == ([], [])
+    started, dropped = admission.due(8.8)  # exactly the unmeasured one's deadline
+    assert started == [] and [t for t, _ in dropped] == [measured, unmeasured]
+    assert admission.next_wake(8.8) is None
+
+
+def test_next_wake_is_never_before_now_where_deadline_less_expected_rounds_below_it():
+    """7.9 + 0.7 == 8.6 in floats, yet 8.6 - 0.7 < 7.9: a request that can still finish exactly at its
+    deadline is kept, and its wake-up time is now, not a step in the past."""
+    admission = Admission(threads=1, max_queue=4)
+    _measured(admission, 0.7)
+    blocker = _ticket(1.0, 100.0)
+    assert admission.offer(blocker, 1.0) is None and admission.due(1.0)[0] == [blocker]
+    edge = Ticket("/rerank", 5000, 1.0, 8.6)
+    assert admission.offer(edge, 1.0) is None
+    assert 7.9 + admission.expected(edge) == edge.deadline and edge.deadline - admission.expected(edge) < 7.9
+    assert admission.due(7.9) == ([], [])  # it can still finish by its deadline
+    assert admission.next_wake(7.9) == 7.9
+
+
+def test_a_kind_is_measured_for_remeasure_s_and_for_bodies_up_to_one_size_class_past_its_largest():
+    from service.server.admission import REMEASURE_S
+
+    admission = Admission(threads=1, max_queue=4)
+    ticket = Ticket("/score", 64, 0.0, 100.0)  # size class 7
+    assert admission.offer(ticket, 0.0) is None and admission.due(0.0)[0] == [ticket]
+    admission.finished(ticket, 0.5)
+    assert admission.measured(Ticket("/score", 255, 1.0, 100.0), 1.0)  # class 8
+    assert not admission.measured(Ticket("/score", 511, 1.0, 100.0), 1.0)  # class 9: 64 bytes' time says little
+    assert admission.measured(Ticket("/score", 64, 1.0, 100.0), 0.5 + REMEASURE_S)
+    assert not admission.measured(Ticket("/score", 64, 1.0, 100.0), 0.5 + REMEASURE_S + 0.01)
