@@ -236,6 +236,9 @@ def test_score_names_each_models_training_items_and_models_says_which_it_checks(
     one = client.post("/score", json={"model": "length", "items": items[1:], "on_invalid": "skip"}).get_json()
     assert one["trained"] == [1]
     assert "trained" not in client.post("/score", json={"model": "length", "items": items[1:2]}).get_json()
+    invalid = {"context": ["hi"], "response": 5}  # skipped: `trained` counts the request's positions, not the kept
+    skipped = client.post("/score", json={"model": "length", "items": [invalid, *items], "on_invalid": "skip"})
+    assert skipped.status_code == 200 and skipped.get_json()["trained"] == [1, 3]
     described = {m["name"]: m["trained_items"] for m in client.get("/models").get_json()["models"]}
     assert described == {"bleu4": None, "length": {"keys": 1, "unit": trained_items_unit(), "split": "train",
                                                    "sets": {"a-set": 1}}}

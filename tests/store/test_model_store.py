@@ -328,3 +328,22 @@ def test_a_component_failing_from_a_bug_is_logged_with_its_traceback_its_depende
     failed = {r.getMessage().split()[1]: r for r in caplog.records if "is not served" in r.getMessage()}
     assert failed["minilm-l6"].exc_info  # the bug's traceback
     assert failed["minilm-cosine"].exc_info is None  # "needs component(s)": a ManifestError
+
+
+def test_models_lists_what_a_models_training_keys_come_from_including_its_pairs(tmp_path):
+    """GET /models' `trained_items`: the key count and the manifest's unit, split, sets and pairs (the unrated
+    (turn, reply) streams whose judged items are flagged too), never the file's name."""
+    from service.app import create_app
+    from service.store import trained_items
+    from tests.conftest import with_trained_items
+
+    root = copy_store(tmp_path / "store", ("length",))
+    with_trained_items(root, "length", [(["hi"], "hello"), (["how are you?"], "fine.")])
+    text = json.loads(_manifest(root, "length").read_text())
+    pairs = {"sets": {"a-set": 3}, "sources": ["dailydialog"]}
+    text["trained_items"]["pairs"] = pairs
+    _manifest(root, "length").write_text(json.dumps(text))
+    client = create_app({"model_store": root, "load_sync": True}).test_client()
+    [listed] = client.get("/models").get_json()["models"]
+    assert listed["trained_items"] == {"keys": 2, "unit": trained_items.UNIT, "split": "train",
+                                       "sets": {"a-set": 2}, "pairs": pairs}

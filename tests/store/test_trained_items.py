@@ -25,6 +25,12 @@ def test_the_key_is_the_last_turn_and_reply_under_any_spelling() -> None:
     assert not keys.holds([], "oh no , what happened ?")
 
 
+def test_a_model_with_no_keys_holds_no_line() -> None:
+    """A keys file may be empty (a model whose sources share no item with the judged sets)."""
+    empty = trained_items.TrainedItems("m", np.array([], dtype=np.uint64), {})
+    assert not empty.holds(["hi"], "hello") and not empty.holds([], "")
+
+
 def test_the_service_and_trainings_loose_keys_are_one_function_and_the_split_key_is_not_it() -> None:
     assert keys.match_key is text.match_key
     context = ["Hello there!", "Don't you think it’s   late?"]
@@ -53,7 +59,7 @@ def test_a_keys_file_that_is_not_sorted_distinct_hashes_is_refused(tmp_path) -> 
     store = copy_store(tmp_path / "store", ("length",))
     folder = store / "length"
     assert trained_items.load(folder) is None  # a baseline ships no keys
-    for values in (np.array([3, 2], np.uint64), np.array([1.0, 2.0])):
+    for values in (np.array([3, 2], np.uint64), np.array([2, 2], np.uint64), np.array([1.0, 2.0])):
         write_keys(folder, values, {"file": trained_items.FILE, "unit": trained_items.UNIT})
         with pytest.raises(ManifestError, match="sorted 1-d uint64"):
             trained_items.load(folder)
@@ -63,7 +69,8 @@ def test_a_keys_file_that_is_not_sorted_distinct_hashes_is_refused(tmp_path) -> 
     ("A: excuse me", "excuse me"), ("User 1: hi there", "hi there"), ("  Bot: fine", "fine"),
     ("Speaker A:  ok", "ok"), ("Person B : yes", "yes"), ("user: hi", "hi"), ("b: sure", "sure"),
     ("The answer is: no", "The answer is: no"), ("I would say: yes.", "I would say: yes."),
-    ("12:30 works for me", "12:30 works for me"), ("well: maybe", "well: maybe"), ("B:no space", "B:no space")])
+    ("12:30 works for me", "12:30 works for me"), ("well: maybe", "well: maybe"), ("B:no space", "B:no space"),
+    ("my grade in Math: an A", "my grade in Math: an A"), ("see Chapter 2: the end", "see Chapter 2: the end")])
 def test_a_speaker_tag_is_a_name_or_a_role_before_a_colon_not_any_phrase(turn: str, plain: str) -> None:
     """A line's turns match a training item with or without a tag, so a tag read too widely would mark
     another reply ("I would say: yes." for "yes.") as a training item."""
