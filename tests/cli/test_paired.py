@@ -34,6 +34,7 @@ def test_a_pair_without_a_test_says_why() -> None:
     assert compare({"x": 1.0}, {"x": 2.0, "y": 3.0}, IntervalSettings())["reason"].startswith("fewer than two")
     steady = compare({"x": 1.0, "y": 2.0}, {"x": 0.5, "y": 1.5}, IntervalSettings())
     assert steady["delta"] == 0.5 and steady["ci"] == [0.5, 0.5] and steady["p"] is None and "never vary" in steady["reason"]
+    assert compare({"x": 1.0, "y": 2.0}, {"x": 0.5, "y": 1.5}, IntervalSettings(enabled=False))["ci"] is None
 
 
 def test_every_pair_of_systems_per_model_with_holm_over_the_models_pairs() -> None:
@@ -43,6 +44,15 @@ def test_every_pair_of_systems_per_model_with_holm_over_the_models_pairs() -> No
     assert [(r["a"], r["b"], r["n"]) for r in rows] == [("s1", "s2", 3), ("s1", "s3", 3), ("s2", "s3", 3)]
     assert rows[0]["delta"] == pytest.approx(np.mean([2.0 - 1.0, 2.0 - 1.5, 4.0 - 2.5]))  # s1's "a" averaged
     assert [r["p_holm"] for r in rows] == pytest.approx(holm([r["p"] for r in rows]).tolist())
+
+
+def test_holm_adjusts_over_the_tested_pairs_only() -> None:
+    """A pair whose differences never vary has no p: it has no p_holm, and the others are adjusted over two pairs."""
+    scores = {"m": {"s1": {"a": [1.0], "b": [2.0], "c": [3.0]}, "s2": {"a": [0.5], "b": [1.5], "c": [2.5]},
+                    "s3": {"a": [0.0], "b": [0.9], "c": [0.4]}}}
+    steady, *tested = compare_systems(scores, ["s1", "s2", "s3"], IntervalSettings())["m"]
+    assert steady["p"] is None and "p_holm" not in steady and "never vary" in steady["reason"]
+    assert [r["p_holm"] for r in tested] == pytest.approx(holm([r["p"] for r in tested]).tolist())
 
 
 def test_score_compares_systems_matched_by_a_field_in_jsonl_and_csv(tmp_path, capsys) -> None:
@@ -84,3 +94,20 @@ def test_differences_equal_but_for_rounding_never_vary(a: dict[str, float], b: d
     found = compare(a, b, IntervalSettings())
     assert found["p"] is None and "never vary" in found["reason"]
     assert found["ci"] == [found["delta"]] * 2 and found["delta"] == pytest.approx(0.2, abs=1e-15)
+
+
+def test_a_line_a_model_could_not_score_is_left_out_of_its_pairs_only(tmp_path, capsys) -> None:
+    """bleu4 cannot score a line without a reference (null score, --on-invalid skip): that input is not one both
+    systems answered for bleu4, and still is for length."""
+    store = copy_store(tmp_path / "store", ("length", "bleu4"))
+    lines = [{"id": f"q{k}", "system": system, "context": ["hi"], "response": text, "reference": "a long reply"}
+             for system, texts in {"bot-a": ["a long reply", "yes it is", "we swam in the lake"],
+                                   "bot-b": ["a reply", "yes", "we swam"]}.items() for k, text in enumerate(texts)]
+    del lines[-1]["reference"]
+    source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(line) for line in lines])
+    out = tmp_path / "scores.jsonl"
+    assert score(store, str(source), "--models", "length", "bleu4", "--output", str(out), "--paired-by", "id",
+                 "--on-invalid", "skip", "--json") == 0
+    pairs = json.loads(capsys.readouterr().out)["paired"]["pairs"]
+    assert read(out)[-1]["scores"]["bleu4"] is None
+    assert (pairs["length"][0]["n"], pairs["bleu4"][0]["n"]) == (3, 2)
