@@ -117,3 +117,19 @@ def test_the_runtime_settings_of_the_service_reach_the_bulk_scorer(store_root, t
     assert args.max_line_bytes == 1 << 20  # a line may be as large as a request body
     monkeypatch.setenv("DIALSCORE_MAX_BODY_BYTES", "4096")
     assert cli._parse_args(["--model", "length", "--input", "i", "--output", "o"]).max_line_bytes == 4096
+
+
+def test_cli_marks_and_counts_training_items_and_unreadable_replies(store_root, tmp_path):
+    """The command reads the model's shipped keys and DIALSCORE_NOT_ENGLISH_CONFIDENCE, as `dialscore score` does."""
+    from tests.conftest import copy_store, with_trained_items
+
+    root = copy_store(tmp_path / "store", ("length",))
+    with_trained_items(root, "length", [(GOOD[0]["context"], GOOD[0]["response"])])
+    source = write_lines(tmp_path / "in.jsonl", encoded([GOOD[0], GOOD[1], {**GOOD[2], "response": "  "}]))
+    done = subprocess.run(_cli("--model", "length", "--input", str(source), "--output", str(tmp_path / "o.jsonl")),
+                          env=_env(root), capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    summary = json.loads(done.stdout)
+    assert summary["trained"] == 1 and summary["warnings_by_code"] == {"empty": 1}
+    records = read_output(tmp_path / "o.jsonl")
+    assert [r.get("trained") for r in records] == [True, None, None] and records[2]["warning"]["code"] == "empty"

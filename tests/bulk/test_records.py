@@ -223,3 +223,17 @@ def test_a_references_list_in_bulk_says_which_command_reads_it(store):
     line = json.dumps({"context": ["hi"], "response": "hello", "references": ["hey", "hi there"]}).encode()
     with pytest.raises(BadLine, match="`dialscore score` reads a `references` list"):
         parse_line(line, store.get("bleu4"))
+
+
+def test_line_checks_pass_over_a_whole_dialogue_and_count_each_warning(store, tmp_path):
+    """A dialogue (mh's items) has no last turn and reply to look up or warn of; a run counts every warned line."""
+    from service.bulk.records import LineChecks
+    from service.scorers.base import Dialogue, Turn
+    from service.store.trained_items import TrainedItems, hashes, item_key
+
+    checks = LineChecks(TrainedItems("mh", hashes([item_key(["hi"], "hello")]), {}), 0.5)
+    assert checks.of(Dialogue([Turn("user", "hi"), Turn("bot", "hello")])) == {}
+    source = write_lines(tmp_path / "in.jsonl", encoded([{**GOOD[1], "response": reply} for reply in ("", " ", "ok")]))
+    with open(source, "rb") as handle:
+        counts = bulk.run(store.get("length"), handle, tmp_path / "out.jsonl", checks=LineChecks(None, 0.5))
+    assert counts.warnings == {"empty": 2} and counts.scored == 3

@@ -369,14 +369,14 @@ def test_a_training_item_is_flagged_in_any_spelling_and_another_reply_to_its_tur
 def test_lines_whose_reply_the_models_cannot_read_carry_the_warning_api_gives(tmp_path, capsys) -> None:
     store = copy_store(tmp_path / "store", ("length",))
     lines = [{"context": ["how are you?"], "response": reply}
-             for reply in ("   ", "Я в порядке, спасибо, а ты?", "🙂🙂", "fine thanks")]
+             for reply in ("   ", "Я в порядке, спасибо, а ты?", "🙂🙂", "fine thanks", "")]
     source = write_jsonl(tmp_path / "in.jsonl", [json.dumps(line) for line in lines])
     out = tmp_path / "scores.jsonl"
     assert score(store, str(source), "--models", "length", "--output", str(out), "--json") == 0
     captured = capsys.readouterr()
-    assert [r.get("warning", {}).get("code") for r in read(out)] == ["empty", "not_english", "no_words", None]
-    assert json.loads(captured.out)["warnings"] == {"empty": 1, "not_english": 1, "no_words": 1}
-    assert "warning: 3 lines have replies the models cannot read (empty 1, no_words 1, not_english 1)" in captured.err
+    assert [r.get("warning", {}).get("code") for r in read(out)] == ["empty", "not_english", "no_words", None, "empty"]
+    assert json.loads(captured.out)["warnings"] == {"empty": 2, "not_english": 1, "no_words": 1}
+    assert "warning: 4 lines have replies the models cannot read (empty 2, no_words 1, not_english 1)" in captured.err
 
 
 def test_a_training_item_a_model_could_not_score_is_not_counted_as_scored(tmp_path, capsys) -> None:
