@@ -580,3 +580,5 @@ def test_alphas_drawn_a_chunk_at_a_time_are_the_whole_draws(monkeypatch: pytest.
     whole = correlate(ratings, {"good": GOOD.tolist()}, resamples=300, seed=4)["agreement"]
     monkeypatch.setattr(module, "_ALPHA_CHUNK_CELLS", 40 * 7)  # 7 rows a chunk, the last one shorter
     assert correlate(ratings, {"good": GOOD.tolist()}, resamples=300, seed=4)["agreement"] == whole
+    monkeypatch.setattr(module, "_ALPHA_CHUNK_CELLS", 1)  # less than a row: a row at a time
+    assert correlate(ratings, {"good": GOOD.tolist()}, resamples=300, seed=4)["agreement"] == whole

@@ -78,6 +78,25 @@ def test_spearman_p_of_perfect_ranks_is_two_over_n_factorial(n: int) -> None:
     assert stats.correlation(x, near, "spearman")["p"] == 2 / 10_000
 
 
+def test_spearman_p_past_the_permutation_range_is_never_below_two_over_n_factorial() -> None:
+    """Above 50 items p is scipy's t, which is 0 (or far below any pairing's p) for perfect ranks."""
+    x = np.arange(60, dtype=float)
+    for y in (x ** 3, -x):
+        assert stats.correlation(x, y, "spearman")["p"] == pytest.approx(2 / math.factorial(60), rel=1e-9, abs=0)
+
+
+def test_one_sampled_pairing_as_extreme_is_not_the_floor() -> None:
+    """At the floor no sampled pairing reaches the observed one; one that does gives (1 + 1) x 2 / (B + 1), a
+    p with a Monte Carlo error."""
+    from service.stats.correlation import _sampled_pairings_p
+
+    null = np.zeros(9_999, dtype=np.int64)
+    assert _sampled_pairings_p(null, 5) == (2 / 10_000, None, True)
+    null[0] = 5
+    p, mc_se, at_floor = _sampled_pairings_p(null, 5)
+    assert p == 4 / 10_000 and mc_se is not None and not at_floor
+
+
 @pytest.mark.parametrize(
     ("x", "y"),
     [
