@@ -72,3 +72,41 @@ def test_workers_compiling_into_one_cache_take_turns(tmp_path: Path) -> None:
         fcntl.flock(held, fcntl.LOCK_UN)
     load.join(timeout=120)
     assert [session.compute for session in loaded] == [openvino.inference_precision(runtime.flags)]
+
+
+def test_a_compile_lock_excludes_another_compile_lock(tmp_path: Path) -> None:
+    """Two workers' loads each take the lock (flock locks of two opens exclude each other, even in one process):
+    a shared lock would let both write the same blob at once."""
+    import threading
+
+    from service.artifacts import openvino
+
+    entered = threading.Event()
+
+    def second() -> None:
+        with openvino.compiling(tmp_path):
+            entered.set()
+
+    with openvino.compiling(tmp_path):
+        waiting = threading.Thread(target=second)
+        waiting.start()
+        assert not entered.wait(0.5), "a second compile entered while the first held the lock"
+    waiting.join(timeout=10)
+    assert entered.is_set()
+
+
+def test_without_a_writable_cache_openvino_still_compiles(tmp_path: Path) -> None:
+    """With no cache to share (DIALSCORE_OPENVINO_CACHE_DIR unwritable) there is nothing to lock: each worker
+    compiles for itself on OpenVINO, not on the CPU EP."""
+    from service.artifacts import openvino
+    from service.artifacts.runtime import Runtime, RuntimeSettings
+
+    with openvino.compiling(None):
+        pass
+    if not found().usable:
+        pytest.skip(f"OpenVINO: {found().reason}")
+    (tmp_path / "a-file").write_text("")
+    runtime = Runtime(RuntimeSettings(providers=(openvino.EP, "CPUExecutionProvider"), intra_op_threads=1,
+                                      openvino_cache_dir=str(tmp_path / "a-file" / "cache")))
+    session = runtime.encoder_session(MODEL_STORE / "minilm-l6" / "encoder-int8.onnx", weights="int8-float")
+    assert session.compute == openvino.inference_precision(runtime.flags)
