@@ -249,3 +249,25 @@ def test_a_kind_is_measured_for_remeasure_s_and_for_bodies_up_to_one_size_class_
     assert not admission.measured(Ticket("/score", 511, 1.0, 100.0), 1.0)  # class 9: 64 bytes' time says little
     assert admission.measured(Ticket("/score", 64, 1.0, 100.0), 0.5 + REMEASURE_S)
     assert not admission.measured(Ticket("/score", 64, 1.0, 100.0), 0.5 + REMEASURE_S + 0.01)
+
+
+def test_a_free_thread_is_no_queue_place_for_a_second_new_kind_offered_before_due():
+    """Two requests of a kind not measured, offered before `due` starts the first: the first has the free
+    thread, the second meets the queue's bound (here none)."""
+    admission = Admission(threads=1, max_queue=0)
+    assert admission.offer(_ticket(0.0, 60.0), 0.0) is None
+    refusal = admission.offer(_ticket(0.0, 60.0), 0.0)
+    assert refusal is not None and refusal.details["max_queue"] == 0 and len(admission.queue) == 1
+
+
+def test_a_long_run_that_started_soon_after_the_last_measurement_is_averaged_in():
+    """Only a request that started REMEASURE_S after its kind's last measurement replaces the average: one that
+    started within it and ran long is one more measurement."""
+    from service.server.admission import SMOOTHING
+
+    admission = Admission(threads=1, max_queue=4)
+    _measured(admission, 0.5)
+    long = _ticket(5.0, 100.0)
+    assert admission.offer(long, 5.0) is None and admission.due(5.0)[0] == [long]
+    admission.finished(long, 16.0)  # 11 s, ending more than REMEASURE_S after the last measurement
+    assert admission.expected(long) == pytest.approx((1 - SMOOTHING) * 0.5 + SMOOTHING * 11.0)
