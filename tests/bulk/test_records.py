@@ -108,6 +108,10 @@ def test_a_file_that_opens_with_a_byte_order_mark_scores_its_first_line(store, t
     with open(source, "rb") as handle:
         counts = bulk.run(store.get("bleu4"), handle, tmp_path / "out.jsonl")
     assert counts.errors == 0 and "score" in read_output(tmp_path / "out.jsonl")[0]
+    from service.bulk.records import parse_line
+
+    with pytest.raises(ValueError, match="^empty line$"):  # a mark alone is an empty line, not a JSON error
+        parse_line(b"\xef\xbb\xbf  ", store.get("bleu4"))
 
 
 def test_bulk_refuses_a_missing_reference_exactly_where_the_api_does(store):
@@ -237,3 +241,28 @@ def test_line_checks_pass_over_a_whole_dialogue_and_count_each_warning(store, tm
     with open(source, "rb") as handle:
         counts = bulk.run(store.get("length"), handle, tmp_path / "out.jsonl", checks=LineChecks(None, 0.5))
     assert counts.warnings == {"empty": 2} and counts.scored == 3
+
+
+def test_records_carry_each_lines_details_where_the_model_gives_them(store, monkeypatch):
+    """Details (ruber's `components`) go with their own line's record, in a batch and line by line after
+    the batch failed."""
+    from service.bulk.records import score_batch
+    from service.scorers.base import ScoreBatch
+
+    scorer = store.get("length")
+    batch = list(enumerate(encoded(GOOD), start=1))
+
+    def score(items, options, cache):
+        return ScoreBatch([float(len(i.response)) for i in items], [{"chars": len(i.response)} for i in items])
+
+    monkeypatch.setattr(scorer, "score", score)
+    records = score_batch(batch, scorer, {})
+    assert [r["details"] for r in records] == [{"chars": len(item["response"])} for item in GOOD]
+
+    def one_at_a_time(items, options, cache):
+        if len(items) > 1:
+            raise RuntimeError("a batch failure")
+        return score(items, options, cache)
+
+    monkeypatch.setattr(scorer, "score", one_at_a_time)
+    assert score_batch(batch, scorer, {}) == records
