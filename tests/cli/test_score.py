@@ -468,6 +468,9 @@ def test_a_model_with_no_flagged_line_is_said_to_be_checked_against_its_keys_onl
     [line] = trained_lines(Summary(), [TrainedItems("ruber", np.array([], dtype=np.uint64), about)], exclude=False)
     assert line.startswith("ruber: no line matched its training keys") and "their other pairs are not checked" in line
     assert "a context joined into one turn is not" in line
+    about = {"split": "train", "sets": {"a-set": 3}, "pairs": {"sources": ["dialogues"], "sets": {}}}
+    [line] = trained_lines(Summary(), [TrainedItems("adem", np.array([], dtype=np.uint64), about)], exclude=False)
+    assert "its train partition of a-set" in line and "pairs" not in line  # no judged item among its pairs
 
 
 def test_a_line_scores_alike_in_any_canonically_equivalent_spelling(baseline_store, tmp_path) -> None:
