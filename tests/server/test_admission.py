@@ -205,13 +205,19 @@ def test_a_body_far_larger_than_any_measured_starts_on_a_free_thread_and_is_meas
     assert admission.measured(twice, 3.0) and admission.offer(twice, 3.0) is not None
 
 
+def _one_thread_busy(measured_s: float) -> Admission:
+    """One thread, taken by a long request; the kind `/rerank` measured at `measured_s` seconds."""
+    admission = Admission(threads=1, max_queue=4)
+    _measured(admission, measured_s)
+    blocker = _ticket(1.0, 100.0)
+    assert admission.offer(blocker, 1.0) is None and admission.due(1.0)[0] == [blocker]
+    return admission
+
+
 def test_next_wake_is_a_measured_kinds_latest_start_and_any_other_kinds_deadline():
     """The loop sleeps until `due` would drop something: a measured kind's deadline less its expected time, a
     kind not measured its deadline; at that deadline it is dropped, so the loop is not woken again for it."""
-    admission = Admission(threads=1, max_queue=4)
-    _measured(admission, 0.5)
-    blocker = _ticket(1.0, 100.0)
-    assert admission.offer(blocker, 1.0) is None and admission.due(1.0)[0] == [blocker]
+    admission = _one_thread_busy(0.5)
     measured = Ticket("/rerank", 5000, 1.0, 9.0)
     assert admission.offer(measured, 1.0) is None
     assert admission.next_wake(1.0) == pytest.approx(8.5)
@@ -227,10 +233,7 @@ def test_next_wake_is_a_measured_kinds_latest_start_and_any_other_kinds_deadline
 def test_next_wake_is_never_before_now_where_deadline_less_expected_rounds_below_it():
     """7.9 + 0.7 == 8.6 in floats, yet 8.6 - 0.7 < 7.9: a request that can still finish exactly at its
     deadline is kept, and its wake-up time is now, not a step in the past."""
-    admission = Admission(threads=1, max_queue=4)
-    _measured(admission, 0.7)
-    blocker = _ticket(1.0, 100.0)
-    assert admission.offer(blocker, 1.0) is None and admission.due(1.0)[0] == [blocker]
+    admission = _one_thread_busy(0.7)
     edge = Ticket("/rerank", 5000, 1.0, 8.6)
     assert admission.offer(edge, 1.0) is None
     assert 7.9 + admission.expected(edge) == edge.deadline and edge.deadline - admission.expected(edge) < 7.9
