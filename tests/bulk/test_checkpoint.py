@@ -49,6 +49,20 @@ def test_a_resume_from_another_input_is_refused_and_a_grown_input_goes_on(store,
     assert "no input checkpoint" in caplog.text
 
 
+def test_a_rerun_of_a_finished_output_with_its_input_scores_nothing_and_succeeds(store, tmp_path):
+    """A Job retried after its run finished meets an input exactly as long as the output: nothing to do, no
+    error (an input shorter than the output is refused; one of the same length is the same input)."""
+    scorer = store.get("length")
+    source = write_lines(tmp_path / "in.jsonl", encoded(GOOD))
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, output, batch_size=2)
+    done = output.read_bytes()
+    with open(source, "rb") as handle:
+        counts = bulk.run(scorer, handle, output, batch_size=2)
+    assert counts.resumed_after == 3 and counts.scored == 0 and output.read_bytes() == done
+
+
 def test_a_shard_checkpoint_covers_the_lines_of_every_shard(store, tmp_path):
     """Line numbers are positions in the whole input, so a change anywhere before the resume
     point moves what the shard's numbers mean: it is refused too."""

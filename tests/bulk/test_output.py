@@ -32,6 +32,36 @@ def test_torn_last_line_is_cut_and_rescored_once(store, tmp_path):
     assert output.read_bytes() == complete
 
 
+def test_a_torn_line_shorter_than_a_record_start_is_cut_too(store, tmp_path):
+    """A kill can leave fewer bytes of the last record than its fixed start `{"line": `: they are
+    a torn record as well, cut and scored again, not a foreign file."""
+    scorer = store.get("length")
+    source = write_lines(tmp_path / "in.jsonl", encoded(GOOD))
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, output)
+    complete = output.read_bytes()
+    first = complete.splitlines(keepends=True)[0]
+    output.write_bytes(first + b'{"li')
+    with open(source, "rb") as handle:
+        counts = bulk.run(scorer, handle, output)
+    assert counts.resumed_after == 1 and output.read_bytes() == complete
+
+
+def test_a_torn_output_of_another_model_is_refused_before_anything_is_cut(store, tmp_path):
+    """The whole records are checked before the torn line is cut: a run with the wrong model leaves the
+    file as it was, for the run that wrote it to resume."""
+    source = write_lines(tmp_path / "in.jsonl", encoded(GOOD))
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        bulk.run(store.get("length"), handle, output)
+    torn = b"".join(output.read_bytes().splitlines(keepends=True)[:2]) + b'{"line": 3, "mod'
+    output.write_bytes(torn)
+    with open(source, "rb") as handle, pytest.raises(bulk.BulkError, match="written by length"):
+        bulk.run(store.get("bleu4"), handle, output)
+    assert output.read_bytes() == torn
+
+
 class _FillsUp:
     """An output file on a volume that fills up during the second batch: half of it is written, then
     ENOSPC, as a real full volume answers."""
