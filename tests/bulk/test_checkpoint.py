@@ -83,6 +83,36 @@ def test_a_shard_checkpoint_covers_the_lines_of_every_shard(store, tmp_path):
     assert counts.resumed_after == 2 and [r["line"] for r in read_output(shard)] == [2, 5, 8, 11]
 
 
+def test_a_shard_checkpoint_hashes_up_to_its_last_line_though_the_reading_went_further(store, tmp_path):
+    """A shard's last batch is written after the lines of other shards behind it are read: its checkpoint is
+    the digest of the input up to the shard's last line, which a resume from a grown input compares."""
+    scorer = store.get("length")
+    lines = encoded([dict(GOOD[i % 3], id=i) for i in range(7)])
+    source = write_lines(tmp_path / "in.jsonl", lines)
+    shard = bulk.shard_output(tmp_path / "s-{index}.jsonl", 1, 3)
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, shard, batch_size=10, shard_index=1, shard_count=3)
+    checkpoint = json.loads(Path(f"{shard}.input.json").read_text())
+    assert checkpoint["line"] == 5
+    assert checkpoint["sha256"] == hashlib.sha256(b"".join(line + b"\n" for line in lines[:5])).hexdigest()
+
+
+def test_a_resume_that_read_ahead_to_its_checkpoint_writes_the_inputs_digest(store, tmp_path):
+    """After an output cut by hand is checked by reading ahead, the input is hashed again from its top: the
+    next checkpoint is the input's digest, so that a later resume of the same input goes on."""
+    scorer = store.get("length")
+    source = write_lines(tmp_path / "in.jsonl", encoded([dict(GOOD[i % 3], id=i) for i in range(6)]))
+    output = tmp_path / "out.jsonl"
+    with open(source, "rb") as handle:
+        bulk.run(scorer, handle, output, batch_size=4)
+    output.write_bytes(b"".join(output.read_bytes().splitlines(keepends=True)[:2]))
+    with open(source, "rb") as handle:
+        counts = bulk.run(scorer, handle, output, batch_size=4)
+    assert counts.resumed_after == 2 and counts.scored == 4
+    assert json.loads(Path(f"{output}.input.json").read_text())["sha256"] == hashlib.sha256(
+        source.read_bytes()).hexdigest()
+
+
 def test_an_input_without_a_final_newline_may_grow_and_resume(store, tmp_path):
     scorer = store.get("length")
     items = encoded([dict(GOOD[i % 3], id=i) for i in range(8)])
