@@ -73,6 +73,12 @@ def test_a_dialogue_models_turns_are_never_cut(full_app):
     assert answer.status_code == 200 and answer.get_json()["context_dropped"] == [0]
 
 
+def test_rerank_under_keep_last_says_0_where_no_turn_went(client):
+    answer = client.post("/rerank", json={"model": "length", "context": ["hi"], "candidates": ["a", "b c"],
+                                          "on_long_context": "keep_last"})
+    assert answer.status_code == 200 and answer.get_json()["context_dropped"] == 0
+
+
 def test_the_option_is_validated(client):
     bad = client.post("/rerank", json={"model": "length", "context": ["a"], "candidates": ["b"],
                                        "on_long_context": "keep_first"})

@@ -70,6 +70,14 @@ def test_exclude_warned_leaves_warned_candidates_out_of_the_ranking_before_top_k
     assert wrong.status_code == 422 and "exclude_warned.0" in wrong.get_json()["error"]["details"]
 
 
+def test_exclude_warned_leaves_out_only_the_codes_it_names(client):
+    """A candidate warned with a code not named is still ranked, its warning still given."""
+    body = client.post("/rerank", json={"model": "length", "context": CONTEXT, "candidates": ["", "!!!", "ok then"],
+                                        "exclude_warned": ["empty"]}).get_json()
+    assert sorted(r["index"] for r in body["ranking"]) == [1, 2]
+    assert [(w["index"], w["code"]) for w in body["warnings"]] == [(0, "empty"), (1, "no_words")]
+
+
 def test_a_refused_rerank_counts_no_warnings(full_app, monkeypatch):
     """/rerank reads the warnings before the encoder's work is checked (exclude_warned needs them): a 413 there
     must not count them, as before."""
