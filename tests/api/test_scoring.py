@@ -217,6 +217,22 @@ def test_a_ranked_candidate_carries_the_details_its_options_ask_for_as_score_giv
     assert all("details" not in entry for entry in client.post("/rerank", json=body).get_json()["ranking"])
 
 
+def test_a_ranked_candidates_details_are_its_own_when_candidates_before_it_were_left_out(full_app):
+    """With a candidate excluded, the scored batch is shorter than the request: each entry's details are
+    those of the candidate its index names, as /score gives them."""
+    client = full_app.test_client()
+    context, candidates = ["how was your weekend?"], ["", "great, i went hiking!", "weekend your was how", "ok"]
+    ranked = client.post("/rerank", json={"model": "ruber", "context": context, "candidates": candidates,
+                                          "reference": "i went hiking.", "options": {"components": True},
+                                          "exclude_warned": ["empty"]})
+    assert ranked.status_code == 200, ranked.get_json()
+    items = [{"context": context, "response": c, "reference": "i went hiking."} for c in candidates[1:]]
+    scored = client.post("/score", json={"model": "ruber", "items": items, "options": {"components": True}}).get_json()
+    assert sorted(entry["index"] for entry in ranked.get_json()["ranking"]) == [1, 2, 3]
+    for entry in ranked.get_json()["ranking"]:
+        assert entry["details"] == scored["details"][entry["index"] - 1]
+
+
 def test_score_names_each_models_training_items_and_models_says_which_it_checks(tmp_path):
     """/score marks, per model, the items that are its training items (as `dialscore score` and bulk do), so that
     a researcher scoring over HTTP does not take them for held-out figures; GET /models says what is checked."""

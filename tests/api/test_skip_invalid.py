@@ -137,6 +137,20 @@ def test_rerank_skip_leaves_over_long_candidates_out_of_the_ranking(small_limits
     assert small_limits_client.post("/rerank", json=long_context).status_code == 413
 
 
+def test_rerank_skip_warns_and_excludes_by_the_request_index(small_limits_client):
+    """A candidate left out shifts the scored batch: warnings and exclude_warned still name the request's index."""
+    body = {"model": "length", "context": ["hi"], "candidates": [5, "", "ok then"], "on_invalid": "skip"}
+    answer = small_limits_client.post("/rerank", json={**body, "exclude_warned": ["empty"]}).get_json()
+    assert answer["skipped"] == [0] and [r["index"] for r in answer["ranking"]] == [2]
+    assert [(w["index"], w["code"]) for w in answer["warnings"]] == [(1, "empty")]
+
+
+def test_an_item_with_several_problems_is_skipped_once(small_limits_client):
+    items = [{"context": 5, "response": 6}, OTHER]
+    body = small_limits_client.post("/score", json={"model": "length", "items": items, "on_invalid": "skip"}).get_json()
+    assert body["skipped"] == [0] and set(body["errors"]) == {"items.0.context", "items.0.response"}
+
+
 def test_skipped_items_are_counted_in_metrics(small_limits_client):
     def skipped() -> float:
         return metric_sample(small_limits_client, 'dialscore_items_skipped_total{endpoint="/score"}')
