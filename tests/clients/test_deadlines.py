@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+import requests
 from dialscore_client import (Client, DeadlineExceeded, NotReady, Overloaded, ShuttingDown, TransportError,
                               Unavailable, transport)
 
@@ -24,6 +25,30 @@ HEADER = "X-Request-Timeout"
 def budgets(hop, start: int = 0) -> list[float | None]:
     """The X-Request-Timeout of each request the proxy received from `start` on (None: not sent)."""
     return [None if HEADER not in headers else float(headers[HEADER]) for headers in hop.received[start:]]
+
+
+class _Recorder(requests.Session):
+    """Answers every request with an empty JSON object and keeps the headers it was sent."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[dict[str, str]] = []
+
+    def request(self, method, url, headers=None, **kwargs):
+        self.sent.append(dict(headers or {}))
+        answer = requests.Response()
+        answer.status_code, answer._content = 200, b"{}"
+        return answer
+
+
+def test_the_budget_sent_is_rounded_down_to_the_millisecond(monkeypatch):
+    """The server's budget never outlasts the client's wait: 2.0005 s left is sent as 2.000, not 2.001."""
+    now = time.monotonic()
+    monkeypatch.setattr(transport.time, "monotonic", lambda: now)  # no time passes between deadline and send
+    session = _Recorder()
+    sender = transport.Transport("http://127.0.0.1:9", None, 10, 0, session, "test")
+    sender.get("/models", now + 2.0005)
+    assert session.sent[0][HEADER] == "2.000"
 
 
 @pytest.mark.parametrize(("timeout", "first"), [(None, None), (5, 5.0), (10_000, 3600.0)])

@@ -11,7 +11,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from dialscore_client import DEFAULT_TIMEOUT, Client, InvalidRequest, NotReady, ServerError, TransportError, transport
+import requests
+from dialscore_client import (DEFAULT_TIMEOUT, Client, InvalidRequest, NotReady, Overloaded, ServerError,
+                              TransportError, transport)
 
 from tests.clients.conftest import SERVED
 from tests.clients.proxy import proxy
@@ -168,3 +170,51 @@ def test_backoff_is_half_fixed_half_random_so_clients_that_failed_together_sprea
         waits = [transport.backoff(attempt) for _ in range(200)]
         assert all(delay / 2 <= wait <= delay for wait in waits)
         assert max(waits) - min(waits) > delay / 4  # drawn, not one value for every client
+
+
+def test_a_retry_after_past_the_cap_is_waited_as_the_cap_not_given_up_on(monkeypatch):
+    """A Retry-After of a day (a wrong header) is taken as MAX_RETRY_AFTER: within a long retry_deadline the
+    call waits that and tries again, rather than ending at once as for a wait that does not fit."""
+    busy = Overloaded(503, "overloaded", "busy")
+    busy.retry_after = 86_400.0
+    outcomes: list = [busy, {"models": []}]
+
+    def once(self, *args):
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    waits: list[float] = []
+    monkeypatch.setattr(transport.Transport, "_once", once)
+    monkeypatch.setattr(transport.time, "sleep", waits.append)
+    sender = transport.Transport("http://127.0.0.1:9", None, None, 600, None, "test")
+    assert sender.get("/models", None) == {"models": []}
+    assert len(waits) == 1 and transport.MAX_RETRY_AFTER <= waits[0] <= transport.MAX_RETRY_AFTER * 1.25, waits
+
+
+class _ConnectTimesOut(requests.Session):
+    """A host that never answers the connection (a dead node, a dropped SYN): requests' ConnectTimeout."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attempts = 0
+
+    def request(self, *args, **kwargs):
+        self.attempts += 1
+        raise requests.ConnectTimeout("connect timed out")
+
+
+@pytest.mark.parametrize("timeout", [None, 5])
+def test_a_connection_that_times_out_is_retried_as_no_connection(timeout):
+    """No connection was made, so no work was started: unlike a read that timed out, it is sent again."""
+    session = _ConnectTimesOut()
+    with pytest.raises(TransportError) as caught:
+        Client("http://127.0.0.1:9", timeout=timeout, retry_deadline=0.6, session=session).models()
+    assert caught.value.code == "connection_error" and caught.value.attempts == session.attempts >= 2
+
+
+@pytest.mark.parametrize(("status", "retried"), [(502, True), (503, True), (500, False), (504, False)])
+def test_only_a_proxys_502_and_503_are_retried_by_status(status, retried):
+    """A gateway timeout (504) may come after the work was done: sending it again would repeat slow work."""
+    assert transport.retryable(ServerError(status, f"http_{status}", "from a proxy")) == retried
