@@ -1,9 +1,11 @@
 """`service.bulk.checkpoint`: a resume checks that the input is the one the output was scored from."""
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -143,6 +145,32 @@ def test_unparsable_numbers_in_an_output_or_its_checkpoint_are_refused_or_skippe
     with caplog.at_level(logging.WARNING, logger="service.bulk"), open(source, "rb") as handle:
         counts = bulk.run(scorer, handle, output, batch_size=2)
     assert counts.resumed_after == 2 and counts.scored == 1 and "unreadable" in caplog.text
+
+
+@pytest.mark.parametrize("error", [errno.EIO, errno.ESTALE, errno.EACCES])
+def test_a_checkpoint_on_a_volume_that_blinked_stops_the_run_for_a_retry(tmp_path, monkeypatch, caplog, error):
+    """Resuming unchecked is for a checkpoint that is lost or unreadable for good (EACCES): a read that a
+    retry may pass (EIO, ESTALE) is a transient set-up error (exit 1), so the retry checks the input."""
+    from service.bulk.checkpoint import InputCheckpoint
+    from service.bulk.errors import TransientSetUpError
+
+    checkpoint = InputCheckpoint(tmp_path / "out.jsonl")
+    checkpoint.write(3, "ab" * 32, "in.jsonl")
+    real = Path.read_text
+
+    def failing(self, *args, **kwargs):
+        if self == checkpoint.path:
+            raise OSError(error, os.strerror(error))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", failing)
+    if error == errno.EACCES:
+        with caplog.at_level(logging.WARNING, logger="service.bulk"):
+            assert checkpoint.read() is None
+        assert "cannot be checked" in caplog.text
+    else:
+        with pytest.raises(TransientSetUpError, match="cannot read .*input.json"):
+            checkpoint.read()
 
 
 def test_an_oversized_line_is_hashed_whole_so_a_resume_across_it_checks_the_input(store, tmp_path):
