@@ -5,8 +5,10 @@ import math
 import pickle
 
 import pytest
+import requests
 from dialscore_client import (Client, DialscoreError, InvalidRequest, NotFound, ServerError, TooLarge,
                               Unauthorized, UnknownModel)
+from dialscore_client.errors import error_from_response
 
 from tests.clients.conftest import TOKEN
 from tests.clients.fixed_server import answering
@@ -184,3 +186,23 @@ def test_an_empty_token_is_no_token_and_del_is_refused():
     assert not transport.checked_token("")  # token=os.environ.get("X", "") sends none, as before
     with pytest.raises(ValueError, match="token must be printable ASCII"):
         transport.checked_token("ab\x7fc")  # DEL is a control character
+
+
+def _answer(status: int, body: bytes, headers: dict[str, str] | None = None) -> requests.Response:
+    response = requests.Response()
+    response.status_code, response._content, response.url = status, body, "http://proxy.invalid/score"
+    response.headers.update(headers or {})
+    return response
+
+
+def test_a_bare_500_is_a_server_error_and_a_bare_4xx_not():
+    """Without the service's JSON body the class comes from the status: every 5xx is a ServerError."""
+    assert isinstance(error_from_response(_answer(500, b"<html>oops</html>")), ServerError)
+    assert not isinstance(error_from_response(_answer(418, b"teapot")), ServerError)
+
+
+def test_a_retry_after_date_in_the_past_asks_for_no_wait():
+    """A proxy's clock ahead of ours dates Retry-After in our past: no wait, never a negative one."""
+    answer = _answer(503, b"", {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"})
+    assert error_from_response(answer).retry_after == 0.0
+    assert error_from_response(_answer(503, b"", {"Retry-After": "7"})).retry_after == 7.0

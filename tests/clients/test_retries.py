@@ -218,3 +218,9 @@ def test_a_connection_that_times_out_is_retried_as_no_connection(timeout):
 def test_only_a_proxys_502_and_503_are_retried_by_status(status, retried):
     """A gateway timeout (504) may come after the work was done: sending it again would repeat slow work."""
     assert transport.retryable(ServerError(status, f"http_{status}", "from a proxy")) == retried
+
+
+def test_the_services_overloaded_is_retried_as_a_429_too():
+    """`overloaded` is a refusal before any work whether it comes as 503 or 429: waiting may cure both."""
+    assert transport.retryable(Overloaded(429, "overloaded", "over the admission bound"))
+    assert not transport.retryable(ServerError(429, "http_429", "a proxy's rate limit"))
