@@ -264,6 +264,37 @@ def test_a_symlink_to_an_output_meets_its_lock_and_only_files_are_outputs(store,
         bulk.run(scorer, handle, fifo)
 
 
+def test_a_stop_while_waiting_for_the_lock_ends_the_wait(tmp_path, monkeypatch):
+    """SIGTERM (Stop.requested) while another process holds the lock: the wait ends at once, unheld, rather
+    than running on to --lock-wait and past the pod's grace period."""
+    from service.bulk.output import output_lock
+    from service.bulk.signals import Stop
+
+    output = tmp_path / "out.jsonl"
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | "
+                               "os.O_CREAT); fcntl.lockf(fd, fcntl.LOCK_EX); print('locked', flush=True); "
+                               "sys.stdin.read()", f"{output}.lock"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline() == b"locked\n"
+        monkeypatch.setattr(Stop, "requested", True)
+        started = time.monotonic()
+        with output_lock(output, wait=30) as held:
+            assert held is False
+        assert time.monotonic() - started < 5
+    finally:
+        holder.communicate(timeout=30)
+
+
+def test_output_of_another_version_of_the_model_is_not_extended(tmp_path):
+    from service.bulk.output import resume_point
+
+    output = tmp_path / "out.jsonl"
+    output.write_bytes(json.dumps({"line": 1, "model": "length", "version": "1.0", "score": 3.0}).encode() + b"\n")
+    assert resume_point(output, "length", "1.0") == (1, 1)
+    with pytest.raises(bulk.BulkError, match="written by length 1.0, not length 2.0"):
+        resume_point(output, "length", "2.0")
+
+
 def test_a_second_run_on_an_output_in_use_is_refused(store, store_root, tmp_path):
     """Two real processes: the second exits 2 naming the first and writes nothing (it used to write
     alongside, 59,888 lines for 30,000, both exiting 0)."""
