@@ -147,6 +147,7 @@ class Front:
         self.probes, self.scoring = lane(1, PROBE_QUEUE, reads_body=False, name="probes"), lane(settings.threads, name="scoring")
         self.research, self.other = lane(1, name="research"), lane(1)
         self.by_blueprint = {"scoring": self.scoring, "analysis": self.research}
+        self.lanes = (self.probes, self.scoring, self.research, self.other)
         self.unrouted = Lane(self.other.admission, self.other.run, reads_body=False)
         self.held = 0  # bytes of bodies being read, not yet admitted
         self.stopping_since: float | None = None  # SIGTERM: what arrives from then on is refused
@@ -313,20 +314,19 @@ class Front:
     def dispatch(self) -> None:
         """Start what a free thread may take, refuse what can no longer meet its deadline, and wake at
         the next deadline."""
-        now, lanes = time.monotonic(), (self.probes, self.scoring, self.research, self.other)
-        for lane in lanes:
+        now = time.monotonic()
+        for lane in self.lanes:
             starting, dropped = lane.admission.due(now)
             for ticket, result in [(t, None) for t in starting] + dropped:
                 ticket.payload.done() or ticket.payload.set_result(result)
-        wake = [d for lane in lanes if (d := lane.admission.next_wake(now)) is not None]
+        wake = [d for lane in self.lanes if (d := lane.admission.next_wake(now)) is not None]
         if self._timer is not None:
             self._timer.cancel()
         self._timer = asyncio.get_running_loop().call_later(max(0.0, min(wake) - now), self.dispatch) if wake else None
 
     def overdue(self, now: float, grace: float) -> Ticket | None:
         """A request still running `grace` seconds past its deadline, whose thread is taken to be stuck."""
-        lanes = (self.probes, self.scoring, self.research, self.other)
-        return next((t for lane in lanes for t in lane.admission.running if now > t.deadline + grace), None)
+        return next((t for lane in self.lanes for t in lane.admission.running if now > t.deadline + grace), None)
 
     def recycle_reason(self) -> str:
         """Why to recycle this worker after this answer, once its siblings serve (readiness.step_down), or "":

@@ -34,10 +34,7 @@ def krippendorff_alpha_interval(units: Iterable[Sequence[float]]) -> float | Non
     values = np.concatenate(pairable)
     if values.min() == values.max():  # tested as such: a rounded mean leaves equal ratings a spread of ~1e-33
         return None
-    # About their median (exact for ratings near it): a mean rounded at a large shared offset is off by an
-    # ulp of it, which spreads tiny beside the offset do not forgive.
-    median = np.median(values)
-    pairable, values = [u - median for u in pairable], values - median
+    pairable, values = about_median(pairable), values - np.median(values)
     observed = math.fsum(spread(u) / (u.size - 1) for u in pairable)
     expected = spread(values) / (values.size - 1)
     if expected <= 0:  # spreads under ~1e-154 square to nothing
@@ -59,6 +56,13 @@ def krippendorff_alpha_ordinal(units: Iterable[Sequence[float]]) -> float | None
         return None
     ranks = rankdata(np.concatenate(pairable))  # average ranks: equal values share one
     return krippendorff_alpha_interval(np.split(ranks, np.cumsum([u.size for u in pairable])[:-1]))
+
+
+def about_median(pairable: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The items' ratings less the median of them all (exact for ratings near it): a mean rounded at a large
+    shared offset is off by an ulp of it, which spreads tiny beside the offset do not forgive."""
+    median = np.median(np.concatenate(pairable))
+    return [u - median for u in pairable]
 
 
 def pairable_units(units: Iterable[Sequence[float]]) -> list[np.ndarray]:
@@ -86,9 +90,7 @@ class AlphaResamples:
         values = np.concatenate(pairable)
         starts = np.r_[0, np.cumsum(self.sizes.astype(np.int64))[:-1]]
         self.lows, self.highs = np.minimum.reduceat(values, starts), np.maximum.reduceat(values, starts)
-        # Ratings are read about their median, as in krippendorff_alpha_interval.
-        median = np.median(values)
-        shifted = [u - median for u in pairable]
+        shifted = about_median(pairable)
         self.means = np.array([math.fsum(u.tolist()) / u.size for u in shifted])
         self.within = np.array([math.fsum(((u - m) ** 2).tolist()) for u, m in zip(shifted, self.means)])
         distinct, code = np.unique(values, return_inverse=True)

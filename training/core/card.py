@@ -176,9 +176,7 @@ def evaluate_section(entry: Mapping[str, Any]) -> str:
             + " Where an item has several references, a referenced model is scored against each of the first four "
             "and keeps the best: its rule for several references, which `dialscore score` applies to a "
             "`references` list."
-            + (" Beside Pearson r, its 95% interval: a percentile bootstrap drawing contexts whole, every reply "
-               "rated for one coming with it (1,000 resamples, seed 0; /correlate's `item_resampling: inputs`)."
-               if any("pearson_ci" in row for row in entry["item_level"].values()) else ""))
+            + (f" {PEARSON_CI_NOTE}" if any("pearson_ci" in row for row in entry["item_level"].values()) else ""))
     header, rule = "| set | n | Pearson r | Spearman ρ | pairwise agreement (pairs) |", "|---|---|---|---|---|"
     if trivial:
         text += (" The last two columns are the trivial bars' Pearson r on each set, which a learned metric "
@@ -215,6 +213,10 @@ def degenerate_section(shares: Mapping[str, float]) -> str:
 def cell(value: float | None) -> str:
     """A correlation in a card's table: three decimals, "–" where undefined."""
     return "–" if value is None else f"{value:.3f}"
+
+
+PEARSON_CI_NOTE = ("Beside Pearson r, its 95% interval: a percentile bootstrap drawing contexts whole, every reply "
+                   "rated for one coming with it (1,000 resamples, seed 0; /correlate's `item_resampling: inputs`).")
 
 
 def pearson_cell(row: Mapping[str, Any]) -> str:

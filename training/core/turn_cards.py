@@ -12,7 +12,8 @@ import numpy as np
 
 from service.artifacts.manifest import Manifest, read_manifest
 from service.artifacts.manifest import update_card as update_manifest_card
-from training.core.card import Templates, cell, manifest_figures, pearson_cell, paragraphs, render, render_fields, write_card
+from training.core.card import (PEARSON_CI_NOTE, Templates, cell, manifest_figures, paragraphs, pearson_cell,
+                                render, render_fields, write_card)
 from training.data.judgements import ALIASES, SETS, TRAINING_SETS
 
 ENCODER = "minilm-l6"
@@ -96,8 +97,7 @@ def tables(card: Mapping[str, Any]) -> str:
         if card.get("correlations_command"):
             lines += ["", f"Measured with `{card['correlations_command']}`."]
         if any(row.get("pearson_ci") for row in correlations.values()):
-            lines[-1] += (" Beside Pearson r, its 95% interval: a percentile bootstrap drawing contexts whole "
-                          "(1,000 resamples, seed 0).")
+            lines[-1] += f" {PEARSON_CI_NOTE}"
         parts.append("\n".join(lines))
     if card.get("search"):
         lines = ["### Context encoding: what was tried (mean dev Pearson over the sets it is measured on)", "",

@@ -79,7 +79,7 @@ def correlate(human: np.ndarray, scores: np.ndarray) -> tuple[float | None, floa
 def pearson_interval(human: np.ndarray, scores: np.ndarray, contexts: list[str]) -> list[float] | None:
     """Pearson r's 95% percentile bootstrap interval as /correlate gives it with `item_resampling: inputs`:
     contexts drawn whole, every reply rated for one coming with it (replies to one context are not
-    independent draws; ninth probe round). 1,000 resamples, seed 0; None where r is undefined."""
+    independent draws). CI_RESAMPLES resamples, seed 0; None where r is undefined."""
     try:
         body = correlate_body(human.tolist(), {"model": scores.tolist()}, methods=["pearson"], inputs=contexts,
                               item_resampling="inputs", resamples=CI_RESAMPLES, seed=0)

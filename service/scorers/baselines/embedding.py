@@ -21,8 +21,8 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     """cos(a, b), 0 where either is the zero vector: no known word is no evidence of similarity.
 
     From exactly rounded sums of float64 products (exact for float32 vectors): the same on every CPU, where
-    float32 dot products round by the SIMD width and broke the ties of equal replies differently (Spearman
-    .524 on one CPU, .538 on another), and exactly 1 for equal vectors (sqrt(x * x) is |x| in IEEE)."""
+    float32 dot products round by the SIMD width and would break the ties of equal replies by CPU, and
+    exactly 1 for equal vectors (sqrt(x * x) is |x| in IEEE)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     ab, aa, bb = (math.fsum((x * y).tolist()) for x, y in ((a, b), (a, a), (b, b)))
     norm = math.sqrt(aa * bb)
