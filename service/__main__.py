@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from service.config import load_server_settings
-from service.startup_checks import check_configuration, check_port, hold_folders
+from service.startup_checks import check_configuration, check_port, hold_folders, misspelt_names
 from service.observability.logs import configure_logging
 
 CONFIG = Path(__file__).parent / "server" / "gunicorn.conf.py"
@@ -30,15 +30,16 @@ def main(argv: list[str] | None = None, prog: str = "python -m service") -> int:
     for name in ("host", "port", "workers", "model_store"):
         if getattr(args, name) is not None:
             os.environ[f"DIALSCORE_{name.upper()}"] = getattr(args, name)
+    # Named before the checks, since the error one of them stops on may be the typo's doing.
+    for name in misspelt_names(os.environ):
+        log.warning("%s is set but nothing reads it (misspelt?); it has no effect", name)
     try:
-        unknown = check_configuration(os.environ)
+        check_configuration(os.environ)
         check_port(load_server_settings(os.environ), os.environ)
         hold_folders(os.environ)
     except (ValueError, KeyError) as exc:
         log.error("%s: %s", prog, named_as_given(str(exc), args), extra={"exit_status": 2})
         return 2
-    for name in unknown:
-        log.warning("%s is set but nothing reads it (misspelt?); it has no effect", name)
     from gunicorn.app.wsgiapp import run
 
     sys.argv = ["gunicorn", "-c", str(CONFIG), "--no-control-socket", "service.server.front:create_front()"]

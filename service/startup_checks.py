@@ -132,6 +132,12 @@ def unknown_names(environ: Mapping[str, str], known: frozenset[str]) -> list[str
     return sorted(k for k in environ if k.startswith("DIALSCORE_") and k not in known)
 
 
+def misspelt_names(environ: Mapping[str, str]) -> list[str]:
+    """The DIALSCORE_* names nothing reads, found without reading any value, so that they can be named even
+    where a check below stops the start: a misspelt port variable leaves the port at 8000, which may be taken."""
+    return unknown_names(environ, OTHER_NAMES | {env_name(f.name) for f in fields(Settings)})
+
+
 def check_configuration(environ: Mapping[str, str]) -> list[str]:
     """Every DIALSCORE_* value the server and the service read, and the access rule above, checked before
     gunicorn starts; ValueError naming the first bad one. Returns the DIALSCORE_* names nothing reads (typos)."""
@@ -152,7 +158,7 @@ def check_configuration(environ: Mapping[str, str]) -> list[str]:
         if environ.get(key):
             check_writable(environ[key], key)
     check_temporary_folder()
-    return unknown_names(environ, OTHER_NAMES | {env_name(f.name) for f in fields(Settings)})
+    return misspelt_names(environ)
 
 
 def check_temporary_folder() -> None:

@@ -284,6 +284,23 @@ def test_python_m_service_and_dialscore_serve_refuse_a_port_in_use_in_one_line_n
         assert "DIALSCORE_PORT" not in given.stderr, given.stderr
 
 
+def test_a_misspelt_variable_is_named_even_where_the_start_stops_on_another_check():
+    """DIALSCORE_PROT=9000 leaves the port at its default; where that is taken, the start stopped naming
+    DIALSCORE_PORT alone, which the caller never set, and the typo behind it went unsaid."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        env = {**os.environ, "DIALSCORE_PORT": str(held.getsockname()[1]), "DIALSCORE_PROT": "9000",
+               "DIALSCORE_MODELS": "length"}
+        done = subprocess.run([sys.executable, "-m", "service"], cwd=REPO, env=env, capture_output=True, text=True,
+                              timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "DIALSCORE_PROT is set but nothing reads it" in done.stderr, done.stderr
+    assert "is in use" in done.stderr, done.stderr
+
+
 def test_a_second_server_given_the_same_shared_folder_is_refused_in_one_line(tmp_path):
     """Two servers with one PROMETHEUS_MULTIPROC_DIR and DIALSCORE_READY_DIR cleared each other's samples
     (a counter went 10 -> absent -> 3) and counted each other's workers; the first server's lock (held
