@@ -85,7 +85,7 @@ class Settings:
     open_access: bool = False
     api_token: str = ""  # DIALSCORE_API_TOKEN: when set, every endpoint but the probes, /openapi.json and /docs/ (api/middleware.py OPEN_PATHS) needs `Authorization: Bearer <token>` (several, comma-separated: any passes)
     log_level: str = "INFO"  # DIALSCORE_LOG_LEVEL
-    encoder_precision: str = "auto"  # DIALSCORE_ENCODER_PRECISION: the sentence encoder's file, w8a8, int8, fp32 or auto (choose_precision)
+    encoder_precision: str = "auto"  # DIALSCORE_ENCODER_PRECISION: the sentence encoder's file, w8a8, int8, int8-float, fp32 or auto (choose_precision)
     # The server's own, read by gunicorn (server/gunicorn.conf.py) in the master: SERVER_FIELDS.
     host: str = "127.0.0.1"  # DIALSCORE_HOST
     port: int = 8000  # DIALSCORE_PORT
