@@ -547,8 +547,22 @@ def _detect_correlate(path: Path) -> str:
         return "csv"
     if path.suffix.lower() == ".jsonl":
         return "scores"
-    body = _read_json(path)
+    try:
+        body = _read_json(path)
+    except ImporterError:
+        if _first_line_is_a_scores_record(path):  # `dialscore score`'s output under another name
+            return "scores"
+        raise
     return "json" if isinstance(body, dict) and "human" in body else "dstc"
+
+
+def _first_line_is_a_scores_record(path: Path) -> bool:
+    """Whether the file's first line is one JSON object with `scores`, as `dialscore score` writes a line."""
+    try:
+        first = next(jsonl_lines(path), (0, b""))[1]
+        return "scores" in parse_object(first, max_depth=load_settings(check_providers=False).max_json_depth)
+    except (OSError, JsonTextError, BadText, TooDeep):
+        return False
 
 
 def _load_correlate(path: Path, fmt: str, human: list[str] | None, aspect: str | None,

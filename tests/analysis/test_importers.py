@@ -225,3 +225,17 @@ def test_a_csv_cell_longer_than_the_csv_modules_default_is_read(tmp_path: Path) 
     finally:
         csv.field_size_limit(limit)
     assert columns == ["rater", "system", "item", "fun"] and [line for line, _ in rows] == [2, 3]
+
+
+def test_dialscore_score_output_under_another_name_is_read_as_scores(tmp_path: Path) -> None:
+    """Detection went by the `.jsonl` name alone: the same lines as `scores.out` were refused as 'not
+    readable JSON (Extra data ...)'. A file whose lines are not such records is refused as before."""
+    lines = '{"line": 1, "scores": {"length": 2.0}, "kept": {"human": 3}}\n' \
+            '{"line": 2, "scores": {"length": 5.0}, "kept": {"human": 4}}\n'
+    path = tmp_path / "scores.out"
+    path.write_text(lines, encoding="utf-8")
+    data = importers.load_correlate(path)
+    assert data.format == "scores" and data.scores == {"length": [2.0, 5.0]}
+    path.write_text('{"human": [1]}\n{"human": [2]}\n', encoding="utf-8")
+    with pytest.raises(ImporterError, match="not readable JSON"):
+        importers.load_correlate(path)
