@@ -74,7 +74,7 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 browser-test: $(VENV)/.dev
 	command -v chromium >/dev/null && command -v chromedriver >/dev/null || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium chromium-driver; }
-	DIALSCORE_REQUIRE_BROWSER=1 $(PY) -m pytest tests/integration/test_docs_browser.py
+	BROWSER_TEST_REQUIRED=1 $(PY) -m pytest tests/integration/test_docs_browser.py
 
 lint: $(VENV)/.dev
 	bash scripts/lint.sh
