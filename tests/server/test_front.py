@@ -71,14 +71,23 @@ def test_a_refusal_is_counted_under_the_route_the_app_would_count_it_under(front
 def test_the_cost_table_keys_by_route_not_by_the_path_a_client_spells(front):
     """Admission learnt a cost per raw path: every distinct 404 path or /v2 model name a client sent
     was a new entry, for as long as the worker lived."""
+    from service.server.admission import size_class
+    from service.server.front import head_bytes
+    from tests.asgi_client import Client
+
     for i in range(40):
         assert answer(front, "GET", f"/no-such-page/{i}") == 404
         assert answer(front, "POST", f"/v2/models/made-up-{i}/infer", b'{"inputs": []}') in (400, 404, 422)
     assert answer(front, "POST", "/score", b'{"model": "length", "items": [{"context": ["a"], '
                                            b'"response": "b"}]}') == 200
+    answer(front, "POST", "/v2/models/length/infer", b'{"inputs": []}')  # a served model, named in the path
     kinds = {kind for lane in (front.probes, front.scoring, front.research, front.other)
              for kind in lane.admission._times}
-    assert kinds == {("unmatched", "?"), ("/v2/models/<name>/infer", "?"), ("/score", "length")}, kinds
+    assert kinds == {("unmatched", "?"), ("/v2/models/<name>/infer", "?"), ("/score", "length"),
+                     ("/v2/models/<name>/infer", "length")}, kinds
+    # admission's size is the head's bytes and the body's (a bodiless request's cost is its head's)
+    head = head_bytes(Client("GET", "/no-such-page/39", b"").scope())
+    assert set(front.other.admission._times["unmatched", "?"]) == {size_class(head)}
 
 
 def test_a_worker_stopping_on_sigterm_is_not_also_recycled(front):
@@ -312,3 +321,272 @@ def test_a_header_field_of_exactly_the_limit_is_taken_and_one_byte_more_is_431(b
     finally:
         for lane in (front.probes, front.scoring, front.research, front.other):
             lane.run.executor.shutdown(wait=True)
+
+
+def _head(client) -> dict[bytes, bytes]:
+    """The answer's header fields (`connection: close` where the front ends the connection)."""
+    start = next(m for m in client.messages if m["type"] == "http.response.start")
+    return dict(start["headers"])
+
+
+def _serve(front, client, scope=None, within_s: float = 5.0):
+    asyncio.run(asyncio.wait_for(front(scope or client.scope(), client.receive, client.send), within_s))
+    return client
+
+
+def _stop(front) -> None:
+    for lane in front.lanes:
+        lane.run.executor.shutdown(wait=True)
+
+
+class _Stalled:
+    """A client that sent its head declaring a body and then nothing more."""
+
+    async def receive(self) -> dict:
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+
+def test_head_bytes_count_the_head_as_sent():
+    """DIALSCORE_MAX_REQUEST_LINE and _MAX_HEAD_BYTES measure the bytes on the wire: the line without its CRLF,
+    and the head from the line to its blank line."""
+    from service.server.front import head_bytes, line_bytes
+
+    scope = {"method": "POST", "raw_path": b"/score", "query_string": b"a=1",
+             "headers": [(b"host", b"x"), (b"content-length", b"12")]}
+    sent = b"POST /score?a=1 HTTP/1.1\r\nhost: x\r\ncontent-length: 12\r\n\r\n"
+    assert line_bytes(scope) == len(b"POST /score?a=1 HTTP/1.1") and head_bytes(scope) == len(sent)
+
+
+def test_the_header_count_and_the_whole_heads_limits_are_the_largest_taken(baseline_store):
+    """DIALSCORE_MAX_HEADERS and DIALSCORE_MAX_HEAD_BYTES: a head at the limit is served, one past it is 431."""
+    from service.server.front import head_bytes
+    from tests.asgi_client import Client
+
+    scope = Client("GET", "/models", b"").scope()
+    fields, size = len(scope["headers"]), head_bytes(scope)
+    at_limit, past_it = [(b"x-a", b"bc")], [(b"x-a", b"bcd")]  # 9 and 10 bytes with `: ` and CRLF
+    cases = (({"max_headers": fields + 1}, at_limit, at_limit * 2), ({"max_head_bytes": size + 9}, at_limit, past_it))
+    for settings, taken, refused in cases:
+        front, _ = _front_with(baseline_store, **settings)
+        try:
+            for extra, status in ((taken, 200), (refused, 431)):
+                client = Client("GET", "/models", b"")
+                padded = {**scope, "headers": scope["headers"] + extra}
+                assert _serve(front, client, padded).status == status, (settings, extra, client.status)
+        finally:
+            _stop(front)
+
+
+def test_a_probe_answers_at_once_whatever_body_it_declares_and_ends_the_connection(baseline_store):
+    """A probe reads no body: a /healthz declaring one that never comes is answered at once, and the answer
+    ends the connection (the body would be read as the next request)."""
+    from tests.asgi_client import Client
+
+    front, _ = _front_with(baseline_store, read_timeout=3.0)
+    try:
+        client = Client("GET", "/healthz", b"x" * 100)
+        asyncio.run(asyncio.wait_for(front(client.scope(), _Stalled().receive, client.send), 1.0))
+        assert client.status == 200 and _head(client).get(b"connection") == b"close"
+    finally:
+        _stop(front)
+
+
+def test_a_body_read_or_drained_whole_keeps_the_connection_and_one_past_the_drain_ends_it(baseline_store):
+    """A body the app reads, or the front drops whole after its answer (a 404's, a 413's within
+    DRAIN_FACTOR times the limit), leaves the connection for the client's next request; a 413 whose
+    body runs past what is drained ends it."""
+    from service.server.front import DRAIN_FACTOR
+    from tests.asgi_client import Client
+
+    limit = 256
+    body = b'{"model": "length", "items": [{"context": ["a"], "response": "b"}]}'
+    front, _ = _front_with(baseline_store, max_body_bytes=limit)
+    try:
+        cases = [(Client("POST", "/score", body, parts=3), 200, None),
+                 (Client("POST", "/no-such-page", b"y" * 100, parts=2), 404, None),
+                 (Client("POST", "/score", b" " * (3 * limit), parts=12), 413, None),
+                 # declared past the limit, so nothing read: two parts drained, the whole budget, and a third coming
+                 (Client("POST", "/score", b" " * (DRAIN_FACTOR * limit * 3 // 2), parts=3), 413, b"close")]
+        for client, status, connection in cases:
+            _serve(front, client)
+            assert (client.status, _head(client).get(b"connection")) == (status, connection), client
+            if connection is None:
+                assert client.given == len(client.pieces), client  # every part read, none left on the socket
+    finally:
+        _stop(front)
+
+
+def test_refusals_mid_body_drop_what_comes_and_end_the_connection(baseline_store):
+    """503 `overloaded` past DIALSCORE_MAX_PENDING_BYTES drops the rest of the body as it comes, so that its
+    answer meets no reset, and a 408 (the body stalled) ends the connection: neither connection is reused."""
+    import json
+
+    from tests.asgi_client import Client
+
+    front, _ = _front_with(baseline_store, max_pending_bytes=100, read_timeout=0.2)
+    try:
+        over = _serve(front, Client("POST", "/score", b" " * 300, parts=3))
+        assert json.loads(over.messages[1]["body"])["error"]["code"] == "overloaded"
+        assert _head(over).get(b"connection") == b"close" and over.given == len(over.pieces), over
+        stalled = _serve(front, Client("POST", "/score", b" " * 20, parts=2, gap_s=0.4))
+        assert stalled.status == 408 and _head(stalled).get(b"connection") == b"close"
+        assert front.held == 0
+    finally:
+        _stop(front)
+
+
+def test_a_client_that_leaves_before_its_body_is_whole_gets_no_answer(baseline_store):
+    """Its disconnect is not the body's end: nothing reaches the app, nothing is answered, nothing held."""
+    from tests.asgi_client import Client
+
+    front, _ = _front_with(baseline_store)
+    try:
+        body = b'{"model": "length", "items": [{"context": ["a"], "response": "b"}]}'
+        gone = _serve(front, Client("POST", "/score", body, parts=3, leave_after=1))
+        assert gone.messages == [] and front.held == 0
+        assert not front.scoring.admission.queue and not front.scoring.admission.running
+    finally:
+        _stop(front)
+
+
+def test_a_model_named_by_any_json_value_reaches_the_app(front):
+    """The cost key reads `model` from the body unparsed: an object or a list there is the app's 422, not
+    an exception on the loop."""
+    for model in (b'{"a": 1}', b"[[1]]", b"[{}]"):
+        assert answer(front, "POST", "/score", b'{"model": %s, "items": []}' % model) in (400, 422), model
+
+
+def test_after_a_recycle_every_arrival_is_still_served_and_ends_its_connection(front):
+    """Recycling by count stops the listener; requests already on their way are served (only a SIGTERM
+    refuses them), each answer closing its connection."""
+    from tests.asgi_client import Client
+
+    recycled: list[int] = []
+    front.max_requests, front.recycle = 1, lambda: recycled.append(front.answered)
+    assert answer(front, "GET", "/models") == 200 and recycled == [1]
+    after = _serve(front, Client("GET", "/models", b""))
+    assert after.status == 200 and _head(after).get(b"connection") == b"close" and recycled == [1]
+
+
+def test_a_body_framed_both_ways_is_read_chunked(front):
+    """RFC 9112 6.1: Transfer-Encoding overrides Content-Length, even a Content-Length of 0."""
+    from tests.asgi_client import Client
+
+    body = b'{"model": "length", "items": [{"context": ["a"], "response": "b"}]}'
+    client = Client("POST", "/score", body, parts=2, chunked=True)
+    scope = client.scope()
+    scope["headers"].append((b"content-length", b"0"))
+    assert _serve(front, client, scope).status == 200 and _head(client).get(b"connection") == b"close"
+
+
+def test_length_framed_hands_on_one_content_length_and_no_transfer_coding():
+    from service.server.front import length_framed
+
+    scope = {"headers": [(b"host", b"x"), (b"transfer-encoding", b"chunked"), (b"content-length", b"5")]}
+    assert length_framed(scope, b"abc")["headers"] == [(b"host", b"x"), (b"content-length", b"3")]
+
+
+def test_the_slot_is_freed_as_the_last_declared_byte_goes_out():
+    """a2wsgi ends every answer with an empty part after the thread returns: admission's slot is freed at
+    the last byte the Content-Length declares, when the client may already send its next request."""
+    from service.server.front import Exchange
+
+    sent: list[dict] = []
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    async def run() -> list[int]:
+        freed: list[int] = []
+        exchange = Exchange({"headers": [], "method": "GET", "raw_path": b"/", "query_string": b""}, send)
+        exchange.on_answered = lambda: freed.append(len(sent))
+        await exchange.send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"4")]})
+        await exchange.send({"type": "http.response.body", "body": b"ab", "more_body": True})
+        await exchange.send({"type": "http.response.body", "body": b"cd", "more_body": True})
+        await exchange.send({"type": "http.response.body", "body": b""})
+        return freed
+
+    assert asyncio.run(run()) == [2]  # once, before the last declared part goes out
+
+
+def test_a_refusal_is_counted_as_an_error_and_a_503_as_a_refusal_and_an_admitted_wait_is_observed(front):
+    """dialscore_errors_total and dialscore_refused_total count the front's own answers (a 400 is no
+    refusal), and dialscore_queue_wait_seconds each admitted request's wait for a thread."""
+    import time
+
+    from prometheus_client import REGISTRY
+
+    from tests.asgi_client import Client
+
+    samples = (("dialscore_errors_total", {"code": "bad_request"}), ("dialscore_errors_total", {"code": "shutting_down"}),
+               ("dialscore_refused_total", {"reason": "shutting_down"}), ("dialscore_refused_total", {"reason": "bad_request"}),
+               ("dialscore_queue_wait_seconds_count", {}))
+    before = [REGISTRY.get_sample_value(*sample) or 0.0 for sample in samples]
+    assert _serve(front, Client("GET", "/models", b"", budget="soon")).status == 400
+    assert answer(front, "GET", "/models") == 200
+    front.stopping_since = time.monotonic()
+    assert answer(front, "GET", "/models") == 503
+    after = [REGISTRY.get_sample_value(*sample) or 0.0 for sample in samples]
+    assert [b - a for a, b in zip(before, after)] == [1, 1, 1, 0, 1]
+
+
+def test_overdue_names_a_running_request_past_its_deadline_and_grace():
+    """The worker withholds its heartbeat for a request still running `grace` seconds past its deadline;
+    one still queued is admission's to drop, not a stuck thread."""
+    from types import SimpleNamespace
+
+    from service.server.front import Front
+
+    running, queued = SimpleNamespace(deadline=10.0), SimpleNamespace(deadline=0.0)
+    front = Front.__new__(Front)
+    front.lanes = (SimpleNamespace(admission=SimpleNamespace(running=[running], queue=[queued])),)
+    assert front.overdue(40.0, 30.0) is None and front.overdue(40.5, 30.0) is running
+
+
+def test_recycle_reason_reads_the_peak_resident_memory_in_mib():
+    """DIALSCORE_MAX_WORKER_MEMORY_MIB against ru_maxrss (KiB on Linux); 0 is no limit."""
+    import resource
+    from types import SimpleNamespace
+
+    from service.server.front import Front
+
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    front = Front.__new__(Front)
+    front.max_requests = front.answered = 0
+    for limit, recycles in ((int(peak_mib) - 1, True), (int(peak_mib) + 1024, False), (0, False)):
+        front.settings = SimpleNamespace(max_worker_memory_mib=limit)
+        assert bool(front.recycle_reason()) is recycles, (limit, peak_mib)
+
+
+def test_a_queued_request_that_can_no_longer_meet_its_deadline_is_refused_then_not_when_a_thread_frees():
+    """The loop wakes at the next queued request's latest start (dispatch's timer): a request queued behind
+    one that runs longer than expected is refused 503 then, not once that one is answered."""
+    import time
+
+    import flask
+
+    from service.config import load_server_settings
+    from service.server.front import Front
+    from tests.asgi_client import Client
+
+    app, research = flask.Flask("sleeper"), flask.Blueprint("analysis", "sleeper")
+    research.add_url_rule("/sleep/<int:ms>", "sleep", lambda ms: time.sleep(ms / 1000) or "{}", methods=["POST"])
+    app.register_blueprint(research)
+    front = Front(app, load_server_settings())
+    slow, queued = Client("POST", "/sleep/800", b""), Client("POST", "/sleep/1", b"", budget="0.2")
+
+    async def run() -> int | None:
+        measured = Client("POST", "/sleep/1", b"")  # the kind's cost: about 1 ms
+        await front(measured.scope(), measured.receive, measured.send)
+        task = asyncio.create_task(front(slow.scope(), slow.receive, slow.send))
+        await asyncio.sleep(0.05)
+        await front(queued.scope(), queued.receive, queued.send)
+        slow_then = slow.status  # None: the slow request's answer has not begun
+        await task
+        return slow_then
+
+    try:
+        assert asyncio.run(run()) is None and (queued.status, slow.status) == (503, 200)
+    finally:
+        _stop(front)
