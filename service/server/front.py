@@ -229,9 +229,10 @@ class Front:
             self.dispatch()
             try:
                 refusal = await ticket.payload
-            except asyncio.CancelledError:
-                if ticket in lane.admission.queue:
-                    lane.admission.queue.remove(ticket)
+            except asyncio.CancelledError:  # a release after the cancel may have started it: its slot is freed too
+                for held in (lane.admission.queue, lane.admission.running):
+                    if ticket in held:
+                        held.remove(ticket)
                 raise
         tracing.record("admission", arrived, lane=lane.name, outcome=refusal.code if refusal else "admitted")
         if refusal is not None:

@@ -590,3 +590,31 @@ def test_a_queued_request_that_can_no_longer_meet_its_deadline_is_refused_then_n
         assert asyncio.run(run()) is None and (queued.status, slow.status) == (503, 200)
     finally:
         _stop(front)
+
+
+@pytest.mark.parametrize("cancelled_first", ["running", "queued"])
+def test_cancelled_requests_leave_no_slot_taken_in_either_order(front, cancelled_first):
+    """uvicorn cancels the app's tasks at the graceful timeout. Where the running request's went first, its
+    release started the queued ticket, whose handler then looked for it in the queue alone: the ticket
+    stayed running for good, and its lane one thread short."""
+    import json
+
+    from tests.asgi_client import Client
+
+    human = [float(i % 7) for i in range(200)]
+    slow = json.dumps({"human": human, "scores": {"m": human[::-1]}, "resamples": 10000}).encode()
+    admission = front.research.admission
+
+    async def run() -> None:
+        first, second = Client("POST", "/correlate", slow), Client("POST", "/correlate", slow)
+        running = asyncio.create_task(front(first.scope(), first.receive, first.send))
+        await asyncio.sleep(0.05)
+        queued = asyncio.create_task(front(second.scope(), second.receive, second.send))
+        await asyncio.sleep(0.05)
+        assert (len(admission.running), len(admission.queue)) == (1, 1)
+        for task in (running, queued) if cancelled_first == "running" else (queued, running):
+            task.cancel()
+        await asyncio.gather(running, queued, return_exceptions=True)
+
+    asyncio.run(run())
+    assert (admission.running, list(admission.queue)) == ([], [])
