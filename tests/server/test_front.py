@@ -608,13 +608,17 @@ def test_cancelled_requests_leave_no_slot_taken_in_either_order(front, cancelled
     async def run() -> None:
         first, second = Client("POST", "/correlate", slow), Client("POST", "/correlate", slow)
         running = asyncio.create_task(front(first.scope(), first.receive, first.send))
-        await asyncio.sleep(0.05)
         queued = asyncio.create_task(front(second.scope(), second.receive, second.send))
-        await asyncio.sleep(0.05)
+        for _ in range(500):  # the first takes the lane's one thread, the second waits for it
+            if (len(admission.running), len(admission.queue)) == (1, 1):
+                break
+            await asyncio.sleep(0.001)
         assert (len(admission.running), len(admission.queue)) == (1, 1)
         for task in (running, queued) if cancelled_first == "running" else (queued, running):
             task.cancel()
         await asyncio.gather(running, queued, return_exceptions=True)
+        # the cancelled request's thread still runs: it answers into this loop, which must outlive it
+        await asyncio.get_running_loop().run_in_executor(None, front.research.run.executor.shutdown)
 
     asyncio.run(run())
     assert (admission.running, list(admission.queue)) == ([], [])
