@@ -2,7 +2,8 @@
 
 Health and metadata for the server and each model, and `infer`: BYTES inputs named after the item
 fields, one element an item, and the FP32 output `score`; with the parameter `rerank: true`, one
-`context` and the candidates as `response` give `index` (INT64) and `score`, best first. Each infer
+`context` and the candidates as `response` give `index` (INT64) and `score`, best first. The BYTES output
+`warning` carries v1's `warnings` as tensor elements: each reply's code, "" where none. Each infer
 runs as a v1 body through the same schema, limits and data plane, so the scores equal /score's;
 errors take the protocol's `{"error": "..."}` form (service/errors.py, error_body). docs/api.md has
 the inputs' encoding.
@@ -53,10 +54,11 @@ def model_metadata(name: str, version: str | None = None) -> Response:
     scorer = _scorer(name, version)
     manifest = scorer.manifest
     inputs = ["turns"] if manifest.kind == "dialogue" else [f for f in ITEM_INPUTS if f in manifest.requires]
-    outputs = ["score"] + (["human_percentile"] if scorer.human_percentile is not None else [])
+    outputs = [("score", "FP32")] + ([("human_percentile", "FP32")] if scorer.human_percentile is not None else [])
     return jsonify({"name": name, "versions": [manifest.version], "platform": PLATFORM,
                     "inputs": [{"name": f, "datatype": "BYTES", "shape": [-1]} for f in inputs],
-                    "outputs": [{"name": o, "datatype": "FP32", "shape": [-1]} for o in outputs]})
+                    "outputs": [{"name": o, "datatype": datatype, "shape": [-1]}
+                                for o, datatype in [*outputs, ("warning", "BYTES")]]})
 
 
 @bp.get("/models/<name>/ready")
@@ -90,11 +92,13 @@ def infer(name: str, version: str | None = None) -> Response:
     options, rerank = _options(parameters), parameters.get("rerank", False)
     if not isinstance(rerank, bool):
         raise InvalidRequest("The parameter `rerank` is true or false.", {"parameters.rerank": "Not a boolean."})
-    if "top_k" in parameters and not rerank:
-        raise InvalidRequest("The parameter `top_k` applies to a re-ranking (`rerank: true`).",
-                             {"parameters.top_k": "Without `rerank: true`."})
+    for only_reranking in ("top_k", "exclude_warned"):
+        if only_reranking in parameters and not rerank:
+            raise InvalidRequest(f"The parameter `{only_reranking}` applies to a re-ranking (`rerank: true`).",
+                                 {f"parameters.{only_reranking}": "Without `rerank: true`."})
     if rerank:
-        outputs, served_version = _rerank(name, tensors, options, parameters.get("top_k"))
+        outputs, served_version = _rerank(name, tensors, options, parameters.get("top_k"),
+                                          _exclude_warned(parameters))
     else:
         outputs, served_version = _score(name, tensors, options)
     out: dict[str, Any] = {"model_name": name, "model_version": served_version,
@@ -127,11 +131,13 @@ def _score(name: str, tensors: dict[str, Tensor], options: dict[str, Any]) -> tu
         answer = dataplane.score(store(), validate(SCORE_REQUEST, {"model": name, "items": items,
                                                                    "options": options}), settings())
     percentile = [output("human_percentile", "FP32", answer["human_percentile"])] if "human_percentile" in answer else []
-    return [output("score", "FP32", answer["scores"]), *percentile], answer["version"]
+    warning = _warning_codes(answer)
+    return [output("score", "FP32", answer["scores"]), *percentile,
+            output("warning", "BYTES", [warning.get(i, "") for i in range(len(items))])], answer["version"]
 
 
-def _rerank(name: str, tensors: dict[str, Tensor], options: dict[str, Any],
-            top_k: Any) -> tuple[list[dict[str, Any]], str]:
+def _rerank(name: str, tensors: dict[str, Tensor], options: dict[str, Any], top_k: Any,
+            exclude_warned: list[str]) -> tuple[list[dict[str, Any]], str]:
     if "turns" in tensors:
         raise InvalidRequest("`turns` is a whole dialogue, which a re-ranking does not read: send one `context` "
                              "and the candidates as `response`.", {"inputs.turns": "Not read by a re-ranking."})
@@ -144,14 +150,31 @@ def _rerank(name: str, tensors: dict[str, Tensor], options: dict[str, Any],
     if len(reference) != 1:
         raise InvalidRequest("A re-ranking reads at most one `reference`.", {"inputs.reference": "One element."})
     body = {"model": name, "context": context_turns(context[0], 0), "candidates": _required(tensors, "response").values,
-            "reference": reference[0], "top_k": top_k, "options": options}
+            "reference": reference[0], "top_k": top_k, "exclude_warned": exclude_warned, "options": options}
     with _v2_names(_rerank_path):
         answer = dataplane.rerank(store(), validate(RERANK_REQUEST, body), settings())
     ranking = answer["ranking"]
     percentile = ([output("human_percentile", "FP32", [entry["human_percentile"] for entry in ranking])]
                   if ranking and "human_percentile" in ranking[0] else [])
+    warning = _warning_codes(answer)
     return ([output("index", "INT64", [entry["index"] for entry in ranking]),
-             output("score", "FP32", [entry["score"] for entry in ranking]), *percentile], answer["version"])
+             output("score", "FP32", [entry["score"] for entry in ranking]), *percentile,
+             output("warning", "BYTES", [warning.get(entry["index"], "") for entry in ranking])], answer["version"])
+
+
+def _warning_codes(answer: dict[str, Any]) -> dict[int, str]:
+    """v1's `warnings` by the index of the item or candidate each names (one a reply, warnings.py)."""
+    return {warning["index"]: warning["code"] for warning in answer.get("warnings", [])}
+
+
+def _exclude_warned(parameters: dict[str, Any]) -> list[str]:
+    """The parameter `exclude_warned`: warning codes, comma-separated in a string (a v2 parameter is a
+    scalar), as v1's list; the schema checks each code."""
+    raw = parameters.get("exclude_warned", "")
+    if not isinstance(raw, str):
+        raise InvalidRequest("The parameter `exclude_warned` is a string of warning codes, comma-separated "
+                             "(`\"empty,no_words\"`).", {"parameters.exclude_warned": "Not a string."})
+    return [code.strip() for code in raw.split(",") if code.strip()]
 
 
 # --- the v1 body's field paths in an error, as the v2 request names them --------------------------
@@ -161,7 +184,7 @@ _RERANK_INPUT = {"candidates": "response", "context": "context.0", "reference": 
 
 
 def _parameter_path(path: str) -> str:
-    return f"parameters.{path}" if path.split(".")[0] in ("options", "top_k") else path
+    return f"parameters.{path}" if path.split(".")[0] in ("options", "top_k", "exclude_warned") else path
 
 
 def _score_path(path: str) -> str:

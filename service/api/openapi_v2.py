@@ -11,7 +11,7 @@ from typing import Any
 from service.api.v2_tensors import HEADER_LENGTH, ITEM_INPUTS, PLATFORM, SERVER_NAME
 
 PREFIX = "/v2"
-_OUTPUTS = {"score": "FP32", "index": "INT64", "human_percentile": "FP32"}
+_OUTPUTS = {"score": "FP32", "index": "INT64", "human_percentile": "FP32", "warning": "BYTES"}
 
 
 def _ref(name: str) -> dict[str, Any]:
@@ -33,7 +33,10 @@ _PARAMETERS = {"type": "object", "description": "Other parameters are ignored.",
     "rerank": {"type": "boolean", "default": False, "description": (
         "One `context` and the candidates as `response`: the outputs are `index` and `score`, best first (and "
         "`human_percentile` where the model gives it).")},
-    "top_k": {"type": "integer", "minimum": 1, "nullable": True, "description": "With `rerank: true` only."}}}
+    "top_k": {"type": "integer", "minimum": 1, "nullable": True, "description": "With `rerank: true` only."},
+    "exclude_warned": {"type": "string", "description": (
+        "With `rerank: true` only: warning codes, comma-separated (`empty,no_words`); the candidates warned with "
+        "them are left out of the ranking, as v1's `exclude_warned`.")}}}
 _INFER_REQUEST = _object({
     "id": {"type": "string", "description": "Echoed in the response."},
     "inputs": {"type": "array", "minItems": 1, "items": _ref("V2InferInput")},
@@ -44,7 +47,8 @@ _INFER_REQUEST = _object({
 _OUTPUT = _object({"name": {"type": "string", "enum": list(_OUTPUTS)},
                    "datatype": {"type": "string", "enum": sorted(set(_OUTPUTS.values()))},
                    "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
-                   "data": {"type": "array", "items": {"type": "number"}}}, ("name", "datatype", "shape", "data"))
+                   "data": {"type": "array", "items": {"oneOf": [{"type": "number"}, {"type": "string"}]}}},
+                  ("name", "datatype", "shape", "data"))
 _INFER_RESPONSE = _object({"model_name": {"type": "string"}, "model_version": {"type": "string"},
                            "id": {"type": "string"}, "outputs": {"type": "array", "items": _ref("V2InferOutput")}},
                           ("model_name", "model_version", "outputs"))
@@ -143,7 +147,8 @@ def _get(errors: Any, operation_id: str, summary: str, schema: str, codes: tuple
 
 def _infer(operation_id: str, parameters: list[dict[str, Any]], errors: Any, refused: Any) -> dict[str, Any]:
     responses = {**errors({"description": "`score` (FP32) per item; with `rerank: true`, `index` (INT64) and "
-                                          "`score`, best first.", "content": _json("V2InferResponse")},
+                                          "`score`, best first; `warning` (BYTES): each reply's warning code, "
+                                          "\"\" where none.", "content": _json("V2InferResponse")},
                           ("400", "404", "413", "422")), "503": refused()}
     example = {"inputs": [{"name": "context", "datatype": "BYTES", "shape": [1], "data": ["how was your weekend?"]},
                           {"name": "response", "datatype": "BYTES", "shape": [2],

@@ -38,7 +38,8 @@ def test_infer_scores_as_score_does(client):
         {"context": ["hi", "how are you?"], "response": "fine, thanks", "reference": "good, and you?"},
         {"context": ["hello", "who is it?"], "response": "me", "reference": "it is me"}]}).get_json()
     assert out["id"] == "req-1" and out["model_name"] == "bleu4" and out["model_version"] == v1["version"]
-    assert out["outputs"] == [{"name": "score", "datatype": "FP32", "shape": [2], "data": v1["scores"]}]
+    assert out["outputs"] == [{"name": "score", "datatype": "FP32", "shape": [2], "data": v1["scores"]},
+                              {"name": "warning", "datatype": "BYTES", "shape": [2], "data": ["", ""]}]
 
 
 def test_binary_tensors_read_as_json_ones(client):
@@ -248,8 +249,8 @@ def test_a_calibrated_model_gives_human_percentile_as_an_output_as_v1_does(full_
     client = full_app.test_client()
     context, replies = ["how was your weekend?"], ["great, i went hiking!", "ok", "weekend your was how"]
     metadata = client.get("/v2/models/unref-minilm-commercial").get_json()
-    assert [o["name"] for o in metadata["outputs"]] == ["score", "human_percentile"]
-    assert [o["name"] for o in client.get("/v2/models/bleu4").get_json()["outputs"]] == ["score"]
+    assert [o["name"] for o in metadata["outputs"]] == ["score", "human_percentile", "warning"]
+    assert [o["name"] for o in client.get("/v2/models/bleu4").get_json()["outputs"]] == ["score", "warning"]
     tensors = [_text("context", ["\n".join(context)]), _text("response", replies)]
     scored = {o["name"]: o["data"] for o in _infer(client, "unref-minilm-commercial", {"inputs": tensors}).get_json()[
         "outputs"]}
@@ -271,3 +272,37 @@ def test_a_v2_strings_repeated_key_says_where_inside_it(client):
     turns = '[{"speaker": "bot", "speaker": "user", "text": "x"}]'
     answer = _infer(client, "length", {"inputs": [_text("turns", [turns])]})
     assert answer.status_code == 422 and "(at 0.speaker)" in answer.get_json()["error"], answer.get_json()
+
+
+def test_warnings_are_a_bytes_output_and_a_rerank_can_exclude_the_warned(client):
+    """An infer dropped v1's `warnings`: a platform's bot got a blank reply ranked first with no word of it,
+    and could not leave such replies out as /rerank's `exclude_warned` does."""
+    replies = ["fine, thanks", "", "🙂🙂", "хорошо, спасибо большое, а у тебя как дела?"]
+    tensors = [_text("context", ["how are you?"]), _text("response", replies)]
+    v1 = client.post("/score", json={"model": "length", "items": [
+        {"context": ["how are you?"], "response": r} for r in replies]}).get_json()
+    expected = {w["index"]: w["code"] for w in v1["warnings"]}
+    assert sorted(expected.values()) == ["empty", "no_words", "not_english"]
+    scored = {o["name"]: o for o in _infer(client, "length", {"inputs": tensors}).get_json()["outputs"]}
+    assert scored["warning"] == {"name": "warning", "datatype": "BYTES", "shape": [4],
+                                 "data": [expected.get(i, "") for i in range(4)]}
+    rerank = {"inputs": tensors, "parameters": {"rerank": True}}
+    ranked = {o["name"]: o["data"] for o in _infer(client, "length", rerank).get_json()["outputs"]}
+    assert ranked["warning"] == [expected.get(i, "") for i in ranked["index"]]
+    rerank["parameters"]["exclude_warned"] = "empty, no_words"
+    kept = {o["name"]: o["data"] for o in _infer(client, "length", rerank).get_json()["outputs"]}
+    v1_kept = client.post("/rerank", json={"model": "length", "context": ["how are you?"], "candidates": replies,
+                                           "exclude_warned": ["empty", "no_words"]}).get_json()["ranking"]
+    assert kept["index"] == [e["index"] for e in v1_kept] and sorted(kept["index"]) == [0, 3]
+    assert kept["warning"] == ["not_english" if i == 3 else "" for i in kept["index"]]
+
+
+@pytest.mark.parametrize(("parameters", "field"), [
+    ({"rerank": True, "exclude_warned": "empty,blank"}, "parameters.exclude_warned.1"),
+    ({"rerank": True, "exclude_warned": ["empty"]}, "parameters.exclude_warned"),
+    ({"exclude_warned": "empty"}, "parameters.exclude_warned"),
+])
+def test_a_bad_exclude_warned_is_422_naming_the_parameter(client, parameters, field):
+    body = {"inputs": [_text("context", ["hi"]), _text("response", ["a", ""])], "parameters": parameters}
+    answer = _infer(client, "length", body)
+    assert answer.status_code == 422 and f"({field}:" in answer.get_json()["error"], answer.get_json()
