@@ -2,7 +2,7 @@
 Content-Length and Transfer-Encoding values, chunk sizes and trailers, sent whole or in pieces,
 pipelined and at once; and one named test per finding. Every answer is a 2xx, a 4xx or a 503 in the
 contract's error form, or a clean close; no worker exits (the pids are unchanged); /healthz and a
-/score answer after each. DIALSCORE_FRAMING_EXAMPLES sets the examples (60; a long run: 20000)."""
+/score answer after each. FRAMING_TEST_EXAMPLES sets the examples (60; a long run: 20000)."""
 from __future__ import annotations
 
 import http.client
@@ -21,7 +21,7 @@ from tests.conftest import copy_store
 from tests.live_server import metric, running_server, worker_pids
 
 READ_TIMEOUT = 2.0
-EXAMPLES = int(os.environ.get("DIALSCORE_FRAMING_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("FRAMING_TEST_EXAMPLES", "60"))
 BODY = b'{"model": "length", "items": [{"context": ["hi"], "response": "hello"}]}'
 
 

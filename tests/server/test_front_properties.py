@@ -3,7 +3,7 @@ requests over: bodies in parts, slow, stalled past the read timeout, too large, 
 pending bytes, clients that leave midway, tight budgets, full queues, a SIGTERM or a recycle midway.
 Every request that stays gets one whole answer in the contract's form, none a 5xx but 503, and the
 app's own answer wherever the front does not refuse it; once all are done the front holds no body
-bytes and no admission holds a ticket. DIALSCORE_FRAMING_EXAMPLES sets the examples, as for
+bytes and no admission holds a ticket. FRAMING_TEST_EXAMPLES sets the examples, as for
 test_framing.py (60; a long run: 20000)."""
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ SHAPES = [  # (method, path, body)
     ("GET", "/no-such-page", b"y" * 100), ("DELETE", "/score", b""), ("OPTIONS", "/score", b""),
 ]
 PROBES = {"/healthz", "/readyz"}
-EXAMPLES = int(os.environ.get("DIALSCORE_FRAMING_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("FRAMING_TEST_EXAMPLES", "60"))
 FRONT_CODES = {"shutting_down", "overloaded", "deadline_exceeded", "too_large", "request_timeout", "bad_header"}
 
 
