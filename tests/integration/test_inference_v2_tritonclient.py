@@ -66,7 +66,8 @@ def test_model_metadata_names_the_inputs_and_the_score(client):
     metadata = client.get_model_metadata("bleu4", headers=auth())
     assert [i["name"] for i in metadata["inputs"]] == ["context", "response", "reference"]
     assert all(i["datatype"] == "BYTES" for i in metadata["inputs"])
-    assert metadata["outputs"] == [{"name": "score", "datatype": "FP32", "shape": [-1]}]
+    assert metadata["outputs"] == [{"name": "score", "datatype": "FP32", "shape": [-1]},
+                                   {"name": "warning", "datatype": "BYTES", "shape": [-1]}]
     assert client.is_model_ready("autojudge-minilm", headers=auth())
     assert not client.get_model_metadata("autojudge-minilm", headers=auth())["inputs"][-1]["name"] == "reference"
 
@@ -93,6 +94,17 @@ def test_a_rerank_through_infer_puts_the_best_first(server, client):
     assert index.shape == score.shape == (2,) and score[0] >= score[1]
     v1 = _v1_scores_of(server, candidates)
     assert list(index) == sorted(range(3), key=lambda i: -v1[i])[:2]
+
+
+def test_a_rerank_reads_the_warnings_and_leaves_the_warned_out_as_asked(client):
+    candidates = ["great, i went hiking!", "", "🙂"]
+    inputs = [_text("context", ["how was your weekend?"], True), _text("response", candidates, True)]
+    result = client.infer("autojudge-minilm", inputs, parameters={"rerank": True}, headers=auth())
+    warned = dict(zip(result.as_numpy("index"), result.as_numpy("warning")))
+    assert warned == {0: "", 1: "empty", 2: "no_words"}  # JSON outputs: str, as tritonclient reads them
+    kept = client.infer("autojudge-minilm", inputs, parameters={"rerank": True, "exclude_warned": "empty,no_words"},
+                        headers=auth())
+    assert list(kept.as_numpy("index")) == [0] and list(kept.as_numpy("warning")) == [""]
 
 
 def _v1_scores_of(server, candidates: list[str]) -> list[float]:
