@@ -32,7 +32,7 @@ _PARAMETERS = {"type": "object", "description": "Other parameters are ignored.",
     "options": {"type": "string", "description": "The v1 `options` as a JSON object in a string."},
     "rerank": {"type": "boolean", "default": False, "description": (
         "One `context` and the candidates as `response`: the outputs are `index` and `score`, best first (and "
-        "`human_percentile` where the model gives it).")},
+        "`human_percentile` where the model gives it), and `warning` in the same order.")},
     "top_k": {"type": "integer", "minimum": 1, "nullable": True, "description": "With `rerank: true` only."},
     "exclude_warned": {"type": "string", "description": (
         "With `rerank: true` only: warning codes, comma-separated (`empty,no_words`); the candidates warned with "
