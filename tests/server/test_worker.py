@@ -21,15 +21,21 @@ async def answer_in_two_parts(scope, receive, send) -> None:
     await send({"type": "http.response.body", "body": b"{}"})
 
 
-async def exchange_closing_after_the_head(request: bytes) -> bytes:
-    """Send `request`, read the answer's head, close our side, and read what else comes."""
-    config = uvicorn.Config(answer_in_two_parts, http=ContractH11Protocol, ws="none", lifespan="off",
-                            log_level="warning")
+async def serving(app, read_timeout: float = ContractH11Protocol.read_timeout):
+    """A server of `app` on ContractH11Protocol with `read_timeout`; (server, its state, port)."""
+    protocol = type("Protocol", (ContractH11Protocol,), {"read_timeout": read_timeout})
+    config = uvicorn.Config(app, http=protocol, ws="none", lifespan="off", log_level="warning")
     config.load()
     state = ServerState()
     server = await asyncio.get_running_loop().create_server(
-        lambda: ContractH11Protocol(config=config, server_state=state, app_state={}), "127.0.0.1", 0)
-    reader, writer = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
+        lambda: protocol(config=config, server_state=state, app_state={}), "127.0.0.1", 0)
+    return server, state, server.sockets[0].getsockname()[1]
+
+
+async def exchange_closing_after_the_head(request: bytes) -> bytes:
+    """Send `request`, read the answer's head, close our side, and read what else comes."""
+    server, _, port = await serving(answer_in_two_parts)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
         writer.write(request)
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
@@ -54,16 +60,6 @@ async def answer_at_once(scope, receive, send) -> None:
     await send({"type": "http.response.body", "body": b"{}"})
 
 
-async def serving(read_timeout: float):
-    """A server of `answer_at_once` on ContractH11Protocol with `read_timeout`; (server, its state, port)."""
-    protocol = type("Protocol", (ContractH11Protocol,), {"read_timeout": read_timeout})
-    config = uvicorn.Config(answer_at_once, http=protocol, ws="none", lifespan="off", log_level="warning")
-    config.load()
-    state = ServerState()
-    server = await asyncio.get_running_loop().create_server(
-        lambda: protocol(config=config, server_state=state, app_state={}), "127.0.0.1", 0)
-    return server, state, server.sockets[0].getsockname()[1]
-
 
 def test_a_head_must_arrive_within_the_read_timeout_on_a_new_or_a_kept_connection():
     """An idle new connection is closed silently at the read timeout; a head begun on a kept connection
@@ -72,7 +68,7 @@ def test_a_head_must_arrive_within_the_read_timeout_on_a_new_or_a_kept_connectio
     read_timeout = 0.6
 
     async def run() -> tuple[bytes, bytes, float]:
-        server, _, port = await serving(read_timeout)
+        server, _, port = await serving(answer_at_once, read_timeout)
         try:
             idle_reader, idle = await asyncio.open_connection("127.0.0.1", port)
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -101,7 +97,7 @@ def test_a_connection_with_no_request_at_shutdown_serves_the_request_that_comes_
     """uvicorn closed a connection without a request at shutdown: a request under way in the client's
     send was lost. It stays open; the request that comes is answered, and is the last."""
     async def run() -> bytes:
-        server, state, port = await serving(5.0)
+        server, state, port = await serving(answer_at_once, 5.0)
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             while not state.connections:
@@ -121,7 +117,7 @@ def test_a_connection_with_no_request_at_shutdown_serves_the_request_that_comes_
 
 def test_an_answer_to_unparsable_http_ends_the_connection():
     async def run() -> bytes:
-        server, _, port = await serving(5.0)
+        server, _, port = await serving(answer_at_once, 5.0)
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(b"NOT HTTP\r\n\r\n")
@@ -225,14 +221,9 @@ def test_bytes_past_a_closing_request_are_dropped_as_they_come_not_held():
     """What arrives past a `Connection: close` request while its answer is due is read and dropped: h11
     would hold every byte of it for as long as the answer takes."""
     async def run() -> tuple[bytes, int]:
-        config = uvicorn.Config(answer_in_two_parts, http=ContractH11Protocol, ws="none", lifespan="off",
-                                log_level="warning")
-        config.load()
-        state = ServerState()
-        server = await asyncio.get_running_loop().create_server(
-            lambda: ContractH11Protocol(config=config, server_state=state, app_state={}), "127.0.0.1", 0)
+        server, state, port = await serving(answer_in_two_parts)
         try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)  # the app now pauses PAUSE_S
             [protocol] = state.connections
