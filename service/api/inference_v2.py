@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, current_app, jsonify, request
 
 from service.api import dataplane
 from service.api.context import settings, store
@@ -23,7 +23,7 @@ from service.api.body import parse_json, read_body, validate
 from service.version import VERSION  # the server's own version, as the protocol asks (not the document's)
 from service.api.schemas import RERANK_REQUEST, SCORE_REQUEST
 from service.api.v2_tensors import (HEADER_LENGTH, ITEM_INPUTS, PLATFORM, SERVER_NAME, Tensor, output,
-                                    read_inputs, split_body)
+                                    output_bytes, read_inputs, split_body)
 from service.errors import BadJson, InvalidRequest, NotFound, NotReady, ServiceError, TooLarge
 from service.json_body import JsonTextError, NotJson, RepeatedKey, TooDeep, parse
 from service.scorers.base import Scorer
@@ -34,7 +34,7 @@ bp = Blueprint("inference_v2", __name__, url_prefix="/v2")
 
 @bp.get("")
 def server_metadata() -> Response:
-    return jsonify({"name": SERVER_NAME, "version": VERSION, "extensions": []})
+    return jsonify({"name": SERVER_NAME, "version": VERSION, "extensions": ["binary_tensor_data"]})
 
 
 @bp.get("/health/live")
@@ -87,6 +87,8 @@ def infer(name: str, version: str | None = None) -> Response:
     parameters = body.get("parameters") or {}
     if not isinstance(parameters, dict):
         raise InvalidRequest("`parameters` must be an object.", {"parameters": "Not an object."})
+    if body.get("id") is not None and not isinstance(body["id"], str):  # the answer echoes it, a string
+        raise InvalidRequest("`id` is a string, which the answer echoes.", {"id": "Not a string."})
     if version is not None:
         _scorer(name, version)
     options, rerank = _options(parameters), parameters.get("rerank", False)
@@ -105,7 +107,7 @@ def infer(name: str, version: str | None = None) -> Response:
                            "outputs": _requested_outputs(body, outputs)}
     if isinstance(body.get("id"), str):
         out["id"] = body["id"]
-    return jsonify(out)
+    return _infer_response(out, _binary_outputs(body, parameters))
 
 
 # --- from tensors to the v1 bodies ------------------------------------------------------------------
@@ -319,6 +321,37 @@ def _requested_outputs(body: dict[str, Any], outputs: list[dict[str, Any]]) -> l
         raise InvalidRequest(f"Unknown output {unknown[0]!r}; this model gives {', '.join(by_name)}.",
                              {"outputs": "Unknown output."})
     return [by_name[n] for n in names]
+
+
+def _binary_outputs(body: dict[str, Any], parameters: dict[str, Any]) -> Callable[[str], bool]:
+    """Whether an output goes as binary data (the extension): its own `binary_data`, else the request's
+    `binary_data_output` (tritonclient asks for binary by default, and its readers of BYTES expect bytes)."""
+    default = parameters.get("binary_data_output") is True
+    asked: dict[str, bool] = {}
+    for wanted in body.get("outputs") or []:  # a list of named objects: _requested_outputs checked it
+        own = wanted.get("parameters")
+        flag = own.get("binary_data") if isinstance(own, dict) else None
+        if isinstance(flag, bool):
+            asked[wanted["name"]] = flag
+    return lambda name: asked.get(name, default)
+
+
+def _infer_response(out: dict[str, Any], binary: Callable[[str], bool]) -> Response:
+    """The infer answer: all JSON, or, where an output goes as binary data, the JSON (its length in
+    Inference-Header-Content-Length) then each such output's bytes in the outputs' order."""
+    tensors: list[dict[str, Any]] = []
+    tail: list[bytes] = []
+    for tensor in out["outputs"]:
+        if binary(tensor["name"]):
+            raw = output_bytes(tensor)
+            tensor = {**{k: v for k, v in tensor.items() if k != "data"}, "parameters": {"binary_data_size": len(raw)}}
+            tail.append(raw)
+        tensors.append(tensor)
+    if not tail:
+        return jsonify(out)
+    header = current_app.json.dumps({**out, "outputs": tensors}, separators=(",", ":")).encode("utf-8")
+    return Response(header + b"".join(tail), content_type="application/octet-stream",
+                    headers={HEADER_LENGTH: str(len(header))})
 
 
 # --- models and readiness ----------------------------------------------------------------------------

@@ -36,19 +36,28 @@ _PARAMETERS = {"type": "object", "description": "Other parameters are ignored.",
     "top_k": {"type": "integer", "minimum": 1, "nullable": True, "description": "With `rerank: true` only."},
     "exclude_warned": {"type": "string", "description": (
         "With `rerank: true` only: warning codes, comma-separated (`empty,no_words`); the candidates warned with "
-        "them are left out of the ranking, as v1's `exclude_warned`.")}}}
+        "them are left out of the ranking, as v1's `exclude_warned`.")},
+    "binary_data_output": {"type": "boolean", "default": False, "description": (
+        "The binary tensor data extension: every output as binary data after the JSON, save one whose own "
+        "`binary_data` says otherwise.")}}}
 _INFER_REQUEST = _object({
     "id": {"type": "string", "description": "Echoed in the response."},
     "inputs": {"type": "array", "minItems": 1, "items": _ref("V2InferInput")},
     "parameters": _PARAMETERS,
-    "outputs": {"type": "array", "items": {"type": "object", "required": ["name"],
-                                           "properties": {"name": {"type": "string", "enum": list(_OUTPUTS)}}}},
+    "outputs": {"type": "array", "items": {"type": "object", "required": ["name"], "properties": {
+        "name": {"type": "string", "enum": list(_OUTPUTS)},
+        "parameters": {"type": "object", "properties": {"binary_data": {"type": "boolean", "description": (
+            "The output as binary data after the JSON (the extension), or in `data`.")}}}}}},
 }, ("inputs",))
 _OUTPUT = _object({"name": {"type": "string", "enum": list(_OUTPUTS)},
                    "datatype": {"type": "string", "enum": sorted(set(_OUTPUTS.values()))},
                    "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}},
-                   "data": {"type": "array", "items": {"oneOf": [{"type": "number"}, {"type": "string"}]}}},
-                  ("name", "datatype", "shape", "data"))
+                   "data": {"type": "array", "items": {"oneOf": [{"type": "number"}, {"type": "string"}]},
+                            "description": "Absent where `parameters.binary_data_size` places the elements after "
+                                           "the JSON."},
+                   "parameters": {"type": "object", "properties": {"binary_data_size": {"type": "integer",
+                                                                                        "minimum": 0}}}},
+                  ("name", "datatype", "shape"))
 _INFER_RESPONSE = _object({"model_name": {"type": "string"}, "model_version": {"type": "string"},
                            "id": {"type": "string"}, "outputs": {"type": "array", "items": _ref("V2InferOutput")}},
                           ("model_name", "model_version", "outputs"))
@@ -148,7 +157,11 @@ def _get(errors: Any, operation_id: str, summary: str, schema: str, codes: tuple
 def _infer(operation_id: str, parameters: list[dict[str, Any]], errors: Any, refused: Any) -> dict[str, Any]:
     responses = {**errors({"description": "`score` (FP32) per item; with `rerank: true`, `index` (INT64) and "
                                           "`score`, best first; `warning` (BYTES): each reply's warning code, "
-                                          "\"\" where none.", "content": _json("V2InferResponse")},
+                                          "\"\" where none. With an output asked for as binary data, "
+                                          f"a V2InferResponse of {HEADER_LENGTH} bytes, then each such output's "
+                                          "elements (little-endian; BYTES: a 4-byte length and the UTF-8 bytes).",
+                            "content": {**_json("V2InferResponse"),
+                                        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},
                           ("400", "404", "413", "422")), "503": refused()}
     example = {"inputs": [{"name": "context", "datatype": "BYTES", "shape": [1], "data": ["how was your weekend?"]},
                           {"name": "response", "datatype": "BYTES", "shape": [2],

@@ -19,6 +19,7 @@ SERVER_NAME = "dialscore"
 PLATFORM = "dialscore"  # a model is an ONNX graph (or none) with its pre- and post-processing, not one graph
 ITEM_INPUTS = ("context", "response", "reference")  # a reply model's inputs; a dialogue model's is `turns`
 _LENGTH = struct.Struct("<I")
+_NUMBER_FORMAT = {"FP32": "f", "INT64": "q"}  # the outputs' numeric datatypes, as struct packs them
 
 
 @dataclass
@@ -128,3 +129,12 @@ def _binary_bytes(raw: bytes, name: str, where: str) -> list[str]:
 def output(name: str, datatype: str, data: list[Any]) -> dict[str, Any]:
     """One output tensor, one axis, as JSON."""
     return {"name": name, "datatype": datatype, "shape": [len(data)], "data": data}
+
+
+def output_bytes(tensor: dict[str, Any]) -> bytes:
+    """An output's elements as the binary tensor data extension lays them out: little-endian, row-major,
+    a BYTES element its 4-byte length and its UTF-8 bytes."""
+    data = tensor["data"]
+    if tensor["datatype"] == "BYTES":
+        return b"".join(_LENGTH.pack(len(raw)) + raw for raw in (value.encode("utf-8") for value in data))
+    return struct.pack(f"<{len(data)}{_NUMBER_FORMAT[tensor['datatype']]}", *data)

@@ -81,6 +81,8 @@ def test_a_rerank_gives_index_and_score_best_first(client):
      "which read no 'response'"),  # it was dropped unread
     ({"inputs": [{**_text("response", ["a"]), "data": "ab"}, _text("context", ["b"])]}, 422,
      "`data` is an array"),  # a bare string was taken as the one element
+    ({"id": 42, "inputs": [_text("response", ["a"]), _text("context", ["b"])]}, 422,
+     "`id` is a string"),  # the protocol's answer must echo it; it was dropped
 ])
 def test_malformed_requests_are_4xx_in_the_protocols_form(client, body, status, words):
     answer = _infer(client, "length", body)
@@ -124,6 +126,7 @@ def test_binary_data_that_runs_past_its_size_is_400(client):
 def test_metadata_health_and_versions(client):
     assert client.get("/v2").get_json()["name"] == "dialscore"
     assert client.get("/v2").get_json()["version"] == VERSION  # the tool's, which `dialscore --version` prints
+    assert client.get("/v2").get_json()["extensions"] == ["binary_tensor_data"]  # as Triton names it, both ways
     assert client.get("/v2/health/live").status_code == 200
     assert client.get("/v2/health/ready").get_json() == {"ready": True}
     metadata = client.get("/v2/models/bleu4").get_json()
@@ -306,3 +309,34 @@ def test_a_bad_exclude_warned_is_422_naming_the_parameter(client, parameters, fi
     body = {"inputs": [_text("context", ["hi"]), _text("response", ["a", ""])], "parameters": parameters}
     answer = _infer(client, "length", body)
     assert answer.status_code == 422 and f"({field}:" in answer.get_json()["error"], answer.get_json()
+
+
+def _split_answer(answer) -> tuple[dict, bytes]:
+    """An infer answer with binary outputs: its JSON (Inference-Header-Content-Length bytes), then the data."""
+    raw, size = answer.get_data(), int(answer.headers[HEADER])
+    return json.loads(raw[:size]), raw[size:]
+
+
+def test_outputs_asked_for_as_binary_data_follow_the_json(client):
+    """tritonclient asks for binary outputs by default (`binary_data_output`, or `binary_data` on an output);
+    answered in JSON, its reader gave a BYTES output's elements as str where Triton's give bytes, so a
+    client's `warning == b"empty"` never held."""
+    tensors = [_text("context", ["hi"]), _text("response", ["ok", "", "a fine reply"])]
+    plain = {o["name"]: o for o in _infer(client, "length", {"inputs": tensors,
+                                                             "parameters": {"rerank": True}}).get_json()["outputs"]}
+    body = {"inputs": tensors, "parameters": {"rerank": True, "binary_data_output": True},
+            "outputs": [{"name": "index"}, {"name": "score", "parameters": {"binary_data": False}}, {"name": "warning"}]}
+    answer = _infer(client, "length", body)
+    assert answer.status_code == 200 and answer.mimetype == "application/octet-stream"
+    head, tail = _split_answer(answer)
+    index, score, warning = head["outputs"]
+    assert score == plain["score"]  # an output's own `binary_data: false` overrides the request's
+    assert index == {"name": "index", "datatype": "INT64", "shape": [3], "parameters": {"binary_data_size": 24}}
+    assert warning["parameters"] == {"binary_data_size": len(tail) - 24}
+    assert tail == struct.pack("<3q", *plain["index"]["data"]) + _bytes_tensor(plain["warning"]["data"])
+    scored = _infer(client, "length", {"inputs": tensors, "outputs": [{"name": "score",
+                                                                       "parameters": {"binary_data": True}}]})
+    head, tail = _split_answer(scored)
+    assert head["outputs"] == [{"name": "score", "datatype": "FP32", "shape": [3],
+                                "parameters": {"binary_data_size": 12}}]
+    assert list(struct.unpack("<3f", tail)) == [1.0, 0.0, 3.0]

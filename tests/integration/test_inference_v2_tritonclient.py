@@ -101,10 +101,26 @@ def test_a_rerank_reads_the_warnings_and_leaves_the_warned_out_as_asked(client):
     inputs = [_text("context", ["how was your weekend?"], True), _text("response", candidates, True)]
     result = client.infer("autojudge-minilm", inputs, parameters={"rerank": True}, headers=auth())
     warned = dict(zip(result.as_numpy("index"), result.as_numpy("warning")))
-    assert warned == {0: "", 1: "empty", 2: "no_words"}  # JSON outputs: str, as tritonclient reads them
+    assert warned == {0: b"", 1: b"empty", 2: b"no_words"}  # binary outputs (tritonclient's default): bytes
     kept = client.infer("autojudge-minilm", inputs, parameters={"rerank": True, "exclude_warned": "empty,no_words"},
                         headers=auth())
-    assert list(kept.as_numpy("index")) == [0] and list(kept.as_numpy("warning")) == [""]
+    assert list(kept.as_numpy("index")) == [0] and list(kept.as_numpy("warning")) == [b""]
+
+
+@pytest.mark.parametrize("binary", [True, False], ids=["binary-outputs", "json-outputs"])
+def test_outputs_asked_for_read_as_tritons_do(client, binary):
+    """Each output read as Triton's would be: a BYTES element bytes when asked for as binary data (str in
+    JSON), INT64 and FP32 alike both ways."""
+    inputs = [_text("context", ["how was your weekend?"], True), _text("response", ["great, i went hiking!", ""], True)]
+    outputs = [httpclient.InferRequestedOutput(name, binary_data=binary) for name in ("index", "score", "warning")]
+    result = client.infer("autojudge-minilm", inputs, outputs=outputs, parameters={"rerank": True}, headers=auth())
+    plain = client.infer("autojudge-minilm", inputs, outputs=[httpclient.InferRequestedOutput(n, binary_data=False)
+                                                              for n in ("index", "score")],
+                         parameters={"rerank": True}, headers=auth())
+    assert result.as_numpy("index").dtype == np.int64 and list(result.as_numpy("index")) == [0, 1]
+    assert result.as_numpy("score").dtype == np.float32
+    assert list(result.as_numpy("score")) == list(plain.as_numpy("score"))
+    assert list(result.as_numpy("warning")) == ([b"", b"empty"] if binary else ["", "empty"])
 
 
 def _v1_scores_of(server, candidates: list[str]) -> list[float]:
