@@ -81,6 +81,18 @@ def test_a_rerank_gives_index_and_score_best_first(client):
      "which read no 'response'"),  # it was dropped unread
     ({"inputs": [{**_text("response", ["a"]), "data": "ab"}, _text("context", ["b"])]}, 422,
      "`data` is an array"),  # a bare string was taken as the one element
+    ({"inputs": [{**_text("response", ["a"]), "shape": []}, _text("context", ["b"])]}, 422, "needs a shape"),
+    ({"inputs": [_text("response", ["a"]), _text("response", ["b"]), _text("context", ["b"])]}, 422, "given twice"),
+    ({"inputs": [_text("response", ["a", "b", "c"]), _text("context", ["b", "c"])]}, 422, "elements for 3"),
+    *(({"inputs": [_text("turns", [turns])]}, 422, "not a JSON array") for turns in ('{"a": 1}', "hello")),
+    *(({"inputs": [_text("response", ["a"]), _text("context", ["b"])], "parameters": {"options": options}}, 422,
+       "a JSON object in a string") for options in ("", {})),
+    ({"inputs": [_text("response", ["a"]), _text("context", ["b"])], "parameters": [1]}, 422, "must be an object"),
+    ({"inputs": [_text("response", ["a"]), _text("context", ["[]"])]}, 422, "(inputs.context.0: "),  # no turns
+    ({"parameters": {"rerank": True}, "inputs": [_text("response", ["a"]), _text("context", ["b"]),
+                                                 _text("reference", ["c", "d"])]}, 422, "at most one"),
+    ({"parameters": {"rerank": True}, "inputs": [_text("response", ["a"]), _text("context", ["b"]),
+                                                 _text("mood", ["c"])]}, 422, "Unknown input"),
 ])
 def test_malformed_requests_are_4xx_in_the_protocols_form(client, body, status, words):
     answer = _infer(client, "length", body)
@@ -88,7 +100,7 @@ def test_malformed_requests_are_4xx_in_the_protocols_form(client, body, status, 
     assert list(answer.get_json()) == ["error"] and words in answer.get_json()["error"]
 
 
-@pytest.mark.parametrize("header,binary", [("x", b""), ("99999", b""), ("", b"")])
+@pytest.mark.parametrize("header,binary", [("x", b""), ("99999", b""), ("", b""), ("\u00b2", b"")])
 def test_a_bad_binary_header_is_400(client, header, binary):
     body = json.dumps({"inputs": [_text("response", ["a"]), _text("context", ["b"])]}).encode()
     answer = _infer(client, "length", body + binary, {HEADER: header or "-1"})
@@ -119,6 +131,32 @@ def test_binary_data_that_runs_past_its_size_is_400(client):
         {"name": "response", "shape": [1], "datatype": "BYTES", "data": ["a"]}]}).encode()
     answer = _infer(client, "length", header + struct.pack("<I", 50), {HEADER: str(len(header))})
     assert answer.status_code == 400 and "runs past" in answer.get_json()["error"]
+
+
+def test_a_binary_header_the_length_of_the_whole_body_reads_it_as_json(client):
+    body = json.dumps({"inputs": [_text("response", ["a"]), _text("context", ["b"])]}).encode()
+    answer = _infer(client, "length", body, {HEADER: str(len(body))})
+    assert answer.status_code == 200, answer.get_json()
+
+
+def test_binary_data_no_input_claims_is_400(client):
+    header = json.dumps({"inputs": [_text("response", ["a"]), _text("context", ["b"])]}).encode()
+    answer = _infer(client, "length", header + _bytes_tensor(["x"]), {HEADER: str(len(header))})
+    assert answer.status_code == 400 and "no input claims" in answer.get_json()["error"]
+
+
+@pytest.mark.parametrize("size", [-1, True])
+def test_a_binary_data_size_not_a_count_of_bytes_is_named(client, size):
+    header = json.dumps({"inputs": [
+        {"name": "context", "shape": [1], "datatype": "BYTES", "parameters": {"binary_data_size": size}},
+        _text("response", ["a"])]}).encode()
+    answer = _infer(client, "length", header + _bytes_tensor(["b"]), {HEADER: str(len(header))})
+    assert answer.status_code == 400 and "binary_data_size does not fit" in answer.get_json()["error"]
+
+
+def test_input_parameters_that_are_not_an_object_are_ignored(client):
+    body = {"inputs": [{**_text("response", ["a"]), "parameters": [1]}, _text("context", ["b"])]}
+    assert _infer(client, "length", body).status_code == 200
 
 
 def test_metadata_health_and_versions(client):
@@ -198,6 +236,7 @@ def test_a_context_is_a_json_array_only_where_it_parses_as_one(client, context, 
     ("", [""]),
     ("[laughs]\nwhat next?\n", ["[laughs]", "what next?"]),
     ('["hello\\n"]', ["hello\n"]),  # an array's turns are as sent
+    (' ["hello", "who?"]\n', ["hello", "who?"]),  # the whole text parses as an array
 ])
 def test_context_lines_end_at_lf_or_crlf_and_a_final_newline_adds_no_turn(client, context, turns):
     from service.api.inference_v2 import context_turns
@@ -227,6 +266,43 @@ def test_errors_name_the_v2_inputs_and_read_as_sentences(client):
     assert wrong.status_code == 405 and wrong.get_json()["error"].endswith("(allowed: OPTIONS, POST)")
     unknown = client.get("/v2/models/nope").get_json()["error"]
     assert "['" not in unknown and "served: bleu4, " in unknown
+
+
+_LONG_TURN = '["a", "' + "x" * 20000 + '"]'
+
+
+@pytest.mark.parametrize("parameters,inputs,field", [
+    ({}, [_text("context", [_LONG_TURN]), _text("response", ["a"])], "inputs.context.0.1"),
+    ({"rerank": True}, [_text("context", [_LONG_TURN]), _text("response", ["a"])], "inputs.context.0.1"),
+    ({}, [_text("context", ["b"]), _text("response", ["a"] * 513)], "inputs"),
+    ({"rerank": True, "top_k": 0}, [_text("context", ["b"]), _text("response", ["a"])], "parameters.top_k"),
+])
+def test_an_error_names_the_field_as_the_infer_request_does(client, parameters, inputs, field):
+    answer = _infer(client, "length", {"inputs": inputs, "parameters": parameters})
+    assert answer.status_code in (413, 422) and f"({field}: " in answer.get_json()["error"], answer.get_json()
+
+
+def test_outputs_come_as_requested_and_all_for_an_empty_list(client):
+    tensors = [_text("context", ["b"]), _text("response", ["a"])]
+    named = _infer(client, "length", {"inputs": tensors, "outputs": [{"name": "warning"}, {"name": "score"}]})
+    assert [o["name"] for o in named.get_json()["outputs"]] == ["warning", "score"]
+    every = _infer(client, "length", {"inputs": tensors, "outputs": []})
+    assert [o["name"] for o in every.get_json()["outputs"]] == ["score", "warning"]
+
+
+def test_an_infer_at_another_version_is_404_and_a_non_string_id_is_not_echoed(client):
+    body = {"id": 5, "inputs": [_text("context", ["b"]), _text("response", ["a"])]}
+    wrong = client.post("/v2/models/length/versions/0.0.0/infer", data=json.dumps(body))
+    assert wrong.status_code == 404 and "not 0.0.0" in wrong.get_json()["error"]
+    assert "id" not in _infer(client, "length", body).get_json()
+
+
+def test_a_rerank_that_excludes_every_candidate_gives_empty_outputs(client):
+    body = {"parameters": {"rerank": True, "exclude_warned": "empty"},
+            "inputs": [_text("context", ["b"]), _text("response", ["", ""])]}
+    answer = _infer(client, "length", body)
+    assert answer.status_code == 200, answer.get_json()
+    assert {o["name"]: o["data"] for o in answer.get_json()["outputs"]} == {"index": [], "score": [], "warning": []}
 
 
 @pytest.mark.parametrize("outputs", ["score", ["score"], [{"name": 1}]])
@@ -301,6 +377,7 @@ def test_warnings_are_a_bytes_output_and_a_rerank_can_exclude_the_warned(client)
     ({"rerank": True, "exclude_warned": "empty,blank"}, "parameters.exclude_warned.1"),
     ({"rerank": True, "exclude_warned": ["empty"]}, "parameters.exclude_warned"),
     ({"exclude_warned": "empty"}, "parameters.exclude_warned"),
+    ({"rerank": True, "exclude_warned": None}, "parameters.exclude_warned"),
 ])
 def test_a_bad_exclude_warned_is_422_naming_the_parameter(client, parameters, field):
     body = {"inputs": [_text("context", ["hi"]), _text("response", ["a", ""])], "parameters": parameters}
