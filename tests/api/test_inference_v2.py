@@ -3,6 +3,7 @@ malformed request a 4xx in the protocol's `{"error": "..."}` form (tritonclient'
 from __future__ import annotations
 
 import json
+import re
 import struct
 
 import pytest
@@ -43,7 +44,7 @@ def test_infer_scores_as_score_does(client):
 
 
 def test_binary_tensors_read_as_json_ones(client):
-    context, responses = _bytes_tensor(["hi"]), _bytes_tensor(["ok", "très bien"])
+    context, responses = _bytes_tensor(["hi"]), _bytes_tensor(["ok", "très bien\n"])  # its last byte is data
     header = json.dumps({"inputs": [
         {"name": "context", "shape": [1], "datatype": "BYTES", "parameters": {"binary_data_size": len(context)}},
         {"name": "response", "shape": [2], "datatype": "BYTES", "parameters": {"binary_data_size": len(responses)}},
@@ -51,7 +52,7 @@ def test_binary_tensors_read_as_json_ones(client):
     binary = context + responses
     answer = _infer(client, "length", header + binary, {HEADER: str(len(header))})
     assert answer.status_code == 200, answer.get_json()
-    plain = _infer(client, "length", {"inputs": [_text("context", ["hi"]), _text("response", ["ok", "très bien"])]})
+    plain = _infer(client, "length", {"inputs": [_text("context", ["hi"]), _text("response", ["ok", "très bien\n"])]})
     assert answer.get_json()["outputs"] == plain.get_json()["outputs"]
 
 
@@ -93,6 +94,8 @@ def test_a_rerank_gives_index_and_score_best_first(client):
                                                  _text("reference", ["c", "d"])]}, 422, "at most one"),
     ({"parameters": {"rerank": True}, "inputs": [_text("response", ["a"]), _text("context", ["b"]),
                                                  _text("mood", ["c"])]}, 422, "Unknown input"),
+    ({"inputs": [{**_text("response", ["a"]), "data": [1]}, _text("context", ["b"])]}, 422, "elements are strings"),
+    ({"inputs": [{"shape": [1], "datatype": "BYTES", "data": ["a"]}]}, 422, "with a `name`"),
 ])
 def test_malformed_requests_are_4xx_in_the_protocols_form(client, body, status, words):
     answer = _infer(client, "length", body)
@@ -154,6 +157,15 @@ def test_a_binary_data_size_not_a_count_of_bytes_is_named(client, size):
     assert answer.status_code == 400 and "binary_data_size does not fit" in answer.get_json()["error"]
 
 
+def test_a_binary_element_not_utf8_is_422(client):
+    context = struct.pack("<I", 2) + b"\xff\xfe"
+    header = json.dumps({"inputs": [
+        {"name": "context", "shape": [1], "datatype": "BYTES", "parameters": {"binary_data_size": len(context)}},
+        _text("response", ["a"])]}).encode()
+    answer = _infer(client, "length", header + context, {HEADER: str(len(header))})
+    assert answer.status_code == 422 and "not UTF-8" in answer.get_json()["error"]
+
+
 def test_input_parameters_that_are_not_an_object_are_ignored(client):
     body = {"inputs": [{**_text("response", ["a"]), "parameters": [1]}, _text("context", ["b"])]}
     assert _infer(client, "length", body).status_code == 200
@@ -187,7 +199,7 @@ _DEEP = "[" * 5000 + "]" * 5000
 
 
 @pytest.mark.parametrize("inputs,parameters,status,words", [
-    ([_text("context", ['["hi \\ud800"]']), _text("response", ["a"])], {}, 422, "surrogate"),
+    ([_text("context", ['["hi \\ud800"]']), _text("response", ["a"])], {}, 422, "JSON (at 0): Contains a lone"),
     ([_text("context", ['["hi \\ud800"]']), _text("response", ["a", "b"])], {"rerank": True}, 422, "surrogate"),
     ([_text("turns", ['[{"speaker": "bot", "text": "hi \\udc00"}]'])], {}, 422, "surrogate"),
     ([_text("context", [_DEEP]), _text("response", ["a"])], {}, 413, "deeper"),
@@ -282,6 +294,18 @@ def test_an_error_names_the_field_as_the_infer_request_does(client, parameters, 
     assert answer.status_code in (413, 422) and f"({field}: " in answer.get_json()["error"], answer.get_json()
 
 
+@pytest.mark.parametrize("inputs,fields", [
+    ([_text("context", [_LONG_TURN]), _text("response", ["a", "b"])], ["inputs.context.0.1"]),
+    ([_text("context", ["[]"]), _text("response", ["a", "b"])], ["inputs.context.0"]),
+    ([_text("context", ["b"]), _text("response", ["a", "b"]), _text("reference", [" "])], ["inputs.reference.0"]),
+])
+def test_an_error_in_one_element_for_every_item_names_that_element(client, inputs, fields):
+    """It named `inputs.context.1.1` too, an element the request does not have (the one served each item)."""
+    answer = _infer(client, "bleu4", {"inputs": inputs})
+    assert answer.status_code in (413, 422)
+    assert re.findall(r"(inputs\.[a-z0-9.]+):", answer.get_json()["error"]) == fields, answer.get_json()
+
+
 def test_outputs_come_as_requested_and_all_for_an_empty_list(client):
     tensors = [_text("context", ["b"]), _text("response", ["a"])]
     named = _infer(client, "length", {"inputs": tensors, "outputs": [{"name": "warning"}, {"name": "score"}]})
@@ -342,6 +366,16 @@ def test_a_calibrated_model_gives_human_percentile_as_an_output_as_v1_does(full_
     only = {"inputs": tensors, "outputs": [{"name": "human_percentile"}]}
     assert [o["name"] for o in _infer(client, "unref-minilm-commercial", only).get_json()["outputs"]] == [
         "human_percentile"]
+
+
+def test_a_rerank_reads_its_reference_and_a_dialogue_model_takes_turns(client, full_app):
+    tensors = [_text("context", ["hi"]), _text("response", ["good, and you?", "no"]), _text("reference", ["good"])]
+    ranked = _infer(client, "bleu4", {"inputs": tensors, "parameters": {"rerank": True}}).get_json()["outputs"]
+    v1 = client.post("/rerank", json={"model": "bleu4", "context": ["hi"], "candidates": ["good, and you?", "no"],
+                                      "reference": "good"}).get_json()["ranking"]
+    assert {o["name"]: o["data"] for o in ranked}["score"] == pytest.approx([e["score"] for e in v1])
+    metadata = full_app.test_client().get("/v2/models/mh").get_json()
+    assert [i["name"] for i in metadata["inputs"]] == ["turns"]
 
 
 def test_a_v2_strings_repeated_key_says_where_inside_it(client):
