@@ -11,7 +11,7 @@ the inputs' encoding.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -129,7 +129,9 @@ def _score(name: str, tensors: dict[str, Tensor], options: dict[str, Any]) -> tu
             if references is not None:
                 item["reference"] = references[i]
             items.append(item)
-    with _v2_names(_score_path):
+    # one element given for every item is element 0 in an error, not an element the request lacks
+    shared = {n for n in ("context", "reference") if n in tensors and len(tensors[n].values) == 1}
+    with _v2_names(lambda path: _score_path(path, shared)):
         answer = dataplane.score(store(), validate(SCORE_REQUEST, {"model": name, "items": items,
                                                                    "options": options}), settings())
     percentile = [output("human_percentile", "FP32", answer["human_percentile"])] if "human_percentile" in answer else []
@@ -189,11 +191,12 @@ def _parameter_path(path: str) -> str:
     return f"parameters.{path}" if path.split(".")[0] in ("options", "top_k", "exclude_warned") else path
 
 
-def _score_path(path: str) -> str:
-    """`items.3.response` -> `inputs.response.3` (an item is element 3 of each input); options -> parameters."""
+def _score_path(path: str, shared: Collection[str] = ()) -> str:
+    """`items.3.response` -> `inputs.response.3` (an item is element 3 of each input, element 0 of an input
+    in `shared`, whose one element serves every item); options -> parameters."""
     match = _ITEM_FIELD.fullmatch(path)
     if match:
-        return f"inputs.{match[2]}.{match[1]}{match[3]}"
+        return f"inputs.{match[2]}.{'0' if match[2] in shared else match[1]}{match[3]}"
     return "inputs" if path == "items" else _parameter_path(path)
 
 

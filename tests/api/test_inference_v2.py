@@ -3,6 +3,7 @@ malformed request a 4xx in the protocol's `{"error": "..."}` form (tritonclient'
 from __future__ import annotations
 
 import json
+import re
 import struct
 
 import pytest
@@ -43,7 +44,7 @@ def test_infer_scores_as_score_does(client):
 
 
 def test_binary_tensors_read_as_json_ones(client):
-    context, responses = _bytes_tensor(["hi"]), _bytes_tensor(["ok", "très bien"])
+    context, responses = _bytes_tensor(["hi"]), _bytes_tensor(["ok", "très bien\n"])  # its last byte is data
     header = json.dumps({"inputs": [
         {"name": "context", "shape": [1], "datatype": "BYTES", "parameters": {"binary_data_size": len(context)}},
         {"name": "response", "shape": [2], "datatype": "BYTES", "parameters": {"binary_data_size": len(responses)}},
@@ -51,7 +52,7 @@ def test_binary_tensors_read_as_json_ones(client):
     binary = context + responses
     answer = _infer(client, "length", header + binary, {HEADER: str(len(header))})
     assert answer.status_code == 200, answer.get_json()
-    plain = _infer(client, "length", {"inputs": [_text("context", ["hi"]), _text("response", ["ok", "très bien"])]})
+    plain = _infer(client, "length", {"inputs": [_text("context", ["hi"]), _text("response", ["ok", "très bien\n"])]})
     assert answer.get_json()["outputs"] == plain.get_json()["outputs"]
 
 
@@ -83,6 +84,20 @@ def test_a_rerank_gives_index_and_score_best_first(client):
      "`data` is an array"),  # a bare string was taken as the one element
     ({"id": 42, "inputs": [_text("response", ["a"]), _text("context", ["b"])]}, 422,
      "`id` is a string"),  # the protocol's answer must echo it; it was dropped
+    ({"inputs": [{**_text("response", ["a"]), "shape": []}, _text("context", ["b"])]}, 422, "needs a shape"),
+    ({"inputs": [_text("response", ["a"]), _text("response", ["b"]), _text("context", ["b"])]}, 422, "given twice"),
+    ({"inputs": [_text("response", ["a", "b", "c"]), _text("context", ["b", "c"])]}, 422, "elements for 3"),
+    *(({"inputs": [_text("turns", [turns])]}, 422, "not a JSON array") for turns in ('{"a": 1}', "hello")),
+    *(({"inputs": [_text("response", ["a"]), _text("context", ["b"])], "parameters": {"options": options}}, 422,
+       "a JSON object in a string") for options in ("", {})),
+    ({"inputs": [_text("response", ["a"]), _text("context", ["b"])], "parameters": [1]}, 422, "must be an object"),
+    ({"inputs": [_text("response", ["a"]), _text("context", ["[]"])]}, 422, "(inputs.context.0: "),  # no turns
+    ({"parameters": {"rerank": True}, "inputs": [_text("response", ["a"]), _text("context", ["b"]),
+                                                 _text("reference", ["c", "d"])]}, 422, "at most one"),
+    ({"parameters": {"rerank": True}, "inputs": [_text("response", ["a"]), _text("context", ["b"]),
+                                                 _text("mood", ["c"])]}, 422, "Unknown input"),
+    ({"inputs": [{**_text("response", ["a"]), "data": [1]}, _text("context", ["b"])]}, 422, "elements are strings"),
+    ({"inputs": [{"shape": [1], "datatype": "BYTES", "data": ["a"]}]}, 422, "with a `name`"),
 ])
 def test_malformed_requests_are_4xx_in_the_protocols_form(client, body, status, words):
     answer = _infer(client, "length", body)
@@ -90,7 +105,7 @@ def test_malformed_requests_are_4xx_in_the_protocols_form(client, body, status, 
     assert list(answer.get_json()) == ["error"] and words in answer.get_json()["error"]
 
 
-@pytest.mark.parametrize("header,binary", [("x", b""), ("99999", b""), ("", b"")])
+@pytest.mark.parametrize("header,binary", [("x", b""), ("99999", b""), ("", b""), ("\u00b2", b"")])
 def test_a_bad_binary_header_is_400(client, header, binary):
     body = json.dumps({"inputs": [_text("response", ["a"]), _text("context", ["b"])]}).encode()
     answer = _infer(client, "length", body + binary, {HEADER: header or "-1"})
@@ -123,6 +138,41 @@ def test_binary_data_that_runs_past_its_size_is_400(client):
     assert answer.status_code == 400 and "runs past" in answer.get_json()["error"]
 
 
+def test_a_binary_header_the_length_of_the_whole_body_reads_it_as_json(client):
+    body = json.dumps({"inputs": [_text("response", ["a"]), _text("context", ["b"])]}).encode()
+    answer = _infer(client, "length", body, {HEADER: str(len(body))})
+    assert answer.status_code == 200, answer.get_json()
+
+
+def test_binary_data_no_input_claims_is_400(client):
+    header = json.dumps({"inputs": [_text("response", ["a"]), _text("context", ["b"])]}).encode()
+    answer = _infer(client, "length", header + _bytes_tensor(["x"]), {HEADER: str(len(header))})
+    assert answer.status_code == 400 and "no input claims" in answer.get_json()["error"]
+
+
+@pytest.mark.parametrize("size", [-1, True])
+def test_a_binary_data_size_not_a_count_of_bytes_is_named(client, size):
+    header = json.dumps({"inputs": [
+        {"name": "context", "shape": [1], "datatype": "BYTES", "parameters": {"binary_data_size": size}},
+        _text("response", ["a"])]}).encode()
+    answer = _infer(client, "length", header + _bytes_tensor(["b"]), {HEADER: str(len(header))})
+    assert answer.status_code == 400 and "binary_data_size does not fit" in answer.get_json()["error"]
+
+
+def test_a_binary_element_not_utf8_is_422(client):
+    context = struct.pack("<I", 2) + b"\xff\xfe"
+    header = json.dumps({"inputs": [
+        {"name": "context", "shape": [1], "datatype": "BYTES", "parameters": {"binary_data_size": len(context)}},
+        _text("response", ["a"])]}).encode()
+    answer = _infer(client, "length", header + context, {HEADER: str(len(header))})
+    assert answer.status_code == 422 and "not UTF-8" in answer.get_json()["error"]
+
+
+def test_input_parameters_that_are_not_an_object_are_ignored(client):
+    body = {"inputs": [{**_text("response", ["a"]), "parameters": [1]}, _text("context", ["b"])]}
+    assert _infer(client, "length", body).status_code == 200
+
+
 def test_metadata_health_and_versions(client):
     assert client.get("/v2").get_json()["name"] == "dialscore"
     assert client.get("/v2").get_json()["version"] == VERSION  # the tool's, which `dialscore --version` prints
@@ -152,7 +202,7 @@ _DEEP = "[" * 5000 + "]" * 5000
 
 
 @pytest.mark.parametrize("inputs,parameters,status,words", [
-    ([_text("context", ['["hi \\ud800"]']), _text("response", ["a"])], {}, 422, "surrogate"),
+    ([_text("context", ['["hi \\ud800"]']), _text("response", ["a"])], {}, 422, "JSON (at 0): Contains a lone"),
     ([_text("context", ['["hi \\ud800"]']), _text("response", ["a", "b"])], {"rerank": True}, 422, "surrogate"),
     ([_text("turns", ['[{"speaker": "bot", "text": "hi \\udc00"}]'])], {}, 422, "surrogate"),
     ([_text("context", [_DEEP]), _text("response", ["a"])], {}, 413, "deeper"),
@@ -201,6 +251,7 @@ def test_a_context_is_a_json_array_only_where_it_parses_as_one(client, context, 
     ("", [""]),
     ("[laughs]\nwhat next?\n", ["[laughs]", "what next?"]),
     ('["hello\\n"]', ["hello\n"]),  # an array's turns are as sent
+    (' ["hello", "who?"]\n', ["hello", "who?"]),  # the whole text parses as an array
 ])
 def test_context_lines_end_at_lf_or_crlf_and_a_final_newline_adds_no_turn(client, context, turns):
     from service.api.inference_v2 import context_turns
@@ -230,6 +281,54 @@ def test_errors_name_the_v2_inputs_and_read_as_sentences(client):
     assert wrong.status_code == 405 and wrong.get_json()["error"].endswith("(allowed: OPTIONS, POST)")
     unknown = client.get("/v2/models/nope").get_json()["error"]
     assert "['" not in unknown and "served: bleu4, " in unknown
+
+
+_LONG_TURN = '["a", "' + "x" * 20000 + '"]'
+
+
+@pytest.mark.parametrize("parameters,inputs,field", [
+    ({}, [_text("context", [_LONG_TURN]), _text("response", ["a"])], "inputs.context.0.1"),
+    ({"rerank": True}, [_text("context", [_LONG_TURN]), _text("response", ["a"])], "inputs.context.0.1"),
+    ({}, [_text("context", ["b"]), _text("response", ["a"] * 513)], "inputs"),
+    ({"rerank": True, "top_k": 0}, [_text("context", ["b"]), _text("response", ["a"])], "parameters.top_k"),
+])
+def test_an_error_names_the_field_as_the_infer_request_does(client, parameters, inputs, field):
+    answer = _infer(client, "length", {"inputs": inputs, "parameters": parameters})
+    assert answer.status_code in (413, 422) and f"({field}: " in answer.get_json()["error"], answer.get_json()
+
+
+@pytest.mark.parametrize("inputs,fields", [
+    ([_text("context", [_LONG_TURN]), _text("response", ["a", "b"])], ["inputs.context.0.1"]),
+    ([_text("context", ["[]"]), _text("response", ["a", "b"])], ["inputs.context.0"]),
+    ([_text("context", ["b"]), _text("response", ["a", "b"]), _text("reference", [" "])], ["inputs.reference.0"]),
+])
+def test_an_error_in_one_element_for_every_item_names_that_element(client, inputs, fields):
+    """It named `inputs.context.1.1` too, an element the request does not have (the one served each item)."""
+    answer = _infer(client, "bleu4", {"inputs": inputs})
+    assert answer.status_code in (413, 422)
+    assert re.findall(r"(inputs\.[a-z0-9.]+):", answer.get_json()["error"]) == fields, answer.get_json()
+
+
+def test_outputs_come_as_requested_and_all_for_an_empty_list(client):
+    tensors = [_text("context", ["b"]), _text("response", ["a"])]
+    named = _infer(client, "length", {"inputs": tensors, "outputs": [{"name": "warning"}, {"name": "score"}]})
+    assert [o["name"] for o in named.get_json()["outputs"]] == ["warning", "score"]
+    every = _infer(client, "length", {"inputs": tensors, "outputs": []})
+    assert [o["name"] for o in every.get_json()["outputs"]] == ["score", "warning"]
+
+
+def test_an_infer_at_another_version_is_404(client):  # a non-string id: the malformed requests above
+    body = {"id": "r", "inputs": [_text("context", ["b"]), _text("response", ["a"])]}
+    wrong = client.post("/v2/models/length/versions/0.0.0/infer", data=json.dumps(body))
+    assert wrong.status_code == 404 and "not 0.0.0" in wrong.get_json()["error"]
+
+
+def test_a_rerank_that_excludes_every_candidate_gives_empty_outputs(client):
+    body = {"parameters": {"rerank": True, "exclude_warned": "empty"},
+            "inputs": [_text("context", ["b"]), _text("response", ["", ""])]}
+    answer = _infer(client, "length", body)
+    assert answer.status_code == 200, answer.get_json()
+    assert {o["name"]: o["data"] for o in answer.get_json()["outputs"]} == {"index": [], "score": [], "warning": []}
 
 
 @pytest.mark.parametrize("outputs", ["score", ["score"], [{"name": 1}]])
@@ -271,6 +370,16 @@ def test_a_calibrated_model_gives_human_percentile_as_an_output_as_v1_does(full_
         "human_percentile"]
 
 
+def test_a_rerank_reads_its_reference_and_a_dialogue_model_takes_turns(client, full_app):
+    tensors = [_text("context", ["hi"]), _text("response", ["good, and you?", "no"]), _text("reference", ["good"])]
+    ranked = _infer(client, "bleu4", {"inputs": tensors, "parameters": {"rerank": True}}).get_json()["outputs"]
+    v1 = client.post("/rerank", json={"model": "bleu4", "context": ["hi"], "candidates": ["good, and you?", "no"],
+                                      "reference": "good"}).get_json()["ranking"]
+    assert {o["name"]: o["data"] for o in ranked}["score"] == pytest.approx([e["score"] for e in v1])
+    metadata = full_app.test_client().get("/v2/models/mh").get_json()
+    assert [i["name"] for i in metadata["inputs"]] == ["turns"]
+
+
 def test_a_v2_strings_repeated_key_says_where_inside_it(client):
     turns = '[{"speaker": "bot", "speaker": "user", "text": "x"}]'
     answer = _infer(client, "length", {"inputs": [_text("turns", [turns])]})
@@ -304,6 +413,7 @@ def test_warnings_are_a_bytes_output_and_a_rerank_can_exclude_the_warned(client)
     ({"rerank": True, "exclude_warned": "empty,blank"}, "parameters.exclude_warned.1"),
     ({"rerank": True, "exclude_warned": ["empty"]}, "parameters.exclude_warned"),
     ({"exclude_warned": "empty"}, "parameters.exclude_warned"),
+    ({"rerank": True, "exclude_warned": None}, "parameters.exclude_warned"),
 ])
 def test_a_bad_exclude_warned_is_422_naming_the_parameter(client, parameters, field):
     body = {"inputs": [_text("context", ["hi"]), _text("response", ["a", ""])], "parameters": parameters}
