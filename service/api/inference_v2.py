@@ -312,7 +312,7 @@ def _embedded_json(text: str, where: str) -> Any:
 
 def _requested_outputs(body: dict[str, Any], outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     wanted = body.get("outputs")
-    if not wanted:
+    if wanted is None or wanted == []:  # none named: all of them; `""` or `{}` is a malformed list, as "score" is
         return outputs
     by_name = {o["name"]: o for o in outputs}
     if not isinstance(wanted, list) or not all(isinstance(o, dict) and isinstance(o.get("name"), str) for o in wanted):

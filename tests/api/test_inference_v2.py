@@ -331,7 +331,7 @@ def test_a_rerank_that_excludes_every_candidate_gives_empty_outputs(client):
     assert {o["name"]: o["data"] for o in answer.get_json()["outputs"]} == {"index": [], "score": [], "warning": []}
 
 
-@pytest.mark.parametrize("outputs", ["score", ["score"], [{"name": 1}]])
+@pytest.mark.parametrize("outputs", ["score", ["score"], [{"name": 1}], "", {}, 0, False])
 def test_outputs_that_are_not_named_objects_are_422_saying_so(client, outputs):
     body = {"inputs": [_text("context", ["b"]), _text("response", ["a"])], "outputs": outputs}
     answer = _infer(client, "length", body)
