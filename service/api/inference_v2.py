@@ -323,6 +323,9 @@ def _requested_outputs(body: dict[str, Any], outputs: list[dict[str, Any]]) -> l
     if unknown:
         raise InvalidRequest(f"Unknown output {unknown[0]!r}; this model gives {', '.join(by_name)}.",
                              {"outputs": "Unknown output."})
+    repeated = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if repeated is not None:  # as an input given twice: one answer per output name
+        raise InvalidRequest(f"Output {repeated!r} is named twice; name each output once.", {"outputs": "Repeated."})
     return [by_name[n] for n in names]
 
 

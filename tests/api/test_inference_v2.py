@@ -72,6 +72,8 @@ def test_a_rerank_gives_index_and_score_best_first(client):
     ({"inputs": [_text("response", ["a"]), _text("context", ["[1, 2]"])]}, 422, "strings"),
     ({"inputs": [_text("response", ["a"]), _text("context", ["b"])], "parameters": {"options": "{"}}, 422, "options"),
     ({"inputs": [_text("response", ["a"]), _text("context", ["b"])], "outputs": [{"name": "p"}]}, 422, "Unknown output"),
+    ({"inputs": [_text("response", ["a"]), _text("context", ["b"])], "outputs": [{"name": "score"}, {"name": "score"}]},
+     422, "named twice"),
     ({"parameters": {"rerank": True}, "inputs": [_text("response", ["a"]), _text("context", ["b", "c"])]}, 422, "one"),
     *(({"parameters": {"rerank": flag}, "inputs": [_text("response", ["a"]), _text("context", ["b"])]}, 422,
        "true or false") for flag in ("true", 1, "yes", None)),
