@@ -42,6 +42,14 @@ def _resampling(summary: dict[str, Any] | None) -> str:
     return f"Resampling: {line}\n\n"
 
 
+def _system_ci(system: dict[str, Any]) -> str:
+    """A /human-eval system's interval, or in its place why it has none (answers from before the reason was
+    recorded carry only the null)."""
+    if system.get("overall_z_ci"):
+        return _ci(system["overall_z_ci"])
+    return f"none: {system['overall_z_ci_reason']}" if system.get("overall_z_ci_reason") else "—"
+
+
 def _tool(result: dict[str, Any]) -> list[str]:
     """The tool's version that computed the result (answers from before it was recorded carry none)."""
     return [f"dialscore {result['dialscore']}"] if result.get("dialscore") else []
@@ -144,19 +152,17 @@ def human_eval_markdown(result: dict[str, Any]) -> str:
     reversed_names = set(result.get("reversed", []))
     marked = [f"{c} (reversed)" if c in reversed_names else c for c in criteria]
     rows = [[str(i + 1), s["system"], str(s["n"]), str(s["n_ratings"]), f"{s['overall_z']:.3f}",
-             _ci(s.get("overall_z_ci"))] + [f"{s['z'][c]:.3f}" for c in criteria] + [f"{s['raw'][OVERALL]:.2f}"]
+             _system_ci(s)] + [f"{s['z'][c]:.3f}" for c in criteria] + [f"{s['raw'][OVERALL]:.2f}"]
             for i, s in enumerate(result["systems"])]
     note = ""
     if reversed_names:
         note = ("\n\n(reversed): a negative criterion, scored as low + high - score before anything else, so that "
                 "higher is better in every column.")
-    if any(s.get("overall_z_ci") is None for s in result["systems"]):
-        note += ("\n\n— in the CI column: no interval, for a system with fewer than two dialogues or whose "
-                 "dialogues' z are all equal.")
     intervals = result["intervals"]
     level = f"{100 * intervals['confidence']:g}% CI"
     parts.append("### Systems, best first (mean z over passed raters)\n\n"
-                 f"n: dialogues; N: ratings, dialogues x criteria (Ji et al.'s N); {level}: {intervals['method']}.\n\n"
+                 f"n: dialogues; N: ratings, dialogues x criteria (Ji et al.'s N); {level}: {intervals['method']}"
+                 + (f"; it resamples {intervals['resampled']}" if intervals.get("resampled") else "") + ".\n\n"
                  + _table(["#", "system", "n", "N", "overall z", level] + marked + ["raw overall"], rows) + note)
     names = [s["system"] for s in result["systems"]]
     for key, heading in (("significance", "### One-sided rank-sum p (row better than column), uncorrected\n\n"

@@ -647,7 +647,9 @@ class SystemSummarySchema(StrictSchema):
     overall_z = fields.Float(required=True)
     overall_z_ci = fields.List(fields.Float(), required=True, allow_none=True, metadata={
         "description": "95% Student-t interval of the mean per-dialogue z (the body's `intervals` says so); "
-                       "null below two dialogues or where they do not vary."})
+                       "null below two dialogues or where they do not vary, and `overall_z_ci_reason` says which."})
+    overall_z_ci_reason = fields.String(metadata={
+        "description": "Only where `overall_z_ci` is null: why, e.g. \"one dialogue (a t interval needs two)\"."})
 
 
 class QualityControlSchema(StrictSchema):
@@ -663,6 +665,7 @@ class IntervalsSchema(StrictSchema):
     confidence = fields.Float(required=True, metadata={
         "description": "Its level: fixed (0.95), not the quality-control threshold `alpha`."})
     method = fields.String(required=True)
+    resampled = fields.String(metadata={"description": "What the interval draws: nothing (it is a t interval)."})
 
 
 def p_matrix(description: str) -> fields.Dict:

@@ -25,6 +25,8 @@ LABELS = ("rater", "system", "item")
 # decides which raters pass and has nothing to say about how wide a system's interval should be.
 CI_CONFIDENCE = 0.95
 CI_METHOD = "Student-t interval of the mean per-dialogue z (n - 1 degrees of freedom)"
+CI_RESAMPLED = ("nothing: mean +- t x standard error of the system's kept dialogues' z, the dialogues taken as a "
+                "sample (raters and systems fixed)")
 PAIR_TEST = ("one-sided Wilcoxon rank-sum (Mann-Whitney U, scipy) of the per-dialogue mean z: row system's "
              "scores greater than column system's")
 HOLM = ("Holm-adjusted over every ordered pair of systems (k(k - 1) one-sided tests: `family`): the chance "
@@ -184,6 +186,17 @@ def mean_interval(values: np.ndarray, confidence: float = CI_CONFIDENCE) -> list
     return [float(lo), float(hi)]
 
 
+def no_interval_reason(values: np.ndarray, confidence: float = CI_CONFIDENCE) -> str | None:
+    """Why mean_interval gives none for `values`, in words a table cell holds; None where it gives one."""
+    if values.size < 2:
+        return "one dialogue (a t interval needs two)" if values.size else "no dialogue"
+    if np.ptp(values) == 0:
+        return f"its {values.size} dialogues' z are all equal (no spread)"
+    if mean_interval(values, confidence) is None:
+        return f"unbounded at confidence {confidence:g}"
+    return None
+
+
 def significance_matrix(samples: dict[str, np.ndarray]) -> dict[str, dict[str, float | None]]:
     """Uncorrected p of the one-sided rank-sum test that row system's scores exceed column system's (no
     diagonal): each test alone, as Ji et al. report them; holm_matrix adjusts them for the whole matrix."""
@@ -286,8 +299,11 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
                     OVERALL: float(raw[rows].mean())},
             "z": {c: float(z[rows, j].mean()) for j, c in enumerate(criteria)},
             "overall_z": float(z[rows].mean()),
-            "overall_z_ci": mean_interval(per_rating_z[rows]),
+            "overall_z_ci": mean_interval(samples[system]),
         })
+        reason = no_interval_reason(samples[system])
+        if reason is not None:  # said where the interval would be: a blank would read as exact
+            summary[-1]["overall_z_ci_reason"] = reason
     summary.sort(key=lambda s: (-s["overall_z"], s["system"]))
     ordered = {s["system"]: samples[s["system"]] for s in summary}
     significance = significance_matrix(ordered)
@@ -296,7 +312,8 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
         "raters": {"passed": passed, "failed": failed, "p": pvalues,
                    "total": len(moments), "pass_rate": len(passed) / len(moments)},
         "systems": summary,
-        "intervals": {"of": "overall_z_ci", "confidence": CI_CONFIDENCE, "method": CI_METHOD},
+        "intervals": {"of": "overall_z_ci", "confidence": CI_CONFIDENCE, "method": CI_METHOD,
+                      "resampled": CI_RESAMPLED},
         "significance": significance,
         "significance_holm": adjusted,
         "significance_tests": {"test": PAIR_TEST, "significance": "each test's own p, not adjusted for the others",

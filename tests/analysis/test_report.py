@@ -123,7 +123,9 @@ def test_the_human_eval_report_says_why_a_system_has_no_interval():
     ratings = [{"rater": "r1", "system": system, "item": f"{system}-{i}", "scores": {"fun": base + 7 * i}}
                for system, base, dialogues in (("A", 60, 3), ("B", 50, 1)) for i in range(dialogues)]
     text = human_eval_markdown(assess(ratings))
-    assert "| B | 1 | 1 |" in text and "no interval, for a system with fewer than two dialogues" in text
+    # in the CI cell of B's row, not a footnote that fits any of several reasons
+    assert "| B | 1 | 1 | -1.245 | none: one dialogue (a t interval needs two) |" in text
+    assert "it resamples nothing: mean +- t x standard error" in text
     many = [{**r, "item": f"{r['item']}-{k}"} for r in ratings for k in range(2)]
-    assert "no interval" not in human_eval_markdown(assess([{**r, "scores": {"fun": r["scores"]["fun"] + k}}
-                                                            for k, r in enumerate(many)]))
+    assert "none:" not in human_eval_markdown(assess([{**r, "scores": {"fun": r["scores"]["fun"] + k}}
+                                                      for k, r in enumerate(many)]))

@@ -49,3 +49,18 @@ def test_a_blank_rater_system_or_item_is_422(client, key, label):
     response = client.post("/human-eval", json={"ratings": ratings, "qc_system": "degraded"})
     assert response.status_code == 422, response.get_json()
     assert response.get_json()["error"]["details"] == {f"ratings.4.{key}": f"Must name the {key} (not blank)."}
+
+
+def test_a_system_without_an_interval_is_answered_with_the_reason(client):
+    """`overall_z_ci` null said nothing of why; `overall_z_ci_reason` does, and the documented schema holds it."""
+    from service.api.schemas import HumanEvalResponseSchema
+
+    ratings = [{"rater": "r1", "system": "A", "item": f"a{i}", "scores": {"fun": 60.0 + 7 * i}} for i in range(3)]
+    ratings.append({"rater": "r1", "system": "lone", "item": "l0", "scores": {"fun": 50.0}})
+    response = client.post("/human-eval", json={"ratings": ratings})
+    assert response.status_code == 200, response.get_json()
+    body = HumanEvalResponseSchema().load(response.get_json())  # raises on a field the schema does not name
+    systems = {s["system"]: s for s in body["systems"]}
+    assert systems["lone"]["overall_z_ci"] is None
+    assert systems["lone"]["overall_z_ci_reason"] == "one dialogue (a t interval needs two)"
+    assert body["intervals"]["resampled"].startswith("nothing: ")

@@ -368,6 +368,23 @@ def test_overall_z_interval_is_95_percent_whatever_the_quality_control_alpha(alp
         assert hi - lo == pytest.approx(2 * half, rel=1e-9)
     assert body["intervals"]["of"] == "overall_z_ci" and body["intervals"]["confidence"] == 0.95
     assert body["intervals"]["method"].startswith("Student-t")
+    assert body["intervals"]["resampled"].startswith("nothing: ")  # a t interval draws nothing; it says so
+    assert all("overall_z_ci_reason" not in entry for entry in body["systems"])
+
+
+def test_a_system_without_an_interval_says_why() -> None:
+    """A system with one dialogue, or whose dialogues' z are all equal, had `overall_z_ci` null and no word of
+    why; the report and plot showed a bare point, as if exact."""
+    ratings = [{"rater": "r1", "system": "A", "item": f"a{i}", "scores": {"fun": 60 + 7 * i}} for i in range(3)]
+    ratings += [{"rater": "r1", "system": "lone", "item": "l0", "scores": {"fun": 50}}]
+    ratings += [{"rater": "r2", "system": "flat", "item": f"f{i}", "scores": {"fun": 40}} for i in range(2)]
+    ratings += [{"rater": "r2", "system": "A", "item": f"b{i}", "scores": {"fun": 30 + i}} for i in range(2)]
+    systems = {s["system"]: s for s in assess(ratings)["systems"]}
+    assert systems["lone"]["overall_z_ci"] is None and systems["lone"]["n"] == 1
+    assert systems["lone"]["overall_z_ci_reason"] == "one dialogue (a t interval needs two)"
+    assert systems["flat"]["overall_z_ci"] is None
+    assert systems["flat"]["overall_z_ci_reason"] == "its 2 dialogues' z are all equal (no spread)"
+    assert systems["A"]["overall_z_ci"] is not None and "overall_z_ci_reason" not in systems["A"]
 
 
 def test_the_body_names_its_quality_control_test_and_counts_n_as_the_paper() -> None:

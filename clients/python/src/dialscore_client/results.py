@@ -256,6 +256,7 @@ class SystemSummary(TypedDict, total=False):
     z: dict[str, float]
     overall_z: float
     overall_z_ci: list[float] | None
+    overall_z_ci_reason: str  # only where overall_z_ci is None: why (one dialogue, no spread)
 
 
 class HumanEvalReport(TypedDict, total=False):
@@ -263,7 +264,7 @@ class HumanEvalReport(TypedDict, total=False):
 
     raters: RaterCheck
     systems: list[SystemSummary]
-    intervals: dict[str, Any]  # what overall_z_ci is: {"of", "confidence" (0.95), "method"}
+    intervals: dict[str, Any]  # what overall_z_ci is: {"of", "confidence" (0.95), "method", "resampled"}
     significance: dict[str, dict[str, float | None]]
     criteria: list[str]
     reversed: list[str]
