@@ -1,6 +1,7 @@
 """`python -m service.analysis {correlate,human-eval} FILE`: the service's statistics on files.
 
-Writes the JSON result, a Markdown report (also printed) and PNG plots into --out.
+Writes the JSON result, a Markdown report (also printed) and plots (PNG; --plot-format svg or pdf for
+vector figures) into --out.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from marshmallow import ValidationError
 from service.analysis import importers, report
 from service.analysis.inputs import CorrelateInput
 from service.analysis.compare import compare_with_upstream, pairwise_rater_agreement
-from service.analysis.plots import agreement_histogram, correlate_plots, human_eval_plots, missing
+from service.analysis.plots import FORMATS, agreement_histogram, correlate_plots, human_eval_plots, missing, named
 from service.api import limits
 from service.api.schemas import CorrelateRequestSchema, HumanEvalRequestSchema, flatten_messages
 from service.config import load_settings
@@ -36,6 +37,13 @@ def finite_number(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
     return value
+
+
+def _plot_format_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--plot-format", nargs="+", choices=FORMATS, default=[FORMATS[0]], metavar="FORMAT",
+                         help=f"the plots' file format(s), each its own suffix: {', '.join(FORMATS)} (default "
+                              f"{FORMATS[0]}); svg and pdf are vector figures for papers (PDF fonts embedded as "
+                              "TrueType)")
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
@@ -73,8 +81,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                       help="what the item level's bootstrap resamples: the items (default), or whole inputs "
                            "(needs the inputs: --input-column, or a /correlate body's `inputs`)")
     corr.add_argument("--out", type=Path, default=Path("correlate-report"),
-                      help="folder for correlate.json, correlate.md and the PNGs (default: ./correlate-report)")
+                      help="folder for correlate.json, correlate.md and the plots (default: ./correlate-report)")
     corr.add_argument("--no-plots", action="store_true")
+    _plot_format_option(corr)
     corr.add_argument("--quiet", action="store_true",
                       help="write the files only: nothing on stdout on success (notes on the input still go to stderr)")
 
@@ -94,8 +103,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     human.add_argument("--anonymise", action="store_true",
                        help="write rater ids as 'r-' + 8 hex digits of their SHA-256 (e.g. MTurk worker ids in docs)")
     human.add_argument("--out", type=Path, default=Path("human-eval-report"),
-                       help="folder for the JSON and Markdown report and the PNGs (default: ./human-eval-report)")
+                       help="folder for the JSON and Markdown report and the plots (default: ./human-eval-report)")
     human.add_argument("--no-plots", action="store_true")
+    _plot_format_option(human)
     human.add_argument("--quiet", action="store_true", help="write the files only; print nothing on success")
     return parser
 
@@ -170,10 +180,11 @@ def run_correlate(args: argparse.Namespace) -> int:
         print(f"note: {data.notes}", file=sys.stderr)
     markdown = report.correlate_markdown(result)
     _write(args.out, "correlate", result, markdown)
+    ours = [path for fmt in FORMATS for path in args.out.glob(f"correlate_*.{fmt}")]
     if args.no_plots:
-        _remove_not_drawn(args.out.glob("correlate_*.png"), drawn=())
+        _remove_not_drawn(ours, drawn=())
     else:
-        _finish_plots(correlate_plots(result, args.out), args.out.glob("correlate_*.png"))
+        _finish_plots(correlate_plots(result, args.out, _formats(args)), ours)
     if not args.quiet:
         print(markdown)
     return 0
@@ -280,22 +291,29 @@ def run_human_eval(args: argparse.Namespace) -> int:
     if pairs is not None:
         markdown += "\n### Agreement between raters of the same systems\n\n" + report.pairs_markdown(pairs)
     _write(args.out, "human_eval", result, markdown)
+    ours = [path for stem in HUMAN_EVAL_PICTURES for path in named(args.out, stem, FORMATS)]
     if not args.no_plots:
-        plots = human_eval_plots(result, args.out)
-        histogram = args.out / HUMAN_EVAL_PICTURES[-1]
+        plots = human_eval_plots(result, args.out, _formats(args))
+        histograms = named(args.out, HUMAN_EVAL_PICTURES[-1], _formats(args))
         if pairs is not None and not any(pairs.get(label) for label in ("passed", "failed")):
-            plots.skip(histogram, "no pair of raters of the same systems, both passed or both failed, has a defined r")
+            plots.skip(histograms, "no pair of raters of the same systems, both passed or both failed, has a "
+                                   "defined r")
         elif pairs is not None:
-            plots.append(agreement_histogram(pairs, histogram))
-        _finish_plots(plots, [args.out / name for name in HUMAN_EVAL_PICTURES])
+            plots.extend(agreement_histogram(pairs, path) for path in histograms)
+        _finish_plots(plots, ours)
     else:
-        _remove_not_drawn([args.out / name for name in HUMAN_EVAL_PICTURES], drawn=())
+        _remove_not_drawn(ours, drawn=())
     if not args.quiet:
         print(markdown)
     return 0
 
 
-HUMAN_EVAL_PICTURES = ("ranking.png", "significance.png", "significance_holm.png", "rater_agreement.png")
+HUMAN_EVAL_PICTURES = ("ranking", "significance", "significance_holm", "rater_agreement")  # stems: a file a format
+
+
+def _formats(args: argparse.Namespace) -> list[str]:
+    """The formats asked for, each once, in the order given."""
+    return list(dict.fromkeys(args.plot_format))
 
 
 def _finish_plots(plots, ours) -> None:

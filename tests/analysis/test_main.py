@@ -591,7 +591,8 @@ def test_a_bad_value_in_a_file_is_named_by_the_files_line_as_well_as_its_field(t
 
 
 def test_a_heatmap_says_what_its_white_cells_are(tmp_path: Path, monkeypatch) -> None:
-    """A blank cell is either no win at the threshold or no test at all; the figure says so under it."""
+    """A white cell is no win at the threshold; a grey one no test at all; the figure says so under it
+    (tests/analysis/test_plots.py checks the cells' colours)."""
     import matplotlib.figure
 
     from service.analysis.plots import significance_heatmap
@@ -603,4 +604,30 @@ def test_a_heatmap_says_what_its_white_cells_are(tmp_path: Path, monkeypatch) ->
     for names in (["A", "B"], list("ABCDEFG")):
         significance_heatmap(names, {"A": {"B": 0.01}, "B": {"A": 0.9}}, tmp_path / "h.png")
         assert (tmp_path / "h.png").read_bytes().startswith(PNG)
-    assert captions == ["White: p above 0.1, or no test (the diagonal, or a pair without a p)."] * 2
+    assert captions == ["Coloured: p < 0.1. White: p ≥ 0.1, not significant at 0.1. Grey: no test (a system "
+                        "against itself, or a pair without a p)."] * 2
+
+
+def test_plot_format_writes_vector_figures_and_a_rerun_leaves_no_other_formats(tmp_path: Path,
+                                                                               capsys: pytest.CaptureFixture) -> None:
+    """--plot-format svg pdf writes each plot as both (for papers); the PNG default then removes them, so
+    that no earlier run's figure of another format passes for this run's."""
+    out = tmp_path / "out"
+    (tmp_path / "c.json").write_text(json.dumps(GOOD_CORRELATE), encoding="utf-8")
+    assert main(["correlate", str(tmp_path / "c.json"), "--methods", "pearson", "--out", str(out), "--quiet",
+                 "--plot-format", "svg", "pdf"]) == 0
+    assert sorted(p.name for p in out.glob("correlate_*")) == ["correlate_item_pearson.pdf",
+                                                               "correlate_item_pearson.svg"]
+    assert (out / "correlate_item_pearson.pdf").read_bytes().startswith(b"%PDF")
+    assert main(["correlate", str(tmp_path / "c.json"), "--methods", "pearson", "--out", str(out), "--quiet"]) == 0
+    assert sorted(p.name for p in out.glob("correlate_*")) == ["correlate_item_pearson.png"]
+
+    example = Path(__file__).resolve().parents[2] / "docs/examples/human-eval.json"
+    assert main(["human-eval", str(example), "--out", str(out), "--quiet", "--plot-format", "pdf"]) == 0
+    assert {"ranking.pdf", "significance.pdf", "significance_holm.pdf"} <= {p.name for p in out.iterdir()}
+    assert [p.name for p in out.glob("*.png")] == ["correlate_item_pearson.png"]  # correlate's, not human-eval's
+    assert main(["human-eval", str(example), "--out", str(out), "--quiet", "--no-plots"]) == 0
+    assert not list(out.glob("ranking.*")) and not list(out.glob("significance*.*"))
+    with pytest.raises(SystemExit):
+        main(["correlate", str(tmp_path / "c.json"), "--plot-format", "jpg", "--out", str(out)])
+    assert "invalid choice: 'jpg'" in capsys.readouterr().err
