@@ -337,6 +337,13 @@ def assess(ratings: list[dict], reverse: Sequence[str] = (), scale: tuple[float,
     if unrated:
         warnings.append(f"{', '.join(map(repr, unrated))}: rated only by raters who failed quality control, so "
                         "left out of the ranking.")
+    kept_constant = [r for r in constant if r in passed]  # with quality control they fail it
+    if kept_constant:
+        single = sum(1 for r in kept_constant if by_rater[r].size == 1)
+        warnings.append(f"{len(kept_constant)} of {len(moments)} raters gave the same score everywhere ({single} "
+                        "rated one dialogue): a z-score cannot place them, so their ratings count as z = 0 and pull "
+                        "their systems' means towards 0; z-scores need several ratings from each rater (see "
+                        "`raters.constant`).")
     if warnings:
         body["warnings"] = warnings
     if reasons:

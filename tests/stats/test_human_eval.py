@@ -456,3 +456,17 @@ def test_a_system_only_failed_raters_rated_and_nobody_passing_are_warned_of() ->
     nobody = assess(synthetic(careful=0, careless=2, items=1), reverse=["robotic"], qc_system="degraded")
     assert nobody["raters"]["passed"] == [] and nobody["systems"] == []
     assert any(w.startswith("No rater passed quality control") for w in nobody["warnings"])
+
+
+def test_raters_kept_with_one_score_everywhere_are_warned_of() -> None:
+    """Without quality control they are kept at z = 0, which pulls their systems towards 0 unsaid (ConvAI2's
+    intermediate ratings: 77 of 99 raters, 60 of them with one dialogue)."""
+    ratings = [{"rater": f"r{i}", "system": "a" if i % 2 else "b", "item": f"i{i}", "scores": {"overall": 3.0}}
+               for i in range(3)]
+    ratings += [{"rater": "many", "system": system, "item": f"m{j}", "scores": {"overall": float(j)}}
+                for j, system in enumerate("abab")]
+    body = assess(ratings)
+    assert sorted(body["raters"]["constant"]) == ["r0", "r1", "r2"]
+    assert any(w.startswith("3 of 4 raters gave the same score everywhere (3 rated one dialogue)")
+               for w in body["warnings"]), body.get("warnings")
+    assert "warnings" not in assess([r for r in ratings if r["rater"] == "many"])
