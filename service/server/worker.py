@@ -111,15 +111,12 @@ class ContractH11Protocol(H11Protocol):
 
     def eof_received(self) -> bool:  # type: ignore[override]
         """After the client's FIN, answer a request that arrived whole, or finish an answer under way, then
-        close; else close now."""
+        close (uvicorn closes after an answer not kept alive); else close now."""
         cycle = self.cycle
-        self.client_done = bool(cycle and not cycle.response_complete and (cycle.response_started or not cycle.more_body))
-        return self.client_done
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if getattr(self, "client_done", False):
-            self.transport.close()
+        answering = bool(cycle and not cycle.response_complete and (cycle.response_started or not cycle.more_body))
+        if answering:
+            cycle.keep_alive = False
+        return answering
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.head_timer is not None:
