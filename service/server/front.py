@@ -176,9 +176,7 @@ class Front:
         await self._traced(scope, receive, send) if self._traced else await self.answer(scope, receive, send)
 
     async def answer(self, scope: dict[str, Any], receive: Receive, send: Callable[[dict], Awaitable[None]]) -> None:
-        if scope["type"] != "http":
-            return
-        scope = origin_form(scope)
+        scope = origin_form(scope)  # an http scope: the worker runs uvicorn with lifespan "off" and ws "none"
         exchange, arrived = Exchange(scope, send), time.monotonic()
         lane, exchange.endpoint, in_path = self.route(scope["method"], scope["path"])
         # Probes never recycle (nor count towards max_requests): an idle pod's probes would restart its
