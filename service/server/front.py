@@ -209,7 +209,7 @@ class Front:
                 raise ShuttingDown("This server is shutting down; send the request again (another replica will "
                                    "answer it).", retry_after=1)
             budget = budget_of(headers.get("x-request-timeout"), settings.request_timeout)
-            if lane.reads_body:
+            if lane.reads_body and unread:  # none declared: no read, which would invite it with `100 Continue`
                 unread = False  # read_body drops what it refuses
                 body = await self.read_body(exchange, receive, arrived)
         except ServiceError as error:
@@ -271,8 +271,6 @@ class Front:
         Overloaded where the worker holds DIALSCORE_MAX_PENDING_BYTES for requests not yet admitted."""
         limit, pending, parts, size, more = self.settings.max_body_bytes, self.settings.max_pending_bytes, [], 0, True
         deadline, declared = arrived + self.settings.read_timeout, exchange.headers.get("content-length", "")
-        if declared == "0" and "transfer-encoding" not in exchange.headers:
-            return b""  # nothing to read, nor to invite with `100 Continue`, which the first read would send
         try:
             while more and not (size > limit or declared.isdigit() and int(declared) > limit):
                 message = await _receive(receive, deadline - time.monotonic())
