@@ -32,8 +32,6 @@ max_requests = _settings.max_requests
 max_requests_jitter = max_requests // 2
 worker_tmp_dir = _settings.worker_tmp_dir or None
 logconfig_dict = gunicorn_logconfig(_settings.log_level)
-accesslog = "-"
-errorlog = "-"
 
 # The folders the workers share for metrics and readiness (service/observability/shared_folders.py),
 # set before any import of prometheus_client: the workers inherit the master's modules through the fork.
