@@ -166,10 +166,8 @@ class Front:
         except Exception:  # noqa: BLE001 - NotFound, MethodNotAllowed, RequestRedirect: the app answers them
             return self.unrouted, "unmatched", []
         endpoint, named = rule.endpoint, [args["name"]] if "name" in args else []
-        if endpoint in PROBES or endpoint in SCORING or method == "OPTIONS":
-            lane = self.probes if endpoint in PROBES else self.scoring if endpoint in SCORING else self.other
-        else:
-            lane = self.by_blueprint.get(endpoint.partition(".")[0], self.other)
+        lane = (self.probes if endpoint in PROBES else self.scoring if endpoint in SCORING else self.other
+                if method == "OPTIONS" else self.by_blueprint.get(endpoint.partition(".")[0], self.other))
         return lane, rule.rule, named
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Callable[[dict], Awaitable[None]]) -> None:
