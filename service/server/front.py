@@ -166,19 +166,15 @@ class Front:
         except Exception:  # noqa: BLE001 - NotFound, MethodNotAllowed, RequestRedirect: the app answers them
             return self.unrouted, "unmatched", []
         endpoint, named = rule.endpoint, [args["name"]] if "name" in args else []
-        if endpoint in PROBES or endpoint in SCORING or method == "OPTIONS":
-            lane = self.probes if endpoint in PROBES else self.scoring if endpoint in SCORING else self.other
-        else:
-            lane = self.by_blueprint.get(endpoint.partition(".")[0], self.other)
+        lane = (self.probes if endpoint in PROBES else self.scoring if endpoint in SCORING else self.other
+                if method == "OPTIONS" else self.by_blueprint.get(endpoint.partition(".")[0], self.other))
         return lane, rule.rule, named
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Callable[[dict], Awaitable[None]]) -> None:
         await self._traced(scope, receive, send) if self._traced else await self.answer(scope, receive, send)
 
     async def answer(self, scope: dict[str, Any], receive: Receive, send: Callable[[dict], Awaitable[None]]) -> None:
-        if scope["type"] != "http":
-            return
-        scope = origin_form(scope)
+        scope = origin_form(scope)  # an http scope: the worker runs uvicorn with lifespan "off" and ws "none"
         exchange, arrived = Exchange(scope, send), time.monotonic()
         lane, exchange.endpoint, in_path = self.route(scope["method"], scope["path"])
         # Probes never recycle (nor count towards max_requests): an idle pod's probes would restart its
@@ -211,7 +207,7 @@ class Front:
                 raise ShuttingDown("This server is shutting down; send the request again (another replica will "
                                    "answer it).", retry_after=1)
             budget = budget_of(headers.get("x-request-timeout"), settings.request_timeout)
-            if lane.reads_body:
+            if lane.reads_body and unread:  # none declared: no read, which would invite it with `100 Continue`
                 unread = False  # read_body drops what it refuses
                 body = await self.read_body(exchange, receive, arrived)
         except ServiceError as error:
@@ -273,8 +269,6 @@ class Front:
         Overloaded where the worker holds DIALSCORE_MAX_PENDING_BYTES for requests not yet admitted."""
         limit, pending, parts, size, more = self.settings.max_body_bytes, self.settings.max_pending_bytes, [], 0, True
         deadline, declared = arrived + self.settings.read_timeout, exchange.headers.get("content-length", "")
-        if declared == "0" and "transfer-encoding" not in exchange.headers:
-            return b""  # nothing to read, nor to invite with `100 Continue`, which the first read would send
         try:
             while more and not (size > limit or declared.isdigit() and int(declared) > limit):
                 message = await _receive(receive, deadline - time.monotonic())

@@ -32,15 +32,13 @@ max_requests = _settings.max_requests
 max_requests_jitter = max_requests // 2
 worker_tmp_dir = _settings.worker_tmp_dir or None
 logconfig_dict = gunicorn_logconfig(_settings.log_level)
-accesslog = "-"
-errorlog = "-"
 
 # The folders the workers share for metrics and readiness (service/observability/shared_folders.py),
 # set before any import of prometheus_client: the workers inherit the master's modules through the fork.
 _owned_folders = shared_folders.claim((shared_folders.METRICS_ENV, readiness.DIR_ENV))
 _master_pid = os.getpid()
-# Also when the master stops without on_exit (a worker that fails to boot halts it); never in a worker,
-# which must not remove its siblings' folders.
+# Whenever the master exits, but for a kill (gunicorn's halt, which a worker that fails to boot causes too,
+# ends in sys.exit); never in a worker, which must not remove its siblings' folders.
 atexit.register(lambda: os.getpid() == _master_pid and shared_folders.remove(_owned_folders))
 
 
@@ -70,7 +68,3 @@ def post_fork(server, worker):
 def child_exit(server, worker):
     shared_folders.fold_worker(worker.pid, server.log)
     readiness.forget(worker.pid)
-
-
-def on_exit(server):
-    shared_folders.remove(_owned_folders)

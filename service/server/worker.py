@@ -75,12 +75,10 @@ class ContractH11Protocol(H11Protocol):
         self.transport.close()
 
     def write_fresh(self, error: ServiceError) -> None:
-        """Answer on a connection whose request h11 has not read: a fresh h11 state takes the events."""
+        """Answer where h11 has read no request: a fresh h11 state, which may answer from IDLE, takes the events."""
         metrics.ERRORS.labels(error.code).inc()
         metrics.REQUESTS.labels("unmatched", "other", str(error.status)).inc()
         fresh = h11.Connection(h11.SERVER)
-        fresh.receive_data(b"GET / HTTP/1.1\r\nHost: -\r\n\r\n")
-        fresh.next_event()
         headers, payload = contract_answer(error, answer_id := request_id(None))
         head = [*self.server_state.default_headers, *headers, (b"connection", b"close")]  # as uvicorn's answers
         for event in (h11.Response(status_code=error.status, headers=head, reason=HTTPStatus(error.status).phrase),
@@ -111,15 +109,12 @@ class ContractH11Protocol(H11Protocol):
 
     def eof_received(self) -> bool:  # type: ignore[override]
         """After the client's FIN, answer a request that arrived whole, or finish an answer under way, then
-        close; else close now."""
+        close (uvicorn closes after an answer not kept alive); else close now."""
         cycle = self.cycle
-        self.client_done = bool(cycle and not cycle.response_complete and (cycle.response_started or not cycle.more_body))
-        return self.client_done
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if getattr(self, "client_done", False):
-            self.transport.close()
+        answering = bool(cycle and not cycle.response_complete and (cycle.response_started or not cycle.more_body))
+        if answering:
+            cycle.keep_alive = False
+        return answering
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.head_timer is not None:
