@@ -16,11 +16,12 @@ else
 export DIALSCORE_DATA_DIR ?= $(abspath $(DATA))
 endif
 
-.PHONY: help venv venv-dev run test browser-test lint bench loadtest train encoder-fp32 encoder-w8a8 encoder-mpnet evaluate clean reproduce-human-eval constraints
+.PHONY: help venv venv-dev run test client-pythons browser-test lint bench loadtest train encoder-fp32 encoder-w8a8 encoder-mpnet evaluate clean reproduce-human-eval constraints
 
 help:
 	@echo "make run      serve the committed model store on $(HOST):$(PORT) (creates $(VENV))"
 	@echo "make test     install everything and run the whole test suite"
+	@echo "make client-pythons  the client's tests under Python 3.10, 3.12 and 3.13 where present (venvs from the index)"
 	@echo "make browser-test  the /docs/ page in headless Chromium (installs Debian's chromium where missing)"
 	@echo "make lint     hadolint, kustomize + kubernetes-validate, yamllint, ruff, shellcheck"
 	@echo "make bench    throughput and latency of /score through gunicorn on this machine"
@@ -67,6 +68,10 @@ run: $(VENV)/.serve
 # PYTEST_ARGS: e.g. "-m install" (the pip-install test, deselected by default), "-m data" (the data tests only)
 test: $(VENV)/.dev
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The client's tests under the other Pythons it supports, each where this machine has it (scripts/client_pythons.sh)
+client-pythons: $(VENV)/.dev
+	VENV=$(VENV) bash scripts/client_pythons.sh
 
 # The API page (/docs/) in a real browser: Debian's chromium and chromium-driver, installed where missing
 # (apt-get as root, else through sudo); the test may not skip here.

@@ -23,6 +23,9 @@ from typing import Any, Iterator
 from benchmarks.loadtest.server import free_port
 
 REPO = Path(__file__).resolve().parent.parent
+# The interpreter that runs the server: this one, unless DIALSCORE_TEST_SERVER_PYTHON names another, so that
+# the client's tests can run under a Python the service does not install on (`make client-pythons`).
+SERVER_PYTHON = os.environ.get("DIALSCORE_TEST_SERVER_PYTHON") or sys.executable
 LOG_TAIL = 3000  # characters of the server's log shown when something fails
 
 
@@ -125,7 +128,7 @@ def running_server(store: Path, env: dict[str, str] | None = None, *, timeout: f
     environment.pop("PROMETHEUS_MULTIPROC_DIR", None)
     environment.update(env or {})
     log_path = store.parent / f"server-{port}.log"
-    start = command or (sys.executable, "-m", "service")
+    start = command or (SERVER_PYTHON, "-m", "service")
     with open(log_path, "wb") as log:
         process = subprocess.Popen([*start, "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)],
                                    cwd=cwd, env=environment, stdout=log, stderr=subprocess.STDOUT,

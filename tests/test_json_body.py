@@ -97,6 +97,23 @@ def test_parse_is_one_reader_for_bodies_lines_files_and_manifests() -> None:
         parse_object(b'{"a": 1e999}', max_depth=4, finite=True)
 
 
+def test_text_nested_past_the_limit_before_its_syntax_error_is_too_deep_on_every_python() -> None:
+    """Which the parser meets first, the nesting or the error, hung on its recursion limit: `[` x 5,000 was
+    TooDeep on 3.11 (1,000 frames) and NotJson on 3.13 (C's larger limit), `[` x 100 NotJson on both. The
+    depth the text reached before its error decides, on any Python; strings are not levels."""
+    import pytest
+
+    from service.json_body import NotJson, TooDeep, parse
+
+    for raw in (b"[" * 5, b"[" * 100, b"[" * 5000, b'{"a": ' * 100, b'{"a": [{"b": [[1, 2]], "c": {"d": [[[x',
+                b'[[[[[1]]]]] [', b"[" * 1200 + b'"' + b"]" * 1200):
+        with pytest.raises(TooDeep):
+            parse(raw, max_depth=4)
+    for raw in (b"[[[[", b'{"a": [[[1]]], "b": [[[2]]], "c": ', b'["[[[[[[[[", "{{{{{{{{" x', b'{"a": "\\"[[[[[[['):
+        with pytest.raises(NotJson):
+            parse(raw, max_depth=4)
+
+
 def test_a_reader_that_refuses_nan_names_where_it_stands() -> None:
     """HTTP bodies (constants=False): NaN, Infinity and -Infinity are not JSON, so they are refused as
     text with their path, wherever they stand; 1e999 is JSON (the schemas refuse its value), and a NaN

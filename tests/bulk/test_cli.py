@@ -26,6 +26,25 @@ def test_cli_rejects_an_unknown_model_and_a_bad_shard(store_root, tmp_path):
     assert bad_env.returncode == 2 and b"JOB_COMPLETION_INDEX" in bad_env.stderr and b"Traceback" not in bad_env.stderr
 
 
+def test_options_nested_past_a_lines_depth_are_refused_on_every_python():
+    """--options is held to a line's depth (32), not to the parser's recursion limit: 5,000 levels were
+    'nested too deeply' on 3.11 and 'Unknown option' on 3.13, and 40 were taken on both."""
+    import argparse
+
+    import pytest
+
+    from service.bulk.cli import json_object
+
+    assert json_object('{"signals": true, "x": [[1]]}') == {"signals": True, "x": [[1]]}
+    for levels in (40, 5000):
+        for text in ('{"x": ' + "[" * levels + "]" * levels + "}", '{"x": ' + "[" * levels):
+            with pytest.raises(argparse.ArgumentTypeError, match="nested too deeply"):
+                json_object(text)
+    for text in ('{"x": NaN}', "[1]", '{"x": 1, "x": 2}', '{"x": "\\ud800"}', "{\udcff}"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            json_object(text)
+
+
 def test_set_up_errors_exit_2_with_one_json_log_record(store_root, tmp_path):
     """Exit 2 means 'found before any line was scored' (the Job fails at once); stderr stays JSON."""
     source = write_lines(tmp_path / "in.jsonl", encoded(GOOD))

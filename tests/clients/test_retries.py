@@ -6,7 +6,6 @@ import logging
 import os
 import socket
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -17,7 +16,7 @@ from dialscore_client import (DEFAULT_TIMEOUT, Client, InvalidRequest, NotReady,
 
 from tests.clients.conftest import SERVED
 from tests.clients.proxy import proxy
-from tests.live_server import REPO, _stop, free_port
+from tests.live_server import REPO, SERVER_PYTHON, _stop, free_port
 
 ITEM = {"context": ["how was your weekend?"], "response": "great, i went hiking!", "reference": "fine."}
 
@@ -41,7 +40,7 @@ def test_waits_for_a_server_that_starts_after_it(store_link, server, caplog, mon
         env = {**os.environ, "PYTHONPATH": str(REPO), "DIALSCORE_MODEL_STORE": str(store_link),
                "DIALSCORE_MODELS": SERVED}
         env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-        process = subprocess.Popen([sys.executable, "-m", "service", "--host", "127.0.0.1", "--port", str(port),
+        process = subprocess.Popen([SERVER_PYTHON, "-m", "service", "--host", "127.0.0.1", "--port", str(port),
                                     "--workers", "1"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
         try:
