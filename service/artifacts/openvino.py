@@ -14,12 +14,14 @@ import logging
 import os
 import queue
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -51,11 +53,22 @@ class Found:
     version: str | None = None
 
 
+def _openvino() -> ModuleType:
+    """The `openvino` package, imported without its usage telemetry. Its import sends an event to Google
+    Analytics unless the user opted out (a file in their home), from a process it forks off the worker's
+    threads; where `openvino_telemetry` cannot be imported, OpenVINO takes its own stub that sends nothing."""
+    if "openvino" not in sys.modules:
+        sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type] - None: "cannot be imported"
+    import openvino
+
+    return openvino
+
+
 @cache
 def found() -> Found:
     """Whether `openvino` is installed and offers the CPU device (imported once, in the worker)."""
     try:
-        import openvino as ov
+        ov = _openvino()
     except ImportError:
         return Found(False, "the openvino package is not installed")
     version = ov.get_version().split("-")[0]
@@ -174,7 +187,7 @@ class CompiledSession:
 
     def __init__(self, path: Path, threads: int, streams: int, precision: str, cache: Path | None,
                  shapes: int) -> None:
-        import openvino as ov
+        ov = _openvino()
 
         config: dict[str, Any] = {**COMPILE_CONFIG, "INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": streams,
                                   "INFERENCE_PRECISION_HINT": precision, "CPU_RUNTIME_CACHE_CAPACITY": shapes}

@@ -2,6 +2,7 @@
 session safe to run on several threads from its first run."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -110,3 +111,19 @@ def test_without_a_writable_cache_openvino_still_compiles(tmp_path: Path) -> Non
                                       openvino_cache_dir=str(tmp_path / "a-file" / "cache")))
     session = runtime.encoder_session(MODEL_STORE / "minilm-l6" / "encoder-int8.onnx", weights="int8-float")
     assert session.compute == openvino.inference_precision(runtime.flags)
+
+
+def test_the_runtime_is_imported_without_its_usage_telemetry(tmp_path: Path) -> None:
+    """`import openvino` sent a usage event to Google Analytics from every worker (opt-out: no consent file
+    in the user's home means yes; only CI variables turn it off), forking a process off the worker's threads
+    to send it, and wrote `~/intel/openvino_ga_cid`. A fresh process with a home of its own and no CI."""
+    if not found().usable:
+        pytest.skip(f"OpenVINO is not usable here: {found().reason}")
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "TF_BUILD", "JENKINS_URL")}
+    probe = ("from service.artifacts import openvino; assert openvino.found().usable\n"
+             "import openvino.tools.ovc.telemetry_utils as used; print(used.tm.__name__)")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env={**env, "HOME": str(tmp_path)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["openvino.tools.ovc.telemetry_stub"]
+    assert not (tmp_path / "intel").exists()
