@@ -65,7 +65,8 @@ class Settings:
     encoder_threads: int = 0
     # DIALSCORE_PROVIDERS: execution providers in order of preference; `auto` is CUDA where this build has it, then
     # OpenVINO's own runtime (OpenVINOExecutionProvider) for the sentence encoders where the CPU reports bf16
-    # arithmetic (AMX, AVX512_BF16) or AVX-512 VNNI, then the CPU EP (service/artifacts/providers.py).
+    # arithmetic (AMX, AVX512_BF16) or AVX-512 VNNI, but not on an AVX512_FP16 core without AMX (measured slower
+    # there), then the CPU EP (service/artifacts/providers.py).
     # CPUExecutionProvider alone keeps every score bit-exact across batches.
     providers: tuple[str, ...] = ("auto",)
     # DIALSCORE_OPENVINO_CACHE_DIR: OpenVINO's compiled-model cache, so that a restart and the second worker load

@@ -31,11 +31,17 @@ log = logging.getLogger(__name__)
 # The name DIALSCORE_PROVIDERS and GET /models give OpenVINO: ONNX Runtime's for its OpenVINO EP, kept so
 # that settings and clients written against it still hold, though the runtime is now OpenVINO's own.
 EP = "OpenVINOExecutionProvider"
-# CPU features where `auto` takes OpenVINO, strongest first: bf16 arithmetic (computes in bf16, 1.5-2x the
-# CPU EP on MiniLM and mpnet) and AVX-512 VNNI (f32, 1.2x on
-# MiniLM). AVX2 alone is not among them: no such CPU was at hand to measure, so the CPU EP stays its path.
+# CPU features where `auto` takes OpenVINO, strongest first: bf16 arithmetic (computes in bf16; measured
+# faster than the CPU EP on MiniLM and mpnet on AMD EPYC Zen 4/5 and on an Intel Xeon with AMX) and AVX-512
+# VNNI (f32, measured faster on MiniLM). AVX2 alone is not among them: no such CPU was at hand to measure,
+# so the CPU EP stays its path.
 GAINS = ("amx_bf16", "avx512_bf16", "avx512_vnni")
 BF16 = ("amx_bf16", "avx512_bf16")
+# An Intel core of the Sapphire Rapids class (it reports AVX512_FP16) whose AMX the hypervisor hides: there
+# OpenVINO in bf16 (AVX512_BF16) ran slower than its own f32 and than the CPU EP, and in f32 no faster than
+# the CPU EP, so `auto` keeps the CPU EP and a forced OpenVINO computes in f32
+# (docs/notes/2026-12-02-openvino-on-sapphire-rapids-without-amx.md has the figures).
+NO_GAIN = "avx512_fp16"
 # OpenVINO's CPU plugin quantises activations of int8-weight MatMuls on the fly by default, which moves a
 # vector by up to 1.4e-3 with its batch-mates; the service compiles float weights only, and says so.
 COMPILE_CONFIG = {"PERFORMANCE_HINT": "LATENCY", "DYNAMIC_QUANTIZATION_GROUP_SIZE": 0}
@@ -81,14 +87,30 @@ def found() -> Found:
     return Found(True, f"OpenVINO {version} runtime", version)
 
 
+def measured_slower(flags: set[str]) -> bool:
+    """A CPU where OpenVINO was measured no faster than the CPU EP at any precision (NO_GAIN without AMX)."""
+    return NO_GAIN in flags and "amx_bf16" not in flags
+
+
 def gains(flags: set[str]) -> str | None:
     """The strongest of GAINS the CPU reports, or None: where `auto` prefers OpenVINO."""
+    if measured_slower(flags):
+        return None
     return next((name for name in GAINS if name in flags), None)
 
 
+def why_not(flags: set[str]) -> str:
+    """Why `auto` leaves OpenVINO out where gains(flags) is None."""
+    if measured_slower(flags):
+        return (f"the CPU reports {NO_GAIN} without AMX (an Intel Sapphire Rapids-class core with AMX hidden), "
+                "where OpenVINO was measured slower than the CPU EP in bf16 and no faster in f32")
+    return "the CPU reports neither bf16 arithmetic nor AVX-512 VNNI, where OpenVINO was measured faster"
+
+
 def inference_precision(flags: set[str]) -> str:
-    """What OpenVINO computes in: bf16 where the CPU has bf16 arithmetic, else f32."""
-    return "bf16" if any(name in flags for name in BF16) else "f32"
+    """What OpenVINO computes in: bf16 where the CPU has bf16 arithmetic that pays (not where
+    measured_slower: there its bf16 ran slower than its f32), else f32."""
+    return "bf16" if any(name in flags for name in BF16) and not measured_slower(flags) else "f32"
 
 
 def cache_dir(setting: str) -> Path | None:

@@ -46,8 +46,7 @@ def choose_providers(requested: Sequence[str], available: Sequence[str], flags: 
         if name == openvino.EP:
             gain = openvino.gains(flags)
             if by_auto and not gain:  # asked first: a loaded runtime costs every worker memory
-                passed_over.append("the CPU reports neither bf16 arithmetic nor AVX-512 VNNI, where OpenVINO "
-                                   "was measured faster")
+                passed_over.append(openvino.why_not(flags))
                 continue
             runtime = find_openvino()
             if not runtime.usable:

@@ -14,6 +14,8 @@ REFUSED = openvino.Found(False, "OpenVINO 2026.4.1 offers no CPU device (none)",
 ABSENT = openvino.Found(False, "the openvino package is not installed")
 CPU_BUILD, GPU_BUILD = [CPU], [CUDA, CPU]
 XEON, ZEN5, ZEN2 = {"avx2", "avx512_vnni", "amx_bf16", "amx_int8"}, {"avx2", "avx512_vnni", "avx512_bf16"}, {"avx2"}
+# A Sapphire Rapids-class Xeon whose hypervisor hides AMX: bf16 and fp16 arithmetic, VNNI, no amx_* flag
+SPR_NO_AMX = {"avx2", "avx_vnni", "avx512_vnni", "avx512_bf16", "avx512_fp16"}
 
 
 def choose(requested: tuple[str, ...], plugin: openvino.Found, flags: set[str] = XEON, available: list[str] = CPU_BUILD):
@@ -57,6 +59,21 @@ def test_dialscore_providers_forces_either() -> None:
 def test_openvino_computes_in_bf16_where_the_cpu_has_bf16_arithmetic() -> None:
     assert openvino.inference_precision(XEON) == openvino.inference_precision(ZEN5) == "bf16"
     assert openvino.inference_precision({"avx512_vnni"}) == openvino.inference_precision(ZEN2) == "f32"
+
+
+def test_auto_keeps_the_cpu_ep_on_a_sapphire_rapids_class_core_without_amx() -> None:
+    """There OpenVINO's bf16 ran slower than the CPU EP and its f32 no faster: `auto` took the slower path
+    because AVX512_BF16 was read as bf16 arithmetic that pays. Forced, OpenVINO computes in f32
+    (its faster precision there); with AMX reported the same core computes in bf16 on OpenVINO."""
+    avoided = choose_providers(("auto",), CPU_BUILD, SPR_NO_AMX, lambda: pytest.fail("OpenVINO imported for nothing"))
+    assert avoided.encoder == CPU
+    assert "avx512_fp16 without AMX" in avoided.reason and "measured slower" in avoided.reason
+    assert openvino.inference_precision(SPR_NO_AMX) == "f32"
+    forced = choose((openvino.EP, CPU), OFFERED, SPR_NO_AMX)
+    assert forced.encoder == openvino.EP
+    with_amx = SPR_NO_AMX | {"amx_bf16", "amx_int8", "amx_tile"}
+    assert choose(("auto",), OFFERED, with_amx).reason.startswith("auto: the CPU reports amx_bf16")
+    assert openvino.inference_precision(with_amx) == "bf16"
 
 
 def test_openvinos_runtime_as_this_machine_finds_it() -> None:
