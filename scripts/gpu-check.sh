@@ -19,7 +19,7 @@ OUT=${1:-build/gpu-check}
 SECONDS_PER=${SECONDS_PER:-5}
 LATENCY_SECONDS=${LATENCY_SECONDS:-2}
 mkdir -p "$OUT"
-# ORT_DISABLE_TELEMETRY: as `import service` sets it (service/__init__.py); the probe below imports onnxruntime alone
+# ORT_DISABLE_TELEMETRY: as `import service` sets it (service/__init__.py); the provider check below imports onnxruntime alone
 export DIALSCORE_MODEL_STORE=$STORE PYTHONUNBUFFERED=1 ORT_DISABLE_TELEMETRY=${ORT_DISABLE_TELEMETRY:-1}
 
 # The bench sends the servers' output nowhere: a package missing here would read only as "not ready".

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import MODEL_STORE, REPO
 
 # Where ONNX Runtime turns its telemetry off by itself (a CI service, its own unit tests), or is told to:
-# left out of the probe's environment, which is a user's shell.
+# left out of the child's environment, which is a user's shell.
 SUPPRESSING = ("CI", "TF_BUILD", "GITHUB_ACTIONS", "JENKINS_URL", "GITLAB_CI", "TRAVIS", "CIRCLECI", "BUILDKITE",
                "TEAMCITY_VERSION", "SYSTEM_TEAMFOUNDATIONCOLLECTIONURI", "ORT_RUNNING_UNIT_TESTS",
                "ORT_DISABLE_TELEMETRY")

@@ -40,7 +40,7 @@ BF16 = ("amx_bf16", "avx512_bf16")
 # An Intel core of the Sapphire Rapids class (it reports AVX512_FP16) whose AMX the hypervisor hides: there
 # OpenVINO in bf16 (AVX512_BF16) ran slower than its own f32 and than the CPU EP, and in f32 no faster than
 # the CPU EP, so `auto` keeps the CPU EP and a forced OpenVINO computes in f32
-# (docs/notes/2026-12-02-openvino-on-sapphire-rapids-without-amx.md has the figures).
+# (the figures: docs/notes/README.md, the note on Sapphire Rapids without AMX).
 NO_GAIN = "avx512_fp16"
 # OpenVINO's CPU plugin quantises activations of int8-weight MatMuls on the fly by default, which moves a
 # vector by up to 1.4e-3 with its batch-mates; the service compiles float weights only, and says so.

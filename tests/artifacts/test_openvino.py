@@ -11,6 +11,7 @@ import pytest
 
 from service.artifacts.openvino import float_graph, found
 from tests.conftest import MODEL_STORE, REPO
+from tests.test_package_init import SUPPRESSING
 
 
 
@@ -119,10 +120,10 @@ def test_the_runtime_is_imported_without_its_usage_telemetry(tmp_path: Path) -> 
     to send it, and wrote `~/intel/openvino_ga_cid`. A fresh process with a home of its own and no CI."""
     if not found().usable:
         pytest.skip(f"OpenVINO is not usable here: {found().reason}")
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "TF_BUILD", "JENKINS_URL")}
-    probe = ("from service.artifacts import openvino; assert openvino.found().usable\n"
+    env = {k: v for k, v in os.environ.items() if k not in SUPPRESSING}
+    code = ("from service.artifacts import openvino; assert openvino.found().usable\n"
              "import openvino.tools.ovc.telemetry_utils as used; print(used.tm.__name__)")
-    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env={**env, "HOME": str(tmp_path)},
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={**env, "HOME": str(tmp_path)},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["openvino.tools.ovc.telemetry_stub"]
